@@ -1,0 +1,122 @@
+# eldr - expert-locality-aware decode routing: router daemon and workbench.
+#
+#   make deps     install the Debian packages that are missing (as root)
+#   make          build bin/eldr
+#   make run      deps, build, sample, then open the workbench on the sample
+#   make test     deps, build, sample, then every test; ends "N passed, N failed"
+#   make asan     the unit and CLI tests under AddressSanitizer + UBSan
+#   make bench    benchmarks, printed as a table
+#   make samples  the larger generated traces (samples/*.h5 beside small.h5)
+#   make install PREFIX=/usr/local
+
+PREFIX ?= /usr/local
+CC ?= gcc
+CFLAGS ?= -O2 -g
+# Warnings and the language level are not negotiable; kept apart from CFLAGS
+# so that `make CFLAGS=-O0` still builds with them.
+WARN := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread
+PKGS := hdf5 lua5.4 lapacke openblas jansson libzip
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcblas -lreadline -lncursesw -lm
+TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+# Debian packages: build, runtime, and the test oracles (numpy/scipy/h5py
+# under /usr/bin/python3 are oracles and benchmark peers, never the product).
+DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
+	libreadline-dev libncurses-dev liblapacke-dev libopenblas-dev \
+	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libzip-dev \
+	libcmocka-dev tmux valgrind curl python3 python3-numpy python3-scipy \
+	python3-h5py
+
+BUILD ?= build
+BIN ?= bin
+CORE_SRC := $(wildcard src/core/*.c)
+CLI_SRC := $(wildcard src/cli/*.c)
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TEST_UTIL := $(wildcard tests/unit/util_*.c)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BIN)/%)
+TEST_UTIL_OBJ := $(TEST_UTIL:%.c=$(BUILD)/%.o)
+BENCH_SRC := $(wildcard tests/bench/bench_*.c)
+BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BIN)/%)
+CORE_LIB := $(BUILD)/libeldrcore.a
+SAMPLE := samples/small.h5
+
+.PHONY: all deps run test asan bench samples clean install unit-tests
+
+all: $(BIN)/eldr
+
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root to install:" $$missing >&2; exit 1; fi; \
+	  echo "make deps: installing" $$missing; \
+	  apt-get update -qq >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	fi
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Isrc/core -MMD -MP -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/eldr: $(CLI_OBJ) $(CORE_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(CORE_LIB) $(PKG_LIBS)
+
+$(BIN)/test_%: $(BUILD)/tests/unit/test_%.o $(TEST_UTIL_OBJ) $(CORE_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
+
+$(BIN)/bench_%: $(BUILD)/tests/bench/bench_%.o $(CORE_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+unit-tests: $(TEST_BIN)
+
+$(SAMPLE): | $(BIN)/eldr
+	$(BIN)/eldr gen -o $@ --requests 600 --layers 16 --experts 64 --top-k 4 \
+	  --domains 4 --prompt-tokens 96 --decode-tokens 48 --seed 7 --arrival-rate 20
+
+samples: $(SAMPLE) $(BIN)/eldr
+	@test -f samples/medium.h5 || $(BIN)/eldr gen -o samples/medium.h5 --requests 5000 \
+	  --layers 48 --experts 128 --top-k 8 --domains 8 --seed 11 --arrival-rate 60
+	@test -f samples/prefix.h5 || $(BIN)/eldr gen -o samples/prefix.h5 --requests 2000 \
+	  --layers 24 --experts 64 --top-k 4 --domains 4 --prefix-groups 20 \
+	  --prefix-blocks 8 --tokens --seed 13
+	@ls -l samples/*.h5
+
+run: deps all $(SAMPLE)
+	@$(BIN)/eldr info $(SAMPLE)
+	@echo
+	@echo "Next: $(BIN)/eldr --help   (every command), for example:"
+	@echo "  $(BIN)/eldr info ../shared/data/gptoss20b-routing.h5"
+	@echo "  $(BIN)/eldr gen -o /tmp/t.h5 --requests 2000 --domains 6"
+
+test: deps all $(SAMPLE) unit-tests
+	@BIN=$(BIN) sh tests/run.sh
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
+	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  LDFLAGS="-fsanitize=address,undefined" bin-asan/eldr unit-tests
+	@ASAN_OPTIONS=detect_leaks=1 BIN=bin-asan SAMPLE=$(SAMPLE) sh tests/run.sh
+
+bench: deps all $(BENCH_BIN)
+	@BIN=$(BIN) sh tests/bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/eldr/lua
+	install -m 755 $(BIN)/eldr $(DESTDIR)$(PREFIX)/bin/
+	cp -r lua/. $(DESTDIR)$(PREFIX)/share/eldr/lua/
+
+clean:
+	rm -rf build build-asan bin bin-asan
+
+-include $(shell find build build-asan -name '*.d' 2>/dev/null)

@@ -1,0 +1,176 @@
+/* cli.c - shared helpers of the subcommands (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void vreport(const char *cmd, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "eldr %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int cli_fail(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(cmd, fmt, ap);
+    va_end(ap);
+    return CLI_BADINPUT;
+}
+
+int cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(cmd, fmt, ap);
+    va_end(ap);
+    return CLI_RUNTIME;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "eldr %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (try 'eldr %s --help')\n", cmd);
+    return CLI_BADINPUT;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *s, long long lo,
+                  long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno)
+        return cli_fail(cmd, "%s: '%s' is not an integer", opt, s);
+    if (v < lo || v > hi)
+        return cli_fail(cmd, "%s: %lld out of range [%lld, %lld]", opt, v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
+                     double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !isfinite(v))
+        return cli_fail(cmd, "%s: '%s' is not a number", opt, s);
+    if (v < lo || v > hi)
+        return cli_fail(cmd, "%s: %g out of range [%g, %g]", opt, v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long long lo,
+                       long long hi, long long **out, int *n)
+{
+    long long *v = NULL;
+    int cnt = 0, cap = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long long a = strtoll(p, &end, 10), b;
+        if (end == p || errno)
+            goto bad;
+        b = a;
+        if (*end == '-') {
+            p = end + 1;
+            b = strtoll(p, &end, 10);
+            if (end == p || errno || b < a)
+                goto bad;
+        }
+        if (a < lo || b > hi) {
+            free(v);
+            return cli_fail(cmd, "%s: value out of range [%lld, %lld] in '%s'", opt, lo, hi, s);
+        }
+        for (long long x = a; x <= b; x++) {
+            if (cnt == cap) {
+                cap = cap ? cap * 2 : 16;
+                long long *nv = realloc(v, (size_t)cap * sizeof *v);
+                if (!nv) {
+                    free(v);
+                    return cli_error(cmd, "out of memory");
+                }
+                v = nv;
+            }
+            v[cnt++] = x;
+        }
+        if (*end == ',' && end[1])
+            p = end + 1;
+        else if (*end == 0)
+            p = end;
+        else
+            goto bad;
+    }
+    if (cnt == 0)
+        goto bad;
+    *out = v;
+    *n = cnt;
+    return 0;
+bad:
+    free(v);
+    return cli_fail(cmd, "%s: '%s' is not a list like 0,2,5-7", opt, s);
+}
+
+void cli_print_json(json_t *v)
+{
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    if (s) {
+        puts(s);
+        free(s);
+    }
+    json_decref(v);
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void cli_progress_start(cli_progress *p, const char *label)
+{
+    p->label = label;
+    p->tty = isatty(2);
+    p->last_pct = -1;
+    p->t0 = cli_now();
+}
+
+void cli_progress_update(cli_progress *p, double frac)
+{
+    if (!p->tty)
+        return;
+    int pct = (int)(frac * 100.0);
+    if (pct < 0)
+        pct = 0;
+    if (pct > 100)
+        pct = 100;
+    if (pct == p->last_pct)
+        return;
+    p->last_pct = pct;
+    int fill = pct * 30 / 100;
+    fprintf(stderr, "\r%-12s [%.*s%*s] %3d%%  %.1fs", p->label, fill,
+            "##############################", 30 - fill, "", pct, cli_now() - p->t0);
+    fflush(stderr);
+}
+
+void cli_progress_done(cli_progress *p)
+{
+    if (p->tty && p->last_pct >= 0)
+        fprintf(stderr, "\r%*s\r", 60, "");
+}

@@ -1,0 +1,55 @@
+/* cli.h - what every `eldr` subcommand shares.
+ *
+ * A subcommand is `int cmd_NAME(int argc, char **argv)` with argv[0] the
+ * subcommand's name; it parses its options with getopt_long, and returns
+ * the process exit status: 0 success, 2 bad input (one line on stderr
+ * saying what and where, via cli_fail), 1 a failure that is not the
+ * input's fault. Every subcommand has --help (usage on stdout, exit 0)
+ * and, where it prints results, --json. */
+#ifndef ELDR_CLI_H
+#define ELDR_CLI_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define CLI_OK 0
+#define CLI_RUNTIME 1
+#define CLI_BADINPUT 2
+
+/* "eldr CMD: message" on stderr; returns CLI_BADINPUT. */
+int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Same, returning CLI_RUNTIME. */
+int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For an unknown option or a missing argument: the message plus
+ * "try 'eldr CMD --help'"; returns CLI_BADINPUT. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Strict number parsing of an option value: the whole string must be a
+ * number within [lo, hi]; otherwise cli_fail names the option. Return 0
+ * or CLI_BADINPUT. */
+int cli_parse_int(const char *cmd, const char *opt, const char *s, long long lo,
+                  long long hi, long long *out);
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
+                     double hi, double *out);
+/* Comma-separated integer list with ranges ("0,3,5-7"); *out malloc'd. */
+int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long long lo,
+                       long long hi, long long **out, int *n);
+
+/* Print a JSON value to stdout (indented, newline) and release it. */
+void cli_print_json(json_t *v);
+
+/* Seconds on a monotonic clock, for stage timings. */
+double cli_now(void);
+
+/* A progress bar on stderr, drawn only when stderr is a terminal. */
+typedef struct cli_progress {
+    const char *label;
+    int tty;
+    int last_pct;
+    double t0;
+} cli_progress;
+void cli_progress_start(cli_progress *p, const char *label);
+void cli_progress_update(cli_progress *p, double frac);
+void cli_progress_done(cli_progress *p);
+
+#endif

@@ -1,0 +1,55 @@
+/* main.c - `eldr`: dispatch to the subcommands (see cli.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cmd_gen(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+
+static const struct command {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} commands[] = {
+    {"gen", cmd_gen, "generate a synthetic MoE activation trace"},
+    {"info", cmd_info, "geometry, counts, labels and validation of a trace or model"},
+    {"import", cmd_import, "import a calibration capture (.npz) or JSON lines into a trace"},
+};
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: eldr COMMAND [options]\n"
+            "\n"
+            "eldr: expert-locality-aware decode routing for PD-disaggregated MoE serving.\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f,
+            "\n"
+            "'eldr COMMAND --help' describes one command. Exit status: 0 success,\n"
+            "2 bad input (one line on stderr says what and where), 1 other failure.\n"
+            "Docs: docs/ (trace-format.md, generator.md, ...).\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_BADINPUT;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "eldr: unknown command '%s' (try 'eldr --help')\n", argv[1]);
+    return CLI_BADINPUT;
+}

@@ -1,0 +1,135 @@
+/* trace.h - activation traces in memory, and the eldr-trace v1 HDF5 file.
+ *
+ * A trace holds, for N requests of a MoE model with L layers, E experts per
+ * layer and top-k routing, the per-request expert counts of prefill (and
+ * optionally decode), plus optional gate values, labels, arrival times, ids,
+ * per-token expert ids and KV block hashes. The file format is specified in
+ * docs/trace-format.md (the authoritative copy of DESIGN.md section 2).
+ *
+ * Ownership: a trace_t owns every array it points to; trace_free releases
+ * all of it. Optional arrays are NULL when absent. Count matrices are
+ * row-major [n][L][E]; index with TRACE_AT(t, r, l, e) or trace_row(). */
+#ifndef ELDR_TRACE_H
+#define ELDR_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRACE_FORMAT "eldr-trace"
+#define TRACE_VERSION 1
+#define TRACE_MODEL_MAX 128
+
+typedef struct trace {
+    char model[TRACE_MODEL_MAX];   /* model name ("" if unknown) */
+    int L, E, k;                   /* layers, experts per layer, top-k */
+    int64_t n;                     /* requests */
+
+    /* required */
+    uint16_t *prefill_counts;      /* [n][L][E] */
+    int32_t *prompt_tokens;        /* [n] */
+
+    /* optional: decode_counts and decode_tokens come together */
+    uint16_t *decode_counts;       /* [n][L][E] */
+    int32_t *decode_tokens;        /* [n] */
+    float *gate_prob;              /* [n][L][E] */
+    float *gate_logit;             /* [n][L][E] */
+
+    int32_t *label;                /* [n], each in [0, n_labels) */
+    int n_labels;
+    char **label_names;            /* [n_labels], owned strings */
+
+    double *arrival_s;             /* [n] */
+    char **request_id;             /* [n], owned strings */
+
+    /* token level: request r owns token rows [off[r], off[r+1]);
+     * off[0] == 0 in memory (rebased when a row range is loaded).
+     * Each token row is [L][k] expert ids. */
+    int64_t *prefill_offsets;      /* [n+1] */
+    uint16_t *prefill_experts;     /* [T_prefill][L][k] */
+    int64_t *decode_offsets;       /* [n+1] */
+    uint16_t *decode_experts;      /* [T_decode][L][k] */
+    float *decode_probs;           /* [T_decode][L][k], needs decode_experts */
+
+    /* KV block hash chain of each prompt: request r owns hashes
+     * [block_offsets[r], block_offsets[r+1]) */
+    int64_t *block_offsets;        /* [n+1] */
+    uint64_t *block_hashes;        /* [block_offsets[n]] */
+} trace_t;
+
+#define TRACE_CELLS(t) ((size_t)(t)->L * (size_t)(t)->E)
+#define TRACE_AT(a, t, r, l, e) \
+    ((a)[((size_t)(r) * (size_t)(t)->L + (size_t)(l)) * (size_t)(t)->E + (size_t)(e)])
+
+/* Allocate an empty trace with geometry and the required arrays zeroed
+ * (prefill_counts, prompt_tokens). Optional arrays stay NULL; allocate
+ * them with trace_alloc_optional. NULL (with err) on bad geometry or
+ * when the size would exceed physical memory. */
+trace_t *trace_new(int64_t n, int L, int E, int k, char *err, size_t errlen);
+
+/* Flags for trace_alloc_optional. */
+enum {
+    TRACE_HAS_DECODE = 1 << 0,     /* decode_counts + decode_tokens */
+    TRACE_HAS_GATE_PROB = 1 << 1,
+    TRACE_HAS_GATE_LOGIT = 1 << 2,
+    TRACE_HAS_LABEL = 1 << 3,      /* label array (names set separately) */
+    TRACE_HAS_ARRIVAL = 1 << 4,
+    TRACE_HAS_REQUEST_ID = 1 << 5, /* array of NULL pointers to fill */
+};
+int trace_alloc_optional(trace_t *t, unsigned flags, char *err, size_t errlen);
+
+/* Set label names (copied). */
+int trace_set_label_names(trace_t *t, int n_labels, const char *const *names,
+                          char *err, size_t errlen);
+
+void trace_free(trace_t *t);
+
+/* Load a whole trace file, validating it (see trace_validate). On failure
+ * *out is NULL, nothing is leaked, and err names file, dataset, row. */
+int trace_load(const char *path, trace_t **out, char *err, size_t errlen);
+
+/* Load rows [r0, r1) only; the other rows are not read. Token-level and
+ * block datasets are sliced with their offsets and rebased to 0. */
+int trace_load_rows(const char *path, int64_t r0, int64_t r1, trace_t **out,
+                    char *err, size_t errlen);
+
+/* Read only the header (geometry, n, which datasets exist) without the
+ * bulk data: for `eldr info` on huge files and for memory checks. */
+typedef struct trace_header {
+    char model[TRACE_MODEL_MAX];
+    int L, E, k;
+    int64_t n;
+    unsigned has;                  /* TRACE_HAS_* flags */
+    int has_tokens_prefill, has_tokens_decode, has_decode_probs, has_blocks;
+    int64_t t_prefill, t_decode, n_blocks; /* token rows, block hashes */
+    int n_labels;
+} trace_header_t;
+int trace_read_header(const char *path, trace_header_t *h, char *err, size_t errlen);
+
+/* Save atomically: written to "<path>.tmp.<pid>" then renamed over path.
+ * A failed write removes the temporary and leaves any old file intact.
+ * Chunked by request rows, deflate level 4. */
+int trace_save(const trace_t *t, const char *path, char *err, size_t errlen);
+
+/* Check the in-memory invariants the loader enforces: geometry, counts
+ * conservation (sum_e c[r][l][e] == tokens[r] * k in every layer), no
+ * expert above tokens[r], finite gates, labels in range, offsets monotone
+ * and consistent with token counts, expert ids < E and distinct per token.
+ * `where` prefixes the message (the file name, or "trace"). */
+int trace_validate(const trace_t *t, const char *where, char *err, size_t errlen);
+
+/* Row views. */
+static inline const uint16_t *trace_prefill_row(const trace_t *t, int64_t r)
+{
+    return t->prefill_counts + (size_t)r * TRACE_CELLS(t);
+}
+static inline const uint16_t *trace_decode_row(const trace_t *t, int64_t r)
+{
+    return t->decode_counts ? t->decode_counts + (size_t)r * TRACE_CELLS(t) : NULL;
+}
+
+/* A new trace holding the given rows (in that order) of src, every
+ * dataset included. */
+trace_t *trace_select(const trace_t *src, const int64_t *rows, int64_t nrows,
+                      char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,260 @@
+/* trace_mem.c - allocation, ownership and row selection of trace_t
+ * (see trace.h). The HDF5 file side is in trace_io.c, the invariants in
+ * trace_validate.c. */
+#include "trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+#define MAX_LAYERS 4096
+#define MAX_EXPERTS 65535
+
+static char *xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Refuse sizes above physical memory before allocating: a header that
+ * claims a terabyte must cost nothing. bytes_per_cell counts every
+ * [n][L][E] array the caller intends to hold. */
+static int check_size(int64_t n, int L, int E, size_t bytes_per_cell,
+                      char *err, size_t errlen)
+{
+    double cells = (double)n * (double)L * (double)E;
+    double need = cells * (double)bytes_per_cell + (double)n * 64.0;
+    size_t mem = eldr_phys_mem();
+    if (mem && need > (double)mem)
+        return eldr_errf(err, errlen,
+                         "trace of %lld requests x %d layers x %d experts needs %.1f GiB, "
+                         "more than this machine's %.1f GiB of memory",
+                         (long long)n, L, E, need / 1073741824.0,
+                         (double)mem / 1073741824.0);
+    return 0;
+}
+
+trace_t *trace_new(int64_t n, int L, int E, int k, char *err, size_t errlen)
+{
+    if (n < 0 || L < 1 || L > MAX_LAYERS || E < 1 || E > MAX_EXPERTS || k < 1 || k > E) {
+        eldr_errf(err, errlen,
+                  "bad trace geometry: requests=%lld layers=%d experts=%d top_k=%d "
+                  "(need requests >= 0, 1 <= layers <= %d, 1 <= experts <= %d, 1 <= top_k <= experts)",
+                  (long long)n, L, E, k, MAX_LAYERS, MAX_EXPERTS);
+        return NULL;
+    }
+    if (check_size(n, L, E, sizeof(uint16_t), err, errlen))
+        return NULL;
+    trace_t *t = calloc(1, sizeof *t);
+    if (!t) {
+        eldr_errf(err, errlen, "out of memory");
+        return NULL;
+    }
+    t->n = n;
+    t->L = L;
+    t->E = E;
+    t->k = k;
+    t->prefill_counts = eldr_calloc((size_t)n * TRACE_CELLS(t), sizeof(uint16_t));
+    t->prompt_tokens = eldr_calloc((size_t)n, sizeof(int32_t));
+    if (!t->prefill_counts || !t->prompt_tokens) {
+        trace_free(t);
+        eldr_errf(err, errlen, "out of memory for %lld requests", (long long)n);
+        return NULL;
+    }
+    return t;
+}
+
+int trace_alloc_optional(trace_t *t, unsigned flags, char *err, size_t errlen)
+{
+    size_t cells = (size_t)t->n * TRACE_CELLS(t), n = (size_t)t->n;
+    size_t per_cell = 0;
+    if (flags & TRACE_HAS_DECODE)
+        per_cell += sizeof(uint16_t);
+    if (flags & TRACE_HAS_GATE_PROB)
+        per_cell += sizeof(float);
+    if (flags & TRACE_HAS_GATE_LOGIT)
+        per_cell += sizeof(float);
+    if (check_size(t->n, t->L, t->E, per_cell + sizeof(uint16_t), err, errlen))
+        return -1;
+#define ALLOC(flag, field, count, type)                                     \
+    if ((flags & (flag)) && !t->field) {                                     \
+        t->field = eldr_calloc((count), sizeof(type));                       \
+        if (!t->field)                                                       \
+            return eldr_errf(err, errlen, "out of memory for " #field);      \
+    }
+    ALLOC(TRACE_HAS_DECODE, decode_counts, cells, uint16_t)
+    ALLOC(TRACE_HAS_DECODE, decode_tokens, n, int32_t)
+    ALLOC(TRACE_HAS_GATE_PROB, gate_prob, cells, float)
+    ALLOC(TRACE_HAS_GATE_LOGIT, gate_logit, cells, float)
+    ALLOC(TRACE_HAS_LABEL, label, n, int32_t)
+    ALLOC(TRACE_HAS_ARRIVAL, arrival_s, n, double)
+    ALLOC(TRACE_HAS_REQUEST_ID, request_id, n, char *)
+#undef ALLOC
+    return 0;
+}
+
+static void free_strings(char **s, int64_t n)
+{
+    if (!s)
+        return;
+    for (int64_t i = 0; i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+int trace_set_label_names(trace_t *t, int n_labels, const char *const *names,
+                          char *err, size_t errlen)
+{
+    char **copy = eldr_calloc((size_t)(n_labels > 0 ? n_labels : 1), sizeof(char *));
+    if (!copy)
+        return eldr_errf(err, errlen, "out of memory for label_names");
+    for (int i = 0; i < n_labels; i++) {
+        copy[i] = xstrdup(names[i] ? names[i] : "");
+        if (!copy[i]) {
+            free_strings(copy, i);
+            return eldr_errf(err, errlen, "out of memory for label_names");
+        }
+    }
+    free_strings(t->label_names, t->n_labels);
+    t->label_names = copy;
+    t->n_labels = n_labels;
+    return 0;
+}
+
+void trace_free(trace_t *t)
+{
+    if (!t)
+        return;
+    free(t->prefill_counts);
+    free(t->prompt_tokens);
+    free(t->decode_counts);
+    free(t->decode_tokens);
+    free(t->gate_prob);
+    free(t->gate_logit);
+    free(t->label);
+    free_strings(t->label_names, t->n_labels);
+    free(t->arrival_s);
+    free_strings(t->request_id, t->n);
+    free(t->prefill_offsets);
+    free(t->prefill_experts);
+    free(t->decode_offsets);
+    free(t->decode_experts);
+    free(t->decode_probs);
+    free(t->block_offsets);
+    free(t->block_hashes);
+    free(t);
+}
+
+/* Copy token rows of the selected requests, building new offsets. `width`
+ * is the number of elements per token row (L*k), esize the element size.
+ * probs (may be NULL) is sliced alongside with the same offsets. */
+static int select_tokens(const int64_t *src_off, const void *src, const float *src_probs,
+                         size_t width, size_t esize, const int64_t *rows, int64_t nrows,
+                         int64_t **dst_off, void **dst, float **dst_probs)
+{
+    int64_t *off = malloc(((size_t)nrows + 1) * sizeof *off);
+    if (!off)
+        return -1;
+    off[0] = 0;
+    for (int64_t i = 0; i < nrows; i++)
+        off[i + 1] = off[i] + (src_off[rows[i] + 1] - src_off[rows[i]]);
+    size_t total = (size_t)off[nrows];
+    char *d = eldr_calloc(total * width, esize);
+    float *p = src_probs ? eldr_calloc(total * width, sizeof(float)) : NULL;
+    if (!d || (src_probs && !p)) {
+        free(off);
+        free(d);
+        free(p);
+        return -1;
+    }
+    for (int64_t i = 0; i < nrows; i++) {
+        size_t cnt = (size_t)(off[i + 1] - off[i]) * width;
+        size_t from = (size_t)src_off[rows[i]] * width;
+        memcpy(d + (size_t)off[i] * width * esize, (const char *)src + from * esize, cnt * esize);
+        if (p)
+            memcpy(p + (size_t)off[i] * width, src_probs + from, cnt * sizeof(float));
+    }
+    *dst_off = off;
+    *dst = d;
+    if (dst_probs)
+        *dst_probs = p;
+    return 0;
+}
+
+static void copy_cells(void *dst, const void *src, const trace_t *t, const int64_t *rows,
+                       int64_t nrows, size_t esize)
+{
+    size_t row_bytes = TRACE_CELLS(t) * esize;
+    for (int64_t i = 0; i < nrows; i++)
+        memcpy((char *)dst + (size_t)i * row_bytes,
+               (const char *)src + (size_t)rows[i] * row_bytes, row_bytes);
+}
+
+trace_t *trace_select(const trace_t *src, const int64_t *rows, int64_t nrows,
+                      char *err, size_t errlen)
+{
+    for (int64_t i = 0; i < nrows; i++)
+        if (rows[i] < 0 || rows[i] >= src->n) {
+            eldr_errf(err, errlen, "row %lld out of range [0, %lld)",
+                      (long long)rows[i], (long long)src->n);
+            return NULL;
+        }
+    trace_t *t = trace_new(nrows, src->L, src->E, src->k, err, errlen);
+    if (!t)
+        return NULL;
+    memcpy(t->model, src->model, sizeof t->model);
+    unsigned flags = (src->decode_counts ? TRACE_HAS_DECODE : 0) |
+                     (src->gate_prob ? TRACE_HAS_GATE_PROB : 0) |
+                     (src->gate_logit ? TRACE_HAS_GATE_LOGIT : 0) |
+                     (src->label ? TRACE_HAS_LABEL : 0) |
+                     (src->arrival_s ? TRACE_HAS_ARRIVAL : 0) |
+                     (src->request_id ? TRACE_HAS_REQUEST_ID : 0);
+    if (trace_alloc_optional(t, flags, err, errlen))
+        goto fail;
+    copy_cells(t->prefill_counts, src->prefill_counts, src, rows, nrows, sizeof(uint16_t));
+    if (src->decode_counts)
+        copy_cells(t->decode_counts, src->decode_counts, src, rows, nrows, sizeof(uint16_t));
+    if (src->gate_prob)
+        copy_cells(t->gate_prob, src->gate_prob, src, rows, nrows, sizeof(float));
+    if (src->gate_logit)
+        copy_cells(t->gate_logit, src->gate_logit, src, rows, nrows, sizeof(float));
+    for (int64_t i = 0; i < nrows; i++) {
+        int64_t r = rows[i];
+        t->prompt_tokens[i] = src->prompt_tokens[r];
+        if (src->decode_tokens)
+            t->decode_tokens[i] = src->decode_tokens[r];
+        if (src->label)
+            t->label[i] = src->label[r];
+        if (src->arrival_s)
+            t->arrival_s[i] = src->arrival_s[r];
+        if (src->request_id && !(t->request_id[i] = xstrdup(src->request_id[r] ? src->request_id[r] : "")))
+            goto oom;
+    }
+    if (src->label_names &&
+        trace_set_label_names(t, src->n_labels, (const char *const *)src->label_names, err, errlen))
+        goto fail;
+    size_t width = (size_t)src->L * (size_t)src->k;
+    if (src->prefill_experts &&
+        select_tokens(src->prefill_offsets, src->prefill_experts, NULL, width, sizeof(uint16_t),
+                      rows, nrows, &t->prefill_offsets, (void **)&t->prefill_experts, NULL))
+        goto oom;
+    if (src->decode_experts &&
+        select_tokens(src->decode_offsets, src->decode_experts, src->decode_probs, width,
+                      sizeof(uint16_t), rows, nrows, &t->decode_offsets,
+                      (void **)&t->decode_experts, &t->decode_probs))
+        goto oom;
+    if (src->block_hashes &&
+        select_tokens(src->block_offsets, src->block_hashes, NULL, 1, sizeof(uint64_t), rows,
+                      nrows, &t->block_offsets, (void **)&t->block_hashes, NULL))
+        goto oom;
+    return t;
+oom:
+    eldr_errf(err, errlen, "out of memory selecting %lld rows", (long long)nrows);
+fail:
+    trace_free(t);
+    return NULL;
+}

@@ -1,0 +1,37 @@
+# tests/cli/lib.sh - helpers for the shell-level tests (sourced).
+# Each check prints "ok - NAME" or "not ok - NAME" (counted by tests/run.sh).
+BIN=${BIN:-bin}
+ELDR="$ROOT/$BIN/eldr"
+DATA="$ROOT/../shared/data/gptoss20b-routing.h5"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+ok() { echo "ok - $1"; }
+notok() { echo "not ok - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+
+# expect_status NAME STATUS CMD...: run CMD, compare the exit status.
+expect_status() {
+    name=$1; want=$2; shift 2
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok "$name"; else
+        notok "$name" "exit $got, wanted $want: $*" "$(head -c 400 "$TMP/err")"; fi
+}
+
+# expect_fail2 NAME PATTERN CMD...: exit 2 with exactly one stderr line
+# that matches PATTERN (grep -E).
+expect_fail2() {
+    name=$1; pat=$2; shift 2
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    lines=$(wc -l <"$TMP/err")
+    if [ "$got" -eq 2 ] && [ "$lines" -eq 1 ] && grep -Eq "$pat" "$TMP/err"; then ok "$name"; else
+        notok "$name" "exit $got (want 2), $lines stderr lines (want 1), pattern '$pat'" \
+            "$(head -c 400 "$TMP/err")"; fi
+}
+
+# expect_out NAME PATTERN: the last command's stdout matches PATTERN.
+expect_out() {
+    if grep -Eq "$2" "$TMP/out"; then ok "$1"; else
+        notok "$1" "stdout lacks '$2'" "$(head -c 400 "$TMP/out")"; fi
+}

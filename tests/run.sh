@@ -1,0 +1,60 @@
+#!/bin/sh
+# tests/run.sh - run every test and end with one line "N passed, N failed".
+#
+# Unit tests: each $BIN/test_* is a cmocka binary; its own summary lines
+# are counted (a binary that dies before its summary counts as one failure).
+# Script tests: each tests/cli/*.sh (and later tests/lua, tests/e2e) prints
+# "ok - NAME" or "not ok - NAME" lines, TAP style; they are counted.
+# Environment: BIN (default bin) picks the build (bin-asan for `make asan`).
+BIN=${BIN:-bin}
+export BIN
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export ROOT
+cd "$ROOT" || exit 2
+passed=0
+failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+for t in "$BIN"/test_*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    timeout 600 "$t" >"$log" 2>&1
+    rc=$?
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [ "$f" -ne 0 ]; then
+        echo "FAIL $name (exit $rc):"
+        sed 's/^/    /' "$log" | tail -40
+    else
+        echo "ok   $name: $p passed"
+    fi
+done
+
+for s in tests/cli/*.sh tests/lua/run.sh tests/e2e/*.sh; do
+    [ -f "$s" ] || continue
+    timeout 900 sh "$s" >"$log" 2>&1
+    rc=$?
+    p=$(grep -c '^ok - ' "$log")
+    f=$(grep -c '^not ok - ' "$log")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+        echo "not ok - $s exited $rc" >>"$log"
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [ "$f" -ne 0 ]; then
+        echo "FAIL $s:"
+        grep -v '^ok - ' "$log" | sed 's/^/    /' | tail -40
+    else
+        echo "ok   $s: $p passed"
+    fi
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
