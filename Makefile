@@ -17,7 +17,7 @@ CFLAGS ?= -O2 -g
 WARN := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread
 PKGS := hdf5 lua5.4 lapacke openblas jansson libzip
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcblas -lreadline -lncursesw -lm
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lreadline -lncursesw -lm
 TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # Debian packages: build, runtime, and the test oracles (numpy/scipy/h5py

@@ -7,6 +7,8 @@
 int cmd_gen(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_model(int argc, char **argv);
 
 static const struct command {
     const char *name;
@@ -16,6 +18,8 @@ static const struct command {
     {"gen", cmd_gen, "generate a synthetic MoE activation trace"},
     {"info", cmd_info, "geometry, counts, labels and validation of a trace or model"},
     {"import", cmd_import, "import a calibration capture (.npz) or JSON lines into a trace"},
+    {"fit", cmd_fit, "fit the model: IDF, layer mask, balanced spherical K-means"},
+    {"model", cmd_model, "export/import a model as the reference centroid JSON"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

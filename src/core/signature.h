@@ -77,4 +77,12 @@ int sig_build_batch(const trace_t *t, const sig_recipe *r, const int64_t *rows,
                     int64_t nrows, float *out, int64_t *n_zero, uint8_t *zero_rows,
                     char *err, size_t errlen);
 
+/* sig_build_batch with an explicit number of threads: 0 = automatic (2
+ * when the batch is large and the machine has 2+ cores, else 1), or 1..64.
+ * Rows are split into contiguous blocks; the output is identical for any
+ * thread count. */
+int sig_build_batch_threads(const trace_t *t, const sig_recipe *r, const int64_t *rows,
+                            int64_t nrows, float *out, int64_t *n_zero, uint8_t *zero_rows,
+                            int n_threads, char *err, size_t errlen);
+
 #endif

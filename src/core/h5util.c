@@ -1,0 +1,646 @@
+/* h5util.c - small HDF5 helpers for the trace and model files (see
+ * h5util.h). Every id opened here is closed here, on every path. */
+#include "h5util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+
+#define CHUNK_TARGET_BYTES (256u * 1024u)
+
+void h5u_silence(void)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+/* Close every object with the file, so an error path that forgets one
+ * cannot keep the file open (or unflushed). */
+static hid_t strong_fapl(void)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0)
+        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    return fapl;
+}
+
+hid_t h5u_open_read(const char *path, char *err, size_t errlen)
+{
+    h5u_silence();
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return eldr_errf(err, errlen, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return eldr_errf(err, errlen, "%s: is a directory, not an HDF5 file", path);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return eldr_errf(err, errlen, "%s: %s", path, strerror(errno));
+    close(fd);
+    if (H5Fis_hdf5(path) <= 0)
+        return eldr_errf(err, errlen, "%s: not an HDF5 file (or truncated before its header)",
+                         path);
+    hid_t fapl = strong_fapl();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    H5Pclose(fapl);
+    if (f < 0)
+        return eldr_errf(err, errlen, "%s: damaged or truncated HDF5 file", path);
+    return f;
+}
+
+int h5u_file_format(const char *path, char *buf, size_t len, char *err, size_t errlen)
+{
+    hid_t f = h5u_open_read(path, err, errlen);
+    if (f < 0)
+        return -1;
+    int rc = 0;
+    if (len)
+        buf[0] = '\0';
+    if (h5u_has_attr(f, "format"))
+        rc = h5u_read_str_attr(f, "format", buf, len, path, err, errlen);
+    H5Fclose(f);
+    return rc;
+}
+
+int h5u_exists(hid_t loc, const char *name)
+{
+    char buf[512];
+    size_t n = strlen(name);
+    if (n == 0 || n >= sizeof buf)
+        return 0;
+    memcpy(buf, name, n + 1);
+    /* check each prefix "a", "a/b", ... so a missing group is not an error */
+    for (char *p = buf;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (H5Lexists(loc, buf, H5P_DEFAULT) <= 0)
+                return 0;
+            if (c == '\0')
+                return 1;
+            *p = c;
+        }
+    }
+}
+
+int h5u_has_attr(hid_t obj, const char *name)
+{
+    return H5Aexists(obj, name) > 0;
+}
+
+/* --- attributes ------------------------------------------------------ */
+
+/* Open attribute `name` and check it holds one element of class cls (or
+ * cls2, if not H5T_NO_CLASS). */
+static hid_t open_attr(hid_t obj, const char *name, H5T_class_t cls, H5T_class_t cls2,
+                       const char *what, const char *where, char *err, size_t errlen)
+{
+    if (!h5u_has_attr(obj, name))
+        return eldr_errf(err, errlen, "%s: attribute '%s' missing", where, name);
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0)
+        return eldr_errf(err, errlen, "%s: attribute '%s' unreadable", where, name);
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    H5T_class_t c = H5Tget_class(t);
+    hssize_t npts = H5Sget_simple_extent_npoints(sp);
+    H5Tclose(t);
+    H5Sclose(sp);
+    if (c != cls && (cls2 == H5T_NO_CLASS || c != cls2)) {
+        H5Aclose(a);
+        return eldr_errf(err, errlen, "%s: attribute '%s' is not %s", where, name, what);
+    }
+    if (npts != 1) {
+        H5Aclose(a);
+        return eldr_errf(err, errlen, "%s: attribute '%s' has %lld values, expected one",
+                         where, name, (long long)npts);
+    }
+    return a;
+}
+
+int h5u_read_str_attr(hid_t obj, const char *name, char *buf, size_t len,
+                      const char *where, char *err, size_t errlen)
+{
+    hid_t a = open_attr(obj, name, H5T_STRING, H5T_NO_CLASS, "a string", where, err, errlen);
+    if (a < 0)
+        return -1;
+    hid_t ft = H5Aget_type(a), mt = H5Tcopy(H5T_C_S1);
+    int rc = -1;
+    H5Tset_cset(mt, H5Tget_cset(ft)); /* HDF5 will not convert ASCII <-> UTF-8 */
+    if (H5Tis_variable_str(ft) > 0) {
+        char *s = NULL;
+        H5Tset_size(mt, H5T_VARIABLE);
+        if (H5Aread(a, mt, &s) >= 0) {
+            snprintf(buf, len, "%s", s ? s : "");
+            H5free_memory(s);
+            rc = 0;
+        }
+    } else {
+        size_t sz = H5Tget_size(ft);
+        char *s = calloc(1, sz + 1);
+        H5Tset_size(mt, sz + 1); /* room for the terminator HDF5 adds */
+        if (s && H5Aread(a, mt, s) >= 0) {
+            snprintf(buf, len, "%s", s);
+            rc = 0;
+        }
+        free(s);
+    }
+    H5Tclose(mt);
+    H5Tclose(ft);
+    H5Aclose(a);
+    if (rc)
+        return eldr_errf(err, errlen, "%s: attribute '%s' unreadable", where, name);
+    return 0;
+}
+
+int h5u_read_int_attr(hid_t obj, const char *name, int64_t *v,
+                      const char *where, char *err, size_t errlen)
+{
+    hid_t a = open_attr(obj, name, H5T_INTEGER, H5T_NO_CLASS, "an integer", where, err, errlen);
+    if (a < 0)
+        return -1;
+    herr_t rc = H5Aread(a, H5T_NATIVE_INT64, v);
+    H5Aclose(a);
+    if (rc < 0)
+        return eldr_errf(err, errlen, "%s: attribute '%s' unreadable", where, name);
+    return 0;
+}
+
+int h5u_read_double_attr(hid_t obj, const char *name, double *v,
+                         const char *where, char *err, size_t errlen)
+{
+    hid_t a = open_attr(obj, name, H5T_FLOAT, H5T_INTEGER, "a number", where, err, errlen);
+    if (a < 0)
+        return -1;
+    herr_t rc = H5Aread(a, H5T_NATIVE_DOUBLE, v);
+    H5Aclose(a);
+    if (rc < 0)
+        return eldr_errf(err, errlen, "%s: attribute '%s' unreadable", where, name);
+    return 0;
+}
+
+/* Write one scalar attribute of type ft from mem (type mt), replacing an
+ * existing one. */
+static int write_attr(hid_t obj, const char *name, hid_t ft, hid_t mt, const void *mem,
+                      const char *where, char *err, size_t errlen)
+{
+    if (h5u_has_attr(obj, name))
+        H5Adelete(obj, name);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(obj, name, ft, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a >= 0 ? H5Awrite(a, mt, mem) : -1;
+    if (a >= 0)
+        H5Aclose(a);
+    H5Sclose(sp);
+    if (rc < 0)
+        return eldr_errf(err, errlen, "%s: cannot write attribute '%s'", where, name);
+    return 0;
+}
+
+int h5u_write_str_attr(hid_t obj, const char *name, const char *s,
+                       const char *where, char *err, size_t errlen)
+{
+    /* variable-length UTF-8, as h5py writes str attributes */
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    int rc = write_attr(obj, name, t, t, &s, where, err, errlen);
+    H5Tclose(t);
+    return rc;
+}
+
+int h5u_write_int_attr(hid_t obj, const char *name, int64_t v,
+                       const char *where, char *err, size_t errlen)
+{
+    return write_attr(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v, where, err, errlen);
+}
+
+int h5u_write_double_attr(hid_t obj, const char *name, double v,
+                          const char *where, char *err, size_t errlen)
+{
+    return write_attr(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v, where, err, errlen);
+}
+
+int h5u_check_format(hid_t file, const char *format, int version,
+                     const char *where, char *err, size_t errlen)
+{
+    char got[128];
+    int64_t v;
+    if (!h5u_has_attr(file, "format"))
+        return eldr_errf(err, errlen, "%s: no 'format' attribute (not an %s file)", where,
+                         format);
+    if (h5u_read_str_attr(file, "format", got, sizeof got, where, err, errlen))
+        return -1;
+    if (strcmp(got, format))
+        return eldr_errf(err, errlen, "%s: format is '%s', expected '%s'", where, got, format);
+    if (!h5u_has_attr(file, "version"))
+        return eldr_errf(err, errlen, "%s: no 'version' attribute", where);
+    if (h5u_read_int_attr(file, "version", &v, where, err, errlen))
+        return -1;
+    if (v != version)
+        return eldr_errf(err, errlen, "%s: %s version %lld not supported (this eldr reads version %d)",
+                         where, format, (long long)v, version);
+    return 0;
+}
+
+/* --- datasets -------------------------------------------------------- */
+
+static void type_name(hid_t t, char *buf, size_t len)
+{
+    size_t bits = 8 * H5Tget_size(t);
+    switch (H5Tget_class(t)) {
+    case H5T_INTEGER:
+        snprintf(buf, len, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", bits);
+        break;
+    case H5T_FLOAT:
+        snprintf(buf, len, "float%zu", bits);
+        break;
+    case H5T_STRING:
+        snprintf(buf, len, "string");
+        break;
+    default:
+        snprintf(buf, len, "a non-numeric type");
+    }
+}
+
+/* Can values of file type ft be read into mt without loss? */
+static int type_fits(hid_t ft, hid_t mt)
+{
+    H5T_class_t fc = H5Tget_class(ft), mc = H5Tget_class(mt);
+    if (fc != mc)
+        return 0;
+    if (fc == H5T_FLOAT)
+        return 1;
+    if (fc != H5T_INTEGER)
+        return 0;
+    size_t fs = H5Tget_size(ft), ms = H5Tget_size(mt);
+    H5T_sign_t fsg = H5Tget_sign(ft), msg = H5Tget_sign(mt);
+    if (fsg == msg)
+        return fs <= ms;
+    return fsg == H5T_SGN_NONE && fs < ms; /* unsigned into a wider signed */
+}
+
+static void dims_str(int rank, const hsize_t *d, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < rank && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%llu", i ? ", " : "[",
+                              (unsigned long long)d[i]);
+    if (o < len)
+        snprintf(buf + o, len - o, "]");
+}
+
+/* Open dataset `name`, checking it exists and has rank `rank`; fills dims. */
+static hid_t open_dataset(hid_t loc, const char *name, int *rank, hsize_t *dims,
+                          const char *where, char *err, size_t errlen)
+{
+    if (!h5u_exists(loc, name))
+        return eldr_errf(err, errlen, "%s: dataset %s missing", where, name);
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (d < 0)
+        return eldr_errf(err, errlen, "%s: %s is not a readable dataset", where, name);
+    hid_t sp = H5Dget_space(d);
+    int r = H5Sget_simple_extent_ndims(sp);
+    if (r < 1 || r > H5U_MAXRANK) {
+        H5Sclose(sp);
+        H5Dclose(d);
+        return eldr_errf(err, errlen, "%s: dataset %s has rank %d, expected 1 to %d", where,
+                         name, r, H5U_MAXRANK);
+    }
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    H5Sclose(sp);
+    *rank = r;
+    return d;
+}
+
+int h5u_shape(hid_t loc, const char *name, int *rank, hsize_t dims[H5U_MAXRANK],
+              const char *where, char *err, size_t errlen)
+{
+    hid_t d = open_dataset(loc, name, rank, dims, where, err, errlen);
+    if (d < 0)
+        return -1;
+    H5Dclose(d);
+    return 0;
+}
+
+/* Rank, shape and type of an open dataset against what the caller wants. */
+static int check_dataset(hid_t d, const char *name, hid_t mem_type, int rank, const hsize_t *want,
+                         int got_rank, const hsize_t *got, const char *where, char *err,
+                         size_t errlen)
+{
+    char a[96], b[96];
+    if (got_rank != rank || memcmp(got, want, (size_t)rank * sizeof *got)) {
+        dims_str(got_rank, got, a, sizeof a);
+        dims_str(rank, want, b, sizeof b);
+        return eldr_errf(err, errlen, "%s: dataset %s has shape %s, expected %s", where, name,
+                         a, b);
+    }
+    hid_t ft = H5Dget_type(d);
+    int ok = type_fits(ft, mem_type);
+    type_name(ft, a, sizeof a);
+    H5Tclose(ft);
+    if (!ok) {
+        type_name(mem_type, b, sizeof b);
+        return eldr_errf(err, errlen, "%s: dataset %s has type %s, which does not fit %s", where,
+                         name, a, b);
+    }
+    return 0;
+}
+
+int h5u_read_rows(hid_t loc, const char *name, hid_t mem_type, int rank,
+                  const hsize_t *dims, hsize_t r0, hsize_t r1, void *buf,
+                  const char *where, char *err, size_t errlen)
+{
+    hsize_t got[H5U_MAXRANK], start[H5U_MAXRANK] = {0}, count[H5U_MAXRANK];
+    int got_rank;
+    hid_t d = open_dataset(loc, name, &got_rank, got, where, err, errlen);
+    if (d < 0)
+        return -1;
+    if (check_dataset(d, name, mem_type, rank, dims, got_rank, got, where, err, errlen)) {
+        H5Dclose(d);
+        return -1;
+    }
+    if (r0 > r1 || r1 > dims[0]) {
+        H5Dclose(d);
+        return eldr_errf(err, errlen, "%s: dataset %s: rows [%llu, %llu) outside [0, %llu)",
+                         where, name, (unsigned long long)r0, (unsigned long long)r1,
+                         (unsigned long long)dims[0]);
+    }
+    hsize_t total = r1 - r0;
+    for (int i = 0; i < rank; i++) {
+        count[i] = i ? dims[i] : total;
+        if (i)
+            total *= dims[i];
+    }
+    herr_t rc = 0;
+    if (total > 0) {
+        start[0] = r0;
+        hid_t fsp = H5Dget_space(d);
+        hid_t msp = H5Screate_simple(rank, count, NULL);
+        rc = H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL);
+        if (rc >= 0)
+            rc = H5Dread(d, mem_type, msp, fsp, H5P_DEFAULT, buf);
+        H5Sclose(msp);
+        H5Sclose(fsp);
+    }
+    H5Dclose(d);
+    if (rc < 0)
+        return eldr_errf(err, errlen, "%s: dataset %s: read failed (damaged file?)", where, name);
+    return 0;
+}
+
+int h5u_read(hid_t loc, const char *name, hid_t mem_type, int rank,
+             const hsize_t *dims, void *buf, const char *where, char *err,
+             size_t errlen)
+{
+    return h5u_read_rows(loc, name, mem_type, rank, dims, 0, dims[0], buf, where, err, errlen);
+}
+
+/* Dataset creation: chunked by rows and deflated, or contiguous if empty. */
+static hid_t make_dcpl(int rank, const hsize_t *dims, hsize_t chunk_rows, size_t esize)
+{
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hsize_t row = esize, chunk[H5U_MAXRANK];
+    int empty = 0;
+    for (int i = 0; i < rank; i++) {
+        chunk[i] = dims[i];
+        empty |= dims[i] == 0;
+        if (i)
+            row *= dims[i];
+    }
+    if (empty)
+        return dcpl;
+    if (chunk_rows == 0)
+        chunk_rows = row >= CHUNK_TARGET_BYTES ? 1 : CHUNK_TARGET_BYTES / row;
+    chunk[0] = chunk_rows < dims[0] ? chunk_rows : dims[0];
+    H5Pset_chunk(dcpl, rank, chunk);
+    /* byte shuffle groups the high bytes of small counts together:
+     * smaller files and faster inflate, and every HDF5 reader has it */
+    H5Pset_shuffle(dcpl);
+    H5Pset_deflate(dcpl, H5U_DEFLATE);
+    return dcpl;
+}
+
+int h5u_write(hid_t loc, const char *name, hid_t mem_type, hid_t file_type,
+              int rank, const hsize_t *dims, hsize_t chunk_rows, const void *buf,
+              const char *where, char *err, size_t errlen)
+{
+    hid_t sp = H5Screate_simple(rank, dims, NULL);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    hid_t dcpl = make_dcpl(rank, dims, chunk_rows, H5Tget_size(file_type));
+    hid_t d = H5Dcreate2(loc, name, file_type, sp, lcpl, dcpl, H5P_DEFAULT);
+    herr_t rc = d < 0 ? -1 : 0;
+    hssize_t n = H5Sget_simple_extent_npoints(sp);
+    if (d >= 0 && n > 0)
+        rc = H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    if (d >= 0 && H5Dclose(d) < 0)
+        rc = -1;
+    H5Pclose(dcpl);
+    H5Pclose(lcpl);
+    H5Sclose(sp);
+    if (rc < 0)
+        return eldr_errf(err, errlen, "%s: cannot write dataset %s", where, name);
+    return 0;
+}
+
+/* --- strings --------------------------------------------------------- */
+
+static void free_strings(char **s, hsize_t n)
+{
+    if (!s)
+        return;
+    for (hsize_t i = 0; i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+static char *dup_n(const char *s, size_t max)
+{
+    size_t n = s ? strnlen(s, max) : 0;
+    char *d = malloc(n + 1);
+    if (d) {
+        if (n)
+            memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* Read the selected rows of an open string dataset into owned strings. */
+static int read_string_rows(hid_t d, hid_t ft, hid_t fsp, hid_t msp, hsize_t cnt, char **out)
+{
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    int rc = -1;
+    if (H5Tis_variable_str(ft) > 0) {
+        char **raw = calloc(cnt, sizeof *raw);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5Tget_cset(ft));
+        if (raw && H5Dread(d, mt, msp, fsp, H5P_DEFAULT, raw) >= 0) {
+            rc = 0;
+            for (hsize_t i = 0; i < cnt; i++)
+                if (!(out[i] = dup_n(raw[i], (size_t)-1)))
+                    rc = -1;
+            H5Dvlen_reclaim(mt, msp, H5P_DEFAULT, raw);
+        }
+        free(raw);
+    } else {
+        size_t sz = H5Tget_size(ft);
+        char *raw = calloc(cnt, sz);
+        H5Tset_size(mt, sz);
+        H5Tset_cset(mt, H5Tget_cset(ft));
+        H5Tset_strpad(mt, H5T_STR_NULLPAD);
+        if (raw && H5Dread(d, mt, msp, fsp, H5P_DEFAULT, raw) >= 0) {
+            rc = 0;
+            for (hsize_t i = 0; i < cnt; i++)
+                if (!(out[i] = dup_n(raw + i * sz, sz)))
+                    rc = -1;
+        }
+        free(raw);
+    }
+    H5Tclose(mt);
+    return rc;
+}
+
+int h5u_read_strings(hid_t loc, const char *name, hsize_t n, hsize_t r0, hsize_t r1,
+                     char ***out, const char *where, char *err, size_t errlen)
+{
+    hsize_t dims[H5U_MAXRANK];
+    int rank;
+    *out = NULL;
+    hid_t d = open_dataset(loc, name, &rank, dims, where, err, errlen);
+    if (d < 0)
+        return -1;
+    hid_t ft = H5Dget_type(d);
+    int rc = -1;
+    if (H5Tget_class(ft) != H5T_STRING)
+        eldr_errf(err, errlen, "%s: dataset %s is not a string dataset", where, name);
+    else if (rank != 1 || dims[0] != n)
+        eldr_errf(err, errlen, "%s: dataset %s has %llu entries, expected %llu", where, name,
+                  rank == 1 ? (unsigned long long)dims[0] : 0ull, (unsigned long long)n);
+    else if (r0 > r1 || r1 > n)
+        eldr_errf(err, errlen, "%s: dataset %s: rows [%llu, %llu) outside [0, %llu)", where,
+                  name, (unsigned long long)r0, (unsigned long long)r1, (unsigned long long)n);
+    else
+        rc = 0;
+    hsize_t cnt = r1 - r0;
+    char **s = rc ? NULL : calloc(cnt ? cnt : 1, sizeof *s);
+    if (!rc && !s)
+        rc = eldr_errf(err, errlen, "%s: out of memory for %s", where, name);
+    if (!rc && cnt > 0) {
+        hid_t fsp = H5Dget_space(d), msp = H5Screate_simple(1, &cnt, NULL);
+        if (H5Sselect_hyperslab(fsp, H5S_SELECT_SET, &r0, NULL, &cnt, NULL) < 0 ||
+            read_string_rows(d, ft, fsp, msp, cnt, s) < 0)
+            rc = eldr_errf(err, errlen, "%s: dataset %s: read failed (damaged file?)", where,
+                           name);
+        H5Sclose(msp);
+        H5Sclose(fsp);
+    }
+    H5Tclose(ft);
+    H5Dclose(d);
+    if (rc) {
+        free_strings(s, cnt);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+int h5u_write_strings(hid_t loc, const char *name, hsize_t n, const char *const *s,
+                      const char *where, char *err, size_t errlen)
+{
+    const char **v = calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return eldr_errf(err, errlen, "%s: out of memory writing %s", where, name);
+    for (hsize_t i = 0; i < n; i++)
+        v[i] = s[i] ? s[i] : "";
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    /* vlen strings live in the global heap; chunking only groups their
+     * references, so a modest chunk is plenty */
+    int rc = h5u_write(loc, name, t, t, 1, &n, 4096, v, where, err, errlen);
+    H5Tclose(t);
+    free(v);
+    return rc;
+}
+
+/* --- atomic save ----------------------------------------------------- */
+
+int h5u_save_begin(h5u_save_t *s, const char *path, char *err, size_t errlen)
+{
+    h5u_silence();
+    s->file = -1;
+    s->tmp[0] = '\0';
+    if (strlen(path) >= sizeof s->path)
+        return eldr_errf(err, errlen, "%s: path too long", path);
+    snprintf(s->path, sizeof s->path, "%s", path);
+    snprintf(s->tmp, sizeof s->tmp, "%s.tmp.%ld", path, (long)getpid());
+    /* create it ourselves first: HDF5 does not tell us errno */
+    int fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        s->tmp[0] = '\0';
+        return eldr_errf(err, errlen, "%s: cannot create %s.tmp.%ld: %s", path, path,
+                         (long)getpid(), strerror(e));
+    }
+    close(fd);
+    hid_t fapl = strong_fapl();
+    s->file = H5Fcreate(s->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    if (s->file < 0) {
+        h5u_save_abort(s);
+        return eldr_errf(err, errlen, "%s: cannot create an HDF5 file there", path);
+    }
+    return 0;
+}
+
+void h5u_save_abort(h5u_save_t *s)
+{
+    if (s->file >= 0)
+        H5Fclose(s->file);
+    s->file = -1;
+    if (s->tmp[0])
+        unlink(s->tmp);
+    s->tmp[0] = '\0';
+}
+
+/* fsync a path (file or directory); 0 or errno. */
+static int sync_path(const char *p, int flags)
+{
+    int fd = open(p, flags);
+    if (fd < 0)
+        return errno;
+    int rc = fsync(fd) ? errno : 0;
+    close(fd);
+    return rc;
+}
+
+int h5u_save_commit(h5u_save_t *s, char *err, size_t errlen)
+{
+    herr_t rc = H5Fclose(s->file);
+    s->file = -1;
+    if (rc < 0) {
+        h5u_save_abort(s);
+        return eldr_errf(err, errlen, "%s: write failed (disk full?)", s->path);
+    }
+    int e = sync_path(s->tmp, O_RDONLY);
+    if (e == 0 && rename(s->tmp, s->path) != 0)
+        e = errno;
+    if (e) {
+        h5u_save_abort(s);
+        return eldr_errf(err, errlen, "%s: cannot finish writing: %s", s->path, strerror(e));
+    }
+    s->tmp[0] = '\0';
+    /* make the rename itself durable; some file systems refuse a
+     * directory fsync, which costs nothing but durability */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", s->path);
+    sync_path(dirname(dir), O_RDONLY | O_DIRECTORY);
+    return 0;
+}

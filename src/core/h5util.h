@@ -1,0 +1,114 @@
+/* h5util.h - the small HDF5 toolkit shared by the trace and model files.
+ *
+ * What it adds over the raw HDF5 API:
+ *   - the HDF5 error stack is silenced (it would print pages to stderr);
+ *     every failure becomes one line in err, prefixed with `where` (the
+ *     file name) and naming the attribute or dataset;
+ *   - reads check rank, shape and type before touching memory, so a file
+ *     that lies costs nothing and never overruns a buffer;
+ *   - writes are chunked along the first (row) axis and deflated;
+ *   - saves are atomic: everything goes to "<path>.tmp.<pid>", which is
+ *     fsync'ed and renamed over path only when the whole file is written.
+ *
+ * Dataset names may contain one level of group ("tokens/decode_experts");
+ * writes create the group on the way. All functions follow err.h: 0 / -1
+ * with one line in err. Internal to src/core (it exposes hid_t). */
+#ifndef ELDR_H5UTIL_H
+#define ELDR_H5UTIL_H
+
+#include <hdf5.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define H5U_MAXRANK 4
+#define H5U_DEFLATE 4
+
+/* Turn off HDF5's automatic error printing (idempotent). */
+void h5u_silence(void);
+
+/* Open an existing file read-only. Returns a file id >= 0, or -1 with
+ * "PATH: No such file or directory", "PATH: not an HDF5 file" or
+ * "PATH: damaged or truncated HDF5 file". Close with H5Fclose. */
+hid_t h5u_open_read(const char *path, char *err, size_t errlen);
+
+/* The root `format` attribute of an HDF5 file ("" when it has none), so
+ * a front end can tell a trace from a model before loading either. */
+int h5u_file_format(const char *path, char *buf, size_t len, char *err, size_t errlen);
+
+/* 1 if a link (attribute for h5u_has_attr) exists, 0 if not. Intermediate
+ * groups of a path are checked one by one, so "a/b" with no "a" is 0. */
+int h5u_exists(hid_t loc, const char *name);
+int h5u_has_attr(hid_t obj, const char *name);
+
+/* Root (or any object's) attributes. Readers accept scalar or
+ * one-element attributes; strings may be variable or fixed length.
+ * A missing attribute is an error naming it. */
+int h5u_read_str_attr(hid_t obj, const char *name, char *buf, size_t len,
+                      const char *where, char *err, size_t errlen);
+int h5u_read_int_attr(hid_t obj, const char *name, int64_t *v,
+                      const char *where, char *err, size_t errlen);
+int h5u_read_double_attr(hid_t obj, const char *name, double *v,
+                         const char *where, char *err, size_t errlen);
+int h5u_write_str_attr(hid_t obj, const char *name, const char *s,
+                       const char *where, char *err, size_t errlen);
+int h5u_write_int_attr(hid_t obj, const char *name, int64_t v,
+                       const char *where, char *err, size_t errlen);
+int h5u_write_double_attr(hid_t obj, const char *name, double v,
+                          const char *where, char *err, size_t errlen);
+
+/* Check the root attributes `format` == format and `version` == version,
+ * with messages like "PATH: format is 'x', expected 'eldr-trace'" or
+ * "PATH: no 'format' attribute (not an eldr-trace file)". */
+int h5u_check_format(hid_t file, const char *format, int version,
+                     const char *where, char *err, size_t errlen);
+
+/* Rank and dims of a dataset ("PATH: dataset NAME missing" if absent). */
+int h5u_shape(hid_t loc, const char *name, int *rank, hsize_t dims[H5U_MAXRANK],
+              const char *where, char *err, size_t errlen);
+
+/* Read rows [r0, r1) of the first axis of dataset `name` into buf (which
+ * holds (r1 - r0) * prod(dims[1..])) elements of mem_type). `dims` is the
+ * shape the caller expects the whole dataset to have; rank, shape and
+ * type are checked first. The type check is "readable without loss":
+ * same class, and an integer file type must fit the memory type (uint8
+ * into uint16 is fine, int64 into uint16 is not). */
+int h5u_read_rows(hid_t loc, const char *name, hid_t mem_type, int rank,
+                  const hsize_t *dims, hsize_t r0, hsize_t r1, void *buf,
+                  const char *where, char *err, size_t errlen);
+/* The whole dataset: h5u_read_rows over [0, dims[0]). */
+int h5u_read(hid_t loc, const char *name, hid_t mem_type, int rank,
+             const hsize_t *dims, void *buf, const char *where, char *err,
+             size_t errlen);
+
+/* Create dataset `name` with file type file_type and shape dims, chunked
+ * as [chunk_rows, dims[1], ...] (chunk_rows 0 picks about 256 KiB per
+ * chunk, clamped to the row count) with deflate level H5U_DEFLATE, and
+ * write buf (mem_type) into it. Empty datasets are written contiguous. */
+int h5u_write(hid_t loc, const char *name, hid_t mem_type, hid_t file_type,
+              int rank, const hsize_t *dims, hsize_t chunk_rows, const void *buf,
+              const char *where, char *err, size_t errlen);
+
+/* 1-D variable-length UTF-8 string datasets. Reading rows [r0, r1) gives
+ * *out, a malloc'd array of r1 - r0 malloc'd strings (NULL entries become
+ * ""); fixed-length string datasets are read too. */
+int h5u_read_strings(hid_t loc, const char *name, hsize_t n, hsize_t r0, hsize_t r1,
+                     char ***out, const char *where, char *err, size_t errlen);
+int h5u_write_strings(hid_t loc, const char *name, hsize_t n, const char *const *s,
+                      const char *where, char *err, size_t errlen);
+
+/* Atomic save. begin creates "<path>.tmp.<pid>" (failing cleanly when the
+ * directory does not exist or is not writable) and sets s->file; write
+ * into s->file; then commit (close, fsync, rename over path, fsync the
+ * directory) or abort (close and remove the temporary; an old file at
+ * path is untouched). commit aborts by itself when it fails. */
+typedef struct h5u_save {
+    hid_t file;
+    char path[PATH_MAX];
+    char tmp[PATH_MAX + 32];
+} h5u_save_t;
+int h5u_save_begin(h5u_save_t *s, const char *path, char *err, size_t errlen);
+int h5u_save_commit(h5u_save_t *s, char *err, size_t errlen);
+void h5u_save_abort(h5u_save_t *s);
+
+#endif

@@ -1,0 +1,77 @@
+/* import.h - bring outside captures into an eldr trace.
+ *
+ * Two sources, both specified in docs/import.md:
+ *  - the reference implementation's calibration capture: an .npz written by
+ *    numpy's np.savez or np.savez_compressed, format "eldr-calibration-v1",
+ *    arrays request_ids, prefill_counts, gate_probabilities, decode_counts,
+ *    prompt_tokens, decode_tokens and metadata (a JSON object);
+ *  - eldr's JSON-lines form: a header line, then one request per line.
+ *
+ * Both validate as they convert (unique request ids, conservation of
+ * counts, decode_tokens == output_tokens - 1 where output_tokens is known,
+ * shapes, finite values), then run trace_validate on the result. A failure
+ * gives one line naming the file, the array or line, the key and the row;
+ * *out is NULL and nothing leaks. On success *out is a new trace the
+ * caller frees with trace_free. */
+#ifndef ELDR_IMPORT_H
+#define ELDR_IMPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace.h"
+
+#define IMPORT_NPZ_FORMAT "eldr-calibration-v1"
+#define IMPORT_JSONL_FORMAT "eldr-trace-jsonl"
+#define IMPORT_JSONL_VERSION 1
+/* Longest JSON line accepted; a dense line at L=48, E=128 is ~100 KB. */
+#define IMPORT_JSONL_MAX_LINE (16u << 20)
+/* Longest request id or label name, in bytes of UTF-8. */
+#define IMPORT_MAX_STRING 1024
+
+typedef enum import_format {
+    IMPORT_UNKNOWN = 0,
+    IMPORT_NPZ,
+    IMPORT_JSONL,
+} import_format;
+
+/* The format named by a file's extension (.npz; .jsonl, .ndjson), or
+ * IMPORT_UNKNOWN. */
+import_format import_format_of(const char *path);
+
+/* "npz" / "jsonl" and back; IMPORT_UNKNOWN for an unknown name. */
+import_format import_format_parse(const char *name);
+const char *import_format_name(import_format f);
+
+int import_npz(const char *path, trace_t **out, char *err, size_t errlen);
+int import_jsonl(const char *path, trace_t **out, char *err, size_t errlen);
+
+/* Dispatch on fmt (IMPORT_UNKNOWN: by extension). */
+int import_file(const char *path, import_format fmt, trace_t **out, char *err, size_t errlen);
+
+/* Shared by both importers: find two equal strings among ids[0..n).
+ * Returns 1 and the two indices (first < second, the earliest repeat)
+ * when there is a duplicate, 0 when all differ, -1 out of memory. */
+int import_find_duplicate(char *const *ids, int64_t n, int64_t *first, int64_t *second);
+
+/* ---- internals shared by the two importers ---- */
+
+/* Check one request's counts [L][E] against its token count: in every
+ * layer the counts sum to tokens * k, and no expert has more than tokens
+ * (a token picks k distinct experts). -1 with "layer l: ..." in msg. */
+int import_check_counts(const uint16_t *row, int L, int E, int k, int64_t tokens,
+                        char *msg, size_t msglen);
+
+/* Label names in order of first appearance. */
+typedef struct import_labels {
+    char **names;
+    int n, cap;
+} import_labels;
+#define IMPORT_MAX_LABELS 65536
+
+/* The index of name, added if new; -1 when out of memory or past
+ * IMPORT_MAX_LABELS. */
+int import_label_index(import_labels *l, const char *name);
+void import_labels_free(import_labels *l);
+
+#endif

@@ -1,0 +1,342 @@
+/* kmeans.c - balanced spherical K-means (see kmeans.h).
+ *
+ * One round is: similarities S = X mu^T (cblas_sgemm, the O(N D K) part),
+ * the assignment on cost = 1 - S (assign_balanced, exact, or argmax), and
+ * the update (member sums accumulated in double, renormalised). The
+ * objective is recomputed in double from X and the centroids, so that the
+ * numbers reported (and the monotonicity the tests check) do not inherit
+ * float32 rounding from the similarities. */
+#include "kmeans.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "assign.h"
+#include "err.h"
+#include "rng.h"
+
+void kmeans_opts_default(kmeans_opts *o, int k)
+{
+    memset(o, 0, sizeof *o);
+    o->k = k;
+    o->iters = KMEANS_DEFAULT_ITERS;
+    o->seed = 1;
+    o->balanced = 1;
+}
+
+void kmeans_result_free(kmeans_result *res)
+{
+    if (!res)
+        return;
+    free(res->centroids);
+    free(res->assign);
+    free(res->sizes);
+    memset(res, 0, sizeof *res);
+}
+
+static double dot_fd(const float *a, const float *b, int d)
+{
+    double s = 0.0;
+    for (int j = 0; j < d; j++)
+        s += (double)a[j] * (double)b[j];
+    return s;
+}
+
+static int check_rows(const float *x, int n, int d, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) {
+        const float *row = x + (size_t)i * (size_t)d;
+        for (int j = 0; j < d; j++)
+            if (!isfinite(row[j]))
+                return eldr_errf(err, errlen, "kmeans: row %d has a non-finite value at column %d", i, j);
+        double nrm = sqrt(dot_fd(row, row, d));
+        if (nrm == 0.0)
+            return eldr_errf(err, errlen,
+                             "kmeans: row %d is all zero (no signature under the mask; leave it out)", i);
+        if (fabs(nrm - 1.0) > 1e-3)
+            return eldr_errf(err, errlen, "kmeans: row %d has L2 norm %.6g, not a unit row", i, nrm);
+    }
+    return 0;
+}
+
+static int check_opts(int n, int d, const kmeans_opts *o, char *err, size_t errlen)
+{
+    if (n < 1 || d < 1)
+        return eldr_errf(err, errlen, "kmeans: need at least one row and one column, got %d x %d", n, d);
+    if (o->k < 1 || o->k > n)
+        return eldr_errf(err, errlen, "kmeans: k = %d must be between 1 and the %d rows", o->k, n);
+    if (o->iters < 0)
+        return eldr_errf(err, errlen, "kmeans: iters = %d is negative", o->iters);
+    if (o->iters == 0 && !o->init_rows)
+        return eldr_errf(err, errlen, "kmeans: iters = 0 needs init_rows (it only assigns to given centroids)");
+    if (o->init_rows)
+        for (int c = 0; c < o->k; c++) {
+            if (o->init_rows[c] < 0 || o->init_rows[c] >= n)
+                return eldr_errf(err, errlen, "kmeans: init row %d (index %d) is outside 0..%d",
+                                 c, o->init_rows[c], n - 1);
+            for (int c2 = 0; c2 < c; c2++)
+                if (o->init_rows[c2] == o->init_rows[c])
+                    return eldr_errf(err, errlen, "kmeans: init rows %d and %d are both row %d",
+                                     c2, c, o->init_rows[c]);
+        }
+    return 0;
+}
+
+static int cancelled(const kmeans_opts *o)
+{
+    return o->cancel && *o->cancel;
+}
+
+/* k-means++: first centre uniform, each next one drawn with probability
+ * proportional to the squared L2 distance to the nearest centre so far.
+ * When every remaining distance is zero (duplicate rows), a random row not
+ * yet used is taken, so k = n still gives every row its own centre. */
+static int plusplus(const float *x, int n, int d, const kmeans_opts *o, float *mu,
+                    char *err, size_t errlen)
+{
+    rng_t r;
+    rng_seed(&r, o->seed);
+    double *d2 = malloc((size_t)n * sizeof *d2);
+    float *dots = malloc((size_t)n * sizeof *dots);
+    char *used = calloc((size_t)n, 1);
+    if (!d2 || !dots || !used) {
+        free(d2); free(dots); free(used);
+        return eldr_errf(err, errlen, "kmeans: out of memory for k-means++ over %d rows", n);
+    }
+    int pick = (int)rng_below(&r, (uint64_t)n);
+    for (int i = 0; i < n; i++)
+        d2[i] = INFINITY;
+    for (int c = 0;; c++) {
+        used[pick] = 1;
+        const float *centre = x + (size_t)pick * (size_t)d;
+        memcpy(mu + (size_t)c * (size_t)d, centre, (size_t)d * sizeof *mu);
+        if (c + 1 == o->k)
+            break;
+        if (cancelled(o)) {
+            free(d2); free(dots); free(used);
+            eldr_errf(err, errlen, "kmeans: cancelled during k-means++ (centre %d of %d)", c + 1, o->k);
+            return KMEANS_CANCELLED;
+        }
+        /* |x - c|^2 = |x|^2 + |c|^2 - 2 x.c, and the rows are unit. */
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, d, 1.0f, x, d, centre, 1, 0.0f, dots, 1);
+        double total = 0.0;
+        for (int i = 0; i < n; i++) {
+            double dist = used[i] ? 0.0 : fmax(0.0, 2.0 - 2.0 * (double)dots[i]);
+            if (dist < d2[i])
+                d2[i] = dist;
+            total += d2[i];
+        }
+        pick = -1;
+        if (total > 0.0) {
+            double u = rng_uniform(&r) * total, acc = 0.0;
+            for (int i = 0; i < n; i++) {
+                acc += d2[i];
+                if (d2[i] > 0.0 && u < acc) {
+                    pick = i;
+                    break;
+                }
+            }
+            for (int i = n - 1; pick < 0 && i >= 0; i--) /* u rounded past the end */
+                if (d2[i] > 0.0)
+                    pick = i;
+        } else {
+            int left = (int)rng_below(&r, (uint64_t)(n - c - 1));
+            for (int i = 0; pick < 0; i++)
+                if (!used[i] && left-- == 0)
+                    pick = i;
+        }
+    }
+    free(d2); free(dots); free(used);
+    return 0;
+}
+
+typedef struct work {
+    float *sim;    /* [n][k] */
+    double *cost;  /* [n][k] */
+    int *prev;     /* [n] previous assignment */
+    double *acc;   /* [k][d] member sums */
+    float *next;   /* [k][d] updated centroids */
+} work;
+
+static void work_free(work *w)
+{
+    free(w->sim); free(w->cost); free(w->prev); free(w->acc); free(w->next);
+}
+
+static int assign_step(const float *x, int n, int d, const kmeans_opts *o, const float *mu,
+                       work *w, int *assign, char *err, size_t errlen)
+{
+    int k = o->k;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, k, d, 1.0f, x, d, mu, d, 0.0f,
+                w->sim, k);
+    if (!o->balanced) {
+        for (int i = 0; i < n; i++) {
+            const float *s = w->sim + (size_t)i * (size_t)k;
+            int best = 0;
+            for (int c = 1; c < k; c++)
+                if (s[c] > s[best])
+                    best = c;
+            assign[i] = best;
+        }
+        return 0;
+    }
+    for (size_t i = 0; i < (size_t)n * (size_t)k; i++)
+        w->cost[i] = 1.0 - (double)w->sim[i];
+    return assign_balanced(w->cost, n, k, assign_default_cap(n, k), assign, NULL, err, errlen);
+}
+
+/* New centroids into w->next; returns the largest L2 move. */
+static double update_step(const float *x, int n, int d, int k, const int *assign,
+                          const float *mu, const int *sizes, work *w)
+{
+    memset(w->acc, 0, (size_t)k * (size_t)d * sizeof *w->acc);
+    for (int i = 0; i < n; i++) {
+        const float *row = x + (size_t)i * (size_t)d;
+        double *a = w->acc + (size_t)assign[i] * (size_t)d;
+        for (int j = 0; j < d; j++)
+            a[j] += row[j];
+    }
+    double shift = 0.0;
+    for (int c = 0; c < k; c++) {
+        const double *a = w->acc + (size_t)c * (size_t)d;
+        const float *old = mu + (size_t)c * (size_t)d;
+        float *nu = w->next + (size_t)c * (size_t)d;
+        double nrm = 0.0;
+        for (int j = 0; j < d; j++)
+            nrm += a[j] * a[j];
+        nrm = sqrt(nrm);
+        /* An empty cluster, or members that cancel out, keep the centroid. */
+        if (sizes[c] == 0 || nrm == 0.0) {
+            memcpy(nu, old, (size_t)d * sizeof *nu);
+            continue;
+        }
+        double move = 0.0;
+        for (int j = 0; j < d; j++) {
+            nu[j] = (float)(a[j] / nrm);
+            move += ((double)nu[j] - old[j]) * ((double)nu[j] - old[j]);
+        }
+        if (sqrt(move) > shift)
+            shift = sqrt(move);
+    }
+    return shift;
+}
+
+static double objective_of(const float *x, int n, int d, const float *mu, const int *assign)
+{
+    double total = 0.0;
+    for (int i = 0; i < n; i++)
+        total += 1.0 - dot_fd(x + (size_t)i * (size_t)d, mu + (size_t)assign[i] * (size_t)d, d);
+    return total;
+}
+
+static void count_sizes(const int *assign, int n, int k, int *sizes)
+{
+    memset(sizes, 0, (size_t)k * sizeof *sizes);
+    for (int i = 0; i < n; i++)
+        sizes[assign[i]]++;
+}
+
+static int result_alloc(kmeans_result *res, int n, int d, int k)
+{
+    memset(res, 0, sizeof *res);
+    res->n = n;
+    res->d = d;
+    res->k = k;
+    res->centroids = eldr_calloc((size_t)k * (size_t)d, sizeof *res->centroids);
+    res->assign = eldr_calloc((size_t)n, sizeof *res->assign);
+    res->sizes = eldr_calloc((size_t)k, sizeof *res->sizes);
+    if (!res->centroids || !res->assign || !res->sizes) {
+        kmeans_result_free(res);
+        return -1;
+    }
+    return 0;
+}
+
+static int work_alloc(work *w, int n, int d, int k)
+{
+    size_t nk = (size_t)n * (size_t)k, kd = (size_t)k * (size_t)d;
+    w->sim = eldr_calloc(nk, sizeof *w->sim);
+    w->cost = eldr_calloc(nk, sizeof *w->cost);
+    w->prev = eldr_calloc((size_t)n, sizeof *w->prev);
+    w->acc = eldr_calloc(kd, sizeof *w->acc);
+    w->next = eldr_calloc(kd, sizeof *w->next);
+    if (!w->sim || !w->cost || !w->prev || !w->acc || !w->next) {
+        work_free(w);
+        return -1;
+    }
+    return 0;
+}
+
+/* The rounds after initialisation; res->centroids holds the initial ones. */
+static int iterate(const float *x, int n, int d, const kmeans_opts *o, kmeans_result *res,
+                   work *w, char *err, size_t errlen)
+{
+    int k = o->k;
+    for (int it = 1; it <= o->iters; it++) {
+        if (cancelled(o)) {
+            eldr_errf(err, errlen, "kmeans: cancelled before iteration %d", it);
+            return KMEANS_CANCELLED;
+        }
+        if (assign_step(x, n, d, o, res->centroids, w, res->assign, err, errlen) < 0)
+            return -1;
+        res->iterations = it;
+        if (o->progress)
+            o->progress(o->progress_ctx, it, objective_of(x, n, d, res->centroids, res->assign));
+        /* The same members give the same means: nothing can move. */
+        if (it > 1 && !memcmp(w->prev, res->assign, (size_t)n * sizeof *w->prev)) {
+            res->converged = 1;
+            break;
+        }
+        memcpy(w->prev, res->assign, (size_t)n * sizeof *w->prev);
+        count_sizes(res->assign, n, k, res->sizes);
+        double shift = update_step(x, n, d, k, res->assign, res->centroids, res->sizes, w);
+        memcpy(res->centroids, w->next, (size_t)k * (size_t)d * sizeof *w->next);
+        if (shift <= KMEANS_EPS) {
+            res->converged = 1;
+            break;
+        }
+    }
+    return 0;
+}
+
+int kmeans_fit(const float *x, int n, int d, const kmeans_opts *o,
+               kmeans_result *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    if (check_opts(n, d, o, err, errlen) < 0 || check_rows(x, n, d, err, errlen) < 0)
+        return -1;
+    double need = (double)n * o->k * (sizeof(float) + sizeof(double) + sizeof(int)) +
+                  (double)o->k * d * (sizeof(double) + 2 * sizeof(float));
+    size_t mem = eldr_phys_mem();
+    if (mem && need > (double)mem / 2)
+        return eldr_errf(err, errlen, "kmeans: n=%d k=%d d=%d needs %.0f MB of working memory, too much",
+                         n, o->k, d, need / 1e6);
+    work w = {0};
+    if (result_alloc(res, n, d, o->k) < 0 || work_alloc(&w, n, d, o->k) < 0) {
+        kmeans_result_free(res);
+        return eldr_errf(err, errlen, "kmeans: out of memory for n=%d k=%d d=%d", n, o->k, d);
+    }
+
+    int rc = 0;
+    if (o->init_rows) {
+        for (int c = 0; c < o->k; c++)
+            memcpy(res->centroids + (size_t)c * (size_t)d, x + (size_t)o->init_rows[c] * (size_t)d,
+                   (size_t)d * sizeof *x);
+    } else {
+        rc = plusplus(x, n, d, o, res->centroids, err, errlen);
+    }
+    if (rc == 0 && o->iters == 0)
+        rc = assign_step(x, n, d, o, res->centroids, &w, res->assign, err, errlen);
+    else if (rc == 0)
+        rc = iterate(x, n, d, o, res, &w, err, errlen);
+    work_free(&w);
+    if (rc != 0) {
+        kmeans_result_free(res);
+        return rc;
+    }
+    count_sizes(res->assign, n, o->k, res->sizes);
+    res->objective = objective_of(x, n, d, res->centroids, res->assign);
+    return 0;
+}

@@ -1,0 +1,595 @@
+/* test_model.c - the model: SHA-256 against the FIPS 180 vectors, the
+ * eldr-model HDF5 round trip, every validation failure (in memory and in a
+ * file doctored after saving, so the loader is what refuses it), the
+ * reference centroid JSON (round trip, a hand-written reference file, its
+ * error messages), and fit determinism (the same seed gives the same
+ * centroids, bit for bit). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "h5util.h"
+#include "model.h"
+#include "rng.h"
+#include "sha256.h"
+#include "signature.h"
+
+static char ERR[ELDR_ERRLEN];
+
+/* ---- SHA-256 ---- */
+
+static void test_sha256_vectors(void **state)
+{
+    (void)state;
+    char hex[SHA256_HEX];
+    sha256_buf_hex("", 0, hex);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    sha256_buf_hex("abc", 3, hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    sha256_buf_hex(two, strlen(two), hex);
+    assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+/* A million 'a', fed in uneven pieces so the partial-block path runs. */
+static void test_sha256_million(void **state)
+{
+    (void)state;
+    static char a[1000000];
+    memset(a, 'a', sizeof a);
+    sha256_ctx c;
+    uint8_t dg[SHA256_DIGEST];
+    char hex[SHA256_HEX];
+    sha256_init(&c);
+    size_t off = 0, step = 1;
+    while (off < sizeof a) {
+        size_t n = step < sizeof a - off ? step : sizeof a - off;
+        sha256_update(&c, a + off, n);
+        off += n;
+        step = step * 7 % 1000 + 1;
+    }
+    sha256_final(&c, dg);
+    sha256_hex(dg, hex);
+    assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    /* and through a file */
+    char path[] = "/tmp/eldr_test_sha_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, a, sizeof a), (ssize_t)sizeof a);
+    close(fd);
+    char fhex[SHA256_HEX];
+    assert_int_equal(sha256_file(path, fhex, ERR, sizeof ERR), 0);
+    assert_string_equal(fhex, hex);
+    unlink(path);
+    assert_int_equal(sha256_file(path, fhex, ERR, sizeof ERR), -1);
+    assert_non_null(strstr(ERR, path));
+}
+
+/* ---- a model to play with ---- */
+
+enum { TL = 6, TE = 8, TK = 3, TTOP = 2 };
+static const int TMASK[] = {1, 3, 4};
+#define TS 3
+#define TDIM (TS * TE)
+
+static void unit_rows(float *v, int rows, int dim, rng_t *g)
+{
+    for (int r = 0; r < rows; r++) {
+        double ss = 0;
+        for (int j = 0; j < dim; j++) {
+            v[r * dim + j] = (float)rng_normal(g);
+            ss += (double)v[r * dim + j] * v[r * dim + j];
+        }
+        for (int j = 0; j < dim; j++)
+            v[r * dim + j] = (float)(v[r * dim + j] / sqrt(ss));
+    }
+}
+
+static model_t *make_model(sig_variant v)
+{
+    sig_recipe r;
+    assert_int_equal(sig_recipe_init(&r, v, TL, TE, TMASK, TS, ERR, sizeof ERR), 0);
+    rng_t g;
+    rng_seed(&g, 42);
+    if (v == SIG_COUNT_IDF) {
+        float full[TL * TE];
+        for (int i = 0; i < TL * TE; i++)
+            full[i] = (float)(rng_uniform(&g) * 3);
+        assert_int_equal(sig_recipe_set_idf(&r, full, ERR, sizeof ERR), 0);
+    }
+    model_t *m = model_new(&r, TTOP, TK, ERR, sizeof ERR);
+    sig_recipe_free(&r);
+    assert_non_null(m);
+    unit_rows(m->centroids, TK, TDIM, &g);
+    const char *names[TK] = {"decode-a", "decode-b", "decode-c"};
+    assert_int_equal(model_set_workers(m, names, TK, ERR, sizeof ERR), 0);
+    int64_t sizes[TK] = {10, 9, 10};
+    assert_int_equal(model_set_sizes(m, sizes, ERR, sizeof ERR), 0);
+    m->tau = 0.05;
+    m->seed = 12345678901ULL;
+    m->rho = 0.7712345;
+    m->n_star = TS;
+    m->objective = 12.5;
+    m->calib_rows = 29;
+    m->fit_rows = 29;
+    m->zero_rows = 0;
+    m->iters = 7;
+    m->balanced = 1;
+    snprintf(m->layer_select, sizeof m->layer_select, "auto");
+    sha256_buf_hex("abc", 3, m->calib_sha256);
+    snprintf(m->calib_file, sizeof m->calib_file, "calib.h5");
+    return m;
+}
+
+/* Equal within tol (relative), NaN equal to NaN (unknown stays unknown). */
+static int same_double(double a, double b, double tol)
+{
+    return (isnan(a) && isnan(b)) || fabs(a - b) <= tol * fabs(a);
+}
+
+static void expect_same(const model_t *a, const model_t *b, int exact_doubles)
+{
+    assert_int_equal(a->recipe.variant, b->recipe.variant);
+    assert_int_equal(a->recipe.L, b->recipe.L);
+    assert_int_equal(a->recipe.E, b->recipe.E);
+    assert_int_equal(a->recipe.n_layers, b->recipe.n_layers);
+    assert_memory_equal(a->recipe.layers, b->recipe.layers, sizeof(int) * (size_t)a->recipe.n_layers);
+    assert_int_equal(!a->recipe.idf, !b->recipe.idf);
+    if (a->recipe.idf)
+        assert_memory_equal(a->recipe.idf, b->recipe.idf, sizeof(float) * sig_dim(&a->recipe));
+    assert_int_equal(a->k, b->k);
+    assert_int_equal(a->K, b->K);
+    assert_memory_equal(a->centroids, b->centroids, sizeof(float) * a->K * sig_dim(&a->recipe));
+    for (int i = 0; i < a->K; i++)
+        assert_string_equal(a->workers[i], b->workers[i]);
+    assert_int_equal(!a->sizes, !b->sizes);
+    if (a->sizes)
+        assert_memory_equal(a->sizes, b->sizes, sizeof(int64_t) * a->K);
+    double tol = exact_doubles ? 0 : 1e-8;
+    assert_true(same_double(a->tau, b->tau, tol));
+    assert_true(same_double(a->rho, b->rho, tol));
+    assert_true(same_double(a->objective, b->objective, tol));
+    assert_true(a->seed == b->seed);
+    assert_int_equal(a->n_star, b->n_star);
+    assert_int_equal(a->calib_rows, b->calib_rows);
+    assert_int_equal(a->fit_rows, b->fit_rows);
+    assert_int_equal(a->zero_rows, b->zero_rows);
+    assert_int_equal(a->iters, b->iters);
+    assert_int_equal(a->balanced, b->balanced);
+    assert_string_equal(a->layer_select, b->layer_select);
+    assert_string_equal(a->calib_sha256, b->calib_sha256);
+    assert_string_equal(a->calib_file, b->calib_file);
+    assert_string_equal(a->created, b->created);
+    assert_string_equal(a->eldr_version, b->eldr_version);
+}
+
+static char *tmp_path(const char *suffix)
+{
+    static int seq;
+    char *p = malloc(256);
+    snprintf(p, 256, "/tmp/eldr_test_model_%d_%d%s", (int)getpid(), seq++, suffix);
+    return p;
+}
+
+/* ---- HDF5 round trip ---- */
+
+static void test_h5_round_trip(void **state)
+{
+    (void)state;
+    for (int v = 0; v < SIG_N_VARIANTS; v++) {
+        model_t *m = make_model((sig_variant)v), *back = NULL;
+        char *path = tmp_path(".h5");
+        assert_int_equal(model_save(m, path, ERR, sizeof ERR), 0);
+        assert_true(model_file_probe(path));
+        if (model_load(path, &back, ERR, sizeof ERR) != 0)
+            fail_msg("load: %s", ERR);
+        expect_same(m, back, 1);
+        model_free(back);
+        model_free(m);
+        unlink(path);
+        free(path);
+    }
+}
+
+/* Unknown provenance (NaN rho, no sizes) survives too. */
+static void test_h5_unknowns(void **state)
+{
+    (void)state;
+    model_t *m = make_model(SIG_COUNT), *back = NULL;
+    free(m->sizes);
+    m->sizes = NULL;
+    m->rho = NAN;
+    m->objective = NAN;
+    m->calib_sha256[0] = '\0';
+    char *path = tmp_path(".h5");
+    assert_int_equal(model_save(m, path, ERR, sizeof ERR), 0);
+    assert_int_equal(model_load(path, &back, ERR, sizeof ERR), 0);
+    assert_null(back->sizes);
+    assert_true(isnan(back->rho) && isnan(back->objective));
+    assert_string_equal(back->calib_sha256, "");
+    model_free(back);
+    model_free(m);
+    unlink(path);
+    free(path);
+}
+
+/* ---- validation in memory ---- */
+
+static void expect_invalid(const model_t *m, const char *part)
+{
+    assert_int_equal(model_validate(m, "m.h5", MODEL_NAMES_H5, ERR, sizeof ERR), -1);
+    if (!strstr(ERR, "m.h5") || !strstr(ERR, part))
+        fail_msg("message '%s' lacks 'm.h5' or '%s'", ERR, part);
+    assert_null(strchr(ERR, '\n'));
+}
+
+static void test_validate_memory(void **state)
+{
+    (void)state;
+    model_t *m = make_model(SIG_COUNT_IDF);
+    assert_int_equal(model_validate(m, "m.h5", MODEL_NAMES_H5, ERR, sizeof ERR), 0);
+
+    m->centroids[TDIM + 2] *= 1.01f; /* row 1 no longer unit */
+    expect_invalid(m, "centroids row 1");
+    m->centroids[TDIM + 2] /= 1.01f;
+    float keep = m->centroids[2 * TDIM + 5];
+    m->centroids[2 * TDIM + 5] = NAN;
+    expect_invalid(m, "centroids row 2, column 5 is not finite");
+    m->centroids[2 * TDIM + 5] = keep;
+
+    m->recipe.layers[2] = TL;
+    expect_invalid(m, "layer_mask[2] = 6 is out of range");
+    m->recipe.layers[2] = 3;
+    expect_invalid(m, "layer_mask[2] = 3 does not ascend");
+    m->recipe.layers[2] = 4;
+
+    m->recipe.idf[4] = INFINITY;
+    expect_invalid(m, "idf[4]");
+    m->recipe.idf[4] = 1;
+    m->recipe.variant = SIG_COUNT;
+    expect_invalid(m, "variant count has no idf");
+    m->recipe.variant = SIG_COUNT_IDF;
+
+    free(m->workers[2]);
+    m->workers[2] = strdup("decode-a");
+    expect_invalid(m, "workers[2] 'decode-a' repeats workers[0]");
+    m->workers[2][0] = '\0';
+    expect_invalid(m, "workers[2] is empty");
+    free(m->workers[2]);
+    m->workers[2] = strdup("decode-c");
+
+    m->k = TE + 1;
+    expect_invalid(m, "top_k");
+    m->k = TTOP;
+    m->tau = -0.5;
+    expect_invalid(m, "tau");
+    m->tau = 0.1;
+    assert_int_equal(model_validate(m, "m.h5", MODEL_NAMES_H5, ERR, sizeof ERR), 0);
+    /* save refuses an invalid model and leaves no file */
+    char *path = tmp_path(".h5");
+    m->centroids[0] = 5;
+    assert_int_equal(model_save(m, path, ERR, sizeof ERR), -1);
+    assert_int_equal(access(path, F_OK), -1);
+    free(path);
+    model_free(m);
+}
+
+/* ---- validation on load: a good file doctored with raw HDF5 ---- */
+
+static char *saved_model(void)
+{
+    model_t *m = make_model(SIG_COUNT_IDF);
+    char *path = tmp_path(".h5");
+    assert_int_equal(model_save(m, path, ERR, sizeof ERR), 0);
+    model_free(m);
+    return path;
+}
+
+static hid_t open_rw(const char *path)
+{
+    h5u_silence();
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    return f;
+}
+
+static void expect_load_fails(char *path, const char *part)
+{
+    model_t *m = (model_t *)1;
+    assert_int_equal(model_load(path, &m, ERR, sizeof ERR), -1);
+    assert_null(m);
+    if (!strstr(ERR, path) || !strstr(ERR, part))
+        fail_msg("message '%s' lacks the path or '%s'", ERR, part);
+    unlink(path);
+    free(path);
+}
+
+/* Replace dataset `name` by new contents. */
+static void rewrite(hid_t f, const char *name, hid_t mt, hid_t ft, int rank,
+                    const hsize_t *dims, const void *buf)
+{
+    assert_true(H5Ldelete(f, name, H5P_DEFAULT) >= 0);
+    assert_int_equal(h5u_write(f, name, mt, ft, rank, dims, 0, buf, "t", ERR, sizeof ERR), 0);
+}
+
+static void doctor_centroids(const char *path, int row, int col, float value, int scale)
+{
+    hid_t f = open_rw(path);
+    float c[TK * TDIM];
+    hsize_t dims[2] = {TK, TDIM};
+    assert_int_equal(h5u_read(f, "centroids", H5T_NATIVE_FLOAT, 2, dims, c, "t", ERR, sizeof ERR), 0);
+    if (scale)
+        for (int j = 0; j < TDIM; j++)
+            c[row * TDIM + j] *= value;
+    else
+        c[row * TDIM + col] = value;
+    rewrite(f, "centroids", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, 2, dims, c);
+    H5Fclose(f);
+}
+
+static void test_load_non_unit(void **state)
+{
+    (void)state;
+    char *p = saved_model();
+    doctor_centroids(p, 1, 0, 0.9f, 1);
+    expect_load_fails(p, "centroids row 1 has L2 norm 0.9");
+}
+
+static void test_load_nan(void **state)
+{
+    (void)state;
+    char *p = saved_model();
+    doctor_centroids(p, 2, 7, NAN, 0);
+    expect_load_fails(p, "centroids row 2, column 7 is not finite");
+}
+
+static void test_load_mask_range(void **state)
+{
+    (void)state;
+    char *p = saved_model();
+    hid_t f = open_rw(p);
+    int mask[TS] = {1, 3, 9};
+    hsize_t d[1] = {TS};
+    rewrite(f, "layer_mask", H5T_NATIVE_INT, H5T_STD_I32LE, 1, d, mask);
+    H5Fclose(f);
+    expect_load_fails(p, "layer_mask[2] = 9 is out of range [0, 6)");
+}
+
+static void test_load_idf_length(void **state)
+{
+    (void)state;
+    char *p = saved_model();
+    hid_t f = open_rw(p);
+    float idf[2 * TE] = {0};
+    hsize_t d[2] = {2, TE};
+    rewrite(f, "idf", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, 2, d, idf);
+    H5Fclose(f);
+    expect_load_fails(p, "dataset idf has 16 values (rank 2), expected |S|*E = 3*8 = 24");
+}
+
+static void test_load_idf_missing(void **state)
+{
+    (void)state;
+    char *p = saved_model();
+    hid_t f = open_rw(p);
+    assert_true(H5Ldelete(f, "idf", H5P_DEFAULT) >= 0);
+    H5Fclose(f);
+    expect_load_fails(p, "idf missing");
+}
+
+static void test_load_width(void **state)
+{
+    (void)state;
+    char *p = saved_model();
+    hid_t f = open_rw(p);
+    float c[TK * (TDIM + 1)];
+    for (int i = 0; i < TK * (TDIM + 1); i++)
+        c[i] = 1.0f / sqrtf(TDIM + 1);
+    hsize_t d[2] = {TK, TDIM + 1};
+    rewrite(f, "centroids", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, 2, d, c);
+    H5Fclose(f);
+    expect_load_fails(p, "dataset centroids has width 25, expected |S|*E = 3*8 = 24");
+}
+
+static void test_load_dup_workers(void **state)
+{
+    (void)state;
+    char *p = saved_model();
+    hid_t f = open_rw(p);
+    const char *w[TK] = {"a", "b", "a"};
+    assert_true(H5Ldelete(f, "workers", H5P_DEFAULT) >= 0);
+    assert_int_equal(h5u_write_strings(f, "workers", TK, w, "t", ERR, sizeof ERR), 0);
+    H5Fclose(f);
+    expect_load_fails(p, "workers[2] 'a' repeats workers[0]");
+}
+
+static void test_load_format(void **state)
+{
+    (void)state;
+    char *p = saved_model();
+    hid_t f = open_rw(p);
+    assert_true(H5Adelete(f, "format") >= 0);
+    assert_int_equal(h5u_write_str_attr(f, "format", "eldr-trace", "t", ERR, sizeof ERR), 0);
+    H5Fclose(f);
+    assert_false(model_file_probe(p));
+    expect_load_fails(p, "eldr-trace");
+}
+
+static void test_load_not_hdf5(void **state)
+{
+    (void)state;
+    char *p = tmp_path(".h5");
+    FILE *f = fopen(p, "w");
+    fputs("not an hdf5 file\n", f);
+    fclose(f);
+    assert_false(model_file_probe(p));
+    expect_load_fails(p, "not an HDF5 file");
+    p = tmp_path(".h5");
+    expect_load_fails(p, "No such file");
+}
+
+/* ---- reference JSON ---- */
+
+static void test_json_round_trip(void **state)
+{
+    (void)state;
+    for (int v = 0; v < SIG_N_VARIANTS; v++) {
+        model_t *m = make_model((sig_variant)v), *back = NULL;
+        char *text;
+        assert_int_equal(model_to_json_text(m, &text, ERR, sizeof ERR), 0);
+        if (model_from_json_text(text, "x.json", &back, ERR, sizeof ERR) != 0)
+            fail_msg("import: %s", ERR);
+        expect_same(m, back, 0);
+        model_free(back);
+        free(text);
+        /* and through a file */
+        char *path = tmp_path(".json");
+        assert_int_equal(model_save_json(m, path, ERR, sizeof ERR), 0);
+        assert_int_equal(model_load_json(path, &back, ERR, sizeof ERR), 0);
+        expect_same(m, back, 0);
+        model_free(back);
+        model_free(m);
+        unlink(path);
+        free(path);
+    }
+}
+
+/* A reference-style file written by hand: L=4, e=3, top-2, mask {0, 2},
+ * the full 4 x 3 idf (sliced to the mask on import), two centroids. */
+static const char *REF_JSON =
+    "{\"L\": 4, \"e\": 3, \"k\": 2, \"variant\": \"count_idf\",\n"
+    " \"layer_mask\": [0, 2],\n"
+    " \"sig_idf\": [[0.1, 0.2, 0.3], [9, 9, 9], [0.4, 0.5, 0.6], [9, 9, 9]],\n"
+    " \"centroids\": [[0.6, 0.8, 0, 0, 0, 0], [0, 0, 0, 0.5, 0.5, 0.7071067811865476]],\n"
+    " \"reference_only_key\": {\"ignored\": true}}\n";
+
+static void test_json_reference(void **state)
+{
+    (void)state;
+    model_t *m = NULL;
+    if (model_from_json_text(REF_JSON, "ref.json", &m, ERR, sizeof ERR) != 0)
+        fail_msg("%s", ERR);
+    assert_int_equal(m->recipe.L, 4);
+    assert_int_equal(m->recipe.E, 3);
+    assert_int_equal(m->k, 2);
+    assert_int_equal(m->K, 2);
+    assert_int_equal(m->recipe.variant, SIG_COUNT_IDF);
+    assert_int_equal(m->recipe.n_layers, 2);
+    assert_int_equal(m->recipe.layers[0], 0);
+    assert_int_equal(m->recipe.layers[1], 2);
+    const float idf[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+    assert_memory_equal(m->recipe.idf, idf, sizeof idf);
+    assert_true(m->centroids[1] == 0.8f && m->centroids[6 + 5] == (float)0.7071067811865476);
+    assert_string_equal(m->workers[1], "w1");
+    assert_true(fabs(m->tau - 0.1) < 1e-12);
+    assert_true(isnan(m->rho));
+    assert_string_equal(m->created, "");
+    /* it saves as an eldr-model file */
+    char *path = tmp_path(".h5");
+    model_t *back = NULL;
+    assert_int_equal(model_save(m, path, ERR, sizeof ERR), 0);
+    assert_int_equal(model_load(path, &back, ERR, sizeof ERR), 0);
+    expect_same(m, back, 1);
+    model_free(back);
+    model_free(m);
+    unlink(path);
+    free(path);
+}
+
+/* The mask as 0/1 flags or booleans; the idf already over the mask. */
+static void test_json_mask_forms(void **state)
+{
+    (void)state;
+    const char *forms[] = {
+        "{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count\",\"layer_mask\":[1,0,1],"
+        "\"sig_idf\":null,\"centroids\":[[1,0,0,0]]}",
+        "{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count\",\"layer_mask\":[true,false,true],"
+        "\"centroids\":[[1,0,0,0]]}",
+        "{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count_idf\",\"layer_mask\":[0,2],"
+        "\"sig_idf\":[1,2,3,4],\"centroids\":[[1,0,0,0]]}",
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        model_t *m = NULL;
+        if (model_from_json_text(forms[i], "f.json", &m, ERR, sizeof ERR) != 0)
+            fail_msg("form %zu: %s", i, ERR);
+        assert_int_equal(m->recipe.n_layers, 2);
+        assert_int_equal(m->recipe.layers[0], 0);
+        assert_int_equal(m->recipe.layers[1], 2);
+        model_free(m);
+    }
+}
+
+static void expect_json_fails(const char *text, const char *part)
+{
+    model_t *m = (model_t *)1;
+    assert_int_equal(model_from_json_text(text, "bad.json", &m, ERR, sizeof ERR), -1);
+    assert_null(m);
+    if (!strstr(ERR, "bad.json") || !strstr(ERR, part))
+        fail_msg("message '%s' lacks 'bad.json' or '%s'", ERR, part);
+}
+
+static void test_json_errors(void **state)
+{
+    (void)state;
+#define HEAD "{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count_idf\","
+    expect_json_fails("{\"L\":3,", "line 1");
+    expect_json_fails("[1,2]", "top level must be a JSON object");
+    expect_json_fails("{\"e\":2}", "key L missing");
+    expect_json_fails(HEAD "\"layer_mask\":[0],\"sig_idf\":[1,2],\"centroids\":[[1,0],[0,1.5]]}",
+                      "centroids row 1 has L2 norm 1.5");
+    expect_json_fails(HEAD "\"layer_mask\":[0],\"sig_idf\":[1,2],\"centroids\":[[1,0],[1,0,0]]}",
+                      "centroids[1] has width 3, expected |S|*e = 1*2 = 2");
+    expect_json_fails(HEAD "\"layer_mask\":[0],\"sig_idf\":[1,2,3],\"centroids\":[[1,0]]}",
+                      "sig_idf has 3 values");
+    expect_json_fails(HEAD "\"layer_mask\":[0],\"centroids\":[[1,0]]}", "sig_idf missing");
+    expect_json_fails(HEAD "\"layer_mask\":[0,5],\"sig_idf\":[1,2,3,4],\"centroids\":[[1,0,0,0]]}",
+                      "layer_mask[1] = 5 is out of range [0, 3)");
+    expect_json_fails(HEAD "\"layer_mask\":[2,1],\"sig_idf\":[1,2,3,4],\"centroids\":[[1,0,0,0]]}",
+                      "layer_mask[1] = 1 does not ascend");
+    expect_json_fails("{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"cosine\",\"layer_mask\":[0],"
+                      "\"centroids\":[[1,0]]}", "variant is not a known variant");
+    expect_json_fails("{\"L\":3,\"e\":2,\"k\":3,\"variant\":\"count\",\"layer_mask\":[0],"
+                      "\"centroids\":[[1,0]]}", "key k = 3 is out of range [1, 2]");
+    expect_json_fails("{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count\",\"layer_mask\":[0],"
+                      "\"centroids\":[[1,0],[0,1]],\"workers\":[\"x\",\"x\"]}",
+                      "workers[1] 'x' repeats workers[0]");
+    expect_json_fails("{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count\",\"layer_mask\":[0],"
+                      "\"centroids\":[[1,null]]}", "centroids[0][1] is not a number");
+    expect_json_fails("{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count\",\"layer_mask\":[0],"
+                      "\"centroids\":[]}", "centroids must be a non-empty list");
+#undef HEAD
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_sha256_million),
+        cmocka_unit_test(test_h5_round_trip),
+        cmocka_unit_test(test_h5_unknowns),
+        cmocka_unit_test(test_validate_memory),
+        cmocka_unit_test(test_load_non_unit),
+        cmocka_unit_test(test_load_nan),
+        cmocka_unit_test(test_load_mask_range),
+        cmocka_unit_test(test_load_idf_length),
+        cmocka_unit_test(test_load_idf_missing),
+        cmocka_unit_test(test_load_width),
+        cmocka_unit_test(test_load_dup_workers),
+        cmocka_unit_test(test_load_format),
+        cmocka_unit_test(test_load_not_hdf5),
+        cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_json_reference),
+        cmocka_unit_test(test_json_mask_forms),
+        cmocka_unit_test(test_json_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
