@@ -31,7 +31,7 @@ DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 BUILD ?= build
 BIN ?= bin
 CORE_SRC := $(wildcard src/core/*.c)
-CLI_SRC := $(wildcard src/cli/*.c)
+CLI_SRC := $(wildcard src/cli/*.c src/lua/*.c src/repl/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
@@ -88,8 +88,8 @@ samples: $(SAMPLE) $(BIN)/eldr
 	@test -f samples/medium.h5 || $(BIN)/eldr gen -o samples/medium.h5 --requests 5000 \
 	  --layers 48 --experts 128 --top-k 8 --domains 8 --seed 11 --arrival-rate 60
 	@test -f samples/prefix.h5 || $(BIN)/eldr gen -o samples/prefix.h5 --requests 2000 \
-	  --layers 24 --experts 64 --top-k 4 --domains 4 --prefix-groups 20 \
-	  --prefix-blocks 8 --tokens --seed 13
+	  --layers 24 --experts 64 --top-k 4 --domains 4 --prompt-tokens 96 \
+	  --decode-tokens 48 --prefix-groups 20 --prefix-blocks 8 --tokens --gates --seed 13
 	@ls -l samples/*.h5
 
 run: deps all $(SAMPLE)

@@ -426,17 +426,19 @@ static void plot_curves(const vresult *rs, int n, const char *marks, const char 
     printf("        +");
     for (int c = 0; c < W; c++)
         putchar('-');
-    printf("\n         ");
-    for (int s = 1; s <= L; s++) {
+    /* step numbers under their marks: 1, 5, 10, ... */
+    char axis[2 * 4096 + 8];
+    memset(axis, ' ', sizeof axis);
+    for (int s = 1; s <= L; s++)
         if (s == 1 || s % 5 == 0) {
-            int used = printf("%-*d", cw, s);
-            /* a label wider than its column eats the next columns */
-            for (int skip = (used - 1) / cw; skip > 0 && s < L; skip--)
-                s++;
-        } else {
-            printf("%*s", cw, "");
+            int col = (s - 1) * cw + cw - 1;
+            char lab[16];
+            int len = snprintf(lab, sizeof lab, "%d", s);
+            if (col + len <= W + 4)
+                memcpy(axis + col, lab, (size_t)len);
         }
-    }
+    axis[W + 4] = 0;
+    printf("\n         %s", axis);
     printf("  layers kept\n");
 }
 

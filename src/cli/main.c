@@ -7,8 +7,10 @@
 int cmd_gen(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_rho(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_model(int argc, char **argv);
+int cmd_costfit(int argc, char **argv);
 
 static const struct command {
     const char *name;
@@ -18,8 +20,10 @@ static const struct command {
     {"gen", cmd_gen, "generate a synthetic MoE activation trace"},
     {"info", cmd_info, "geometry, counts, labels and validation of a trace or model"},
     {"import", cmd_import, "import a calibration capture (.npz) or JSON lines into a trace"},
+    {"rho", cmd_rho, "signature quality rho, greedy layer selection, variant comparison"},
     {"fit", cmd_fit, "fit the model: IDF, layer mask, balanced spherical K-means"},
     {"model", cmd_model, "export/import a model as the reference centroid JSON"},
+    {"costfit", cmd_costfit, "fit the step-latency cost model to a measured profile"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

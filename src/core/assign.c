@@ -16,7 +16,9 @@
  * K cluster nodes and T (Johnson's reweighting) keep reduced edge costs
  * non-negative, so plain O(K^2) Dijkstra applies; it stops as soon as T is
  * settled, and the potentials move by min(dist, dist_T), which stays valid
- * for the nodes it did not settle. */
+ * for the nodes it did not settle. There is always a cluster with room
+ * (k * cap >= n), and every cluster is reachable straight from the new
+ * point, so a path always exists. */
 #include "assign.h"
 
 #include <math.h>
@@ -39,7 +41,7 @@ typedef struct solver {
     hent *heap;  /* [k*k][cap]: heap (c, c2) = points of c by cost[j][c2] - cost[j][c] */
     int *pos;    /* [n*k] position of point j in heap (cl[j], c2) */
     double *top; /* [k*k] minimum key of heap (c, c2), INFINITY when empty */
-    double *pot; /* [k+1] potentials; pot[k] is the sink T */
+    double *pot; /* [k] potentials of the cluster nodes */
     double *dist;
     int *prev;   /* [k] previous cluster on the shortest path, -1 = the new point */
     int *via;    /* [k] the point that moves from prev[c] into c */
@@ -127,14 +129,18 @@ static void point_remove(solver *s, int j)
 }
 
 /* Shortest path from new point i to T; then move the points along it and
- * update the potentials. */
+ * update the potentials. Every cluster with room has the potential of T
+ * (true at the start, and kept by the update below; a full cluster never
+ * gets room again, since augmenting only ever adds a point to the path's
+ * last cluster), so its edge to T has reduced cost 0: the first cluster
+ * with room that Dijkstra settles is where the path ends, at its distance.
+ * Only full clusters are ever expanded. */
 static void insert_point(solver *s, int i)
 {
     int k = s->k;
     const double *row = s->cost + (size_t)i * (size_t)k;
     double *pot = s->pot, *dist = s->dist;
-    double dist_t = INFINITY;
-    int last = -1; /* the non-full cluster the path leaves to T from */
+    int last = -1; /* the cluster with room where the path ends */
 
     for (int c = 0; c < k; c++) {
         dist[c] = row[c] - pot[c];
@@ -146,15 +152,10 @@ static void insert_point(solver *s, int i)
         for (int c = 0; c < k; c++)
             if (!s->done[c] && (u < 0 || dist[c] < dist[u]))
                 u = c;
-        if (u < 0 || dist_t <= dist[u])
-            break; /* T is settled */
         s->done[u] = 1;
         if (s->size[u] < s->cap) {
-            double dt = dist[u] + pot[u] - pot[k];
-            if (dt < dist_t) {
-                dist_t = dt;
-                last = u;
-            }
+            last = u;
+            break;
         }
         const double *tu = s->top + (size_t)u * (size_t)k;
         for (int c = 0; c < k; c++) {
@@ -168,9 +169,10 @@ static void insert_point(solver *s, int i)
             }
         }
     }
+    double dist_t = dist[last];
 
-    /* Walk back from T: each cluster on the path receives the point that
-     * leaves its predecessor; going backwards keeps every size <= cap. */
+    /* Walk back from the end: each cluster on the path receives the point
+     * that leaves its predecessor; going backwards keeps every size <= cap. */
     for (int c = last; c >= 0;) {
         int from = s->prev[c];
         int pt = from < 0 ? i : s->via[c];
@@ -179,9 +181,10 @@ static void insert_point(solver *s, int i)
         point_insert(s, pt, c);
         c = from;
     }
+    /* Johnson's update, capped at T's distance for the unsettled clusters
+     * (their true distance is at least that), keeps reduced costs >= 0. */
     for (int c = 0; c < k; c++)
         pot[c] += s->done[c] ? dist[c] : dist_t;
-    pot[k] += dist_t;
 }
 
 static void solver_free(solver *s)
@@ -203,7 +206,7 @@ static int solver_init(solver *s, const double *cost, int n, int k, int cap)
     s->heap = kk > SIZE_MAX / (size_t)cap ? NULL : eldr_calloc(kk * (size_t)cap, sizeof *s->heap);
     s->pos = eldr_calloc((size_t)n * (size_t)k, sizeof *s->pos);
     s->top = eldr_calloc(kk, sizeof *s->top);
-    s->pot = eldr_calloc((size_t)k + 1, sizeof *s->pot);
+    s->pot = eldr_calloc((size_t)k, sizeof *s->pot);
     s->dist = eldr_calloc((size_t)k, sizeof *s->dist);
     s->prev = eldr_calloc((size_t)k, sizeof *s->prev);
     s->via = eldr_calloc((size_t)k, sizeof *s->via);

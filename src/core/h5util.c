@@ -572,30 +572,33 @@ int h5u_write_strings(hid_t loc, const char *name, hsize_t n, const char *const 
 
 /* --- atomic save ----------------------------------------------------- */
 
+#define IMAGE_INCREMENT (4u << 20)
+
 int h5u_save_begin(h5u_save_t *s, const char *path, char *err, size_t errlen)
 {
     h5u_silence();
     s->file = -1;
+    s->fd = -1;
     s->tmp[0] = '\0';
     if (strlen(path) >= sizeof s->path)
         return eldr_errf(err, errlen, "%s: path too long", path);
     snprintf(s->path, sizeof s->path, "%s", path);
     snprintf(s->tmp, sizeof s->tmp, "%s.tmp.%ld", path, (long)getpid());
-    /* create it ourselves first: HDF5 does not tell us errno */
-    int fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
+    s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (s->fd < 0) {
         int e = errno;
         s->tmp[0] = '\0';
         return eldr_errf(err, errlen, "%s: cannot create %s.tmp.%ld: %s", path, path,
                          (long)getpid(), strerror(e));
     }
-    close(fd);
+    /* the core driver without backing store: the file lives in memory */
     hid_t fapl = strong_fapl();
+    H5Pset_fapl_core(fapl, IMAGE_INCREMENT, 0);
     s->file = H5Fcreate(s->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     if (s->file < 0) {
         h5u_save_abort(s);
-        return eldr_errf(err, errlen, "%s: cannot create an HDF5 file there", path);
+        return eldr_errf(err, errlen, "%s: cannot create an HDF5 file", path);
     }
     return 0;
 }
@@ -605,42 +608,81 @@ void h5u_save_abort(h5u_save_t *s)
     if (s->file >= 0)
         H5Fclose(s->file);
     s->file = -1;
+    if (s->fd >= 0)
+        close(s->fd);
+    s->fd = -1;
     if (s->tmp[0])
         unlink(s->tmp);
     s->tmp[0] = '\0';
 }
 
-/* fsync a path (file or directory); 0 or errno. */
-static int sync_path(const char *p, int flags)
+/* write(2) all of buf; 0 or errno. */
+static int write_all(int fd, const char *buf, size_t n)
 {
-    int fd = open(p, flags);
-    if (fd < 0)
-        return errno;
-    int rc = fsync(fd) ? errno : 0;
-    close(fd);
-    return rc;
+    while (n > 0) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? errno : EIO;
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The in-memory file's bytes, then the file closed; NULL on failure. */
+static char *take_image(h5u_save_t *s, size_t *size)
+{
+    char *img = NULL;
+    ssize_t n = -1;
+    if (H5Fflush(s->file, H5F_SCOPE_GLOBAL) >= 0)
+        n = H5Fget_file_image(s->file, NULL, 0);
+    if (n > 0 && (img = malloc((size_t)n)) && H5Fget_file_image(s->file, img, (size_t)n) != n) {
+        free(img);
+        img = NULL;
+    }
+    if (H5Fclose(s->file) < 0) {
+        free(img);
+        img = NULL;
+    }
+    s->file = -1;
+    *size = (size_t)(n > 0 ? n : 0);
+    return img;
 }
 
 int h5u_save_commit(h5u_save_t *s, char *err, size_t errlen)
 {
-    herr_t rc = H5Fclose(s->file);
-    s->file = -1;
-    if (rc < 0) {
+    size_t size;
+    char *img = take_image(s, &size);
+    if (!img) {
         h5u_save_abort(s);
-        return eldr_errf(err, errlen, "%s: write failed (disk full?)", s->path);
+        return eldr_errf(err, errlen, "%s: cannot build the HDF5 file (out of memory?)", s->path);
     }
-    int e = sync_path(s->tmp, O_RDONLY);
-    if (e == 0 && rename(s->tmp, s->path) != 0)
+    int e = write_all(s->fd, img, size);
+    free(img);
+    if (!e && fsync(s->fd) != 0)
+        e = errno;
+    if (!e && close(s->fd) != 0)
+        e = errno;
+    else if (e)
+        close(s->fd);
+    s->fd = -1;
+    if (!e && rename(s->tmp, s->path) != 0)
         e = errno;
     if (e) {
         h5u_save_abort(s);
-        return eldr_errf(err, errlen, "%s: cannot finish writing: %s", s->path, strerror(e));
+        return eldr_errf(err, errlen, "%s: write failed: %s", s->path, strerror(e));
     }
     s->tmp[0] = '\0';
     /* make the rename itself durable; some file systems refuse a
-     * directory fsync, which costs nothing but durability */
+     * directory fsync, which costs durability, not correctness */
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", s->path);
-    sync_path(dirname(dir), O_RDONLY | O_DIRECTORY);
+    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
     return 0;
 }

@@ -98,12 +98,17 @@ int h5u_write_strings(hid_t loc, const char *name, hsize_t n, const char *const 
                       const char *where, char *err, size_t errlen);
 
 /* Atomic save. begin creates "<path>.tmp.<pid>" (failing cleanly when the
- * directory does not exist or is not writable) and sets s->file; write
- * into s->file; then commit (close, fsync, rename over path, fsync the
- * directory) or abort (close and remove the temporary; an old file at
- * path is untouched). commit aborts by itself when it fails. */
+ * directory does not exist or is not writable) and sets s->file, an
+ * HDF5 file held in memory; write into s->file; then commit (the image
+ * is written to the temporary with plain write(2), fsync'ed, renamed over
+ * path, and the directory fsync'ed) or abort (the temporary is removed;
+ * an old file at path is untouched). commit aborts by itself when it
+ * fails. The file is built in memory because HDF5 1.10 cannot survive a
+ * failed H5Fclose (disk full leaves a dangling id that crashes at exit);
+ * in memory it never fails, and disk errors come back as errno. */
 typedef struct h5u_save {
     hid_t file;
+    int fd;                  /* the temporary, open for writing */
     char path[PATH_MAX];
     char tmp[PATH_MAX + 32];
 } h5u_save_t;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "err.h"
 
@@ -114,7 +115,7 @@ static int next_content_line(jl *j, char *err, size_t errlen)
 static json_t *parse_line(jl *j, char *err, size_t errlen)
 {
     json_error_t je;
-    json_t *v = json_loadb(j->buf, j->len, 0, &je);
+    json_t *v = json_loadb(j->buf, j->len, JSON_REJECT_DUPLICATES, &je);
     if (!v) {
         eldr_errf(err, errlen, "%s: line %lld: invalid JSON at column %d: %s", j->path,
                   (long long)j->lineno, je.column, je.text);
@@ -538,6 +539,12 @@ int import_jsonl(const char *path, trace_t **out, char *err, size_t errlen)
     jl j = {.path = path};
     if (!(j.f = fopen(path, "rb")))
         return eldr_errf(err, errlen, "%s: cannot open: %m", path);
+    struct stat st;
+    if (fstat(fileno(j.f), &st) || !S_ISREG(st.st_mode)) {
+        fclose(j.f);
+        return eldr_errf(err, errlen, "%s: not a regular file (JSON lines are read in two "
+                         "passes; save the stream to a file first)", path);
+    }
     int rc = load(&j, err, errlen);
     fclose(j.f);
     free(j.buf);

@@ -196,7 +196,7 @@ static int read_metadata(npz *z, char *model, char *err, size_t errlen)
         goto out;
     }
     json_error_t je;
-    z->meta = json_loads(text, 0, &je);
+    z->meta = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!z->meta || !json_is_object(z->meta)) {
         eldr_errf(err, errlen, "%s: entry 'metadata.npy': not a JSON object (%s at column %d)",
                   z->path, z->meta ? "another JSON value" : je.text, je.column);
@@ -436,8 +436,8 @@ out:
     return rc;
 }
 
-/* Optional entries: arrival_s [N] float, labels [N] strings. */
-static int read_optional(npz *z, char *err, size_t errlen)
+/* Optional arrival_s [N]: finite seconds >= 0. */
+static int read_arrival(npz *z, char *err, size_t errlen)
 {
     entry e;
     char rn[IMPORT_MAX_STRING + 64];
@@ -460,39 +460,87 @@ static int read_optional(npz *z, char *err, size_t errlen)
         }
         entry_free(&e);
     }
-    have = read_entry(z, "labels", 0, &e, err, errlen);
-    if (have <= 0)
-        return have;
-    import_labels lab = {0};
-    if (need_kind(z, &e, npy_is_string, "a string type", err, errlen) ||
-        need_shape(z, &e, 1, err, errlen) ||
-        trace_alloc_optional(z->t, TRACE_HAS_LABEL, err, errlen))
-        goto fail_labels;
-    size_t cap = (size_t)e.a.itemsize + 1;
-    char *name = malloc(cap), msg[ELDR_ERRLEN];
-    for (int64_t r = 0; r < z->n; r++) {
-        int idx = -2;
-        if (!name || npy_string_at(&e.a, r, name, cap, msg, sizeof msg) ||
-            (idx = import_label_index(&lab, name)) < 0) {
-            eldr_errf(err, errlen, "%s: entry 'labels.npy' %s: %s", z->path,
-                      row_name(z, r, rn, sizeof rn),
-                      idx == -2 ? (name ? msg : "out of memory") : "too many distinct labels");
-            free(name);
-            goto fail_labels;
-        }
-        z->t->label[r] = idx;
-    }
-    free(name);
-    if (trace_set_label_names(z->t, lab.n, (const char *const *)lab.names, err, errlen))
-        goto fail_labels;
-    import_labels_free(&lab);
-    entry_free(&e);
     return 0;
-fail_labels:
-    import_labels_free(&lab);
 fail:
     entry_free(&e);
     return -1;
+}
+
+/* metadata "label_names": unique non-empty strings, interned in order. */
+static int meta_label_names(npz *z, json_t *names, import_labels *lab, char *err, size_t errlen)
+{
+    if (!json_is_array(names))
+        return eldr_errf(err, errlen, "%s: entry 'metadata.npy': key 'label_names' is not an "
+                         "array of strings", z->path);
+    for (size_t i = 0; i < json_array_size(names); i++) {
+        const char *s = json_string_value(json_array_get(names, i));
+        int before = lab->n;
+        if (!s || !*s || strlen(s) > IMPORT_MAX_STRING || import_label_index(lab, s) != before)
+            return eldr_errf(err, errlen, "%s: entry 'metadata.npy': key 'label_names' entry %zu "
+                             "is not a new non-empty string", z->path, i);
+    }
+    return 0;
+}
+
+/* labels [N]: names, or indices into metadata's label_names, which (when
+ * given) also fixes the order of the names; otherwise names are numbered
+ * in order of first appearance. */
+static int read_labels(npz *z, char *err, size_t errlen)
+{
+    entry e;
+    int have = read_entry(z, "labels", 0, &e, err, errlen);
+    if (have <= 0)
+        return have;
+    import_labels lab = {0};
+    char *name = NULL, msg[ELDR_ERRLEN], rn[IMPORT_MAX_STRING + 64];
+    json_t *names = json_object_get(z->meta, "label_names");
+    int rc = -1, fixed = names != NULL;
+    if (fixed && meta_label_names(z, names, &lab, err, errlen))
+        goto out;
+    if (!npy_is_string(&e.a) && !(fixed && npy_is_integer(&e.a))) {
+        eldr_errf(err, errlen, "%s: entry 'labels.npy': dtype '%s' is not a string type (or "
+                  "integer, with label_names in metadata)", z->path, e.a.descr);
+        goto out;
+    }
+    if (need_shape(z, &e, 1, err, errlen) ||
+        trace_alloc_optional(z->t, TRACE_HAS_LABEL, err, errlen))
+        goto out;
+    size_t cap = npy_is_string(&e.a) ? (size_t)e.a.itemsize + 1 : 1;
+    if (!(name = malloc(cap))) {
+        eldr_errf(err, errlen, "%s: out of memory for labels", z->path);
+        goto out;
+    }
+    for (int64_t r = 0; r < z->n; r++) {
+        int64_t idx;
+        if (npy_is_integer(&e.a)) {
+            if (npy_int_at(&e.a, r, &idx) || idx < 0 || idx >= lab.n) {
+                eldr_errf(err, errlen, "%s: entry 'labels.npy' %s: index outside label_names "
+                          "[0, %d)", z->path, row_name(z, r, rn, sizeof rn), lab.n);
+                goto out;
+            }
+        } else {
+            if (npy_string_at(&e.a, r, name, cap, msg, sizeof msg)) {
+                eldr_errf(err, errlen, "%s: entry 'labels.npy': %s", z->path, msg);
+                goto out;
+            }
+            int before = lab.n;
+            idx = import_label_index(&lab, name);
+            if (idx < 0 || (fixed && lab.n != before)) {
+                eldr_errf(err, errlen, "%s: entry 'labels.npy' %s: label '%s' %s", z->path,
+                          row_name(z, r, rn, sizeof rn), name,
+                          idx < 0 ? "is one too many distinct labels"
+                                  : "is not in metadata's label_names");
+                goto out;
+            }
+        }
+        z->t->label[r] = (int32_t)idx;
+    }
+    rc = trace_set_label_names(z->t, lab.n, (const char *const *)lab.names, err, errlen);
+out:
+    free(name);
+    import_labels_free(&lab);
+    entry_free(&e);
+    return rc;
 }
 
 /* ---- the whole capture ------------------------------------------------- */
@@ -562,7 +610,8 @@ static int load(npz *z, char *err, size_t errlen)
                            errlen) ||
         check_conservation(z, "decode_counts", z->t->decode_counts, z->t->decode_tokens, err,
                            errlen) ||
-        check_output_tokens(z, err, errlen) || read_optional(z, err, errlen) ||
+        check_output_tokens(z, err, errlen) || read_arrival(z, err, errlen) ||
+        read_labels(z, err, errlen) ||
         trace_validate(z->t, z->path, err, errlen))
         return -1;
     return 0;

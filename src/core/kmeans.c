@@ -2,10 +2,13 @@
  *
  * One round is: similarities S = X mu^T (cblas_sgemm, the O(N D K) part),
  * the assignment on cost = 1 - S (assign_balanced, exact, or argmax), and
- * the update (member sums accumulated in double, renormalised). The
- * objective is recomputed in double from X and the centroids, so that the
- * numbers reported (and the monotonicity the tests check) do not inherit
- * float32 rounding from the similarities. */
+ * the update (member sums kept in double and moved only by the rows that
+ * changed cluster, renormalised). When few rows moved, the next
+ * similarities come from the previous ones plus an sgemm over the moved
+ * rows alone. The objective is computed in double from the member sums
+ * (sum_i x_i . mu_a(i) = sum_c acc_c . mu_c), so the numbers reported (and
+ * the monotonicity the tests check) do not inherit float32 rounding from
+ * the similarities. */
 #include "kmeans.h"
 
 #include <cblas.h>
@@ -48,10 +51,10 @@ static int check_rows(const float *x, int n, int d, char *err, size_t errlen)
 {
     for (int i = 0; i < n; i++) {
         const float *row = x + (size_t)i * (size_t)d;
-        for (int j = 0; j < d; j++)
+        double nrm = sqrt(dot_fd(row, row, d)); /* NaN or inf when any value is */
+        for (int j = 0; !isfinite(nrm) && j < d; j++)
             if (!isfinite(row[j]))
                 return eldr_errf(err, errlen, "kmeans: row %d has a non-finite value at column %d", i, j);
-        double nrm = sqrt(dot_fd(row, row, d));
         if (nrm == 0.0)
             return eldr_errf(err, errlen,
                              "kmeans: row %d is all zero (no signature under the mask; leave it out)", i);
@@ -153,69 +156,168 @@ static int plusplus(const float *x, int n, int d, const kmeans_opts *o, float *m
 }
 
 typedef struct work {
-    float *sim;    /* [n][k] */
-    double *cost;  /* [n][k] */
-    int *prev;     /* [n] previous assignment */
-    double *acc;   /* [k][d] member sums */
-    float *next;   /* [k][d] updated centroids */
+    float *sim;     /* [k][n] similarity of every row to every centroid */
+    double *cost;   /* [n][k] 1 - sim, for the balanced assignment */
+    int *prev;      /* [n] the previous round's assignment */
+    double *acc;    /* [k][d] member sums of the current assignment */
+    double *norm;   /* [k] |acc_c| */
+    char *kept;     /* [k] centroid left as it was (no members, or they cancel) */
+    double *proj;   /* [k][n] x_i . acc_c, valid when proj_ok */
+    int proj_ok;
+    int *moved;     /* [n] rows whose cluster changed in the last round */
+    int n_moved;
+    float *gather;  /* [k/2][d] those rows, when few */
+    float *q;       /* [k/2][n] their similarities to every row */
 } work;
 
 static void work_free(work *w)
 {
-    free(w->sim); free(w->cost); free(w->prev); free(w->acc); free(w->next);
+    free(w->sim); free(w->cost); free(w->prev); free(w->acc); free(w->norm); free(w->kept);
+    free(w->proj); free(w->moved); free(w->gather); free(w->q);
 }
 
-static int assign_step(const float *x, int n, int d, const kmeans_opts *o, const float *mu,
-                       work *w, int *assign, char *err, size_t errlen)
+/* Similarities of every row to the centroids mu, by one sgemm. As
+ * S^T = mu X^T (k x n), X being the wide operand, which OpenBLAS runs
+ * faster than X mu^T when k is small. */
+static void sims_full(const float *x, int n, int d, int k, const float *mu, work *w)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, k, n, d, 1.0f, mu, d, x, d, 0.0f,
+                w->sim, n);
+}
+
+/* After an update that moved few rows: mu_c = acc_c / |acc_c|, so
+ * x_i . mu_c = (x_i . acc_c) / |acc_c|, and x_i . acc_c changes only by
+ * the moved rows' similarities to x_i: one sgemm of width n_moved instead
+ * of k. Kept centroids did not move, and neither do their columns. */
+static void sims_incremental(const float *x, int n, int d, int k, const int *assign, work *w)
+{
+    int m = w->n_moved;
+    for (int t = 0; t < m; t++)
+        memcpy(w->gather + (size_t)t * d, x + (size_t)w->moved[t] * d, (size_t)d * sizeof *x);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, d, 1.0f, w->gather, d, x, d, 0.0f,
+                w->q, n);
+    for (int t = 0; t < m; t++) {
+        int row = w->moved[t];
+        const float *qt = w->q + (size_t)t * n;
+        double *from = w->proj + (size_t)w->prev[row] * n, *to = w->proj + (size_t)assign[row] * n;
+        for (int i = 0; i < n; i++) {
+            from[i] -= qt[i];
+            to[i] += qt[i];
+        }
+    }
+    for (int c = 0; c < k; c++) {
+        if (w->kept[c])
+            continue;
+        const double *pc = w->proj + (size_t)c * n;
+        float *sc = w->sim + (size_t)c * n;
+        for (int i = 0; i < n; i++)
+            sc[i] = (float)(pc[i] / w->norm[c]);
+    }
+}
+
+/* Similarities for the centroids just updated: incremental when few rows
+ * moved and the projections are current, else full (and the projections
+ * are rebuilt from it). */
+static void sims_refresh(const float *x, int n, int d, int k, const float *mu, const int *assign,
+                         work *w)
+{
+    if (w->proj_ok && 2 * w->n_moved <= k) {
+        sims_incremental(x, n, d, k, assign, w);
+        return;
+    }
+    sims_full(x, n, d, k, mu, w);
+    for (int c = 0; c < k; c++) {
+        double *pc = w->proj + (size_t)c * n;
+        const float *sc = w->sim + (size_t)c * n;
+        for (int i = 0; i < n; i++)
+            pc[i] = w->kept[c] ? 0.0 : (double)sc[i] * w->norm[c];
+    }
+    w->proj_ok = 1;
+}
+
+static int assign_from_sims(int n, const kmeans_opts *o, work *w, int *assign,
+                            char *err, size_t errlen)
 {
     int k = o->k;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, k, d, 1.0f, x, d, mu, d, 0.0f,
-                w->sim, k);
     if (!o->balanced) {
         for (int i = 0; i < n; i++) {
-            const float *s = w->sim + (size_t)i * (size_t)k;
             int best = 0;
             for (int c = 1; c < k; c++)
-                if (s[c] > s[best])
+                if (w->sim[(size_t)c * n + i] > w->sim[(size_t)best * n + i])
                     best = c;
             assign[i] = best;
         }
         return 0;
     }
-    for (size_t i = 0; i < (size_t)n * (size_t)k; i++)
-        w->cost[i] = 1.0 - (double)w->sim[i];
+    for (int c = 0; c < k; c++)
+        for (int i = 0; i < n; i++)
+            w->cost[(size_t)i * k + c] = 1.0 - (double)w->sim[(size_t)c * n + i];
     return assign_balanced(w->cost, n, k, assign_default_cap(n, k), assign, NULL, err, errlen);
 }
 
-/* New centroids into w->next; returns the largest L2 move. */
-static double update_step(const float *x, int n, int d, int k, const int *assign,
-                          const float *mu, const int *sizes, work *w)
+static void add_row(double *acc, const float *row, int d, double sign)
 {
-    memset(w->acc, 0, (size_t)k * (size_t)d * sizeof *w->acc);
+    for (int j = 0; j < d; j++)
+        acc[j] += sign * row[j];
+}
+
+/* Member sums in w->acc follow the assignment: all rows the first time
+ * (prev == NULL), afterwards only the rows that changed cluster (listed
+ * in w->moved), which late in a fit are few. */
+static void accumulate(const float *x, int n, int d, const int *assign, const int *prev,
+                       const int *sizes, int k, work *w)
+{
+    w->n_moved = 0;
     for (int i = 0; i < n; i++) {
         const float *row = x + (size_t)i * (size_t)d;
-        double *a = w->acc + (size_t)assign[i] * (size_t)d;
-        for (int j = 0; j < d; j++)
-            a[j] += row[j];
+        if (!prev) {
+            add_row(w->acc + (size_t)assign[i] * (size_t)d, row, d, 1.0);
+        } else if (prev[i] != assign[i]) {
+            add_row(w->acc + (size_t)prev[i] * (size_t)d, row, d, -1.0);
+            add_row(w->acc + (size_t)assign[i] * (size_t)d, row, d, 1.0);
+            w->moved[w->n_moved++] = i;
+        }
     }
+    for (int c = 0; c < k; c++) /* no rounding residue survives an emptied cluster */
+        if (sizes[c] == 0)
+            memset(w->acc + (size_t)c * (size_t)d, 0, (size_t)d * sizeof *w->acc);
+}
+
+/* sum_i (1 - x_i . mu_a(i)) = n - sum_c acc_c . mu_c: O(k d) instead of
+ * O(n d), in double, for the assignment the sums follow. */
+static double objective_from_sums(int n, int d, int k, const float *mu, const work *w)
+{
+    double total = (double)n;
+    for (int c = 0; c < k; c++) {
+        const double *a = w->acc + (size_t)c * (size_t)d;
+        const float *m = mu + (size_t)c * (size_t)d;
+        for (int j = 0; j < d; j++)
+            total -= a[j] * m[j];
+    }
+    return total;
+}
+
+/* Each centroid with members becomes its normalised member sum, in place;
+ * returns the largest L2 move of a centroid. */
+static double renormalise(int d, int k, float *mu, const int *sizes, work *w)
+{
     double shift = 0.0;
     for (int c = 0; c < k; c++) {
         const double *a = w->acc + (size_t)c * (size_t)d;
-        const float *old = mu + (size_t)c * (size_t)d;
-        float *nu = w->next + (size_t)c * (size_t)d;
+        float *mc = mu + (size_t)c * (size_t)d;
         double nrm = 0.0;
         for (int j = 0; j < d; j++)
             nrm += a[j] * a[j];
-        nrm = sqrt(nrm);
+        w->norm[c] = nrm = sqrt(nrm);
         /* An empty cluster, or members that cancel out, keep the centroid. */
-        if (sizes[c] == 0 || nrm == 0.0) {
-            memcpy(nu, old, (size_t)d * sizeof *nu);
+        w->kept[c] = sizes[c] == 0 || nrm == 0.0;
+        if (w->kept[c])
             continue;
-        }
         double move = 0.0;
         for (int j = 0; j < d; j++) {
-            nu[j] = (float)(a[j] / nrm);
-            move += ((double)nu[j] - old[j]) * ((double)nu[j] - old[j]);
+            float nu = (float)(a[j] / nrm);
+            move += ((double)nu - mc[j]) * ((double)nu - mc[j]);
+            mc[j] = nu;
         }
         if (sqrt(move) > shift)
             shift = sqrt(move);
@@ -257,12 +359,19 @@ static int result_alloc(kmeans_result *res, int n, int d, int k)
 static int work_alloc(work *w, int n, int d, int k)
 {
     size_t nk = (size_t)n * (size_t)k, kd = (size_t)k * (size_t)d;
+    size_t half = (size_t)(k / 2 > 0 ? k / 2 : 1);
     w->sim = eldr_calloc(nk, sizeof *w->sim);
     w->cost = eldr_calloc(nk, sizeof *w->cost);
     w->prev = eldr_calloc((size_t)n, sizeof *w->prev);
     w->acc = eldr_calloc(kd, sizeof *w->acc);
-    w->next = eldr_calloc(kd, sizeof *w->next);
-    if (!w->sim || !w->cost || !w->prev || !w->acc || !w->next) {
+    w->norm = eldr_calloc((size_t)k, sizeof *w->norm);
+    w->kept = eldr_calloc((size_t)k, 1);
+    w->proj = eldr_calloc(nk, sizeof *w->proj);
+    w->moved = eldr_calloc((size_t)n, sizeof *w->moved);
+    w->gather = eldr_calloc(half * (size_t)d, sizeof *w->gather);
+    w->q = eldr_calloc(half * (size_t)n, sizeof *w->q);
+    if (!w->sim || !w->cost || !w->prev || !w->acc || !w->norm || !w->kept || !w->proj ||
+        !w->moved || !w->gather || !w->q) {
         work_free(w);
         return -1;
     }
@@ -274,29 +383,37 @@ static int iterate(const float *x, int n, int d, const kmeans_opts *o, kmeans_re
                    work *w, char *err, size_t errlen)
 {
     int k = o->k;
+    sims_full(x, n, d, k, res->centroids, w);
     for (int it = 1; it <= o->iters; it++) {
         if (cancelled(o)) {
             eldr_errf(err, errlen, "kmeans: cancelled before iteration %d", it);
             return KMEANS_CANCELLED;
         }
-        if (assign_step(x, n, d, o, res->centroids, w, res->assign, err, errlen) < 0)
+        if (assign_from_sims(n, o, w, res->assign, err, errlen) < 0)
             return -1;
         res->iterations = it;
-        if (o->progress)
-            o->progress(o->progress_ctx, it, objective_of(x, n, d, res->centroids, res->assign));
         /* The same members give the same means: nothing can move. */
-        if (it > 1 && !memcmp(w->prev, res->assign, (size_t)n * sizeof *w->prev)) {
+        int same = it > 1 && !memcmp(w->prev, res->assign, (size_t)n * sizeof *w->prev);
+        if (!same) {
+            count_sizes(res->assign, n, k, res->sizes);
+            accumulate(x, n, d, res->assign, it > 1 ? w->prev : NULL, res->sizes, k, w);
+        }
+        res->objective = objective_from_sums(n, d, k, res->centroids, w);
+        if (o->progress)
+            o->progress(o->progress_ctx, it, res->objective);
+        if (same) {
             res->converged = 1;
             break;
         }
-        memcpy(w->prev, res->assign, (size_t)n * sizeof *w->prev);
-        count_sizes(res->assign, n, k, res->sizes);
-        double shift = update_step(x, n, d, k, res->assign, res->centroids, res->sizes, w);
-        memcpy(res->centroids, w->next, (size_t)k * (size_t)d * sizeof *w->next);
+        double shift = renormalise(d, k, res->centroids, res->sizes, w);
+        res->objective = objective_from_sums(n, d, k, res->centroids, w);
         if (shift <= KMEANS_EPS) {
             res->converged = 1;
             break;
         }
+        if (it < o->iters)
+            sims_refresh(x, n, d, k, res->centroids, res->assign, w);
+        memcpy(w->prev, res->assign, (size_t)n * sizeof *w->prev);
     }
     return 0;
 }
@@ -307,8 +424,8 @@ int kmeans_fit(const float *x, int n, int d, const kmeans_opts *o,
     memset(res, 0, sizeof *res);
     if (check_opts(n, d, o, err, errlen) < 0 || check_rows(x, n, d, err, errlen) < 0)
         return -1;
-    double need = (double)n * o->k * (sizeof(float) + sizeof(double) + sizeof(int)) +
-                  (double)o->k * d * (sizeof(double) + 2 * sizeof(float));
+    double need = (double)n * o->k * (2 * sizeof(float) + 2 * sizeof(double)) +
+                  (double)o->k * d * (sizeof(double) + 2 * sizeof(float)) + 2.0 * n * sizeof(int);
     size_t mem = eldr_phys_mem();
     if (mem && need > (double)mem / 2)
         return eldr_errf(err, errlen, "kmeans: n=%d k=%d d=%d needs %.0f MB of working memory, too much",
@@ -327,8 +444,10 @@ int kmeans_fit(const float *x, int n, int d, const kmeans_opts *o,
     } else {
         rc = plusplus(x, n, d, o, res->centroids, err, errlen);
     }
-    if (rc == 0 && o->iters == 0)
-        rc = assign_step(x, n, d, o, res->centroids, &w, res->assign, err, errlen);
+    if (rc == 0 && o->iters == 0) {
+        sims_full(x, n, d, o->k, res->centroids, &w);
+        rc = assign_from_sims(n, o, &w, res->assign, err, errlen);
+    }
     else if (rc == 0)
         rc = iterate(x, n, d, o, res, &w, err, errlen);
     work_free(&w);
@@ -336,7 +455,9 @@ int kmeans_fit(const float *x, int n, int d, const kmeans_opts *o,
         kmeans_result_free(res);
         return rc;
     }
-    count_sizes(res->assign, n, o->k, res->sizes);
-    res->objective = objective_of(x, n, d, res->centroids, res->assign);
+    if (o->iters == 0) {
+        count_sizes(res->assign, n, o->k, res->sizes);
+        res->objective = objective_of(x, n, d, res->centroids, res->assign);
+    }
     return 0;
 }

@@ -296,13 +296,31 @@ const char *npy_shape_str(const npy_array_t *a, char *buf, size_t buflen)
 
 /* ---- elements ----------------------------------------------------------- */
 
-/* An unsigned integer of `size` bytes at p in the array's byte order. */
+/* An unsigned integer of `size` bytes at p in the array's byte order:
+ * a memcpy and at most one byte swap (this is the importers' inner loop). */
 static uint64_t load_uint(const unsigned char *p, int size, int big)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < size; i++)
-        v |= (uint64_t)p[big ? size - 1 - i : i] << (8 * i);
-    return v;
+    int swap = big != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+    switch (size) {
+    case 1:
+        return p[0];
+    case 2: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return swap ? __builtin_bswap16(v) : v;
+    }
+    case 4: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return swap ? __builtin_bswap32(v) : v;
+    }
+    case 8: {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        return swap ? __builtin_bswap64(v) : v;
+    }
+    }
+    return 0;
 }
 
 int npy_int_at(const npy_array_t *a, int64_t i, int64_t *out)

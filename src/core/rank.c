@@ -48,32 +48,52 @@ static inline uint64_t sort_key(double x)
     return (u >> 63) ? ~u : u | (UINT64_C(1) << 63);
 }
 
+/* LSD radix sort over only the bits that differ between the keys:
+ * distances rounded to a grid and spread over a few binades vary in ~40
+ * of the 64 bits, which 4 passes of 10-bit digits cover, instead of 8
+ * byte passes. */
+#define RADIX_MAX_BITS 11
+#define RADIX_MAX_PASSES 6   /* 64 bits / 11, rounded up */
+
 void rank_sort(const double *x, size_t n, rank_work *w)
 {
-    static const int passes = 8;
-    size_t hist[8][256];
-    memset(hist, 0, sizeof hist);
+    uint64_t any = 0, all = ~UINT64_C(0);
     for (size_t i = 0; i < n; i++) {
         uint64_t k = sort_key(x[i]);
         w->key[i] = k;
         w->idx[i] = (uint32_t)i;
-        for (int b = 0; b < passes; b++)
-            hist[b][(k >> (8 * b)) & 0xff]++;
+        any |= k;
+        all &= k;
     }
-    for (int b = 0; b < passes && n > 1; b++) {
-        int shift = 8 * b;
-        /* a byte that is the same in every key cannot reorder anything */
-        if (hist[b][(w->key[0] >> shift) & 0xff] == n)
+    uint64_t vary = any ^ all;
+    if (n < 2 || !vary)
+        return;   /* all keys equal: already "sorted", in input order */
+    int lo = __builtin_ctzll(vary), hi = 63 - __builtin_clzll(vary);
+    int bits = hi - lo + 1;
+    int passes = (bits + RADIX_MAX_BITS - 1) / RADIX_MAX_BITS;
+    int width = (bits + passes - 1) / passes;
+    uint64_t mask = (UINT64_C(1) << width) - 1;
+    static _Thread_local uint32_t hist[RADIX_MAX_PASSES][1 << RADIX_MAX_BITS];
+    memset(hist, 0, sizeof hist[0] * (size_t)passes);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = w->key[i] >> lo;
+        for (int b = 0; b < passes; b++)
+            hist[b][(k >> (b * width)) & mask]++;
+    }
+    for (int b = 0; b < passes; b++) {
+        int shift = lo + b * width;
+        /* a digit that is the same in every key cannot reorder anything */
+        if (hist[b][(w->key[0] >> shift) & mask] == n)
             continue;
-        size_t pos[256], sum = 0;
-        for (int d = 0; d < 256; d++) {
+        uint32_t pos[1 << RADIX_MAX_BITS], sum = 0;
+        for (uint64_t d = 0; d <= mask; d++) {
             pos[d] = sum;
             sum += hist[b][d];
         }
         uint64_t *ks = w->key, *kd = w->key2;
         uint32_t *is = w->idx, *id = w->idx2;
         for (size_t i = 0; i < n; i++) {
-            size_t p = pos[(ks[i] >> shift) & 0xff]++;
+            uint32_t p = pos[(ks[i] >> shift) & mask]++;
             kd[p] = ks[i];
             id[p] = is[i];
         }

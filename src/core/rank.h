@@ -6,8 +6,8 @@
  * with ties (the 1 - 6*sum(d^2)/(n^3-n) shortcut is not). It is NaN when
  * either side is constant or n < 2: callers decide what that means.
  *
- * The sort is an LSD radix sort over the IEEE-754 bits of the doubles
- * (8 bits a pass, passes whose byte never varies skipped), so ranking
+ * The sort is an LSD radix sort over the IEEE-754 bits of the doubles,
+ * restricted to the bits that vary (digits of up to 11 bits), so ranking
  * costs O(n) and the same input always gives the same order. -0.0 and
  * +0.0 are one value. Inputs must not hold NaN (rank_average and
  * rank_spearman check; the rank_ref hot path trusts its caller).

@@ -116,6 +116,10 @@ int trace_save(const trace_t *t, const char *path, char *err, size_t errlen);
  * and consistent with token counts, expert ids < E and distinct per token.
  * `where` prefixes the message (the file name, or "trace"). */
 int trace_validate(const trace_t *t, const char *where, char *err, size_t errlen);
+/* The same, naming rows as row0 + r: a row-range load reports rows as
+ * they are numbered in the file. */
+int trace_validate_at(const trace_t *t, int64_t row0, const char *where, char *err,
+                      size_t errlen);
 
 /* Row views. */
 static inline const uint16_t *trace_prefill_row(const trace_t *t, int64_t r)

@@ -15,12 +15,6 @@
 #include "h5util.h"
 #include "trace.h"
 
-/* trace_validate with row numbers counted from row0, so that a row-range
- * load names rows as they are in the file. Defined in trace_validate.c;
- * only the loader needs the offset, hence not in trace.h. */
-int trace_validate_at(const trace_t *t, int64_t row0, const char *where, char *err,
-                      size_t errlen);
-
 #define MAX_GEOM 65535
 #define COUNT_CHUNK_BYTES (256 * 1024)
 #define COUNT_CHUNK_MAX_ROWS 64

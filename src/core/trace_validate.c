@@ -11,9 +11,6 @@
 #include "err.h"
 #include "trace.h"
 
-int trace_validate_at(const trace_t *t, int64_t row0, const char *where, char *err,
-                      size_t errlen);
-
 typedef struct check {
     const trace_t *t;
     int64_t row0;            /* file row of t's row 0 */

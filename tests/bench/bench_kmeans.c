@@ -4,11 +4,12 @@
  * non-negative "domain" profiles over the dimension, each row a mix of one
  * domain with noise, clipped at zero and L2-normalised, like count
  * signatures; a row mixes two domains (the first with weight 0.5..1).
- *   - N = 1000, D = 48*128 = 6144 (all 48 layers of E = 128), K = 16, from
- *     16 seeded initial rows: written to /tmp/eldr-bench-kmeans.npy (and the
- *     rows to /tmp/eldr-bench-kmeans-init.txt) so that kmeans_peer.py fits
- *     the identical problem from the identical start; eldr's time, iterations
- *     and objective go to /tmp/eldr-bench-kmeans-eldr.txt for its ratio row.
+ *   - N = 1000, K = 16, D = 12*128 = 1536 (the signature of a 12-layer mask
+ *     at E = 128) and D = 48*128 = 6144 (all 48 layers), from 16 seeded
+ *     initial rows: written to /tmp/eldr-bench-kmeans-dD.npy (a raw .npy)
+ *     with the initial rows beside it, so that kmeans_peer.py fits the
+ *     identical problem from the identical start; eldr's time, iterations
+ *     and objective go beside them for the peer's ratio row.
  *   - N = 20000 and N = 100000, D = 12*128 = 1536 (a 12-layer mask), K = 16,
  *     the whole fit with k-means++: sizes the O(N^3) peer cannot reach.
  * Iteration cap 50 everywhere. */
@@ -23,9 +24,10 @@
 #include "kmeans.h"
 #include "rng.h"
 
-#define NPY_PATH "/tmp/eldr-bench-kmeans.npy"
-#define INIT_PATH "/tmp/eldr-bench-kmeans-init.txt"
-#define ELDR_PATH "/tmp/eldr-bench-kmeans-eldr.txt"
+/* What bench_kmeans leaves for kmeans_peer.py, per N = 1000 case:
+ * PREFIX-dD.npy (the rows), PREFIX-dD-init.txt (the initial rows) and
+ * PREFIX-dD-eldr.txt (eldr's seconds, iterations, objective). */
+#define SHARE_PREFIX "/tmp/eldr-bench-kmeans"
 
 static float *signatures(int n, int d, int domains, uint64_t seed)
 {
@@ -61,7 +63,7 @@ static float *signatures(int n, int d, int domains, uint64_t seed)
 /* A float32 C-order .npy (format 1.0), written whole then renamed. */
 static int write_npy(const char *path, const float *x, int n, int d)
 {
-    char header[128], tmp[256];
+    char header[128], tmp[300];
     int len = snprintf(header, sizeof header,
                        "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", n, d);
     int total = 10 + len + 1;
@@ -111,15 +113,15 @@ static void fit_row(const char *what, const float *x, int n, int d, int k, const
         kmeans_result_free(&res);
 }
 
-int main(void)
+/* N = 1000 at dimension d: the shared problem, eldr's fit, its record. */
+static void shared_case(int d, int k, int domains)
 {
-    enum { K = 16, DOMAINS = 48 };
-    int n = 1000, d = 48 * 128;
-    float *x = signatures(n, d, DOMAINS, 1);
-    int init[K];
+    int n = 1000;
+    float *x = signatures(n, d, domains, 1);
+    int init[64];
     rng_t r;
     rng_seed(&r, 2);
-    for (int c = 0; c < K; c++) { /* distinct seeded rows */
+    for (int c = 0; c < k; c++) { /* distinct seeded rows */
         int dup;
         do {
             init[c] = (int)rng_below(&r, (uint64_t)n);
@@ -128,30 +130,41 @@ int main(void)
                 dup |= init[c2] == init[c];
         } while (dup);
     }
-    FILE *f = fopen(INIT_PATH, "w");
-    for (int c = 0; f && c < K; c++)
+    char npy[256], init_path[256], eldr_path[256], what[64];
+    snprintf(npy, sizeof npy, "%s-d%d.npy", SHARE_PREFIX, d);
+    snprintf(init_path, sizeof init_path, "%s-d%d-init.txt", SHARE_PREFIX, d);
+    snprintf(eldr_path, sizeof eldr_path, "%s-d%d-eldr.txt", SHARE_PREFIX, d);
+    FILE *f = fopen(init_path, "w");
+    for (int c = 0; f && c < k; c++)
         fprintf(f, "%d\n", init[c]);
-    if (!f || fclose(f) != 0 || write_npy(NPY_PATH, x, n, d) != 0) {
-        fprintf(stderr, "bench_kmeans: cannot write %s or %s\n", NPY_PATH, INIT_PATH);
-        return 1;
+    if (!f || fclose(f) != 0 || write_npy(npy, x, n, d) != 0) {
+        fprintf(stderr, "bench_kmeans: cannot write %s or %s\n", npy, init_path);
+        exit(1);
     }
+    snprintf(what, sizeof what, "kmeans fit N=%d (eldr)", n);
     double secs;
     kmeans_result res;
-    fit_row("kmeans fit N=1000 (eldr)", x, n, d, K, init, &secs, &res);
-    f = fopen(ELDR_PATH, "w");
+    fit_row(what, x, n, d, k, init, &secs, &res);
+    f = fopen(eldr_path, "w");
     if (f) {
         fprintf(f, "%.9f %d %.9f\n", secs, res.iterations, res.objective);
         fclose(f);
     }
     kmeans_result_free(&res);
     free(x);
+}
 
-    d = 12 * 128;
+int main(void)
+{
+    enum { K = 16, DOMAINS = 48 };
+    shared_case(12 * 128, K, DOMAINS);
+    shared_case(48 * 128, K, DOMAINS);
+    int d = 12 * 128;
     int big[] = {20000, 100000};
     for (int b = 0; b < 2; b++) {
         char what[64];
         snprintf(what, sizeof what, "kmeans fit N=%d (eldr)", big[b]);
-        x = signatures(big[b], d, DOMAINS, 3 + (uint64_t)b);
+        float *x = signatures(big[b], d, DOMAINS, 3 + (uint64_t)b);
         fit_row(what, x, big[b], d, K, NULL, NULL, NULL);
         free(x);
     }

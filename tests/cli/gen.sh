@@ -7,8 +7,8 @@ G="$ELDR gen"
 SMALL="--requests 60 --layers 4 --experts 16 --top-k 2 --prompt-tokens 24 --decode-tokens 12"
 
 expect_status "gen --help exits 0" 0 $G --help
-expect_out "gen --help lists every flag with a default" '--domain-strength X .*\(default 1\)'
-expect_out "gen --help shows --prefix-groups" '--prefix-groups'
+expect_out "gen --help lists every flag with a default" ' --domain-strength X .*\(default 1\)'
+expect_out "gen --help shows --prefix-groups" ' --prefix-groups'
 
 expect_status "gen writes a trace" 0 $G -o "$TMP/a.h5" $SMALL --seed 3
 expect_out "gen prints a summary line" '^wrote .*a\.h5: 60 requests, L=4 E=16 k=2'
@@ -33,16 +33,18 @@ expect_status "info on a prefill-only trace" 0 "$ELDR" info "$TMP/d.h5"
 
 expect_fail2 "gen without -o" 'missing -o' $G $SMALL
 expect_fail2 "gen unknown flag" "unknown option '--frobnicate'" $G -o "$TMP/x.h5" --frobnicate
-expect_fail2 "gen flag without value" '--requests needs a value' $G -o "$TMP/x.h5" --requests
-expect_fail2 "gen non-numeric value" "--requests: 'many' is not an integer" $G -o "$TMP/x.h5" --requests many
-expect_fail2 "gen --mix-prob out of range" '--mix-prob: 2 out of range' $G -o "$TMP/x.h5" --mix-prob 2
-expect_fail2 "gen top-k above experts" '--top-k is 9' $G -o "$TMP/x.h5" --experts 8 --top-k 9
-expect_fail2 "gen shares count" '--domain-shares has 2 values but --domains is 3' \
+expect_fail2 "gen flag without value" 'gen: --requests needs a value' $G -o "$TMP/x.h5" --requests
+expect_fail2 "gen non-numeric value" "gen: --requests: 'many' is not an integer" $G -o "$TMP/x.h5" --requests many
+expect_fail2 "gen --mix-prob out of range" 'gen: --mix-prob: 2 out of range' $G -o "$TMP/x.h5" --mix-prob 2
+expect_fail2 "gen top-k above experts" 'gen: --top-k is 9' $G -o "$TMP/x.h5" --experts 8 --top-k 9
+expect_fail2 "gen shares count" 'gen: --domain-shares has 2 values but --domains is 3' \
     $G -o "$TMP/x.h5" --domains 3 --domain-shares 1,2
-expect_fail2 "gen bad shares" '--domain-shares: .*not a list' $G -o "$TMP/x.h5" --domain-shares 1,-2
-expect_fail2 "gen bursts need arrivals" '--burst-factor needs --arrival-rate' $G -o "$TMP/x.h5" --burst-factor 3
-expect_fail2 "gen prefix too long" '--prefix-blocks 5000 x --block-size 16' \
+expect_fail2 "gen bad shares" 'gen: --domain-shares: .*not a list' $G -o "$TMP/x.h5" --domain-shares 1,-2
+expect_fail2 "gen bursts need arrivals" 'gen: --burst-factor needs --arrival-rate' $G -o "$TMP/x.h5" --burst-factor 3
+expect_fail2 "gen prefix too long" 'gen: --prefix-blocks 5000 x --block-size 16' \
     $G -o "$TMP/x.h5" --prefix-groups 2 --prefix-blocks 5000
+expect_fail2 "gen refuses a size beyond memory" 'needs .* GiB' \
+    $G -o "$TMP/x.h5" --requests 1000000000 --layers 4096 --experts 4096
 expect_fail2 "gen stray argument" "unexpected argument 'extra'" $G -o "$TMP/x.h5" extra
 expect_fail2 "gen unwritable output" 'x\.h5' $G -o "$TMP/no/such/dir/x.h5" $SMALL
 if [ -e "$TMP/x.h5" ] || [ -e "$TMP/no" ]; then notok "no file after bad input"; else ok "no file after bad input"; fi

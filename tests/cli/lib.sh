@@ -25,13 +25,13 @@ expect_fail2() {
     "$@" >"$TMP/out" 2>"$TMP/err"
     got=$?
     lines=$(wc -l <"$TMP/err")
-    if [ "$got" -eq 2 ] && [ "$lines" -eq 1 ] && grep -Eq "$pat" "$TMP/err"; then ok "$name"; else
+    if [ "$got" -eq 2 ] && [ "$lines" -eq 1 ] && grep -Eq -- "$pat" "$TMP/err"; then ok "$name"; else
         notok "$name" "exit $got (want 2), $lines stderr lines (want 1), pattern '$pat'" \
             "$(head -c 400 "$TMP/err")"; fi
 }
 
 # expect_out NAME PATTERN: the last command's stdout matches PATTERN.
 expect_out() {
-    if grep -Eq "$2" "$TMP/out"; then ok "$1"; else
+    if grep -Eq -- "$2" "$TMP/out"; then ok "$1"; else
         notok "$1" "stdout lacks '$2'" "$(head -c 400 "$TMP/out")"; fi
 }

@@ -294,6 +294,24 @@ static void test_unbalanced_matches_reference(void **state)
     assert_memory_equal(res.assign, ref, n * sizeof *ref);
     for (int i = 0; i < k * d; i++)
         assert_true(fabs(res.centroids[i] - mu[i]) < 1e-5);
+    kmeans_result_free(&res);
+
+    /* Rows 3 and 4 identical and both initial centroids: ties go to the
+     * lower index, so cluster 1 starts empty and keeps its centroid. */
+    memcpy(x + 4 * d, x + 3 * d, d * sizeof *x);
+    int init2[5] = {3, 4, 120, 200, 280};
+    reference_unbalanced(x, n, d, k, init2, 50, ref, mu);
+    o.init_rows = init2;
+    o.iters = 1;
+    fit(x, n, d, &o, &res);
+    assert_int_equal(res.sizes[1], 0);
+    assert_memory_equal(res.centroids + d, x + 3 * d, d * sizeof *x);
+    kmeans_result_free(&res);
+    o.iters = 50;
+    fit(x, n, d, &o, &res);
+    assert_memory_equal(res.assign, ref, n * sizeof *ref);
+    for (int i = 0; i < k * d; i++)
+        assert_true(fabs(res.centroids[i] - mu[i]) < 1e-5);
     free(ref);
     free(x);
     kmeans_result_free(&res);

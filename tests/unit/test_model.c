@@ -22,6 +22,7 @@
 #include "rng.h"
 #include "sha256.h"
 #include "signature.h"
+#include "trace.h"
 
 static char ERR[ELDR_ERRLEN];
 
@@ -569,6 +570,150 @@ static void test_json_errors(void **state)
 #undef HEAD
 }
 
+/* ---- fitting ---- */
+
+/* A trace with domain structure: N requests, each from one of 3 domains
+ * that prefer different experts; every token picks k distinct experts per
+ * layer, prefill and decode alike (so conservation holds). Row `zero_row`
+ * (if >= 0) gets an empty prompt: an all-zero signature. */
+static trace_t *domain_trace(int n, int zero_row)
+{
+    enum { L = 4, E = 8, K = 2 };
+    trace_t *t = trace_new(n, L, E, K, ERR, sizeof ERR);
+    assert_non_null(t);
+    assert_int_equal(trace_alloc_optional(t, TRACE_HAS_DECODE, ERR, sizeof ERR), 0);
+    rng_t g;
+    rng_seed(&g, 7);
+    for (int r = 0; r < n; r++) {
+        int dom = r % 3, pt = r == zero_row ? 0 : 6, dt = 5;
+        t->prompt_tokens[r] = pt;
+        t->decode_tokens[r] = dt;
+        for (int phase = 0; phase < 2; phase++) {
+            uint16_t *c = (phase ? t->decode_counts : t->prefill_counts) + (size_t)r * L * E;
+            for (int tok = 0; tok < (phase ? dt : pt); tok++)
+                for (int l = 0; l < L; l++) {
+                    int a = (int)((dom * 3 + (rng_uniform(&g) < 0.7 ? 0 : rng_below(&g, E))) % E);
+                    int b = (a + 1 + (int)rng_below(&g, E - 1)) % E;
+                    c[l * E + a]++;
+                    c[l * E + b]++;
+                }
+        }
+    }
+    return t;
+}
+
+static model_t *fit_once(const trace_t *t, model_fit_opts *o, model_fit_report *rep)
+{
+    model_t *m = NULL;
+    if (model_fit(t, o, &m, rep, ERR, sizeof ERR) != 0)
+        fail_msg("fit: %s", ERR);
+    return m;
+}
+
+static void test_fit_deterministic(void **state)
+{
+    (void)state;
+    trace_t *t = domain_trace(90, -1);
+    model_fit_opts o;
+    model_fit_opts_default(&o, 3);
+    o.pairs = 2000;
+    o.threads = 1;
+    model_fit_report ra, rb;
+    model_t *a = fit_once(t, &o, &ra);
+    o.threads = 2; /* the thread count must not matter */
+    model_t *b = fit_once(t, &o, &rb);
+    expect_same(a, b, 1);
+    assert_memory_equal(ra.assign, rb.assign, sizeof(int) * 90);
+    /* the fit's own laws: sizes sum to N and respect cap = 30; each row's
+     * cluster matches the sizes; objective is the sum of cosine distances */
+    int64_t sum = 0, count[3] = {0};
+    for (int c = 0; c < 3; c++) {
+        sum += a->sizes[c];
+        assert_true(a->sizes[c] <= 30);
+    }
+    assert_int_equal(sum, 90);
+    sig_recipe *r = &a->recipe;
+    float *sig = malloc(sizeof(float) * sig_dim(r));
+    double obj = 0;
+    for (int i = 0; i < 90; i++) {
+        count[ra.assign[i]]++;
+        assert_int_equal(sig_from_counts(r, trace_prefill_row(t, i), NULL, sig, ERR, sizeof ERR), 0);
+        double d = 0;
+        for (size_t j = 0; j < sig_dim(r); j++)
+            d += (double)sig[j] * a->centroids[(size_t)ra.assign[i] * sig_dim(r) + j];
+        obj += 1 - d;
+    }
+    free(sig);
+    for (int c = 0; c < 3; c++)
+        assert_int_equal(count[c], a->sizes[c]);
+    assert_true(fabs(obj - a->objective) < 1e-4);
+    assert_string_equal(a->layer_select, "auto");
+    assert_int_equal(a->n_star, a->recipe.n_layers);
+    assert_true(isfinite(a->rho));
+    assert_non_null(ra.curve);
+    model_fit_report_free(&ra);
+    model_fit_report_free(&rb);
+    model_free(a);
+    model_free(b);
+    trace_free(t);
+}
+
+/* K = 1, K = N, and all-zero signatures left out (and counted). */
+static void test_fit_edges(void **state)
+{
+    (void)state;
+    trace_t *t = domain_trace(12, 4);
+    model_fit_opts o;
+    model_fit_report rep;
+    model_fit_opts_default(&o, 1);
+    o.layers = MODEL_LAYERS_ALL;
+    model_t *m = fit_once(t, &o, &rep);
+    assert_int_equal(rep.n_zero, 1);
+    assert_int_equal(rep.zero_rows[0], 4);
+    assert_int_equal(rep.assign[4], -1);
+    assert_int_equal(m->sizes[0], 11);
+    assert_int_equal(m->fit_rows, 11);
+    assert_int_equal(m->zero_rows, 1);
+    model_fit_report_free(&rep);
+    model_free(m);
+
+    model_fit_opts_default(&o, 11); /* K = the non-zero signatures */
+    o.layers = MODEL_LAYERS_ALL;
+    m = fit_once(t, &o, &rep);
+    for (int c = 0; c < 11; c++)
+        assert_int_equal(m->sizes[c], 1);
+    assert_true(fabs(m->objective) < 1e-4);
+    model_fit_report_free(&rep);
+    model_free(m);
+
+    o.K = 12; /* one more than there are non-zero signatures */
+    assert_int_equal(model_fit(t, &o, &m, &rep, ERR, sizeof ERR), -1);
+    assert_null(m);
+    assert_non_null(strstr(ERR, "K = 12 clusters exceeds the 11 requests with a non-zero"));
+
+    /* iters 0: the initial rows' signatures are the centroids */
+    const int64_t init[2] = {0, 7};
+    model_fit_opts_default(&o, 2);
+    o.layers = MODEL_LAYERS_LIST;
+    const int lay[2] = {1, 3};
+    o.layer_list = lay;
+    o.n_layer_list = 2;
+    o.iters = 0;
+    o.init_rows = init;
+    m = fit_once(t, &o, &rep);
+    float sig[16];
+    assert_int_equal(sig_from_counts(&m->recipe, trace_prefill_row(t, 7), NULL, sig, ERR, sizeof ERR), 0);
+    assert_memory_equal(m->centroids + 16, sig, sizeof sig);
+    assert_int_equal(m->iters, 0);
+    model_fit_report_free(&rep);
+    model_free(m);
+    const int64_t bad[2] = {0, 4};
+    o.init_rows = bad;
+    assert_int_equal(model_fit(t, &o, &m, &rep, ERR, sizeof ERR), -1);
+    assert_non_null(strstr(ERR, "initial row 4 (centroid 1) has an all-zero signature"));
+    trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -590,6 +735,8 @@ int main(void)
         cmocka_unit_test(test_json_reference),
         cmocka_unit_test(test_json_mask_forms),
         cmocka_unit_test(test_json_errors),
+        cmocka_unit_test(test_fit_deterministic),
+        cmocka_unit_test(test_fit_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

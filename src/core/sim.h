@@ -1,0 +1,160 @@
+/* sim.h - the what-if decode routing simulator: K decode workers with
+ * continuous batching, one routing policy (route.h), a step-latency cost
+ * model (costmodel.h). docs/simulator.md describes the event model, the
+ * activations and every metric.
+ *
+ * Event model. A request reaches its decode worker when its prefill ends
+ * (its arrival): from the trace's arrival_s, from a Poisson process, or,
+ * in a closed loop, the moment an earlier request finishes. The policy
+ * picks the worker on arrival; the request waits in that worker's FIFO
+ * queue and joins the batch at the next step boundary when the batch
+ * holds fewer than max_batch requests. Each worker steps on its own: a
+ * step emits one token for every request of the batch and lasts
+ * cost_step_time(U, B, kv), U_l = distinct experts the batch activates in
+ * layer l, B = batch size, kv = prompt plus generated tokens of the batch.
+ * A request leaves after its last token. In-flight = waiting + decoding.
+ *
+ * Activations. A request's token t activates the k experts per layer of
+ * one token row. With token-level data (tokens/decode_experts) the rows
+ * are the recorded ones, cycled when the output is longer. Otherwise a
+ * pool of min(output, sample_pool) rows is drawn from the request's own
+ * decode-count profile (k distinct experts per layer, successive draws
+ * proportional to the counts, i.e. without replacement) and cycled; the
+ * pool depends only on (seed, trace row). One step holds one token per
+ * request, so the per-step distribution of U_l is exactly that of fresh
+ * draws; only the repetition over a request's own lifetime differs.
+ *
+ * Common random numbers: arrivals, output lengths and activations come
+ * from the workload, built once; every policy run on one workload sees
+ * the same ones, so differences between runs are the policies' alone. */
+#ifndef ELDR_SIM_H
+#define ELDR_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "costmodel.h"
+#include "route.h"
+#include "signature.h"
+#include "trace.h"
+
+#define SIM_DEFAULT_MAX_BATCH 256
+#define SIM_DEFAULT_SAMPLE_POOL 32
+#define SIM_DEFAULT_CALIB 1000
+
+typedef enum sim_arrival_mode {
+    SIM_ARRIVE_TRACE = 0,      /* arrival_s of the trace */
+    SIM_ARRIVE_POISSON,        /* exponential gaps at `rate` */
+    SIM_ARRIVE_CLOSED,         /* `concurrency` requests in the system */
+} sim_arrival_mode;
+
+typedef struct sim_config {
+    int max_batch;             /* requests decoding at once per worker */
+    int32_t output_tokens;     /* tokens per request; 0 = decode_tokens */
+    sim_arrival_mode arrivals;
+    double rate;               /* POISSON: requests per second */
+    int concurrency;           /* CLOSED: requests in the system */
+    uint64_t seed;             /* arrivals and sampled activations */
+    int sample_pool;           /* sampled token rows per request */
+    cost_model cost;
+} sim_config;
+
+/* max_batch 256, trace lengths, trace arrivals, seed 1, pool 32, the
+ * documented cost model. */
+void sim_config_default(sim_config *c);
+
+/* The calibration split of an n-row trace: spec >= 1 is a row count,
+ * 0 < spec < 1 a fraction of n; a count is capped at n / 2 (the paper's
+ * 1000 rows on a big trace, half of a small one). spec = 0: no split.
+ * Calibration = the first rows, evaluation = the rest. Returns the number
+ * of calibration rows, or -1 with err when spec is negative or not finite. */
+int64_t sim_calib_rows(int64_t n, double spec, char *err, size_t errlen);
+
+/* Everything the policies share: the requests in arrival order, their
+ * lengths, arrival times and signatures. */
+typedef struct sim_workload {
+    const trace_t *t;          /* borrowed: must outlive the workload */
+    sim_config cfg;
+    int L, E, k;
+    int64_t n;                 /* requests simulated */
+    int64_t *row;              /* [n] trace row, in arrival order */
+    int32_t *out_tokens;       /* [n] tokens each emits (> 0) */
+    double *arrival;           /* [n] ascending (open loop); NULL closed */
+    int64_t n_skipped;         /* rows with no token to emit, left out */
+    int64_t total_tokens;
+    int recorded;              /* activations from tokens/decode_experts */
+    float *sig;                /* [n][dim] signatures, NULL without recipe */
+    size_t dim;
+    int64_t n_sig_zero;        /* all-zero signatures (routed by load) */
+} sim_workload;
+
+/* Build the workload of trace t. recipe (may be NULL) gives the
+ * signatures ELDR routes with (from the prefill counts). Fails, naming
+ * the option or dataset, when the trace lacks what the config needs
+ * (arrival_s, decode_tokens without output_tokens, counts to sample). */
+int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
+                      const sig_recipe *recipe, char *err, size_t errlen);
+void sim_workload_free(sim_workload *w);
+
+/* One simulated request, in arrival order. */
+typedef struct sim_request {
+    int64_t row;               /* trace row */
+    int worker;
+    route_rule rule;           /* why the policy sent it there */
+    int32_t tokens;            /* tokens emitted (counted by the steps) */
+    double arrival, start, finish; /* seconds; start = first step */
+} sim_request;
+
+/* In-flight of one worker changed to `inflight` at time t. */
+typedef struct sim_point {
+    double t;
+    int32_t worker, inflight;
+} sim_point;
+
+/* Called at the start of every step (may be NULL): U has L entries. */
+typedef void (*sim_step_fn)(void *ctx, int worker, double t, double dt, int B,
+                            const int *U, int L, int64_t kv_tokens);
+
+typedef struct sim_result {
+    char policy[16];
+    int K, L, E, k;
+    int64_t n;
+    sim_request *req;          /* [n] */
+
+    /* per request, over requests (ms) */
+    double tpot_p50_ms, tpot_p95_ms, tpot_p99_ms, tpot_mean_ms;
+    double queue_p50_ms, queue_p99_ms, queue_mean_ms;
+    /* per step */
+    int64_t steps, tokens, activations, distinct_loaded;
+    double distinct_per_step;  /* mean U_l over steps and layers */
+    double reuse;              /* activations / distinct experts loaded */
+    double mean_batch;         /* mean B over steps */
+    /* system */
+    double makespan_s;         /* last finish */
+    double throughput_rps, tokens_per_s;
+    double mean_in_system;     /* time average of in-flight, all workers */
+    double mean_sojourn_s;     /* mean finish - arrival */
+    double imbalance;          /* time average of max/mean in-flight */
+    int64_t rule_count[RULE_N];
+
+    /* per worker */
+    int64_t *served;           /* [K] requests finished */
+    int64_t *worker_steps;     /* [K] */
+    double *worker_busy_s;     /* [K] time spent stepping */
+    double *worker_distinct;   /* [K] mean U_l per step */
+    double *inflight_mean;     /* [K] time average */
+    uint64_t *heat;            /* [K][L][E] activations */
+    sim_point *series;         /* in-flight change points, time order */
+    int64_t n_series;
+} sim_result;
+
+/* Simulate the workload under policy p (K = p->K workers); the policy
+ * must be ready (centroids for ELDR, which also needs w->sig; label
+ * shares for domain). on_step/ctx may be NULL. res is filled and owned
+ * by the caller (sim_result_free). Deterministic for the workload and
+ * the policy's seed. */
+int sim_run(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *ctx,
+            sim_result *res, char *err, size_t errlen);
+void sim_result_free(sim_result *r);
+
+#endif

@@ -1,0 +1,82 @@
+/* sim_internal.h - what the simulator's files share (sim.h is the public
+ * contract): token sources (sim_activations.c), arrivals
+ * (sim_arrivals.c), in-flight accounting and request metrics
+ * (sim_metrics.c). Tests include it to check the parts alone. */
+#ifndef ELDR_SIM_INTERNAL_H
+#define ELDR_SIM_INTERNAL_H
+
+#include "rng.h"
+#include "sim.h"
+
+/* Stream salts for rng_seed_stream, so arrivals and activations of one
+ * seed never share draws with each other or with the policies. */
+#define SIM_SEED_ARRIVALS 0x617272697665ull    /* "arrive" */
+#define SIM_SEED_TOKENS 0x746f6b656e730000ull  /* "tokens" */
+
+/* ---- activations (sim_activations.c) ---- */
+
+/* The token rows of one request: n_rows rows of [L][k] expert ids,
+ * cycled; owned is non-NULL when the rows were sampled (then freed by
+ * sim_tokens_close). */
+typedef struct sim_tokens {
+    const uint16_t *rows;
+    int32_t n_rows;
+    uint16_t *owned;
+} sim_tokens;
+
+/* Token rows of request i of the workload: the recorded ones, or a pool
+ * sampled from its decode (else prefill) counts with the stream
+ * (seed, trace row). Fails naming the row and layer when the counts
+ * cannot give k distinct experts. */
+int sim_tokens_open(const sim_workload *w, int64_t i, sim_tokens *s, char *err,
+                    size_t errlen);
+void sim_tokens_close(sim_tokens *s);
+
+/* Add the activations of tokens [0, n_tokens) (cycling the rows) to
+ * heat [L][E]. */
+void sim_tokens_heat(const sim_tokens *s, int L, int E, int k, int64_t n_tokens,
+                     uint64_t *heat);
+
+/* k distinct experts of one layer drawn successively proportional to its
+ * weights, given as cumulative sums cum[E] (at least k weights > 0), into
+ * out[k]: each draw is proportional among the experts not yet drawn. */
+void sim_draw_distinct(rng_t *r, const uint32_t *cum, int E, int k, uint16_t *out);
+
+/* ---- arrivals (sim_arrivals.c) ---- */
+
+/* Given w->row[0..n) in trace order: order them by arrival and fill
+ * w->arrival (open loop; shifted so the first arrival is at 0 for trace
+ * times), or leave it NULL (closed loop). */
+int sim_arrivals_build(sim_workload *w, char *err, size_t errlen);
+
+/* ---- in-flight accounting and metrics (sim_metrics.c) ---- */
+
+typedef struct sim_load {
+    int K;
+    int64_t *inflight;         /* [K] */
+    int64_t total, max;
+    double last_t;
+    double area_total;         /* integral of the total in-flight */
+    double area_ratio;         /* integral of max/mean while total > 0 */
+    double busy_t;             /* time with total > 0 */
+    double *area_w;            /* [K] integral of each worker's in-flight */
+    sim_point *series;         /* change points */
+    int64_t n_series, cap_series;
+} sim_load;
+
+/* For K workers and at most cap change points. */
+int sim_load_init(sim_load *s, int K, int64_t cap, char *err, size_t errlen);
+/* Worker w's in-flight changes by delta (+1 or -1) at time t >= last. */
+void sim_load_change(sim_load *s, double t, int w, int delta);
+/* Integrate up to t (the end of the run). */
+void sim_load_advance(sim_load *s, double t);
+void sim_load_free(sim_load *s);
+
+/* Quantile q in [0, 1] of v[n] (sorted in place), linear interpolation
+ * between order statistics; NaN when n = 0. */
+double sim_quantile(double *v, int64_t n, double q);
+
+/* TPOT, queue wait and sojourn statistics from res->req. */
+int sim_metrics_requests(sim_result *res, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,356 @@
+/* l_util.c - argument checking, help registry and classes for the eldr
+ * Lua module (l_util.h). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "l_util.h"
+
+#define HELP_KEY "eldr.help"
+
+volatile int l_cancel_flag;
+
+void l_cancel_reset(void)
+{
+    l_cancel_flag = 0;
+}
+
+/* ---- errors ---- */
+
+int l_argerror(lua_State *L, const char *fn, const char *name, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return luaL_error(L, "eldr.%s: bad argument '%s' (%s)", fn, name, what);
+}
+
+int l_fail(lua_State *L, const char *fn, const char *msg)
+{
+    return luaL_error(L, "eldr.%s: %s", fn, msg);
+}
+
+const char *l_got(lua_State *L, int idx, char *buf, size_t len)
+{
+    if (lua_isinteger(L, idx))
+        snprintf(buf, len, "%lld", (long long)lua_tointeger(L, idx));
+    else if (lua_type(L, idx) == LUA_TNUMBER)
+        snprintf(buf, len, "%.6g", lua_tonumber(L, idx));
+    else if (lua_type(L, idx) == LUA_TSTRING)
+        snprintf(buf, len, "'%.30s'", lua_tostring(L, idx));
+    else if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) {
+        const char *n = lua_tostring(L, -1);
+        const char *dot = strrchr(n, '.');
+        snprintf(buf, len, "%s", dot ? dot + 1 : n);
+        lua_pop(L, 1);
+    } else
+        snprintf(buf, len, "%s", luaL_typename(L, idx));
+    return buf;
+}
+
+/* ---- positional arguments ---- */
+
+void *l_checkudata(lua_State *L, int idx, const char *cls, const char *fn, const char *name)
+{
+    void *p = luaL_testudata(L, idx, cls);
+    if (!p) {
+        char got[48];
+        const char *dot = strrchr(cls, '.');
+        l_argerror(L, fn, name, "%s expected, got %s", dot ? dot + 1 : cls,
+                   l_got(L, idx, got, sizeof got));
+    }
+    return p;
+}
+
+lua_Integer l_checkint(lua_State *L, int idx, const char *fn, const char *name,
+                       lua_Integer lo, lua_Integer hi)
+{
+    int ok;
+    lua_Integer v = lua_tointegerx(L, idx, &ok);
+    if (!ok || v < lo || v > hi) {
+        char got[48];
+        l_argerror(L, fn, name, "integer %lld..%lld expected, got %s", (long long)lo,
+                   (long long)hi, l_got(L, idx, got, sizeof got));
+    }
+    return v;
+}
+
+double l_checknum(lua_State *L, int idx, const char *fn, const char *name)
+{
+    if (lua_type(L, idx) != LUA_TNUMBER || !isfinite(lua_tonumber(L, idx))) {
+        char got[48];
+        l_argerror(L, fn, name, "finite number expected, got %s",
+                   l_got(L, idx, got, sizeof got));
+    }
+    return lua_tonumber(L, idx);
+}
+
+const char *l_checkstr(lua_State *L, int idx, const char *fn, const char *name)
+{
+    if (lua_type(L, idx) != LUA_TSTRING) {
+        char got[48];
+        l_argerror(L, fn, name, "string expected, got %s", l_got(L, idx, got, sizeof got));
+    }
+    return lua_tostring(L, idx);
+}
+
+/* ---- option tables ---- */
+
+void l_checkopts(lua_State *L, int idx, const char *fn, const char *const *known)
+{
+    if (lua_isnoneornil(L, idx))
+        return;
+    if (!lua_istable(L, idx)) {
+        char got[48];
+        l_argerror(L, fn, "options", "table expected, got %s", l_got(L, idx, got, sizeof got));
+    }
+    idx = lua_absindex(L, idx);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        int found = 0;
+        for (int i = 0; k && known[i]; i++)
+            found |= !strcmp(k, known[i]);
+        if (!found) {
+            luaL_Buffer b;
+            luaL_buffinit(L, &b);
+            for (int i = 0; known[i]; i++) {
+                if (i)
+                    luaL_addstring(&b, ", ");
+                luaL_addstring(&b, known[i]);
+            }
+            luaL_pushresult(&b);
+            char got[48];
+            luaL_error(L, "eldr.%s: unknown option %s (known: %s)", fn,
+                       l_got(L, -2, got, sizeof got), lua_tostring(L, -1));
+        }
+    }
+}
+
+int l_getopt(lua_State *L, int idx, const char *key)
+{
+    if (!lua_istable(L, idx)) {
+        lua_pushnil(L);
+        return LUA_TNIL;
+    }
+    return lua_getfield(L, idx, key);
+}
+
+lua_Integer l_optint(lua_State *L, int idx, const char *fn, const char *key, lua_Integer lo,
+                     lua_Integer hi, lua_Integer def)
+{
+    if (l_getopt(L, idx, key) == LUA_TNIL) {
+        lua_pop(L, 1);
+        return def;
+    }
+    lua_Integer v = l_checkint(L, -1, fn, key, lo, hi);
+    lua_pop(L, 1);
+    return v;
+}
+
+double l_optnum(lua_State *L, int idx, const char *fn, const char *key, double lo, double hi,
+                double def)
+{
+    if (l_getopt(L, idx, key) == LUA_TNIL) {
+        lua_pop(L, 1);
+        return def;
+    }
+    double v = lua_tonumber(L, -1);
+    if (lua_type(L, -1) != LUA_TNUMBER || !(v >= lo && v <= hi)) {
+        char got[48];
+        l_argerror(L, fn, key, "number %g..%g expected, got %s", lo, hi,
+                   l_got(L, -1, got, sizeof got));
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+int l_optbool(lua_State *L, int idx, const char *fn, const char *key, int def)
+{
+    int t = l_getopt(L, idx, key);
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        return def;
+    }
+    if (t != LUA_TBOOLEAN) {
+        char got[48];
+        l_argerror(L, fn, key, "boolean expected, got %s", l_got(L, -1, got, sizeof got));
+    }
+    int v = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+/* The string stays valid: it is a field of the options table, which is
+ * on the caller's stack. */
+const char *l_optstr(lua_State *L, int idx, const char *fn, const char *key, const char *def)
+{
+    int t = l_getopt(L, idx, key);
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        return def;
+    }
+    if (t != LUA_TSTRING) {
+        char got[48];
+        l_argerror(L, fn, key, "string expected, got %s", l_got(L, -1, got, sizeof got));
+    }
+    const char *s = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    return s;
+}
+
+/* ---- lists ---- */
+
+void *l_box(lua_State *L, size_t n)
+{
+    void *p = lua_newuserdatauv(L, n ? n : 1, 0);
+    memset(p, 0, n ? n : 1);
+    return p;
+}
+
+int64_t *l_checkintlist(lua_State *L, int idx, const char *fn, const char *what, int64_t lo,
+                        int64_t hi, int64_t *n)
+{
+    idx = lua_absindex(L, idx);
+    if (!lua_istable(L, idx)) {
+        char got[48];
+        l_argerror(L, fn, what, "list of integers expected, got %s",
+                   l_got(L, idx, got, sizeof got));
+    }
+    lua_Integer len = (lua_Integer)lua_rawlen(L, idx);
+    int64_t *a = l_box(L, (size_t)len * sizeof *a);
+    for (lua_Integer i = 1; i <= len; i++) {
+        lua_rawgeti(L, idx, i);
+        int ok;
+        lua_Integer v = lua_tointegerx(L, -1, &ok);
+        if (!ok || v < lo || v > hi) {
+            char got[48], name[96];
+            snprintf(name, sizeof name, "%s[%lld]", what, (long long)i);
+            l_argerror(L, fn, name, "integer %lld..%lld expected, got %s", (long long)lo,
+                       (long long)hi, l_got(L, -1, got, sizeof got));
+        }
+        a[i - 1] = v;
+        lua_pop(L, 1);
+    }
+    *n = len;
+    return a;
+}
+
+double *l_checknumlist(lua_State *L, int idx, const char *fn, const char *what, int64_t *n)
+{
+    idx = lua_absindex(L, idx);
+    if (!lua_istable(L, idx)) {
+        char got[48];
+        l_argerror(L, fn, what, "list of numbers expected, got %s",
+                   l_got(L, idx, got, sizeof got));
+    }
+    lua_Integer len = (lua_Integer)lua_rawlen(L, idx);
+    double *a = l_box(L, (size_t)len * sizeof *a);
+    for (lua_Integer i = 1; i <= len; i++) {
+        lua_rawgeti(L, idx, i);
+        if (lua_type(L, -1) != LUA_TNUMBER || !isfinite(lua_tonumber(L, -1))) {
+            char got[48], name[96];
+            snprintf(name, sizeof name, "%s[%lld]", what, (long long)i);
+            l_argerror(L, fn, name, "finite number expected, got %s",
+                       l_got(L, -1, got, sizeof got));
+        }
+        a[i - 1] = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+    }
+    *n = len;
+    return a;
+}
+
+void l_pushints(lua_State *L, const int *a, int64_t n, int base)
+{
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        lua_pushinteger(L, (lua_Integer)a[i] + base);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+void l_pushint64s(lua_State *L, const int64_t *a, int64_t n, int base)
+{
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        lua_pushinteger(L, (lua_Integer)a[i] + base);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+void l_pushnum_or_nil(lua_State *L, double x)
+{
+    if (isnan(x))
+        lua_pushnil(L);
+    else
+        lua_pushnumber(L, x);
+}
+
+void l_pushnums(lua_State *L, const double *a, int64_t n)
+{
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        lua_pushnumber(L, a[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+/* ---- classes and help ---- */
+
+void l_pushhelp(lua_State *L)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, HELP_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, HELP_KEY);
+    }
+}
+
+void l_sethelp(lua_State *L, const char *name, const char *help)
+{
+    l_pushhelp(L);
+    lua_pushstring(L, help);
+    lua_setfield(L, -2, name);
+    lua_pop(L, 1);
+}
+
+void l_register(lua_State *L, const l_fn *fns, const char *prefix)
+{
+    for (const l_fn *f = fns; f->name; f++) {
+        lua_pushcfunction(L, f->fn);
+        lua_setfield(L, -2, f->name);
+        char full[128];
+        snprintf(full, sizeof full, "%s%s", prefix, f->name);
+        l_sethelp(L, full, f->help);
+    }
+}
+
+void l_newclass(lua_State *L, const char *cls, const char *display, const l_fn *methods,
+                lua_CFunction gc, lua_CFunction tostring, lua_CFunction len)
+{
+    luaL_newmetatable(L, cls);
+    lua_newtable(L);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s:", display);
+    l_register(L, methods, prefix);
+    lua_setfield(L, -2, "__index");
+    if (gc) {
+        lua_pushcfunction(L, gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    if (tostring) {
+        lua_pushcfunction(L, tostring);
+        lua_setfield(L, -2, "__tostring");
+    }
+    if (len) {
+        lua_pushcfunction(L, len);
+        lua_setfield(L, -2, "__len");
+    }
+    lua_pop(L, 1);
+}

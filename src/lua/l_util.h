@@ -1,0 +1,121 @@
+/* l_util.h - what the binding files of the `eldr` Lua module share:
+ * argument checking with errors that name the function and the argument,
+ * the help registry, class (metatable) registration, the cancel flag.
+ *
+ * Errors. Every module error is a Lua error whose message starts with the
+ * function's full name: "eldr.kmeans: bad argument 'k' (integer 1..600
+ * expected, got 0)". Core failures become "eldr.load: <core message>".
+ * A raised error longjmps, so a binding checks its arguments before it
+ * mallocs, and keeps temporary buffers in userdata boxes (l_box) that the
+ * garbage collector frees whatever happens.
+ *
+ * Indices. Rows, clusters and workers are 1-based in Lua (positions in Lua
+ * sequences); layer numbers are the model's 0-based layer ids, as in the
+ * CLI, the JSON and the files.
+ *
+ * Help. Each binding file lists its functions in an l_fn table: name, C
+ * function and a one-line help ("eldr.load(path [, opts]) -> Trace: ...").
+ * Registering the table also records the help under the full name
+ * ("eldr.load", "Trace:select"), so :help in the REPL, eldr.help() and
+ * the docs test read one source. */
+#ifndef ELDR_L_UTIL_H
+#define ELDR_L_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+typedef struct l_fn {
+    const char *name;      /* Lua name inside its table */
+    lua_CFunction fn;
+    const char *help;      /* one line: signature, then what it does */
+} l_fn;
+
+/* Class names (metatable keys in the registry). */
+#define L_TRACE "eldr.Trace"
+#define L_RECIPE "eldr.Recipe"
+#define L_SIGS "eldr.Signatures"
+#define L_MODEL "eldr.Model"
+
+/* ---- errors ---- */
+
+/* "eldr.FN: bad argument 'NAME' (WHAT)"; never returns. */
+int l_argerror(lua_State *L, const char *fn, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* "eldr.FN: MSG" (a core error message); never returns. */
+int l_fail(lua_State *L, const char *fn, const char *msg);
+/* Lua type name of the value at idx, or the integer/number itself, for
+ * the "got X" part of a message (at most 40 chars, into buf). */
+const char *l_got(lua_State *L, int idx, char *buf, size_t len);
+
+/* ---- positional arguments ---- */
+
+/* A userdata of class cls at idx, else a bad-argument error naming it. */
+void *l_checkudata(lua_State *L, int idx, const char *cls, const char *fn,
+                   const char *name);
+lua_Integer l_checkint(lua_State *L, int idx, const char *fn, const char *name,
+                       lua_Integer lo, lua_Integer hi);
+double l_checknum(lua_State *L, int idx, const char *fn, const char *name);
+const char *l_checkstr(lua_State *L, int idx, const char *fn, const char *name);
+
+/* ---- option tables ----
+ * An options table must hold only the keys in `known` (NULL-terminated):
+ * an unknown key is an error listing the known ones, so a typo never
+ * silently falls back to a default. idx may be none/nil (no options). */
+void l_checkopts(lua_State *L, int idx, const char *fn, const char *const *known);
+/* Field getters: the default when idx is none/nil or the key is nil. */
+lua_Integer l_optint(lua_State *L, int idx, const char *fn, const char *key,
+                     lua_Integer lo, lua_Integer hi, lua_Integer def);
+double l_optnum(lua_State *L, int idx, const char *fn, const char *key, double lo,
+                double hi, double def);
+int l_optbool(lua_State *L, int idx, const char *fn, const char *key, int def);
+const char *l_optstr(lua_State *L, int idx, const char *fn, const char *key,
+                     const char *def);
+/* Push field key of the options table (nil when absent); returns its type. */
+int l_getopt(lua_State *L, int idx, const char *key);
+
+/* ---- lists ---- */
+
+/* A GC-owned scratch buffer of n bytes (zeroed), pushed on the stack. */
+void *l_box(lua_State *L, size_t n);
+/* A Lua sequence of integers in [lo, hi] at idx (what: the argument's name
+ * in messages) into a new box pushed on the stack; *n gets the length.
+ * Rejects holes, non-integers and out-of-range values naming the element. */
+int64_t *l_checkintlist(lua_State *L, int idx, const char *fn, const char *what,
+                        int64_t lo, int64_t hi, int64_t *n);
+/* Same for numbers (finite). */
+double *l_checknumlist(lua_State *L, int idx, const char *fn, const char *what,
+                       int64_t *n);
+
+/* Push a Lua sequence of n integers/doubles; `base` is added to integers
+ * (1 to turn 0-based rows into Lua positions). */
+void l_pushints(lua_State *L, const int *a, int64_t n, int base);
+void l_pushint64s(lua_State *L, const int64_t *a, int64_t n, int base);
+void l_pushnums(lua_State *L, const double *a, int64_t n);
+/* A number, or nil for NaN (undefined rho etc.). */
+void l_pushnum_or_nil(lua_State *L, double x);
+
+/* ---- classes and help ---- */
+
+/* Set fields of the table at the top from fns; record help under
+ * prefix..name (prefix "eldr." for module functions). */
+void l_register(lua_State *L, const l_fn *fns, const char *prefix);
+/* Create the metatable cls with __index = a table of the methods (so
+ * completion can list them), __gc, __tostring, __len (any may be NULL),
+ * recording the methods' help as "Display:name". */
+void l_newclass(lua_State *L, const char *cls, const char *display, const l_fn *methods,
+                lua_CFunction gc, lua_CFunction tostring, lua_CFunction len);
+/* Record one help line under a full name. */
+void l_sethelp(lua_State *L, const char *name, const char *help);
+/* Push the help registry table (full name -> line). */
+void l_pushhelp(lua_State *L);
+
+/* ---- cancellation (Ctrl-C) ----
+ * The REPL's SIGINT handler raises the flag; long C computations (k-means)
+ * poll it and stop; bindings then raise "eldr.FN: interrupted". */
+extern volatile int l_cancel_flag;
+void l_cancel_reset(void);
+
+#endif

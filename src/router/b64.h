@@ -1,0 +1,24 @@
+/* b64.h - base64 decoding (RFC 4648, standard alphabet) for request bodies.
+ *
+ * Padding '=' is optional; anything else outside the alphabet (whitespace
+ * included) is refused, as is a length that cannot come from whole bytes. */
+#ifndef ELDR_ROUTER_B64_H
+#define ELDR_ROUTER_B64_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes that decoding n characters yields at most. */
+static inline size_t b64_decoded_max(size_t n)
+{
+    return n / 4 * 3 + 3;
+}
+
+/* Decode src[0..n) into out (b64_decoded_max(n) bytes); *outlen gets the
+ * number of bytes. Returns 0, or -1 with *bad_at the offending offset. */
+int b64_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, size_t *bad_at);
+
+/* Encode n bytes into dst (4 * ((n + 2) / 3) + 1 bytes, NUL-terminated). */
+void b64_encode(const uint8_t *src, size_t n, char *dst);
+
+#endif

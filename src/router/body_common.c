@@ -1,0 +1,110 @@
+/* body_common.c - what the body parsers share: errors, loading, block
+ * hashes and bounded strings (body.h, body_json.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "body_json.h"
+
+int rb_fail(rb_err *e, int status, const char *where, const char *fmt, ...)
+{
+    e->status = status;
+    snprintf(e->where, sizeof e->where, "%s", where);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->error, sizeof e->error, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+json_t *rb_load(const char *text, size_t len, rb_err *e)
+{
+    json_error_t je;
+    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!v) {
+        char where[64];
+        snprintf(where, sizeof where, "line %d column %d", je.line, je.column);
+        rb_fail(e, 400, where, "malformed JSON: %s", je.text);
+    }
+    return v;
+}
+
+int rb_parse_hash_text(const char *s, uint64_t *out)
+{
+    int neg = *s == '-';
+    const char *digits = s + neg;
+    if (*digits < '0' || *digits > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(digits, &end, 10);
+    if (errno || *end)
+        return -1;
+    if (neg) {
+        if (v > 9223372036854775808ULL)  /* below INT64_MIN */
+            return -1;
+        *out = (uint64_t)0 - (uint64_t)v;
+    } else {
+        *out = (uint64_t)v;
+    }
+    return 0;
+}
+
+int rb_hash(const json_t *v, uint64_t *out, const char *where, rb_err *e)
+{
+    if (json_is_integer(v)) {
+        *out = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        if (rb_parse_hash_text(json_string_value(v), out) < 0)
+            return rb_fail(e, 422, where, "block hash '%.40s' is not a 64-bit decimal number",
+                           json_string_value(v));
+        return 0;
+    }
+    return rb_fail(e, 400, where, "block hash must be an integer or a decimal string");
+}
+
+int rb_hash_array(const json_t *a, uint64_t **out, int *n, const char *where, rb_err *e)
+{
+    *out = NULL;
+    *n = 0;
+    if (!json_is_array(a))
+        return rb_fail(e, 400, where, "must be an array of block hashes");
+    size_t len = json_array_size(a);
+    if (len > RB_HASHES_MAX)
+        return rb_fail(e, 422, where, "%zu block hashes, more than %d", len, RB_HASHES_MAX);
+    if (len == 0)
+        return 0;
+    uint64_t *h = malloc(len * sizeof *h);
+    if (!h)
+        return rb_fail(e, 500, where, "out of memory for %zu hashes", len);
+    for (size_t i = 0; i < len; i++) {
+        char w[96];
+        snprintf(w, sizeof w, "%s[%zu]", where, i);
+        if (rb_hash(json_array_get(a, i), &h[i], w, e) < 0) {
+            free(h);
+            return -1;
+        }
+    }
+    *out = h;
+    *n = (int)len;
+    return 0;
+}
+
+int rb_string(const json_t *v, char *out, size_t max, const char *where, rb_err *e)
+{
+    if (!json_is_string(v))
+        return rb_fail(e, 400, where, "must be a string");
+    size_t len = json_string_length(v);
+    if (len == 0)
+        return rb_fail(e, 422, where, "must not be empty");
+    if (len >= max)
+        return rb_fail(e, 422, where, "%zu bytes, longer than %zu", len, max - 1);
+    if (memchr(json_string_value(v), '\0', len))
+        return rb_fail(e, 422, where, "must not contain NUL");
+    memcpy(out, json_string_value(v), len + 1);
+    return 0;
+}

@@ -1,0 +1,23 @@
+/* body_json.h - jansson helpers shared by the body parsers (body_*.c);
+ * internal to them. */
+#ifndef ELDR_ROUTER_BODY_JSON_H
+#define ELDR_ROUTER_BODY_JSON_H
+
+#include <jansson.h>
+
+#include "body.h"
+
+/* Parse text as one JSON value (duplicate keys refused); NULL + 400. */
+json_t *rb_load(const char *text, size_t len, rb_err *e);
+
+/* A block hash value (see rb_parse_hash_text); where names it. */
+int rb_hash(const json_t *v, uint64_t *out, const char *where, rb_err *e);
+
+/* An array of block hashes, at most RB_HASHES_MAX; *out malloc'd (NULL
+ * for an empty array). */
+int rb_hash_array(const json_t *a, uint64_t **out, int *n, const char *where, rb_err *e);
+
+/* A string of at most max-1 bytes, non-empty, copied to out. */
+int rb_string(const json_t *v, char *out, size_t max, const char *where, rb_err *e);
+
+#endif
