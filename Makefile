@@ -31,7 +31,7 @@ DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 BUILD ?= build
 BIN ?= bin
 CORE_SRC := $(wildcard src/core/*.c)
-CLI_SRC := $(wildcard src/cli/*.c src/lua/*.c src/repl/*.c)
+CLI_SRC := $(wildcard src/cli/*.c src/lua/*.c src/repl/*.c src/tui/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
@@ -41,11 +41,18 @@ TEST_UTIL_OBJ := $(TEST_UTIL:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
 BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BIN)/%)
 CORE_LIB := $(BUILD)/libeldrcore.a
+# eldrd: src/router/*.c; all but its main go into a library that the
+# test_router_* unit tests link too.
+ROUTER_SRC := $(wildcard src/router/*.c)
+ROUTER_OBJ := $(ROUTER_SRC:%.c=$(BUILD)/%.o)
+ROUTER_MAIN := $(BUILD)/src/router/eldrd.o
+ROUTER_LIB := $(BUILD)/libeldrrouter.a
+ROUTER_LIBS := $(shell pkg-config --libs libmicrohttpd jansson 2>/dev/null)
 SAMPLE := samples/small.h5
 
 .PHONY: all deps run test asan bench samples clean install unit-tests
 
-all: $(BIN)/eldr
+all: $(BIN)/eldr $(BIN)/eldrd
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -69,6 +76,24 @@ $(CORE_LIB): $(CORE_OBJ)
 $(BIN)/eldr: $(CLI_OBJ) $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(CORE_LIB) $(PKG_LIBS)
+
+$(ROUTER_LIB): $(filter-out $(ROUTER_MAIN),$(ROUTER_OBJ))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/eldrd: $(ROUTER_MAIN) $(ROUTER_LIB) $(CORE_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(ROUTER_LIBS)
+
+# test_tui_*: the dashboard's views and canvas (src/tui) without a terminal.
+TUI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/tui/*.c))
+$(BIN)/test_tui_%: $(BUILD)/tests/unit/test_tui_%.o $(TEST_UTIL_OBJ) $(TUI_OBJ) $(CORE_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
+
+$(BIN)/test_router_%: $(BUILD)/tests/unit/test_router_%.o $(TEST_UTIL_OBJ) $(ROUTER_LIB) $(CORE_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(ROUTER_LIBS) $(TEST_LIBS)
 
 $(BIN)/test_%: $(BUILD)/tests/unit/test_%.o $(TEST_UTIL_OBJ) $(CORE_LIB)
 	@mkdir -p $(BIN)
@@ -105,7 +130,7 @@ test: deps all $(SAMPLE) unit-tests
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	  LDFLAGS="-fsanitize=address,undefined" bin-asan/eldr unit-tests
+	  LDFLAGS="-fsanitize=address,undefined" bin-asan/eldr bin-asan/eldrd unit-tests
 	@ASAN_OPTIONS=detect_leaks=1 BIN=bin-asan SAMPLE=$(SAMPLE) sh tests/run.sh
 
 bench: deps all $(BENCH_BIN)
@@ -113,7 +138,7 @@ bench: deps all $(BENCH_BIN)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/eldr/lua
-	install -m 755 $(BIN)/eldr $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BIN)/eldr $(BIN)/eldrd $(DESTDIR)$(PREFIX)/bin/
 	cp -r lua/. $(DESTDIR)$(PREFIX)/share/eldr/lua/
 
 clean:

@@ -11,6 +11,8 @@ int cmd_rho(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_costfit(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 
 static const struct command {
     const char *name;
@@ -24,6 +26,8 @@ static const struct command {
     {"fit", cmd_fit, "fit the model: IDF, layer mask, balanced spherical K-means"},
     {"model", cmd_model, "export/import a model as the reference centroid JSON"},
     {"costfit", cmd_costfit, "fit the step-latency cost model to a measured profile"},
+    {"sweep", cmd_sweep, "grid of simulations over tau, workers and arrival rate"},
+    {"sim", cmd_sim, "simulate decode routing policies: TPOT, distinct experts, imbalance"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -229,10 +229,11 @@ int assign_balanced(const double *cost, int n, int k, int cap, int *assign,
     if (cap < 1 || (long long)k * cap < n)
         return eldr_errf(err, errlen,
                          "assign: capacity %d per cluster x %d clusters cannot hold %d points", cap, k, n);
+    /* Differences and potentials of costs this large could overflow. */
     for (size_t i = 0; i < (size_t)n * (size_t)k; i++)
-        if (!isfinite(cost[i]))
-            return eldr_errf(err, errlen, "assign: cost[%zu][%zu] is not finite",
-                             i / (size_t)k, i % (size_t)k);
+        if (!isfinite(cost[i]) || fabs(cost[i]) > 1e100)
+            return eldr_errf(err, errlen, "assign: cost[%zu][%zu] = %g is not a finite cost within +-1e100",
+                             i / (size_t)k, i % (size_t)k, cost[i]);
     if (cap > n)
         cap = n > 0 ? n : 1; /* more room than points changes nothing but memory */
     double kk_bytes = (double)k * k * cap * sizeof(hent) + (double)n * k * sizeof(int);

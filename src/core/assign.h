@@ -21,12 +21,13 @@ static inline int assign_default_cap(int n, int k)
     return n / k + (n % k != 0);
 }
 
-/* cost: row-major n x k doubles, all finite. Requires n >= 0, k >= 1,
- * cap >= 1 and k * cap >= n. Writes assign[n] (cluster of each point, each
- * cluster used at most cap times) and *objective (if non-NULL), the total
- * cost of that assignment. Among optimal assignments the one returned is
- * deterministic for the input. Returns 0, or -1 with err (bad geometry,
- * too little capacity, a non-finite cost naming the cell, out of memory). */
+/* cost: row-major n x k doubles, finite and within +-1e100. Requires
+ * n >= 0, k >= 1, cap >= 1 and k * cap >= n. Writes assign[n] (cluster of
+ * each point, each cluster used at most cap times) and *objective (if
+ * non-NULL), the total cost of that assignment. Among optimal assignments
+ * the one returned is deterministic for the input. Returns 0, or -1 with
+ * err (bad geometry, too little capacity, a cost out of range naming the
+ * cell, out of memory). */
 int assign_balanced(const double *cost, int n, int k, int cap, int *assign,
                     double *objective, char *err, size_t errlen);
 

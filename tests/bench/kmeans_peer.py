@@ -69,9 +69,11 @@ def run_case(d):
         return 1
     n, d = x.shape
     k = len(init)
-    t0 = time.perf_counter()
-    it, obj = fit(x, init, ITERS)
-    secs = time.perf_counter() - t0
+    secs = math.inf
+    for _ in range(3):  # best of 3, as bench_kmeans does
+        t0 = time.perf_counter()
+        it, obj = fit(x, init, ITERS)
+        secs = min(secs, time.perf_counter() - t0)
     size = f"N={n} D={d} K={k}"
     print(f"kmeans fit N={n} (numpy+scipy)\t{size}\t{secs:.6f}\t{it / secs:.1f} iter/s", flush=True)
     try:

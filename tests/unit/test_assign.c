@@ -293,6 +293,9 @@ static void test_assign_bad_input(void **state)
     c[5] = INFINITY;
     assert_int_equal(assign_balanced(c, 4, 2, 2, a, NULL, err, sizeof err), -1);
     assert_non_null(strstr(err, "cost[2][1]"));
+    c[5] = -1e200;
+    assert_int_equal(assign_balanced(c, 4, 2, 2, a, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cost[2][1] = -1e+200"));
 }
 
 /* Same input, same answer (the assignment, not only its cost). */

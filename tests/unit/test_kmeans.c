@@ -3,8 +3,9 @@
  * Determinism, the shapes K = 1 and K = N, identical rows, the capacity
  * bound, monotone objective, the unbalanced mode against a plain
  * reference written here in double, the iters = 0 assignment handle
- * against assign_balanced and the Hungarian method, cancellation, and the
- * refusal of bad rows. */
+ * against assign_balanced and the Hungarian method, cancellation, the
+ * refusal of bad rows, and the real gpt-oss-20b trace (count_idf, all 24
+ * layers): exactness of the assignment there too, and a balanced fit. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -20,6 +21,8 @@
 #include "hungarian.h"
 #include "kmeans.h"
 #include "rng.h"
+#include "signature.h"
+#include "trace.h"
 
 /* n unit rows of dimension d around g random centres (spread = noise);
  * group sizes skewed (group of row i = floor(g * u^2)) so that plain
@@ -419,6 +422,69 @@ static void test_bad_input(void **state)
     free(x);
 }
 
+/* The real trace: 449 requests, 24 x 32, count_idf over all layers. */
+static void test_real_trace(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN], path[4096];
+    const char *env = getenv("ELDR_REAL_TRACE"), *root = getenv("ROOT");
+    snprintf(path, sizeof path, "%s", env ? env : "");
+    if (!env)
+        snprintf(path, sizeof path, "%s/../shared/data/gptoss20b-routing.h5", root ? root : ".");
+    FILE *probe = fopen(path, "rb");
+    if (!probe) {
+        print_message("real trace %s absent: skipped\n", path);
+        skip();
+    }
+    fclose(probe);
+    trace_t *t = NULL;
+    if (trace_load(path, &t, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    float *idf = malloc((size_t)t->L * t->E * sizeof *idf);
+    sig_recipe r;
+    assert_int_equal(sig_idf_fit(t, NULL, 0, idf, err, sizeof err), 0);
+    assert_int_equal(sig_recipe_init(&r, SIG_COUNT_IDF, t->L, t->E, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(sig_recipe_set_idf(&r, idf, err, sizeof err), 0);
+    int n = (int)t->n, d = (int)sig_dim(&r), k = 8, cap = assign_default_cap(n, k);
+    float *x = malloc((size_t)n * d * sizeof *x);
+    int64_t nz = -1;
+    assert_int_equal(sig_build_batch(t, &r, NULL, 0, x, &nz, NULL, err, sizeof err), 0);
+    assert_int_equal(nz, 0);
+
+    /* the assignment to 8 given rows equals the Hungarian optimum */
+    int init[8] = {0, 57, 112, 170, 233, 301, 365, 440};
+    kmeans_opts o;
+    kmeans_opts_default(&o, k);
+    o.iters = 0;
+    o.init_rows = init;
+    kmeans_result res;
+    fit(x, n, d, &o, &res);
+    double *big = malloc((size_t)n * k * cap * sizeof *big);
+    int *col = malloc(n * sizeof *col);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < k * cap; j++)
+            big[(size_t)i * k * cap + j] = 1 - dotd(x + (size_t)i * d, x + (size_t)init[j / cap] * d, d);
+    double hung;
+    assert_int_equal(hungarian_solve(big, n, k * cap, col, &hung, err, sizeof err), 0);
+    if (fabs(res.objective - hung) > 1e-6 * hung)
+        fail_msg("real trace: kmeans iters=0 objective %.9g, Hungarian %.9g", res.objective, hung);
+    kmeans_result_free(&res);
+
+    /* a balanced fit: sizes within cap, better than its own start */
+    kmeans_opts_default(&o, k);
+    trail tr = {.n = n};
+    o.progress = record;
+    o.progress_ctx = &tr;
+    fit(x, n, d, &o, &res);
+    for (int c = 0; c < k; c++)
+        assert_true(res.sizes[c] <= cap);
+    assert_true(res.objective <= tr.obj[1]);
+    kmeans_result_free(&res);
+    free(big); free(col); free(x); free(idf);
+    sig_recipe_free(&r);
+    trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_iters_zero_assignment),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_real_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

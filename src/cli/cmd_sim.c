@@ -1,0 +1,737 @@
+/* cmd_sim.c - `eldr sim trace.h5 [-m model.h5] --policy LIST ...`: the
+ * what-if decode routing simulator (src/core/sim.h, docs/simulator.md).
+ *
+ * Splits the trace into calibration rows (the first ones) and evaluation
+ * rows, gets a model (the given one, or one fitted on the calibration rows
+ * with the default recipe), builds one workload of the evaluation rows and
+ * runs every policy on it, then prints one table (or JSON) and, with
+ * --csv, writes the time series. */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "costmodel.h"
+#include "err.h"
+#include "model.h"
+#include "route.h"
+#include "sim.h"
+#include "trace.h"
+
+#define CMD "sim"
+#define DEFAULT_POLICIES "eldr,random,rr,jsq,p2c"
+
+static void usage(void)
+{
+    printf(
+        "usage: eldr sim TRACE.h5 [-m MODEL.h5] [--policy LIST] [options]\n"
+        "\n"
+        "Simulate K decode workers with continuous batching under each routing\n"
+        "policy, on the same arrivals and the same expert activations, and report\n"
+        "TPOT, queue wait, distinct experts per step, expert reuse and load\n"
+        "imbalance. Step time comes from the cost model (docs/cost-model.md).\n"
+        "The first rows of the trace are the calibration split (the model is\n"
+        "fitted there when -m is not given; domain shares come from there); the\n"
+        "other rows are simulated. See docs/simulator.md.\n"
+        "\n"
+        "options:\n"
+        "  -m, --model FILE       routing model (eldr-model); default: fit one on the\n"
+        "                         calibration rows (count_idf, greedy layers, K)\n"
+        "  --policy LIST          of eldr, random, rr, jsq, p2c, domain\n"
+        "                         (default " DEFAULT_POLICIES ")\n"
+        "  --workers K            decode workers (default: the model's K, else 4)\n"
+        "  --tau T                locality band width (default: the model's, else 0.1)\n"
+        "  --no-min2              turn off the min-two band rule\n"
+        "  --rate R               Poisson arrivals at R requests/s\n"
+        "  --concurrency C        closed loop: C requests in the system\n"
+        "                         (default without either: the trace's arrival_s)\n"
+        "  --output-tokens N      tokens each request decodes (default: its\n"
+        "                         decode_tokens)\n"
+        "  --max-batch B          requests decoding at once per worker (default 256)\n"
+        "  --calib-split N|F      calibration rows: a count (default 1000, capped at\n"
+        "                         half the trace), a fraction in (0, 1), or 0 for none\n"
+        "                         (then every row is simulated, in-sample)\n"
+        "  --cost FILE            cost model file from `eldr costfit` (default: the\n"
+        "                         documented defaults)\n"
+        "  --sample-pool P        sampled token rows per request when the trace has no\n"
+        "                         token-level experts (default 32)\n"
+        "  --seed S               arrivals, sampled activations, seeded policies and\n"
+        "                         the fit (default 1)\n"
+        "  --csv DIR              write time series: POLICY_steps.csv, _inflight.csv,\n"
+        "                         _requests.csv, _heat.csv and summary.csv\n"
+        "  --json                 machine-readable result on stdout\n"
+        "  -h, --help             this text\n"
+        "\n"
+        "example: eldr sim ../shared/data/gptoss20b-routing.h5 --workers 4 --rate 4\n");
+}
+
+typedef struct sim_args {
+    const char *trace, *model_path, *cost_path, *csv_dir, *split_arg;
+    int kinds[ROUTE_N_KINDS], n_kinds;
+    int workers;               /* 0 = default */
+    double tau;                /* NAN = default */
+    int min2, json;
+    double split;
+    sim_config cfg;
+} sim_args;
+
+static int parse_policies(sim_args *a, const char *list)
+{
+    char buf[256];
+    if (strlen(list) >= sizeof buf)
+        return cli_fail(CMD, "--policy: list too long");
+    strcpy(buf, list);
+    a->n_kinds = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int k = route_kind_parse(tok);
+        if (k < 0)
+            return cli_fail(CMD, "--policy: '%s' is not a policy (eldr, random, rr, jsq, "
+                            "p2c, domain)", tok);
+        for (int i = 0; i < a->n_kinds; i++)
+            if (a->kinds[i] == k)
+                return cli_fail(CMD, "--policy: '%s' appears twice", tok);
+        a->kinds[a->n_kinds++] = k;
+    }
+    if (a->n_kinds == 0)
+        return cli_fail(CMD, "--policy: no policy given");
+    return 0;
+}
+
+/* --calib-split: a fraction when it has a '.' or an exponent, else a count. */
+static int parse_split(sim_args *a, const char *s)
+{
+    if (strpbrk(s, ".eE")) {
+        if (cli_parse_double(CMD, "--calib-split", s, 0, 1, &a->split))
+            return CLI_BADINPUT;
+        if (a->split <= 0 || a->split >= 1)
+            return cli_fail(CMD, "--calib-split: fraction %g must be in (0, 1)", a->split);
+        return 0;
+    }
+    long long v;
+    if (cli_parse_int(CMD, "--calib-split", s, 0, 1LL << 40, &v))
+        return CLI_BADINPUT;
+    a->split = (double)v;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, sim_args *a)
+{
+    enum { O_POLICY = 256, O_WORKERS, O_TAU, O_NOMIN2, O_RATE, O_CONC, O_OUT, O_BATCH,
+           O_SPLIT, O_COST, O_POOL, O_SEED, O_CSV, O_JSON };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'}, {"policy", required_argument, 0, O_POLICY},
+        {"workers", required_argument, 0, O_WORKERS}, {"tau", required_argument, 0, O_TAU},
+        {"no-min2", no_argument, 0, O_NOMIN2}, {"rate", required_argument, 0, O_RATE},
+        {"concurrency", required_argument, 0, O_CONC},
+        {"output-tokens", required_argument, 0, O_OUT},
+        {"max-batch", required_argument, 0, O_BATCH},
+        {"calib-split", required_argument, 0, O_SPLIT}, {"cost", required_argument, 0, O_COST},
+        {"sample-pool", required_argument, 0, O_POOL}, {"seed", required_argument, 0, O_SEED},
+        {"csv", required_argument, 0, O_CSV}, {"json", no_argument, 0, O_JSON},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    long long v;
+    int c, rc;
+    sim_config_default(&a->cfg);
+    a->tau = NAN;
+    a->min2 = 1;
+    a->split = SIM_DEFAULT_CALIB;
+    if ((rc = parse_policies(a, DEFAULT_POLICIES)))
+        return rc;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":m:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': a->model_path = optarg; break;
+        case O_POLICY:
+            if ((rc = parse_policies(a, optarg)))
+                return rc;
+            break;
+        case O_WORKERS:
+            if (cli_parse_int(CMD, "--workers", optarg, 1, ROUTE_MAX_WORKERS, &v))
+                return CLI_BADINPUT;
+            a->workers = (int)v;
+            break;
+        case O_TAU:
+            if (cli_parse_double(CMD, "--tau", optarg, 0, 1e9, &a->tau))
+                return CLI_BADINPUT;
+            break;
+        case O_NOMIN2: a->min2 = 0; break;
+        case O_RATE:
+            if (cli_parse_double(CMD, "--rate", optarg, 1e-9, 1e12, &a->cfg.rate))
+                return CLI_BADINPUT;
+            a->cfg.arrivals = SIM_ARRIVE_POISSON;
+            break;
+        case O_CONC:
+            if (cli_parse_int(CMD, "--concurrency", optarg, 1, 1 << 30, &v))
+                return CLI_BADINPUT;
+            a->cfg.concurrency = (int)v;
+            a->cfg.arrivals = SIM_ARRIVE_CLOSED;
+            break;
+        case O_OUT:
+            if (cli_parse_int(CMD, "--output-tokens", optarg, 1, 1 << 30, &v))
+                return CLI_BADINPUT;
+            a->cfg.output_tokens = (int32_t)v;
+            break;
+        case O_BATCH:
+            if (cli_parse_int(CMD, "--max-batch", optarg, 1, 1 << 20, &v))
+                return CLI_BADINPUT;
+            a->cfg.max_batch = (int)v;
+            break;
+        case O_SPLIT:
+            if ((rc = parse_split(a, optarg)))
+                return rc;
+            break;
+        case O_COST: a->cost_path = optarg; break;
+        case O_POOL:
+            if (cli_parse_int(CMD, "--sample-pool", optarg, 1, 1 << 20, &v))
+                return CLI_BADINPUT;
+            a->cfg.sample_pool = (int)v;
+            break;
+        case O_SEED:
+            if (cli_parse_int(CMD, "--seed", optarg, 0, INT64_MAX, &v))
+                return CLI_BADINPUT;
+            a->cfg.seed = (uint64_t)v;
+            break;
+        case O_CSV: a->csv_dir = optarg; break;
+        case O_JSON: a->json = 1; break;
+        case 'h': usage(); return -1;
+        case ':': return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error(CMD, optind >= argc ? "no trace file given"
+                                                   : "one trace file expected");
+    a->trace = argv[optind];
+    if (a->cfg.rate > 0 && a->cfg.concurrency > 0)
+        return cli_fail(CMD, "--rate and --concurrency exclude each other");
+    return 0;
+}
+
+static int wants(const sim_args *a, route_kind k)
+{
+    for (int i = 0; i < a->n_kinds; i++)
+        if (a->kinds[i] == (int)k)
+            return 1;
+    return 0;
+}
+
+/* ---- the inputs: trace split, model, label shares ---- */
+
+typedef struct sim_inputs {
+    trace_t *all, *calib, *eval;
+    int64_t n_calib;
+    model_t *model;
+    int fitted;                /* model fitted here */
+    int K;
+    double tau;
+    double *share;             /* [n_labels] calibration label shares */
+} sim_inputs;
+
+static void inputs_free(sim_inputs *in)
+{
+    trace_free(in->all);
+    trace_free(in->calib);
+    trace_free(in->eval);
+    model_free(in->model);
+    free(in->share);
+}
+
+static trace_t *rows_of(const trace_t *t, int64_t r0, int64_t r1, char *err, size_t errlen)
+{
+    int64_t n = r1 - r0;
+    int64_t *rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
+    if (!rows) {
+        eldr_errf(err, errlen, "out of memory selecting %lld rows", (long long)n);
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++)
+        rows[i] = r0 + i;
+    trace_t *s = trace_select(t, rows, n, err, errlen);
+    free(rows);
+    return s;
+}
+
+static int split_trace(const sim_args *a, sim_inputs *in)
+{
+    char err[ELDR_ERRLEN];
+    int64_t n = in->all->n;
+    in->n_calib = sim_calib_rows(n, a->split, err, sizeof err);
+    if (in->n_calib < 0)
+        return cli_fail(CMD, "--calib-split: %s", err);
+    if (in->n_calib > 0 && in->n_calib >= n)
+        return cli_fail(CMD, "--calib-split: %lld calibration rows leave none of %lld to "
+                        "simulate", (long long)in->n_calib, (long long)n);
+    if (!(in->eval = rows_of(in->all, in->n_calib, n, err, sizeof err)))
+        return cli_fail(CMD, "%s: %s", a->trace, err);
+    /* no split: calibrate on the simulated rows themselves (in-sample) */
+    int64_t c1 = in->n_calib ? in->n_calib : n;
+    if (!(in->calib = rows_of(in->all, 0, c1, err, sizeof err)))
+        return cli_fail(CMD, "%s: %s", a->trace, err);
+    return 0;
+}
+
+static int fit_model(const sim_args *a, sim_inputs *in)
+{
+    char err[ELDR_ERRLEN];
+    model_fit_opts o;
+    model_fit_opts_default(&o, in->K);
+    o.seed = a->cfg.seed;
+    if (!in->calib->decode_counts)
+        o.layers = MODEL_LAYERS_ALL;
+    if (in->calib->n < in->K)
+        return cli_fail(CMD, "%s: %lld calibration rows cannot fit K = %d workers (raise "
+                        "--calib-split or lower --workers)", a->trace,
+                        (long long)in->calib->n, in->K);
+    if (model_fit(in->calib, &o, &in->model, NULL, err, sizeof err))
+        return cli_fail(CMD, "%s: fitting on the calibration rows: %s", a->trace, err);
+    in->fitted = 1;
+    return 0;
+}
+
+static int get_model(const sim_args *a, sim_inputs *in)
+{
+    char err[ELDR_ERRLEN];
+    in->K = a->workers ? a->workers : 4;
+    if (!a->model_path)
+        return wants(a, ROUTE_ELDR) ? fit_model(a, in) : 0;
+    if (model_load(a->model_path, &in->model, err, sizeof err))
+        return cli_fail(CMD, "%s", err);
+    const model_t *m = in->model;
+    if (a->workers && a->workers != m->K)
+        return cli_fail(CMD, "--workers %d: the model %s has K = %d workers", a->workers,
+                        a->model_path, m->K);
+    if (m->K > ROUTE_MAX_WORKERS)
+        return cli_fail(CMD, "%s: K = %d is above %d workers", a->model_path, m->K,
+                        ROUTE_MAX_WORKERS);
+    if (m->recipe.L != in->all->L || m->recipe.E != in->all->E || m->k != in->all->k)
+        return cli_fail(CMD, "%s: model geometry %d layers x %d experts top-%d does not match "
+                        "the trace's %d x %d top-%d", a->model_path, m->recipe.L, m->recipe.E,
+                        m->k, in->all->L, in->all->E, in->all->k);
+    if (sig_variant_uses_gate(m->recipe.variant) &&
+        !(m->recipe.variant == SIG_GATE_PROB ? in->all->gate_prob : in->all->gate_logit))
+        return cli_fail(CMD, "%s: the model's variant %s needs %s, which the trace lacks",
+                        a->model_path, sig_variant_name(m->recipe.variant),
+                        sig_variant_name(m->recipe.variant));
+    in->K = m->K;
+    return 0;
+}
+
+static int label_shares(const sim_args *a, sim_inputs *in)
+{
+    if (!wants(a, ROUTE_DOMAIN))
+        return 0;
+    const trace_t *c = in->calib;
+    if (!c->label || c->n_labels < 1)
+        return cli_fail(CMD, "%s: the domain policy needs labels (the trace has no 'label' "
+                        "dataset)", a->trace);
+    in->share = calloc((size_t)c->n_labels, sizeof *in->share);
+    if (!in->share)
+        return cli_error(CMD, "out of memory");
+    for (int64_t r = 0; r < c->n; r++)
+        in->share[c->label[r]] += 1.0 / (double)c->n;
+    return 0;
+}
+
+static int prepare(sim_args *a, sim_inputs *in)
+{
+    char err[ELDR_ERRLEN];
+    int rc;
+    if (trace_load(a->trace, &in->all, err, sizeof err))
+        return cli_fail(CMD, "%s", err);
+    if (a->cost_path && cost_model_load(a->cost_path, &a->cfg.cost, err, sizeof err))
+        return cli_fail(CMD, "--cost: %s", err);
+    if ((rc = split_trace(a, in)) || (rc = get_model(a, in)) || (rc = label_shares(a, in)))
+        return rc;
+    in->tau = isfinite(a->tau) ? a->tau : in->model ? in->model->tau : MODEL_TAU_DEFAULT;
+    return 0;
+}
+
+/* ---- CSV files, written to a temporary and renamed when complete ---- */
+
+typedef struct csv_out {
+    FILE *f;
+    char path[4096], tmp[4096 + 32];
+} csv_out;
+
+static int csv_open(csv_out *c, const char *dir, const char *policy, const char *what)
+{
+    if (policy)
+        snprintf(c->path, sizeof c->path, "%s/%s_%s.csv", dir, policy, what);
+    else
+        snprintf(c->path, sizeof c->path, "%s/%s.csv", dir, what);
+    snprintf(c->tmp, sizeof c->tmp, "%s.tmp.%ld", c->path, (long)getpid());
+    c->f = fopen(c->tmp, "w");
+    return c->f ? 0 : -1;
+}
+
+static void csv_abort(csv_out *c)
+{
+    if (c->f) {
+        fclose(c->f);
+        unlink(c->tmp);
+        c->f = NULL;
+    }
+}
+
+/* Close and rename into place; -1 (temporary removed) on a write error. */
+static int csv_commit(csv_out *c)
+{
+    int bad = ferror(c->f);
+    bad |= fclose(c->f) != 0;
+    c->f = NULL;
+    if (bad || rename(c->tmp, c->path)) {
+        unlink(c->tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_step_csv(void *ctx, int worker, double t, double dt, int B, const int *U,
+                        int L, int64_t kv)
+{
+    double u = 0;
+    for (int l = 0; l < L; l++)
+        u += U[l];
+    fprintf((FILE *)ctx, "%.9f,%d,%.6f,%d,%lld,%.4f\n", t, worker, dt * 1e3, B, (long long)kv,
+            u / L);
+}
+
+static void write_series(FILE *f, const sim_result *r, const trace_t *t)
+{
+    fprintf(f, "t_s,worker,inflight\n");
+    for (int64_t i = 0; i < r->n_series; i++)
+        fprintf(f, "%.9f,%d,%d\n", r->series[i].t, r->series[i].worker, r->series[i].inflight);
+    (void)t;
+}
+
+static void write_requests(FILE *f, const sim_result *r, const trace_t *t)
+{
+    fprintf(f, "row,request_id,worker,rule,tokens,arrival_s,start_s,finish_s,queue_ms,"
+            "tpot_ms\n");
+    for (int64_t i = 0; i < r->n; i++) {
+        const sim_request *q = &r->req[i];
+        fprintf(f, "%lld,%s,%d,%s,%d,%.9f,%.9f,%.9f,%.4f,%.4f\n", (long long)q->row,
+                t->request_id && t->request_id[q->row] ? t->request_id[q->row] : "",
+                q->worker, route_rule_name(q->rule), q->tokens, q->arrival, q->start,
+                q->finish, (q->start - q->arrival) * 1e3,
+                (q->finish - q->start) / q->tokens * 1e3);
+    }
+}
+
+static void write_heat(FILE *f, const sim_result *r, const trace_t *t)
+{
+    (void)t;
+    fprintf(f, "worker,layer,expert,activations\n");
+    for (int w = 0; w < r->K; w++)
+        for (int l = 0; l < r->L; l++)
+            for (int e = 0; e < r->E; e++) {
+                uint64_t h = r->heat[((size_t)w * r->L + l) * r->E + e];
+                if (h)
+                    fprintf(f, "%d,%d,%d,%llu\n", w, l, e, (unsigned long long)h);
+            }
+}
+
+/* ---- running the policies ---- */
+
+typedef struct run_set {
+    sim_result res[ROUTE_N_KINDS];
+    int n;
+    csv_out steps[ROUTE_N_KINDS];
+    int baseline;              /* index of the best balancer by TPOT p50, -1 */
+} run_set;
+
+static int run_policy(const sim_args *a, const sim_inputs *in, const sim_workload *w, int i,
+                      run_set *rs)
+{
+    char err[ELDR_ERRLEN];
+    route_kind kind = (route_kind)a->kinds[i];
+    route_policy p;
+    if (route_policy_init(&p, kind, in->K, a->cfg.seed, err, sizeof err))
+        return cli_fail(CMD, "%s", err);
+    int rc = 0;
+    if (kind == ROUTE_ELDR)
+        rc = route_policy_set_centroids(&p, in->model->centroids, w->dim, in->tau, a->min2,
+                                        err, sizeof err);
+    else if (kind == ROUTE_DOMAIN)
+        rc = route_policy_set_domains(&p, in->share, in->calib->n_labels, err, sizeof err);
+    if (rc) {
+        route_policy_free(&p);
+        return cli_fail(CMD, "%s", err);
+    }
+    FILE *steps = NULL;
+    if (a->csv_dir) {
+        if (csv_open(&rs->steps[i], a->csv_dir, route_kind_name(kind), "steps")) {
+            route_policy_free(&p);
+            return cli_fail(CMD, "--csv: cannot write %s: %s", rs->steps[i].tmp,
+                            strerror(errno));
+        }
+        steps = rs->steps[i].f;
+        fprintf(steps, "t_s,worker,step_ms,batch,kv_tokens,distinct_per_layer\n");
+    }
+    rc = sim_run(w, &p, steps ? on_step_csv : NULL, steps, &rs->res[i], err, sizeof err);
+    route_policy_free(&p);
+    if (rc)
+        return cli_fail(CMD, "%s: %s", a->trace, err);
+    rs->n = i + 1;
+    return 0;
+}
+
+static void pick_baseline(run_set *rs)
+{
+    rs->baseline = -1;
+    for (int i = 0; i < rs->n; i++) {
+        if (!route_kind_is_balancer((route_kind)route_kind_parse(rs->res[i].policy)))
+            continue;
+        if (rs->baseline < 0 || rs->res[i].tpot_p50_ms < rs->res[rs->baseline].tpot_p50_ms)
+            rs->baseline = i;
+    }
+}
+
+static double change_pct(const run_set *rs, int i)
+{
+    if (rs->baseline < 0)
+        return NAN;
+    double b = rs->res[rs->baseline].tpot_p50_ms;
+    return b > 0 ? (rs->res[i].tpot_p50_ms - b) / b * 100.0 : NAN;
+}
+
+/* ---- reports ---- */
+
+static const char *arrivals_text(const sim_config *c, char *buf, size_t len)
+{
+    if (c->arrivals == SIM_ARRIVE_POISSON)
+        snprintf(buf, len, "Poisson %g req/s", c->rate);
+    else if (c->arrivals == SIM_ARRIVE_CLOSED)
+        snprintf(buf, len, "closed loop, concurrency %d", c->concurrency);
+    else
+        snprintf(buf, len, "trace arrival_s");
+    return buf;
+}
+
+static void print_text(const sim_args *a, const sim_inputs *in, const sim_workload *w,
+                       const run_set *rs)
+{
+    char arr[96];
+    printf("sim: %s, %lld requests simulated (rows %lld..%lld), %lld calibration rows\n",
+           a->trace, (long long)w->n, (long long)in->n_calib, (long long)in->all->n - 1,
+           (long long)in->n_calib);
+    printf("workers %d, max batch %d, %s, tokens %s, activations %s, seed %llu\n", in->K,
+           a->cfg.max_batch, arrivals_text(&a->cfg, arr, sizeof arr),
+           a->cfg.output_tokens ? "fixed" : "from trace",
+           w->recorded ? "recorded" : "sampled", (unsigned long long)a->cfg.seed);
+    if (in->model)
+        printf("model: %s (%s, %d of %d layers), tau %g, min2 %s\n",
+               in->fitted ? "fitted on the calibration rows" : a->model_path,
+               sig_variant_name(in->model->recipe.variant), in->model->recipe.n_layers,
+               in->model->recipe.L, in->tau, a->min2 ? "on" : "off");
+    if (w->n_skipped)
+        printf("skipped %lld requests with no token to decode\n", (long long)w->n_skipped);
+    if (w->n_sig_zero)
+        printf("%lld requests have an all-zero signature (routed by load)\n",
+               (long long)w->n_sig_zero);
+    printf("\n%-8s %9s %9s %9s %9s %9s %9s %7s %9s %9s\n", "policy", "tpot p50", "tpot p95",
+           "tpot p99", "queue p50", "queue p99", "experts/", "reuse", "imbalance", "vs best");
+    printf("%-8s %9s %9s %9s %9s %9s %9s %7s %9s %9s\n", "", "ms", "ms", "ms", "ms", "ms",
+           "step", "", "max/mean",
+           rs->baseline >= 0 ? rs->res[rs->baseline].policy : "(none)");
+    for (int i = 0; i < rs->n; i++) {
+        const sim_result *r = &rs->res[i];
+        double c = change_pct(rs, i);
+        char cbuf[32];
+        if (isfinite(c))
+            snprintf(cbuf, sizeof cbuf, "%+.1f%%", c);
+        else
+            snprintf(cbuf, sizeof cbuf, "-");
+        printf("%-8s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.2f %9.2f %9s\n", r->policy,
+               r->tpot_p50_ms, r->tpot_p95_ms, r->tpot_p99_ms, r->queue_p50_ms,
+               r->queue_p99_ms, r->distinct_per_step, r->reuse, r->imbalance, cbuf);
+    }
+    printf("\nserved per worker:\n");
+    for (int i = 0; i < rs->n; i++) {
+        printf("  %-8s", rs->res[i].policy);
+        for (int k = 0; k < rs->res[i].K; k++)
+            printf(" %lld", (long long)rs->res[i].served[k]);
+        printf("\n");
+    }
+    if (a->csv_dir)
+        printf("wrote time series to %s/\n", a->csv_dir);
+}
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *policy_json(const run_set *rs, int i)
+{
+    const sim_result *r = &rs->res[i];
+    json_t *o = json_object(), *served = json_array(), *infl = json_array();
+    json_t *wdist = json_array(), *rules = json_object();
+    for (int k = 0; k < r->K; k++) {
+        json_array_append_new(served, json_integer(r->served[k]));
+        json_array_append_new(infl, num(r->inflight_mean[k]));
+        json_array_append_new(wdist, num(r->worker_distinct[k]));
+    }
+    for (int u = 0; u < RULE_N; u++)
+        if (r->rule_count[u])
+            json_object_set_new(rules, route_rule_name((route_rule)u),
+                                json_integer(r->rule_count[u]));
+    json_object_set_new(o, "name", json_string(r->policy));
+    json_object_set_new(o, "tpot_p50_ms", num(r->tpot_p50_ms));
+    json_object_set_new(o, "tpot_p95_ms", num(r->tpot_p95_ms));
+    json_object_set_new(o, "tpot_p99_ms", num(r->tpot_p99_ms));
+    json_object_set_new(o, "tpot_mean_ms", num(r->tpot_mean_ms));
+    json_object_set_new(o, "queue_p50_ms", num(r->queue_p50_ms));
+    json_object_set_new(o, "queue_p99_ms", num(r->queue_p99_ms));
+    json_object_set_new(o, "distinct_experts_per_step", num(r->distinct_per_step));
+    json_object_set_new(o, "reuse", num(r->reuse));
+    json_object_set_new(o, "imbalance", num(r->imbalance));
+    json_object_set_new(o, "served", served);
+    json_object_set_new(o, "inflight_mean", infl);
+    json_object_set_new(o, "worker_distinct_experts_per_step", wdist);
+    json_object_set_new(o, "rules", rules);
+    json_object_set_new(o, "steps", json_integer(r->steps));
+    json_object_set_new(o, "mean_batch", num(r->mean_batch));
+    json_object_set_new(o, "tokens", json_integer(r->tokens));
+    json_object_set_new(o, "makespan_s", num(r->makespan_s));
+    json_object_set_new(o, "throughput_rps", num(r->throughput_rps));
+    json_object_set_new(o, "tokens_per_s", num(r->tokens_per_s));
+    json_object_set_new(o, "mean_in_system", num(r->mean_in_system));
+    json_object_set_new(o, "vs_baseline_tpot_p50_pct", num(change_pct(rs, i)));
+    return o;
+}
+
+static void print_json(const sim_args *a, const sim_inputs *in, const sim_workload *w,
+                       const run_set *rs)
+{
+    char arr[96];
+    json_t *o = json_object(), *pol = json_array();
+    json_object_set_new(o, "trace", json_string(a->trace));
+    json_object_set_new(o, "workers", json_integer(in->K));
+    json_object_set_new(o, "requests", json_integer(w->n));
+    json_object_set_new(o, "skipped", json_integer(w->n_skipped));
+    json_object_set_new(o, "calib_rows", json_integer(in->n_calib));
+    json_object_set_new(o, "arrivals", json_string(arrivals_text(&a->cfg, arr, sizeof arr)));
+    json_object_set_new(o, "max_batch", json_integer(a->cfg.max_batch));
+    json_object_set_new(o, "activations", json_string(w->recorded ? "recorded" : "sampled"));
+    json_object_set_new(o, "seed", json_integer((json_int_t)a->cfg.seed));
+    json_object_set_new(o, "tau", num(in->tau));
+    json_object_set_new(o, "min2", json_boolean(a->min2));
+    json_object_set_new(o, "model", in->model ? json_string(in->fitted ? "fitted"
+                                                                         : a->model_path)
+                                              : json_null());
+    json_object_set_new(o, "baseline", rs->baseline >= 0
+                                           ? json_string(rs->res[rs->baseline].policy)
+                                           : json_null());
+    for (int i = 0; i < rs->n; i++)
+        json_array_append_new(pol, policy_json(rs, i));
+    json_object_set_new(o, "policies", pol);
+    cli_print_json(o);
+}
+
+/* Every series file of every policy, then summary.csv; on any failure
+ * nothing half-written stays behind. */
+static int write_csv(const sim_args *a, const sim_inputs *in, run_set *rs)
+{
+    static void (*const writers[])(FILE *, const sim_result *, const trace_t *) = {
+        write_series, write_requests, write_heat};
+    static const char *const names[] = {"inflight", "requests", "heat"};
+    for (int i = 0; i < rs->n; i++) {
+        if (csv_commit(&rs->steps[i]))
+            return cli_error(CMD, "--csv: writing %s failed", rs->steps[i].path);
+        for (int j = 0; j < 3; j++) {
+            csv_out c;
+            if (csv_open(&c, a->csv_dir, rs->res[i].policy, names[j]))
+                return cli_error(CMD, "--csv: cannot write %s: %s", c.tmp, strerror(errno));
+            writers[j](c.f, &rs->res[i], in->eval);
+            if (csv_commit(&c))
+                return cli_error(CMD, "--csv: writing %s failed", c.path);
+        }
+    }
+    csv_out c;
+    if (csv_open(&c, a->csv_dir, NULL, "summary"))
+        return cli_error(CMD, "--csv: cannot write %s: %s", c.tmp, strerror(errno));
+    fprintf(c.f, "policy,tpot_p50_ms,tpot_p95_ms,tpot_p99_ms,queue_p50_ms,queue_p99_ms,"
+            "distinct_experts_per_step,reuse,imbalance,makespan_s,vs_baseline_pct\n");
+    for (int i = 0; i < rs->n; i++) {
+        const sim_result *r = &rs->res[i];
+        fprintf(c.f, "%s,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.6f,%.2f\n", r->policy,
+                r->tpot_p50_ms, r->tpot_p95_ms, r->tpot_p99_ms, r->queue_p50_ms,
+                r->queue_p99_ms, r->distinct_per_step, r->reuse, r->imbalance, r->makespan_s,
+                change_pct(rs, i));
+    }
+    if (csv_commit(&c))
+        return cli_error(CMD, "--csv: writing %s failed", c.path);
+    return 0;
+}
+
+static int check_csv_dir(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0)
+        return S_ISDIR(st.st_mode) ? 0 : cli_fail(CMD, "--csv: %s is not a directory", dir);
+    if (mkdir(dir, 0777))
+        return cli_fail(CMD, "--csv: cannot create %s: %s", dir, strerror(errno));
+    return 0;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    sim_args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_options(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? CLI_OK : rc;
+    if (a.csv_dir && (rc = check_csv_dir(a.csv_dir)))
+        return rc;
+    sim_inputs in;
+    memset(&in, 0, sizeof in);
+    sim_workload w;
+    memset(&w, 0, sizeof w);
+    run_set *rs = calloc(1, sizeof *rs);
+    if (!rs)
+        return cli_error(CMD, "out of memory");
+    char err[ELDR_ERRLEN];
+    if ((rc = prepare(&a, &in)))
+        goto out;
+    const sig_recipe *recipe = in.model && wants(&a, ROUTE_ELDR) ? &in.model->recipe : NULL;
+    if (sim_workload_init(&w, in.eval, &a.cfg, recipe, err, sizeof err)) {
+        rc = cli_fail(CMD, "%s: %s", a.trace, err);
+        goto out;
+    }
+    cli_progress bar;
+    cli_progress_start(&bar, "sim");
+    for (int i = 0; i < a.n_kinds; i++) {
+        if ((rc = run_policy(&a, &in, &w, i, rs)))
+            break;
+        cli_progress_update(&bar, (double)(i + 1) / a.n_kinds);
+    }
+    cli_progress_done(&bar);
+    if (rc)
+        goto out;
+    pick_baseline(rs);
+    if (a.csv_dir && (rc = write_csv(&a, &in, rs)))
+        goto out;
+    if (a.json)
+        print_json(&a, &in, &w, rs);
+    else
+        print_text(&a, &in, &w, rs);
+out:
+    for (int i = 0; i < ROUTE_N_KINDS; i++) {
+        csv_abort(&rs->steps[i]);
+        sim_result_free(&rs->res[i]);
+    }
+    free(rs);
+    sim_workload_free(&w);
+    inputs_free(&in);
+    return rc;
+}

@@ -1,0 +1,171 @@
+/* ep_ops.c - the operator endpoints: GET /v1/snapshot, GET /v1/explain/ID,
+ * GET /v1/window, PUT /v1/model, PUT /v1/config, GET /healthz
+ * (docs/http-api.md). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "endpoints.h"
+#include "err.h"
+
+/* ?name=N as an int in [lo, hi], def when absent; -1 (and 400) when bad. */
+static int query_int(const http_req *r, http_resp *out, const char *name, int def, int lo,
+                     int hi, int *v)
+{
+    const char *s = http_query(r, name);
+    *v = def;
+    if (!s)
+        return 0;
+    char *end;
+    long x = strtol(s, &end, 10);
+    if (end == s || *end || x < lo || x > hi) {
+        http_error(out, 400, name, "query argument %s=%s is not an integer in %d..%d", name, s,
+                   lo, hi);
+        return -1;
+    }
+    *v = (int)x;
+    return 0;
+}
+
+static json_t *float_rows(const float *v, int rows, size_t dim)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < rows; i++) {
+        json_t *row = json_array();
+        for (size_t j = 0; row && j < dim; j++)
+            json_array_append_new(row, json_real(v[(size_t)i * dim + j]));
+        json_array_append_new(a, row);
+    }
+    return a;
+}
+
+static json_t *model_summary(const mref_t *r, int with_centroids)
+{
+    const model_t *m = r->m;
+    json_t *layers = json_array(), *sizes = m->sizes ? json_array() : json_null();
+    for (int i = 0; i < m->recipe.n_layers; i++)
+        json_array_append_new(layers, json_integer(m->recipe.layers[i]));
+    for (int k = 0; m->sizes && k < m->K; k++)
+        json_array_append_new(sizes, json_integer(m->sizes[k]));
+    json_t *o = json_pack(
+        "{s:I, s:s, s:f, s:s, s:i, s:i, s:i, s:i, s:I, s:o, s:o, s:o, s:s, s:s, s:o}",
+        "generation", (json_int_t)r->gen, "source", r->source, "loaded_at", r->loaded_at,
+        "variant", sig_variant_name(m->recipe.variant), "L", m->recipe.L, "E", m->recipe.E, "k",
+        m->k, "K", m->K, "dim", (json_int_t)r->dim, "layer_mask", layers, "sizes", sizes, "rho",
+        isfinite(m->rho) ? json_real(m->rho) : json_null(), "calib_sha256", m->calib_sha256,
+        "created", m->created, "model_tau", json_real(m->tau));
+    if (o && with_centroids)
+        json_object_set_new(o, "centroids", float_rows(m->centroids, m->K, r->dim));
+    return o;
+}
+
+static json_t *cache_summary(eldrd_t *d)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < d->n_caches; i++) {
+        pcache *pc = &d->caches[i];
+        sigcache_stats st;
+        pthread_mutex_lock(&pc->lock);
+        sigcache_get_stats(pc->c, &st);
+        json_t *o = json_pack(
+            "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "prefill_worker", pc->name,
+            "capacity", (json_int_t)st.capacity, "entries", (json_int_t)st.entries, "hit_blocks",
+            (json_int_t)pc->hit_blocks, "missing_blocks", (json_int_t)pc->missing_blocks,
+            "stored_blocks", (json_int_t)pc->stored_blocks, "evictions",
+            (json_int_t)st.evictions, "removals", (json_int_t)st.removals, "chain_mismatches",
+            (json_int_t)st.chain_mismatches);
+        pthread_mutex_unlock(&pc->lock);
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+void ep_snapshot(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    int cent, n;
+    if (query_int(r, out, "centroids", 0, 0, 1, &cent) < 0 ||
+        query_int(r, out, "decisions", 50, 0, d->o->decisions, &n) < 0)
+        return;
+    mref_t *m = mholder_get(&d->model);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    out->json = json_pack("{s:s, s:s, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o}", "format",
+                          "eldr-router-snapshot", "version", ELDR_VERSION, "time",
+                          (double)ts.tv_sec + ts.tv_nsec * 1e-9, "uptime_s",
+                          (double)ts.tv_sec - d->started, "tau", state_get_tau(d->st), "model",
+                          model_summary(m, cent), "workers", state_workers_json(d->st),
+                          "decisions", state_decisions_json(d->st, n), "drift",
+                          state_drift_json(d->st, m), "caches", cache_summary(d));
+    mref_put(m);
+    if (!out->json)
+        http_error(out, 503, "snapshot", "out of memory");
+}
+
+void ep_explain(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    const char *id = r->path + strlen("/v1/explain/");
+    if (!*id) {
+        http_error(out, 400, "path", "give a request id: /v1/explain/{request_id}");
+        return;
+    }
+    out->json = state_explain_json(d->st, id);
+    if (!out->json)
+        http_error(out, 404, "request_id",
+                   "'%.200s' is not among the last %d decisions", id, d->o->decisions);
+}
+
+void ep_window(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    int n;
+    if (query_int(r, out, "n", d->o->window, 0, d->o->window, &n) < 0)
+        return;
+    out->json = state_window_json(d->st, n);
+    if (!out->json)
+        http_error(out, 503, "window", "out of memory");
+}
+
+void ep_put_model(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    char err[ELDR_ERRLEN];
+    model_t *m;
+    if (r->len >= 4 && !memcmp(r->body, "\x89HDF", 4)) {
+        http_error(out, 415, "body",
+                   "send the model as the reference centroid JSON (eldr model export)");
+        return;
+    }
+    if (model_from_json_text(r->body, "body", &m, err, sizeof err) < 0) {
+        http_error(out, 422, "body", "%s", err);
+        return;
+    }
+    if (daemon_install(d, m, "PUT /v1/model", 1, err, sizeof err) < 0) {
+        http_error(out, 422, "model", "%s", err);
+        return;
+    }
+    mref_t *cur = mholder_get(&d->model);
+    out->json = json_pack("{s:I, s:i, s:I, s:o}", "model_generation", (json_int_t)cur->gen,
+                          "K", cur->m->K, "dim", (json_int_t)cur->dim, "persisted",
+                          d->persist_path[0] ? json_string(d->persist_path) : json_null());
+    mref_put(cur);
+}
+
+void ep_put_config(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    double tau;
+    rb_err e;
+    if (config_body_parse(r->body, r->len, &tau, &e) < 0) {
+        http_rb_error(out, &e);
+        return;
+    }
+    state_set_tau(d->st, tau);
+    out->json = json_pack("{s:f}", "tau", tau);
+}
+
+void ep_healthz(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    (void)r;
+    mref_t *m = mholder_get(&d->model);
+    out->json = json_pack("{s:s, s:I, s:i}", "status", "ok", "model_generation",
+                          (json_int_t)m->gen, "workers", d->K);
+    mref_put(m);
+}

@@ -1,0 +1,215 @@
+/* ep_route.c - POST /v1/route, POST /v1/finish, POST /v1/kv-events
+ * (docs/http-api.md). */
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blockhash.h"
+#include "endpoints.h"
+#include "err.h"
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* What the signature cache did for one route. */
+typedef struct cache_use {
+    int prefill, hit, missing, stored;
+} cache_use;
+
+/* Add the cached prefix to the computed counts (total = cached blocks +
+ * counts) and store the newly computed blocks. Claimed-cached blocks the
+ * signature cache does not hold are reported as missing, never invented. */
+static int use_cache(eldrd_t *d, const route_body *b, uint16_t *total, cache_use *u,
+                     rb_err *e)
+{
+    size_t cells = (size_t)d->L * (size_t)d->E;
+    memcpy(total, b->counts, cells * sizeof *total);
+    if (b->n_hashes == 0)
+        return 0;
+    pcache *pc = &d->caches[u->prefill];
+    char err[ELDR_ERRLEN];
+    const char *where = "counts";
+    pthread_mutex_lock(&pc->lock);
+    int64_t m = sigcache_match(pc->c, b->hashes, b->cached_blocks, BLOCK_HASH_ROOT);
+    int rc = sigcache_recover(pc->c, b->hashes, m, b->counts, total, err, sizeof err);
+    if (rc == 0)
+        where = "block_counts";
+    for (int j = 0; rc == 0 && j < b->n_block_counts; j++) {
+        int i = b->cached_blocks + j;
+        uint64_t parent = i ? b->hashes[i - 1] : BLOCK_HASH_ROOT;
+        rc = sigcache_put(pc->c, b->hashes[i], parent, b->block_counts + (size_t)j * cells, err,
+                          sizeof err);
+        u->stored += rc == 0;
+    }
+    u->hit = (int)m;
+    u->missing = b->cached_blocks - (int)m;
+    pc->hit_blocks += (uint64_t)u->hit;
+    pc->missing_blocks += (uint64_t)u->missing;
+    pc->stored_blocks += (uint64_t)u->stored;
+    pthread_mutex_unlock(&pc->lock);
+    if (rc < 0)
+        return rb_fail(e, 422, where, "%s", err);
+    return 0;
+}
+
+/* Signature and similarities outside the lock; *zero when no signature. */
+static int similarities(const mref_t *r, const uint16_t *total, float *sig, double *sim,
+                        int *zero, rb_err *e)
+{
+    char err[ELDR_ERRLEN];
+    int rc = sig_from_counts(&r->m->recipe, total, NULL, sig, err, sizeof err);
+    if (rc < 0)
+        return rb_fail(e, 500, "model", "%s", err);
+    *zero = rc == 1;
+    if (*zero)
+        return 0;
+    float simf[ROUTE_MAX_WORKERS];
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, r->m->K, (int)r->dim, 1.0f, r->m->centroids,
+                (int)r->dim, sig, 1, 0.0f, simf, 1);
+    for (int k = 0; k < r->m->K; k++)
+        sim[k] = simf[k];
+    return 0;
+}
+
+static json_t *route_answer(eldrd_t *d, const route_out *o, const cache_use *u,
+                            const route_body *b, uint64_t gen)
+{
+    const route_decision *dc = &o->d;
+    json_t *a = json_object();
+    if (!a || decision_fields(a, d->st->workers, d->K, dc->worker, dc->rule, o->tau,
+                              dc->has_sim, dc->sim, dc->sim_max, dc->n_cand, dc->cand,
+                              dc->load) < 0) {
+        json_decref(a);
+        return NULL;
+    }
+    json_object_set_new(a, "request_id", json_string(o->request_id));
+    json_object_set_new(a, "seq", json_integer((json_int_t)o->seq));
+    json_object_set_new(a, "model_generation", json_integer((json_int_t)gen));
+    json_object_set_new(
+        a, "cache",
+        json_pack("{s:s, s:i, s:i, s:i, s:i, s:b}", "prefill_worker",
+                  d->caches[u->prefill].name, "blocks", b->n_hashes, "hit_blocks", u->hit,
+                  "missing_blocks", u->missing, "stored_blocks", u->stored, "complete",
+                  u->missing == 0));
+    return a;
+}
+
+void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    double t0 = mono_now();
+    mref_t *m = mholder_get(&d->model);
+    route_body b;
+    rb_err e;
+    cache_use u = {0};
+    size_t cells = (size_t)d->L * (size_t)d->E;
+    uint16_t *total = malloc(cells * sizeof *total);
+    float *sig = malloc(m->dim * sizeof *sig);
+    double sim[ROUTE_MAX_WORKERS];
+    route_out *o = malloc(sizeof *o);
+    int zero = 0;
+    if (!total || !sig || !o) {
+        http_error(out, 503, "route", "out of memory");
+    } else if (route_body_parse(r->body, r->len, d->L, d->E, &b, &e) < 0) {
+        http_rb_error(out, &e);
+    } else {
+        u.prefill = daemon_prefill_index(d, b.prefill_worker);
+        if (u.prefill < 0)
+            http_error(out, 404, "prefill_worker", "unknown prefill worker '%s'",
+                       b.prefill_worker);
+        else if (use_cache(d, &b, total, &u, &e) < 0 ||
+                 similarities(m, total, sig, sim, &zero, &e) < 0)
+            http_rb_error(out, &e);
+        else {
+            route_in in = {b.request_id, m, zero ? NULL : sim, sig, u.prefill, u.hit,
+                           u.missing, u.stored};
+            if (state_route(d->st, &in, o, &e) < 0)
+                http_rb_error(out, &e);
+            else if (!(out->json = route_answer(d, o, &u, &b, m->gen)))
+                http_error(out, 503, "route", "out of memory for the answer");
+        }
+        route_body_free(&b);
+    }
+    free(total);
+    free(sig);
+    free(o);
+    mref_put(m);
+    metrics_route(&d->met, mono_now() - t0);
+}
+
+void ep_finish(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    char id[RB_ID_MAX];
+    rb_err e;
+    int w;
+    if (finish_body_parse(r->body, r->len, id, &e) < 0 || state_finish(d->st, id, &w, &e) < 0) {
+        http_rb_error(out, &e);
+        return;
+    }
+    out->json = json_pack("{s:s, s:s, s:i}", "request_id", id, "worker", d->st->workers[w],
+                          "worker_index", w);
+}
+
+/* Apply one event to a prefill worker's cache (its lock held). */
+static void apply_event(pcache *pc, const kv_event *ev, int64_t *removed)
+{
+    switch (ev->kind) {
+    case KV_STORED:
+        pc->kv_stored += (uint64_t)ev->n;  /* the KV cache holds them; counts come with routes */
+        break;
+    case KV_REMOVED:
+        for (int i = 0; i < ev->n; i++)
+            *removed += sigcache_remove(pc->c, ev->hashes[i]);
+        pc->kv_removed += (uint64_t)ev->n;
+        break;
+    case KV_CLEARED: {
+        /* drop every block: walk the LRU order in slices */
+        uint64_t h[256];
+        int64_t n;
+        while ((n = sigcache_lru_order(pc->c, h, 256)) > 0)
+            for (int64_t i = 0; i < n; i++)
+                *removed += sigcache_remove(pc->c, h[i]);
+        pc->kv_cleared++;
+        break;
+    }
+    }
+}
+
+void ep_kv_events(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    kv_batch b;
+    rb_err e;
+    if (kv_body_parse(r->body, r->len, &b, &e) < 0) {
+        http_rb_error(out, &e);
+        return;
+    }
+    const char *name = b.worker[0] ? b.worker : http_query(r, "worker");
+    int p = daemon_prefill_index(d, name ? name : "");
+    if (p < 0) {
+        http_error(out, 404, "worker", "unknown prefill worker '%s'", name);
+        kv_batch_free(&b);
+        return;
+    }
+    pcache *pc = &d->caches[p];
+    int64_t removed = 0;
+    int counts[3] = {0, 0, 0};
+    pthread_mutex_lock(&pc->lock);
+    for (int i = 0; i < b.n; i++) {
+        apply_event(pc, &b.events[i], &removed);
+        counts[b.events[i].kind]++;
+    }
+    sigcache_stats st;
+    sigcache_get_stats(pc->c, &st);
+    pthread_mutex_unlock(&pc->lock);
+    atomic_fetch_add(&d->met.kv_events, (uint64_t)b.n);
+    out->json = json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:I}", "prefill_worker", pc->name,
+                          "events", b.n, "stored_events", counts[KV_STORED], "removed_events",
+                          counts[KV_REMOVED], "cleared_events", counts[KV_CLEARED],
+                          "removed_blocks", (json_int_t)removed, "cache_entries",
+                          (json_int_t)st.entries);
+    kv_batch_free(&b);
+}

@@ -1,0 +1,260 @@
+/* http.c - libmicrohttpd glue and the endpoint table (http.h). */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "endpoints.h"
+#include "err.h"
+#include "http.h"
+
+static const struct endpoint {
+    const char *method;
+    const char *path;
+    int prefix;                  /* path is a prefix (explain/{id}) */
+    http_handler fn;
+} endpoints[] = {
+    {"POST", "/v1/route", 0, ep_route},
+    {"POST", "/v1/finish", 0, ep_finish},
+    {"POST", "/v1/kv-events", 0, ep_kv_events},
+    {"GET", "/v1/snapshot", 0, ep_snapshot},
+    {"GET", "/v1/explain/", 1, ep_explain},
+    {"GET", "/v1/window", 0, ep_window},
+    {"PUT", "/v1/model", 0, ep_put_model},
+    {"PUT", "/v1/config", 0, ep_put_config},
+    {"GET", "/metrics", 0, ep_metrics},
+    {"GET", "/healthz", 0, ep_healthz},
+};
+#define N_ENDPOINTS (sizeof endpoints / sizeof endpoints[0])
+
+/* Per-connection request state, from the first callback to completion. */
+typedef struct conn_ctx {
+    char *buf;
+    size_t len, cap;
+    int too_large;
+} conn_ctx;
+
+const char *http_query(const http_req *r, const char *key)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+void http_error(http_resp *out, int status, const char *where, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_decref(out->json);
+    out->status = status;
+    out->json = json_pack("{s:s, s:s}", "error", msg, "where", where);
+}
+
+void http_rb_error(http_resp *out, const rb_err *e)
+{
+    http_error(out, e->status, e->where, "%s", e->error);
+}
+
+static int path_matches(const struct endpoint *e, const char *path)
+{
+    if (e->prefix)
+        return !strncmp(path, e->path, strlen(e->path));
+    return !strcmp(path, e->path);
+}
+
+/* Find the handler; 404 or 405 (with the allowed methods) otherwise. */
+static http_handler lookup(const char *method, const char *path, http_resp *out, char *allow,
+                           size_t allowlen)
+{
+    allow[0] = '\0';
+    for (size_t i = 0; i < N_ENDPOINTS; i++) {
+        if (!path_matches(&endpoints[i], path))
+            continue;
+        if (!strcmp(method, endpoints[i].method))
+            return endpoints[i].fn;
+        size_t n = strlen(allow);
+        snprintf(allow + n, allowlen - n, "%s%s", n ? ", " : "", endpoints[i].method);
+    }
+    if (allow[0])
+        http_error(out, 405, path, "method %s not allowed (allowed: %s)", method, allow);
+    else
+        http_error(out, 404, path, "no such endpoint");
+    return NULL;
+}
+
+static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_resp *out,
+                            const char *allow, int close_after)
+{
+    char *text = out->text;
+    const char *type = out->content_type ? out->content_type : "text/plain; charset=utf-8";
+    if (out->json) {
+        text = json_dumps(out->json, JSON_COMPACT | JSON_REAL_PRECISION(9));
+        json_decref(out->json);
+        out->json = NULL;
+        type = "application/json";
+        if (!text) {
+            out->status = 500;
+            text = strdup("{\"error\":\"out of memory\",\"where\":\"response\"}");
+        }
+    }
+    size_t len = text ? strlen(text) : 0;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, text ? text : (char *)"", text ? MHD_RESPMEM_MUST_FREE
+                                                                             : MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (allow && allow[0])
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (close_after)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    metrics_response(&d->met, out->status);
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)out->status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* First callback of a request: a context, and an early 413 when the
+ * declared length is already over the limit. */
+static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, void **con_cls)
+{
+    conn_ctx *x = calloc(1, sizeof *x);
+    if (!x)
+        return MHD_NO;
+    *con_cls = x;
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > (unsigned long long)d->o->max_body) {
+        x->too_large = 1;
+        http_resp out = {0};
+        http_error(&out, 413, "body", "Content-Length %s is over the limit of %lld bytes", cl,
+                   d->o->max_body);
+        return send_answer(c, d, &out, NULL, 1);
+    }
+    return MHD_YES;
+}
+
+static void append(eldrd_t *d, conn_ctx *x, const char *data, size_t n)
+{
+    if (x->too_large)
+        return;
+    if (x->len + n > (size_t)d->o->max_body) {
+        x->too_large = 1;
+        free(x->buf);
+        x->buf = NULL;
+        x->len = x->cap = 0;
+        return;
+    }
+    if (x->len + n + 1 > x->cap) {
+        size_t cap = x->cap ? x->cap : 1024;
+        while (cap < x->len + n + 1)
+            cap *= 2;
+        char *b = realloc(x->buf, cap);
+        if (!b) {
+            x->too_large = 1;   /* answered as 413: we cannot hold it */
+            return;
+        }
+        x->buf = b;
+        x->cap = cap;
+    }
+    memcpy(x->buf + x->len, data, n);
+    x->len += n;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    eldrd_t *d = cls;
+    if (!*con_cls)
+        return begin(d, c, con_cls);
+    conn_ctx *x = *con_cls;
+    if (*upload_data_size) {
+        append(d, x, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    http_resp out = {.status = 200};
+    char allow[64];
+    if (x->too_large) {
+        http_error(&out, 413, "body", "request body is over the limit of %lld bytes",
+                   d->o->max_body);
+        return send_answer(c, d, &out, NULL, 1);
+    }
+    http_handler fn = lookup(method, url, &out, allow, sizeof allow);
+    if (fn) {
+        http_req req = {c, method, url, x->buf ? x->buf : "", x->len};
+        if (x->buf)
+            x->buf[x->len] = '\0';
+        fn(d, &req, &out);
+    }
+    return send_answer(c, d, &out, fn ? NULL : allow, 0);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    conn_ctx *x = *con_cls;
+    if (x) {
+        free(x->buf);
+        free(x);
+    }
+    *con_cls = NULL;
+}
+
+struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+    char port[16];
+    snprintf(port, sizeof port, "%d", d->o->port);
+    int gai = getaddrinfo(d->o->host, port, &hints, &ai);
+    if (gai) {
+        eldr_errf(err, errlen, "--listen %s:%d: %s", d->o->host, d->o->port, gai_strerror(gai));
+        return NULL;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    struct MHD_Daemon *mhd = MHD_start_daemon(
+        flags, (uint16_t)d->o->port, NULL, NULL, on_request, d, MHD_OPTION_SOCK_ADDR,
+        ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, d,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->o->timeout, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)d->o->threads, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!mhd)
+        eldr_errf(err, errlen, "--listen %s:%d: cannot serve (address in use?)", d->o->host,
+                  d->o->port);
+    return mhd;
+}
+
+void http_stop(struct MHD_Daemon *mhd, double drain_secs)
+{
+    MHD_socket fd = MHD_quiesce_daemon(mhd);
+    struct timespec t0, now, nap = {0, 10 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        const union MHD_DaemonInfo *i = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!i || i->num_connections == 0)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) * 1e-9 > drain_secs)
+            break;
+        nanosleep(&nap, NULL);
+    }
+    MHD_stop_daemon(mhd);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}

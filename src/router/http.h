@@ -1,0 +1,51 @@
+/* http.h - the libmicrohttpd glue: a thread pool serving the endpoint
+ * table (endpoints.h), request bodies collected up to --max-body, JSON
+ * and text answers, and one JSON error shape {"error", "where"}.
+ *
+ * 404 for an unknown path, 405 (with Allow) for a known path and the
+ * wrong method, 413 for a body over the limit (refused from its
+ * Content-Length before it is read when possible). Slow or idle clients
+ * are cut off by MHD's connection timeout (--timeout). */
+#ifndef ELDR_ROUTER_HTTP_H
+#define ELDR_ROUTER_HTTP_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "body.h"
+#include "daemon.h"
+
+struct MHD_Connection;
+struct MHD_Daemon;
+
+typedef struct http_req {
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *path;            /* URL path, unescaped */
+    const char *body;            /* NUL-terminated, len bytes */
+    size_t len;
+} http_req;
+
+typedef struct http_resp {
+    int status;
+    json_t *json;                /* owned; or */
+    char *text;                  /* owned, malloc'd */
+    const char *content_type;    /* for text */
+} http_resp;
+
+/* A query argument (?key=value), NULL when absent. */
+const char *http_query(const http_req *r, const char *key);
+
+/* Set an error answer {"error": msg, "where": where}. */
+void http_error(http_resp *out, int status, const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void http_rb_error(http_resp *out, const rb_err *e);
+
+/* Start serving; NULL with err on failure (port taken, ...). */
+struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen);
+
+/* Stop accepting, wait up to drain_secs for open connections to finish,
+ * then stop. */
+void http_stop(struct MHD_Daemon *mhd, double drain_secs);
+
+#endif

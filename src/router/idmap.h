@@ -1,0 +1,34 @@
+/* idmap.h - the in-flight table: request id -> decode worker.
+ *
+ * Open addressing with linear probing and backward-shift deletion (no
+ * tombstones, so a long-running daemon does not degrade); grows at half
+ * full. Keys are copied. Not thread-safe: the router state's lock guards it. */
+#ifndef ELDR_ROUTER_IDMAP_H
+#define ELDR_ROUTER_IDMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct idmap_slot {
+    char *key;                   /* NULL = empty */
+    uint64_t hash;
+    int value;
+    uint64_t aux;                /* the decision's sequence number */
+} idmap_slot;
+
+typedef struct idmap {
+    idmap_slot *slots;
+    size_t cap;                  /* power of two */
+    size_t n;
+} idmap;
+
+int idmap_init(idmap *m);
+void idmap_free(idmap *m);
+/* 0 inserted, 1 key already present (nothing changed), -1 out of memory. */
+int idmap_put(idmap *m, const char *key, int value, uint64_t aux);
+/* The value, or -1 when absent. */
+int idmap_get(const idmap *m, const char *key);
+/* Remove; returns the value (and *aux, if non-NULL), or -1 when absent. */
+int idmap_take(idmap *m, const char *key, uint64_t *aux);
+
+#endif

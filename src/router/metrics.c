@@ -1,0 +1,115 @@
+/* metrics.c - lock-free counters and their exposition (metrics.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "metrics.h"
+
+const double metrics_bounds[METRICS_BUCKETS] = {
+    5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6,
+    1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3, 1.0,
+};
+
+void metrics_init(metrics_t *m)
+{
+    for (int i = 0; i <= METRICS_BUCKETS; i++)
+        atomic_init(&m->route_bucket[i], 0);
+    for (int i = 0; i < 6; i++)
+        atomic_init(&m->responses[i], 0);
+    atomic_init(&m->route_count, 0);
+    atomic_init(&m->route_ns, 0);
+    atomic_init(&m->bad_requests, 0);
+    atomic_init(&m->kv_events, 0);
+    atomic_init(&m->model_swaps, 0);
+}
+
+void metrics_route(metrics_t *m, double secs)
+{
+    int i = 0;
+    while (i < METRICS_BUCKETS && secs > metrics_bounds[i])
+        i++;
+    atomic_fetch_add(&m->route_bucket[i], 1);
+    atomic_fetch_add(&m->route_count, 1);
+    atomic_fetch_add(&m->route_ns, (uint64_t)(secs * 1e9));
+}
+
+void metrics_response(metrics_t *m, int status)
+{
+    int cls = status / 100;
+    if (cls >= 1 && cls <= 5)
+        atomic_fetch_add(&m->responses[cls], 1);
+    if (cls == 4)
+        atomic_fetch_add(&m->bad_requests, 1);
+}
+
+void sb_printf(strbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->s && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+void sb_label(strbuf *b, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            sb_printf(b, "\\%c", *v);
+        else if (*v == '\n')
+            sb_printf(b, "\\n");
+        else
+            sb_printf(b, "%c", *v);
+    }
+}
+
+void metrics_render(const metrics_t *m, strbuf *b)
+{
+    sb_printf(b, "# HELP eldr_route_seconds Time to answer POST /v1/route.\n"
+                 "# TYPE eldr_route_seconds histogram\n");
+    uint64_t cum = 0;
+    for (int i = 0; i <= METRICS_BUCKETS; i++) {
+        cum += atomic_load(&m->route_bucket[i]);
+        if (i < METRICS_BUCKETS)
+            sb_printf(b, "eldr_route_seconds_bucket{le=\"%g\"} %llu\n", metrics_bounds[i],
+                      (unsigned long long)cum);
+        else
+            sb_printf(b, "eldr_route_seconds_bucket{le=\"+Inf\"} %llu\n",
+                      (unsigned long long)cum);
+    }
+    sb_printf(b, "eldr_route_seconds_sum %.9f\n", (double)atomic_load(&m->route_ns) * 1e-9);
+    sb_printf(b, "eldr_route_seconds_count %llu\n",
+              (unsigned long long)atomic_load(&m->route_count));
+    sb_printf(b, "# HELP eldr_http_responses_total HTTP responses by status class.\n"
+                 "# TYPE eldr_http_responses_total counter\n");
+    for (int c = 2; c <= 5; c++)
+        sb_printf(b, "eldr_http_responses_total{class=\"%dxx\"} %llu\n", c,
+                  (unsigned long long)atomic_load(&m->responses[c]));
+    sb_printf(b, "# HELP eldr_kv_events_total KV cache events applied.\n"
+                 "# TYPE eldr_kv_events_total counter\neldr_kv_events_total %llu\n",
+              (unsigned long long)atomic_load(&m->kv_events));
+    sb_printf(b, "# HELP eldr_model_swaps_total Models installed after the first.\n"
+                 "# TYPE eldr_model_swaps_total counter\neldr_model_swaps_total %llu\n",
+              (unsigned long long)atomic_load(&m->model_swaps));
+}

@@ -1,0 +1,250 @@
+/* opts.c - eldrd's command line (opts.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "body.h"
+#include "err.h"
+#include "opts.h"
+
+void opts_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: eldrd -m model.h5 [options]\n"
+            "\n"
+            "eldrd: the ELDR decode router, an HTTP/JSON daemon (docs/eldrd.md,\n"
+            "docs/http-api.md).\n"
+            "\n"
+            "options:\n"
+            "  -m, --model FILE          eldr-model file (a model in --state-dir wins)\n"
+            "  --listen HOST:PORT        address to serve (default 127.0.0.1:8470)\n"
+            "  --workers NAME,...        decode worker names, K of them (default: the model's)\n"
+            "  --prefill-workers NAME,.. prefill workers, one signature cache each\n"
+            "                            (default: one named 'default')\n"
+            "  --tau T                   locality band width (default: the model's)\n"
+            "  --threads N               HTTP thread pool size (default 2)\n"
+            "  --state-dir DIR           keep the last PUT model there (model.h5)\n"
+            "  --max-body BYTES          largest request body (default 8388608)\n"
+            "  --decisions N             recent decisions kept for explain (default 4096)\n"
+            "  --window N                recent signatures kept for refit/drift (default 1024)\n"
+            "  --cache-blocks N          signature cache capacity per prefill worker,\n"
+            "                            in blocks (default 65536)\n"
+            "  --timeout S               idle connection timeout in seconds (default 10)\n"
+            "  --quiet                   no log lines on stderr\n"
+            "  -h, --help                this text\n"
+            "\n"
+            "signals: SIGTERM/SIGINT drain in-flight HTTP requests and exit 0;\n"
+            "SIGHUP reloads the model file (the state dir's, else -m).\n");
+}
+
+static int parse_ll(const char *opt, const char *s, long long lo, long long hi, long long *out,
+                    char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return eldr_errf(err, errlen, "%s: '%s' is not an integer in %lld..%lld", opt, s, lo, hi);
+    *out = v;
+    return 0;
+}
+
+static int parse_listen(const char *s, eldrd_opts *o, char *err, size_t errlen)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || (size_t)(colon - s) >= sizeof o->host)
+        return eldr_errf(err, errlen, "--listen: '%s' is not HOST:PORT", s);
+    long long port;
+    if (parse_ll("--listen port", colon + 1, 1, 65535, &port, err, errlen) < 0)
+        return -1;
+    memcpy(o->host, s, (size_t)(colon - s));
+    o->host[colon - s] = '\0';
+    o->port = (int)port;
+    return 0;
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+int opts_split_names(const char *s, const char *opt, char ***out, int *n, char *err,
+                     size_t errlen)
+{
+    int cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    char **names = calloc((size_t)cap, sizeof *names);
+    if (!names)
+        return eldr_errf(err, errlen, "%s: out of memory", opt);
+    int k = 0;
+    for (const char *p = s;; k++) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= RB_NAME_MAX) {
+            free_names(names, k);
+            return eldr_errf(err, errlen, "%s: name %d is %s", opt, k + 1,
+                             len ? "too long" : "empty");
+        }
+        names[k] = strndup(p, len);
+        if (!names[k]) {
+            free_names(names, k);
+            return eldr_errf(err, errlen, "%s: out of memory", opt);
+        }
+        for (int j = 0; j < k; j++)
+            if (!strcmp(names[j], names[k])) {
+                eldr_errf(err, errlen, "%s: name '%s' given twice", opt, names[k]);
+                free_names(names, k + 1);
+                return -1;
+            }
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    *out = names;
+    *n = k + 1;
+    return 0;
+}
+
+static void defaults(eldrd_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->host, sizeof o->host, "127.0.0.1");
+    o->port = 8470;
+    o->tau = NAN;
+    o->threads = 2;
+    o->max_body = 8 << 20;
+    o->decisions = 4096;
+    o->window = 1024;
+    o->cache_blocks = 65536;
+    o->timeout = 10;
+}
+
+enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
+       O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET };
+
+static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+{
+    long long v;
+    switch (c) {
+    case 'm':
+        o->model_path = arg;
+        return 0;
+    case 'h':
+        o->help = 1;
+        return 0;
+    case O_LISTEN:
+        return parse_listen(arg, o, err, errlen);
+    case O_WORKERS:
+        free_names(o->workers, o->n_workers);
+        o->workers = NULL;
+        return opts_split_names(arg, "--workers", &o->workers, &o->n_workers, err, errlen);
+    case O_PREFILL:
+        free_names(o->prefill, o->n_prefill);
+        o->prefill = NULL;
+        return opts_split_names(arg, "--prefill-workers", &o->prefill, &o->n_prefill, err,
+                                errlen);
+    case O_TAU: {
+        char *end;
+        errno = 0;
+        double t = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(t) || t < 0)
+            return eldr_errf(err, errlen, "--tau: '%s' is not a finite number >= 0", arg);
+        o->tau = t;
+        return 0;
+    }
+    case O_THREADS:
+        if (parse_ll("--threads", arg, 1, 256, &v, err, errlen) < 0)
+            return -1;
+        o->threads = (int)v;
+        return 0;
+    case O_STATE:
+        o->state_dir = arg;
+        return 0;
+    case O_MAXBODY:
+        return parse_ll("--max-body", arg, 1024, 1LL << 30, &o->max_body, err, errlen);
+    case O_DECISIONS:
+        if (parse_ll("--decisions", arg, 1, 1 << 20, &v, err, errlen) < 0)
+            return -1;
+        o->decisions = (int)v;
+        return 0;
+    case O_WINDOW:
+        if (parse_ll("--window", arg, 1, 1 << 20, &v, err, errlen) < 0)
+            return -1;
+        o->window = (int)v;
+        return 0;
+    case O_CACHE:
+        return parse_ll("--cache-blocks", arg, 1, 1LL << 32, &o->cache_blocks, err, errlen);
+    case O_TIMEOUT:
+        if (parse_ll("--timeout", arg, 1, 86400, &v, err, errlen) < 0)
+            return -1;
+        o->timeout = (int)v;
+        return 0;
+    case O_QUIET:
+        o->quiet = 1;
+        return 0;
+    }
+    return eldr_errf(err, errlen, "unknown option (try 'eldrd --help')");
+}
+
+int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
+{
+    static const struct option longopts[] = {
+        {"model", required_argument, 0, 'm'},     {"help", no_argument, 0, 'h'},
+        {"listen", required_argument, 0, O_LISTEN}, {"workers", required_argument, 0, O_WORKERS},
+        {"prefill-workers", required_argument, 0, O_PREFILL},
+        {"tau", required_argument, 0, O_TAU},     {"threads", required_argument, 0, O_THREADS},
+        {"state-dir", required_argument, 0, O_STATE},
+        {"max-body", required_argument, 0, O_MAXBODY},
+        {"decisions", required_argument, 0, O_DECISIONS},
+        {"window", required_argument, 0, O_WINDOW},
+        {"cache-blocks", required_argument, 0, O_CACHE},
+        {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
+        {0, 0, 0, 0},
+    };
+    defaults(o);
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":m:h", longopts, NULL)) != -1) {
+        if (c == '?' || c == ':') {
+            const char *name = argv[optind - 1];
+            eldr_errf(err, errlen, "%s '%s' (try 'eldrd --help')",
+                      c == '?' ? "unknown option" : "missing value for", name);
+            opts_free(o);
+            return -1;
+        }
+        if (one_option(c, optarg, o, err, errlen) < 0) {
+            opts_free(o);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        eldr_errf(err, errlen, "unexpected argument '%s' (try 'eldrd --help')", argv[optind]);
+        opts_free(o);
+        return -1;
+    }
+    if (o->help)
+        return 0;
+    if (!o->model_path && !o->state_dir) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "-m MODEL is required (or --state-dir holding model.h5)");
+    }
+    if (!o->prefill &&
+        opts_split_names("default", "--prefill-workers", &o->prefill, &o->n_prefill, err,
+                         errlen) < 0)
+        return -1;
+    return 0;
+}
+
+void opts_free(eldrd_opts *o)
+{
+    free_names(o->workers, o->n_workers);
+    free_names(o->prefill, o->n_prefill);
+    o->workers = o->prefill = NULL;
+    o->n_workers = o->n_prefill = 0;
+}

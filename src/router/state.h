@@ -1,0 +1,119 @@
+/* state.h - the router's shared routing state: in-flight load per worker,
+ * the in-flight table, tau, the ring of recent decisions, the window of
+ * recent signatures (with the drift statistics over it) and the decision
+ * counters.
+ *
+ * One mutex guards all of it; the critical section of a route is small
+ * (read the loads, apply the band rule to similarities computed outside,
+ * count, record). Everything expensive (parsing, the signature, the K dot
+ * products, JSON) happens outside the lock. */
+#ifndef ELDR_ROUTER_STATE_H
+#define ELDR_ROUTER_STATE_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "body.h"
+#include "idmap.h"
+#include "modelref.h"
+#include "route.h"
+
+#define STATE_INFLIGHT_MAX (1 << 22)  /* in-flight requests before 503 */
+
+/* One decision as the ring keeps it (arrays of K). */
+typedef struct drec {
+    char id[RB_ID_MAX];
+    uint64_t seq;
+    double t;                    /* unix seconds */
+    double tau;
+    uint64_t model_gen;
+    int worker, rule, prefill, finished;
+    int hit_blocks, missing_blocks, stored_blocks;
+    int has_sim, n_cand;
+    double sim_max;
+    double *sim;
+    int64_t *load;
+    int *cand;
+} drec;
+
+/* A signature in the window. */
+typedef struct wrec {
+    char id[RB_ID_MAX];
+    uint64_t seq;
+    int nearest;
+    double sim_max;
+    float *sig;                  /* [dim] */
+} wrec;
+
+typedef struct rstate {
+    pthread_mutex_t lock;
+    int K;
+    char **workers;              /* [K] owned names */
+    double tau;
+    uint64_t seq;                /* decisions made */
+    int64_t *inflight;           /* [K] */
+    uint64_t *routed, *finished; /* [K] totals */
+    uint64_t *by_rule;           /* [K][RULE_N] */
+    idmap ids;
+    drec *ring;
+    int ring_cap, ring_n, ring_head; /* head: next slot to write */
+    wrec *win;
+    int win_cap, win_n, win_head;
+    size_t win_dim;
+    uint64_t win_gen;            /* model generation of the window's signatures */
+    double win_sim_sum;          /* drift: sum of sim_max over the window */
+    int64_t *win_nearest;        /* [K] window members nearest to each centroid */
+} rstate;
+
+rstate *state_new(int K, const char *const *workers, double tau, int ring, int window,
+                  char *err, size_t errlen);
+void state_free(rstate *s);
+
+/* What a route brings into the critical section. */
+typedef struct route_in {
+    const char *request_id;      /* "" = generate "r<seq>" */
+    const mref_t *model;
+    const double *sim;           /* [K], NULL for an all-zero signature */
+    const float *sig;            /* [model->dim] */
+    int prefill;                 /* prefill worker index, -1 none */
+    int hit_blocks, missing_blocks, stored_blocks;
+} route_in;
+
+typedef struct route_out {
+    char request_id[RB_ID_MAX];
+    double tau;
+    uint64_t seq;
+    route_decision d;
+} route_out;
+
+/* Decide, count the request in flight and record it. -1 with e: 409 when
+ * the id is in flight already, 503 when the table is full. */
+int state_route(rstate *s, const route_in *in, route_out *out, rb_err *e);
+
+/* The request left its decode worker: *worker gets it. 404 if unknown. */
+int state_finish(rstate *s, const char *id, int *worker, rb_err *e);
+
+double state_get_tau(rstate *s);
+void state_set_tau(rstate *s, double tau);
+
+/* A new model generation: the window (signatures of the old recipe) and
+ * its drift sums start over. */
+void state_model_changed(rstate *s, const mref_t *r);
+
+/* JSON views, each built under the lock (state_json.c). */
+json_t *state_workers_json(rstate *s);                   /* per-worker loads, totals */
+json_t *state_decisions_json(rstate *s, int n);          /* newest first */
+json_t *state_explain_json(rstate *s, const char *id);   /* NULL: not in the ring */
+json_t *state_window_json(rstate *s, int n);
+json_t *state_drift_json(rstate *s, const mref_t *r);
+json_t *drec_json(const rstate *s, const drec *d);
+
+/* The evidence keys shared by a route response and a ring entry: worker,
+ * worker_index, rule, tau, similarities (null without a signature),
+ * sim_max, band (worker indices considered), loads (in-flight seen). */
+int decision_fields(json_t *o, char *const *workers, int K, int worker, int rule, double tau,
+                    int has_sim, const double *sim, double sim_max, int n_cand,
+                    const int *cand, const int64_t *load);
+
+#endif

@@ -1,0 +1,173 @@
+/* dash.h - the dashboard's state (`eldr dash`) and what its views draw.
+ *
+ * A dashboard looks at one trace split like the simulator's: the first
+ * rows calibrate (fit the model, sizes, scatter, rho curve), the rest are
+ * simulated (TPOT, distinct experts per step, routing shares, queues,
+ * heat). Its numbers live in three separately owned parts, so that a
+ * what-if change recomputes only what it changes:
+ *   dash_fit   the model, its calibration cluster sizes and the scatter;
+ *   dash_sim   one simulation run (the current policy, or a baseline);
+ *   the curve  the greedy rho curve (computed once; it does not depend on K).
+ * Views (view_*.c) read a dash_t and draw on a canvas; they never
+ * compute anything slow. The slow parts (dash_data.c) run synchronously
+ * for --frame and on the what-if thread (whatif.h) when interactive.
+ *
+ * Ownership: a dash_t owns its traces, workload, fit, sims and curve;
+ * dash_free releases all of it. */
+#ifndef ELDR_DASH_H
+#define ELDR_DASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "canvas.h"
+#include "err.h"
+#include "model.h"
+#include "pca.h"
+#include "route.h"
+#include "sim.h"
+#include "trace.h"
+
+typedef enum dash_view {
+    VIEW_OVERVIEW = 0,
+    VIEW_BALANCE,
+    VIEW_HEATMAP,
+    VIEW_QUEUES,
+    VIEW_SCATTER,
+    VIEW_RHO,
+    VIEW_N
+} dash_view;
+
+/* "overview", "balance", ... ; -1 when unknown. */
+const char *dash_view_name(int v);
+int dash_view_parse(const char *name);
+
+#define DASH_BINS 200            /* time bins of the queue histories */
+#define DASH_SCATTER_MAX 600     /* signatures sampled for the scatter */
+#define DASH_N_BASE 4            /* baselines: random, rr, jsq, p2c */
+#define DASH_K_MAX 64            /* what-if K range */
+
+/* One simulation run, digested for the views. */
+typedef struct dash_sim {
+    route_kind policy;
+    double tau;                  /* eldr only */
+    int K, L, E;
+    sim_result res;              /* the simulator's own result (owned) */
+    int64_t *routed;             /* [K] requests sent to each worker */
+    double *layer_distinct;      /* [K][L] mean distinct experts per step */
+    double t_end;                /* the histories span [0, t_end] */
+    int nbins;
+    float *inflight;             /* [K][nbins] mean in-flight per bin */
+    float *running;              /* [K][nbins] mean batch (decoding) per bin */
+} dash_sim;
+
+/* A model and what the views show about its fit. */
+typedef struct dash_fit {
+    model_t *model;
+    int64_t *sizes;              /* [K] calibration members per cluster */
+    int64_t n_fit;               /* calibration signatures clustered */
+    int n_pts;                   /* scatter points (0 when PCA failed) */
+    double *pts;                 /* [n_pts][2] PCA scores */
+    int *pt_cluster;             /* [n_pts] */
+    double *cent;                /* [K][2] centroids on the same axes */
+    double explained[2];         /* variance share of each axis */
+    char note[ELDR_ERRLEN + 64];              /* why there is no scatter, or "" */
+} dash_fit;
+
+/* Options from the command line. */
+typedef struct dash_opts {
+    const char *trace_path;
+    const char *model_path;      /* NULL: fit with the default recipe */
+    int K;                       /* K of the default fit (4) */
+    double calib;                /* calibration split (sim_calib_rows) */
+    double rate;                 /* > 0: Poisson arrivals at this rate */
+    uint64_t seed;
+} dash_opts;
+void dash_opts_default(dash_opts *o);
+
+/* Progress of a slow step, reported from whatever thread runs it.
+ * stage: a short label; frac in [0, 1] or < 0 when unknown. */
+typedef void (*dash_progress_fn)(void *ctx, const char *stage, double frac);
+
+typedef struct dash {
+    dash_opts opts;
+    char trace_name[256], model_name[256];
+    int L, E, k;
+    int64_t n_rows, n_calib;     /* trace rows; the first n_calib calibrate */
+    trace_t *calib, *eval;
+    sim_config cfg;
+    sim_workload work;           /* the eval rows, signatures of the recipe */
+    int have_work;
+    char arrivals[64];           /* how requests arrive, for the overview */
+
+    dash_fit *fit;
+    double *curve;               /* [L] greedy rho curve, NULL if none */
+    int *order;                  /* [L] greedy order */
+    int curve_n, curve_nstar;
+    char curve_note[ELDR_ERRLEN + 64];        /* why there is no curve, or "" */
+
+    route_kind policy;
+    double tau;
+    dash_sim *cur;               /* the current policy's run */
+    dash_sim *base[DASH_N_BASE]; /* the baselines at the current K */
+
+    /* what the user is looking at */
+    int view, worker, zoom;
+    double cursor;               /* "now" as a fraction of t_end */
+    int help;                    /* help overlay shown */
+    char status[256];            /* job in progress / last message */
+    double progress;             /* < 0: none */
+    int busy;                    /* a what-if job is running */
+} dash_t;
+
+/* Load the trace, split it, fit or load the model, compute the curve and
+ * the scatter, build the workload and run the current policy and the
+ * baselines: everything a frame needs. progress may be NULL. */
+int dash_open(dash_t *d, const dash_opts *o, dash_progress_fn progress, void *pctx,
+              char *err, size_t errlen);
+/* The same on a trace already in memory (taken over: freed by dash_free)
+ * and an optional model (taken over too); for tests and the Lua module. */
+int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
+                    dash_progress_fn progress, void *pctx, char *err, size_t errlen);
+void dash_free(dash_t *d);
+
+/* The pieces, for the what-if thread. A refit keeps the model's recipe
+ * and changes K; cancel (may be NULL) stops its K-means. */
+int dash_refit(const dash_t *d, int K, volatile int *cancel, dash_progress_fn progress,
+               void *pctx, dash_fit **out, char *err, size_t errlen);
+int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double tau, int K,
+                  dash_sim **out, char *err, size_t errlen);
+void dash_fit_free(dash_fit *f);
+void dash_sim_free(dash_sim *s);
+
+/* The best baseline: the one with the lowest TPOT p50 (NULL if none). */
+const dash_sim *dash_best_base(const dash_t *d);
+/* Bin of the time cursor in a run's histories. */
+int dash_cursor_bin(const dash_t *d, const dash_sim *s);
+/* In-flight of worker w at the cursor (the bin's mean, rounded). */
+double dash_inflight_now(const dash_t *d, const dash_sim *s, int w);
+
+/* ---- drawing ---- */
+
+/* The whole screen for the current view: header, view, footer, overlay. */
+void dash_render(const dash_t *d, canvas_t *c);
+/* The views draw into the rectangle (x, y, w, h). */
+typedef void (*dash_view_fn)(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+void view_overview(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+void view_balance(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+void view_heatmap(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+void view_queues(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+void view_rho(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+
+/* Shared by the views (view_common.c). */
+int dash_cluster_color(int k);                 /* a 256-colour index */
+/* Heat colour for a level in [0,1] (256 colours: a blue-white-red scale
+ * centred at 0.5; 8 colours: blue/default/red). */
+int dash_heat_color(const canvas_t *c, double level);
+/* "+3.2%" / "-1.0%" change of a against b (a lower-is-better metric). */
+void dash_fmt_change(char *buf, size_t n, double a, double b);
+/* Worker name of cluster w. */
+const char *dash_worker_name(const dash_t *d, int w);
+
+#endif

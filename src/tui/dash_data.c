@@ -1,0 +1,715 @@
+/* dash_data.c - the dashboard's numbers: load and split the trace, fit or
+ * load the model, the calibration sizes and scatter, the rho curve, and
+ * simulation runs digested into per-worker histories (dash.h). Nothing
+ * here draws; everything here may run on the what-if thread, reading the
+ * dash_t but never writing it (dash_open excepted). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dash.h"
+#include "err.h"
+#include "kmeans.h"
+#include "layersel.h"
+#include "rho.h"
+
+static const char *const VIEW_NAMES[VIEW_N] = {"overview", "balance", "heatmap",
+                                               "queues", "scatter", "rho"};
+static const route_kind BASE_KINDS[DASH_N_BASE] = {ROUTE_RANDOM, ROUTE_RR, ROUTE_JSQ,
+                                                   ROUTE_P2C};
+
+const char *dash_view_name(int v)
+{
+    return v >= 0 && v < VIEW_N ? VIEW_NAMES[v] : "?";
+}
+
+int dash_view_parse(const char *name)
+{
+    for (int v = 0; v < VIEW_N; v++)
+        if (!strcmp(name, VIEW_NAMES[v]))
+            return v;
+    return -1;
+}
+
+void dash_opts_default(dash_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->K = 4;
+    o->calib = SIM_DEFAULT_CALIB;
+    o->seed = 1;
+}
+
+static void report(dash_progress_fn fn, void *ctx, const char *stage, double frac)
+{
+    if (fn)
+        fn(ctx, stage, frac);
+}
+
+/* ---- simulation runs ---- */
+
+void dash_sim_free(dash_sim *s)
+{
+    if (!s)
+        return;
+    sim_result_free(&s->res);
+    free(s->routed);
+    free(s->layer_distinct);
+    free(s->inflight);
+    free(s->running);
+    free(s);
+}
+
+/* What a run's on_step callback gathers. */
+typedef struct step_log {
+    int K, L;
+    double *u_sum;               /* [K][L] */
+    int64_t *steps;              /* [K] */
+    struct step_rec { double t, dt; int32_t worker, B; } *rec;
+    size_t n, cap;
+    int oom;
+} step_log;
+
+static void on_step(void *ctx, int worker, double t, double dt, int B, const int *U, int L,
+                    int64_t kv)
+{
+    (void)kv;
+    step_log *g = ctx;
+    if (worker < 0 || worker >= g->K)
+        return;
+    for (int l = 0; l < L && l < g->L; l++)
+        g->u_sum[(size_t)worker * g->L + l] += U[l];
+    g->steps[worker]++;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 4096;
+        void *p = realloc(g->rec, cap * sizeof *g->rec);
+        if (!p) {
+            g->oom = 1;
+            return;
+        }
+        g->rec = p;
+        g->cap = cap;
+    }
+    g->rec[g->n++] = (struct step_rec){t, dt, worker, B};
+}
+
+/* Add value over [a, b) to the bins of row (width bw from t0), weighted
+ * by the overlap; divided by bw later, this is a time average. */
+static void add_interval(double *row, int nbins, double t0, double bw, double a, double b,
+                         double value)
+{
+    if (!(b > a) || value == 0)
+        return;
+    int i0 = (int)floor((a - t0) / bw), i1 = (int)floor((b - t0) / bw);
+    if (i0 < 0)
+        i0 = 0;
+    if (i1 >= nbins)
+        i1 = nbins - 1;
+    for (int i = i0; i <= i1; i++) {
+        double lo = t0 + i * bw, hi = lo + bw;
+        double ov = (b < hi ? b : hi) - (a > lo ? a : lo);
+        if (ov > 0)
+            row[i] += value * ov;
+    }
+}
+
+/* Histories: time-weighted mean in-flight and batch per bin. */
+static int digest_histories(dash_sim *s, const step_log *g, double t0, double t1)
+{
+    int K = s->K, nb = DASH_BINS;
+    double bw = (t1 - t0) / nb;
+    if (!(bw > 0))
+        bw = 1e-9;
+    double *inf = eldr_calloc((size_t)K * nb, sizeof *inf);
+    double *run = eldr_calloc((size_t)K * nb, sizeof *run);
+    double *last_t = eldr_calloc((size_t)K, sizeof *last_t);
+    int32_t *last_v = eldr_calloc((size_t)K, sizeof *last_v);
+    s->inflight = eldr_calloc((size_t)K * nb, sizeof *s->inflight);
+    s->running = eldr_calloc((size_t)K * nb, sizeof *s->running);
+    int rc = -1;
+    if (!inf || !run || !last_t || !last_v || !s->inflight || !s->running)
+        goto done;
+    for (int w = 0; w < K; w++)
+        last_t[w] = t0;
+    for (int64_t i = 0; i < s->res.n_series; i++) {
+        const sim_point *p = &s->res.series[i];
+        if (p->worker < 0 || p->worker >= K)
+            continue;
+        add_interval(inf + (size_t)p->worker * nb, nb, t0, bw, last_t[p->worker], p->t,
+                     last_v[p->worker]);
+        last_t[p->worker] = p->t;
+        last_v[p->worker] = p->inflight;
+    }
+    for (int w = 0; w < K; w++)
+        add_interval(inf + (size_t)w * nb, nb, t0, bw, last_t[w], t1, last_v[w]);
+    for (size_t i = 0; i < g->n; i++)
+        add_interval(run + (size_t)g->rec[i].worker * nb, nb, t0, bw, g->rec[i].t,
+                     g->rec[i].t + g->rec[i].dt, g->rec[i].B);
+    for (size_t i = 0; i < (size_t)K * nb; i++) {
+        s->inflight[i] = (float)(inf[i] / bw);
+        s->running[i] = (float)(run[i] / bw);
+    }
+    s->nbins = nb;
+    rc = 0;
+done:
+    free(inf);
+    free(run);
+    free(last_t);
+    free(last_v);
+    return rc;
+}
+
+static int digest(dash_sim *s, const step_log *g, char *err, size_t errlen)
+{
+    int K = s->K, L = s->L;
+    s->routed = eldr_calloc((size_t)K, sizeof *s->routed);
+    s->layer_distinct = eldr_calloc((size_t)K * L, sizeof *s->layer_distinct);
+    if (!s->routed || !s->layer_distinct || g->oom)
+        return eldr_errf(err, errlen, "dash: out of memory digesting the simulation");
+    for (int64_t i = 0; i < s->res.n; i++)
+        if (s->res.req[i].worker >= 0 && s->res.req[i].worker < K)
+            s->routed[s->res.req[i].worker]++;
+    for (int w = 0; w < K; w++)
+        for (int l = 0; l < L; l++)
+            s->layer_distinct[(size_t)w * L + l] =
+                g->steps[w] ? g->u_sum[(size_t)w * L + l] / (double)g->steps[w] : 0;
+    double t0 = s->res.n ? s->res.req[0].arrival : 0;
+    for (int64_t i = 1; i < s->res.n; i++)
+        if (s->res.req[i].arrival < t0)
+            t0 = s->res.req[i].arrival;
+    s->t_end = s->res.makespan_s;
+    if (digest_histories(s, g, t0, s->t_end))
+        return eldr_errf(err, errlen, "dash: out of memory for the queue histories");
+    return 0;
+}
+
+int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double tau, int K,
+                  dash_sim **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    dash_sim *s = calloc(1, sizeof *s);
+    route_policy p;
+    int have_p = 0, rc = -1;
+    step_log g = {.K = K, .L = d->L};
+    g.u_sum = eldr_calloc((size_t)K * d->L, sizeof *g.u_sum);
+    g.steps = eldr_calloc((size_t)K, sizeof *g.steps);
+    if (!s || !g.u_sum || !g.steps) {
+        eldr_errf(err, errlen, "dash: out of memory for a simulation");
+        goto done;
+    }
+    s->policy = policy;
+    s->tau = tau;
+    s->K = K;
+    s->L = d->L;
+    s->E = d->E;
+    if (route_policy_init(&p, policy, K, d->opts.seed, err, errlen))
+        goto done;
+    have_p = 1;
+    if (policy == ROUTE_ELDR &&
+        route_policy_set_centroids(&p, m->centroids, sig_dim(&m->recipe), tau, 1, err, errlen))
+        goto done;
+    if (sim_run(&d->work, &p, on_step, &g, &s->res, err, errlen))
+        goto done;
+    rc = digest(s, &g, err, errlen);
+done:
+    if (have_p)
+        route_policy_free(&p);
+    free(g.u_sum);
+    free(g.steps);
+    free(g.rec);
+    if (rc)
+        dash_sim_free(s);
+    else
+        *out = s;
+    return rc;
+}
+
+const dash_sim *dash_best_base(const dash_t *d)
+{
+    const dash_sim *best = NULL;
+    for (int i = 0; i < DASH_N_BASE; i++)
+        if (d->base[i] && (!best || d->base[i]->res.tpot_p50_ms < best->res.tpot_p50_ms))
+            best = d->base[i];
+    return best;
+}
+
+int dash_cursor_bin(const dash_t *d, const dash_sim *s)
+{
+    if (!s || s->nbins < 1)
+        return 0;
+    int b = (int)floor(d->cursor * (s->nbins - 1) + 0.5);
+    return b < 0 ? 0 : b >= s->nbins ? s->nbins - 1 : b;
+}
+
+double dash_inflight_now(const dash_t *d, const dash_sim *s, int w)
+{
+    if (!s || !s->inflight || w < 0 || w >= s->K)
+        return 0;
+    return s->inflight[(size_t)w * s->nbins + dash_cursor_bin(d, s)];
+}
+
+/* ---- fits ---- */
+
+void dash_fit_free(dash_fit *f)
+{
+    if (!f)
+        return;
+    model_free(f->model);
+    free(f->sizes);
+    free(f->pts);
+    free(f->pt_cluster);
+    free(f->cent);
+    free(f);
+}
+
+/* Calibration signatures under m's recipe: sig [n][dim], zero [n]. */
+static int calib_signatures(const dash_t *d, const model_t *m, float **sig, uint8_t **zero,
+                            char *err, size_t errlen)
+{
+    size_t dim = sig_dim(&m->recipe);
+    *sig = eldr_calloc((size_t)d->calib->n * dim, sizeof **sig);
+    *zero = eldr_calloc((size_t)d->calib->n, 1);
+    if (!*sig || !*zero) {
+        free(*sig);
+        free(*zero);
+        *sig = NULL;
+        *zero = NULL;
+        return eldr_errf(err, errlen, "dash: out of memory for %lld calibration signatures",
+                         (long long)d->calib->n);
+    }
+    if (sig_build_batch(d->calib, &m->recipe, NULL, d->calib->n, *sig, NULL, *zero, err,
+                        errlen)) {
+        free(*sig);
+        free(*zero);
+        *sig = NULL;
+        *zero = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* 2-D PCA of an evenly strided sample of the non-zero signatures, with
+ * the centroids on the same axes. Failure leaves a note, not an error:
+ * the dashboard stays useful without a picture. */
+static void make_scatter(dash_fit *f, const float *sig, const uint8_t *zero, const int *assign,
+                         int64_t n, size_t dim)
+{
+    int64_t nz = 0;
+    for (int64_t i = 0; i < n; i++)
+        nz += !zero[i];
+    if (nz < 3 || dim < 2) {
+        snprintf(f->note, sizeof f->note, "too few signatures for a scatter (%lld)",
+                 (long long)nz);
+        return;
+    }
+    int m = nz < DASH_SCATTER_MAX ? (int)nz : DASH_SCATTER_MAX;
+    float *x = eldr_calloc((size_t)m * dim, sizeof *x);
+    int *cl = eldr_calloc((size_t)m, sizeof *cl);
+    double *cent = eldr_calloc((size_t)f->model->K * 2, sizeof *cent);
+    pca_t p;
+    char err[ELDR_ERRLEN];
+    if (!x || !cl || !cent) {
+        snprintf(f->note, sizeof f->note, "out of memory for the scatter");
+        goto fail;
+    }
+    /* sample j is the (j * nz / m)-th non-zero row: one pass, ascending */
+    for (int64_t i = 0, seen = 0, j = 0; i < n && j < m; i++) {
+        if (zero[i])
+            continue;
+        if (seen++ != (int64_t)j * nz / m)
+            continue;
+        memcpy(x + (size_t)j * dim, sig + (size_t)i * dim, dim * sizeof *x);
+        cl[j] = assign ? assign[i] : model_nearest(f->model, sig + (size_t)i * dim, NULL);
+        j++;
+    }
+    if (pca_fit(x, m, (int)dim, 2, &p, err, sizeof err)) {
+        snprintf(f->note, sizeof f->note, "%s", err);
+        goto fail;
+    }
+    f->pts = malloc((size_t)m * 2 * sizeof *f->pts);
+    if (!f->pts) {
+        pca_free(&p);
+        goto fail;
+    }
+    memcpy(f->pts, p.scores, (size_t)m * 2 * sizeof *f->pts);
+    for (int k = 0; k < f->model->K; k++)
+        pca_project(&p, f->model->centroids + (size_t)k * dim, cent + 2 * k);
+    for (int c = 0; c < 2; c++)
+        f->explained[c] = p.total_var > 0 ? p.var[c] / p.total_var : 0;
+    pca_free(&p);
+    free(x);
+    f->n_pts = m;
+    f->pt_cluster = cl;
+    f->cent = cent;
+    return;
+fail:
+    free(x);
+    free(cl);
+    free(cent);
+}
+
+/* A dash_fit around model m (taken over) from calibration signatures;
+ * assign ([n_calib], -1 for zero rows) may be NULL: nearest centroid. */
+static int build_fit(const dash_t *d, model_t *m, const float *sig, const uint8_t *zero,
+                     const int *assign, dash_fit **out, char *err, size_t errlen)
+{
+    dash_fit *f = calloc(1, sizeof *f);
+    if (f)
+        f->sizes = eldr_calloc((size_t)m->K, sizeof *f->sizes);
+    if (!f || !f->sizes) {
+        if (f)
+            free(f);
+        model_free(m);
+        return eldr_errf(err, errlen, "dash: out of memory");
+    }
+    f->model = m;
+    size_t dim = sig_dim(&m->recipe);
+    for (int64_t i = 0; i < d->calib->n; i++) {
+        if (zero[i])
+            continue;
+        int c = assign ? assign[i] : model_nearest(m, sig + (size_t)i * dim, NULL);
+        if (c >= 0 && c < m->K) {
+            f->sizes[c]++;
+            f->n_fit++;
+        }
+    }
+    make_scatter(f, sig, zero, assign, d->calib->n, dim);
+    *out = f;
+    return 0;
+}
+
+typedef struct km_progress {
+    dash_progress_fn fn;
+    void *ctx;
+    int iters;
+    const char *stage;
+} km_progress;
+
+static void km_tick(void *ctx, int iter, double objective)
+{
+    (void)objective;
+    km_progress *k = ctx;
+    report(k->fn, k->ctx, k->stage, (double)iter / k->iters);
+}
+
+int dash_refit(const dash_t *d, int K, volatile int *cancel, dash_progress_fn progress,
+               void *pctx, dash_fit **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    const model_t *old = d->fit->model;
+    size_t dim = sig_dim(&old->recipe);
+    float *sig = NULL, *x = NULL;
+    uint8_t *zero = NULL;
+    int *assign = NULL, rc = -1;
+    kmeans_result km = {0};
+    int have_km = 0;
+    model_t *m = NULL;
+    report(progress, pctx, "signatures", 0);
+    if (calib_signatures(d, old, &sig, &zero, err, errlen))
+        return -1;
+    int64_t n = d->calib->n, nz = 0;
+    for (int64_t i = 0; i < n; i++)
+        nz += !zero[i];
+    if (K < 1 || K > nz || K > ROUTE_MAX_WORKERS) {
+        eldr_errf(err, errlen, "K = %d: must be between 1 and %lld (the calibration "
+                  "signatures)", K, (long long)(nz < ROUTE_MAX_WORKERS ? nz : ROUTE_MAX_WORKERS));
+        goto done;
+    }
+    x = eldr_calloc((size_t)nz * dim, sizeof *x);
+    assign = eldr_calloc((size_t)n, sizeof *assign);
+    if (!x || !assign) {
+        eldr_errf(err, errlen, "dash: out of memory for the refit");
+        goto done;
+    }
+    for (int64_t i = 0, j = 0; i < n; i++)
+        if (!zero[i])
+            memcpy(x + (size_t)j++ * dim, sig + (size_t)i * dim, dim * sizeof *x);
+    kmeans_opts ko;
+    kmeans_opts_default(&ko, K);
+    ko.seed = old->seed ? old->seed : d->opts.seed;
+    km_progress kp = {progress, pctx, ko.iters, "k-means"};
+    ko.progress = km_tick;
+    ko.progress_ctx = &kp;
+    ko.cancel = cancel;
+    int kr = kmeans_fit(x, (int)nz, (int)dim, &ko, &km, err, errlen);
+    if (kr) {
+        rc = kr;
+        goto done;
+    }
+    have_km = 1;
+    m = model_new(&old->recipe, old->k, K, err, errlen);
+    if (!m)
+        goto done;
+    memcpy(m->centroids, km.centroids, (size_t)K * dim * sizeof *m->centroids);
+    m->tau = old->tau;
+    m->seed = ko.seed;
+    m->rho = old->rho;
+    m->n_star = old->n_star;
+    m->objective = km.objective;
+    m->iters = km.iterations;
+    m->balanced = 1;
+    m->calib_rows = n;
+    m->fit_rows = nz;
+    m->zero_rows = n - nz;
+    snprintf(m->layer_select, sizeof m->layer_select, "%s", old->layer_select);
+    for (int64_t i = 0, j = 0; i < n; i++)
+        assign[i] = zero[i] ? -1 : km.assign[j++];
+    rc = build_fit(d, m, sig, zero, assign, out, err, errlen);
+    m = NULL;
+done:
+    model_free(m);
+    if (have_km)
+        kmeans_result_free(&km);
+    free(sig);
+    free(zero);
+    free(x);
+    free(assign);
+    return rc;
+}
+
+/* ---- opening ---- */
+
+void dash_free(dash_t *d)
+{
+    if (!d)
+        return;
+    if (d->have_work)
+        sim_workload_free(&d->work);
+    trace_free(d->calib);
+    trace_free(d->eval);
+    dash_fit_free(d->fit);
+    free(d->curve);
+    free(d->order);
+    dash_sim_free(d->cur);
+    for (int i = 0; i < DASH_N_BASE; i++)
+        dash_sim_free(d->base[i]);
+    memset(d, 0, sizeof *d);
+}
+
+static int split(dash_t *d, trace_t *t, char *err, size_t errlen)
+{
+    int64_t nc = sim_calib_rows(t->n, d->opts.calib, err, errlen);
+    if (nc < 0)
+        return -1;
+    if (nc < 2 || t->n - nc < 1)
+        return eldr_errf(err, errlen, "%s: %lld rows are too few to calibrate on some and "
+                         "simulate the rest", d->trace_name, (long long)t->n);
+    int64_t *rows = eldr_calloc((size_t)t->n, sizeof *rows);
+    if (!rows)
+        return eldr_errf(err, errlen, "dash: out of memory");
+    for (int64_t i = 0; i < t->n; i++)
+        rows[i] = i;
+    d->calib = trace_select(t, rows, nc, err, errlen);
+    if (d->calib)
+        d->eval = trace_select(t, rows + nc, t->n - nc, err, errlen);
+    free(rows);
+    d->n_calib = nc;
+    return d->calib && d->eval ? 0 : -1;
+}
+
+/* The greedy curve for a loaded model's variant on the calibration rows. */
+static void compute_curve(dash_t *d, sig_variant v)
+{
+    float *idf = NULL;
+    rho_pairs pr;
+    layersel_result sel;
+    char err[ELDR_ERRLEN];
+    if (!d->calib->decode_counts) {
+        snprintf(d->curve_note, sizeof d->curve_note, "no rho curve: the trace has no "
+                 "decode_counts");
+        return;
+    }
+    idf = eldr_calloc((size_t)d->L * d->E, sizeof *idf);
+    if (!idf || sig_idf_fit(d->calib, NULL, d->calib->n, idf, err, sizeof err) ||
+        rho_pairs_sample(d->calib->n, RHO_DEFAULT_PAIRS, RHO_DEFAULT_SEED, &pr, err,
+                         sizeof err)) {
+        snprintf(d->curve_note, sizeof d->curve_note, "no rho curve: %s", idf ? err : "no memory");
+        free(idf);
+        return;
+    }
+    if (layersel_run(d->calib, v, idf, &pr, 0, &sel, err, sizeof err)) {
+        snprintf(d->curve_note, sizeof d->curve_note, "no rho curve: %s", err);
+    } else {
+        d->curve = sel.curve;
+        d->order = sel.order;
+        d->curve_n = sel.L;
+        d->curve_nstar = sel.n_star;
+        sel.curve = NULL;
+        sel.order = NULL;
+        layersel_result_free(&sel);
+    }
+    rho_pairs_free(&pr);
+    free(idf);
+}
+
+typedef struct fit_progress {
+    dash_progress_fn fn;
+    void *ctx;
+} fit_progress;
+
+static void fit_tick(void *ctx, int iter, double objective)
+{
+    (void)objective;
+    fit_progress *f = ctx;
+    report(f->fn, f->ctx, "fit: k-means", (double)iter / KMEANS_DEFAULT_ITERS);
+}
+
+/* Fit the default recipe on the calibration rows (no -m given). */
+static int fit_default(dash_t *d, dash_progress_fn progress, void *pctx, char *err,
+                       size_t errlen)
+{
+    model_fit_opts o;
+    model_fit_opts_default(&o, d->opts.K);
+    o.seed = d->opts.seed;
+    if (!d->calib->decode_counts)
+        o.layers = MODEL_LAYERS_ALL;
+    fit_progress fp = {progress, pctx};
+    o.progress = fit_tick;
+    o.progress_ctx = &fp;
+    o.calib_file = d->trace_name;
+    model_t *m = NULL;
+    model_fit_report rep = {0};
+    report(progress, pctx, "fit: layer selection", -1);
+    if (model_fit(d->calib, &o, &m, &rep, err, errlen))
+        return -1;
+    if (rep.curve) {
+        d->curve = rep.curve;
+        d->order = rep.order;
+        d->curve_n = d->L;
+        d->curve_nstar = m->n_star;
+        rep.curve = NULL;
+        rep.order = NULL;
+    } else {
+        snprintf(d->curve_note, sizeof d->curve_note, "no rho curve: the trace has no "
+                 "decode_counts (all layers used)");
+    }
+    float *sig = NULL;
+    uint8_t *zero = NULL;
+    int rc = calib_signatures(d, m, &sig, &zero, err, errlen);
+    if (!rc)
+        rc = build_fit(d, m, sig, zero, rep.assign, &d->fit, err, errlen);
+    else
+        model_free(m);
+    free(sig);
+    free(zero);
+    model_fit_report_free(&rep);
+    return rc;
+}
+
+static int adopt_model(dash_t *d, model_t *m, dash_progress_fn progress, void *pctx,
+                       char *err, size_t errlen)
+{
+    if (m->recipe.L != d->L || m->recipe.E != d->E) {
+        int L = m->recipe.L, E = m->recipe.E;
+        model_free(m);
+        return eldr_errf(err, errlen, "%s: model geometry L=%d E=%d does not match the "
+                         "trace's L=%d E=%d", d->model_name, L, E, d->L, d->E);
+    }
+    if (m->K > ROUTE_MAX_WORKERS) {
+        model_free(m);
+        return eldr_errf(err, errlen, "%s: K=%d workers exceeds %d", d->model_name, m->K,
+                         ROUTE_MAX_WORKERS);
+    }
+    report(progress, pctx, "rho curve", -1);
+    compute_curve(d, m->recipe.variant);
+    float *sig = NULL;
+    uint8_t *zero = NULL;
+    if (calib_signatures(d, m, &sig, &zero, err, errlen)) {
+        model_free(m);
+        return -1;
+    }
+    int rc = build_fit(d, m, sig, zero, NULL, &d->fit, err, errlen);
+    free(sig);
+    free(zero);
+    return rc;
+}
+
+static int setup_workload(dash_t *d, char *err, size_t errlen)
+{
+    sim_config_default(&d->cfg);
+    d->cfg.seed = d->opts.seed;
+    if (d->opts.rate > 0 || !d->eval->arrival_s) {
+        d->cfg.arrivals = SIM_ARRIVE_POISSON;
+        d->cfg.rate = d->opts.rate > 0 ? d->opts.rate : 20.0;
+        snprintf(d->arrivals, sizeof d->arrivals, "Poisson %.3g req/s", d->cfg.rate);
+    } else {
+        snprintf(d->arrivals, sizeof d->arrivals, "the trace's arrival_s");
+    }
+    if (!d->eval->decode_tokens)
+        return eldr_errf(err, errlen, "%s: the simulation needs decode_tokens (how many "
+                         "tokens each request emits)", d->trace_name);
+    if (sim_workload_init(&d->work, d->eval, &d->cfg, &d->fit->model->recipe, err, errlen))
+        return -1;
+    d->have_work = 1;
+    return 0;
+}
+
+static int run_all(dash_t *d, dash_progress_fn progress, void *pctx, char *err,
+                   size_t errlen)
+{
+    const model_t *m = d->fit->model;
+    report(progress, pctx, "simulate", 0);
+    if (dash_simulate(d, m, d->policy, d->tau, m->K, &d->cur, err, errlen))
+        return -1;
+    for (int i = 0; i < DASH_N_BASE; i++) {
+        report(progress, pctx, "simulate baselines", (i + 1.0) / (DASH_N_BASE + 1));
+        if (dash_simulate(d, m, BASE_KINDS[i], d->tau, m->K, &d->base[i], err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
+                    dash_progress_fn progress, void *pctx, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    d->opts = *o;
+    d->policy = ROUTE_ELDR;
+    d->cursor = 0.5;
+    d->progress = -1;
+    snprintf(d->trace_name, sizeof d->trace_name, "%s",
+             o->trace_path ? base_name(o->trace_path) : "trace");
+    snprintf(d->model_name, sizeof d->model_name, "%s",
+             o->model_path ? base_name(o->model_path) : "");
+    d->L = t->L;
+    d->E = t->E;
+    d->k = t->k;
+    d->n_rows = t->n;
+    int rc = split(d, t, err, errlen);
+    trace_free(t);
+    if (rc) {
+        model_free(m);
+        return -1;
+    }
+    rc = m ? adopt_model(d, m, progress, pctx, err, errlen)
+           : fit_default(d, progress, pctx, err, errlen);
+    if (rc)
+        return -1;
+    d->tau = d->fit->model->tau;
+    if (setup_workload(d, err, errlen) || run_all(d, progress, pctx, err, errlen))
+        return -1;
+    report(progress, pctx, "ready", 1);
+    return 0;
+}
+
+int dash_open(dash_t *d, const dash_opts *o, dash_progress_fn progress, void *pctx,
+              char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    trace_t *t = NULL;
+    model_t *m = NULL;
+    report(progress, pctx, "load trace", -1);
+    if (trace_load(o->trace_path, &t, err, errlen))
+        return -1;
+    if (o->model_path && model_load(o->model_path, &m, err, errlen)) {
+        trace_free(t);
+        return -1;
+    }
+    return dash_open_trace(d, o, t, m, progress, pctx, err, errlen);
+}
