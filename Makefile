@@ -6,6 +6,7 @@
 #   make test     deps, build, sample, then every test; ends "N passed, N failed"
 #   make asan     the unit and CLI tests under AddressSanitizer + UBSan
 #   make bench    benchmarks, printed as a table
+#   make fuzz     every libFuzzer harness for FUZZ_SECONDS (60) each; make fuzz-smoke: 30 s
 #   make samples  the larger generated traces (samples/*.h5 beside small.h5)
 #   make install PREFIX=/usr/local
 
@@ -26,7 +27,7 @@ DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 	libreadline-dev libncurses-dev liblapacke-dev libopenblas-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libzip-dev \
 	libcmocka-dev tmux valgrind curl python3 python3-numpy python3-scipy \
-	python3-h5py
+	python3-h5py clang libclang-rt-14-dev
 
 BUILD ?= build
 BIN ?= bin
@@ -50,7 +51,7 @@ ROUTER_LIB := $(BUILD)/libeldrrouter.a
 ROUTER_LIBS := $(shell pkg-config --libs libmicrohttpd jansson 2>/dev/null)
 SAMPLE := samples/small.h5
 
-.PHONY: all deps run test asan bench samples clean install unit-tests
+.PHONY: all deps run test asan bench samples clean install unit-tests fuzz fuzz-smoke
 
 all: $(BIN)/eldr $(BIN)/eldrd
 
@@ -136,12 +137,45 @@ asan:
 bench: deps all $(BENCH_BIN)
 	@BIN=$(BIN) sh tests/bench/run.sh
 
+# Fuzzing (tests/fuzz/, docs/reliability.md): clang's libFuzzer with ASan
+# and UBSan. The core and the body parsers are compiled again by clang into
+# build-fuzz/ with coverage instrumentation; each tests/fuzz/fuzz_X.c
+# becomes build-fuzz/fuzz_X. No -Werror here: clang warns differently, and
+# the gcc build is the one that holds the line.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD := build-fuzz
+FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=undefined
+FUZZ_SRC := $(CORE_SRC) $(wildcard src/router/b64.c src/router/body_*.c)
+FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_HARNESS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_HARNESS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread $(FUZZ_FLAGS) \
+	  -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Isrc/core -Isrc/router -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/libfuzzcore.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_BUILD)/libfuzzcore.a
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) $(ROUTER_LIBS)
+
+fuzz: $(FUZZ_BIN)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) sh tests/fuzz/run.sh $(FUZZ_BIN)
+
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/eldr/lua
 	install -m 755 $(BIN)/eldr $(BIN)/eldrd $(DESTDIR)$(PREFIX)/bin/
 	cp -r lua/. $(DESTDIR)$(PREFIX)/share/eldr/lua/
 
 clean:
-	rm -rf build build-asan bin bin-asan
+	rm -rf build build-asan build-fuzz bin bin-asan
 
--include $(shell find build build-asan -name '*.d' 2>/dev/null)
+-include $(shell find build build-asan build-fuzz -name '*.d' 2>/dev/null)

@@ -13,6 +13,9 @@ int cmd_model(int argc, char **argv);
 int cmd_costfit(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_repl(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_dash(int argc, char **argv);
 
 static const struct command {
     const char *name;
@@ -28,6 +31,9 @@ static const struct command {
     {"costfit", cmd_costfit, "fit the step-latency cost model to a measured profile"},
     {"sweep", cmd_sweep, "grid of simulations over tau, workers and arrival rate"},
     {"sim", cmd_sim, "simulate decode routing policies: TPOT, distinct experts, imbalance"},
+    {"repl", cmd_repl, "interactive Lua 5.4 prompt with the eldr module (readline)"},
+    {"run", cmd_run, "run a Lua script with the eldr module: eldr run script.lua [args]"},
+    {"dash", cmd_dash, "ncurses dashboard: balance, heatmaps, queues, scatter, rho; what-if"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

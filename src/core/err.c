@@ -14,6 +14,12 @@ int eldr_errf(char *err, size_t errlen, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err, errlen, fmt, ap);
         va_end(ap);
+        /* Messages quote what bad input holds (an npy header key, a JSON
+         * string); a newline or other control byte in it would break the
+         * one-line promise, so each becomes '?'. */
+        for (char *p = err; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
     }
     return -1;
 }

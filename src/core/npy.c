@@ -118,7 +118,9 @@ static int parse_descr(const char *d, npy_array_t *a, char *err, size_t errlen)
                                       "float32/64, 'U' and 'S' strings are)", d);
     char *end;
     long size = strtol(d + 2, &end, 10);
-    if (end == d + 2 || *end || size < 0 || size > (1L << 24))
+    /* size 0 ('<U0', '|S0') would make the element count unbounded by
+     * the data: a 100-byte file could claim 2^62 strings */
+    if (end == d + 2 || *end || size < 1 || size > (1L << 24))
         return eldr_errf(err, errlen, "dtype '%s' has a bad item size", d);
     a->kind = kind;
     a->big_endian = order == '>';

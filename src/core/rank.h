@@ -6,12 +6,20 @@
  * with ties (the 1 - 6*sum(d^2)/(n^3-n) shortcut is not). It is NaN when
  * either side is constant or n < 2: callers decide what that means.
  *
- * The sort is an LSD radix sort over the IEEE-754 bits of the doubles,
+ * Sorting is an LSD radix sort over the IEEE-754 bits of the doubles,
  * restricted to the bits that vary (digits of up to 11 bits), so ranking
  * costs O(n) and the same input always gives the same order. -0.0 and
  * +0.0 are one value. Inputs must not hold NaN (rank_average and
  * rank_spearman check; the rank_ref hot path trusts its caller).
- * Sizes are limited to 2^32 - 1 values. */
+ * Sizes are limited to 2^32 - 1 values (rank_ref: 2^31 - 1).
+ *
+ * Correlating many x against one fixed y (rank_ref) is the hot path of
+ * layer selection. There the reference's ranks (twice the average rank,
+ * an integer) ride in the low bits of each 64-bit sort key, so one array
+ * of n words is sorted in a few passes of narrow digits, and the ranks of
+ * x are read off the sorted order. Pearson's sums are kept as integers
+ * (twice a centred average rank is an integer), so up to about 2^17
+ * values they are exact and independent of the order of addition. */
 #ifndef ELDR_RANK_H
 #define ELDR_RANK_H
 
@@ -46,8 +54,8 @@ int rank_spearman(const double *x, const double *y, size_t n, double *rho,
  * once, then only each candidate's signature distances). */
 typedef struct rank_ref {
     size_t n;
-    double *centred;   /* [n] average rank of y minus (n+1)/2 */
-    double ss;         /* sum of centred^2 */
+    uint32_t *rank2;   /* [n] twice the average rank of y: an integer in [2, 2n] */
+    double ss;         /* sum of (rank2 - (n + 1))^2 */
 } rank_ref;
 
 int rank_ref_init(rank_ref *ref, const double *y, size_t n, char *err, size_t errlen);
@@ -56,5 +64,12 @@ void rank_ref_free(rank_ref *ref);
 /* Spearman's rho of x (ref->n finite values) against the reference;
  * NaN when x or the reference is constant. w->cap >= ref->n. */
 double rank_ref_spearman(const rank_ref *ref, const double *x, rank_work *w);
+
+/* The same for values already given as sort keys: key[i] < key[j] iff
+ * x_i < x_j, equal keys iff tied values; kmin and kmax are the least and
+ * greatest key. (Layer selection's distances on the 2^-36 grid are their
+ * own keys: see rho_grid_key.) */
+double rank_ref_spearman_keys(const rank_ref *ref, const uint64_t *key, uint64_t kmin,
+                              uint64_t kmax, rank_work *w);
 
 #endif

@@ -1,5 +1,4 @@
 /* route.c - the locality band and the baseline policies (route.h). */
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +206,25 @@ static int is_zero(const float *v, size_t n)
     return 1;
 }
 
+/* Cosine of two unit vectors. Eight float partial sums: independent
+ * chains the compiler can keep in vector registers, summed in double. A
+ * hand loop rather than BLAS, whose thread pool costs more than one
+ * small product (and spins on the cores the simulator needs). */
+static double dot(const float *a, const float *b, size_t n)
+{
+    float acc[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[i + j] * b[i + j];
+    double s = 0;
+    for (int j = 0; j < 8; j++)
+        s += acc[j];
+    for (; i < n; i++)
+        s += (double)a[i] * b[i];
+    return s;
+}
+
 static int decide_eldr(route_policy *p, const float *sig, const int64_t *load,
                        route_decision *d)
 {
@@ -216,12 +234,9 @@ static int decide_eldr(route_policy *p, const float *sig, const int64_t *load,
         d->rule = RULE_NO_SIGNATURE;
         return d->worker = least_loaded(d->cand, d->n_cand, load);
     }
-    float simf[ROUTE_MAX_WORKERS];
     double sim[ROUTE_MAX_WORKERS];
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, p->K, (int)p->dim, 1.0f, p->centroids,
-                (int)p->dim, sig, 1, 0.0f, simf, 1);
     for (int k = 0; k < p->K; k++)
-        sim[k] = simf[k];
+        sim[k] = dot(p->centroids + (size_t)k * p->dim, sig, p->dim);
     return route_band_decide(sim, p->K, p->tau, p->min2, load, d);
 }
 

@@ -142,6 +142,7 @@ typedef struct run {
     uint32_t *stamp;           /* [L][E] generation of the last step that saw it */
     uint32_t gen;
     int *U;                    /* [L] */
+    const uint16_t **rows;     /* [max_batch] current token row of each member */
     sim_load load;
     int64_t next_arrival, finished;
     double u_total, batch_total;
@@ -173,33 +174,67 @@ static int64_t dequeue(run *R, int wk)
     return i;
 }
 
-/* Distinct experts per layer of the batch's current tokens into R->U. */
-static void count_distinct(run *R, const worker_state *s)
+/* Distinct experts of one layer for E <= 256: a 256-bit set held in four
+ * registers (a store per activation into a shared array would chain every
+ * update through memory). off = l * k into each token row. */
+static int distinct_small(const uint16_t *const *rows, int nb, size_t off, int k)
+{
+    uint64_t m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+    for (int b = 0; b < nb; b++) {
+        const uint16_t *p = rows[b] + off;
+        for (int j = 0; j < k; j++) {
+            unsigned id = p[j], w = id >> 6;
+            uint64_t bit = 1ull << (id & 63);
+            m0 |= w == 0 ? bit : 0;
+            m1 |= w == 1 ? bit : 0;
+            m2 |= w == 2 ? bit : 0;
+            m3 |= w == 3 ? bit : 0;
+        }
+    }
+    return __builtin_popcountll(m0) + __builtin_popcountll(m1) + __builtin_popcountll(m2) +
+           __builtin_popcountll(m3);
+}
+
+/* Any E: a generation-stamped [L][E] array; an expert counts when its
+ * stamp is not this step's. */
+static void distinct_stamped(run *R, const uint16_t *const *rows, int nb)
 {
     int L = R->L, E = R->E, k = R->k;
-    size_t width = (size_t)L * k;
     if (++R->gen == 0) {
         memset(R->stamp, 0, (size_t)L * E * sizeof *R->stamp);
         R->gen = 1;
     }
-    uint32_t gen = R->gen, *stamp = R->stamp;
-    memset(R->U, 0, (size_t)L * sizeof *R->U);
+    uint32_t gen = R->gen;
+    for (int l = 0; l < L; l++) {
+        uint32_t *st = R->stamp + (size_t)l * E;
+        int u = 0;
+        for (int b = 0; b < nb; b++) {
+            const uint16_t *p = rows[b] + (size_t)l * k;
+            for (int j = 0; j < k; j++) {
+                u += st[p[j]] != gen;
+                st[p[j]] = gen;
+            }
+        }
+        R->U[l] = u;
+    }
+}
+
+/* Distinct experts per layer of the batch's current tokens into R->U. */
+static void count_distinct(run *R, const worker_state *s)
+{
+    size_t width = (size_t)R->L * R->k;
+    const uint16_t **rows = R->rows;
     for (int b = 0; b < s->nb; b++) {
         int64_t i = s->batch[b];
         const sim_tokens *tk = &R->tok[i];
-        const uint16_t *row = tk->rows + (size_t)(R->done[i] % tk->n_rows) * width;
-        for (int l = 0; l < L; l++) {
-            uint32_t *st = stamp + (size_t)l * E;
-            int u = 0;
-            for (int j = 0; j < k; j++) {
-                uint32_t *c = st + row[j];
-                u += *c != gen;
-                *c = gen;
-            }
-            R->U[l] += u;
-            row += k;
-        }
+        rows[b] = tk->rows + (size_t)(R->done[i] % tk->n_rows) * width;
     }
+    if (R->E > 256) {
+        distinct_stamped(R, rows, s->nb);
+        return;
+    }
+    for (int l = 0; l < R->L; l++)
+        R->U[l] = distinct_small(rows, s->nb, (size_t)l * R->k, R->k);
 }
 
 /* Admit waiting requests up to max_batch, then start a step at t (or go
@@ -368,9 +403,10 @@ static int alloc_run(run *R, const sim_workload *w, int K, char *err, size_t err
     R->tok = calloc(n, sizeof *R->tok);
     R->stamp = calloc((size_t)w->L * w->E, sizeof *R->stamp);
     R->U = calloc((size_t)w->L, sizeof *R->U);
+    R->rows = calloc((size_t)w->cfg.max_batch, sizeof *R->rows);
     if (!res->req || !res->served || !res->worker_steps || !res->worker_busy_s ||
         !res->worker_distinct || !res->inflight_mean || !res->heat || !R->ws ||
-        !R->batch_mem || !R->next || !R->done || !R->tok || !R->stamp || !R->U)
+        !R->batch_mem || !R->next || !R->done || !R->tok || !R->stamp || !R->U || !R->rows)
         return eldr_errf(err, errlen, "sim: out of memory for %lld requests on %d workers",
                          (long long)w->n, K);
     for (int k = 0; k < K; k++) {
@@ -392,6 +428,7 @@ static void free_run(run *R)
     free(R->tok);
     free(R->stamp);
     free(R->U);
+    free(R->rows);
     sim_load_free(&R->load);
 }
 

@@ -7,33 +7,89 @@
 #include "err.h"
 #include "sim_internal.h"
 
-/* First e with cum[e] > u (cum ascending, u < cum[E-1]). */
-static int find_cum(const uint32_t *cum, int E, uint32_t u)
+int sim_sampler_init(sim_sampler *s, int E, char *err, size_t errlen)
 {
-    int lo = 0, hi = E - 1;
-    while (lo < hi) {
-        int mid = (lo + hi) >> 1;
-        if (cum[mid] > u)
-            hi = mid;
-        else
-            lo = mid + 1;
+    memset(s, 0, sizeof *s);
+    s->id = malloc((size_t)E * sizeof *s->id);
+    s->alias = malloc((size_t)E * sizeof *s->alias);
+    s->prob = malloc((size_t)E * sizeof *s->prob);
+    s->scaled = malloc((size_t)E * sizeof *s->scaled);
+    s->work = malloc((size_t)E * sizeof *s->work);
+    if (!s->id || !s->alias || !s->prob || !s->scaled || !s->work) {
+        sim_sampler_free(s);
+        return eldr_errf(err, errlen, "sim: out of memory for a sampler of %d experts", E);
     }
-    return lo;
+    return 0;
 }
 
-void sim_draw_distinct(rng_t *r, const uint32_t *cum, int E, int k, uint16_t *out)
+void sim_sampler_free(sim_sampler *s)
 {
-    /* Drawing from all weights and redrawing on a repeat gives each pick
-     * proportional among the experts left. Decode counts never give one
-     * expert more than 1/k of a layer's mass (a token picks k distinct
-     * experts), so the expected number of redraws stays below k * H_k. */
+    free(s->id);
+    free(s->alias);
+    free(s->prob);
+    free(s->scaled);
+    free(s->work);
+    memset(s, 0, sizeof *s);
+}
+
+/* Vose's alias method: slot i keeps itself with probability prob[i] and
+ * otherwise yields alias[i]; every slot is picked with probability 1/n,
+ * so expert id[j] comes out with probability counts / total. */
+int sim_sampler_load(sim_sampler *s, const uint16_t *counts, int E)
+{
+    uint64_t total = 0;
+    int n = 0;
+    for (int e = 0; e < E; e++)
+        if (counts[e]) {
+            s->id[n++] = (uint16_t)e;
+            total += counts[e];
+        }
+    s->n = n;
+    if (!n)
+        return 0;
+    int *small = s->work, ns = 0, nl = n; /* small from the front, large from the back */
+    for (int i = 0; i < n; i++) {
+        s->scaled[i] = (double)counts[s->id[i]] * n / (double)total;
+        s->alias[i] = (uint16_t)i;
+        if (s->scaled[i] < 1.0)
+            small[ns++] = i;
+        else
+            small[--nl] = i;
+    }
+    while (ns > 0 && nl < n) {
+        int lo = small[--ns], hi = small[nl];
+        s->prob[lo] = (uint32_t)(s->scaled[lo] * 4294967296.0);
+        s->alias[lo] = (uint16_t)hi;
+        s->scaled[hi] -= 1.0 - s->scaled[lo];
+        if (s->scaled[hi] < 1.0) {
+            nl++;
+            small[ns++] = hi;
+        }
+    }
+    /* what is left holds probability 1 (up to rounding): keep itself */
+    for (int i = 0; i < ns; i++)
+        s->prob[small[i]] = UINT32_MAX, s->alias[small[i]] = (uint16_t)small[i];
+    for (int i = nl; i < n; i++)
+        s->prob[small[i]] = UINT32_MAX, s->alias[small[i]] = (uint16_t)small[i];
+    return n;
+}
+
+void sim_sampler_draw(const sim_sampler *s, rng_t *r, int k, uint16_t *out)
+{
+    /* A repeat is redrawn, which makes each pick proportional among the
+     * experts left. Decode counts never give one expert more than 1/k of
+     * a layer's mass (a token picks k distinct experts), so redraws stay
+     * few: below k * H_k draws in all even when only k experts remain. */
+    uint64_t n = (uint64_t)s->n;
     for (int j = 0; j < k;) {
-        int e = find_cum(cum, E, (uint32_t)rng_below(r, cum[E - 1]));
+        uint64_t x = rng_next(r);
+        uint64_t slot = ((x >> 32) * n) >> 32;
+        uint16_t e = s->id[(uint32_t)x < s->prob[slot] ? slot : s->alias[slot]];
         int dup = 0;
         for (int i = 0; i < j; i++)
             dup |= out[i] == e;
         if (!dup)
-            out[j++] = (uint16_t)e;
+            out[j++] = e;
     }
 }
 
@@ -59,34 +115,28 @@ static int sample_pool(const sim_workload *w, int64_t i, sim_tokens *s, char *er
         return eldr_errf(err, errlen, "sim: request row %lld has no decode or prefill counts "
                          "to sample activations from", (long long)r);
     int32_t P = w->out_tokens[i] < w->cfg.sample_pool ? w->out_tokens[i] : w->cfg.sample_pool;
-    uint32_t *cum = malloc((size_t)E * sizeof *cum);
+    sim_sampler sp;
+    if (sim_sampler_init(&sp, E, err, errlen))
+        return -1;
     s->owned = malloc((size_t)P * L * k * sizeof *s->owned);
-    if (!cum || !s->owned) {
-        free(cum);
-        sim_tokens_close(s);
+    if (!s->owned) {
+        sim_sampler_free(&sp);
         return eldr_errf(err, errlen, "sim: out of memory sampling row %lld", (long long)r);
     }
     rng_t rng;
     rng_seed_stream(&rng, w->cfg.seed ^ SIM_SEED_TOKENS, (uint64_t)r);
     for (int l = 0; l < L; l++) {
-        const uint16_t *c = prof + (size_t)l * E;
-        uint32_t acc = 0;
-        int nz = 0;
-        for (int e = 0; e < E; e++) {
-            acc += c[e];
-            nz += c[e] > 0;
-            cum[e] = acc;
-        }
+        int nz = sim_sampler_load(&sp, prof + (size_t)l * E, E);
         if (nz < k) {
-            free(cum);
+            sim_sampler_free(&sp);
             sim_tokens_close(s);
             return eldr_errf(err, errlen, "sim: request row %lld layer %d has %d experts with "
                              "counts, fewer than top-k %d", (long long)r, l, nz, k);
         }
         for (int32_t p = 0; p < P; p++)
-            sim_draw_distinct(&rng, cum, E, k, s->owned + ((size_t)p * L + l) * k);
+            sim_sampler_draw(&sp, &rng, k, s->owned + ((size_t)p * L + l) * k);
     }
-    free(cum);
+    sim_sampler_free(&sp);
     s->rows = s->owned;
     s->n_rows = P;
     return 0;

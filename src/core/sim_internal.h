@@ -37,10 +37,27 @@ void sim_tokens_close(sim_tokens *s);
 void sim_tokens_heat(const sim_tokens *s, int L, int E, int k, int64_t n_tokens,
                      uint64_t *heat);
 
-/* k distinct experts of one layer drawn successively proportional to its
- * weights, given as cumulative sums cum[E] (at least k weights > 0), into
- * out[k]: each draw is proportional among the experts not yet drawn. */
-void sim_draw_distinct(rng_t *r, const uint32_t *cum, int E, int k, uint16_t *out);
+/* Draws from one layer's count profile: the experts with counts > 0 and
+ * a Walker/Vose alias table over them, so one draw is O(1). */
+typedef struct sim_sampler {
+    int n;                     /* experts with counts > 0 */
+    uint16_t *id;              /* [E] their ids, then the alias table: */
+    uint16_t *alias;           /* [E] slot to take when the draw misses */
+    uint32_t *prob;            /* [E] P(keep the slot) * 2^32 */
+    double *scaled;            /* [E] scratch for the build */
+    int *work;                 /* [E] scratch for the build */
+} sim_sampler;
+
+/* Room for E experts. */
+int sim_sampler_init(sim_sampler *s, int E, char *err, size_t errlen);
+void sim_sampler_free(sim_sampler *s);
+/* Load counts[E]; returns the number of experts with counts > 0. */
+int sim_sampler_load(sim_sampler *s, const uint16_t *counts, int E);
+/* k distinct experts (k <= s->n) into out[k], drawn successively
+ * proportional to the counts: a draw that repeats an expert already
+ * taken is redrawn, which makes each pick proportional among the experts
+ * left (sampling without replacement). */
+void sim_sampler_draw(const sim_sampler *s, rng_t *r, int k, uint16_t *out);
 
 /* ---- arrivals (sim_arrivals.c) ---- */
 

@@ -112,6 +112,7 @@ static const char *const rho_keys[] = {"variant", "layers", "pairs", "seed", "ci
 /* eldr.rho(trace [, opts]) -> rho, details */
 static int l_rho(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "rho";
     trace_t *t = l_checktrace(L, 1, fn, "trace");
     l_checkopts(L, 2, fn, rho_keys);
@@ -200,6 +201,7 @@ static int l_rho(lua_State *L)
 /* eldr.rho_variants(trace [, {pairs, seed}]) -> list, best first */
 static int l_rho_variants(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "rho_variants";
     static const char *const known[] = {"pairs", "seed", NULL};
     trace_t *t = l_checktrace(L, 1, fn, "trace");
@@ -267,6 +269,7 @@ static int l_rho_variants(lua_State *L)
 
 static void greedy_common(lua_State *L, const char *fn)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     static const char *const known[] = {"variant", "pairs", "seed", NULL};
     trace_t *t = l_checktrace(L, 1, fn, "trace");
     l_checkopts(L, 2, fn, known);

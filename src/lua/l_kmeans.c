@@ -61,6 +61,7 @@ static void check_rows(lua_State *L, const l_sigs *s, const char *fn)
 /* eldr.kmeans(sigs, {k =, init =, iters =, seed =, balanced =, progress =}) */
 static int l_kmeans(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "kmeans";
     static const char *const known[] = {"k", "init", "iters", "seed", "balanced", "progress",
                                         NULL};

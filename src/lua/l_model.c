@@ -139,6 +139,7 @@ static const char **opt_workers(lua_State *L, int opts, int K, const char *fn)
 /* eldr.fit(trace, opts) -> Model, report */
 static int l_fit(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "fit";
     static const char *const known[] = {"k", "variant", "layers", "seed", "iters", "balanced",
                                         "init", "pairs", "tau", "workers", "threads", NULL};
@@ -267,8 +268,9 @@ static int l_model_from_json(lua_State *L)
 }
 
 /* eldr.model(recipe, centroids, {top_k =, tau =, workers =, seed =}) */
-static int l_model(lua_State *L)
+static int l_model_new(lua_State *L)
 {
+    lua_settop(L, 3); /* optional arguments stay at fixed slots */
     const char *fn = "model";
     static const char *const known[] = {"top_k", "tau", "workers", "seed", NULL};
     sig_recipe *r = l_checkrecipe(L, 1, fn, "recipe");
@@ -372,6 +374,7 @@ static const float *check_sig(lua_State *L, int idx, size_t dim, const char *fn)
 /* model:route(signature, loads [, tau]) -> decision */
 static int m_route(lua_State *L)
 {
+    lua_settop(L, 4); /* optional arguments stay at fixed slots */
     const char *fn = "Model:route";
     model_t *m = l_checkmodel(L, 1, fn, "self");
     size_t dim = sig_dim(&m->recipe);
@@ -463,6 +466,28 @@ static int m_workers(lua_State *L)
     return 1;
 }
 
+/* model:nearest(sigs) -> clusters, similarities (1-based, per row) */
+static int m_nearest(lua_State *L)
+{
+    const char *fn = "Model:nearest";
+    model_t *m = l_checkmodel(L, 1, fn, "self");
+    l_sigs *s = l_checksigs(L, 2, fn, "sigs");
+    if (s->d != (int64_t)sig_dim(&m->recipe))
+        l_argerror(L, fn, "sigs", "rows of dimension %d (the model's) expected, got %lld",
+                   (int)sig_dim(&m->recipe), (long long)s->d);
+    lua_createtable(L, (int)s->n, 0);
+    lua_createtable(L, (int)s->n, 0);
+    for (int64_t i = 0; i < s->n; i++) {
+        double sim;
+        int c = model_nearest(m, s->x + i * s->d, &sim);
+        lua_pushinteger(L, c + 1);
+        lua_rawseti(L, -3, i + 1);
+        lua_pushnumber(L, sim);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 2;
+}
+
 static int m_set_tau(lua_State *L)
 {
     const char *fn = "Model:set_tau";
@@ -482,7 +507,7 @@ static const l_fn module_fns[] = {
                                  "reference centroid JSON when path ends in .json"},
     {"model_from_json", l_model_from_json, "eldr.model_from_json(text) -> Model: parse the "
                                            "reference centroid JSON"},
-    {"model", l_model, "eldr.model(recipe, centroids, {top_k =, tau, workers, seed}) -> Model "
+    {"model", l_model_new, "eldr.model(recipe, centroids, {top_k =, tau, workers, seed}) -> Model "
                        "from a recipe and a centroid matrix (e.g. eldr.kmeans)"},
     {NULL, NULL, NULL},
 };
@@ -500,6 +525,8 @@ static const l_fn methods[] = {
                                  "model's recipe"},
     {"centroids", m_centroids, "model:centroids() -> Signatures: the K centroid rows"},
     {"workers", m_workers, "model:workers() -> {names}: worker of each cluster"},
+    {"nearest", m_nearest, "model:nearest(sigs) -> clusters, sims: the most similar centroid "
+                           "of each row (1-based) and its cosine"},
     {"set_tau", m_set_tau, "model:set_tau(tau) -> model: change the locality band width"},
     {NULL, NULL, NULL},
 };

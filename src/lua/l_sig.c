@@ -94,8 +94,9 @@ void l_push_selection(lua_State *L, const layersel_result *g);
 
 /* eldr.recipe(trace, {variant =, layers =, pairs =, seed =}) -> Recipe [, selection]
  * IDF (count_idf) is fitted on every row of trace, the calibration set. */
-static int l_recipe(lua_State *L)
+static int l_recipe_new(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "recipe";
     static const char *const known[] = {"variant", "layers", "pairs", "seed", NULL};
     trace_t *t = l_checktrace(L, 1, fn, "trace");
@@ -251,11 +252,12 @@ static const int64_t *opt_rows(lua_State *L, int idx, const trace_t *t, const ch
 /* eldr.signatures(trace, recipe | opts [, rows]) -> Signatures */
 static int l_signatures(lua_State *L)
 {
+    lua_settop(L, 3); /* optional arguments stay at fixed slots */
     const char *fn = "signatures";
     trace_t *t = l_checktrace(L, 1, fn, "trace");
     if (!luaL_testudata(L, 2, L_RECIPE)) {
         /* options: a recipe fitted on this trace */
-        lua_pushcfunction(L, l_recipe);
+        lua_pushcfunction(L, l_recipe_new);
         lua_pushvalue(L, 1);
         lua_pushvalue(L, 2);
         lua_call(L, 2, 1);
@@ -270,6 +272,7 @@ static int l_signatures(lua_State *L)
 
 static int r_signatures(lua_State *L)
 {
+    lua_settop(L, 3); /* optional arguments stay at fixed slots */
     const char *fn = "Recipe:signatures";
     sig_recipe *r = l_checkrecipe(L, 1, fn, "self");
     trace_t *t = l_checktrace(L, 2, fn, "trace");
@@ -282,6 +285,7 @@ static int r_signatures(lua_State *L)
 /* eldr.matrix(rows [, {normalize = true}]) -> Signatures from a Lua table */
 static int l_matrix(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "matrix";
     static const char *const known[] = {"normalize", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -389,6 +393,7 @@ static int s_zero_rows(lua_State *L)
 /* sigs:sub(i | rows) -> Signatures of those rows */
 static int s_sub(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "Signatures:sub";
     l_sigs *u = l_checksigs(L, 1, fn, "self");
     int64_t n, one;
@@ -421,7 +426,7 @@ static int s_variant(lua_State *L)
 }
 
 static const l_fn module_fns[] = {
-    {"recipe", l_recipe, "eldr.recipe(trace, {variant = 'count_idf', layers = 'all'|'auto'|{...}, "
+    {"recipe", l_recipe_new, "eldr.recipe(trace, {variant = 'count_idf', layers = 'all'|'auto'|{...}, "
                          "pairs =, seed =}) -> Recipe [, selection]: IDF fitted on the trace"},
     {"signatures", l_signatures, "eldr.signatures(trace, recipe | recipe_opts [, rows]) -> "
                                  "Signatures: unit rows, one per request"},

@@ -382,6 +382,24 @@ static int l_simulate(lua_State *L)
     return 2;
 }
 
+/* eldr.calib_split(trace [, spec]) -> calib, eval: the simulator's split */
+static int l_calib_split(lua_State *L)
+{
+    const char *fn = "calib_split";
+    lua_settop(L, 2);
+    trace_t *t = l_checktrace(L, 1, fn, "trace");
+    double spec = lua_isnil(L, 2) ? SIM_DEFAULT_CALIB : l_checknum(L, 2, fn, "spec");
+    char err[ELDR_ERRLEN];
+    int64_t c = sim_calib_rows(t->n, spec, err, sizeof err);
+    if (c < 0)
+        l_argerror(L, fn, "spec", "%s", err);
+    l_trace *a = l_newtrace(L);
+    a->t = rows_of(L, t, 0, c, fn);
+    l_trace *b = l_newtrace(L);
+    b->t = rows_of(L, t, c, t->n, fn);
+    return 2;
+}
+
 /* eldr.sweep: the grid lives in lua/eldr/experiments.lua */
 static int l_sweep(lua_State *L)
 {
@@ -400,6 +418,9 @@ static const l_fn module_fns[] = {
      "eldr.simulate(trace [, {model, calib, policy, workers, tau, min2, rate, concurrency, "
      "output_tokens, max_batch, calib_split, cost, sample_pool, seed, requests, series}]) -> "
      "results, info"},
+    {"calib_split", l_calib_split,
+     "eldr.calib_split(trace [, spec = 1000]) -> calib, eval: the first rows (a count capped at "
+     "half, a fraction, or 0 = none) as eldr sim splits"},
     {"sweep", l_sweep,
      "eldr.sweep(trace, {model, tau = {...}, workers = {...}, rate = {...}, calib_split, "
      "variant, layers, baselines, output_tokens, max_batch, cost, min2, seed}) -> rows"},

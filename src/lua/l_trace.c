@@ -130,6 +130,7 @@ void l_push_model_info(lua_State *L, const model_t *m);
 /* eldr.info(path | Trace | Model) */
 static int l_info(lua_State *L)
 {
+    lua_settop(L, 1); /* optional arguments stay at fixed slots */
     const char *fn = "info";
     char err[ELDR_ERRLEN];
     if (luaL_testudata(L, 1, L_TRACE)) {
@@ -190,6 +191,7 @@ static int m_info(lua_State *L)
 
 static int l_load(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "load";
     static const char *const known[] = {"rows", NULL};
     const char *path = l_checkstr(L, 1, fn, "path");
@@ -216,6 +218,7 @@ static int l_load(lua_State *L)
 
 static int l_import(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "import";
     static const char *const known[] = {"format", NULL};
     const char *path = l_checkstr(L, 1, fn, "path");
@@ -258,6 +261,7 @@ static int gen_error(lua_State *L, const char *err)
 
 static int l_gen(lua_State *L)
 {
+    lua_settop(L, 1); /* optional arguments stay at fixed slots */
     const char *fn = "gen";
     l_checkopts(L, 1, fn, gen_keys);
     gen_params_t p;
@@ -369,6 +373,7 @@ static void push_row(lua_State *L, const trace_t *t, int64_t r)
 /* trace:select(rows | {label = name | {names}} | function(row) -> bool) */
 static int m_select(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "Trace:select";
     trace_t *t = l_checktrace(L, 1, fn, "self");
     int64_t *rows, n = 0;
@@ -423,6 +428,7 @@ static int m_select(lua_State *L)
  * -> calibration, evaluation */
 static int m_split(lua_State *L)
 {
+    lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "Trace:split";
     static const char *const known[] = {"count", "fraction", "seed", "time", NULL};
     trace_t *t = l_checktrace(L, 1, fn, "self");
@@ -489,6 +495,7 @@ static int m_row(lua_State *L)
 /* trace:counts(row, layer [, "prefill" | "decode"]) -> {E counts} */
 static int m_counts(lua_State *L)
 {
+    lua_settop(L, 4); /* optional arguments stay at fixed slots */
     const char *fn = "Trace:counts";
     trace_t *t = l_checktrace(L, 1, fn, "self");
     int64_t r = l_checkint(L, 2, fn, "row", 1, t->n) - 1;

@@ -29,10 +29,6 @@ int b64_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, size_t *
         if (body > 0 && src[body - 1] == '=')
             body--;
     }
-    if (body % 4 == 1) {
-        *bad_at = body - 1;
-        return -1;
-    }
     uint32_t acc = 0;
     int bits = 0;
     size_t o = 0;
@@ -49,6 +45,10 @@ int b64_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, size_t *
             out[o++] = (uint8_t)(acc >> bits);
             acc &= (1u << bits) - 1;
         }
+    }
+    if (body % 4 == 1) {   /* 6 bits cannot end a byte */
+        *bad_at = body - 1;
+        return -1;
     }
     *outlen = o;
     return 0;

@@ -5,6 +5,7 @@
  * Signals are blocked in every thread (the HTTP threads inherit the mask)
  * and taken synchronously here with sigwait, so no handler runs
  * inside a request. */
+#include <cblas.h>
 #include <microhttpd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -73,6 +74,9 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* concurrency comes from the HTTP threads; a K x dim product is too
+     * small for BLAS threads to pay for their hand-offs */
+    openblas_set_num_threads(1);
 
     eldrd_t d;
     int rc = 2;

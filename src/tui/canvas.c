@@ -181,8 +181,8 @@ uint32_t canvas_ramp(double level)
 {
     if (!(level > 0))
         return ' ';
-    int i = (int)(level * 9 + 0.5);
-    return (uint32_t)CANVAS_RAMP[i > 9 ? 9 : i < 0 ? 0 : i];
+    int i = 1 + (int)(level * 8.999);   /* 1..9: blank is kept for exactly 0 */
+    return (uint32_t)CANVAS_RAMP[i > 9 ? 9 : i];
 }
 
 /* Append the UTF-8 form of cp to buf (at least 4 bytes free). */

@@ -71,7 +71,8 @@ void canvas_hbar(canvas_t *c, int x, int y, int width, double frac, cv_style st)
  * with Unicode, the ramp " .-=+*#" otherwise. */
 uint32_t canvas_spark(const canvas_t *c, double level);
 /* One heat character for a level in [0, 1] on the ASCII ramp
- * " .:-=+*#%@" (ten steps), used wherever colour is not available. */
+ * " .:-=+*#%@", used wherever colour is not available: ' ' for exactly 0
+ * (nothing), '.' to '@' in nine steps over (0, 1]. */
 uint32_t canvas_ramp(double level);
 extern const char CANVAS_RAMP[];
 

@@ -115,7 +115,7 @@ typedef struct dash {
     int view, worker, zoom;
     double cursor;               /* "now" as a fraction of t_end */
     int help;                    /* help overlay shown */
-    char status[256];            /* job in progress / last message */
+    char status[ELDR_ERRLEN + 64];            /* job in progress / last message */
     double progress;             /* < 0: none */
     int busy;                    /* a what-if job is running */
 } dash_t;

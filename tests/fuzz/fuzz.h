@@ -2,8 +2,7 @@
  * unit tests that replay their corpora through the same entry points).
  *
  * fuzz_memfile: the loaders under test take a path, so the input goes
- * into a memfd and the path "/proc/self/fd/N" names it: no disk traffic,
- * no temporary left behind by a crash.
+ * into a scratch file first.
  *
  * fuzz_check: a broken promise is a crash (abort), so libFuzzer keeps the
  * input that shows it. The promises checked on every input are those of
@@ -16,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #define fuzz_check(cond)                                                                \
@@ -36,28 +34,33 @@ static inline void fuzz_check_err(const char *err, size_t errlen)
     fuzz_check(!memchr(err, '\n', n));
 }
 
-/* Put data into the one memfd of this process (created on first use)
- * and return its path; NULL if the memfd cannot be made. */
+/* Put data into this process's scratch file and return its path (NULL
+ * if it cannot be written). A file, not a memfd: libhdf5 resolves the
+ * real path of what it opens, and "/proc/self/fd/N" of a memfd has none.
+ * It lives in $TMPDIR (tests/fuzz/run.sh points that into build-fuzz/)
+ * and is removed at exit. */
+static char fuzz_path[4096];
+
+static inline void fuzz_memfile_remove(void)
+{
+    unlink(fuzz_path);
+}
+
 static inline const char *fuzz_memfile(const uint8_t *data, size_t size)
 {
-    static int fd = -1;
-    static char path[64];
-    if (fd < 0) {
-        fd = memfd_create("eldr-fuzz", 0);
-        if (fd < 0)
-            return NULL;
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if (!fuzz_path[0]) {
+        const char *dir = getenv("TMPDIR");
+        snprintf(fuzz_path, sizeof fuzz_path, "%s/eldr-fuzz.%d", dir && *dir ? dir : "/tmp",
+                 (int)getpid());
+        atexit(fuzz_memfile_remove);
     }
-    if (ftruncate(fd, 0) != 0)
+    FILE *f = fopen(fuzz_path, "wb");
+    if (!f)
         return NULL;
-    size_t done = 0;
-    while (done < size) {
-        ssize_t w = pwrite(fd, data + done, size - done, (off_t)done);
-        if (w <= 0)
-            return NULL;
-        done += (size_t)w;
-    }
-    return path;
+    size_t w = fwrite(data, 1, size, f);
+    if (fclose(f) != 0 || w != size)
+        return NULL;
+    return fuzz_path;
 }
 
 #endif

@@ -1,0 +1,10 @@
+build-fuzz/tests/fuzz/fuzz_jsonl.o: tests/fuzz/fuzz_jsonl.c \
+  src/core/err.h tests/fuzz/fuzz.h src/core/import.h src/core/trace.h
+
+src/core/err.h:
+
+tests/fuzz/fuzz.h:
+
+src/core/import.h:
+
+src/core/trace.h:

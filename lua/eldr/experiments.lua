@@ -1,0 +1,174 @@
+-- eldr.experiments - grids of simulations: tau (the locality band), K
+-- (the number of decode workers), and the full sweep of `eldr sweep`.
+--
+-- Every grid splits the trace the way `eldr sim` does (the first rows
+-- calibrate, eldr.calib_split), fits on the calibration rows and
+-- simulates the held-out rows, so no request is routed by centroids
+-- fitted on itself. Within one (K, rate) cell every policy runs on the
+-- same workload (eldr.simulate's common random numbers), and each row
+-- carries the change of TPOT p50 against the best load-balancing
+-- baseline of its cell (vs_best_pct; negative is better).
+local eldr = require "eldr"
+
+local M = {}
+
+local SIM_KEYS = {"output_tokens", "max_batch", "cost", "sample_pool", "min2", "concurrency"}
+
+local function check(opts, fn, known)
+  opts = opts or {}
+  if type(opts) ~= "table" then
+    error(string.format("eldr.%s: bad argument 'options' (table expected, got %s)", fn,
+                        type(opts)), 3)
+  end
+  local ok = {}
+  for _, k in ipairs(known) do ok[k] = true end
+  for _, k in ipairs(SIM_KEYS) do ok[k] = true end
+  for k in pairs(opts) do
+    if not ok[k] then
+      error(string.format("eldr.%s: unknown option '%s'", fn, tostring(k)), 3)
+    end
+  end
+  return opts
+end
+
+local function list_of(v, fn, name)
+  if v == nil then return nil end
+  if type(v) == "number" then return {v} end
+  if type(v) ~= "table" or #v == 0 then
+    error(string.format("eldr.%s: bad argument '%s' (number or non-empty list expected)",
+                        fn, name), 3)
+  end
+  return v
+end
+
+local function sim_opts(opts, extra)
+  local o = {}
+  for _, k in ipairs(SIM_KEYS) do o[k] = opts[k] end
+  for k, v in pairs(extra) do o[k] = v end
+  return o
+end
+
+-- Rows of one simulate call, tagged with the grid coordinates.
+local function rows_of(results, tags, out)
+  for _, r in ipairs(results) do
+    local row = {policy = r.policy, tpot_p50_ms = r.tpot_p50_ms, tpot_p99_ms = r.tpot_p99_ms,
+                 queue_p50_ms = r.queue_p50_ms, distinct_per_step = r.distinct_per_step,
+                 reuse = r.reuse, imbalance = r.imbalance, tokens_per_s = r.tokens_per_s,
+                 vs_best_pct = r.vs_best_pct}
+    for k, v in pairs(tags) do row[k] = v end
+    if r.policy ~= "eldr" then row.tau = nil end
+    out[#out + 1] = row
+  end
+end
+
+-- Fill vs_best_pct of rows[first..] against the best balancer among them.
+local BALANCERS = {random = true, rr = true, jsq = true, p2c = true}
+local function versus_best(rows, first)
+  local best
+  for i = first, #rows do
+    local r = rows[i]
+    if BALANCERS[r.policy] and (not best or r.tpot_p50_ms < best) then best = r.tpot_p50_ms end
+  end
+  for i = first, #rows do
+    rows[i].vs_best_pct = best and best > 0 and (rows[i].tpot_p50_ms - best) / best * 100 or nil
+  end
+end
+
+-- A model with K centroids for a recipe fitted on calib (zero rows left out).
+local function fit_k(recipe, calib, K, seed, tau)
+  local sigs = recipe:signatures(calib)
+  local zero = sigs:zero_rows()
+  if #zero > 0 then
+    local skip, keep = {}, {}
+    for _, r in ipairs(zero) do skip[r] = true end
+    for r = 1, #sigs do if not skip[r] then keep[#keep + 1] = r end end
+    sigs = sigs:sub(keep)
+  end
+  local km = eldr.kmeans(sigs, {k = K, seed = seed})
+  local _, _, k = calib:geometry()
+  return eldr.model(recipe, km.centroids, {top_k = k, tau = tau or 0.1, seed = seed}), km
+end
+
+--- experiments.sweep(trace, {model, tau, workers, rate, calib_split,
+--- variant, layers, baselines, seed, ...}) -> rows {K, rate, policy, tau,
+--- tpot_p50_ms, tpot_p99_ms, distinct_per_step, imbalance, vs_best_pct, ...}
+function M.sweep(trace, opts)
+  local fn = "sweep"
+  opts = check(opts, fn, {"model", "tau", "workers", "rate", "calib_split", "variant",
+                          "layers", "baselines", "seed"})
+  local model = opts.model
+  local info = model and model:info()
+  local taus = list_of(opts.tau, fn, "tau") or (info and {info.tau}) or {0, 0.05, 0.1, 0.2}
+  local ks = list_of(opts.workers, fn, "workers") or (info and {info.K})
+  if not ks then
+    error("eldr.sweep: bad argument 'workers' (a list of K is needed without a model)", 2)
+  end
+  local rates = list_of(opts.rate, fn, "rate") or {false}
+  local baselines = list_of(opts.baselines, fn, "baselines") or {"jsq", "rr", "p2c"}
+  local seed = opts.seed or 1
+  local calib, eval = eldr.calib_split(trace, opts.calib_split)
+  if #calib == 0 then
+    error("eldr.sweep: bad argument 'calib_split' (0 leaves no calibration rows)", 2)
+  end
+  -- one recipe for every K: the model's, or fitted once on calib
+  local recipe = model and model:recipe() or eldr.recipe(calib, {
+    variant = opts.variant or "count_idf", layers = opts.layers or "auto", seed = seed})
+  local rows = {}
+  for _, K in ipairs(ks) do
+    local m = fit_k(recipe, calib, K, seed, info and info.tau)
+    for _, rate in ipairs(rates) do
+      local first = #rows + 1
+      local cell = {K = K, rate = rate or "trace"}
+      local base = eldr.simulate(eval, sim_opts(opts, {calib = calib, model = m,
+        policy = baselines, rate = rate or nil, seed = seed}))
+      rows_of(base, cell, rows)
+      for _, tau in ipairs(taus) do
+        local r = eldr.simulate(eval, sim_opts(opts, {calib = calib, model = m,
+          policy = "eldr", tau = tau, rate = rate or nil, seed = seed}))
+        cell.tau = tau
+        rows_of(r, cell, rows)
+        cell.tau = nil
+      end
+      versus_best(rows, first)
+    end
+  end
+  return rows
+end
+
+--- experiments.tau_grid(trace, {taus, model, workers, rate, ...}) -> rows:
+--- ELDR at each tau beside the baselines, on one K.
+function M.tau_grid(trace, opts)
+  opts = check(opts, "experiments.tau_grid", {"taus", "model", "workers", "rate",
+                                               "calib_split", "variant", "layers",
+                                               "baselines", "seed"})
+  local o = {}
+  for k, v in pairs(opts) do if k ~= "taus" then o[k] = v end end
+  o.tau = opts.taus or {0, 0.05, 0.1, 0.2, 0.5, 2}
+  o.workers = opts.workers and {opts.workers}
+  if not o.workers and not o.model then o.workers = {4} end
+  return M.sweep(trace, o)
+end
+
+--- experiments.k_grid(trace, {ks, tau, rate, ...}) -> rows: one per K,
+--- with the K-means objective and cluster sizes beside the simulation of
+--- ELDR and the baselines.
+function M.k_grid(trace, opts)
+  opts = check(opts, "experiments.k_grid", {"ks", "tau", "rate", "calib_split", "variant",
+                                             "layers", "baselines", "seed"})
+  local o = {}
+  for k, v in pairs(opts) do if k ~= "ks" then o[k] = v end end
+  o.workers = opts.ks or {2, 4, 8}
+  o.tau = opts.tau or 0.1
+  return M.sweep(trace, o)
+end
+
+M._help = {
+  ["eldr.experiments.sweep"] = "eldr.experiments.sweep(trace, opts) -> rows: what eldr.sweep "
+    .. "does (tau x K x rate grid)",
+  ["eldr.experiments.tau_grid"] = "eldr.experiments.tau_grid(trace, {taus, model | workers, "
+    .. "rate, ...}) -> rows: ELDR per tau beside the baselines",
+  ["eldr.experiments.k_grid"] = "eldr.experiments.k_grid(trace, {ks, tau, rate, ...}) -> rows: "
+    .. "ELDR and the baselines per number of workers K",
+}
+
+return M

@@ -1,0 +1,232 @@
+/* module.c - luaopen_eldr: the `eldr` table assembled from the binding
+ * files (one per core area), the help functions over their registry, the
+ * lazy loading of the pure-Lua helpers, and the Lua state of the front
+ * ends (eldr_lua.h). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "eldr_lua.h"
+#include "l_types.h"
+#include "l_util.h"
+#include "model.h"
+
+const char *const eldr_lua_submodules[] = {"calibrate", "report", "experiments", NULL};
+
+/* Merge the _help table of a loaded helper module (at idx) into the
+ * registry, so :help lists the Lua helpers beside the C functions. */
+static void merge_help(lua_State *L, int idx)
+{
+    idx = lua_absindex(L, idx);
+    if (!lua_istable(L, idx) || lua_getfield(L, idx, "_help") != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return;
+    }
+    l_pushhelp(L);
+    lua_pushnil(L);
+    while (lua_next(L, -3)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_settable(L, -4);
+    }
+    lua_pop(L, 2);
+}
+
+/* __index of the module table: eldr.calibrate etc. are required on use. */
+static int lazy_index(lua_State *L)
+{
+    const char *k = lua_tostring(L, 2);
+    for (int i = 0; k && eldr_lua_submodules[i]; i++) {
+        if (strcmp(k, eldr_lua_submodules[i]))
+            continue;
+        lua_getglobal(L, "require");
+        lua_pushfstring(L, "eldr.%s", k);
+        lua_call(L, 1, 1);
+        merge_help(L, -1);
+        lua_pushvalue(L, 2);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* Load every helper module (for a complete help listing); a helper that
+ * fails to load is skipped here: using it reports the error. */
+static void load_submodules(lua_State *L)
+{
+    for (int i = 0; eldr_lua_submodules[i]; i++) {
+        lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+        lua_getfield(L, -1, "eldr");
+        lua_remove(L, -2);
+        lua_pushcfunction(L, lazy_index);
+        lua_insert(L, -2);
+        lua_pushstring(L, eldr_lua_submodules[i]);
+        if (lua_pcall(L, 2, 1, 0) != LUA_OK) { /* index(eldr, name) */
+        }
+        lua_pop(L, 1);
+    }
+}
+
+/* eldr.help_names() -> sorted list of every documented name */
+static int l_help_names(lua_State *L)
+{
+    load_submodules(L);
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "sort");
+    lua_newtable(L);
+    int out = lua_gettop(L), n = 0;
+    l_pushhelp(L);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, out, ++n);
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, out);
+    lua_call(L, 1, 0);
+    return 1;
+}
+
+/* Does a full name (eldr.load, Trace:select) match a query? Exact, or
+ * the part after the last '.' or ':', or the query with "eldr." added. */
+static int name_matches(const char *full, const char *q)
+{
+    if (!strcmp(full, q))
+        return 1;
+    if (!strncmp(full, "eldr.", 5) && !strcmp(full + 5, q))
+        return 1;
+    const char *tail = strrchr(full, ':');
+    const char *dot = strrchr(full, '.');
+    if (!tail || (dot && dot > tail))
+        tail = dot;
+    return tail && !strcmp(tail + 1, q);
+}
+
+/* eldr.help([name]) -> text: every line, or those matching name (nil
+ * when nothing matches) */
+static int l_help(lua_State *L)
+{
+    const char *q = luaL_optstring(L, 1, NULL);
+    l_help_names(L);
+    int names = lua_gettop(L);
+    l_pushhelp(L);
+    int help = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    int found = 0;
+    for (lua_Integer i = 1; lua_rawgeti(L, names, i) != LUA_TNIL; i++) {
+        const char *full = lua_tostring(L, -1);
+        if (!q || name_matches(full, q)) {
+            lua_getfield(L, help, full);
+            const char *line = lua_tostring(L, -1);
+            lua_pop(L, 2);
+            if (found++)
+                luaL_addchar(&b, '\n');
+            luaL_addstring(&b, line);
+        } else
+            lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    luaL_pushresult(&b);
+    if (!found)
+        lua_pushnil(L);
+    return 1;
+}
+
+int luaopen_eldr(lua_State *L)
+{
+    lua_newtable(L);
+    l_open_trace(L);
+    l_open_sig(L);
+    l_open_calib(L);
+    l_open_kmeans(L);
+    l_open_model(L);
+    l_open_sim(L);
+    l_open_cost(L);
+    l_open_pca(L);
+    static const l_fn fns[] = {
+        {"help", l_help, "eldr.help([name]) -> text: the one-line help of every function, or "
+                         "of those called name"},
+        {"help_names", l_help_names, "eldr.help_names() -> {names}: every documented function "
+                                     "and method"},
+        {NULL, NULL, NULL},
+    };
+    l_register(L, fns, "eldr.");
+    l_open_pprint(L);
+    lua_pushstring(L, ELDR_VERSION);
+    lua_setfield(L, -2, "version");
+    l_sethelp(L, "eldr.calibrate", "eldr.calibrate: the calibration pipeline in a few calls "
+                                   "(lua/eldr/calibrate.lua)");
+    l_sethelp(L, "eldr.report", "eldr.report: aligned tables and CSV (lua/eldr/report.lua)");
+    l_sethelp(L, "eldr.experiments", "eldr.experiments: tau and K grids "
+                                      "(lua/eldr/experiments.lua)");
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, lazy_index);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, -2);
+    return 1;
+}
+
+/* Prepend dir/?.lua;dir/?/init.lua to package.path. */
+static void add_path(lua_State *L, const char *dir)
+{
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "path");
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
+    lua_setfield(L, -3, "path");
+    lua_pop(L, 2);
+}
+
+static void set_paths(lua_State *L)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            char dir[PATH_MAX + 32];
+            /* added in reverse: the last one added is searched first */
+            snprintf(dir, sizeof dir, "%s/../share/eldr/lua", exe);
+            add_path(L, dir);
+            snprintf(dir, sizeof dir, "%s/../lua", exe);
+            add_path(L, dir);
+        }
+    }
+    const char *env = getenv("ELDR_LUA_PATH");
+    if (env && *env)
+        add_path(L, env);
+}
+
+static int open_all(lua_State *L)
+{
+    luaL_openlibs(L);
+    set_paths(L);
+    luaL_requiref(L, "eldr", luaopen_eldr, 1);
+    lua_pop(L, 1);
+    return 0;
+}
+
+lua_State *eldr_lua_new(void)
+{
+    lua_State *L = luaL_newstate();
+    if (!L) {
+        fprintf(stderr, "eldr: cannot create a Lua state (out of memory)\n");
+        return NULL;
+    }
+    lua_pushcfunction(L, open_all);
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+        fprintf(stderr, "eldr: %s\n", lua_tostring(L, -1));
+        lua_close(L);
+        return NULL;
+    }
+    return L;
+}

@@ -1,0 +1,428 @@
+/* dash.c - the interactive dashboard: terminal setup and restore, the
+ * event loop, keys, and the blit of the canvas to ncurses; plus the
+ * one-frame path (tui.h). State lives in dash_t (dash.h); slow work runs
+ * on the what-if thread (whatif.h), so the loop only ever waits for keys
+ * (100 ms at a time) and draws. */
+#define NCURSES_WIDECHAR 1
+#include <curses.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "kmeans.h"
+#include "tui.h"
+#include "whatif.h"
+
+#define TAU_STEP 0.05
+#define TAU_MAX 2.0
+#define CURSOR_STEP 0.05
+#define KEY_ESC 27
+
+static const route_kind POLICIES[] = {ROUTE_ELDR, ROUTE_RANDOM, ROUTE_RR, ROUTE_JSQ, ROUTE_P2C};
+#define N_POLICIES ((int)(sizeof POLICIES / sizeof POLICIES[0]))
+
+void tui_start_default(tui_start *s)
+{
+    memset(s, 0, sizeof *s);
+    s->view = VIEW_OVERVIEW;
+    s->policy = ROUTE_ELDR;
+    s->tau = -1;
+}
+
+/* ---- one frame ---- */
+
+static void apply_view(dash_t *d, const tui_start *s)
+{
+    d->view = s->view;
+    d->zoom = s->zoom;
+    d->help = s->help;
+    int K = d->fit ? d->fit->model->K : 1;
+    d->worker = s->worker < K ? s->worker : K - 1;
+}
+
+int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, char **text,
+              char *err, size_t errlen)
+{
+    *text = NULL;
+    if (dash_open(d, o, NULL, NULL, err, errlen))
+        return -1;
+    int K = s->K > 0 ? s->K : d->fit->model->K;
+    double tau = s->tau >= 0 ? s->tau : d->tau;
+    if (K != d->fit->model->K || tau != d->tau || s->policy != d->policy) {
+        whatif_t wf;
+        whatif_init(&wf);
+        int rc = whatif_start_change(&wf, d, K, s->policy, tau);
+        if (!rc)
+            rc = whatif_collect(&wf);
+        if (rc)
+            snprintf(err, errlen, "%s", wf.err);
+        whatif_destroy(&wf);
+        if (rc)
+            return -1;
+        d->tau = tau;
+        d->policy = s->policy;
+    }
+    apply_view(d, s);
+    canvas_t *c = canvas_new(w, h, 0, 0);
+    if (!c)
+        return eldr_errf(err, errlen, "dash: cannot make a %d x %d frame", w, h);
+    dash_render(d, c);
+    *text = canvas_to_string(c);
+    canvas_free(c);
+    return *text ? 0 : eldr_errf(err, errlen, "dash: out of memory for the frame");
+}
+
+/* ---- terminal ---- */
+
+static volatile sig_atomic_t g_signal;
+static int g_curses_on;
+
+static void on_signal(int sig)
+{
+    g_signal = sig;   /* the loop notices within one key timeout */
+}
+
+static void restore_terminal(void)
+{
+    if (g_curses_on) {
+        g_curses_on = 0;
+        endwin();
+    }
+}
+
+/* Colour pairs allocated on demand for (fg, bg). */
+typedef struct pairs {
+    int n, max;
+    int16_t fg[1024], bg[1024];
+} pairs;
+
+static int pair_of(pairs *p, int colors, int fg, int bg)
+{
+    if (!colors || (fg == CV_DEFAULT && bg == CV_DEFAULT))
+        return 0;
+    if (colors < 256) {   /* fold the 256-colour indices onto 8 */
+        fg = fg == CV_DEFAULT || fg < 8 ? fg : 1 + fg % 6;
+        bg = bg == CV_DEFAULT || bg < 8 ? bg : 1 + bg % 6;
+    }
+    for (int i = 0; i < p->n; i++)
+        if (p->fg[i] == fg && p->bg[i] == bg)
+            return i + 1;
+    if (p->n >= p->max)
+        return 0;
+    init_pair((short)(p->n + 1), (short)fg, (short)bg);
+    p->fg[p->n] = (int16_t)fg;
+    p->bg[p->n] = (int16_t)bg;
+    return ++p->n;
+}
+
+static void blit(const canvas_t *c, pairs *p)
+{
+    for (int y = 0; y < c->h; y++)
+        for (int x = 0; x < c->w; x++) {
+            const cv_cell *cell = &c->cells[(size_t)y * c->w + x];
+            attr_t a = A_NORMAL;
+            if (cell->st.attr & CV_BOLD)
+                a |= A_BOLD;
+            if (cell->st.attr & CV_REVERSE)
+                a |= A_REVERSE;
+            if (cell->st.attr & CV_DIM)
+                a |= A_DIM;
+            wchar_t wc[2] = {(wchar_t)cell->ch, 0};
+            cchar_t cc;
+            setcchar(&cc, wc, a, (short)pair_of(p, c->colors, cell->st.fg, cell->st.bg), NULL);
+            mvwadd_wch(stdscr, y, x, &cc);   /* the last cell may fail: no scroll */
+        }
+    wnoutrefresh(stdscr);
+    doupdate();
+}
+
+static int term_colors(void)
+{
+    if (!has_colors() || start_color() == ERR)
+        return 0;
+    use_default_colors();
+    return COLORS >= 256 ? 256 : COLORS >= 8 ? 8 : 0;
+}
+
+/* ---- the session ---- */
+
+typedef struct session {
+    dash_t d;
+    dash_t shell;                /* drawn while the open job fills d */
+    whatif_t wf;
+    int ready;                   /* d is open */
+    int K;                       /* wanted K (d->fit's once collected) */
+    canvas_t *c;
+    int unicode, colors;
+    pairs pr;
+    int quit;
+    tui_start start;
+} session;
+
+static int current_K(const session *s)
+{
+    return s->d.fit ? s->d.fit->model->K : 0;
+}
+
+/* Start a change job when what is wanted differs from what is shown. */
+static void kick(session *s)
+{
+    dash_t *d = &s->d;
+    if (!s->ready || s->wf.running || !d->cur)
+        return;
+    if (s->K == current_K(s) && d->policy == d->cur->policy &&
+        (d->policy != ROUTE_ELDR || fabs(d->tau - d->cur->tau) < 1e-12))
+        return;
+    if (whatif_start_change(&s->wf, d, s->K, d->policy, d->tau)) {
+        snprintf(d->status, sizeof d->status, "%s", s->wf.err);
+        return;
+    }
+    d->busy = 1;
+    snprintf(d->status, sizeof d->status, "%s", s->K != current_K(s) ? "refit" : "simulate");
+}
+
+static int poll_job(session *s, char *err, size_t errlen)
+{
+    dash_t *d = s->ready ? &s->d : &s->shell;
+    if (!s->wf.running)
+        return 0;
+    if (!whatif_done(&s->wf)) {
+        char stage[64];
+        whatif_progress(&s->wf, stage, sizeof stage, &d->progress);
+        snprintf(d->status, sizeof d->status, "%s", stage);
+        if (s->ready && s->K != current_K(s))
+            snprintf(d->status, sizeof d->status, "refit K=%d: %s", s->K, stage);
+        return 0;
+    }
+    whatif_kind kind = s->wf.kind;
+    int rc = whatif_collect(&s->wf);
+    if (kind == WHATIF_OPEN) {
+        if (rc) {
+            snprintf(err, errlen, "%s", s->wf.err);
+            return -1;
+        }
+        s->ready = 1;
+        s->d.view = s->shell.view;
+        tui_start st = s->start;
+        st.view = s->shell.view;
+        apply_view(&s->d, &st);
+        s->K = st.K > 0 ? st.K : current_K(s);
+        s->d.policy = st.policy;
+        if (st.tau >= 0)
+            s->d.tau = st.tau;
+        s->d.progress = -1;
+        s->d.status[0] = '\0';
+    } else {
+        d->busy = 0;
+        d->progress = -1;
+        if (rc == KMEANS_CANCELLED) {
+            s->K = current_K(s);
+            snprintf(d->status, sizeof d->status, "refit cancelled; K stays %d", s->K);
+        } else if (rc) {
+            s->K = current_K(s);
+            snprintf(d->status, sizeof d->status, "what-if failed: %s", s->wf.err);
+        } else {
+            d->status[0] = '\0';
+        }
+        if (d->worker >= current_K(s))
+            d->worker = current_K(s) - 1;
+    }
+    kick(s);
+    return 0;
+}
+
+static void cycle_view(dash_t *d, int step)
+{
+    d->view = (d->view + step + VIEW_N) % VIEW_N;
+}
+
+static void key(session *s, int ch)
+{
+    dash_t *d = s->ready ? &s->d : &s->shell;
+    if (ch == 'q' || ch == 'Q') {
+        s->quit = 1;
+        return;
+    }
+    if (d->help && (ch == '?' || ch == KEY_ESC)) {
+        d->help = 0;
+        return;
+    }
+    if (ch >= '1' && ch < '1' + VIEW_N)
+        d->view = ch - '1';
+    else if (ch == '\t')
+        cycle_view(d, 1);
+    else if (ch == KEY_BTAB)
+        cycle_view(d, -1);
+    else if (ch == '?')
+        d->help = 1;
+    else if (ch == KEY_ESC && s->wf.running && s->ready)
+        whatif_cancel(&s->wf);
+    if (!s->ready)
+        return;
+    int K = current_K(s);
+    switch (ch) {
+    case '+': case '=':
+        d->tau = fmin(TAU_MAX, d->tau + TAU_STEP);
+        break;
+    case '-': case '_':
+        d->tau = fmax(0.0, d->tau - TAU_STEP);
+        break;
+    case '[':
+        s->K = s->K > 1 ? s->K - 1 : 1;
+        break;
+    case ']':
+        s->K = s->K < DASH_K_MAX ? s->K + 1 : DASH_K_MAX;
+        break;
+    case 'p': {
+        int i = 0;
+        while (i < N_POLICIES && POLICIES[i] != d->policy)
+            i++;
+        d->policy = POLICIES[(i + 1) % N_POLICIES];
+        break;
+    }
+    case KEY_UP: case KEY_LEFT: case 'k':
+        d->worker = d->worker > 0 ? d->worker - 1 : K - 1;
+        break;
+    case KEY_DOWN: case KEY_RIGHT: case 'j':
+        d->worker = d->worker + 1 < K ? d->worker + 1 : 0;
+        break;
+    case '\n': case '\r': case KEY_ENTER:
+        d->zoom = !d->zoom;
+        break;
+    case ',': case '<':
+        d->cursor = fmax(0.0, d->cursor - CURSOR_STEP);
+        break;
+    case '.': case '>':
+        d->cursor = fmin(1.0, d->cursor + CURSOR_STEP);
+        break;
+    default:
+        break;
+    }
+    kick(s);
+}
+
+static int resize_canvas(session *s)
+{
+    canvas_free(s->c);
+    int w = COLS > 0 ? COLS : 80, h = LINES > 0 ? LINES : 24;
+    s->c = canvas_new(w, h, s->unicode, s->colors);
+    return s->c ? 0 : -1;
+}
+
+static void draw(session *s)
+{
+    canvas_t *c = s->c;
+    if (c->w < 40 || c->h < 10) {
+        canvas_clear(c);
+        canvas_text(c, 0, 0, cv_plain(), "eldr dash: terminal too small (40x10 at least)");
+    } else {
+        dash_render(s->ready ? &s->d : &s->shell, c);
+    }
+    blit(c, &s->pr);
+}
+
+static int loop(session *s, char *err, size_t errlen)
+{
+    while (!s->quit && !g_signal) {
+        int ch = getch();
+        if (ch == KEY_RESIZE) {
+            if (resize_canvas(s))
+                return eldr_errf(err, errlen, "dash: out of memory on resize");
+            clearok(curscr, TRUE);   /* repaint everything: no garbage */
+        } else if (ch != ERR) {
+            key(s, ch);
+        }
+        if (poll_job(s, err, errlen))
+            return -1;
+        draw(s);
+    }
+    return 0;
+}
+
+static void session_setup_terminal(session *s)
+{
+    s->unicode = !strcmp(nl_langinfo(CODESET), "UTF-8");
+    initscr();
+    g_curses_on = 1;
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    curs_set(0);
+    timeout(100);
+    s->colors = term_colors();
+    s->pr.max = COLOR_PAIRS - 1 < 1024 ? COLOR_PAIRS - 1 : 1024;
+    if (s->pr.max < 0)
+        s->pr.max = 0;
+}
+
+int tui_run(const dash_opts *o, const tui_start *st, char *err, size_t errlen)
+{
+    trace_t *t = NULL;
+    model_t *m = NULL;
+    if (trace_load(o->trace_path, &t, err, errlen))
+        return -1;
+    if (o->model_path && model_load(o->model_path, &m, err, errlen)) {
+        trace_free(t);
+        return -1;
+    }
+    session *s = calloc(1, sizeof *s);
+    if (!s) {
+        trace_free(t);
+        model_free(m);
+        return eldr_errf(err, errlen, "dash: out of memory");
+    }
+    s->start = *st;
+    s->shell.view = st->view;
+    s->shell.busy = 1;
+    s->shell.progress = -1;
+    snprintf(s->shell.trace_name, sizeof s->shell.trace_name, "%s", o->trace_path);
+    snprintf(s->shell.status, sizeof s->shell.status, "opening");
+    whatif_init(&s->wf);
+
+    setlocale(LC_ALL, "");
+    atexit(restore_terminal);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    session_setup_terminal(s);
+
+    int rc = -1;
+    if (resize_canvas(s))
+        eldr_errf(err, errlen, "dash: out of memory for the screen");
+    else if (whatif_start_open(&s->wf, &s->d, o, t, m))
+        eldr_errf(err, errlen, "%s", s->wf.err);
+    else
+        rc = loop(s, err, errlen);
+    restore_terminal();
+
+    int detached = 0;
+    if (s->wf.running) {
+        /* an open job (the default fit) cannot be cancelled midway: leave
+         * it to the process exit rather than free what it is using */
+        whatif_cancel(&s->wf);
+        if (s->wf.kind == WHATIF_OPEN)
+            detached = 1;
+        else
+            whatif_collect(&s->wf);
+    }
+    canvas_free(s->c);
+    if (!detached) {
+        dash_free(&s->d);
+        whatif_destroy(&s->wf);
+        free(s);
+    }
+    if (rc == 0 && g_signal)
+        rc = 128 + g_signal;
+    return rc;
+}

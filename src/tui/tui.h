@@ -1,0 +1,35 @@
+/* tui.h - the dashboard's front ends: the interactive ncurses session and
+ * the one-frame text output (`eldr dash ... --frame FILE`). Both draw the
+ * same canvas with dash_render (dash.h). */
+#ifndef ELDR_TUI_H
+#define ELDR_TUI_H
+
+#include <stddef.h>
+
+#include "dash.h"
+
+/* What the user sees first (or in the frame). policy / tau / K apply as
+ * what-if changes after opening; tau < 0 and K <= 0 keep the model's. */
+typedef struct tui_start {
+    int view, worker, zoom, help;
+    route_kind policy;
+    double tau;
+    int K;
+} tui_start;
+void tui_start_default(tui_start *s);
+
+/* Open synchronously, apply the start settings, render one w x h frame
+ * as ASCII text into *text (malloc'd). The dashboard is left in d for
+ * the caller (JSON output) to read and free. */
+int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, char **text,
+              char *err, size_t errlen);
+
+/* The interactive session on the terminal. The trace and model are loaded
+ * before the terminal is touched (so bad input fails cleanly); the fit
+ * and simulations then run in the background with progress shown.
+ * Returns 0 when the user quits, -1 with err on a failure, or 128 + the
+ * signal number after SIGINT/SIGTERM (the terminal is restored first on
+ * every path). */
+int tui_run(const dash_opts *o, const tui_start *s, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,104 @@
+/* view_balance.c - cluster balance: per worker, the calibration cluster
+ * size, the share of the simulated requests routed to it (with the ideal
+ * 1/K marked on the bar) and its in-flight count at the time cursor.
+ * Enter on a worker adds a detail panel for it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "dash.h"
+
+/* A share bar over [0, full] with a '|' at the ideal share. */
+static void share_bar(const dash_t *d, canvas_t *c, int x, int y, int bw, double share,
+                      double ideal, double full, int color)
+{
+    (void)d;
+    canvas_hbar(c, x, y, bw, share / full, cv_fg(color, 0));
+    int mx = x + (int)(ideal / full * bw + 0.5);
+    if (mx >= x + bw)
+        mx = x + bw - 1;
+    cv_cell *cell = canvas_at(c, mx, y);
+    if (cell)
+        *cell = (cv_cell){'|', cv_fg(CV_DEFAULT, CV_BOLD)};
+}
+
+static void detail(const dash_t *d, canvas_t *c, int x, int y, int w)
+{
+    const dash_sim *s = d->cur;
+    int wk = d->worker;
+    const sim_result *r = &s->res;
+    canvas_box(c, x, y, w, 7, cv_plain(), dash_worker_name(d, wk));
+    canvas_textf(c, x + 2, y + 1, cv_plain(), "calibration members %lld of %lld; routed %lld "
+                 "of %lld; served %lld", (long long)d->fit->sizes[wk], (long long)d->fit->n_fit,
+                 (long long)s->routed[wk], (long long)r->n, (long long)r->served[wk]);
+    double batch = 0;
+    for (int b = 0; b < s->nbins; b++)
+        batch += s->running[(size_t)wk * s->nbins + b];
+    canvas_textf(c, x + 2, y + 2, cv_plain(), "steps %lld, busy %.2f s of %.2f s, mean batch "
+                 "%.1f", (long long)r->worker_steps[wk], r->worker_busy_s[wk], r->makespan_s,
+                 s->nbins ? batch / s->nbins : 0);
+    canvas_textf(c, x + 2, y + 3, cv_plain(), "distinct experts per layer-step %.2f (all "
+                 "workers %.2f)", r->worker_distinct[wk], r->distinct_per_step);
+    canvas_textf(c, x + 2, y + 4, cv_plain(), "in-flight: mean %.2f, now %.1f",
+                 r->inflight_mean[wk], dash_inflight_now(d, s, wk));
+    canvas_text(c, x + 2, y + 5, cv_fg(CV_DEFAULT, CV_DIM), "Enter: back");
+}
+
+void view_balance(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    const dash_sim *s = d->cur;
+    if (!d->fit || !s) {
+        canvas_text(c, x + 1, y + 1, cv_plain(), "loading...");
+        return;
+    }
+    int K = d->fit->model->K;
+    double ideal = 1.0 / K, full = 2.0 * ideal;
+    for (int k = 0; k < K; k++) {
+        double a = d->fit->n_fit ? (double)d->fit->sizes[k] / d->fit->n_fit : 0;
+        double b = s->res.n ? (double)s->routed[k] / s->res.n : 0;
+        if (a > full)
+            full = a;
+        if (b > full)
+            full = b;
+    }
+    /* columns: mark+name 10, size 7, bar, pct 7, bar, pct 7, in-flight 8 */
+    int bw = (w - 10 - 7 - 7 - 7 - 10 - 4) / 2;
+    if (bw < 4)
+        bw = 4;
+    int cx_size = x + 1, cx_b1 = x + 18, cx_p1 = cx_b1 + bw + 1, cx_b2 = cx_p1 + 8,
+        cx_p2 = cx_b2 + bw + 1, cx_inf = cx_p2 + 8;
+    cv_style hd = cv_fg(CV_DEFAULT, CV_BOLD);
+    canvas_text(c, cx_size, y, hd, "worker     size");
+    canvas_text(c, cx_b1, y, hd, "calibration share");
+    canvas_text(c, cx_b2, y, hd, "routed share");
+    canvas_text(c, cx_inf, y, hd, "in-flight");
+    int rows = h - 4 - (d->zoom ? 7 : 0);
+    if (rows < 1)
+        rows = 1;
+    int first = d->worker >= rows ? d->worker - rows + 1 : 0;
+    int64_t total = 0;
+    for (int k = 0; k < K; k++)
+        total += d->fit->sizes[k];
+    for (int k = first, row = 0; k < K && row < rows; k++, row++) {
+        int yy = y + 1 + row;
+        int sel = k == d->worker;
+        cv_style st = sel ? (cv_style){CV_DEFAULT, CV_DEFAULT, CV_BOLD} : cv_plain();
+        double a = d->fit->n_fit ? (double)d->fit->sizes[k] / d->fit->n_fit : 0;
+        double b = s->res.n ? (double)s->routed[k] / s->res.n : 0;
+        canvas_textf(c, cx_size, yy, st, "%c%-8.8s %6lld", sel ? '>' : ' ',
+                     dash_worker_name(d, k), (long long)d->fit->sizes[k]);
+        share_bar(d, c, cx_b1, yy, bw, a, ideal, full, dash_cluster_color(k));
+        canvas_textf(c, cx_p1, yy, st, "%5.1f%%", 100 * a);
+        share_bar(d, c, cx_b2, yy, bw, b, ideal, full, dash_cluster_color(k));
+        canvas_textf(c, cx_p2, yy, st, "%5.1f%%", 100 * b);
+        canvas_textf(c, cx_inf, yy, st, "%7.1f", dash_inflight_now(d, s, k));
+    }
+    int yy = y + 1 + (K - first < rows ? K - first : rows);
+    canvas_textf(c, cx_size, yy++, cv_fg(CV_DEFAULT, CV_DIM),
+                 "total %lld = N calibrated; '|' = ideal 1/K = %.1f%%; bars 0..%.0f%%", (long long)total, 100 * ideal, 100 * full);
+    double t = s->t_end * d->cursor;
+    canvas_textf(c, cx_size, yy++, cv_fg(CV_DEFAULT, CV_DIM),
+                 "in-flight at t = %.2f s of %.2f s (, . move); policy %s", t,
+                 s->t_end, route_kind_name(s->policy));
+    if (d->zoom)
+        detail(d, c, x, yy, w);
+}

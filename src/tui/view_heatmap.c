@@ -1,0 +1,160 @@
+/* view_heatmap.c - expert reuse. Left/top: for the selected worker, layers
+ * x experts coloured by the worker's activation share against the global
+ * share (log2 of the ratio, from 1/8x to 8x): where a worker's experts
+ * concentrate. Right/bottom: workers x layers, the mean number of distinct
+ * experts a step loads (fewer = more reuse). Both have a legend; colours
+ * on a 256-colour terminal, the ASCII ramp " .:-=+*#%@" otherwise. Big
+ * geometries are shown in groups of layers/experts (summed heat). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dash.h"
+
+#define RATIO_SPAN 3.0   /* log2: the scale runs from 1/8x to 8x */
+
+/* One heat cell of cw columns for a level in [0, 1] (NaN: no data). */
+static void heat_cell(canvas_t *c, int x, int y, int cw, double level)
+{
+    int valid = level == level;
+    for (int i = 0; i < cw; i++) {
+        if (c->colors >= 256 && valid && level > 0)
+            canvas_put(c, x + i, y, ' ', (cv_style){CV_DEFAULT, (int16_t)dash_heat_color(c, level), 0});
+        else if (c->colors >= 8 && valid)
+            canvas_put(c, x + i, y, canvas_ramp(level), cv_fg(dash_heat_color(c, level), 0));
+        else
+            canvas_put(c, x + i, y, valid ? canvas_ramp(level) : ' ', cv_plain());
+    }
+}
+
+static void legend(canvas_t *c, int x, int y, const char *lo, const char *hi, const char *tail)
+{
+    int n = canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "%s ", lo);
+    for (int i = 0; i < 10; i++)
+        heat_cell(c, x + n + i, y, 1, i == 0 ? 0.001 : i / 9.0);
+    canvas_textf(c, x + n + 11, y, cv_fg(CV_DEFAULT, CV_DIM), "%s%s", hi, tail);
+}
+
+static int ceil_div(int a, int b)
+{
+    return (a + b - 1) / b;
+}
+
+/* Matrix A for worker wk in (x, y, w, h). */
+static void worker_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    const dash_sim *s = d->cur;
+    int L = s->L, E = s->E, K = s->K, wk = d->worker;
+    int rows = h - 4, cols = w - 5;
+    if (rows < 1 || cols < 1)
+        return;
+    int gl = ceil_div(L, rows), ge = ceil_div(E, cols);
+    int nr = ceil_div(L, gl), nc = ceil_div(E, ge);
+    int cw = cols / nc > 3 ? 3 : cols / nc < 1 ? 1 : cols / nc;
+    canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), "%s: activation share / global share",
+                 dash_worker_name(d, wk));
+    if (gl > 1 || ge > 1)
+        canvas_textf(c, x, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "     (%d layer%s x %d expert%s "
+                     "per cell)", gl, gl > 1 ? "s" : "", ge, ge > 1 ? "s" : "");
+    else
+        for (int j = 0; j < nc; j += 8)
+            canvas_textf(c, x + 5 + j * cw, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "%d", j * ge);
+    const uint64_t *heat = s->res.heat;
+    for (int r = 0; r < nr; r++) {
+        int l0 = r * gl, l1 = l0 + gl > L ? L : l0 + gl;
+        canvas_textf(c, x, y + 2 + r, cv_fg(CV_DEFAULT, CV_DIM), "L%-3d", l0);
+        double wsum = 0, gsum = 0;
+        for (int l = l0; l < l1; l++)
+            for (int e = 0; e < E; e++) {
+                for (int k = 0; k < K; k++)
+                    gsum += (double)heat[((size_t)k * L + l) * E + e];
+                wsum += (double)heat[((size_t)wk * L + l) * E + e];
+            }
+        for (int j = 0; j < nc; j++) {
+            double wv = 0, gv = 0;
+            for (int l = l0; l < l1; l++)
+                for (int e = j * ge; e < (j + 1) * ge && e < E; e++) {
+                    for (int k = 0; k < K; k++)
+                        gv += (double)heat[((size_t)k * L + l) * E + e];
+                    wv += (double)heat[((size_t)wk * L + l) * E + e];
+                }
+            double level = NAN;
+            if (gv > 0 && wsum > 0) {
+                double ratio = (wv / wsum) / (gv / gsum);
+                level = ratio > 0 ? (log2(ratio) + RATIO_SPAN) / (2 * RATIO_SPAN) : 0;
+                level = level < 0.001 ? 0.001 : level > 1 ? 1 : level;
+                if (wv == 0)
+                    level = 0;
+            }
+            heat_cell(c, x + 5 + j * cw, y + 2 + r, cw, level);
+        }
+    }
+    legend(c, x, y + 2 + nr, "legend: 1/8x", "8x", "  blank: unused here");
+}
+
+/* Matrix B: workers x layers, mean distinct experts per step. */
+static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    const dash_sim *s = d->cur;
+    int L = s->L, K = s->K;
+    int rows = h - 4, cols = w - 10;
+    if (rows < 1 || cols < 1)
+        return;
+    int gl = ceil_div(L, cols), nc = ceil_div(L, gl);
+    int cw = cols / nc > 3 ? 3 : cols / nc < 1 ? 1 : cols / nc;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int k = 0; k < K; k++)
+        for (int l = 0; l < L; l++) {
+            double v = s->layer_distinct[(size_t)k * L + l];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), "distinct experts per step: workers x layers");
+    for (int j = 0; j < nc; j += 4)
+        canvas_textf(c, x + 10 + j * cw, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "%d", j * gl);
+    int first = d->worker >= rows ? d->worker - rows + 1 : 0;
+    int shown = 0;
+    for (int k = first; k < K && shown < rows; k++, shown++) {
+        cv_style st = k == d->worker ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_fg(CV_DEFAULT, CV_DIM);
+        canvas_textf(c, x, y + 2 + shown, st, "%c%-8.8s", k == d->worker ? '>' : ' ',
+                     dash_worker_name(d, k));
+        for (int j = 0; j < nc; j++) {
+            double v = 0;
+            int n = 0;
+            for (int l = j * gl; l < (j + 1) * gl && l < L; l++, n++)
+                v += s->layer_distinct[(size_t)k * L + l];
+            v = n ? v / n : 0;
+            double level = hi > lo ? (v - lo) / (hi - lo) : 0.5;
+            heat_cell(c, x + 10 + j * cw, y + 2 + shown, cw, level < 0.001 ? 0.001 : level);
+        }
+    }
+    char lo_s[32], hi_s[32];
+    snprintf(lo_s, sizeof lo_s, "legend: %.1f", isfinite(lo) ? lo : 0);
+    snprintf(hi_s, sizeof hi_s, "%.1f", isfinite(hi) ? hi : 0);
+    legend(c, x, y + 2 + shown, lo_s, hi_s, " of k..E per layer");
+}
+
+void view_heatmap(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    const dash_sim *s = d->cur;
+    if (!s || !s->res.heat || !d->fit) {
+        canvas_text(c, x + 1, y + 1, cv_plain(), "loading...");
+        return;
+    }
+    int needA = 5 + s->E, needB = 10 + s->L;
+    int hB = s->K + 4;
+    if (d->zoom) {
+        worker_matrix(d, c, x + 1, y, w - 2, h);
+    } else if (w >= needA + needB + 4) {
+        int wA = w - needB - 4;
+        if (wA > 5 + 3 * s->E)
+            wA = 5 + 3 * s->E;
+        worker_matrix(d, c, x + 1, y, wA, h);
+        distinct_matrix(d, c, x + wA + 3, y, w - wA - 4, hB < h ? hB : h);
+    } else {
+        if (hB > h / 2)
+            hB = h / 2;
+        worker_matrix(d, c, x + 1, y, w - 2, h - hB);
+        distinct_matrix(d, c, x + 1, y + h - hB, w - 2, hB);
+    }
+}

@@ -1,0 +1,108 @@
+/* view_overview.c - the trace, the model, the what-if settings and a table
+ * of the current policy against every baseline. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dash.h"
+
+static int trace_block(const dash_t *d, canvas_t *c, int x, int y)
+{
+    cv_style h = cv_fg(CV_DEFAULT, CV_BOLD), p = cv_plain();
+    int y0 = y;
+    canvas_text(c, x, y++, h, "Trace");
+    canvas_textf(c, x, y++, p, "  file      %s", d->trace_name);
+    canvas_textf(c, x, y++, p, "  model     %s", d->calib && d->calib->model[0]
+                                                     ? d->calib->model : "(unnamed)");
+    canvas_textf(c, x, y++, p, "  geometry  L=%d layers, E=%d experts, top-%d", d->L, d->E, d->k);
+    canvas_textf(c, x, y++, p, "  requests  %lld: %lld calibrate, %lld simulated",
+                 (long long)d->n_rows, (long long)d->n_calib, (long long)(d->n_rows - d->n_calib));
+    canvas_textf(c, x, y++, p, "  arrivals  %s", d->arrivals);
+    return y - y0;
+}
+
+static void mask_text(const model_t *m, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < m->recipe.n_layers && used + 8 < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, i ? ",%d" : "%d", m->recipe.layers[i]);
+}
+
+static int model_block(const dash_t *d, canvas_t *c, int x, int y)
+{
+    cv_style h = cv_fg(CV_DEFAULT, CV_BOLD), p = cv_plain();
+    const model_t *m = d->fit->model;
+    char mask[200];
+    int y0 = y;
+    mask_text(m, mask, sizeof mask);
+    canvas_text(c, x, y++, h, "Model");
+    canvas_textf(c, x, y++, p, "  source    %s", d->model_name[0] ? d->model_name
+                                                               : "fitted here (default recipe)");
+    canvas_textf(c, x, y++, p, "  recipe    %s over %d layers: %s",
+                 sig_variant_name(m->recipe.variant), m->recipe.n_layers, mask);
+    if (isfinite(m->rho))
+        canvas_textf(c, x, y++, p, "  quality   rho %.3f, N* %d", m->rho, m->n_star);
+    canvas_textf(c, x, y++, p, "  K         %d workers (%s ... %s), %s", m->K, m->workers[0],
+                 m->workers[m->K - 1], m->balanced == 0 ? "unbalanced" : "balanced");
+    canvas_textf(c, x, y++, p, "  calib     %lld signatures clustered", (long long)d->fit->n_fit);
+    return y - y0;
+}
+
+static void sim_row(const dash_t *d, canvas_t *c, int x, int y, const dash_sim *s, int mark,
+                    int wide)
+{
+    char name[32];
+    if (s->policy == ROUTE_ELDR)
+        snprintf(name, sizeof name, "eldr t=%.2f", s->tau);
+    else
+        snprintf(name, sizeof name, "%s%s", route_kind_name(s->policy), mark ? " *" : "");
+    cv_style st = s == d->cur ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain();
+    const sim_result *r = &s->res;
+    int n = canvas_textf(c, x, y, st, "  %-12s %8.2f %8.2f %8.2f %7.1f %6.2f", name,
+                         r->tpot_p50_ms, r->tpot_p99_ms, r->distinct_per_step,
+                         r->queue_p99_ms, r->imbalance);
+    if (wide)
+        canvas_textf(c, x + n, y, st, " %7.2f %9.1f", r->reuse, r->tokens_per_s);
+}
+
+static void sim_table(const dash_t *d, canvas_t *c, int x, int y, int w)
+{
+    int wide = w >= 78;
+    canvas_text(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD), "Simulation of the held-out rows");
+    int n = canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  %-12s %8s %8s %8s %7s %6s",
+                         "policy", "TPOT p50", "p99 ms", "U/step", "q p99", "imbal");
+    if (wide)
+        canvas_textf(c, x + n, y, cv_fg(CV_DEFAULT, CV_DIM), " %7s %9s", "reuse", "tok/s");
+    y++;
+    const dash_sim *best = dash_best_base(d);
+    if (d->cur && d->cur->policy == ROUTE_ELDR)
+        sim_row(d, c, x, y++, d->cur, 0, wide);
+    for (int i = 0; i < DASH_N_BASE; i++)
+        if (d->base[i])
+            sim_row(d, c, x, y++, d->base[i], d->base[i] == best, wide);
+    if (d->cur && d->cur->policy != ROUTE_ELDR)
+        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  (policy %s is one of the "
+                     "baselines; p cycles back to eldr)", route_kind_name(d->cur->policy));
+    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM),
+                "  * best baseline (lowest TPOT p50); U/step = distinct experts per layer-step");
+}
+
+void view_overview(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    if (!d->fit) {
+        canvas_text(c, x + 1, y + 1, cv_plain(), "loading...");
+        return;
+    }
+    int th;
+    if (w >= 150) {
+        th = trace_block(d, c, x + 1, y);
+        int mh = model_block(d, c, x + w / 2, y);
+        th = th > mh ? th : mh;
+    } else {
+        th = trace_block(d, c, x + 1, y);
+        th += model_block(d, c, x + 1, y + th);
+    }
+    if (h - th >= 4)
+        sim_table(d, c, x + 1, y + th, w - 1);
+}

@@ -1,0 +1,75 @@
+/* view_scatter.c - a 2-D PCA of a sample of calibration signatures,
+ * coloured by cluster (each cluster also has its own letter, so the
+ * picture survives without colour), centroids marked by the capital
+ * letter in bold. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dash.h"
+
+static char cluster_glyph(int k, int centroid)
+{
+    static const char lower[] = "abcdefghijklmnopqrstuvwxyz";
+    return centroid ? (char)('A' + k % 26) : lower[k % 26];
+}
+
+void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    const dash_fit *f = d->fit;
+    if (!f) {
+        canvas_text(c, x + 1, y + 1, cv_plain(), "loading...");
+        return;
+    }
+    if (f->n_pts == 0) {
+        canvas_textf(c, x + 1, y + 1, cv_plain(), "no scatter: %s", f->note);
+        return;
+    }
+    int K = f->model->K;
+    int legend_w = w >= 70 ? 24 : 0;
+    int pw = w - 2 - legend_w, ph = h - 2;
+    if (pw < 4 || ph < 3)
+        return;
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    for (int i = 0; i < f->n_pts + K; i++) {
+        const double *p = i < f->n_pts ? f->pts + 2 * i : f->cent + 2 * (i - f->n_pts);
+        x0 = fmin(x0, p[0]);
+        x1 = fmax(x1, p[0]);
+        y0 = fmin(y0, p[1]);
+        y1 = fmax(y1, p[1]);
+    }
+    double sx = x1 > x0 ? (pw - 1) / (x1 - x0) : 0, sy = y1 > y0 ? (ph - 1) / (y1 - y0) : 0;
+    canvas_box(c, x, y, pw + 2, ph + 2, cv_fg(CV_DEFAULT, CV_DIM), NULL);
+    canvas_textf(c, x + 2, y, cv_fg(CV_DEFAULT, CV_BOLD), " PCA of %d signatures: PC1 %.0f%% "
+                 "(x), PC2 %.0f%% (y) ", f->n_pts, 100 * f->explained[0], 100 * f->explained[1]);
+    uint32_t dot = c->unicode && c->colors ? 0x2022 : 0;
+    for (int i = 0; i < f->n_pts; i++) {
+        int px = (int)((f->pts[2 * i] - x0) * sx + 0.5);
+        int py = (int)((y1 - f->pts[2 * i + 1]) * sy + 0.5);
+        int k = f->pt_cluster[i];
+        canvas_put(c, x + 1 + px, y + 1 + py, dot ? dot : (uint32_t)cluster_glyph(k, 0),
+                   cv_fg(dash_cluster_color(k), 0));
+    }
+    for (int k = 0; k < K; k++) {
+        int px = (int)((f->cent[2 * k] - x0) * sx + 0.5);
+        int py = (int)((y1 - f->cent[2 * k + 1]) * sy + 0.5);
+        canvas_put(c, x + 1 + px, y + 1 + py, (uint32_t)cluster_glyph(k, 1),
+                   (cv_style){(int16_t)dash_cluster_color(k), CV_DEFAULT, CV_BOLD | CV_REVERSE});
+    }
+    if (!legend_w) {
+        canvas_text(c, x + 1, y + ph + 1, cv_fg(CV_DEFAULT, CV_DIM),
+                    " a..: clusters, A..: centroids ");
+        return;
+    }
+    int lx = x + pw + 3;
+    canvas_text(c, lx, y, cv_fg(CV_DEFAULT, CV_BOLD), "cluster  worker  size");
+    int rows = h - 3;
+    for (int k = 0; k < K && k < rows; k++) {
+        canvas_textf(c, lx, y + 1 + k, cv_fg(dash_cluster_color(k), k == d->worker ? CV_BOLD : 0),
+                     "%c %c    %-7.7s %5lld", cluster_glyph(k, 0), cluster_glyph(k, 1),
+                     dash_worker_name(d, k), (long long)f->sizes[k]);
+    }
+    int ly = y + 1 + (K < rows ? K : rows);
+    if (ly < y + h)
+        canvas_text(c, lx, ly, cv_fg(CV_DEFAULT, CV_DIM), "lower: member, CAP: centroid");
+}

@@ -1,0 +1,352 @@
+/* test_tui_views.c - the dashboard's data and the text frame of each view
+ * (src/tui): a dashboard opened on a fixture trace (tracefix), fitted with
+ * the default recipe; every view rendered to ASCII and checked for what
+ * it must show (every worker named, sizes that sum to N, N* marked, the
+ * legends, the centroids, every baseline); the simulation digest checked
+ * against the simulator's own totals; what-if changes (tau, policy, K)
+ * and a cancelled refit; every view at tiny and huge sizes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/tui/dash.h"
+#include "../../src/tui/whatif.h"
+#include "kmeans.h"
+#include "util_tracefix.h"
+
+#define N_ROWS 240
+
+static dash_t D;
+
+static int setup(void **state)
+{
+    (void)state;
+    trace_t *t = tracefix_make(N_ROWS, 6, 16, 2, 11);
+    if (!t)
+        return -1;
+    dash_opts o;
+    dash_opts_default(&o);
+    o.trace_path = "fixture.h5";
+    char err[ELDR_ERRLEN];
+    if (dash_open_trace(&D, &o, t, NULL, NULL, NULL, err, sizeof err)) {
+        fprintf(stderr, "setup: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    dash_free(&D);
+    return 0;
+}
+
+static char *frame(int view, int w, int h)
+{
+    canvas_t *c = canvas_new(w, h, 0, 0);
+    assert_non_null(c);
+    D.view = view;
+    dash_render(&D, c);
+    char *s = canvas_to_string(c);
+    canvas_free(c);
+    assert_non_null(s);
+    return s;
+}
+
+/* The line of s that contains needle (copied into line), or 0. */
+static int line_with(const char *s, const char *needle, char *line, size_t n)
+{
+    const char *p = strstr(s, needle);
+    if (!p)
+        return 0;
+    const char *b = p, *e = p;
+    while (b > s && b[-1] != '\n')
+        b--;
+    while (*e && *e != '\n')
+        e++;
+    snprintf(line, n, "%.*s", (int)(e - b), b);
+    return 1;
+}
+
+static void test_open_split(void **state)
+{
+    (void)state;
+    assert_int_equal(D.n_rows, N_ROWS);
+    assert_int_equal(D.n_calib, N_ROWS / 2);   /* 1000 rows, capped at half */
+    assert_int_equal(D.fit->model->K, 4);
+    assert_non_null(D.cur);
+    for (int i = 0; i < DASH_N_BASE; i++)
+        assert_non_null(D.base[i]);
+    assert_int_equal(D.cur->res.n + D.work.n_skipped, N_ROWS - N_ROWS / 2);
+}
+
+/* The digest against the simulator's own totals. */
+static void test_sim_digest(void **state)
+{
+    (void)state;
+    const dash_sim *s = D.cur;
+    int64_t routed = 0, served = 0;
+    for (int k = 0; k < s->K; k++) {
+        routed += s->routed[k];
+        served += s->res.served[k];
+        /* the per-layer means from the step callback average to the
+         * simulator's per-worker mean distinct experts */
+        double m = 0;
+        for (int l = 0; l < s->L; l++)
+            m += s->layer_distinct[(size_t)k * s->L + l];
+        if (s->res.worker_steps[k])
+            assert_true(fabs(m / s->L - s->res.worker_distinct[k]) < 1e-9 * (1 + m));
+        for (int b = 0; b < s->nbins; b++) {
+            float inf = s->inflight[(size_t)k * s->nbins + b];
+            assert_true(inf >= -1e-3);
+            assert_true(s->running[(size_t)k * s->nbins + b] <= inf + 1e-3 * (1 + inf));
+        }
+    }
+    assert_int_equal(routed, s->res.n);
+    assert_int_equal(served, s->res.n);
+    const dash_sim *b = dash_best_base(&D);
+    for (int i = 0; i < DASH_N_BASE; i++)
+        assert_true(b->res.tpot_p50_ms <= D.base[i]->res.tpot_p50_ms);
+}
+
+static void test_balance_frame(void **state)
+{
+    (void)state;
+    char *s = frame(VIEW_BALANCE, 100, 30), line[256];
+    int64_t sum = 0;
+    for (int k = 0; k < D.fit->model->K; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "w%d ", k);
+        assert_true(line_with(s, name, line, sizeof line));
+        /* "  w0           30 ####|..." : the size follows the name */
+        long long size;
+        char nm[32];
+        assert_int_equal(sscanf(line + 2, "%31s %lld", nm, &size), 2);
+        assert_int_equal(size, D.fit->sizes[k]);
+        sum += size;
+    }
+    assert_int_equal(sum, D.fit->n_fit);
+    char total[64];
+    snprintf(total, sizeof total, "total %lld = N", (long long)sum);
+    assert_non_null(strstr(s, total));
+    assert_non_null(strstr(s, "1/K = 25.0%"));
+    assert_non_null(strstr(s, "|"));
+    free(s);
+}
+
+static void test_rho_frame(void **state)
+{
+    (void)state;
+    assert_non_null(D.curve);
+    char *s = frame(VIEW_RHO, 100, 30), want[64];
+    snprintf(want, sizeof want, "N* = %d layers", D.curve_nstar);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof want, "^ N*=%d", D.curve_nstar);
+    assert_non_null(strstr(s, want));
+    assert_int_equal(strchr(s, '@') != NULL, 1);   /* the peak point */
+    /* the peak: no point of the curve before N* is higher */
+    for (int i = 0; i < D.curve_nstar - 1; i++)
+        assert_true(D.curve[i] <= D.curve[D.curve_nstar - 1]);
+    assert_non_null(strstr(s, "order:"));
+    free(s);
+}
+
+static void test_heatmap_frame(void **state)
+{
+    (void)state;
+    char *s = frame(VIEW_HEATMAP, 100, 30);
+    const char *l1 = strstr(s, "legend:");
+    assert_non_null(l1);
+    assert_non_null(strstr(l1 + 1, "legend:"));   /* both matrices */
+    assert_non_null(strstr(s, "1/8x"));
+    assert_non_null(strstr(s, "w0: activation share"));
+    assert_non_null(strstr(s, "distinct experts per step"));
+    for (int k = 0; k < D.fit->model->K; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%d", k);
+        assert_non_null(strstr(s, name));
+    }
+    /* the L0 row holds one ramp character per expert */
+    char line[256];
+    assert_true(line_with(s, " L0 ", line, sizeof line));
+    const char *cells = line + 6;
+    for (int e = 0; e < D.E; e++)
+        assert_non_null(strchr(CANVAS_RAMP, cells[e]));
+    free(s);
+}
+
+static void test_queues_frame(void **state)
+{
+    (void)state;
+    char *s = frame(VIEW_QUEUES, 100, 30);
+    for (int k = 0; k < D.fit->model->K; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%d ", k);
+        assert_non_null(strstr(s, name));
+    }
+    assert_non_null(strstr(s, "in-flight"));
+    free(s);
+    D.zoom = 1;
+    s = frame(VIEW_QUEUES, 100, 30);
+    D.zoom = 0;
+    assert_non_null(strstr(s, "+- w0 "));   /* the zoomed chart's box */
+    free(s);
+}
+
+static void test_scatter_frame(void **state)
+{
+    (void)state;
+    assert_true(D.fit->n_pts > 0);
+    char *s = frame(VIEW_SCATTER, 100, 30);
+    char want[64];
+    snprintf(want, sizeof want, "PCA of %d signatures", D.fit->n_pts);
+    assert_non_null(strstr(s, want));
+    for (int k = 0; k < D.fit->model->K; k++)
+        assert_non_null(strchr(s, 'A' + k));   /* every centroid is drawn */
+    free(s);
+}
+
+static void test_overview_frame(void **state)
+{
+    (void)state;
+    char *s = frame(VIEW_OVERVIEW, 100, 30);
+    assert_non_null(strstr(s, "eldr t=0.10"));
+    const char *names[] = {"random", "rr", "jsq", "p2c"};
+    for (int i = 0; i < 4; i++)
+        assert_non_null(strstr(s, names[i]));
+    char want[64];
+    snprintf(want, sizeof want, "%s *", route_kind_name(dash_best_base(&D)->policy));
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof want, "TPOT p50 %.2fms", D.cur->res.tpot_p50_ms);
+    assert_non_null(strstr(s, want));
+    free(s);
+}
+
+static void test_every_size(void **state)
+{
+    (void)state;
+    int sizes[][2] = {{40, 10}, {80, 24}, {41, 11}, {300, 90}};
+    for (int z = 0; z < 2; z++)
+        for (int v = 0; v < VIEW_N; v++)
+            for (int i = 0; i < 4; i++) {
+                D.zoom = z;
+                D.help = i == 1;
+                char *s = frame(v, sizes[i][0], sizes[i][1]);
+                int lines = 0;
+                for (const char *p = s; *p; p++)
+                    lines += *p == '\n';
+                assert_int_equal(lines, sizes[i][1]);
+                free(s);
+            }
+    D.zoom = 0;
+    D.help = 0;
+}
+
+static void test_whatif_tau_and_policy(void **state)
+{
+    (void)state;
+    whatif_t w;
+    whatif_init(&w);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.0), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_true(D.cur->tau == 0.0);
+    assert_int_equal(D.cur->policy, ROUTE_ELDR);
+    int64_t n = D.cur->res.n;
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_JSQ, 0.0), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(D.cur->policy, ROUTE_JSQ);
+    assert_int_equal(D.cur->res.n, n);
+    /* the same policy and seed as the baseline: the same numbers */
+    assert_true(D.cur->res.tpot_p50_ms == D.base[2]->res.tpot_p50_ms);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    whatif_destroy(&w);
+}
+
+static void test_whatif_refit(void **state)
+{
+    (void)state;
+    whatif_t w;
+    whatif_init(&w);
+    assert_int_equal(whatif_start_change(&w, &D, 3, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(D.fit->model->K, 3);
+    assert_int_equal(D.cur->K, 3);
+    int64_t sum = 0, cap = (D.fit->n_fit + 2) / 3;
+    for (int k = 0; k < 3; k++) {
+        sum += D.fit->sizes[k];
+        assert_true(D.fit->sizes[k] <= cap);   /* balanced: ceil(N/K) */
+    }
+    assert_int_equal(sum, D.fit->n_fit);
+    for (int i = 0; i < DASH_N_BASE; i++)
+        assert_int_equal(D.base[i]->K, 3);
+    /* the recipe is kept */
+    assert_int_equal(D.fit->model->recipe.n_layers, D.work.dim / (size_t)D.E);
+    char *s = frame(VIEW_BALANCE, 100, 30);
+    assert_non_null(strstr(s, "1/K = 33.3%"));
+    assert_null(strstr(s, "w3 "));
+    free(s);
+    /* and back */
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(D.fit->model->K, 4);
+    whatif_destroy(&w);
+}
+
+static void test_refit_cancel_and_bad_K(void **state)
+{
+    (void)state;
+    volatile int cancel = 1;
+    dash_fit *f = (dash_fit *)1;
+    char err[ELDR_ERRLEN];
+    assert_int_equal(dash_refit(&D, 5, &cancel, NULL, NULL, &f, err, sizeof err),
+                     KMEANS_CANCELLED);
+    assert_null(f);
+    assert_int_equal(dash_refit(&D, 100000, NULL, NULL, NULL, &f, err, sizeof err), -1);
+    assert_null(f);
+    assert_non_null(strstr(err, "K = 100000"));
+    /* a failed change leaves the dashboard as it was */
+    whatif_t w;
+    whatif_init(&w);
+    const dash_sim *before = D.cur;
+    assert_int_equal(whatif_start_change(&w, &D, 100000, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), -1);
+    assert_ptr_equal(D.cur, before);
+    assert_int_equal(D.fit->model->K, 4);
+    whatif_destroy(&w);
+}
+
+static void test_view_names(void **state)
+{
+    (void)state;
+    for (int v = 0; v < VIEW_N; v++)
+        assert_int_equal(dash_view_parse(dash_view_name(v)), v);
+    assert_int_equal(dash_view_parse("nope"), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_split),
+        cmocka_unit_test(test_sim_digest),
+        cmocka_unit_test(test_balance_frame),
+        cmocka_unit_test(test_rho_frame),
+        cmocka_unit_test(test_heatmap_frame),
+        cmocka_unit_test(test_queues_frame),
+        cmocka_unit_test(test_scatter_frame),
+        cmocka_unit_test(test_overview_frame),
+        cmocka_unit_test(test_every_size),
+        cmocka_unit_test(test_whatif_tau_and_policy),
+        cmocka_unit_test(test_whatif_refit),
+        cmocka_unit_test(test_refit_cancel_and_bad_K),
+        cmocka_unit_test(test_view_names),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
