@@ -26,13 +26,13 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 	libreadline-dev libncurses-dev liblapacke-dev libopenblas-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libzip-dev \
-	libcmocka-dev tmux valgrind curl python3 python3-numpy python3-scipy \
+	libcmocka-dev tmux valgrind curl wrk python3 python3-numpy python3-scipy \
 	python3-h5py clang libclang-rt-14-dev
 
 BUILD ?= build
 BIN ?= bin
 CORE_SRC := $(wildcard src/core/*.c)
-CLI_SRC := $(wildcard src/cli/*.c src/lua/*.c src/repl/*.c src/tui/*.c)
+CLI_SRC := $(wildcard src/cli/*.c src/lua/*.c src/repl/*.c src/tui/*.c src/client/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
@@ -48,7 +48,10 @@ ROUTER_SRC := $(wildcard src/router/*.c)
 ROUTER_OBJ := $(ROUTER_SRC:%.c=$(BUILD)/%.o)
 ROUTER_MAIN := $(BUILD)/src/router/eldrd.o
 ROUTER_LIB := $(BUILD)/libeldrrouter.a
-ROUTER_LIBS := $(shell pkg-config --libs libmicrohttpd jansson 2>/dev/null)
+# libcurl: the eldrd client (src/client, eldr replay/attach) and eldrd's
+# --load-from vllm poller.
+CURL_LIBS := $(shell pkg-config --libs libcurl 2>/dev/null)
+ROUTER_LIBS := $(shell pkg-config --libs libmicrohttpd jansson 2>/dev/null) $(CURL_LIBS)
 SAMPLE := samples/small.h5
 
 .PHONY: all deps run test asan bench samples clean install unit-tests fuzz fuzz-smoke
@@ -76,7 +79,7 @@ $(CORE_LIB): $(CORE_OBJ)
 
 $(BIN)/eldr: $(CLI_OBJ) $(CORE_LIB)
 	@mkdir -p $(BIN)
-	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(CORE_LIB) $(PKG_LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(CORE_LIB) $(PKG_LIBS) $(CURL_LIBS)
 
 $(ROUTER_LIB): $(filter-out $(ROUTER_MAIN),$(ROUTER_OBJ))
 	@rm -f $@
@@ -163,6 +166,9 @@ $(FUZZ_BUILD)/libfuzzcore.a: $(FUZZ_OBJ)
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_BUILD)/libfuzzcore.a
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) $(ROUTER_LIBS)
+
+# keep the harness objects (make would delete them as intermediates)
+.SECONDARY: $(FUZZ_HARNESS:%.c=$(FUZZ_BUILD)/%.o)
 
 fuzz: $(FUZZ_BIN)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) sh tests/fuzz/run.sh $(FUZZ_BIN)

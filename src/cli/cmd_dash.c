@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../tui/tui.h"
+#include "atomicfile.h"
 #include "cli.h"
 #include "err.h"
 
@@ -177,19 +178,11 @@ static int parse(int argc, char **argv, dash_args *a)
 /* Write text to path atomically (temp + rename), or to stdout for "-". */
 static int write_frame(const char *path, const char *text)
 {
+    char err[ELDR_ERRLEN];
     if (!strcmp(path, "-"))
         return fputs(text, stdout) < 0 ? cli_error(CMD, "cannot write the frame") : 0;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return cli_fail(CMD, "--frame %s: cannot create it", path);
-    int bad = fputs(text, f) < 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path)) {
-        remove(tmp);
-        return cli_fail(CMD, "--frame %s: cannot write it", path);
-    }
+    if (atomic_write_text(path, text, 0, err, sizeof err))
+        return cli_fail(CMD, "--frame %s", err);
     return 0;
 }
 

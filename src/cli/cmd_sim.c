@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "cli.h"
 #include "costmodel.h"
 #include "err.h"
@@ -358,41 +359,41 @@ static int prepare(sim_args *a, sim_inputs *in)
 /* ---- CSV files, written to a temporary and renamed when complete ---- */
 
 typedef struct csv_out {
-    FILE *f;
-    char path[4096], tmp[4096 + 32];
+    atomic_file out;
+    FILE *f;                   /* over out; NULL when closed */
+    char err[ELDR_ERRLEN];     /* why open or commit failed */
 } csv_out;
 
 static int csv_open(csv_out *c, const char *dir, const char *policy, const char *what)
 {
+    char path[4096];
     if (policy)
-        snprintf(c->path, sizeof c->path, "%s/%s_%s.csv", dir, policy, what);
+        snprintf(path, sizeof path, "%s/%s_%s.csv", dir, policy, what);
     else
-        snprintf(c->path, sizeof c->path, "%s/%s.csv", dir, what);
-    snprintf(c->tmp, sizeof c->tmp, "%s.tmp.%ld", c->path, (long)getpid());
-    c->f = fopen(c->tmp, "w");
-    return c->f ? 0 : -1;
+        snprintf(path, sizeof path, "%s/%s.csv", dir, what);
+    c->f = NULL;
+    if (atomic_file_begin(&c->out, path, c->err, sizeof c->err))
+        return -1;
+    if (!(c->f = atomic_file_stream(&c->out))) {
+        atomic_file_abort(&c->out);
+        eldr_errf(c->err, sizeof c->err, "%s: out of memory", path);
+        return -1;
+    }
+    return 0;
 }
 
 static void csv_abort(csv_out *c)
 {
-    if (c->f) {
-        fclose(c->f);
-        unlink(c->tmp);
-        c->f = NULL;
-    }
+    if (c->f)
+        atomic_file_abort(&c->out);
+    c->f = NULL;
 }
 
 /* Close and rename into place; -1 (temporary removed) on a write error. */
 static int csv_commit(csv_out *c)
 {
-    int bad = ferror(c->f);
-    bad |= fclose(c->f) != 0;
     c->f = NULL;
-    if (bad || rename(c->tmp, c->path)) {
-        unlink(c->tmp);
-        return -1;
-    }
-    return 0;
+    return atomic_file_commit(&c->out, c->err, sizeof c->err);
 }
 
 static void on_step_csv(void *ctx, int worker, double t, double dt, int B, const int *U,
@@ -405,21 +406,24 @@ static void on_step_csv(void *ctx, int worker, double t, double dt, int B, const
             u / L);
 }
 
-static void write_series(FILE *f, const sim_result *r, const trace_t *t)
+static void write_series(FILE *f, const sim_result *r, const trace_t *t, int64_t row0)
 {
+    (void)row0;
     fprintf(f, "t_s,worker,inflight\n");
     for (int64_t i = 0; i < r->n_series; i++)
         fprintf(f, "%.9f,%d,%d\n", r->series[i].t, r->series[i].worker, r->series[i].inflight);
     (void)t;
 }
 
-static void write_requests(FILE *f, const sim_result *r, const trace_t *t)
+/* row0: the trace row of the first simulated request (the calibration
+ * rows come before), so that rows name the input file's rows. */
+static void write_requests(FILE *f, const sim_result *r, const trace_t *t, int64_t row0)
 {
     fprintf(f, "row,request_id,worker,rule,tokens,arrival_s,start_s,finish_s,queue_ms,"
             "tpot_ms\n");
     for (int64_t i = 0; i < r->n; i++) {
         const sim_request *q = &r->req[i];
-        fprintf(f, "%lld,%s,%d,%s,%d,%.9f,%.9f,%.9f,%.4f,%.4f\n", (long long)q->row,
+        fprintf(f, "%lld,%s,%d,%s,%d,%.9f,%.9f,%.9f,%.4f,%.4f\n", (long long)(q->row + row0),
                 t->request_id && t->request_id[q->row] ? t->request_id[q->row] : "",
                 q->worker, route_rule_name(q->rule), q->tokens, q->arrival, q->start,
                 q->finish, (q->start - q->arrival) * 1e3,
@@ -427,9 +431,10 @@ static void write_requests(FILE *f, const sim_result *r, const trace_t *t)
     }
 }
 
-static void write_heat(FILE *f, const sim_result *r, const trace_t *t)
+static void write_heat(FILE *f, const sim_result *r, const trace_t *t, int64_t row0)
 {
     (void)t;
+    (void)row0;
     fprintf(f, "worker,layer,expert,activations\n");
     for (int w = 0; w < r->K; w++)
         for (int l = 0; l < r->L; l++)
@@ -471,8 +476,7 @@ static int run_policy(const sim_args *a, const sim_inputs *in, const sim_workloa
     if (a->csv_dir) {
         if (csv_open(&rs->steps[i], a->csv_dir, route_kind_name(kind), "steps")) {
             route_policy_free(&p);
-            return cli_fail(CMD, "--csv: cannot write %s: %s", rs->steps[i].tmp,
-                            strerror(errno));
+            return cli_fail(CMD, "--csv: %s", rs->steps[i].err);
         }
         steps = rs->steps[i].f;
         fprintf(steps, "t_s,worker,step_ms,batch,kv_tokens,distinct_per_layer\n");
@@ -642,24 +646,24 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
  * nothing half-written stays behind. */
 static int write_csv(const sim_args *a, const sim_inputs *in, run_set *rs)
 {
-    static void (*const writers[])(FILE *, const sim_result *, const trace_t *) = {
+    static void (*const writers[])(FILE *, const sim_result *, const trace_t *, int64_t) = {
         write_series, write_requests, write_heat};
     static const char *const names[] = {"inflight", "requests", "heat"};
     for (int i = 0; i < rs->n; i++) {
         if (csv_commit(&rs->steps[i]))
-            return cli_error(CMD, "--csv: writing %s failed", rs->steps[i].path);
+            return cli_error(CMD, "--csv: %s", rs->steps[i].err);
         for (int j = 0; j < 3; j++) {
             csv_out c;
             if (csv_open(&c, a->csv_dir, rs->res[i].policy, names[j]))
-                return cli_error(CMD, "--csv: cannot write %s: %s", c.tmp, strerror(errno));
-            writers[j](c.f, &rs->res[i], in->eval);
+                return cli_error(CMD, "--csv: %s", c.err);
+            writers[j](c.f, &rs->res[i], in->eval, in->n_calib);
             if (csv_commit(&c))
-                return cli_error(CMD, "--csv: writing %s failed", c.path);
+                return cli_error(CMD, "--csv: %s", c.err);
         }
     }
     csv_out c;
     if (csv_open(&c, a->csv_dir, NULL, "summary"))
-        return cli_error(CMD, "--csv: cannot write %s: %s", c.tmp, strerror(errno));
+        return cli_error(CMD, "--csv: %s", c.err);
     fprintf(c.f, "policy,tpot_p50_ms,tpot_p95_ms,tpot_p99_ms,queue_p50_ms,queue_p99_ms,"
             "distinct_experts_per_step,reuse,imbalance,makespan_s,vs_baseline_pct\n");
     for (int i = 0; i < rs->n; i++) {
@@ -670,7 +674,7 @@ static int write_csv(const sim_args *a, const sim_inputs *in, run_set *rs)
                 change_pct(rs, i));
     }
     if (csv_commit(&c))
-        return cli_error(CMD, "--csv: writing %s failed", c.path);
+        return cli_error(CMD, "--csv: %s", c.err);
     return 0;
 }
 

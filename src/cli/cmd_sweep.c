@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "cli.h"
 #include "costmodel.h"
 #include "err.h"
@@ -391,11 +392,14 @@ static const char *CSV_HEAD = "K,rate,policy,tau,tpot_p50_ms,tpot_p99_ms,queue_p
 
 static int write_csv(const char *path, const grid *g, char *err, size_t errlen)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return eldr_errf(err, errlen, "%s: cannot create: %m", path);
+    atomic_file out;
+    if (atomic_file_begin(&out, path, err, errlen))
+        return -1;
+    FILE *f = atomic_file_stream(&out);
+    if (!f) {
+        atomic_file_abort(&out);
+        return eldr_errf(err, errlen, "%s: out of memory", path);
+    }
     fputs(CSV_HEAD, f);
     for (int i = 0; i < g->n; i++) {
         const sweep_row *r = &g->rows[i];
@@ -407,13 +411,7 @@ static int write_csv(const char *path, const grid *g, char *err, size_t errlen)
                 route_kind_name(r->kind), tau, r->tpot_p50, r->tpot_p99, r->queue_p50,
                 r->distinct, r->reuse, r->imbalance, vs);
     }
-    int ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return eldr_errf(err, errlen, "%s: write failed: %m", path);
-    }
-    return 0;
+    return atomic_file_commit(&out, err, errlen);
 }
 
 static json_t *num_or_null(double v)

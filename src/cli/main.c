@@ -16,6 +16,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_repl(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_dash(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 
 static const struct command {
     const char *name;
@@ -33,6 +34,7 @@ static const struct command {
     {"sim", cmd_sim, "simulate decode routing policies: TPOT, distinct experts, imbalance"},
     {"repl", cmd_repl, "interactive Lua 5.4 prompt with the eldr module (readline)"},
     {"run", cmd_run, "run a Lua script with the eldr module: eldr run script.lua [args]"},
+    {"replay", cmd_replay, "drive a running eldrd with a trace: route, finish, latency"},
     {"dash", cmd_dash, "ncurses dashboard: balance, heatmaps, queues, scatter, rho; what-if"},
 };
 

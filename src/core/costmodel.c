@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "costmodel.h"
+#include "atomicfile.h"
 #include "err.h"
 
 #define COST_FORMAT "eldr-cost"
@@ -112,35 +113,6 @@ int cost_model_load(const char *path, cost_model *m, char *err, size_t errlen)
     return rc;
 }
 
-/* Write text to "<path>.tmp.<pid>", fsync, rename over path: a failed
- * save leaves any old file intact and no torn file behind. */
-static int write_atomic(const char *path, const char *text, char *err, size_t errlen)
-{
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
-        return eldr_errf(err, errlen, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return eldr_errf(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-    size_t n = strlen(text), done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, text + done, n - done);
-        if (w <= 0)
-            break;
-        done += (size_t)w;
-    }
-    int ok = done == n && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
-    int saved = errno;
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok)
-            saved = errno;
-        unlink(tmp);
-        return eldr_errf(err, errlen, "%s: write failed: %s", path, strerror(saved));
-    }
-    return 0;
-}
-
 int cost_model_save(const char *path, const cost_model *m, const char *extra_json,
                     char *err, size_t errlen)
 {
@@ -174,7 +146,7 @@ int cost_model_save(const char *path, const cost_model *m, const char *extra_jso
     json_decref(root);
     if (!text)
         return eldr_errf(err, errlen, "%s: out of memory", path);
-    int rc = write_atomic(path, text, err, errlen);
+    int rc = atomic_write_text(path, text, 1, err, errlen);
     free(text);
     return rc;
 }

@@ -578,23 +578,12 @@ int h5u_save_begin(h5u_save_t *s, const char *path, char *err, size_t errlen)
 {
     h5u_silence();
     s->file = -1;
-    s->fd = -1;
-    s->tmp[0] = '\0';
-    if (strlen(path) >= sizeof s->path)
-        return eldr_errf(err, errlen, "%s: path too long", path);
-    snprintf(s->path, sizeof s->path, "%s", path);
-    snprintf(s->tmp, sizeof s->tmp, "%s.tmp.%ld", path, (long)getpid());
-    s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (s->fd < 0) {
-        int e = errno;
-        s->tmp[0] = '\0';
-        return eldr_errf(err, errlen, "%s: cannot create %s.tmp.%ld: %s", path, path,
-                         (long)getpid(), strerror(e));
-    }
+    if (atomic_file_begin(&s->out, path, err, errlen))
+        return -1;
     /* the core driver without backing store: the file lives in memory */
     hid_t fapl = strong_fapl();
     H5Pset_fapl_core(fapl, IMAGE_INCREMENT, 0);
-    s->file = H5Fcreate(s->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    s->file = H5Fcreate(s->out.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     if (s->file < 0) {
         h5u_save_abort(s);
@@ -608,27 +597,7 @@ void h5u_save_abort(h5u_save_t *s)
     if (s->file >= 0)
         H5Fclose(s->file);
     s->file = -1;
-    if (s->fd >= 0)
-        close(s->fd);
-    s->fd = -1;
-    if (s->tmp[0])
-        unlink(s->tmp);
-    s->tmp[0] = '\0';
-}
-
-/* write(2) all of buf; 0 or errno. */
-static int write_all(int fd, const char *buf, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, buf, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? errno : EIO;
-        buf += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    atomic_file_abort(&s->out);
 }
 
 /* The in-memory file's bytes, then the file closed; NULL on failure. */
@@ -657,32 +626,10 @@ int h5u_save_commit(h5u_save_t *s, char *err, size_t errlen)
     char *img = take_image(s, &size);
     if (!img) {
         h5u_save_abort(s);
-        return eldr_errf(err, errlen, "%s: cannot build the HDF5 file (out of memory?)", s->path);
+        return eldr_errf(err, errlen, "%s: cannot build the HDF5 file (out of memory?)",
+                         s->out.path);
     }
-    int e = write_all(s->fd, img, size);
+    int rc = atomic_file_write(&s->out, img, size, err, errlen);
     free(img);
-    if (!e && fsync(s->fd) != 0)
-        e = errno;
-    if (!e && close(s->fd) != 0)
-        e = errno;
-    else if (e)
-        close(s->fd);
-    s->fd = -1;
-    if (!e && rename(s->tmp, s->path) != 0)
-        e = errno;
-    if (e) {
-        h5u_save_abort(s);
-        return eldr_errf(err, errlen, "%s: write failed: %s", s->path, strerror(e));
-    }
-    s->tmp[0] = '\0';
-    /* make the rename itself durable; some file systems refuse a
-     * directory fsync, which costs durability, not correctness */
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", s->path);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return 0;
+    return rc ? rc : atomic_file_commit(&s->out, err, errlen);
 }

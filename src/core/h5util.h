@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atomicfile.h"
+
 #define H5U_MAXRANK 4
 #define H5U_DEFLATE 4
 
@@ -108,9 +110,7 @@ int h5u_write_strings(hid_t loc, const char *name, hsize_t n, const char *const 
  * in memory it never fails, and disk errors come back as errno. */
 typedef struct h5u_save {
     hid_t file;
-    int fd;                  /* the temporary, open for writing */
-    char path[PATH_MAX];
-    char tmp[PATH_MAX + 32];
+    atomic_file out;         /* the temporary the image goes to */
 } h5u_save_t;
 int h5u_save_begin(h5u_save_t *s, const char *path, char *err, size_t errlen);
 int h5u_save_commit(h5u_save_t *s, char *err, size_t errlen);

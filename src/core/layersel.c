@@ -56,6 +56,8 @@ static void run_parallel(void *(*fn)(void *), void *args, size_t arg_size, int n
 typedef struct prep_job {
     layersel_ctx *c;
     const trace_t *t;
+    const rho_pairs *pr;
+    const rho_decode_norms *dn;
     sig_variant v;
     const float *idf_full;
     int tid, nt;
@@ -70,6 +72,9 @@ static void *prep_run(void *arg)
     layersel_ctx *c = j->c;
     size_t E = (size_t)c->E;
     j->bad_row = -1;
+    /* this thread's share of the decode distances, then its layers */
+    rho_decode_dist_range(j->t, j->pr, j->dn, c->P * j->tid / j->nt, c->P * (j->tid + 1) / j->nt,
+                          c->dec_dist);
     for (int l = j->tid; l < c->L; l += j->nt) {
         double *sq = c->sq + (size_t)l * (size_t)c->n_req;
         const float *idf_row = j->idf_full ? j->idf_full + (size_t)l * E : NULL;
@@ -146,9 +151,11 @@ layersel_ctx *layersel_prepare(const trace_t *t, sig_variant v, const float *idf
     c->sq = eldr_calloc((size_t)c->L * (size_t)c->n_req, sizeof *c->sq);
     prep_job jobs[LAYERSEL_MAX_THREADS];
     memset(jobs, 0, sizeof jobs);
+    rho_decode_norms dn = {0};
     int ok = c->dec_dist && c->dot && c->sq;
     for (int k = 0; ok && k < nt; k++) {
-        jobs[k] = (prep_job){.c = c, .t = t, .v = v, .idf_full = idf_full, .tid = k, .nt = nt};
+        jobs[k] = (prep_job){.c = c, .t = t, .pr = pr, .dn = &dn, .v = v, .idf_full = idf_full,
+                             .tid = k, .nt = nt};
         jobs[k].vals = eldr_calloc((size_t)t->n * (size_t)t->E, sizeof(double));
         ok = jobs[k].vals != NULL;
     }
@@ -157,8 +164,7 @@ layersel_ctx *layersel_prepare(const trace_t *t, sig_variant v, const float *idf
                   (long long)c->P, c->L);
         goto fail;
     }
-    if (rho_decode_dist(t, pr, c->dec_dist, err, errlen)
-        || rank_ref_init(&c->ref, c->dec_dist, (size_t)c->P, err, errlen))
+    if (rho_decode_norms_init(t, &dn, err, errlen))
         goto fail;
     run_parallel(prep_run, jobs, sizeof jobs[0], nt);
     for (int k = 0; k < nt; k++)
@@ -168,12 +174,16 @@ layersel_ctx *layersel_prepare(const trace_t *t, sig_variant v, const float *idf
                       (long long)jobs[k].bad_row, jobs[k].bad_layer);
             goto fail;
         }
+    if (rank_ref_init(&c->ref, c->dec_dist, (size_t)c->P, err, errlen))
+        goto fail;
     for (int k = 0; k < nt; k++)
         free(jobs[k].vals);
+    rho_decode_norms_free(&dn);
     return c;
 fail:
     for (int k = 0; k < nt; k++)
         free(jobs[k].vals);
+    rho_decode_norms_free(&dn);
     layersel_free(c);
     return NULL;
 }
@@ -196,11 +206,18 @@ const double *layersel_decode_dist(const layersel_ctx *c)
 
 /* ---- evaluation ------------------------------------------------------------ */
 
-/* Signature distances of every pair for running sums (cum_dot, cum_sq)
- * plus layer l (l < 0: the sums alone). inv is [n_req] scratch. A zero
- * norm gives inv 0, hence cos 0 and distance 1 (rho.h). */
+/* Sort keys (rho_grid_key) of the signature distances of every pair for
+ * running sums (cum_dot, cum_sq) plus layer l (l < 0: the sums alone),
+ * with their least and greatest; the distances themselves go to dist when
+ * non-NULL. inv is [n_req] scratch. A zero norm gives inv 0, hence cos 0
+ * and distance 1 (rho.h). */
+typedef struct pair_keys {
+    uint64_t *key;    /* [P] */
+    uint64_t min, max;
+} pair_keys;
+
 static void pair_dist(const layersel_ctx *c, const double *cum_dot, const double *cum_sq,
-                      int l, double *inv, double *dist)
+                      int l, double *inv, pair_keys *k, double *dist)
 {
     const double *sq = l >= 0 ? c->sq + (size_t)l * (size_t)c->n_req : NULL;
     const double *dot = l >= 0 ? c->dot + (size_t)l * (size_t)c->P : NULL;
@@ -208,10 +225,26 @@ static void pair_dist(const layersel_ctx *c, const double *cum_dot, const double
         double s = cum_sq[r] + (sq ? sq[r] : 0);
         inv[r] = s > 0 ? 1.0 / sqrt(s) : 0.0;
     }
+    uint64_t lo = UINT64_MAX, hi = 0;
     for (int64_t p = 0; p < c->P; p++) {
         double d = cum_dot[p] + (dot ? dot[p] : 0);
-        dist[p] = rho_grid(1.0 - d * inv[c->pi[p]] * inv[c->pj[p]]);
+        uint64_t key = rho_grid_key(1.0 - d * inv[c->pi[p]] * inv[c->pj[p]]);
+        k->key[p] = key;
+        lo = key < lo ? key : lo;
+        hi = key > hi ? key : hi;
     }
+    k->min = lo;
+    k->max = hi;
+    if (dist)
+        for (int64_t p = 0; p < c->P; p++) {
+            double d = cum_dot[p] + (dot ? dot[p] : 0);
+            dist[p] = rho_grid(1.0 - d * inv[c->pi[p]] * inv[c->pj[p]]);
+        }
+}
+
+static double pair_rho(const layersel_ctx *c, const pair_keys *k, rank_work *w)
+{
+    return rank_ref_spearman_keys(&c->ref, k->key, k->min, k->max, w);
 }
 
 int layersel_rho_mask(const layersel_ctx *c, const int *layers, int n, double *dist_out,
@@ -220,11 +253,11 @@ int layersel_rho_mask(const layersel_ctx *c, const int *layers, int n, double *d
     double *cum_dot = eldr_calloc((size_t)c->P, sizeof *cum_dot);
     double *cum_sq = eldr_calloc((size_t)c->n_req, sizeof *cum_sq);
     double *inv = eldr_calloc((size_t)c->n_req, sizeof *inv);
-    double *dist = dist_out ? dist_out : eldr_calloc((size_t)c->P, sizeof *dist);
+    pair_keys k = {.key = eldr_calloc((size_t)c->P, sizeof *k.key)};
     unsigned char *seen = eldr_calloc((size_t)c->L, 1);
     rank_work w = {0};
     int rc = -1;
-    if (!cum_dot || !cum_sq || !inv || !dist || !seen) {
+    if (!cum_dot || !cum_sq || !inv || !k.key || !seen) {
         eldr_errf(err, errlen, "layer selection: out of memory");
         goto out;
     }
@@ -249,16 +282,15 @@ int layersel_rho_mask(const layersel_ctx *c, const int *layers, int n, double *d
     }
     if (rank_work_init(&w, (size_t)c->P, err, errlen))
         goto out;
-    pair_dist(c, cum_dot, cum_sq, -1, inv, dist);
-    *rho = rank_ref_spearman(&c->ref, dist, &w);
+    pair_dist(c, cum_dot, cum_sq, -1, inv, &k, dist_out);
+    *rho = pair_rho(c, &k, &w);
     rc = 0;
 out:
     rank_work_free(&w);
     free(cum_dot);
     free(cum_sq);
     free(inv);
-    if (dist != dist_out)
-        free(dist);
+    free(k.key);
     free(seen);
     return rc;
 }
@@ -272,7 +304,8 @@ typedef struct cand_job {
     int n_cands;
     double *cand_rho;       /* [n_cands] */
     int tid, nt;
-    double *inv, *dist;     /* scratch [n_req], [P] */
+    double *inv;            /* scratch [n_req] */
+    pair_keys keys;         /* scratch [P] */
     rank_work w;
 } cand_job;
 
@@ -280,8 +313,8 @@ static void *cand_run(void *arg)
 {
     cand_job *j = arg;
     for (int k = j->tid; k < j->n_cands; k += j->nt) {
-        pair_dist(j->c, j->cum_dot, j->cum_sq, j->cands[k], j->inv, j->dist);
-        j->cand_rho[k] = rank_ref_spearman(&j->c->ref, j->dist, &j->w);
+        pair_dist(j->c, j->cum_dot, j->cum_sq, j->cands[k], j->inv, &j->keys, NULL);
+        j->cand_rho[k] = pair_rho(j->c, &j->keys, &j->w);
     }
     return NULL;
 }
@@ -318,8 +351,8 @@ int layersel_greedy(const layersel_ctx *c, layersel_result *out, char *err, size
         jobs[k] = (cand_job){.c = c, .cum_dot = cum_dot, .cum_sq = cum_sq, .cands = cands,
                              .cand_rho = cand_rho, .tid = k, .nt = nt};
         jobs[k].inv = eldr_calloc((size_t)c->n_req, sizeof(double));
-        jobs[k].dist = eldr_calloc((size_t)c->P, sizeof(double));
-        ok = jobs[k].inv && jobs[k].dist
+        jobs[k].keys.key = eldr_calloc((size_t)c->P, sizeof(uint64_t));
+        ok = jobs[k].inv && jobs[k].keys.key
              && rank_work_init(&jobs[k].w, (size_t)c->P, NULL, 0) == 0;
     }
     int rc = -1;
@@ -373,7 +406,7 @@ int layersel_greedy(const layersel_ctx *c, layersel_result *out, char *err, size
 out:
     for (int k = 0; k < nt; k++) {
         free(jobs[k].inv);
-        free(jobs[k].dist);
+        free(jobs[k].keys.key);
         rank_work_free(&jobs[k].w);
     }
     free(cum_dot);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "err.h"
 #include "model.h"
 
@@ -104,44 +105,13 @@ int model_to_json_text(const model_t *m, char **text, char *err, size_t errlen)
     return 0;
 }
 
-/* Write text to "<path>.tmp.<pid>", fsync, rename over path. */
-static int write_atomic(const char *path, const char *text, char *err, size_t errlen)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
-        return eldr_errf(err, errlen, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        return eldr_errf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
-    size_t n = strlen(text), done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, text + done, n - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        done += (size_t)w;
-    }
-    int ok = done == n && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
-    int saved = errno;
-    if (close(fd) != 0)
-        ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok)
-            saved = errno;
-        unlink(tmp);
-        return eldr_errf(err, errlen, "%s: write failed: %s", path, strerror(saved));
-    }
-    return 0;
-}
-
 int model_save_json(const model_t *m, const char *path, char *err, size_t errlen)
 {
     char *text;
     if (model_validate(m, path, MODEL_NAMES_JSON, err, errlen) < 0 ||
         model_to_json_text(m, &text, err, errlen) < 0)
         return -1;
-    int rc = write_atomic(path, text, err, errlen);
+    int rc = atomic_write_text(path, text, 1, err, errlen);
     free(text);
     return rc;
 }

@@ -49,13 +49,18 @@ static inline uint64_t sort_key(double x)
     return (u >> 63) ? ~u : u | (UINT64_C(1) << 63);
 }
 
+static int bit_length(uint64_t x)
+{
+    return x ? 64 - __builtin_clzll(x) : 0;
+}
+
 /* ---- LSD radix sort ------------------------------------------------------ */
 
-/* Digits of at most 9 bits: a scatter pass costs about the same per
- * element up to 8-9 bits and grows beyond (more write streams than the
- * caches hold), so 36 varying bits sort fastest in 4 passes of 9. */
-#define RADIX_MAX_BITS 9
-#define RADIX_MAX_PASSES 8   /* 64 bits / 9, rounded up */
+/* Digits of at most 10 bits: a scatter pass costs about the same per
+ * element up to 8-10 bits and grows beyond (more write streams than the
+ * caches hold). */
+#define RADIX_MAX_BITS 10
+#define RADIX_MAX_PASSES 7   /* 64 bits / 10, rounded up */
 
 /* The digits of an LSD sort over key bits [lo, lo + bits). */
 typedef struct radix_plan {
@@ -132,6 +137,25 @@ static void radix_sort_pairs(uint64_t **k, uint32_t **v, uint64_t **k2, uint32_t
     }
 }
 
+/* The scatter passes of an LSD sort of the words *a[0..n) whose digits
+ * plan p counted into h; scratch *tmp; on return *a points at the sorted
+ * words. */
+static void scatter_words(uint64_t **a, uint64_t **tmp, size_t n, const radix_plan *p,
+                          const radix_hist h)
+{
+    for (int b = 0; b < p->passes; b++) {
+        uint32_t pos[1 << RADIX_MAX_BITS];
+        if (!digit_starts(h, b, p, n, pos))
+            continue;
+        int shift = p->lo + b * p->width;
+        uint64_t *s = *a, *d = *tmp;
+        for (size_t i = 0; i < n; i++)
+            d[pos[(s[i] >> shift) & p->mask]++] = s[i];
+        *a = d;
+        *tmp = s;
+    }
+}
+
 /* Stable sort of the words *a[0..n) by their bits [lo, lo + bits), with
  * scratch *tmp; on return *a points at the sorted words. */
 static void radix_sort_words(uint64_t **a, uint64_t **tmp, size_t n, int lo, int bits)
@@ -141,17 +165,7 @@ static void radix_sort_words(uint64_t **a, uint64_t **tmp, size_t n, int lo, int
     radix_plan p = plan_digits(lo, bits);
     static _Thread_local radix_hist h;
     count_digits(*a, n, &p, h);
-    for (int b = 0; b < p.passes; b++) {
-        uint32_t pos[1 << RADIX_MAX_BITS];
-        if (!digit_starts(h, b, &p, n, pos))
-            continue;
-        int shift = p.lo + b * p.width;
-        uint64_t *s = *a, *d = *tmp;
-        for (size_t i = 0; i < n; i++)
-            d[pos[(s[i] >> shift) & p.mask]++] = s[i];
-        *a = d;
-        *tmp = s;
-    }
+    scatter_words(a, tmp, n, &p, h);
 }
 
 static uint64_t varying_bits(const uint64_t *k, size_t n)
@@ -215,6 +229,17 @@ int rank_average(const double *x, size_t n, double *rank, char *err, size_t errl
 
 /* ---- the fixed reference side -------------------------------------------- */
 
+/* Pearson's sums reach n^3 (2^93 for 2^31 values): kept in 128 bits. */
+__extension__ typedef __int128 rank_i128;
+
+/* sum over n values of (twice the centred average rank)^2, given
+ * ties = sum over tie groups of g^3 - g: (n^3 - n - ties) / 3 (below). */
+static rank_i128 sum_sq_centred(size_t n, rank_i128 ties)
+{
+    rank_i128 nn = (rank_i128)n;
+    return (nn * nn * nn - nn - ties) / 3;
+}
+
 int rank_ref_init(rank_ref *ref, const double *y, size_t n, char *err, size_t errlen)
 {
     memset(ref, 0, sizeof *ref);
@@ -232,22 +257,22 @@ int rank_ref_init(rank_ref *ref, const double *y, size_t n, char *err, size_t er
         return eldr_errf(err, errlen, "rank: out of memory for %zu values", n);
     }
     rank_sort(y, n, &w);
-    double ss = 0;
+    rank_i128 ties = 0;
     size_t s = 0;
     while (s < n) {
         size_t e = s + 1;
         while (e < n && w.key[e] == w.key[s])
             e++;
         uint32_t r2 = (uint32_t)(s + 1 + e);   /* twice the group's average rank */
-        double c = (double)r2 - ((double)n + 1);
         for (size_t k = s; k < e; k++)
             ref->rank2[w.idx[k]] = r2;
-        ss += c * c * (double)(e - s);
+        rank_i128 g = (rank_i128)(e - s);
+        ties += g * g * g - g;
         s = e;
     }
     rank_work_free(&w);
     ref->n = n;
-    ref->ss = ss;
+    ref->ss = (double)sum_sq_centred(n, ties);
     return 0;
 }
 
@@ -257,45 +282,150 @@ void rank_ref_free(rank_ref *ref)
     memset(ref, 0, sizeof *ref);
 }
 
-/* Pearson's sums over the sorted x, each 4x the textbook one (twice each
- * centred rank). A tie group at 0-based positions s..e-1 has average rank
- * (s + 1 + e) / 2, twice centred s + e - n; over the group,
- * sum((rx - m)(ry - m)) is that times the sum of its members' centred
- * reference ranks, so no rank array is needed. */
+/* ---- Spearman against the reference ------------------------------------------
+ *
+ * The sorted x are walked as 64-bit words: the key (its offset from the
+ * least key, or its tie-group number) in the high bits, the reference's
+ * rank2 in the low pb bits. Pearson's sums are exact integers, each 4x
+ * the textbook one (twice each centred rank): at 0-based sorted position
+ * k, twice the centred rank of x is 2k + 1 - n when x_k is not tied, so
+ *     sxy = sum_k (2k + 1 - n) (rank2_k - n - 1)
+ *         = 2 sum_k k rank2_k + (1 - n) n (n + 1)
+ * (sum rank2 = n (n + 1) and sum (2k + 1 - n) = 0), and
+ *     sxx = sum_k (2k + 1 - n)^2 = (n^3 - n) / 3.
+ * A tie group at positions s..e-1 replaces 2k + 1 - n by s + e - n for
+ * its g = e - s members: sxy gains sum (s + e - 1 - 2k) rank2_k and sxx
+ * loses (g^3 - g) / 3. So the walk is one multiply-add per value, with
+ * a rare detour for ties. */
+
 typedef struct pearson_sums {
-    double sxy, sxx;
+    rank_i128 dot;    /* sum over positions k of k * rank2_k */
+    rank_i128 corr;   /* tie groups: sum (s + e - 1 - 2k) rank2_k */
+    rank_i128 ties;   /* tie groups: sum (g^3 - g) */
 } pearson_sums;
 
-static void add_group(pearson_sums *a, size_t s, size_t e, uint64_t rank2_sum, size_t n)
+/* Add the fully sorted words a[0..m), the first at overall position base. */
+static void add_sorted(pearson_sums *ps, const uint64_t *a, size_t m, size_t base, int pb)
 {
-    double dx = (double)(s + e) - (double)n, g = (double)(e - s);
-    a->sxy += dx * ((double)rank2_sum - g * ((double)n + 1));
-    a->sxx += dx * dx * g;
-}
-
-/* Packed: (key - kmin) in the high bits, rank2 in the low pb bits; one
- * array of words to sort, and equal high parts are the tie groups. */
-static void sums_packed(const rank_ref *ref, const uint64_t *key, uint64_t kmin, int kb,
-                        int pb, rank_work *w, pearson_sums *a)
-{
-    size_t n = ref->n;
-    uint64_t *s = w->key, *tmp = w->key2, low = (UINT64_C(1) << pb) - 1;
-    for (size_t i = 0; i < n; i++)
-        s[i] = (key[i] - kmin) << pb | ref->rank2[i];
-    radix_sort_words(&s, &tmp, n, pb, kb);
-    size_t g = 0;
-    while (g < n) {
-        size_t e = g + 1;
-        uint64_t hi = s[g] >> pb, sum = s[g] & low;
-        while (e < n && s[e] >> pb == hi)
-            sum += s[e++] & low;
-        add_group(a, g, e, sum, n);
-        g = e;
+    uint64_t low = (UINT64_C(1) << pb) - 1;
+    size_t i = 0;
+    while (i < m) {
+        size_t e = i + 1;
+        while (e < m && a[e] >> pb == a[i] >> pb)
+            e++;
+        int64_t s2e1 = (int64_t)(2 * base + i + e) - 1;   /* s + e - 1, overall */
+        for (size_t q = i; q < e; q++) {
+            uint64_t pos = base + q, r2 = a[q] & low;
+            ps->dot += (rank_i128)(pos * r2);
+            if (e - i > 1)
+                ps->corr += (rank_i128)(s2e1 - 2 * (int64_t)pos) * (int64_t)r2;
+        }
+        if (e - i > 1) {
+            rank_i128 g = (rank_i128)(e - i);
+            ps->ties += g * g * g - g;
+        }
+        i = e;
     }
 }
 
-/* Keys too wide to share a word with rank2: sort keys with rank2 as payload. */
-static void sums_pairs(const rank_ref *ref, const uint64_t *key, rank_work *w, pearson_sums *a)
+/* Insertion sort of a few words by their bits from pb up. */
+static void insertion_sort(uint64_t *a, size_t m, int pb)
+{
+    for (size_t i = 1; i < m; i++) {
+        uint64_t x = a[i], k = x >> pb;
+        size_t j = i;
+        for (; j > 0 && a[j - 1] >> pb > k; j--)
+            a[j] = a[j - 1];
+        a[j] = x;
+    }
+}
+
+/* Sort a run of words that share their top key bits by the key bits
+ * [pb, pb + bits) below; returns the sorted buffer (a or tmp). */
+static uint64_t *sort_run(uint64_t *a, uint64_t *tmp, size_t m, int pb, int bits)
+{
+    if (m <= 16) {
+        insertion_sort(a, m, pb);
+        return a;
+    }
+    uint64_t vary = varying_bits(a, m) >> pb & ((UINT64_C(1) << bits) - 1);
+    if (vary)   /* else the run is one tie group */
+        radix_sort_words(&a, &tmp, m, pb, bits);
+    return a;
+}
+
+/* Walk words sorted by their top `top` key bits (of kb): values rarely
+ * share those, and a run that does is ordered before it is added: a pair
+ * here (most runs are pairs), a longer run by sort_run (with scratch
+ * tmp). */
+static void add_top_sorted(pearson_sums *ps, uint64_t *a, uint64_t *tmp, size_t n, int pb,
+                           int kb, int top)
+{
+    int shift = pb + kb - top;
+    uint64_t low = (UINT64_C(1) << pb) - 1;
+    rank_i128 dot = 0;   /* local: the hot loop keeps it in registers */
+    size_t i = 0;
+    while (i < n) {
+        uint64_t t = a[i] >> shift;
+        if (i + 1 == n || a[i + 1] >> shift != t) {
+            dot += (rank_i128)((uint64_t)i * (a[i] & low));
+            i++;
+            continue;
+        }
+        size_t e = i + 2;
+        while (e < n && a[e] >> shift == t)
+            e++;
+        if (e - i > 2) {
+            add_sorted(ps, sort_run(a + i, tmp + i, e - i, pb, kb - top), e - i, i, pb);
+        } else {
+            uint64_t x = a[i], y = a[i + 1];
+            if (x >> pb > y >> pb) {
+                uint64_t z = x;
+                x = y;
+                y = z;
+            }
+            dot += (rank_i128)((uint64_t)i * (x & low)) + (rank_i128)((uint64_t)(i + 1) * (y & low));
+            if (x >> pb == y >> pb) {   /* a tie group of two: see add_sorted */
+                ps->corr += (rank_i128)(x & low) - (rank_i128)(y & low);
+                ps->ties += 6;
+            }
+        }
+        i = e;
+    }
+    ps->dot += dot;
+}
+
+/* Keys that fit beside rank2: pack (key - kmin) << pb | rank2, radix-sort
+ * the words by their top log2(n) + 5 key bits only, at most two digits
+ * (2 passes at 30000 values instead of 4 for all ~36 bits of grid
+ * distances), and let the walk order the few runs that share those.
+ * The digits are counted as the words are packed. */
+static void sums_packed(const rank_ref *ref, const uint64_t *key, uint64_t kmin, int kb,
+                        int pb, rank_work *w, pearson_sums *ps)
+{
+    size_t n = ref->n;
+    int top = bit_length(n) + 5;
+    top = top < 2 * RADIX_MAX_BITS ? top : 2 * RADIX_MAX_BITS;
+    top = top < kb ? top : kb;
+    radix_plan p = plan_digits(pb + kb - top, top);
+    static _Thread_local radix_hist h;
+    memset(h[0], 0, ((size_t)p.mask + 1) * sizeof h[0][0]);
+    memset(h[1], 0, ((size_t)p.mask + 1) * sizeof h[1][0]);
+    uint64_t *a = w->key, *tmp = w->key2;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t word = (key[i] - kmin) << pb | ref->rank2[i], d = word >> p.lo;
+        a[i] = word;
+        h[0][d & p.mask]++;
+        h[1][(d >> p.width) & p.mask]++;   /* all zero when there is one pass */
+    }
+    scatter_words(&a, &tmp, n, &p, h);
+    add_top_sorted(ps, a, tmp, n, pb, kb, top);
+}
+
+/* Keys too wide to share a word with rank2: sort the keys with rank2 as
+ * payload, then number the tie groups and walk (group << pb | rank2). */
+static void sums_wide(const rank_ref *ref, const uint64_t *key, int pb, rank_work *w,
+                      pearson_sums *ps)
 {
     size_t n = ref->n;
     memcpy(w->key, key, n * sizeof *key);
@@ -303,20 +433,12 @@ static void sums_pairs(const rank_ref *ref, const uint64_t *key, rank_work *w, p
     uint64_t *k = w->key, *k2 = w->key2;
     uint32_t *v = w->idx, *v2 = w->idx2;
     radix_sort_pairs(&k, &v, &k2, &v2, n, varying_bits(k, n));
-    size_t g = 0;
-    while (g < n) {
-        size_t e = g + 1;
-        uint64_t sum = v[g];
-        while (e < n && k[e] == k[g])
-            sum += v[e++];
-        add_group(a, g, e, sum, n);
-        g = e;
+    uint64_t group = 0;
+    for (size_t i = 0; i < n; i++) {
+        group += i > 0 && k[i] != k[i - 1];
+        k2[i] = group << pb | v[i];
     }
-}
-
-static int bit_length(uint64_t x)
-{
-    return x ? 64 - __builtin_clzll(x) : 0;
+    add_sorted(ps, k2, n, 0, pb);
 }
 
 double rank_ref_spearman_keys(const rank_ref *ref, const uint64_t *key, uint64_t kmin,
@@ -326,14 +448,17 @@ double rank_ref_spearman_keys(const rank_ref *ref, const uint64_t *key, uint64_t
     if (n < 2 || ref->ss <= 0 || kmin == kmax)
         return NAN;   /* a constant side */
     int kb = bit_length(kmax - kmin), pb = bit_length(2 * (uint64_t)n);
-    pearson_sums a = {0, 0};
+    pearson_sums ps = {0, 0, 0};
     if (kb + pb <= 64)
-        sums_packed(ref, key, kmin, kb, pb, w, &a);
+        sums_packed(ref, key, kmin, kb, pb, w, &ps);
     else
-        sums_pairs(ref, key, w, &a);
-    if (a.sxx <= 0)
+        sums_wide(ref, key, pb, w, &ps);
+    rank_i128 nn = (rank_i128)n;
+    rank_i128 sxy = 2 * ps.dot + (1 - nn) * nn * (nn + 1) + ps.corr;
+    rank_i128 sxx = sum_sq_centred(n, ps.ties);
+    if (sxx <= 0)
         return NAN;
-    return a.sxy / sqrt(a.sxx * ref->ss);
+    return (double)sxy / sqrt((double)sxx * ref->ss);
 }
 
 double rank_ref_spearman(const rank_ref *ref, const double *x, rank_work *w)

@@ -98,31 +98,79 @@ static inline double cos_or_zero(double dot, double na, double nb)
     return (na > 0 && nb > 0) ? dot / sqrt(na * nb) : 0.0;
 }
 
-int rho_decode_dist(const trace_t *t, const rho_pairs *pr, double *out,
-                    char *err, size_t errlen)
+/* Decode counts at most this large make 16 products sum in int32 without
+ * overflow: 16 * 11585^2 < 2^31. */
+#define DOT16_MAX_COUNT 11585
+
+/* Exact dot product of two count rows. With every count <= DOT16_MAX_COUNT
+ * (narrow), the products go 16 at a time through an int32 sum of int16
+ * values, the shape compilers turn into SIMD multiply-adds (pmaddwd);
+ * else one 64-bit sum. Same integer either way. (uint16_t and int16_t
+ * may alias each other.) */
+static uint64_t count_dot(const uint16_t *a, const uint16_t *b, size_t n, int narrow)
 {
+    uint64_t s = 0;
+    size_t c = 0;
+    if (narrow) {
+        const int16_t *x = (const int16_t *)a, *y = (const int16_t *)b;
+        for (; c + 16 <= n; c += 16) {
+            int32_t part = 0;
+            for (int k = 0; k < 16; k++)
+                part += x[c + k] * y[c + k];
+            s += (uint64_t)part;
+        }
+    }
+    for (; c < n; c++)
+        s += (uint64_t)a[c] * b[c];
+    return s;
+}
+
+int rho_decode_norms_init(const trace_t *t, rho_decode_norms *dn, char *err, size_t errlen)
+{
+    memset(dn, 0, sizeof *dn);
     if (!t->decode_counts)
         return eldr_errf(err, errlen, "rho needs decode_counts, which the trace lacks");
     size_t cells = TRACE_CELLS(t);
-    uint64_t *sq = eldr_calloc((size_t)t->n, sizeof *sq);
-    if (!sq)
+    dn->sq = eldr_calloc((size_t)t->n, sizeof *dn->sq);
+    if (!dn->sq)
         return eldr_errf(err, errlen, "rho: out of memory for %lld requests", (long long)t->n);
+    uint16_t most = 0;
+    for (size_t c = 0; c < (size_t)t->n * cells; c++)
+        most = t->decode_counts[c] > most ? t->decode_counts[c] : most;
+    dn->narrow = most <= DOT16_MAX_COUNT;
     for (int64_t r = 0; r < t->n; r++) {
         const uint16_t *d = trace_decode_row(t, r);
-        uint64_t s = 0;
-        for (size_t c = 0; c < cells; c++)
-            s += (uint64_t)d[c] * d[c];
-        sq[r] = s;
+        dn->sq[r] = count_dot(d, d, cells, dn->narrow);
     }
-    for (int64_t p = 0; p < pr->n; p++) {
+    return 0;
+}
+
+void rho_decode_norms_free(rho_decode_norms *dn)
+{
+    free(dn->sq);
+    memset(dn, 0, sizeof *dn);
+}
+
+void rho_decode_dist_range(const trace_t *t, const rho_pairs *pr, const rho_decode_norms *dn,
+                           int64_t from, int64_t to, double *out)
+{
+    size_t cells = TRACE_CELLS(t);
+    for (int64_t p = from; p < to; p++) {
         const uint16_t *a = trace_decode_row(t, pr->i[p]), *b = trace_decode_row(t, pr->j[p]);
-        uint64_t dot = 0;
-        for (size_t c = 0; c < cells; c++)
-            dot += (uint64_t)a[c] * b[c];
-        out[p] = rho_grid(1.0 - cos_or_zero((double)dot, (double)sq[pr->i[p]],
-                                             (double)sq[pr->j[p]]));
+        uint64_t dot = count_dot(a, b, cells, dn->narrow);
+        out[p] = rho_grid(1.0 - cos_or_zero((double)dot, (double)dn->sq[pr->i[p]],
+                                             (double)dn->sq[pr->j[p]]));
     }
-    free(sq);
+}
+
+int rho_decode_dist(const trace_t *t, const rho_pairs *pr, double *out,
+                    char *err, size_t errlen)
+{
+    rho_decode_norms dn;
+    if (rho_decode_norms_init(t, &dn, err, errlen))
+        return -1;
+    rho_decode_dist_range(t, pr, &dn, 0, pr->n, out);
+    rho_decode_norms_free(&dn);
     return 0;
 }
 

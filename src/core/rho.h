@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "signature.h"
 #include "trace.h"
@@ -44,6 +45,19 @@ static inline double rho_grid(double d)
 {
     const double big = 0x1.8p16;
     return (d + big) - big;
+}
+
+/* A sort key of rho_grid(d): the bits of d + 1.5 * 2^16, the very sum
+ * rho_grid rounds with. For |d| < 2^15 that sum stays in one binade, where
+ * the bits of a double count its steps of 2^-36, so keys order as the
+ * grid values do and are equal exactly when those are. */
+static inline uint64_t rho_grid_key(double d)
+{
+    const double big = 0x1.8p16;
+    double v = d + big;
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
 }
 
 typedef struct rho_pairs {
@@ -65,6 +79,19 @@ void rho_pairs_free(rho_pairs *p);
  * Fails with "rho needs decode_counts" when the trace has none. */
 int rho_decode_dist(const trace_t *t, const rho_pairs *pr, double *out,
                     char *err, size_t errlen);
+
+/* The two halves of rho_decode_dist, for callers that spread the pairs
+ * over threads: every request's squared decode norm (once), then the
+ * distances of the pairs [from, to) into out[from..to). */
+typedef struct rho_decode_norms {
+    uint64_t *sq;   /* [t->n] exact squared norms */
+    int narrow;     /* every count is small enough for 16-bit SIMD products */
+} rho_decode_norms;
+
+int rho_decode_norms_init(const trace_t *t, rho_decode_norms *dn, char *err, size_t errlen);
+void rho_decode_norms_free(rho_decode_norms *dn);
+void rho_decode_dist_range(const trace_t *t, const rho_pairs *pr, const rho_decode_norms *dn,
+                           int64_t from, int64_t to, double *out);
 
 /* Signature distances 1 - s_i . s_j from a row-major float matrix of
  * unit (or zero) signatures sig[rows][dim] (as sig_build_batch writes). */

@@ -89,10 +89,23 @@ static void split_pools(route_policy *p, const double *share, int n)
     for (int j = 0; j < n; j++)
         npos += share[j] > 0;
     if (npos > K) {
-        int jj = 0;
-        for (int j = 0; j < n; j++) {
-            size[j] = share[j] > 0;
-            start[j] = share[j] > 0 ? jj++ % K : 0;
+        /* more labels than workers: one worker per label, labels placed
+         * largest share first on the worker with the least share so far
+         * (longest-processing-time-first bin packing) */
+        double load[ROUTE_MAX_WORKERS] = {0};
+        for (int j = 0; j < n; j++)
+            size[j] = 0;
+        for (int done = 0; done < npos; done++) {
+            int big = -1, w = 0;
+            for (int j = 0; j < n; j++)
+                if (share[j] > 0 && !size[j] && (big < 0 || share[j] > share[big]))
+                    big = j;
+            for (int k = 1; k < K; k++)
+                if (load[k] < load[w])
+                    w = k;
+            size[big] = 1;
+            start[big] = w;
+            load[w] += share[big];
         }
         return;
     }

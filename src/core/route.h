@@ -115,7 +115,9 @@ int route_policy_set_centroids(route_policy *p, const float *centroids, size_t d
  * with a share > 0 first gets one worker, then each further worker goes
  * to the label with the highest share per worker (lowest label on ties);
  * pools are contiguous in label order. When K is below the number of
- * labels with a share, label j (counting those only) gets worker j mod K.
+ * labels with a share, each such label gets one worker: largest share
+ * first, onto the worker with the least share so far (lowest index on
+ * ties), so that workers carry shares as even as whole labels allow.
  * A label with share 0 has no pool: its requests go JSQ over all. */
 int route_policy_set_domains(route_policy *p, const double *share, int n_labels,
                              char *err, size_t errlen);

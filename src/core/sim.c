@@ -17,6 +17,7 @@ void sim_config_default(sim_config *c)
     c->arrivals = SIM_ARRIVE_TRACE;
     c->seed = 1;
     c->sample_pool = SIM_DEFAULT_SAMPLE_POOL;
+    c->pool_cache = SIM_DEFAULT_POOL_CACHE;
     cost_model_default(&c->cost);
 }
 
@@ -97,6 +98,7 @@ int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
         return eldr_errf(err, errlen, "sim: no request has a token to decode");
     }
     if (sim_arrivals_build(w, err, errlen) ||
+        (!w->recorded && sim_pools_build(w, err, errlen)) ||
         (recipe && build_signatures(w, recipe, err, errlen))) {
         sim_workload_free(w);
         return -1;
@@ -112,6 +114,8 @@ void sim_workload_free(sim_workload *w)
     free(w->out_tokens);
     free(w->arrival);
     free(w->sig);
+    free(w->pool);
+    free(w->pool_off);
     memset(w, 0, sizeof *w);
 }
 
@@ -174,29 +178,10 @@ static int64_t dequeue(run *R, int wk)
     return i;
 }
 
-/* Distinct experts of one layer for E <= 256: a 256-bit set held in four
- * registers (a store per activation into a shared array would chain every
- * update through memory). off = l * k into each token row. */
-static int distinct_small(const uint16_t *const *rows, int nb, size_t off, int k)
-{
-    uint64_t m0 = 0, m1 = 0, m2 = 0, m3 = 0;
-    for (int b = 0; b < nb; b++) {
-        const uint16_t *p = rows[b] + off;
-        for (int j = 0; j < k; j++) {
-            unsigned id = p[j], w = id >> 6;
-            uint64_t bit = 1ull << (id & 63);
-            m0 |= w == 0 ? bit : 0;
-            m1 |= w == 1 ? bit : 0;
-            m2 |= w == 2 ? bit : 0;
-            m3 |= w == 3 ? bit : 0;
-        }
-    }
-    return __builtin_popcountll(m0) + __builtin_popcountll(m1) + __builtin_popcountll(m2) +
-           __builtin_popcountll(m3);
-}
-
-/* Any E: a generation-stamped [L][E] array; an expert counts when its
- * stamp is not this step's. */
+/* A generation-stamped [L][E] array: an expert counts when its stamp is
+ * not this step's, so nothing is cleared between steps. Layer by layer,
+ * so that one layer's stamps (E words) stay in L1 while every member's
+ * k ids of that layer go through them. */
 static void distinct_stamped(run *R, const uint16_t *const *rows, int nb)
 {
     int L = R->L, E = R->E, k = R->k;
@@ -229,12 +214,7 @@ static void count_distinct(run *R, const worker_state *s)
         const sim_tokens *tk = &R->tok[i];
         rows[b] = tk->rows + (size_t)(R->done[i] % tk->n_rows) * width;
     }
-    if (R->E > 256) {
-        distinct_stamped(R, rows, s->nb);
-        return;
-    }
-    for (int l = 0; l < R->L; l++)
-        R->U[l] = distinct_small(rows, s->nb, (size_t)l * R->k, R->k);
+    distinct_stamped(R, rows, s->nb);
 }
 
 /* Admit waiting requests up to max_batch, then start a step at t (or go

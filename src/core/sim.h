@@ -41,6 +41,7 @@
 #define SIM_DEFAULT_MAX_BATCH 256
 #define SIM_DEFAULT_SAMPLE_POOL 32
 #define SIM_DEFAULT_CALIB 1000
+#define SIM_DEFAULT_POOL_CACHE ((size_t)256 << 20)
 
 typedef enum sim_arrival_mode {
     SIM_ARRIVE_TRACE = 0,      /* arrival_s of the trace */
@@ -56,11 +57,14 @@ typedef struct sim_config {
     int concurrency;           /* CLOSED: requests in the system */
     uint64_t seed;             /* arrivals and sampled activations */
     int sample_pool;           /* sampled token rows per request */
+    size_t pool_cache;         /* bytes of sampled rows kept in the workload
+                                * (reused by every run); above it, rows
+                                * are sampled on admission. 0 = never */
     cost_model cost;
 } sim_config;
 
-/* max_batch 256, trace lengths, trace arrivals, seed 1, pool 32, the
- * documented cost model. */
+/* max_batch 256, trace lengths, trace arrivals, seed 1, pool 32, pool
+ * cache 256 MiB, the documented cost model. */
 void sim_config_default(sim_config *c);
 
 /* The calibration split of an n-row trace: spec >= 1 is a row count,
@@ -83,6 +87,10 @@ typedef struct sim_workload {
     int64_t n_skipped;         /* rows with no token to emit, left out */
     int64_t total_tokens;
     int recorded;              /* activations from tokens/decode_experts */
+    uint16_t *pool;            /* sampled token rows, [pool_off[n]][L][k], or
+                                * NULL (recorded, or too big: sampled on
+                                * admission) */
+    int64_t *pool_off;         /* [n+1] request i owns [pool_off[i], [i+1]) */
     float *sig;                /* [n][dim] signatures, NULL without recipe */
     size_t dim;
     int64_t n_sig_zero;        /* all-zero signatures (routed by load) */

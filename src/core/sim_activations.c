@@ -84,7 +84,9 @@ void sim_sampler_draw(const sim_sampler *s, rng_t *r, int k, uint16_t *out)
     for (int j = 0; j < k;) {
         uint64_t x = rng_next(r);
         uint64_t slot = ((x >> 32) * n) >> 32;
-        uint16_t e = s->id[(uint32_t)x < s->prob[slot] ? slot : s->alias[slot]];
+        /* branch-free: whether the slot keeps itself is a coin flip */
+        uint64_t keep = 0 - (uint64_t)((uint32_t)x < s->prob[slot]);
+        uint16_t e = s->id[(slot & keep) | (s->alias[slot] & ~keep)];
         int dup = 0;
         for (int i = 0; i < j; i++)
             dup |= out[i] == e;
@@ -104,42 +106,61 @@ static const uint16_t *profile_of(const trace_t *t, int64_t r)
     return NULL;
 }
 
-static int sample_pool(const sim_workload *w, int64_t i, sim_tokens *s, char *err,
-                       size_t errlen)
+static int32_t pool_size(const sim_workload *w, int64_t i)
 {
-    const trace_t *t = w->t;
+    return w->out_tokens[i] < w->cfg.sample_pool ? w->out_tokens[i] : w->cfg.sample_pool;
+}
+
+/* P token rows for request i into out[P][L][k], from the stream
+ * (seed, trace row): the same rows whenever and wherever they are drawn. */
+static int sample_rows(const sim_workload *w, int64_t i, int32_t P, uint16_t *out,
+                       sim_sampler *sp, char *err, size_t errlen)
+{
     int64_t r = w->row[i];
     int L = w->L, E = w->E, k = w->k;
-    const uint16_t *prof = profile_of(t, r);
+    const uint16_t *prof = profile_of(w->t, r);
     if (!prof)
         return eldr_errf(err, errlen, "sim: request row %lld has no decode or prefill counts "
                          "to sample activations from", (long long)r);
-    int32_t P = w->out_tokens[i] < w->cfg.sample_pool ? w->out_tokens[i] : w->cfg.sample_pool;
-    sim_sampler sp;
-    if (sim_sampler_init(&sp, E, err, errlen))
-        return -1;
-    s->owned = malloc((size_t)P * L * k * sizeof *s->owned);
-    if (!s->owned) {
-        sim_sampler_free(&sp);
-        return eldr_errf(err, errlen, "sim: out of memory sampling row %lld", (long long)r);
-    }
     rng_t rng;
     rng_seed_stream(&rng, w->cfg.seed ^ SIM_SEED_TOKENS, (uint64_t)r);
     for (int l = 0; l < L; l++) {
-        int nz = sim_sampler_load(&sp, prof + (size_t)l * E, E);
-        if (nz < k) {
-            sim_sampler_free(&sp);
-            sim_tokens_close(s);
+        int nz = sim_sampler_load(sp, prof + (size_t)l * E, E);
+        if (nz < k)
             return eldr_errf(err, errlen, "sim: request row %lld layer %d has %d experts with "
                              "counts, fewer than top-k %d", (long long)r, l, nz, k);
-        }
         for (int32_t p = 0; p < P; p++)
-            sim_sampler_draw(&sp, &rng, k, s->owned + ((size_t)p * L + l) * k);
+            sim_sampler_draw(sp, &rng, k, out + ((size_t)p * L + l) * k);
+    }
+    return 0;
+}
+
+int sim_pools_build(sim_workload *w, char *err, size_t errlen)
+{
+    size_t width = (size_t)w->L * w->k, rows = 0;
+    for (int64_t i = 0; i < w->n; i++)
+        rows += (size_t)pool_size(w, i);
+    if (rows * width * sizeof *w->pool > w->cfg.pool_cache)
+        return 0; /* sampled on admission instead */
+    w->pool = malloc(rows * width * sizeof *w->pool);
+    w->pool_off = malloc((size_t)(w->n + 1) * sizeof *w->pool_off);
+    sim_sampler sp;
+    if (!w->pool || !w->pool_off || sim_sampler_init(&sp, w->E, err, errlen)) {
+        free(w->pool);
+        free(w->pool_off);
+        w->pool = NULL;
+        w->pool_off = NULL;
+        return eldr_errf(err, errlen, "sim: out of memory for %zu sampled token rows", rows);
+    }
+    int rc = 0;
+    w->pool_off[0] = 0;
+    for (int64_t i = 0; i < w->n && !rc; i++) {
+        int32_t P = pool_size(w, i);
+        rc = sample_rows(w, i, P, w->pool + (size_t)w->pool_off[i] * width, &sp, err, errlen);
+        w->pool_off[i + 1] = w->pool_off[i] + P;
     }
     sim_sampler_free(&sp);
-    s->rows = s->owned;
-    s->n_rows = P;
-    return 0;
+    return rc;
 }
 
 int sim_tokens_open(const sim_workload *w, int64_t i, sim_tokens *s, char *err,
@@ -148,15 +169,36 @@ int sim_tokens_open(const sim_workload *w, int64_t i, sim_tokens *s, char *err,
     memset(s, 0, sizeof *s);
     const trace_t *t = w->t;
     int64_t r = w->row[i];
+    size_t width = (size_t)w->L * w->k;
     if (w->recorded) {
         int64_t a = t->decode_offsets[r], b = t->decode_offsets[r + 1];
         if (b > a) {
-            s->rows = t->decode_experts + (size_t)a * w->L * w->k;
+            s->rows = t->decode_experts + (size_t)a * width;
             s->n_rows = (int32_t)(b - a);
             return 0;
         }
     }
-    return sample_pool(w, i, s, err, errlen);
+    if (w->pool) {
+        s->rows = w->pool + (size_t)w->pool_off[i] * width;
+        s->n_rows = (int32_t)(w->pool_off[i + 1] - w->pool_off[i]);
+        return 0;
+    }
+    int32_t P = pool_size(w, i);
+    sim_sampler sp;
+    if (sim_sampler_init(&sp, w->E, err, errlen))
+        return -1;
+    s->owned = malloc((size_t)P * width * sizeof *s->owned);
+    int rc = s->owned ? sample_rows(w, i, P, s->owned, &sp, err, errlen)
+                      : eldr_errf(err, errlen, "sim: out of memory sampling row %lld",
+                                  (long long)r);
+    sim_sampler_free(&sp);
+    if (rc) {
+        sim_tokens_close(s);
+        return -1;
+    }
+    s->rows = s->owned;
+    s->n_rows = P;
+    return 0;
 }
 
 void sim_tokens_close(sim_tokens *s)

@@ -24,13 +24,19 @@ typedef struct sim_tokens {
     uint16_t *owned;
 } sim_tokens;
 
-/* Token rows of request i of the workload: the recorded ones, or a pool
- * sampled from its decode (else prefill) counts with the stream
- * (seed, trace row). Fails naming the row and layer when the counts
+/* Token rows of request i of the workload: the recorded ones, the cached
+ * pool, or a pool sampled now from its decode (else prefill) counts with
+ * the stream (seed, trace row). Fails naming the row and layer when the counts
  * cannot give k distinct experts. */
 int sim_tokens_open(const sim_workload *w, int64_t i, sim_tokens *s, char *err,
                     size_t errlen);
 void sim_tokens_close(sim_tokens *s);
+
+/* Sample every request's pool once, into w->pool, when the trace has no
+ * token rows and the pools fit in cfg.pool_cache bytes (so that re-runs
+ * and other policies reuse them); otherwise leave w->pool NULL and let
+ * sim_tokens_open sample on admission. */
+int sim_pools_build(sim_workload *w, char *err, size_t errlen);
 
 /* Add the activations of tokens [0, n_tokens) (cycling the rows) to
  * heat [L][E]. */

@@ -313,6 +313,11 @@ static int read_dense(load_t *ld, trace_t *t)
     if ((has & TRACE_HAS_ARRIVAL) && read_vec(ld, DS_ARRIVAL, H5T_NATIVE_DOUBLE, t->arrival_s))
         return -1;
     if (has & TRACE_HAS_LABEL) {
+        /* the names are not rows: a header claiming 2^31 of them must be
+         * refused here, before h5u_read_strings allocates a pointer and a
+         * string for each (a pointer, a small string, HDF5's own copy) */
+        if (reserve(ld, (double)ld->h.n_labels * 48.0, DS_LABEL_NAMES))
+            return -1;
         if (read_vec(ld, DS_LABEL, H5T_NATIVE_INT32, t->label) ||
             h5u_read_strings(ld->f, DS_LABEL_NAMES, (hsize_t)ld->h.n_labels, 0,
                              (hsize_t)ld->h.n_labels, &t->label_names, ld->path, ld->err,

@@ -77,8 +77,6 @@ static void load_submodules(lua_State *L)
 static int l_help_names(lua_State *L)
 {
     load_submodules(L);
-    lua_getglobal(L, "table");
-    lua_getfield(L, -1, "sort");
     lua_newtable(L);
     int out = lua_gettop(L), n = 0;
     l_pushhelp(L);
@@ -89,8 +87,11 @@ static int l_help_names(lua_State *L)
         lua_rawseti(L, out, ++n);
     }
     lua_pop(L, 1);
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "sort");
     lua_pushvalue(L, out);
     lua_call(L, 1, 0);
+    lua_settop(L, out);
     return 1;
 }
 

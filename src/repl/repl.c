@@ -1,12 +1,10 @@
 /* repl.c - the interactive prompt (repl.h): readline's callback interface
  * so that Ctrl-C at the prompt can drop the line cleanly, chunks that
  * continue over lines, values printed, :help, persistent history. */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/select.h>
 
 #include <lauxlib.h>
 #include <readline/history.h>
@@ -113,7 +111,10 @@ static void history_open(void)
     if (!home || !*home)
         return;
     snprintf(history_path, sizeof history_path, "%s/.eldr_history", home);
-    history_write_timestamps = 1;   /* needed to keep multi-line entries whole */
+    /* timestamps ("#" lines) mark where each entry starts, which is what
+     * keeps multi-line chunks whole in the file */
+    history_comment_char = '#';
+    history_write_timestamps = 1;
     history_multiline_entries = 1;
     using_history();
     stifle_history(REPL_HISTORY_MAX);
@@ -132,11 +133,18 @@ static void history_add(const char *chunk)
         history_truncate_file(history_path, REPL_HISTORY_MAX);
 }
 
-/* ---- the prompt loop ---- */
+/* ---- the prompt loop ----
+ *
+ * readline calls on_line for every finished line, with the terminal back
+ * in its normal mode; the line is handled (and Lua runs) right there. The
+ * handler stays installed: readline may already hold typed-ahead keys,
+ * and it keeps feeding them to the handler after it returns. */
 
 static volatile sig_atomic_t prompt_sigint;
-static char *pending;          /* a line readline handed over */
-static int got_line, got_eof;
+static struct sigaction prompt_sa;
+static lua_State *RL;
+static char *chunk;            /* the unfinished chunk, or NULL */
+static int use_hist, done, dropped;
 
 static void on_prompt_sigint(int sig)
 {
@@ -144,67 +152,92 @@ static void on_prompt_sigint(int sig)
     prompt_sigint = 1;
 }
 
-static void on_line(char *line)
-{
-    rl_callback_handler_remove();
-    if (!line)
-        got_eof = 1;
-    else {
-        pending = line;
-        got_line = 1;
-    }
-}
-
 /* Append line to the chunk being built (a malloc'd string). */
-static char *chunk_add(char *chunk, const char *line)
+static char *chunk_add(char *c, const char *line)
 {
-    size_t a = chunk ? strlen(chunk) : 0, b = strlen(line);
-    char *c = realloc(chunk, a + b + 2);
-    if (!c) {
-        free(chunk);
+    size_t a = c ? strlen(c) : 0, b = strlen(line);
+    char *n = realloc(c, a + b + 2);
+    if (!n) {
+        free(c);
         return NULL;
     }
     if (a)
-        c[a++] = '\n';
-    memcpy(c + a, line, b + 1);
-    return c;
+        n[a++] = '\n';
+    memcpy(n + a, line, b + 1);
+    return n;
 }
 
-/* Handle a finished line; returns 1 when the prompt should end. */
-static int handle_line(lua_State *L, char **chunk, int use_history)
+/* Handle one finished line: quit, continue the chunk, or run it. */
+static void handle_line(char *line)
 {
-    char *line = pending;
-    pending = NULL;
-    if (!*chunk && (!strcmp(line, ":quit") || !strcmp(line, ":q"))) {
-        free(line);
-        return 1;
+    if (!chunk && (!strcmp(line, ":quit") || !strcmp(line, ":q"))) {
+        done = 1;
+        return;
     }
-    *chunk = chunk_add(*chunk, line);
-    free(line);
-    if (!*chunk)
-        return 0;
-    if (**chunk != ':') {
-        int top = lua_gettop(L);
-        int status = compile(L, *chunk);
-        int more = incomplete(L, status);
-        lua_settop(L, top);
+    if (!(chunk = chunk_add(chunk, line)))
+        return;
+    if (*chunk != ':') {
+        int top = lua_gettop(RL);
+        int more = incomplete(RL, compile(RL, chunk));
+        lua_settop(RL, top);
         if (more)
-            return 0; /* keep reading: continuation prompt */
+            return; /* keep reading: continuation prompt */
     }
-    if (use_history && strspn(*chunk, " \t\n") < strlen(*chunk))
-        history_add(*chunk);
-    repl_eval(L, *chunk);
-    free(*chunk);
-    *chunk = NULL;
+    if (use_hist && strspn(chunk, " \t\n") < strlen(chunk))
+        history_add(chunk);
+    repl_eval(RL, chunk);
+    free(chunk);
+    chunk = NULL;
+}
+
+static void on_line(char *line)
+{
+    if (!line) {
+        done = 1;
+        fputs("\n", stdout);
+    } else {
+        struct sigaction old;
+        sigaction(SIGINT, NULL, &old);
+        handle_line(line);
+        sigaction(SIGINT, &prompt_sa, NULL); /* exec_call restored the old one */
+        free(line);
+    }
+    if (done)
+        rl_callback_handler_remove();
+    else
+        rl_set_prompt(chunk ? PROMPT2 : PROMPT1);
+}
+
+/* Ctrl-C at the prompt: readline's read() returns EINTR (our handler is
+ * installed without SA_RESTART) and readline calls this hook, outside
+ * the signal handler, where it is safe to reset the line. */
+static int on_signal_event(void)
+{
+    if (!prompt_sigint)
+        return 0;
+    prompt_sigint = 0;
+    rl_replace_line("", 0);
+    rl_point = rl_end = 0;
+    fputs("^C\n", stdout);
+    free(chunk);
+    chunk = NULL;
+    rl_set_prompt(PROMPT1);
+    rl_on_new_line();
+    rl_redisplay();
+    dropped = 1;
     return 0;
 }
 
 int repl_interactive(lua_State *L, int use_history)
 {
+    RL = L;
+    use_hist = use_history;
+    done = 0;
     if (use_history)
         history_open();
     complete_init(L);
     rl_catch_signals = 0;      /* we handle SIGINT ourselves */
+    rl_signal_event_hook = on_signal_event;
     rl_readline_name = "eldr";
     lua_getglobal(L, "eldr");
     lua_getfield(L, -1, "version");
@@ -212,49 +245,18 @@ int repl_interactive(lua_State *L, int use_history)
            lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
     lua_pop(L, 2);
     fflush(stdout);
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_prompt_sigint;
-    sigemptyset(&sa.sa_mask);
-    char *chunk = NULL;
-    int done = 0;
-    while (!done) {
-        sigaction(SIGINT, &sa, &old);
-        rl_callback_handler_install(chunk ? PROMPT2 : PROMPT1, on_line);
-        got_line = got_eof = 0;
-        while (!got_line && !got_eof) {
-            fd_set fds;
-            FD_ZERO(&fds);
-            FD_SET(fileno(rl_instream ? rl_instream : stdin), &fds);
-            int r = select(fileno(rl_instream ? rl_instream : stdin) + 1, &fds, NULL, NULL,
-                           NULL);
-            if (r < 0 && errno == EINTR) {
-                if (prompt_sigint) {
-                    /* Ctrl-C at the prompt: drop the line and the chunk */
-                    prompt_sigint = 0;
-                    rl_free_line_state();
-                    rl_callback_sigcleanup();
-                    rl_replace_line("", 0);
-                    rl_callback_handler_remove();
-                    fputs("^C\n", stdout);
-                    free(chunk);
-                    chunk = NULL;
-                    rl_callback_handler_install(PROMPT1, on_line);
-                }
-                continue;
-            }
-            if (r > 0)
-                rl_callback_read_char();
-        }
-        sigaction(SIGINT, &old, NULL);
-        if (got_eof) {
-            fputs("\n", stdout);
-            break;
-        }
-        done = handle_line(L, &chunk, use_history);
-    }
+    struct sigaction old;
+    memset(&prompt_sa, 0, sizeof prompt_sa);
+    prompt_sa.sa_handler = on_prompt_sigint; /* no SA_RESTART: read() must see EINTR */
+    sigemptyset(&prompt_sa.sa_mask);
+    sigaction(SIGINT, &prompt_sa, &old);
+    rl_callback_handler_install(PROMPT1, on_line);
+    while (!done)
+        rl_callback_read_char();
+    sigaction(SIGINT, &old, NULL);
     free(chunk);
-    rl_callback_handler_remove();
+    chunk = NULL;
+    (void)dropped;
     fflush(stdout);
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "daemon.h"
 #include "err.h"
+#include "load_vllm.h"
 
 static int file_exists(const char *path)
 {
@@ -90,6 +91,16 @@ static int init_workers(eldrd_t *d, const model_t *m, char *err, size_t errlen)
     return d->st ? 0 : -1;
 }
 
+/* --load-from vllm: the workers' /metrics URLs, a first poll, the thread. */
+static int start_vllm(eldrd_t *d, char *err, size_t errlen)
+{
+    char **urls;
+    if (vllm_resolve_urls(d->o->worker_urls, d->st->workers, d->K, &urls, err, errlen) < 0)
+        return -1;
+    d->vllm = vllm_start(d->st, urls, d->o->poll_ms, err, errlen);
+    return d->vllm ? 0 : -1;
+}
+
 int daemon_init(eldrd_t *d, eldrd_opts *o, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
@@ -113,11 +124,15 @@ int daemon_init(eldrd_t *d, eldrd_opts *o, char *err, size_t errlen)
         model_free(m);
         return -1;
     }
-    return daemon_install(d, m, path, 0, err, errlen);
+    if (daemon_install(d, m, path, 0, err, errlen) < 0)
+        return -1;
+    return o->load_vllm ? start_vllm(d, err, errlen) : 0;
 }
 
 void daemon_free(eldrd_t *d)
 {
+    vllm_stop(d->vllm);
+    d->vllm = NULL;
     for (int i = 0; i < d->n_caches; i++) {
         sigcache_free(d->caches[i].c);
         pthread_mutex_destroy(&d->caches[i].lock);

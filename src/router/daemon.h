@@ -38,6 +38,7 @@ typedef struct eldrd {
     pthread_mutex_t install_lock;
     char persist_path[PATH_MAX]; /* state-dir/model.h5, "" without --state-dir */
     double started;              /* unix seconds */
+    struct vllm_poller *vllm;    /* --load-from vllm, else NULL */
 } eldrd_t;
 
 /* Set up from options: loads the model (the state dir's if present, else

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "endpoints.h"
+#include "load_vllm.h"
 
 static void worker_series(eldrd_t *d, strbuf *b)
 {
@@ -123,6 +124,8 @@ void ep_metrics(eldrd_t *d, const http_req *r, http_resp *out)
     metrics_render(&d->met, &b);
     cache_series(d, &b);
     drift_series(d, &b);
+    if (d->vllm)
+        vllm_metrics(d->vllm, d->st->workers, &b);
     if (b.oom) {
         free(b.s);
         http_error(out, 503, "metrics", "out of memory");

@@ -8,6 +8,7 @@
 
 #include "endpoints.h"
 #include "err.h"
+#include "load_vllm.h"
 
 /* ?name=N as an int in [lo, hi], def when absent; -1 (and 400) when bad. */
 static int query_int(const http_req *r, http_resp *out, const char *name, int def, int lo,
@@ -97,6 +98,10 @@ void ep_snapshot(eldrd_t *d, const http_req *r, http_resp *out)
                           model_summary(m, cent), "workers", state_workers_json(d->st),
                           "decisions", state_decisions_json(d->st, n), "drift",
                           state_drift_json(d->st, m), "caches", cache_summary(d));
+    if (out->json)
+        json_object_set_new(out->json, "load",
+                            d->vllm ? vllm_json(d->vllm, d->st->workers)
+                                    : json_pack("{s:s}", "from", "own"));
     mref_put(m);
     if (!out->json)
         http_error(out, 503, "snapshot", "out of memory");

@@ -33,6 +33,12 @@ void opts_usage(FILE *f)
             "  --cache-blocks N          signature cache capacity per prefill worker,\n"
             "                            in blocks (default 65536)\n"
             "  --timeout S               idle connection timeout in seconds (default 10)\n"
+            "  --load-from own|vllm      load signal: eldrd's own in-flight counts (default),\n"
+            "                            or each worker's vllm:num_requests_running +\n"
+            "                            vllm:num_requests_waiting from its /metrics\n"
+            "  --worker-urls LIST        with vllm: URL,... in --workers order, or\n"
+            "                            NAME=URL,...; '/metrics' is appended\n"
+            "  --poll-ms N               with vllm: poll interval (default 100)\n"
             "  --quiet                   no log lines on stderr\n"
             "  -h, --help                this text\n"
             "\n"
@@ -122,10 +128,11 @@ static void defaults(eldrd_opts *o)
     o->window = 1024;
     o->cache_blocks = 65536;
     o->timeout = 10;
+    o->poll_ms = 100;
 }
 
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
-       O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET };
+       O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL };
 
 static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
@@ -187,6 +194,19 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     case O_QUIET:
         o->quiet = 1;
         return 0;
+    case O_LOADFROM:
+        if (strcmp(arg, "own") && strcmp(arg, "vllm"))
+            return eldr_errf(err, errlen, "--load-from: '%s' is neither own nor vllm", arg);
+        o->load_vllm = !strcmp(arg, "vllm");
+        return 0;
+    case O_URLS:
+        o->worker_urls = arg;
+        return 0;
+    case O_POLL:
+        if (parse_ll("--poll-ms", arg, 10, 600000, &v, err, errlen) < 0)
+            return -1;
+        o->poll_ms = (int)v;
+        return 0;
     }
     return eldr_errf(err, errlen, "unknown option (try 'eldrd --help')");
 }
@@ -204,6 +224,9 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"window", required_argument, 0, O_WINDOW},
         {"cache-blocks", required_argument, 0, O_CACHE},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
+        {"load-from", required_argument, 0, O_LOADFROM},
+        {"worker-urls", required_argument, 0, O_URLS},
+        {"poll-ms", required_argument, 0, O_POLL},
         {0, 0, 0, 0},
     };
     defaults(o);
@@ -230,6 +253,11 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
     }
     if (o->help)
         return 0;
+    if (o->load_vllm != !!o->worker_urls) {
+        opts_free(o);
+        return eldr_errf(err, errlen, o->load_vllm ? "--load-from vllm needs --worker-urls"
+                                                   : "--worker-urls needs --load-from vllm");
+    }
     if (!o->model_path && !o->state_dir) {
         opts_free(o);
         return eldr_errf(err, errlen, "-m MODEL is required (or --state-dir holding model.h5)");

@@ -24,6 +24,9 @@ typedef struct eldrd_opts {
     long long cache_blocks;      /* --cache-blocks per prefill worker */
     int timeout;                 /* --timeout: idle connection seconds */
     int quiet;                   /* --quiet: no log lines on stderr */
+    int load_vllm;               /* --load-from vllm (0: own in-flight counts) */
+    const char *worker_urls;     /* --worker-urls URL,... or NAME=URL,... */
+    int poll_ms;                 /* --poll-ms: /metrics poll interval */
     int help;                    /* --help given */
 } eldrd_opts;
 

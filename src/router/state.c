@@ -51,6 +51,9 @@ rstate *state_new(int K, const char *const *workers, double tau, int ring, int w
               !(s->finished = calloc((size_t)K, sizeof *s->finished)) ||
               !(s->by_rule = calloc((size_t)K * RULE_N, sizeof *s->by_rule)) ||
               !(s->win_nearest = calloc((size_t)K, sizeof *s->win_nearest)) ||
+              !(s->rep_known = calloc((size_t)K, sizeof *s->rep_known)) ||
+              !(s->rep_load = calloc((size_t)K, sizeof *s->rep_load)) ||
+              !(s->rep_base = calloc((size_t)K, sizeof *s->rep_base)) ||
               !(s->win = calloc((size_t)window, sizeof *s->win)) || alloc_ring(s, ring) < 0;
     for (int k = 0; !bad && k < K; k++)
         bad = !(s->workers[k] = strdup(workers[k]));
@@ -84,6 +87,9 @@ void state_free(rstate *s)
     free(s->finished);
     free(s->by_rule);
     free(s->win_nearest);
+    free(s->rep_known);
+    free(s->rep_load);
+    free(s->rep_base);
     idmap_free(&s->ids);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -147,16 +153,30 @@ static void record_window(rstate *s, const route_in *in, const route_out *out)
     s->win_head = (s->win_head + 1) % s->win_cap;
 }
 
+/* The loads a decision sees: the in-flight counts, or with reported
+ * loads, each known worker's report plus what was sent it since. */
+static const int64_t *routing_loads(rstate *s, int64_t *buf)
+{
+    if (!s->use_reported)
+        return s->inflight;
+    for (int k = 0; k < s->K; k++)
+        buf[k] = s->rep_known[k] ? s->rep_load[k] + (int64_t)(s->routed[k] - s->rep_base[k])
+                                 : s->inflight[k];
+    return buf;
+}
+
 static void decide(rstate *s, const route_in *in, route_out *out)
 {
+    int64_t buf[ROUTE_MAX_WORKERS];
+    const int64_t *load = routing_loads(s, buf);
     if (in->sim) {
-        route_band_decide(in->sim, s->K, s->tau, 1, s->inflight, &out->d);
+        route_band_decide(in->sim, s->K, s->tau, 1, load, &out->d);
         return;
     }
     /* zero signature: the core's no-signature rule (least loaded of all) */
     route_policy p;
     route_policy_init(&p, ROUTE_ELDR, s->K, 0, NULL, 0);
-    route_decide(&p, NULL, -1, s->inflight, &out->d);
+    route_decide(&p, NULL, -1, load, &out->d);
     route_policy_free(&p);
 }
 
@@ -227,6 +247,29 @@ void state_set_tau(rstate *s, double tau)
 {
     pthread_mutex_lock(&s->lock);
     s->tau = tau;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void state_use_reported(rstate *s, int on)
+{
+    pthread_mutex_lock(&s->lock);
+    s->use_reported = on;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void state_routed_counts(rstate *s, uint64_t *out)
+{
+    pthread_mutex_lock(&s->lock);
+    memcpy(out, s->routed, (size_t)s->K * sizeof *out);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void state_set_reported(rstate *s, int k, int known, int64_t load, uint64_t base)
+{
+    pthread_mutex_lock(&s->lock);
+    s->rep_known[k] = (uint8_t)!!known;
+    s->rep_load[k] = load;
+    s->rep_base[k] = base;
     pthread_mutex_unlock(&s->lock);
 }
 

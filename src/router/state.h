@@ -64,6 +64,13 @@ typedef struct rstate {
     uint64_t win_gen;            /* model generation of the window's signatures */
     double win_sim_sum;          /* drift: sum of sim_max over the window */
     int64_t *win_nearest;        /* [K] window members nearest to each centroid */
+    /* --load-from vllm (load_vllm.h): the workers' own load reports. A
+     * worker's routing load is rep_load + (routed - rep_base) while
+     * rep_known, else its in-flight count. */
+    int use_reported;
+    uint8_t *rep_known;          /* [K] */
+    int64_t *rep_load;           /* [K] running + waiting at the last good poll */
+    uint64_t *rep_base;          /* [K] routed[k] when that poll went out */
 } rstate;
 
 rstate *state_new(int K, const char *const *workers, double tau, int ring, int window,
@@ -96,6 +103,12 @@ int state_finish(rstate *s, const char *id, int *worker, rb_err *e);
 
 double state_get_tau(rstate *s);
 void state_set_tau(rstate *s, double tau);
+
+/* --load-from vllm: turn reported loads on; the routed counts a poll
+ * starts from; one worker's result (known 0: fall back to in-flight). */
+void state_use_reported(rstate *s, int on);
+void state_routed_counts(rstate *s, uint64_t *out);
+void state_set_reported(rstate *s, int k, int known, int64_t load, uint64_t base);
 
 /* A new model generation: the window (signatures of the old recipe) and
  * its drift sums start over. */

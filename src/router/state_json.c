@@ -76,6 +76,16 @@ json_t *state_workers_json(rstate *s)
                          "inflight", (json_int_t)s->inflight[k], "routed",
                          (json_int_t)s->routed[k], "finished", (json_int_t)s->finished[k],
                          "rules", rules ? rules : json_object()));
+        /* with reported loads: which signal routed this worker, and what it saw */
+        if (s->use_reported) {
+            int known = s->rep_known[k];
+            json_t *w = json_array_get(a, (size_t)k);
+            json_object_set_new(w, "load_source", json_string(known ? "vllm" : "own"));
+            json_object_set_new(
+                w, "load", json_integer(known ? s->rep_load[k] +
+                                                    (json_int_t)(s->routed[k] - s->rep_base[k])
+                                              : s->inflight[k]));
+        }
     }
     pthread_mutex_unlock(&s->lock);
     return a;

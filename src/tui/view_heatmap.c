@@ -45,7 +45,7 @@ static void worker_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, int
 {
     const dash_sim *s = d->cur;
     int L = s->L, E = s->E, K = s->K, wk = d->worker;
-    int rows = h - 4, cols = w - 5;
+    int rows = h - 3, cols = w - 5;   /* title, column header, legend */
     if (rows < 1 || cols < 1)
         return;
     int gl = ceil_div(L, rows), ge = ceil_div(E, cols);
@@ -97,7 +97,7 @@ static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, i
 {
     const dash_sim *s = d->cur;
     int L = s->L, K = s->K;
-    int rows = h - 4, cols = w - 10;
+    int rows = h - 3, cols = w - 10;
     if (rows < 1 || cols < 1)
         return;
     int gl = ceil_div(L, cols), nc = ceil_div(L, gl);
@@ -109,7 +109,8 @@ static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, i
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
-    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), "distinct experts per step: workers x layers");
+    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), w >= 45 ? "distinct experts per step: "
+                "workers x layers" : "distinct experts per step");
     for (int j = 0; j < nc; j += 4)
         canvas_textf(c, x + 10 + j * cw, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "%d", j * gl);
     int first = d->worker >= rows ? d->worker - rows + 1 : 0;
@@ -131,7 +132,7 @@ static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, i
     char lo_s[32], hi_s[32];
     snprintf(lo_s, sizeof lo_s, "legend: %.1f", isfinite(lo) ? lo : 0);
     snprintf(hi_s, sizeof hi_s, "%.1f", isfinite(hi) ? hi : 0);
-    legend(c, x, y + 2 + shown, lo_s, hi_s, " of k..E per layer");
+    legend(c, x, y + 2 + shown, lo_s, hi_s, w >= 45 ? " per layer" : "");
 }
 
 void view_heatmap(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
@@ -142,7 +143,7 @@ void view_heatmap(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         return;
     }
     int needA = 5 + s->E, needB = 10 + s->L;
-    int hB = s->K + 4;
+    int hB = s->K + 3;
     if (d->zoom) {
         worker_matrix(d, c, x + 1, y, w - 2, h);
     } else if (w >= needA + needB + 4) {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/bench/run.sh - run every benchmark and print one table.
 #
-# Each $BIN/bench_* binary and each tests/bench/*_peer.py (run by
+# Each $BIN/bench_* binary, each tests/bench/*.sh script and each
+# tests/bench/*_peer.py (run by
 # /usr/bin/python3 when it has numpy) prints result rows on stdout as
 # tab-separated "what<TAB>size<TAB>seconds<TAB>rate" lines (rate already
 # carries its unit, e.g. "312.4 MB/s"); other lines go to stderr.
@@ -14,6 +15,11 @@ trap 'rm -f "$rows"' EXIT
 for b in "$BIN"/bench_*; do
     [ -x "$b" ] || continue
     "$b" >>"$rows" || echo "bench: $b failed" >&2
+done
+# scripted benchmarks (tests/bench/*.sh, e.g. wrk against eldrd) print rows too
+for s in tests/bench/*.sh; do
+    [ "$s" = tests/bench/run.sh ] && continue
+    sh "$s" >>"$rows" || echo "bench: $s failed" >&2
 done
 if /usr/bin/python3 -c 'import numpy, scipy, h5py' 2>/dev/null; then
     for p in tests/bench/*_peer.py; do

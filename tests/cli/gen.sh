@@ -48,3 +48,11 @@ expect_fail2 "gen refuses a size beyond memory" 'needs .* GiB' \
 expect_fail2 "gen stray argument" "unexpected argument 'extra'" $G -o "$TMP/x.h5" extra
 expect_fail2 "gen unwritable output" 'x\.h5' $G -o "$TMP/no/such/dir/x.h5" $SMALL
 if [ -e "$TMP/x.h5" ] || [ -e "$TMP/no" ]; then notok "no file after bad input"; else ok "no file after bad input"; fi
+
+# An output path that is not a regular file (a FIFO here; /dev/null in the
+# incident that prompted this) must be refused, never renamed over.
+mkfifo "$TMP/fifo"
+expect_fail2 "gen refuses a non-regular output" 'not a regular file' $G -o "$TMP/fifo" $SMALL
+if [ -p "$TMP/fifo" ]; then ok "the FIFO is still a FIFO"; else notok "the FIFO is still a FIFO"; fi
+mkdir "$TMP/adir"
+expect_fail2 "gen refuses a directory as output" 'not a regular file' $G -o "$TMP/adir" $SMALL

@@ -10,8 +10,8 @@
  * list, they parse back to the same cells. */
 #include <math.h>
 
-#include "b64.h"
-#include "body.h"
+#include "../../src/router/b64.h"
+#include "../../src/router/body.h"
 #include "fuzz.h"
 
 static void route_check_fail(const rb_err *e)

@@ -7,6 +7,7 @@
  * there, stays fixed. The router harnesses have their own replay
  * (test_router_regress.c), which links the router library. */
 #include <dirent.h>
+#include <sys/resource.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -118,8 +119,52 @@ static void test_npy_newline_in_key(void **state)
     assert_null(strchr(err, '\n'));
 }
 
+/* Found by the terabyte fault test (tests/cli/faults.sh): label_names
+ * claiming 2^31 - 1 entries made trace_load allocate a pointer and a
+ * string per claimed name (24 GB resident before the kernel killed it).
+ * It must be refused by the memory check, naming the dataset. */
+static void test_trace_label_names_claim(void **state)
+{
+    (void)state;
+    uint8_t zeros[64] = {0};
+    th_in z = {.p = zeros, .n = sizeof zeros};
+    th_file f;
+    th_valid(&z, &f);
+    hsize_t vec[1] = {(hsize_t)f.n}, names[1] = {(hsize_t)INT32_MAX};
+    th_add(&f, "label", TH_INT, H5T_STD_I32LE, 1, vec);
+    th_ds *d = th_add(&f, "label_names", TH_STR, H5T_C_S1, 1, (hsize_t[1]){1});
+    d->dims[0] = names[0];
+    d->skip_write = 1;
+    size_t n;
+    void *img = th_image(&f, &n);
+    assert_non_null(img);
+    const char *path = fuzz_memfile(img, n);
+    free(img);
+    assert_non_null(path);
+    trace_t *t = (trace_t *)1;
+    char err[ELDR_ERRLEN] = "";
+    assert_int_equal(trace_load(path, &t, err, sizeof err), -1);
+    assert_null(t);
+    if (!strstr(err, "label_names") || !strstr(err, "GiB"))
+        fail_msg("unexpected message: %s", err);
+    th_free(&f);
+}
+
+/* Should a claim-of-memory regression come back, it must fail this test,
+ * not take the machine down: 8 GB of address space (plain build), or
+ * ASan's RSS limit (ASan reserves terabytes of address space). */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "hard_rss_limit_mb=4096";
+}
+
 int main(void)
 {
+#ifndef __SANITIZE_ADDRESS__
+    struct rlimit cap = {8ul << 30, 8ul << 30};
+    setrlimit(RLIMIT_AS, &cap);
+#endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replay_npy),
         cmocka_unit_test(test_replay_npz),
@@ -128,6 +173,7 @@ int main(void)
         cmocka_unit_test(test_replay_trace_h5),
         cmocka_unit_test(test_trace_h5_valid_files_load),
         cmocka_unit_test(test_npy_newline_in_key),
+        cmocka_unit_test(test_trace_label_names_claim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -317,6 +317,102 @@ static void test_spearman_constant(void **state)
     assert_float_equal(rho, -1.0, 1e-15);
 }
 
+/* rank_ref_spearman_keys takes any order-preserving integer keys. As
+ * values for the brute force, each key's index among the sorted distinct
+ * keys (the same order, and exact in a double however wide the key). */
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void keys_to_values(const uint64_t *k, size_t n, double *x)
+{
+    uint64_t *u = malloc(n * sizeof *u);
+    assert_non_null(u);
+    memcpy(u, k, n * sizeof *u);
+    qsort(u, n, sizeof *u, cmp_u64);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || u[i] != u[m - 1])
+            u[m++] = u[i];
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *hit = bsearch(&k[i], u, m, sizeof *u, cmp_u64);
+        assert_non_null(hit);
+        x[i] = (double)(hit - u);
+    }
+    free(u);
+}
+
+/* Every path of the reference ranking against brute force: keys narrow
+ * enough to share a word with the reference rank (sorted on their top
+ * bits, runs that share those ordered after: pairs, short runs,
+ * long runs with and without ties), keys too wide for that, heavy ties,
+ * and tiny n. */
+static void test_ranks_keys_paths(void **state)
+{
+    (void)state;
+    char err[ERRLEN];
+    rng_t g;
+    rng_seed(&g, 77);
+    const size_t sizes[] = {2, 3, 17, 1000, 6000};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        uint64_t *k = malloc(n * sizeof *k);
+        double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+        assert_true(k && x && y);
+        for (int mode = 0; mode < 6; mode++) {
+            for (size_t i = 0; i < n; i++) {
+                uint64_t u = rng_below(&g, UINT64_C(1) << 40);
+                switch (mode) {
+                case 0: k[i] = u; break;                                  /* spread, 40 bits */
+                case 1: k[i] = i % 5 ? rng_below(&g, 4096) : u; break;    /* crowded + ties */
+                case 2: k[i] = i % 5 ? rng_below(&g, 1 << 30) : u; break;      /* crowded, few ties */
+                case 3: k[i] = rng_below(&g, 8); break;                   /* heavy ties */
+                case 4: k[i] = (uint64_t)rng_below(&g, UINT64_C(1) << 62) * 3; break; /* wide */
+                default: k[i] = UINT64_C(0x4000000000) + u % 1000; break; /* offset base */
+                }
+                /* the reference: correlated with the keys, with ties */
+                y[i] = floor((double)(k[i] % 1000) / 7) + (double)rng_below(&g, 40);
+            }
+            keys_to_values(k, n, x);
+            uint64_t lo = UINT64_MAX, hi = 0;
+            for (size_t i = 0; i < n; i++) {
+                lo = k[i] < lo ? k[i] : lo;
+                hi = k[i] > hi ? k[i] : hi;
+            }
+            rank_ref ref;
+            rank_work w;
+            assert_int_equal(rank_ref_init(&ref, y, n, err, sizeof err), 0);
+            assert_int_equal(rank_work_init(&w, n, err, sizeof err), 0);
+            double got = rank_ref_spearman_keys(&ref, k, lo, hi, &w);
+            double via_doubles = rank_ref_spearman(&ref, x, &w);
+            double want = brute_spearman(x, y, n);
+            if (isnan(want)) {
+                assert_true(isnan(got));
+                assert_true(isnan(via_doubles));
+            } else {
+                assert_float_equal(got, want, 1e-12);
+                assert_float_equal(via_doubles, want, 1e-12);
+            }
+            rank_work_free(&w);
+            rank_ref_free(&ref);
+        }
+        free(k);
+        free(x);
+        free(y);
+    }
+    /* rho_grid_key orders grid distances as the distances, ties exactly */
+    const double d[] = {0.5, 0.25, 1.0, 0.5 + 0x1p-36, 0.5, 2.0, 0.0, -0x1p-40, 1e-12};
+    for (size_t i = 0; i < 9; i++)
+        for (size_t j = 0; j < 9; j++) {
+            double a = rho_grid(d[i]), b = rho_grid(d[j]);
+            uint64_t ka = rho_grid_key(d[i]), kb = rho_grid_key(d[j]);
+            assert_int_equal(a < b, ka < kb);
+            assert_int_equal(a == b, ka == kb);
+        }
+}
+
 /* ---- pairs ------------------------------------------------------------------ */
 
 static void test_pairs_sample(void **state)
@@ -829,6 +925,7 @@ int main(void)
         cmocka_unit_test(test_ranks_hand),
         cmocka_unit_test(test_ranks_brute),
         cmocka_unit_test(test_spearman_constant),
+        cmocka_unit_test(test_ranks_keys_paths),
         cmocka_unit_test(test_pairs_sample),
         cmocka_unit_test(test_rho_hand),
         cmocka_unit_test(test_rho_zero_signature),

@@ -292,13 +292,25 @@ static void test_domain_pools(void **state)
     assert_int_equal(d.rule, RULE_UNLABELED);
     route_policy_free(&p);
 
-    /* fewer workers than labels: label j gets worker j mod K */
-    double three[] = {0.5, 0.3, 0.2};
+    /* fewer workers than labels: whole labels packed largest first onto
+     * the least-loaded worker: {0.5} and {0.3, 0.2}; then 0.35 | 0.3 0.2 0.1
+     * packs as {0.35, 0.1} and {0.3, 0.2} */
+    double three[] = {0.3, 0.5, 0.2};
     assert_int_equal(route_policy_init(&p, ROUTE_DOMAIN, 2, 1, err, sizeof err), 0);
     assert_int_equal(route_policy_set_domains(&p, three, 3, err, sizeof err), 0);
     int64_t l2[2] = {0, 0};
-    assert_int_equal(route_decide(&p, NULL, 1, l2, &d), 1);
+    assert_int_equal(route_decide(&p, NULL, 1, l2, &d), 0);
+    assert_int_equal(route_decide(&p, NULL, 0, l2, &d), 1);
+    assert_int_equal(route_decide(&p, NULL, 2, l2, &d), 1);
+    assert_int_equal(d.n_cand, 1);
+    double four[] = {0.1, 0.3, 0.35, 0.2, 0.0};
+    assert_int_equal(route_policy_set_domains(&p, four, 5, err, sizeof err), 0);
     assert_int_equal(route_decide(&p, NULL, 2, l2, &d), 0);
+    assert_int_equal(route_decide(&p, NULL, 1, l2, &d), 1);
+    assert_int_equal(route_decide(&p, NULL, 3, l2, &d), 1);
+    assert_int_equal(route_decide(&p, NULL, 0, l2, &d), 0);
+    assert_int_equal(route_decide(&p, NULL, 4, l2, &d), 0); /* no share: JSQ, index 0 */
+    assert_int_equal(d.rule, RULE_UNLABELED);
     route_policy_free(&p);
 
     /* every label with a share keeps at least one worker however small */

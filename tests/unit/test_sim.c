@@ -49,7 +49,7 @@ static trace_t *disjoint_trace(int64_t n, int L, int E, int k, int D, int tokens
     assert_int_equal(trace_alloc_optional(t, TRACE_HAS_DECODE | TRACE_HAS_LABEL |
                                           TRACE_HAS_ARRIVAL, err, sizeof err), 0);
     const char *names[16];
-    char buf[16][8];
+    char buf[16][16];
     for (int d = 0; d < D; d++) {
         snprintf(buf[d], sizeof buf[d], "d%d", d);
         names[d] = buf[d];
@@ -386,7 +386,10 @@ static void test_determinism_and_crn(void **state)
     c.output_tokens = 20;
     sim_workload w1, w2, w3;
     workload(&w1, t, &c, NULL);
+    assert_non_null(w1.pool);
+    c.pool_cache = 0; /* sampled on admission: the same rows */
     workload(&w2, t, &c, NULL);
+    assert_null(w2.pool);
     c.seed = 2;
     workload(&w3, t, &c, NULL);
     /* a seed fixes arrivals and activations; another seed moves them */

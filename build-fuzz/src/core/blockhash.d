@@ -1,4 +1,0 @@
-build-fuzz/src/core/blockhash.o: src/core/blockhash.c \
-  src/core/blockhash.h
-
-src/core/blockhash.h:

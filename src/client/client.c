@@ -1,0 +1,335 @@
+/* client.c - the eldrd HTTP/JSON client over libcurl (client.h). */
+#include <curl/curl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "err.h"
+
+struct client {
+    CURL *curl;
+    struct curl_slist *headers;
+    char url[CLIENT_URL_MAX];
+    long timeout_ms;
+    char *buf;                   /* the last answer's body */
+    size_t len, cap;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+/* curl_global_init is not thread-safe: once per process, before any
+ * handle. (Never cleaned up: other clients may live until exit.) */
+static void global_init(void)
+{
+    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+    client_t *c = arg;
+    size_t add = size * n;
+    if (c->len + add + 1 > c->cap) {
+        size_t cap = c->cap ? c->cap : 4096;
+        while (cap < c->len + add + 1)
+            cap *= 2;
+        char *b = realloc(c->buf, cap);
+        if (!b)
+            return 0;  /* curl reports a write error */
+        c->buf = b;
+        c->cap = cap;
+    }
+    memcpy(c->buf + c->len, p, add);
+    c->len += add;
+    c->buf[c->len] = '\0';
+    return add;
+}
+
+client_t *client_new(const char *url, double timeout_s, char *err, size_t errlen)
+{
+    pthread_once(&global_once, global_init);
+    if (global_rc != CURLE_OK) {
+        eldr_errf(err, errlen, "libcurl: %s", curl_easy_strerror(global_rc));
+        return NULL;
+    }
+    const char *scheme = strstr(url, "://") ? "" : "http://";
+    size_t n = strlen(url);
+    while (n > 0 && url[n - 1] == '/')
+        n--;
+    if (n == 0 || strncmp(url, "https://", 8) == 0 ||
+        (strstr(url, "://") && strncmp(url, "http://", 7))) {
+        eldr_errf(err, errlen, "URL '%.200s': give http://HOST:PORT", url);
+        return NULL;
+    }
+    if (!(timeout_s > 0 && timeout_s < 86400)) {
+        eldr_errf(err, errlen, "client timeout %g s: must be in (0, 86400)", timeout_s);
+        return NULL;
+    }
+    client_t *c = calloc(1, sizeof *c);
+    if (!c || (size_t)snprintf(c->url, sizeof c->url, "%s%.*s", scheme, (int)n, url) >=
+                  sizeof c->url) {
+        free(c);
+        eldr_errf(err, errlen, "URL '%.200s': too long", url);
+        return NULL;
+    }
+    c->timeout_ms = (long)ceil(timeout_s * 1000);
+    c->curl = curl_easy_init();
+    c->headers = curl_slist_append(NULL, "Content-Type: application/json");
+    if (!c->curl || !c->headers) {
+        client_free(c);
+        eldr_errf(err, errlen, "%s: out of memory for the HTTP client", url);
+        return NULL;
+    }
+    return c;
+}
+
+void client_free(client_t *c)
+{
+    if (!c)
+        return;
+    if (c->curl)
+        curl_easy_cleanup(c->curl);
+    curl_slist_free_all(c->headers);
+    free(c->buf);
+    free(c);
+}
+
+const char *client_url(const client_t *c)
+{
+    return c->url;
+}
+
+/* "HTTP 404: <error> (<where>)" from an error answer, or its first bytes. */
+static void http_failure(client_t *c, const char *path, long status, char *err, size_t errlen)
+{
+    json_t *j = c->len ? json_loadb(c->buf, c->len, 0, NULL) : NULL;
+    const char *msg = j ? json_string_value(json_object_get(j, "error")) : NULL;
+    const char *where = j ? json_string_value(json_object_get(j, "where")) : NULL;
+    if (msg)
+        eldr_errf(err, errlen, "%s%s: HTTP %ld: %s%s%s%s", c->url, path, status, msg,
+                  where ? " (" : "", where ? where : "", where ? ")" : "");
+    else
+        eldr_errf(err, errlen, "%s%s: HTTP %ld: %.120s", c->url, path, status,
+                  c->len ? c->buf : "(empty answer)");
+    json_decref(j);
+}
+
+int client_call(client_t *c, const char *method, const char *path, const char *body,
+                size_t len, long *status, json_t **out, char *err, size_t errlen)
+{
+    char full[CLIENT_URL_MAX + 1024];
+    long st = 0;
+    if (status)
+        *status = 0;
+    if (out)
+        *out = NULL;
+    if ((size_t)snprintf(full, sizeof full, "%s%s", c->url, path) >= sizeof full)
+        return eldr_errf(err, errlen, "%s: path too long (%zu bytes)", c->url, strlen(path));
+    CURL *h = c->curl;
+    c->len = 0;
+    curl_easy_reset(h);  /* keeps the open connection */
+    curl_easy_setopt(h, CURLOPT_URL, full);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+    if (strcmp(method, "GET"))
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    }
+    CURLcode rc = curl_easy_perform(h);
+    if (rc != CURLE_OK)
+        return eldr_errf(err, errlen, "%s: %s", full, curl_easy_strerror(rc));
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+    if (status)
+        *status = st;
+    if (st < 200 || st > 299) {
+        http_failure(c, path, st, err, errlen);
+        return -1;
+    }
+    if (!out)
+        return 0;
+    json_error_t je;
+    *out = json_loadb(c->buf ? c->buf : "", c->len, 0, &je);
+    if (!*out)
+        return eldr_errf(err, errlen, "%s: answer is not JSON: %s (line %d column %d)", full,
+                         je.text, je.line, je.column);
+    return 0;
+}
+
+/* Send a jansson body (consumed). */
+static int call_json(client_t *c, const char *method, const char *path, json_t *body,
+                     long *status, json_t **out, char *err, size_t errlen)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text)
+        return eldr_errf(err, errlen, "%s%s: out of memory for the request body", c->url,
+                         path);
+    int rc = client_call(c, method, path, text, strlen(text), status, out, err, errlen);
+    free(text);
+    return rc;
+}
+
+int client_health(client_t *c, json_t **out, char *err, size_t errlen)
+{
+    return client_call(c, "GET", "/healthz", NULL, 0, NULL, out, err, errlen);
+}
+
+int client_snapshot(client_t *c, int centroids, int decisions, json_t **out, char *err,
+                    size_t errlen)
+{
+    char path[96];
+    if (decisions >= 0)
+        snprintf(path, sizeof path, "/v1/snapshot?centroids=%d&decisions=%d", !!centroids,
+                 decisions);
+    else
+        snprintf(path, sizeof path, "/v1/snapshot?centroids=%d", !!centroids);
+    return client_call(c, "GET", path, NULL, 0, NULL, out, err, errlen);
+}
+
+void client_b64_encode(const uint8_t *src, size_t n, char *dst)
+{
+    static const char tab[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8 | src[i + 2];
+        *dst++ = tab[v >> 18];
+        *dst++ = tab[(v >> 12) & 63];
+        *dst++ = tab[(v >> 6) & 63];
+        *dst++ = tab[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)src[i] << 16 | (i + 1 < n ? (uint32_t)src[i + 1] << 8 : 0);
+        *dst++ = tab[v >> 18];
+        *dst++ = tab[(v >> 12) & 63];
+        *dst++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+        *dst++ = '=';
+    }
+    *dst = '\0';
+}
+
+/* Dense counts as base64 of little-endian int16 (malloc'd). */
+static char *dense_b64(const uint16_t *counts, size_t cells)
+{
+    uint8_t *le = malloc(cells * 2);
+    char *b = malloc(client_b64_len(cells * 2));
+    if (!le || !b) {
+        free(le);
+        free(b);
+        return NULL;
+    }
+    for (size_t i = 0; i < cells; i++) {
+        le[2 * i] = (uint8_t)(counts[i] & 0xff);
+        le[2 * i + 1] = (uint8_t)(counts[i] >> 8);
+    }
+    client_b64_encode(le, cells * 2, b);
+    free(le);
+    return b;
+}
+
+static void copy_str(char *dst, size_t n, json_t *v)
+{
+    const char *s = json_string_value(v);
+    snprintf(dst, n, "%s", s ? s : "");
+}
+
+int client_route(client_t *c, const char *request_id, const uint16_t *counts, size_t cells,
+                 client_routed *r, json_t **answer, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < cells; i++)
+        if (counts[i] > 32767)
+            return eldr_errf(err, errlen, "route: count %u at cell %zu exceeds 32767",
+                             counts[i], i);
+    char *b = dense_b64(counts, cells);
+    json_t *body = b ? json_pack("{s:s}", "counts", b) : NULL;
+    free(b);
+    if (body && request_id && *request_id)
+        json_object_set_new(body, "request_id", json_string(request_id));
+    if (!body)
+        return eldr_errf(err, errlen, "route: out of memory for the body");
+    json_t *a;
+    if (call_json(c, "POST", "/v1/route", body, NULL, &a, err, errlen) < 0)
+        return -1;
+    json_t *wi = json_object_get(a, "worker_index");
+    if (!json_is_integer(wi)) {
+        json_decref(a);
+        return eldr_errf(err, errlen, "%s/v1/route: answer lacks worker_index", c->url);
+    }
+    if (r) {
+        copy_str(r->request_id, sizeof r->request_id, json_object_get(a, "request_id"));
+        copy_str(r->worker, sizeof r->worker, json_object_get(a, "worker"));
+        copy_str(r->rule, sizeof r->rule, json_object_get(a, "rule"));
+        r->worker_index = (int)json_integer_value(wi);
+        r->seq = (uint64_t)json_integer_value(json_object_get(a, "seq"));
+    }
+    if (answer)
+        *answer = a;
+    else
+        json_decref(a);
+    return 0;
+}
+
+int client_finish(client_t *c, const char *request_id, int *worker_index, long *status,
+                  char *err, size_t errlen)
+{
+    json_t *a;
+    if (call_json(c, "POST", "/v1/finish", json_pack("{s:s}", "request_id", request_id),
+                  status, &a, err, errlen) < 0)
+        return -1;
+    if (worker_index)
+        *worker_index = (int)json_integer_value(json_object_get(a, "worker_index"));
+    json_decref(a);
+    return 0;
+}
+
+int client_explain(client_t *c, const char *request_id, json_t **out, char *err,
+                   size_t errlen)
+{
+    char *esc = curl_easy_escape(c->curl, request_id, 0);
+    if (!esc)
+        return eldr_errf(err, errlen, "explain: out of memory");
+    char path[1024];
+    int n = snprintf(path, sizeof path, "/v1/explain/%s", esc);
+    curl_free(esc);
+    if ((size_t)n >= sizeof path)
+        return eldr_errf(err, errlen, "explain: request id too long");
+    return client_call(c, "GET", path, NULL, 0, NULL, out, err, errlen);
+}
+
+int client_set_tau(client_t *c, double tau, char *err, size_t errlen)
+{
+    if (!isfinite(tau) || tau < 0)
+        return eldr_errf(err, errlen, "set_tau: tau %g must be finite and >= 0", tau);
+    return call_json(c, "PUT", "/v1/config", json_pack("{s:f}", "tau", tau), NULL, NULL, err,
+                     errlen);
+}
+
+int client_put_model(client_t *c, const model_t *m, json_t **out, char *err, size_t errlen)
+{
+    char *text;
+    if (model_to_json_text(m, &text, err, errlen) < 0)
+        return -1;
+    int rc = client_call(c, "PUT", "/v1/model", text, strlen(text), NULL, out, err, errlen);
+    free(text);
+    return rc;
+}
+
+int client_window(client_t *c, int n, json_t **out, char *err, size_t errlen)
+{
+    char path[64];
+    if (n >= 0)
+        snprintf(path, sizeof path, "/v1/window?n=%d", n);
+    else
+        snprintf(path, sizeof path, "/v1/window");
+    return client_call(c, "GET", path, NULL, 0, NULL, out, err, errlen);
+}

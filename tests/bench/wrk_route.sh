@@ -1,0 +1,60 @@
+#!/bin/sh
+# tests/bench/wrk_route.sh - route+finish over HTTP, driven by wrk, against
+# eldrd on 127.0.0.1 (issue 7, item 10: at least 20000 routes/s with p99
+# under 5 ms on 2 cores). The model has the issue's geometry: |S|*E = 2560
+# (L = 20 layers, all kept, E = 128) and K = 16 workers, fitted on a
+# generated trace; route bodies are the trace's dense prefill counts.
+# Prints TSV rows (what, size, seconds, rate) on stdout, notes on stderr.
+# Environment: BIN (default bin), WRK_SECONDS (10), WRK_CONNECTIONS (16),
+# ELDRD_THREADS (2).
+BIN=${BIN:-bin}
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+SECS=${WRK_SECONDS:-10}
+CONNS=${WRK_CONNECTIONS:-16}
+THREADS=${ELDRD_THREADS:-2}
+PY=/usr/bin/python3
+for need in wrk curl; do
+    command -v $need >/dev/null || { echo "wrk_route: $need not installed; skipped" >&2; exit 0; }
+done
+if [ ! -x "$ROOT/$BIN/eldrd" ] || [ ! -x "$ROOT/$BIN/eldr" ] || ! $PY -c 'import h5py' 2>/dev/null; then
+    echo "wrk_route: needs $BIN/eldr, $BIN/eldrd and h5py under $PY; skipped" >&2
+    exit 0
+fi
+TMP=$(mktemp -d)
+DPID=""
+trap '[ -n "$DPID" ] && kill -9 $DPID 2>/dev/null; rm -rf "$TMP"' EXIT
+
+"$ROOT/$BIN/eldr" gen -o "$TMP/t.h5" --requests 1600 --layers 20 --experts 128 --top-k 8 \
+    --domains 16 --seed 3 >/dev/null &&
+    "$ROOT/$BIN/eldr" fit "$TMP/t.h5" -k 16 --layers all -o "$TMP/m.h5" >/dev/null || {
+    echo "wrk_route: fixture failed" >&2; exit 1; }
+# the route bodies' tails, one a line: "counts":"<base64 of int16 LE>"}
+$PY - "$TMP/t.h5" "$TMP/bodies" <<'PYEOF' || exit 1
+import base64, sys
+import h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    c = f["prefill_counts"][:256].astype("<i2")
+with open(sys.argv[2], "w") as out:
+    for row in c:
+        out.write('"counts":"%s"}\n' % base64.b64encode(row.tobytes()).decode())
+PYEOF
+
+PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+URL="http://127.0.0.1:$PORT"
+"$ROOT/$BIN/eldrd" -m "$TMP/m.h5" --listen "127.0.0.1:$PORT" --threads "$THREADS" --quiet &
+DPID=$!
+i=0
+until curl -s --max-time 1 "$URL/healthz" >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ $i -gt 100 ] && { echo "wrk_route: eldrd did not start" >&2; exit 1; }
+    sleep 0.1
+done
+WRK_BODIES="$TMP/bodies" WRK_ROWS="$TMP/rows" WRK_SIZE="S*E=2560 K=16 c=$CONNS" \
+    timeout $((SECS + 30)) wrk -t2 -c"$CONNS" -d"${SECS}s" --latency \
+    -s "$ROOT/tests/bench/wrk_route.lua" "$URL" >"$TMP/wrk.out" 2>&1 || {
+    echo "wrk_route: wrk failed:" >&2; cat "$TMP/wrk.out" >&2; exit 1; }
+sed 's/^/wrk_route: /' "$TMP/wrk.out" >&2
+cat "$TMP/rows"
+kill -TERM $DPID 2>/dev/null
+i=0; while kill -0 $DPID 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+DPID=""

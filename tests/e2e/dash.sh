@@ -1,0 +1,115 @@
+# tests/e2e/dash.sh - the interactive dashboard in a real terminal (tmux):
+# start, keys switch views, '+' changes the tau shown and the numbers, ']'
+# refits with K+1, the help overlay, a resize redraws cleanly, 'q' quits
+# leaving a sane terminal, and SIGINT (^C) restores the terminal too.
+# Every wait is bounded (polling capture-pane). Needs tmux and
+# samples/small.h5; prints "ok - " / "not ok - " lines.
+. "$ROOT/tests/cli/lib.sh"
+SAMPLE="$ROOT/samples/small.h5"
+SOCK="eldr-dash-test-$$"
+T="tmux -L $SOCK -f /dev/null"
+
+if ! command -v tmux >/dev/null 2>&1 || [ ! -f "$SAMPLE" ]; then
+    notok "dash e2e: tmux or $SAMPLE missing"
+    exit 0
+fi
+cleanup() { $T kill-server 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+screen() { $T capture-pane -p -t dash 2>/dev/null; }
+# wait_for PATTERN [SECONDS]: poll the pane until it matches (grep -E).
+wait_for() {
+    i=0; lim=$(( ${2:-10} * 10 ))
+    while [ $i -lt $lim ]; do
+        screen | grep -Eq -- "$1" && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+check() { # check NAME PATTERN [SECONDS]
+    if wait_for "$2" "$3"; then ok "$1"; else notok "$1" "pane lacks '$2'" "$(screen | head -5)"; fi
+}
+header() { screen | sed -n 2p; }
+
+$T new-session -d -s dash -x 100 -y 30 "env PS1='PROMPT\$ ' TERM=xterm-256color sh -i" || {
+    notok "dash e2e: tmux new-session"; exit 0; }
+wait_for 'PROMPT\$' 5
+$T send-keys -t dash "$ELDR dash $SAMPLE --tau 0; echo EXIT=\$?" Enter
+check "dash starts and shows the overview" '\[1 overview\]' 15
+check "dash shows the headline numbers" 'TPOT p50 [0-9.]+ms' 15
+
+$T send-keys -t dash 2
+check "key 2: balance view" '\[2 balance\]'
+check "balance names the workers" '>w0 '
+$T send-keys -t dash Tab
+check "Tab: heatmap view" '\[3 heatmap\]'
+check "heatmap has a legend" 'legend:'
+$T send-keys -t dash 6
+check "key 6: rho view" '\[6 rho\]'
+check "rho marks N*" 'N\*='
+
+before=$(header)
+$T send-keys -t dash +
+check "'+': tau shown goes to 0.05" 'eldr tau 0\.05 K 4 \| TPOT'
+wait_for 'eldr tau 0\.05 K 4 \| TPOT' 10
+after=$(header)
+nb=$(echo "$before" | sed 's/.*| TPOT//'); na=$(echo "$after" | sed 's/.*| TPOT//')
+if [ -n "$na" ] && [ "$nb" != "$na" ]; then ok "'+': the numbers change"; else
+    notok "'+': the numbers change" "before: $before" "after:  $after"; fi
+
+$T send-keys -t dash ]
+check "']': refit to K 5" 'tau 0\.05 K 5 \| TPOT' 20
+$T send-keys -t dash 2
+check "balance after refit shows w4" '^ +>?w4 '
+$T send-keys -t dash '?'
+check "'?': help overlay" 'keys'
+$T send-keys -t dash '?'
+
+$T resize-window -t dash -x 80 -y 24
+sleep 0.3
+check "resize: redrawn at 80 columns" '^ eldr +1 overview +\[2 balance\]' 5
+lines=$(screen | wc -l)
+long=$(screen | LC_ALL=C.UTF-8 sed 's/[^ -~]/x/g' | awk 'length > 80' | wc -l)
+if [ "$lines" -eq 24 ] && [ "$long" -eq 0 ] && screen | tail -1 | grep -q 'help'; then
+    ok "resize: 24 lines, none wider than 80, footer at the bottom"
+else notok "resize: 24 lines, none wider than 80, footer at the bottom" "lines $lines, long $long"; fi
+$T resize-window -t dash -x 120 -y 40
+check "resize up: uses the big terminal" 'distinct experts|calibration share' 5
+
+$T send-keys -t dash q
+check "'q' quits with status 0" 'EXIT=0' 10
+$T send-keys -t dash "stty -a | tr ' ;' '\n\n' | grep -Ex -- '-?(icanon|echo|icrnl|opost)' | tr '\n' ' '; echo STTY" Enter
+wait_for 'STTY$' 5
+st=$(screen | grep 'STTY$' | tail -1)
+case "$st" in
+*-icanon*|*-echo\ *|*-icrnl*|*-opost*) notok "terminal sane after q" "$st" ;;
+*icanon*) ok "terminal sane after q" ;;
+*) notok "terminal sane after q" "$st" ;;
+esac
+
+$T send-keys -t dash clear Enter
+$T send-keys -t dash "$ELDR dash $SAMPLE; echo EXIT=\$?" Enter
+check "second start" 'TPOT p50' 15
+$T send-keys -t dash C-c
+check "^C exits with 130" 'EXIT=130' 10
+$T send-keys -t dash "stty -a | tr ' ;' '\n\n' | grep -Ex -- '-?(icanon|echo)' | tr '\n' ' '; echo STTY2" Enter
+wait_for 'STTY2$' 5
+st=$(screen | grep 'STTY2$' | tail -1)
+case "$st" in
+*-icanon*|*-echo\ *) notok "terminal sane after ^C" "$st" ;;
+*icanon*) ok "terminal sane after ^C" ;;
+*) notok "terminal sane after ^C" "$st" ;;
+esac
+
+expect_fail2 "dash without a terminal fails cleanly" 'needs a terminal' "$ELDR" dash "$SAMPLE"
+expect_fail2 "dash on a missing trace" 'nope\.h5' "$ELDR" dash /nope.h5 --frame -
+expect_fail2 "dash --view bad" "--view 'x'" "$ELDR" dash "$SAMPLE" --frame - --view x
+expect_fail2 "dash --width too small" 'width' "$ELDR" dash "$SAMPLE" --frame - --width 5
+expect_status "dash --help" 0 "$ELDR" dash --help
+expect_out "dash --help names --frame" '--frame FILE'
+expect_status "dash --frame FILE" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/f.txt" --view rho --width 80 --height 24
+if [ "$(wc -l <"$TMP/f.txt")" -eq 24 ] && grep -q 'N\*=' "$TMP/f.txt" && ! ls "$TMP"/f.txt.tmp.* >/dev/null 2>&1; then
+    ok "frame file: 24 lines, N* marked, no temporary left"
+else notok "frame file: 24 lines, N* marked, no temporary left"; fi
+expect_status "dash --frame --json" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/g.txt" --json
+expect_out "json has the sizes and the best baseline" '"best_baseline"'

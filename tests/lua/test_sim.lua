@@ -1,0 +1,77 @@
+-- Simulation, sweeps and the cost model.
+package.path = (arg[0]:match("^(.*)/") or ".") .. "/?.lua;" .. package.path
+local T = require "t"
+
+local t = eldr.load(T.data)
+local res, info = eldr.simulate(t, {workers = 4, rate = 4, output_tokens = 48, seed = 2})
+T.ok(#res == 5 and res[1].policy == "eldr" and info.fitted and info.K == 4, "simulate default policies")
+local served = 0
+for _, s in ipairs(res[1].served) do served = served + s end
+T.eq(served, info.eval_rows, "every evaluation request is served")
+T.eq(info.calib_rows + info.eval_rows, #t, "split covers the trace")
+local rules = 0
+for _, c in pairs(res[1].rules) do rules = rules + c end
+T.eq(rules, info.eval_rows, "one rule per decision")
+local again = eldr.simulate(t, {workers = 4, rate = 4, output_tokens = 48, seed = 2})
+T.ok(again[1].tpot_p50_ms == res[1].tpot_p50_ms and again[4].makespan_s == res[4].makespan_s, "deterministic for a seed")
+local best = math.huge
+for _, r in ipairs(res) do if r.policy ~= "eldr" and r.tpot_p50_ms < best then best = r.tpot_p50_ms end end
+T.near(res[1].vs_best_pct, (res[1].tpot_p50_ms - best) / best * 100, 1e-9, "vs_best_pct against the best balancer")
+
+-- a given model and calibration trace; per-request results
+local calib, eval = eldr.calib_split(t, 200)
+T.ok(#calib == 200 and #eval == 249, "calib_split counts")
+local m = eldr.fit(calib, {k = 2})
+local r2 = eldr.simulate(eval, {model = m, calib = calib, policy = {"eldr", "domain"},
+                                rate = 8, output_tokens = 32, requests = true, series = true})
+T.ok(#r2 == 2 and r2[2].policy == "domain" and #r2[1].requests == #eval and #r2[1].series > 0,
+     "model, calib, domain, requests and series")
+local ok_req = true
+for _, q in ipairs(r2[1].requests) do
+  ok_req = ok_req and q.finish >= q.start and q.start >= q.arrival and q.worker >= 1 and q.worker <= 2
+end
+T.ok(ok_req, "request times ordered")
+local closed = eldr.simulate(eval, {model = m, calib = calib, policy = "jsq", concurrency = 8, output_tokens = 16})
+T.ok(closed[1].mean_in_system <= 8 + 1e-9, "closed loop keeps concurrency")
+
+-- the sweep grid
+local rows = eldr.sweep(t, {workers = {2, 3}, tau = {0, 0.2}, rate = {4}, output_tokens = 32,
+                            calib_split = 200})
+T.eq(#rows, 2 * (3 + 2), "sweep rows: K x (baselines + taus)")
+local has = false
+for _, r in ipairs(rows) do has = has or (r.policy == "eldr" and r.tau == 0.2 and r.K == 3) end
+T.ok(has, "sweep rows carry K and tau")
+local tg = eldr.experiments.tau_grid(t, {taus = {0, 2}, workers = 2, rate = 4, output_tokens = 16})
+T.eq(#tg, 5, "tau_grid rows")
+local kg = eldr.experiments.k_grid(t, {ks = {2}, rate = 4, output_tokens = 16})
+T.eq(#kg, 4, "k_grid rows")
+
+-- cost model: fit recovers known coefficients from a noise-free profile
+local truth = {t0 = 0.002, b = 0.00004, c = 0.00001}
+local csv = T.tmp .. "/profile.csv"
+local f = io.open(csv, "w")
+f:write("batch,U_sum,layers,step_ms\n")
+for i = 1, 40 do
+  local batch, u = 1 + (i * 7) % 31, 100 + (i * 13) % 97
+  f:write(string.format("%d,%d,24,%.12f\n", batch, u, (truth.t0 + truth.b * u + truth.c * batch) * 1e3))
+end
+f:close()
+local fit = eldr.costfit(csv, {output = T.tmp .. "/cost.json"})
+T.ok(math.abs(fit.t0 - truth.t0) < 1e-9 and math.abs(fit.b - truth.b) < 1e-11
+     and math.abs(fit.c - truth.c) < 1e-11 and fit.r2 > 0.999999, "costfit recovers the coefficients")
+local loaded = eldr.cost_model(T.tmp .. "/cost.json")
+T.near(loaded.b, fit.b, 1e-12, "cost file round trip")
+local U = {}
+for l = 1, 24 do U[l] = 5 end
+T.near(eldr.step_time(loaded, U, 8), loaded.t0 + 24 * loaded.a + 120 * loaded.b + 8 * loaded.c, 1e-12,
+       "step_time is the formula")
+local slow = eldr.simulate(eval, {model = m, calib = calib, policy = "jsq", rate = 4, output_tokens = 16,
+                                  cost = {t0 = 0.05}})
+local fast = eldr.simulate(eval, {model = m, calib = calib, policy = "jsq", rate = 4, output_tokens = 16})
+T.ok(slow[1].tpot_p50_ms > fast[1].tpot_p50_ms, "cost option changes step time")
+
+T.err(function() eldr.simulate(t, {policy = "fastest"}) end, "bad argument 'policy'", "unknown policy")
+T.err(function() eldr.simulate(t, {rate = 2, concurrency = 3}) end, "rate and concurrency exclude", "rate xor concurrency")
+T.err(function() eldr.simulate(t, {model = m, workers = 3}) end, "bad argument 'workers'", "workers vs model")
+T.err(function() eldr.costfit("/nonexistent.csv") end, "eldr.costfit: ", "costfit missing file")
+T.done()
