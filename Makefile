@@ -121,12 +121,15 @@ samples: $(SAMPLE) $(BIN)/eldr
 	  --decode-tokens 48 --prefix-groups 20 --prefix-blocks 8 --tokens --gates --seed 13
 	@ls -l samples/*.h5
 
+# The workbench on the sample: the dashboard when there is a terminal,
+# otherwise what the sample holds and the commands to try.
 run: deps all $(SAMPLE)
-	@$(BIN)/eldr info $(SAMPLE)
-	@echo
-	@echo "Next: $(BIN)/eldr --help   (every command), for example:"
-	@echo "  $(BIN)/eldr info ../shared/data/gptoss20b-routing.h5"
-	@echo "  $(BIN)/eldr gen -o /tmp/t.h5 --requests 2000 --domains 6"
+	@if [ -t 0 ] && [ -t 1 ]; then exec $(BIN)/eldr dash $(SAMPLE); fi; \
+	$(BIN)/eldr info $(SAMPLE); echo; \
+	echo "No terminal for the dashboard. Next: $(BIN)/eldr --help, for example:"; \
+	echo "  $(BIN)/eldr dash $(SAMPLE) --frame - --view balance --width 80 --height 24"; \
+	echo "  $(BIN)/eldr sim $(SAMPLE) --policy eldr,rr,jsq --rate 60"; \
+	echo "  $(BIN)/eldr repl"
 
 test: deps all $(SAMPLE) unit-tests
 	@BIN=$(BIN) sh tests/run.sh

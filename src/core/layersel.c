@@ -297,12 +297,19 @@ out:
 
 /* ---- greedy -------------------------------------------------------------------- */
 
+/* A step evaluates its candidates in two rounds: first bounds on every
+ * candidate's rho (rank_ref_spearman_bounds, no sort), then the exact rho
+ * of only those whose upper bound reaches the best lower bound; the
+ * others cannot win (nor tie) and keep NaN. At 30000 pairs about one
+ * candidate in ten needs the exact rho. The choice is the one exact
+ * evaluation of every candidate would make. */
 typedef struct cand_job {
     const layersel_ctx *c;
     const double *cum_dot, *cum_sq;
     const int *cands;       /* candidate layers of this step */
     int n_cands;
-    double *cand_rho;       /* [n_cands] */
+    const int *todo;        /* exact round: candidate indices to evaluate, or NULL */
+    double *cand_lo, *cand_hi, *cand_rho;   /* [n_cands] */
     int tid, nt;
     double *inv;            /* scratch [n_req] */
     pair_keys keys;         /* scratch [P] */
@@ -312,11 +319,46 @@ typedef struct cand_job {
 static void *cand_run(void *arg)
 {
     cand_job *j = arg;
-    for (int k = j->tid; k < j->n_cands; k += j->nt) {
+    for (int q = j->tid; q < j->n_cands; q += j->nt) {
+        int k = j->todo ? j->todo[q] : q;
         pair_dist(j->c, j->cum_dot, j->cum_sq, j->cands[k], j->inv, &j->keys, NULL);
-        j->cand_rho[k] = pair_rho(j->c, &j->keys, &j->w);
+        if (j->todo)
+            j->cand_rho[k] = pair_rho(j->c, &j->keys, &j->w);
+        else
+            rank_ref_spearman_bounds(&j->c->ref, j->keys.key, j->keys.min, j->keys.max, &j->w,
+                                     &j->cand_lo[k], &j->cand_hi[k]);
     }
     return NULL;
+}
+
+/* Run one round of cand_run over n items on up to nt threads. */
+static void run_round(cand_job *jobs, int nt, int n, const int *todo)
+{
+    for (int k = 0; k < nt; k++) {
+        jobs[k].n_cands = n;
+        jobs[k].todo = todo;
+    }
+    if (n > 0)
+        run_parallel(cand_run, jobs, sizeof jobs[0], nt < n ? nt : n);
+}
+
+/* Candidates [0, n) of a step: bounds, then exact rho where a bound
+ * leaves the question open; cand_rho ends NaN for the rest. */
+static void eval_step(cand_job *jobs, int nt, int n, double *lo, double *hi, double *rho,
+                      int *todo)
+{
+    run_round(jobs, nt, n, NULL);
+    double best_lo = NAN;
+    for (int k = 0; k < n; k++)
+        if (!isnan(lo[k]) && !(best_lo >= lo[k]))
+            best_lo = lo[k];
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        rho[k] = NAN;
+        if (!isnan(hi[k]) && hi[k] >= best_lo)
+            todo[m++] = k;
+    }
+    run_round(jobs, nt, m, todo);
 }
 
 /* a beats b: defined beats undefined, then larger */
@@ -339,17 +381,21 @@ int layersel_greedy(const layersel_ctx *c, layersel_result *out, char *err, size
     int L = c->L, nt = c->threads < L ? c->threads : L;
     double *cum_dot = eldr_calloc((size_t)c->P, sizeof *cum_dot);
     double *cum_sq = eldr_calloc((size_t)c->n_req, sizeof *cum_sq);
-    int *cands = eldr_calloc((size_t)L, sizeof *cands);
+    int *cands = eldr_calloc((size_t)L, sizeof *cands), *todo = eldr_calloc((size_t)L, sizeof *todo);
     double *cand_rho = eldr_calloc((size_t)L, sizeof *cand_rho);
+    double *cand_lo = eldr_calloc((size_t)L, sizeof *cand_lo);
+    double *cand_hi = eldr_calloc((size_t)L, sizeof *cand_hi);
     unsigned char *used = eldr_calloc((size_t)L, 1);
     out->order = eldr_calloc((size_t)L, sizeof *out->order);
     out->curve = eldr_calloc((size_t)L, sizeof *out->curve);
     cand_job jobs[LAYERSEL_MAX_THREADS];
     memset(jobs, 0, sizeof jobs);
-    int ok = cum_dot && cum_sq && cands && cand_rho && used && out->order && out->curve;
+    int ok = cum_dot && cum_sq && cands && todo && cand_rho && cand_lo && cand_hi && used
+             && out->order && out->curve;
     for (int k = 0; ok && k < nt; k++) {
         jobs[k] = (cand_job){.c = c, .cum_dot = cum_dot, .cum_sq = cum_sq, .cands = cands,
-                             .cand_rho = cand_rho, .tid = k, .nt = nt};
+                             .cand_lo = cand_lo, .cand_hi = cand_hi, .cand_rho = cand_rho,
+                             .tid = k, .nt = nt};
         jobs[k].inv = eldr_calloc((size_t)c->n_req, sizeof(double));
         jobs[k].keys.key = eldr_calloc((size_t)c->P, sizeof(uint64_t));
         ok = jobs[k].inv && jobs[k].keys.key
@@ -366,9 +412,7 @@ int layersel_greedy(const layersel_ctx *c, layersel_result *out, char *err, size
         for (int l = 0; l < L; l++)
             if (!used[l])
                 cands[n++] = l;
-        for (int k = 0; k < nt; k++)
-            jobs[k].n_cands = n;
-        run_parallel(cand_run, jobs, sizeof jobs[0], nt < n ? nt : n);
+        eval_step(jobs, nt, n, cand_lo, cand_hi, cand_rho, todo);
         int best = 0;   /* candidates ascend, so ties keep the lower layer */
         for (int k = 1; k < n; k++)
             if (better(cand_rho[k], cand_rho[best]))
@@ -412,7 +456,10 @@ out:
     free(cum_dot);
     free(cum_sq);
     free(cands);
+    free(todo);
     free(cand_rho);
+    free(cand_lo);
+    free(cand_hi);
     free(used);
     if (rc)
         layersel_result_free(out);

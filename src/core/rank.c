@@ -9,6 +9,12 @@
 
 #define RANK_MAX ((size_t)UINT32_MAX)
 #define RANK_REF_MAX ((size_t)INT32_MAX)   /* rank2 <= 2n must fit in uint32 */
+#define BUCKET_BITS_MAX 20                 /* bounds: at most 4 MiB of counts */
+
+static int bit_length(uint64_t x)
+{
+    return x ? 64 - __builtin_clzll(x) : 0;
+}
 
 int rank_work_init(rank_work *w, size_t cap, char *err, size_t errlen)
 {
@@ -20,7 +26,9 @@ int rank_work_init(rank_work *w, size_t cap, char *err, size_t errlen)
     w->key2 = eldr_calloc(cap, sizeof *w->key2);
     w->idx = eldr_calloc(cap, sizeof *w->idx);
     w->idx2 = eldr_calloc(cap, sizeof *w->idx2);
-    if (!w->key || !w->key2 || !w->idx || !w->idx2) {
+    w->bucket_bits = bit_length(cap) < BUCKET_BITS_MAX ? bit_length(cap) : BUCKET_BITS_MAX;
+    w->bucket = eldr_calloc(((size_t)1 << w->bucket_bits) + 1, sizeof *w->bucket);
+    if (!w->key || !w->key2 || !w->idx || !w->idx2 || !w->bucket) {
         rank_work_free(w);
         return eldr_errf(err, errlen, "rank: out of memory for %zu values", cap);
     }
@@ -34,6 +42,7 @@ void rank_work_free(rank_work *w)
     free(w->key2);
     free(w->idx);
     free(w->idx2);
+    free(w->bucket);
     memset(w, 0, sizeof *w);
 }
 
@@ -47,11 +56,6 @@ static inline uint64_t sort_key(double x)
         x = 0.0;
     memcpy(&u, &x, sizeof u);
     return (u >> 63) ? ~u : u | (UINT64_C(1) << 63);
-}
-
-static int bit_length(uint64_t x)
-{
-    return x ? 64 - __builtin_clzll(x) : 0;
 }
 
 /* ---- LSD radix sort ------------------------------------------------------ */
@@ -459,6 +463,59 @@ double rank_ref_spearman_keys(const rank_ref *ref, const uint64_t *key, uint64_t
     if (sxx <= 0)
         return NAN;
     return (double)sxy / sqrt((double)sxx * ref->ss);
+}
+
+/* ---- bounds without sorting ----------------------------------------------------
+ *
+ * Count the keys into buckets of equal key width (bucket b holds m_b
+ * values after C_b smaller ones). Ties share a bucket, so a value's
+ * average rank r lies in [C_b + 1, C_b + m_b], and twice it is within
+ * m_b - 1 of 2 C_b + m_b + 1. In the 4x sums of rank_ref_spearman_keys:
+ *     sxy = sum (2r - n - 1) cy2  is within  E = sum (m_b - 1) |cy2|
+ *           of  sum (2 C_b + m_b - n) cy2,
+ *     sxx lies between (n^3 - n - sum_b (m_b^3 - m_b)) / 3 (every bucket
+ *           one tie group) and (n^3 - n) / 3 (no ties at all),
+ * with cy2 = rank2 - n - 1 the reference's twice-centred rank. */
+void rank_ref_spearman_bounds(const rank_ref *ref, const uint64_t *key, uint64_t kmin,
+                              uint64_t kmax, rank_work *w, double *lo, double *hi)
+{
+    size_t n = ref->n;
+    *lo = *hi = NAN;
+    if (n < 2 || ref->ss <= 0 || kmin == kmax)
+        return;
+    int shift = bit_length(kmax - kmin) - w->bucket_bits;
+    shift = shift > 0 ? shift : 0;
+    size_t nb = (size_t)((kmax - kmin) >> shift) + 1;
+    uint32_t *start = w->bucket;
+    memset(start, 0, (nb + 1) * sizeof *start);
+    for (size_t i = 0; i < n; i++)
+        start[(key[i] - kmin) >> shift]++;
+    rank_i128 crowd = 0;   /* sum of m_b^3 - m_b */
+    uint32_t below = 0;
+    for (size_t b = 0; b < nb; b++) {
+        uint32_t m = start[b];
+        start[b] = below;
+        below += m;
+        if (m > 1)
+            crowd += (rank_i128)m * m * m - m;
+    }
+    start[nb] = below;
+    rank_i128 sxy = 0, e = 0;
+    int64_t n1 = (int64_t)n + 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t b = (size_t)((key[i] - kmin) >> shift);
+        int64_t c = start[b], m = (int64_t)start[b + 1] - c, cy2 = (int64_t)ref->rank2[i] - n1;
+        sxy += (rank_i128)((2 * c + m - (int64_t)n) * cy2);
+        e += (rank_i128)((m - 1) * (cy2 < 0 ? -cy2 : cy2));
+    }
+    double sxx_hi = (double)sum_sq_centred(n, 0), sxx_lo = (double)sum_sq_centred(n, crowd);
+    double top = (double)(sxy + e), bottom = (double)(sxy - e);
+    /* a larger |sxy| over a smaller sxx is the extreme; sxx_lo may be 0 */
+    double up = top >= 0 ? top / sqrt(sxx_lo * ref->ss) : top / sqrt(sxx_hi * ref->ss);
+    double down = bottom >= 0 ? bottom / sqrt(sxx_hi * ref->ss) : bottom / sqrt(sxx_lo * ref->ss);
+    /* widen by far more than the rounding of either computation */
+    *hi = !(up < 1) ? 1.0 : up + 1e-12;
+    *lo = !(down > -1) ? -1.0 : down - 1e-12;
 }
 
 double rank_ref_spearman(const rank_ref *ref, const double *x, rank_work *w)

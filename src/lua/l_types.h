@@ -71,6 +71,7 @@ void l_open_model(lua_State *L);
 void l_open_sim(lua_State *L);
 void l_open_cost(lua_State *L);
 void l_open_pca(lua_State *L);
+void l_open_attach(lua_State *L);  /* l_attach.c: eldr.attach, live router */
 void l_open_pprint(lua_State *L);
 
 /* Pretty-print the value at idx into a new string pushed on the stack

@@ -152,6 +152,7 @@ int luaopen_eldr(lua_State *L)
     l_open_sim(L);
     l_open_cost(L);
     l_open_pca(L);
+    l_open_attach(L);
     static const l_fn fns[] = {
         {"help", l_help, "eldr.help([name]) -> text: the one-line help of every function, or "
                          "of those called name"},

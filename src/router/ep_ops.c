@@ -56,8 +56,12 @@ static json_t *model_summary(const mref_t *r, int with_centroids)
         m->k, "K", m->K, "dim", (json_int_t)r->dim, "layer_mask", layers, "sizes", sizes, "rho",
         isfinite(m->rho) ? json_real(m->rho) : json_null(), "calib_sha256", m->calib_sha256,
         "created", m->created, "model_tau", json_real(m->tau));
-    if (o && with_centroids)
+    if (o && with_centroids) {
+        /* with the idf, a saved snapshot is a whole model (src/core/snapshot.h) */
         json_object_set_new(o, "centroids", float_rows(m->centroids, m->K, r->dim));
+        json_object_set_new(o, "sig_idf", m->recipe.idf ? float_rows(m->recipe.idf, 1, r->dim)
+                                                        : json_null());
+    }
     return o;
 }
 

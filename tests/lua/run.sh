@@ -34,3 +34,35 @@ for s in samples/*.lua; do
         sed 's/^/#   /' "$TMP/err" | head -20
     fi
 done
+
+# the `run` and `repl` subcommands themselves
+check() { if [ "$1" = 0 ]; then echo "ok - $2"; else echo "not ok - $2"; fi; }
+"$ELDR" run --help >"$TMP/out" 2>&1
+check $? "eldr run --help exits 0"
+grep -q "usage: eldr run" "$TMP/out"; check $? "eldr run --help prints usage"
+"$ELDR" repl --help >"$TMP/out" 2>&1
+check $? "eldr repl --help exits 0"
+for case in "none" "missing" "syntax" "option"; do
+    case $case in
+        none) "$ELDR" run >"$TMP/out" 2>"$TMP/err" ;;
+        missing) "$ELDR" run "$TMP/nope.lua" >"$TMP/out" 2>"$TMP/err" ;;
+        syntax) printf 'x = = 1\n' >"$TMP/bad.lua"; "$ELDR" run "$TMP/bad.lua" >"$TMP/out" 2>"$TMP/err" ;;
+        option) "$ELDR" run --frobnicate >"$TMP/out" 2>"$TMP/err" ;;
+    esac
+    rc=$?
+    [ "$rc" -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ]
+    check $? "eldr run, $case: exit 2 with one stderr line"
+done
+printf 'local function f() error("boom") end\nf()\n' >"$TMP/boom.lua"
+"$ELDR" run "$TMP/boom.lua" >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "boom" "$TMP/err" && grep -q "stack traceback" "$TMP/err"
+check $? "eldr run: a runtime error prints a traceback, exit 1"
+printf 'print(arg[0], arg[1], arg[2], select("#", ...))\n' >"$TMP/args.lua"
+out=$("$ELDR" run "$TMP/args.lua" a b)
+[ "$out" = "$(printf '%s\ta\tb\t2' "$TMP/args.lua")" ]
+check $? "eldr run: arg and ... as in lua"
+printf 'print(require("eldr") == eldr)\n' | "$ELDR" run - >"$TMP/out" 2>&1
+grep -q true "$TMP/out"; check $? "eldr run -: script from stdin"
+"$ELDR" repl --bogus >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ]
+check $? "eldr repl, bad option: exit 2 with one stderr line"
