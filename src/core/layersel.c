@@ -88,7 +88,16 @@ static void *prep_run(void *arg)
             sq[r] = rho_dot(row, row, E);
         }
         double *dot = c->dot + (size_t)l * (size_t)c->P;
-        for (int64_t p = 0; p < c->P; p++)
+        int64_t p = 0;
+        for (; p + 4 <= c->P; p += 4) {
+            const double *a[4], *b[4];
+            for (int q = 0; q < 4; q++) {
+                a[q] = j->vals + (size_t)c->pi[p + q] * E;
+                b[q] = j->vals + (size_t)c->pj[p + q] * E;
+            }
+            rho_dot_x4(a, b, E, dot + p);
+        }
+        for (; p < c->P; p++)
             dot[p] = rho_dot(j->vals + (size_t)c->pi[p] * E, j->vals + (size_t)c->pj[p] * E, E);
     }
     return NULL;

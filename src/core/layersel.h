@@ -13,11 +13,16 @@
  * norm, so for a layer set S
  *     cos(s_i, s_j) = sum_{l in S} dot_l(i,j)
  *                     / sqrt(sum_{l in S} |a_il|^2 * sum_{l in S} |a_jl|^2).
- * layersel_prepare computes every per-layer pair dot dot_l(i,j) and every
- * per-layer squared norm |a_il|^2 once (O(pairs * L * E)). A greedy step
- * then keeps running sums, and a candidate costs O(pairs) for its
- * distances plus one O(pairs) radix ranking; the decode side is ranked
- * once. Everything is in double; the raw values are derived here from
+ * layersel_prepare computes the decode distances, every per-layer pair
+ * dot dot_l(i,j) and every per-layer squared norm |a_il|^2 once
+ * (O(pairs * L * E), on the threads), and ranks the decode side once. A
+ * greedy step then keeps running sums, and a candidate costs O(pairs) for
+ * its distances plus O(pairs) ranking: first bounds on its rho from a
+ * histogram of the distances (rank_ref_spearman_bounds), then, only for
+ * the candidates those bounds cannot rule out (about one in ten), the
+ * exact radix-sorted rho. The result is the one exhaustive exact
+ * evaluation of every candidate gives. Everything is in double; the raw
+ * values are derived here from
  * counts, IDF and gates exactly as signature.c defines them (count, c*idf,
  * sqrt(c), [c>0], gate), in double rather than float, so a rho from here
  * and one from sig_build_batch signatures agree to ~1e-6, not bit for bit.

@@ -126,6 +126,9 @@ int rho_layer_values(const trace_t *t, sig_variant v, const float *idf_row, int6
                      int l, double *out);
 /* Dot product of n doubles in a fixed order (four interleaved sums). */
 double rho_dot(const double *a, const double *b, size_t n);
+/* Four of them at once, out[q] = rho_dot(a[q], b[q], n) bit for bit:
+ * one dot is a chain of dependent additions, four keep the FPU busy. */
+void rho_dot_x4(const double *const a[4], const double *const b[4], size_t n, double out[4]);
 
 /* Bootstrap percentile interval of Spearman's rho: B resamples of the n
  * pairs with replacement (seeded), interval [2.5%, 97.5%] for level 0.95

@@ -4,51 +4,83 @@
 static const char ALPHABET[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-static int value_of(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
+/* 6-bit value of each byte; BAD (high bit set) outside the alphabet, so
+ * four lookups OR'ed together tell at once whether a quad is clean. */
+#define BAD 0x80
+#define R4(x) x, x, x, x
+#define R16(x) R4(x), R4(x), R4(x), R4(x)
+static const uint8_t VALUE[256] = {
+    R16(BAD), R16(BAD),                                     /* 0x00-0x1f */
+    R4(BAD), R4(BAD), BAD, BAD, BAD, 62, BAD, BAD, BAD, 63, /* 0x20-0x2f: + / */
+    52, 53, 54, 55, 56, 57, 58, 59, 60, 61, BAD, BAD, BAD, BAD, BAD, BAD, /* 0-9 */
+    BAD, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,                /* A-O */
+    15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, BAD, BAD, BAD, BAD, BAD,  /* P-Z */
+    BAD, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,      /* a-o */
+    41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, BAD, BAD, BAD, BAD, BAD,  /* p-z */
+    R16(BAD), R16(BAD), R16(BAD), R16(BAD), R16(BAD), R16(BAD), R16(BAD), R16(BAD),
+};
 
-int b64_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, size_t *bad_at)
+/* Characters before the padding: at most two '=', and only when they
+ * complete a quad. */
+static size_t unpadded(const char *src, size_t n)
 {
     size_t body = n;
-    /* at most two padding characters, and only when they complete a quad */
     if (n % 4 == 0) {
         if (body > 0 && src[body - 1] == '=')
             body--;
         if (body > 0 && src[body - 1] == '=')
             body--;
     }
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t o = 0;
-    for (size_t i = 0; i < body; i++) {
-        int v = value_of((unsigned char)src[i]);
-        if (v < 0) {
-            *bad_at = i;
+    return body;
+}
+
+size_t b64_decoded_len(const char *src, size_t n)
+{
+    size_t body = unpadded(src, n);
+    if (body % 4 == 1)   /* 6 bits cannot end a byte */
+        return (size_t)-1;
+    return body / 4 * 3 + (body % 4 ? body % 4 - 1 : 0);
+}
+
+static size_t first_bad(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && !(VALUE[s[i]] & BAD))
+        i++;
+    return i;
+}
+
+int b64_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, size_t *bad_at)
+{
+    const unsigned char *s = (const unsigned char *)src;
+    size_t body = unpadded(src, n), quads = body / 4, tail = body % 4, o = 0;
+    for (size_t q = 0; q < quads; q++, s += 4) {
+        uint32_t a = VALUE[s[0]], b = VALUE[s[1]], c = VALUE[s[2]], d = VALUE[s[3]];
+        if ((a | b | c | d) & BAD) {
+            *bad_at = q * 4 + first_bad(s, 4);
             return -1;
         }
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (uint8_t)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
+        uint32_t v = a << 18 | b << 12 | c << 6 | d;
+        out[o] = (uint8_t)(v >> 16);
+        out[o + 1] = (uint8_t)(v >> 8);
+        out[o + 2] = (uint8_t)v;
+        o += 3;
     }
-    if (body % 4 == 1) {   /* 6 bits cannot end a byte */
+    size_t bad = first_bad(s, tail);
+    if (bad < tail) {
+        *bad_at = quads * 4 + bad;
+        return -1;
+    }
+    if (tail == 1) {
         *bad_at = body - 1;
         return -1;
+    }
+    if (tail >= 2) {
+        uint32_t v = (uint32_t)VALUE[s[0]] << 18 | (uint32_t)VALUE[s[1]] << 12 |
+                     (tail == 3 ? (uint32_t)VALUE[s[2]] << 6 : 0);
+        out[o++] = (uint8_t)(v >> 16);
+        if (tail == 3)
+            out[o++] = (uint8_t)(v >> 8);
     }
     *outlen = o;
     return 0;

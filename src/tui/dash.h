@@ -12,8 +12,14 @@
  * compute anything slow. The slow parts (dash_data.c) run synchronously
  * for --frame and on the what-if thread (whatif.h) when interactive.
  *
- * Ownership: a dash_t owns its traces, workload, fit, sims and curve;
- * dash_free releases all of it. */
+ * Live mode (`eldr dash --attach URL | --router-snapshot FILE`) has no
+ * trace: d->live holds what eldrd's /v1/snapshot said (live.h fills it),
+ * d->fit the model it serves (centroids, calibration sizes, a PCA of the
+ * centroids), and there are no simulations (cur and base stay NULL). Views
+ * check d->live first.
+ *
+ * Ownership: a dash_t owns its traces, workload, fit, sims, curve and live
+ * state; dash_free releases all of it. */
 #ifndef ELDR_DASH_H
 #define ELDR_DASH_H
 
@@ -35,6 +41,8 @@ typedef enum dash_view {
     VIEW_QUEUES,
     VIEW_SCATTER,
     VIEW_RHO,
+    VIEW_DECISIONS,              /* live: the recent decisions and their evidence */
+    VIEW_DRIFT,                  /* live: similarity and shares against the calibration */
     VIEW_N
 } dash_view;
 
@@ -85,6 +93,61 @@ typedef struct dash_opts {
 } dash_opts;
 void dash_opts_default(dash_opts *o);
 
+/* ---- live mode ---- */
+
+#define DASH_DEC_MAX 64          /* recent decisions kept from a snapshot */
+#define DASH_NAME_MAX 32         /* worker names (longer ones are cut) */
+
+/* One routing decision of the daemon's ring (an explain record). */
+typedef struct dash_decision {
+    char id[64];                 /* request id (cut at 63 bytes) */
+    int64_t seq;
+    int worker;                  /* index */
+    char rule[16];               /* locality, band-jsq, min2, no-signature */
+    double sim_max;              /* best similarity; NaN without a signature */
+    char band[64];               /* "2,3": the indices the rule chose among */
+    char loads[96];              /* "0 0 1 2": the in-flight counts it saw */
+    int finished;
+} dash_decision;
+
+/* One /v1/snapshot, digested. K is fixed for a session (eldrd keeps K
+ * across model swaps). Unknown numbers are NaN. */
+typedef struct dash_live_now {
+    int K;
+    double time, uptime_s, tau;
+    int64_t generation;
+    char variant[24], load_from[16];
+    double rho;
+    char names[ROUTE_MAX_WORKERS][DASH_NAME_MAX];
+    int64_t inflight[ROUTE_MAX_WORKERS], routed[ROUTE_MAX_WORKERS],
+        finished[ROUTE_MAX_WORKERS];
+    char rules[ROUTE_MAX_WORKERS][64];          /* "band-jsq 80, min2 40" */
+    int64_t sizes[ROUTE_MAX_WORKERS];           /* calibration members; -1 unknown */
+    /* drift over the daemon's window of recent signatures */
+    int64_t window;
+    double mean_sim, calib_sim, tvd;
+    double share[ROUTE_MAX_WORKERS], calib_share[ROUTE_MAX_WORKERS];
+    int n_dec;                   /* newest first */
+    dash_decision dec[DASH_DEC_MAX];
+} dash_live_now;
+
+/* What the views read in live mode: the latest snapshot, the history of
+ * successive polls (newest last; the last n_hist of DASH_BINS are valid),
+ * and the state of the connection. */
+typedef struct dash_live {
+    char source[512];            /* the URL, or the snapshot file */
+    int attached;                /* 1: polling eldrd; 0: a saved snapshot */
+    double interval_s;           /* between polls */
+    dash_live_now now;
+    int n_hist;
+    float hist[ROUTE_MAX_WORKERS][DASH_BINS];   /* in-flight at each poll */
+    float hist_sim[DASH_BINS];                  /* mean best similarity (NaN unknown) */
+    double rate;                 /* routes/s between the last two polls; NaN unknown */
+    int64_t polls, failures;
+    char error[ELDR_ERRLEN];     /* the last poll's error; "" when it succeeded */
+    double age_s;                /* since the last good poll */
+} dash_live;
+
 /* Progress of a slow step, reported from whatever thread runs it.
  * stage: a short label; frac in [0, 1] or < 0 when unknown. */
 typedef void (*dash_progress_fn)(void *ctx, const char *stage, double frac);
@@ -118,6 +181,8 @@ typedef struct dash {
     char status[ELDR_ERRLEN + 64];            /* job in progress / last message */
     double progress;             /* < 0: none */
     int busy;                    /* a what-if job is running */
+
+    dash_live *live;             /* live mode; NULL for a trace */
 } dash_t;
 
 /* Load the trace, split it, fit or load the model, compute the curve and
@@ -159,6 +224,8 @@ void view_heatmap(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_queues(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_rho(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+void view_drift(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 
 /* Shared by the views (view_common.c). */
 int dash_cluster_color(int k);                 /* a 256-colour index */
@@ -167,7 +234,11 @@ int dash_cluster_color(int k);                 /* a 256-colour index */
 int dash_heat_color(const canvas_t *c, double level);
 /* "+3.2%" / "-1.0%" change of a against b (a lower-is-better metric). */
 void dash_fmt_change(char *buf, size_t n, double a, double b);
-/* Worker name of cluster w. */
+/* A sparkline of n values over width columns, scaled to top (values
+ * are averaged per column; NaN shows blank). */
+void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int n,
+                    double top, int mark, int color);
+/* Worker name of cluster w (the daemon's names in live mode). */
 const char *dash_worker_name(const dash_t *d, int w);
 
 #endif

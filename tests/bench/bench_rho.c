@@ -6,7 +6,7 @@
  * /tmp/eldr-bench-rho.result, so that tests/bench/rho_peer.py runs the same
  * selection with numpy/scipy on the identical input, checks that it picks
  * the same layers, and prints the speed-up (against the faster of eldr's
- * two rows). Rows: 2 threads and 1 thread, each the best of 3 runs (the
+ * two rows). Rows: 2 threads and 1 thread, each the best of 5 runs (the
  * machine is shared, so 2 threads are not always the faster). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +33,7 @@ static double time_greedy(const trace_t *t, const float *idf, const rho_pairs *p
                           layersel_result *keep, char *err, size_t errlen)
 {
     double best = 1e300;
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 5; rep++) {
         layersel_result r;
         double t0 = bench_now();
         if (layersel_run(t, SIG_COUNT_IDF, idf, pr, threads, &r, err, errlen))
