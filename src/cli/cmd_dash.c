@@ -1,13 +1,15 @@
-/* cmd_dash.c - `eldr dash TRACE [-m MODEL]`: the ncurses dashboard
- * (src/tui), or with --frame one frame of it as plain text, no terminal
- * needed (for docs and tests). This file parses options and writes the
- * frame; the dashboard itself lives in src/tui (tui.h). */
+/* cmd_dash.c - `eldr dash TRACE [-m MODEL]`, `eldr dash --attach URL` and
+ * `eldr dash --router-snapshot FILE`: the ncurses dashboard (src/tui) on a
+ * trace or live on eldrd, or with --frame one frame of it as plain text,
+ * no terminal needed (for docs and tests). This file parses options and
+ * writes the frame; the dashboard itself lives in src/tui (tui.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../tui/live.h"
 #include "../tui/tui.h"
 #include "atomicfile.h"
 #include "cli.h"
@@ -19,7 +21,9 @@ static void usage(void)
 {
     printf(
         "usage: eldr dash TRACE.h5 [-m MODEL.h5] [options]\n"
-        "       eldr dash TRACE.h5 [-m MODEL.h5] --frame FILE [--view NAME --width W --height H]\n"
+        "       eldr dash --attach URL [--interval S]       live, polling eldrd\n"
+        "       eldr dash --router-snapshot FILE            a saved /v1/snapshot\n"
+        "       eldr dash ... --frame FILE [--view NAME --width W --height H]\n"
         "\n"
         "The operator's dashboard: cluster balance, expert-reuse heatmaps, per-worker\n"
         "queues, a PCA scatter of the signatures and the greedy rho curve, with what-if\n"
@@ -30,13 +34,22 @@ static void usage(void)
         "fitted with the default recipe (count_idf, greedy layers, K=4). Keys: 1-6 or\n"
         "Tab views, +/- tau, [/] K, p policy, arrows worker, Enter zoom, ? help, q quit.\n"
         "\n"
+        "Live (--attach): polls eldrd's GET /v1/snapshot every --interval seconds and\n"
+        "shows its real in-flight counts and totals per worker (with a history of the\n"
+        "polls), the recent decisions with their evidence (view 7), drift against the\n"
+        "calibration (view 8) and the served centroids (scatter, heatmap). A failed poll\n"
+        "shows in the header and is retried; an unreachable daemon at the start exits 2.\n"
+        "--router-snapshot opens a snapshot saved with GET /v1/snapshot?centroids=1 as\n"
+        "one frozen poll. With --frame, attach polls once and renders.\n"
+        "\n"
         "options:\n"
         "  -m, --model FILE      a fitted model (eldr fit); its recipe is kept on refits\n"
         "  -k, --clusters K      K to start with (refits with the model's recipe; the\n"
         "                        default fit uses it directly; default 4 or the model's)\n"
         "  --tau T               tau to start with (default: the model's)\n"
         "  --policy P            eldr (default), random, rr, jsq, p2c\n"
-        "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho\n"
+        "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho;\n"
+        "                        live also: decisions, drift\n"
         "  --worker I            the selected worker (default 0); --zoom zooms on it\n"
         "  --frame FILE          write one frame as text to FILE ('-': stdout), no terminal\n"
         "  --width W, --height H size of the frame (default 100 x 30)\n"
@@ -47,24 +60,45 @@ static void usage(void)
         "                        arrival_s, or 20/s when it has none)\n"
         "  --seed S              seed of the fit, the baselines and the workload (1)\n"
         "  --json                with --frame: the headline numbers on stdout as JSON\n"
-        "  --attach URL, --router-snapshot FILE\n"
-        "                        live mode against eldrd (needs the router daemon)\n"
+        "  --attach URL          live mode on a running eldrd (http://HOST:PORT)\n"
+        "  --router-snapshot FILE  a saved snapshot (GET /v1/snapshot?centroids=1), offline\n"
+        "  --interval S          live: seconds between polls (default 0.5)\n"
+        "  --timeout S           live: bound of each HTTP call (default 2)\n"
         "  -h, --help            this text\n"
         "\n"
-        "example: eldr dash samples/small.h5 --frame - --view balance --width 80 --height 24\n");
+        "examples: eldr dash samples/small.h5 --frame - --view balance --width 80 --height 24\n"
+        "          eldr dash --attach http://127.0.0.1:8470 --frame - --view decisions\n");
 }
 
 typedef struct dash_args {
     dash_opts o;
+    tui_live live;
     tui_start st;
     const char *frame;
     int width, height, json;
 } dash_args;
 
+/* Live mode takes no trace and none of the what-if options. */
+static int check_live(int argc, char **argv, dash_args *a)
+{
+    if (a->live.url && a->live.snapshot_path)
+        return cli_fail(CMD, "--attach and --router-snapshot: give one of them");
+    const char *mode = a->live.url ? "--attach" : "--router-snapshot";
+    if (optind < argc)
+        return cli_fail(CMD, "%s: takes no trace (got '%s')", mode, argv[optind]);
+    if (a->o.model_path)
+        return cli_fail(CMD, "%s: -m does not apply (the model is the daemon's)", mode);
+    if (a->st.K > 0 || a->st.tau >= 0 || a->st.policy != ROUTE_ELDR)
+        return cli_fail(CMD, "%s: -k, --tau and --policy do not apply (use PUT /v1/config "
+                        "on the daemon)", mode);
+    return 0;
+}
+
 static int parse(int argc, char **argv, dash_args *a)
 {
     enum { O_TAU = 256, O_POLICY, O_VIEW, O_WORKER, O_ZOOM, O_FRAME, O_WIDTH, O_HEIGHT,
-           O_HELPOV, O_SPLIT, O_RATE, O_SEED, O_JSON, O_ATTACH, O_SNAP };
+           O_HELPOV, O_SPLIT, O_RATE, O_SEED, O_JSON, O_ATTACH, O_SNAP, O_INTERVAL,
+           O_TIMEOUT };
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},   {"clusters", required_argument, 0, 'k'},
         {"tau", required_argument, 0, O_TAU},   {"policy", required_argument, 0, O_POLICY},
@@ -76,6 +110,8 @@ static int parse(int argc, char **argv, dash_args *a)
         {"rate", required_argument, 0, O_RATE}, {"seed", required_argument, 0, O_SEED},
         {"json", no_argument, 0, O_JSON},       {"attach", required_argument, 0, O_ATTACH},
         {"router-snapshot", required_argument, 0, O_SNAP},
+        {"interval", required_argument, 0, O_INTERVAL},
+        {"timeout", required_argument, 0, O_TIMEOUT},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     long long v;
     int c;
@@ -109,7 +145,7 @@ static int parse(int argc, char **argv, dash_args *a)
         case O_VIEW:
             if ((a->st.view = dash_view_parse(optarg)) < 0)
                 return cli_fail(CMD, "--view '%s': expected overview, balance, heatmap, "
-                                "queues, scatter or rho", optarg);
+                                "queues, scatter, rho, decisions or drift", optarg);
             break;
         case O_WORKER:
             if (cli_parse_int(CMD, "--worker", optarg, 0, ROUTE_MAX_WORKERS - 1, &v))
@@ -154,24 +190,35 @@ static int parse(int argc, char **argv, dash_args *a)
             a->json = 1;
             break;
         case O_ATTACH:
+            a->live.url = optarg;
+            break;
         case O_SNAP:
-            return cli_fail(CMD, "%s: live mode needs the router daemon's snapshot API, "
-                            "which this build does not have yet",
-                            c == O_ATTACH ? "--attach" : "--router-snapshot");
+            a->live.snapshot_path = optarg;
+            break;
+        case O_INTERVAL:
+            if (cli_parse_double(CMD, "--interval", optarg, 0.05, 3600, &a->live.interval_s))
+                return CLI_BADINPUT;
+            break;
+        case O_TIMEOUT:
+            if (cli_parse_double(CMD, "--timeout", optarg, 0.1, 600, &a->live.timeout_s))
+                return CLI_BADINPUT;
+            break;
         case ':':
             return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
         default:
             return cli_usage_error(CMD, "unknown option %s", argv[optind - 1]);
         }
     }
+    if (a->json && !a->frame)
+        return cli_fail(CMD, "--json needs --frame (the interactive dashboard prints nothing)");
+    if (a->live.url || a->live.snapshot_path)
+        return check_live(argc, argv, a);
     if (optind != argc - 1)
-        return cli_usage_error(CMD, optind >= argc ? "missing TRACE.h5"
+        return cli_usage_error(CMD, optind >= argc ? "missing TRACE.h5 (or --attach URL)"
                                                    : "expected one TRACE.h5, got more");
     a->o.trace_path = argv[optind];
     if (a->st.K > 0 && !a->o.model_path)
         a->o.K = a->st.K;
-    if (a->json && !a->frame)
-        return cli_fail(CMD, "--json needs --frame (the interactive dashboard prints nothing)");
     return 0;
 }
 
@@ -224,6 +271,67 @@ static void print_json(const dash_t *d, const dash_args *a)
     cli_print_json(o);
 }
 
+static json_t *num(double v)
+{
+    return v == v ? json_real(v) : json_null();
+}
+
+static void print_live_json(const dash_t *d, const dash_args *a)
+{
+    const dash_live *L = d->live;
+    const dash_live_now *n = &L->now;
+    json_t *o = json_object(), *ws = json_array(), *dec = json_array();
+    json_object_set_new(o, "view", json_string(dash_view_name(d->view)));
+    json_object_set_new(o, "width", json_integer(a->width));
+    json_object_set_new(o, "height", json_integer(a->height));
+    json_object_set_new(o, "mode", json_string(L->attached ? "attach" : "snapshot"));
+    json_object_set_new(o, "source", json_string(L->source));
+    json_object_set_new(o, "K", json_integer(n->K));
+    json_object_set_new(o, "tau", num(n->tau));
+    json_object_set_new(o, "generation", json_integer(n->generation));
+    for (int k = 0; k < n->K; k++)
+        json_array_append_new(ws, json_pack("{s:s, s:I, s:I, s:I}", "name", n->names[k],
+                                            "inflight", (json_int_t)n->inflight[k], "routed",
+                                            (json_int_t)n->routed[k], "finished",
+                                            (json_int_t)n->finished[k]));
+    json_object_set_new(o, "workers", ws);
+    for (int i = 0; i < n->n_dec; i++)
+        json_array_append_new(dec, json_pack("{s:s, s:I, s:i, s:s, s:o}", "request_id",
+                                             n->dec[i].id, "seq", (json_int_t)n->dec[i].seq,
+                                             "worker_index", n->dec[i].worker, "rule",
+                                             n->dec[i].rule, "sim_max", num(n->dec[i].sim_max)));
+    json_object_set_new(o, "decisions", dec);
+    json_object_set_new(o, "drift", json_pack("{s:I, s:o, s:o, s:o}", "window",
+                                              (json_int_t)n->window, "mean_best_similarity",
+                                              num(n->mean_sim), "calibration_mean_similarity",
+                                              num(n->calib_sim), "share_tvd", num(n->tvd)));
+    cli_print_json(o);
+}
+
+/* --attach / --router-snapshot */
+static int run_live(dash_args *a)
+{
+    char err[ELDR_ERRLEN];
+    if (!a->frame) {
+        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+            return cli_fail(CMD, "the dashboard needs a terminal (use --frame FILE without one)");
+        int rc = tui_run_live(&a->live, &a->st, err, sizeof err);
+        return rc < 0 ? cli_fail(CMD, "%s", err) : rc;
+    }
+    dash_t d;
+    char *text = NULL;
+    if (tui_frame_live(&a->live, &a->st, a->width, a->height, &d, &text, err, sizeof err)) {
+        dash_free(&d);
+        return cli_fail(CMD, "%s", err);
+    }
+    int rc = write_frame(a->frame, text);
+    if (!rc && a->json)
+        print_live_json(&d, a);
+    free(text);
+    dash_free(&d);
+    return rc;
+}
+
 int cmd_dash(int argc, char **argv)
 {
     dash_args a;
@@ -232,9 +340,13 @@ int cmd_dash(int argc, char **argv)
     tui_start_default(&a.st);
     a.width = 100;
     a.height = 30;
+    a.live.interval_s = LIVE_DEFAULT_INTERVAL;
+    a.live.timeout_s = 2;
     int rc = parse(argc, argv, &a);
     if (rc)
         return rc < 0 ? CLI_OK : rc;
+    if (a.live.url || a.live.snapshot_path)
+        return run_live(&a);
     char err[ELDR_ERRLEN];
     if (!a.frame) {
         if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))

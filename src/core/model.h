@@ -155,7 +155,15 @@ typedef struct model_fit_opts {
     int threads;                 /* for selection; 0 = the online CPUs */
     void (*progress)(void *ctx, int iter, double objective); /* K-means */
     void *progress_ctx;
+    volatile int *cancel;        /* when non-NULL and set (a signal handler,
+                                  * another thread), the fit stops at its
+                                  * next check: between stages and in every
+                                  * K-means round; model_fit then returns
+                                  * MODEL_FIT_CANCELLED */
 } model_fit_opts;
+
+/* model_fit's return value when opts.cancel was raised (err says so). */
+#define MODEL_FIT_CANCELLED (-2)
 
 /* Defaults: count_idf, auto layers, seed 1, 50 iterations, balanced,
  * 30000 pairs, tau 0.1. */

@@ -240,6 +240,7 @@ static int run_kmeans(const model_fit_opts *o, fit_state *s, int64_t n_fit, char
     ko.init_rows = s->init;
     ko.progress = o->progress;
     ko.progress_ctx = o->progress_ctx;
+    ko.cancel = o->cancel;
     int rc = kmeans_fit(s->x, (int)n_fit, (int)sig_dim(&s->recipe), &ko, &s->km, err, errlen);
     s->have_km = rc == 0;
     return rc == 0 ? 0 : -1;
@@ -290,6 +291,15 @@ static model_t *assemble(const trace_t *t, const model_fit_opts *o, fit_state *s
     return m;
 }
 
+/* Between stages: has the caller asked to stop? */
+static int cancelled(const model_fit_opts *o, char *err, size_t errlen)
+{
+    if (!o->cancel || !*o->cancel)
+        return 0;
+    eldr_errf(err, errlen, "fit: cancelled");
+    return 1;
+}
+
 int model_fit(const trace_t *t, const model_fit_opts *o, model_t **out, model_fit_report *rep,
               char *err, size_t errlen)
 {
@@ -316,16 +326,16 @@ int model_fit(const trace_t *t, const model_fit_opts *o, model_t **out, model_fi
     }
     double t1 = now_s();
     rep->t_recipe = t1 - t0;
-    if (choose_mask(t, o, &s, &tmp, rep, err, errlen) < 0)
+    if (cancelled(o, err, errlen) || choose_mask(t, o, &s, &tmp, rep, err, errlen) < 0)
         goto fail;
     double t2 = now_s();
     rep->t_selection = t2 - t1;
-    if (build_signatures(t, o, &s, rep, &n_fit, err, errlen) < 0 ||
+    if (cancelled(o, err, errlen) || build_signatures(t, o, &s, rep, &n_fit, err, errlen) < 0 ||
         map_init_rows(t, o, &s, err, errlen) < 0)
         goto fail;
     double t3 = now_s();
     rep->t_signatures = t3 - t2;
-    if (run_kmeans(o, &s, n_fit, err, errlen) < 0)
+    if (cancelled(o, err, errlen) || run_kmeans(o, &s, n_fit, err, errlen) < 0)
         goto fail;
     rep->t_fit = now_s() - t3;
     *out = assemble(t, o, &s, &tmp, n_fit, rep, err, errlen);
@@ -338,5 +348,5 @@ int model_fit(const trace_t *t, const model_fit_opts *o, model_t **out, model_fi
 fail:
     state_free(&s);
     model_fit_report_free(rep);
-    return -1;
+    return o->cancel && *o->cancel ? MODEL_FIT_CANCELLED : -1;
 }

@@ -244,6 +244,16 @@ static rank_i128 sum_sq_centred(size_t n, rank_i128 ties)
     return (nn * nn * nn - nn - ties) / 3;
 }
 
+/* How many terms of size below 2n^2 add up in int64 without overflow:
+ * all n of them up to about a million values; the sums go to 128 bits
+ * block by block. */
+static size_t safe_block(size_t n)
+{
+    uint64_t sq = (uint64_t)n * (uint64_t)n;
+    uint64_t k = sq ? (UINT64_C(1) << 62) / sq : n;
+    return k >= n ? (n ? n : 1) : (k ? (size_t)k : 1);
+}
+
 int rank_ref_init(rank_ref *ref, const double *y, size_t n, char *err, size_t errlen)
 {
     memset(ref, 0, sizeof *ref);
@@ -367,13 +377,20 @@ static void add_top_sorted(pearson_sums *ps, uint64_t *a, uint64_t *tmp, size_t 
 {
     int shift = pb + kb - top;
     uint64_t low = (UINT64_C(1) << pb) - 1;
-    rank_i128 dot = 0;   /* local: the hot loop keeps it in registers */
+    rank_i128 dot = 0;
+    uint64_t part = 0;   /* the last `left` products, each below 2n^2 */
+    size_t block = safe_block(n), left = block;
     size_t i = 0;
     while (i < n) {
         uint64_t t = a[i] >> shift;
         if (i + 1 == n || a[i + 1] >> shift != t) {
-            dot += (rank_i128)((uint64_t)i * (a[i] & low));
+            part += (uint64_t)i * (a[i] & low);
             i++;
+            if (--left == 0) {
+                dot += part;
+                part = 0;
+                left = block;
+            }
             continue;
         }
         size_t e = i + 2;
@@ -396,7 +413,7 @@ static void add_top_sorted(pearson_sums *ps, uint64_t *a, uint64_t *tmp, size_t 
         }
         i = e;
     }
-    ps->dot += dot;
+    ps->dot += dot + part;
 }
 
 /* Keys that fit beside rank2: pack (key - kmin) << pb | rank2, radix-sort
@@ -502,11 +519,19 @@ void rank_ref_spearman_bounds(const rank_ref *ref, const uint64_t *key, uint64_t
     start[nb] = below;
     rank_i128 sxy = 0, e = 0;
     int64_t n1 = (int64_t)n + 1;
-    for (size_t i = 0; i < n; i++) {
-        size_t b = (size_t)((key[i] - kmin) >> shift);
-        int64_t c = start[b], m = (int64_t)start[b + 1] - c, cy2 = (int64_t)ref->rank2[i] - n1;
-        sxy += (rank_i128)((2 * c + m - (int64_t)n) * cy2);
-        e += (rank_i128)((m - 1) * (cy2 < 0 ? -cy2 : cy2));
+    size_t block = safe_block(n);
+    for (size_t i0 = 0; i0 < n; i0 += block) {
+        size_t i1 = n - i0 < block ? n : i0 + block;
+        int64_t bxy = 0, be = 0;   /* each term is below n^2 in size */
+        for (size_t i = i0; i < i1; i++) {
+            size_t b = (size_t)((key[i] - kmin) >> shift);
+            int64_t c = start[b], m = (int64_t)start[b + 1] - c;
+            int64_t cy2 = (int64_t)ref->rank2[i] - n1;
+            bxy += (2 * c + m - (int64_t)n) * cy2;
+            be += (m - 1) * (cy2 < 0 ? -cy2 : cy2);
+        }
+        sxy += bxy;
+        e += be;
     }
     double sxx_hi = (double)sum_sq_centred(n, 0), sxx_lo = (double)sum_sq_centred(n, crowd);
     double top = (double)(sxy + e), bottom = (double)(sxy - e);

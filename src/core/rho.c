@@ -217,19 +217,35 @@ int rho_layer_values(const trace_t *t, sig_variant v, const float *idf_row, int6
     const float *g = v == SIG_GATE_PROB ? t->gate_prob : v == SIG_GATE_LOGIT ? t->gate_logit : NULL;
     if ((sig_variant_uses_gate(v) && !g) || (v == SIG_COUNT_IDF && !idf_row))
         return -1;
-    for (size_t e = 0; e < E; e++) {
-        switch (v) {
-        case SIG_COUNT: out[e] = c[e]; break;
-        case SIG_COUNT_IDF: out[e] = (double)c[e] * (double)idf_row[e]; break;
-        case SIG_SQRT_COUNT: out[e] = sqrt((double)c[e]); break;
-        case SIG_BINARY: out[e] = c[e] != 0; break;
-        case SIG_GATE_PROB:
-        case SIG_GATE_LOGIT: out[e] = g[off + e]; break;
-        default: return -1;
-        }
+    /* one loop per variant: this runs for every request of every layer */
+    switch (v) {
+    case SIG_COUNT:
+        for (size_t e = 0; e < E; e++)
+            out[e] = c[e];
+        return 0;   /* counts are finite */
+    case SIG_COUNT_IDF:
+        for (size_t e = 0; e < E; e++)
+            out[e] = (double)c[e] * (double)idf_row[e];
+        break;
+    case SIG_SQRT_COUNT:
+        for (size_t e = 0; e < E; e++)
+            out[e] = sqrt((double)c[e]);
+        return 0;
+    case SIG_BINARY:
+        for (size_t e = 0; e < E; e++)
+            out[e] = c[e] != 0;
+        return 0;
+    case SIG_GATE_PROB:
+    case SIG_GATE_LOGIT:
+        for (size_t e = 0; e < E; e++)
+            out[e] = g[off + e];
+        break;
+    default:
+        return -1;
+    }
+    for (size_t e = 0; e < E; e++)
         if (!isfinite(out[e]))
             return -1;
-    }
     return 0;
 }
 
@@ -248,19 +264,43 @@ double rho_dot(const double *a, const double *b, size_t n)
     return (s0 + s1) + (s2 + s3);
 }
 
+/* Written out so that the sixteen sums stay in registers; each dot's
+ * four chains see the very operations of rho_dot, in the same order. */
 void rho_dot_x4(const double *const a[4], const double *const b[4], size_t n, double out[4])
 {
-    double s[4][4] = {{0}};   /* s[q][k]: chain k of dot q, as in rho_dot */
+    const double *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    const double *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3];
+    double s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;
+    double s20 = 0, s21 = 0, s22 = 0, s23 = 0, s30 = 0, s31 = 0, s32 = 0, s33 = 0;
     size_t e = 0;
-    for (; e + 4 <= n; e += 4)
-        for (int q = 0; q < 4; q++)
-            for (int k = 0; k < 4; k++)
-                s[q][k] += a[q][e + k] * b[q][e + k];
-    for (; e < n; e++)
-        for (int q = 0; q < 4; q++)
-            s[q][0] += a[q][e] * b[q][e];
-    for (int q = 0; q < 4; q++)
-        out[q] = (s[q][0] + s[q][1]) + (s[q][2] + s[q][3]);
+    for (; e + 4 <= n; e += 4) {
+        s00 += a0[e] * b0[e];
+        s01 += a0[e + 1] * b0[e + 1];
+        s02 += a0[e + 2] * b0[e + 2];
+        s03 += a0[e + 3] * b0[e + 3];
+        s10 += a1[e] * b1[e];
+        s11 += a1[e + 1] * b1[e + 1];
+        s12 += a1[e + 2] * b1[e + 2];
+        s13 += a1[e + 3] * b1[e + 3];
+        s20 += a2[e] * b2[e];
+        s21 += a2[e + 1] * b2[e + 1];
+        s22 += a2[e + 2] * b2[e + 2];
+        s23 += a2[e + 3] * b2[e + 3];
+        s30 += a3[e] * b3[e];
+        s31 += a3[e + 1] * b3[e + 1];
+        s32 += a3[e + 2] * b3[e + 2];
+        s33 += a3[e + 3] * b3[e + 3];
+    }
+    for (; e < n; e++) {
+        s00 += a0[e] * b0[e];
+        s10 += a1[e] * b1[e];
+        s20 += a2[e] * b2[e];
+        s30 += a3[e] * b3[e];
+    }
+    out[0] = (s00 + s01) + (s02 + s03);
+    out[1] = (s10 + s11) + (s12 + s13);
+    out[2] = (s20 + s21) + (s22 + s23);
+    out[3] = (s30 + s31) + (s32 + s33);
 }
 
 /* What rho_eval needs from the recipe and the trace. */

@@ -38,6 +38,11 @@
 #define DS_B_HASHES "tokens/block_hashes"
 #define DS_B_OFFSETS "tokens/block_offsets"
 
+/* The most label names a trace may hold (the importers' cap too). The
+ * memory check alone lets a file claim 2^31 - 1 names on a machine with
+ * 100 GB; no labelling of requests needs more than this. */
+#define TRACE_MAX_LABELS 65536
+
 /* --- header ---------------------------------------------------------- */
 
 static int read_geometry_attr(hid_t f, const char *name, int64_t hi, int *out,
@@ -315,9 +320,15 @@ static int read_dense(load_t *ld, trace_t *t)
     if (has & TRACE_HAS_LABEL) {
         /* the names are not rows: a header claiming 2^31 of them must be
          * refused here, before h5u_read_strings allocates a pointer and a
-         * string for each (a pointer, a small string, HDF5's own copy) */
+         * string for each (a pointer, a small string, HDF5's own copy).
+         * The memory check first, so a wild claim is told the size it
+         * asks for; then the format's fixed cap. */
         if (reserve(ld, (double)ld->h.n_labels * 48.0, DS_LABEL_NAMES))
             return -1;
+        if (ld->h.n_labels > TRACE_MAX_LABELS)
+            return eldr_errf(ld->err, ld->errlen,
+                             "%s: dataset %s has %d names, more than the limit of %d", ld->path,
+                             DS_LABEL_NAMES, ld->h.n_labels, TRACE_MAX_LABELS);
         if (read_vec(ld, DS_LABEL, H5T_NATIVE_INT32, t->label) ||
             h5u_read_strings(ld->f, DS_LABEL_NAMES, (hsize_t)ld->h.n_labels, 0,
                              (hsize_t)ld->h.n_labels, &t->label_names, ld->path, ld->err,
@@ -590,6 +601,9 @@ int trace_save(const trace_t *t, const char *path, char *err, size_t errlen)
     snprintf(where, sizeof where, "%s (not saved)", path);
     if (trace_validate(t, where, err, errlen))
         return -1;
+    if (t->label && t->n_labels > TRACE_MAX_LABELS)
+        return eldr_errf(err, errlen, "%s: %d label names, more than the limit of %d", where,
+                         t->n_labels, TRACE_MAX_LABELS);
     h5u_save_t hs;
     if (h5u_save_begin(&hs, path, err, errlen))
         return -1;

@@ -185,7 +185,11 @@ static int l_fit(lua_State *L)
     model_fit_report rep;
     memset(&rep, 0, sizeof rep);
     char err[ELDR_ERRLEN];
-    if (model_fit(t, &o, &u->m, &rep, err, sizeof err)) {
+    o.cancel = &l_cancel_flag; /* Ctrl-C in the REPL stops the fit */
+    int rc = model_fit(t, &o, &u->m, &rep, err, sizeof err);
+    if (rc == MODEL_FIT_CANCELLED)
+        return luaL_error(L, "eldr.%s: interrupted", fn);
+    if (rc) {
         model_fit_report_free(&rep);
         return l_fail(L, fn, err);
     }

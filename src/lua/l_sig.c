@@ -102,7 +102,15 @@ static int l_recipe_new(lua_State *L)
     trace_t *t = l_checktrace(L, 1, fn, "trace");
     l_checkopts(L, 2, fn, known);
     sig_variant v = l_checkvariant(L, fn, l_optstr(L, 2, fn, "variant", "count_idf"));
-    int64_t pairs = l_optint(L, 2, fn, "pairs", 0, INT32_MAX, RHO_DEFAULT_PAIRS);
+    int64_t pairs = RHO_DEFAULT_PAIRS; /* 0 = all pairs */
+    if (l_getopt(L, 2, "pairs") == LUA_TSTRING) {
+        if (strcmp(lua_tostring(L, -1), "all"))
+            l_argerror(L, fn, "pairs", "positive integer or 'all' expected, got '%s'",
+                       lua_tostring(L, -1));
+        pairs = 0;
+    } else
+        pairs = l_optint(L, 2, fn, "pairs", 1, INT32_MAX, pairs);
+    lua_pop(L, 1);
     uint64_t seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX, RHO_DEFAULT_SEED);
     int *list = NULL, nl = 0;
     int mode = l_checklayers(L, 2, fn, "layers", t->L, "all", &list, &nl);
@@ -427,7 +435,7 @@ static int s_variant(lua_State *L)
 
 static const l_fn module_fns[] = {
     {"recipe", l_recipe_new, "eldr.recipe(trace, {variant = 'count_idf', layers = 'all'|'auto'|{...}, "
-                         "pairs =, seed =}) -> Recipe [, selection]: IDF fitted on the trace"},
+                         "pairs = P|'all', seed}) -> Recipe [, selection]: IDF fitted on the trace"},
     {"signatures", l_signatures, "eldr.signatures(trace, recipe | recipe_opts [, rows]) -> "
                                  "Signatures: unit rows, one per request"},
     {"matrix", l_matrix, "eldr.matrix({{...}, ...} [, {normalize = true}]) -> Signatures from "

@@ -43,10 +43,16 @@ typedef struct route_body {
 } route_body;
 
 int route_body_parse(const char *text, size_t len, int L, int E, route_body *b, rb_err *e);
+/* The same through jansson alone, without the fast path of the plain
+ * bodies (body_fast.h) that route_body_parse tries first; for the
+ * differential tests. */
+int route_body_parse_json(const char *text, size_t len, int L, int E, route_body *b,
+                          rb_err *e);
 void route_body_free(route_body *b);
 
 /* POST /v1/finish {"request_id": "..."} */
 int finish_body_parse(const char *text, size_t len, char id[RB_ID_MAX], rb_err *e);
+int finish_body_parse_json(const char *text, size_t len, char id[RB_ID_MAX], rb_err *e);
 
 /* PUT /v1/config {"tau": x}, x finite and >= 0. */
 int config_body_parse(const char *text, size_t len, double *tau, rb_err *e);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "b64.h"
+#include "body_fast.h"
 #include "body_json.h"
 
 /* Dense counts: base64 of L*E little-endian int16, each in 0..RB_COUNT_MAX. */
@@ -172,6 +173,13 @@ static int parse_blocks(const json_t *o, int L, int E, route_body *b, rb_err *e)
 
 int route_body_parse(const char *text, size_t len, int L, int E, route_body *b, rb_err *e)
 {
+    if (route_body_fast(text, len, L, E, b))
+        return 0;
+    return route_body_parse_json(text, len, L, E, b, e);
+}
+
+int route_body_parse_json(const char *text, size_t len, int L, int E, route_body *b, rb_err *e)
+{
     memset(b, 0, sizeof *b);
     json_t *o = rb_load(text, len, e);
     if (!o)
@@ -198,6 +206,13 @@ void route_body_free(route_body *b)
 }
 
 int finish_body_parse(const char *text, size_t len, char id[RB_ID_MAX], rb_err *e)
+{
+    if (finish_body_fast(text, len, id))
+        return 0;
+    return finish_body_parse_json(text, len, id, e);
+}
+
+int finish_body_parse_json(const char *text, size_t len, char id[RB_ID_MAX], rb_err *e)
 {
     json_t *o = rb_load(text, len, e);
     if (!o)

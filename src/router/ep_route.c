@@ -1,10 +1,10 @@
 /* ep_route.c - POST /v1/route, POST /v1/finish, POST /v1/kv-events
  * (docs/http-api.md). */
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "answer.h"
 #include "blockhash.h"
 #include "endpoints.h"
 #include "err.h"
@@ -15,11 +15,6 @@ static double mono_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
-
-/* What the signature cache did for one route. */
-typedef struct cache_use {
-    int prefill, hit, missing, stored;
-} cache_use;
 
 /* Add the cached prefix to the computed counts (total = cached blocks +
  * counts) and store the newly computed blocks. Claimed-cached blocks the
@@ -57,6 +52,27 @@ static int use_cache(eldrd_t *d, const route_body *b, uint16_t *total, cache_use
     return 0;
 }
 
+/* Cosine of two unit vectors, summed exactly as the core's router
+ * (src/core/route.c) sums it, so that eldrd and `eldr simulate` see the
+ * same similarities to the last bit: eight float partial sums (chains the
+ * compiler keeps in vector registers), added up in double. A hand loop
+ * rather than cblas_sgemv: on CPUs OpenBLAS does not recognise it falls
+ * back to its oldest kernels, three times slower than this loop. */
+static double dot(const float *a, const float *b, size_t n)
+{
+    float acc[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[i + j] * b[i + j];
+    double s = 0;
+    for (int j = 0; j < 8; j++)
+        s += acc[j];
+    for (; i < n; i++)
+        s += (double)a[i] * b[i];
+    return s;
+}
+
 /* Signature and similarities outside the lock; *zero when no signature. */
 static int similarities(const mref_t *r, const uint16_t *total, float *sig, double *sim,
                         int *zero, rb_err *e)
@@ -68,35 +84,23 @@ static int similarities(const mref_t *r, const uint16_t *total, float *sig, doub
     *zero = rc == 1;
     if (*zero)
         return 0;
-    float simf[ROUTE_MAX_WORKERS];
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, r->m->K, (int)r->dim, 1.0f, r->m->centroids,
-                (int)r->dim, sig, 1, 0.0f, simf, 1);
     for (int k = 0; k < r->m->K; k++)
-        sim[k] = simf[k];
+        sim[k] = dot(r->m->centroids + (size_t)k * r->dim, sig, r->dim);
     return 0;
 }
 
-static json_t *route_answer(eldrd_t *d, const route_out *o, const cache_use *u,
-                            const route_body *b, uint64_t gen)
+/* The answer, direct when it can be (answer.h). */
+static void route_answer(eldrd_t *d, const route_out *o, const cache_use *u,
+                         const route_body *b, uint64_t gen, http_resp *out)
 {
-    const route_decision *dc = &o->d;
-    json_t *a = json_object();
-    if (!a || decision_fields(a, d->st->workers, d->K, dc->worker, dc->rule, o->tau,
-                              dc->has_sim, dc->sim, dc->sim_max, dc->n_cand, dc->cand,
-                              dc->load) < 0) {
-        json_decref(a);
-        return NULL;
+    route_answer_in a = {d->st->workers, d->K, o, d->caches[u->prefill].name, b->n_hashes,
+                         *u, gen};
+    if ((out->text = route_answer_text(&a))) {
+        out->content_type = "application/json";
+        return;
     }
-    json_object_set_new(a, "request_id", json_string(o->request_id));
-    json_object_set_new(a, "seq", json_integer((json_int_t)o->seq));
-    json_object_set_new(a, "model_generation", json_integer((json_int_t)gen));
-    json_object_set_new(
-        a, "cache",
-        json_pack("{s:s, s:i, s:i, s:i, s:i, s:b}", "prefill_worker",
-                  d->caches[u->prefill].name, "blocks", b->n_hashes, "hit_blocks", u->hit,
-                  "missing_blocks", u->missing, "stored_blocks", u->stored, "complete",
-                  u->missing == 0));
-    return a;
+    if (!(out->json = route_answer_json(&a)))
+        http_error(out, 503, "route", "out of memory for the answer");
 }
 
 void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
@@ -129,8 +133,8 @@ void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
                            u.missing, u.stored};
             if (state_route(d->st, &in, o, &e) < 0)
                 http_rb_error(out, &e);
-            else if (!(out->json = route_answer(d, o, &u, &b, m->gen)))
-                http_error(out, 503, "route", "out of memory for the answer");
+            else
+                route_answer(d, o, &u, &b, m->gen, out);
         }
         route_body_free(&b);
     }
@@ -150,8 +154,10 @@ void ep_finish(eldrd_t *d, const http_req *r, http_resp *out)
         http_rb_error(out, &e);
         return;
     }
-    out->json = json_pack("{s:s, s:s, s:i}", "request_id", id, "worker", d->st->workers[w],
-                          "worker_index", w);
+    if ((out->text = finish_answer_text(id, d->st->workers[w], w)))
+        out->content_type = "application/json";
+    else
+        out->json = finish_answer_json(id, d->st->workers[w], w);
 }
 
 /* Apply one event to a prefill worker's cache (its lock held). */

@@ -32,6 +32,8 @@ static const struct endpoint {
 };
 #define N_ENDPOINTS (sizeof endpoints / sizeof endpoints[0])
 
+#define PRESIZE_MAX (256 * 1024)
+
 /* Per-connection request state, from the first callback to completion. */
 typedef struct conn_ctx {
     char *buf;
@@ -139,6 +141,12 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, void **con_cl
                    d->o->max_body);
         return send_answer(c, d, &out, NULL, 1);
     }
+    /* room for the declared body at once, so that a route body arrives
+     * without reallocs; a body bigger than PRESIZE_MAX grows as it comes,
+     * so that a mere header reserves no more than that */
+    size_t declared = cl ? (size_t)strtoull(cl, NULL, 10) : 0;
+    if (declared > 0 && declared < PRESIZE_MAX && (x->buf = malloc(declared + 1)))
+        x->cap = declared + 1;
     return MHD_YES;
 }
 

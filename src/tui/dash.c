@@ -1,8 +1,9 @@
 /* dash.c - the interactive dashboard: terminal setup and restore, the
  * event loop, keys, and the blit of the canvas to ncurses; plus the
  * one-frame path (tui.h). State lives in dash_t (dash.h); slow work runs
- * on the what-if thread (whatif.h), so the loop only ever waits for keys
- * (100 ms at a time) and draws. */
+ * on the what-if thread (whatif.h), and in live mode the network on the
+ * poller thread (live.h), so the loop only ever waits for keys (100 ms at
+ * a time) and draws. */
 #define NCURSES_WIDECHAR 1
 #include <curses.h>
 #include <langinfo.h>
@@ -15,6 +16,7 @@
 #include <wchar.h>
 
 #include "kmeans.h"
+#include "live.h"
 #include "tui.h"
 #include "whatif.h"
 
@@ -41,8 +43,38 @@ static void apply_view(dash_t *d, const tui_start *s)
     d->view = s->view;
     d->zoom = s->zoom;
     d->help = s->help;
-    int K = d->fit ? d->fit->model->K : 1;
+    int K = d->live ? d->live->now.K : d->fit ? d->fit->model->K : 1;
     d->worker = s->worker < K ? s->worker : K - 1;
+    if (d->view >= dash_n_views(d))
+        d->view = VIEW_OVERVIEW;
+}
+
+static int render_text(const dash_t *d, int w, int h, char **text, char *err, size_t errlen)
+{
+    canvas_t *c = canvas_new(w, h, 0, 0);
+    if (!c)
+        return eldr_errf(err, errlen, "dash: cannot make a %d x %d frame", w, h);
+    dash_render(d, c);
+    *text = canvas_to_string(c);
+    canvas_free(c);
+    return *text ? 0 : eldr_errf(err, errlen, "dash: out of memory for the frame");
+}
+
+int tui_frame_live(const tui_live *o, const tui_start *s, int w, int h, dash_t *d,
+                   char **text, char *err, size_t errlen)
+{
+    *text = NULL;
+    if (o->snapshot_path) {
+        if (live_open_file(d, o->snapshot_path, err, errlen))
+            return -1;
+    } else {
+        live_t *l = NULL;
+        if (live_attach(d, o->url, o->interval_s, o->timeout_s, &l, err, errlen))
+            return -1;
+        live_stop(l);   /* never started: one poll is the frame */
+    }
+    apply_view(d, s);
+    return render_text(d, w, h, text, err, errlen);
 }
 
 int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, char **text,
@@ -68,13 +100,7 @@ int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, c
         d->policy = s->policy;
     }
     apply_view(d, s);
-    canvas_t *c = canvas_new(w, h, 0, 0);
-    if (!c)
-        return eldr_errf(err, errlen, "dash: cannot make a %d x %d frame", w, h);
-    dash_render(d, c);
-    *text = canvas_to_string(c);
-    canvas_free(c);
-    return *text ? 0 : eldr_errf(err, errlen, "dash: out of memory for the frame");
+    return render_text(d, w, h, text, err, errlen);
 }
 
 /* ---- terminal ---- */
@@ -162,18 +188,19 @@ typedef struct session {
     pairs pr;
     int quit;
     tui_start start;
+    live_t *live;                /* live mode: the poller (d.live is set) */
 } session;
 
 static int current_K(const session *s)
 {
-    return s->d.fit ? s->d.fit->model->K : 0;
+    return s->d.live ? s->d.live->now.K : s->d.fit ? s->d.fit->model->K : 0;
 }
 
 /* Start a change job when what is wanted differs from what is shown. */
 static void kick(session *s)
 {
     dash_t *d = &s->d;
-    if (!s->ready || s->wf.running || !d->cur)
+    if (!s->ready || s->wf.running || !d->cur || d->live)
         return;
     if (s->K == current_K(s) && d->policy == d->cur->policy &&
         (d->policy != ROUTE_ELDR || fabs(d->tau - d->cur->tau) < 1e-12))
@@ -238,7 +265,8 @@ static int poll_job(session *s, char *err, size_t errlen)
 
 static void cycle_view(dash_t *d, int step)
 {
-    d->view = (d->view + step + VIEW_N) % VIEW_N;
+    int n = dash_n_views(d);
+    d->view = (d->view + step + n) % n;
 }
 
 static void key(session *s, int ch)
@@ -252,7 +280,7 @@ static void key(session *s, int ch)
         d->help = 0;
         return;
     }
-    if (ch >= '1' && ch < '1' + VIEW_N)
+    if (ch >= '1' && ch < '1' + dash_n_views(d))
         d->view = ch - '1';
     else if (ch == '\t')
         cycle_view(d, 1);
@@ -265,6 +293,11 @@ static void key(session *s, int ch)
     if (!s->ready)
         return;
     int K = current_K(s);
+    if (d->live && strchr("+=-_[]p,<.>", ch) && ch) {
+        snprintf(d->status, sizeof d->status, "live: tau and the model are the daemon's "
+                 "(PUT /v1/config, PUT /v1/model)");
+        return;
+    }
     switch (ch) {
     case '+': case '=':
         d->tau = fmin(TAU_MAX, d->tau + TAU_STEP);
@@ -339,6 +372,8 @@ static int loop(session *s, char *err, size_t errlen)
         }
         if (poll_job(s, err, errlen))
             return -1;
+        if (s->live)
+            live_update(s->live, &s->d);
         draw(s);
     }
     return 0;
@@ -362,6 +397,18 @@ static void session_setup_terminal(session *s)
         s->pr.max = 0;
 }
 
+static void install_signals(void)
+{
+    atexit(restore_terminal);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
 int tui_run(const dash_opts *o, const tui_start *st, char *err, size_t errlen)
 {
     trace_t *t = NULL;
@@ -372,6 +419,12 @@ int tui_run(const dash_opts *o, const tui_start *st, char *err, size_t errlen)
         trace_free(t);
         return -1;
     }
+    return tui_run_trace(o, st, t, m, err, errlen);
+}
+
+int tui_run_trace(const dash_opts *o, const tui_start *st, trace_t *t, model_t *m, char *err,
+                  size_t errlen)
+{
     session *s = calloc(1, sizeof *s);
     if (!s) {
         trace_free(t);
@@ -382,19 +435,13 @@ int tui_run(const dash_opts *o, const tui_start *st, char *err, size_t errlen)
     s->shell.view = st->view;
     s->shell.busy = 1;
     s->shell.progress = -1;
-    snprintf(s->shell.trace_name, sizeof s->shell.trace_name, "%s", o->trace_path);
+    snprintf(s->shell.trace_name, sizeof s->shell.trace_name, "%s",
+             o->trace_path ? o->trace_path : "trace");
     snprintf(s->shell.status, sizeof s->shell.status, "opening");
     whatif_init(&s->wf);
 
     setlocale(LC_ALL, "");
-    atexit(restore_terminal);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    install_signals();
     session_setup_terminal(s);
 
     int rc = -1;
@@ -422,6 +469,48 @@ int tui_run(const dash_opts *o, const tui_start *st, char *err, size_t errlen)
         whatif_destroy(&s->wf);
         free(s);
     }
+    if (rc == 0 && g_signal)
+        rc = 128 + g_signal;
+    return rc;
+}
+
+int tui_run_live(const tui_live *o, const tui_start *st, char *err, size_t errlen)
+{
+    session *s = calloc(1, sizeof *s);
+    if (!s)
+        return eldr_errf(err, errlen, "dash: out of memory");
+    int rc = o->snapshot_path
+                 ? live_open_file(&s->d, o->snapshot_path, err, errlen)
+                 : live_attach(&s->d, o->url, o->interval_s, o->timeout_s, &s->live, err,
+                               errlen);
+    if (!rc && s->live)
+        rc = live_start(s->live, err, errlen);
+    if (rc) {
+        live_stop(s->live);
+        dash_free(&s->d);
+        free(s);
+        return -1;
+    }
+    s->start = *st;
+    s->ready = 1;
+    apply_view(&s->d, st);
+    whatif_init(&s->wf);
+
+    setlocale(LC_ALL, "");
+    install_signals();
+    session_setup_terminal(s);
+    rc = -1;
+    if (resize_canvas(s))
+        eldr_errf(err, errlen, "dash: out of memory for the screen");
+    else
+        rc = loop(s, err, errlen);
+    restore_terminal();
+
+    live_stop(s->live);
+    canvas_free(s->c);
+    dash_free(&s->d);
+    whatif_destroy(&s->wf);
+    free(s);
     if (rc == 0 && g_signal)
         rc = 128 + g_signal;
     return rc;

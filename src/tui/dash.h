@@ -238,6 +238,8 @@ void dash_fmt_change(char *buf, size_t n, double a, double b);
  * are averaged per column; NaN shows blank). */
 void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int n,
                     double top, int mark, int color);
+/* Views the tabs offer: the first six for a trace, all in live mode. */
+int dash_n_views(const dash_t *d);
 /* Worker name of cluster w (the daemon's names in live mode). */
 const char *dash_worker_name(const dash_t *d, int w);
 

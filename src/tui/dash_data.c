@@ -12,10 +12,11 @@
 #include "err.h"
 #include "kmeans.h"
 #include "layersel.h"
+#include "live.h"
 #include "rho.h"
 
-static const char *const VIEW_NAMES[VIEW_N] = {"overview", "balance", "heatmap",
-                                               "queues", "scatter", "rho"};
+static const char *const VIEW_NAMES[VIEW_N] = {"overview", "balance", "heatmap", "queues",
+                                               "scatter", "rho", "decisions", "drift"};
 static const route_kind BASE_KINDS[DASH_N_BASE] = {ROUTE_RANDOM, ROUTE_RR, ROUTE_JSQ,
                                                    ROUTE_P2C};
 
@@ -483,6 +484,7 @@ void dash_free(dash_t *d)
     dash_sim_free(d->cur);
     for (int i = 0; i < DASH_N_BASE; i++)
         dash_sim_free(d->base[i]);
+    dash_live_free(d->live);
     memset(d, 0, sizeof *d);
 }
 

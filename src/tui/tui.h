@@ -24,6 +24,19 @@ void tui_start_default(tui_start *s);
 int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, char **text,
               char *err, size_t errlen);
 
+/* Live mode: a running eldrd (url) or a saved snapshot (snapshot_path). */
+typedef struct tui_live {
+    const char *url;             /* --attach URL, or NULL */
+    const char *snapshot_path;   /* --router-snapshot FILE, or NULL */
+    double interval_s;           /* between polls (LIVE_DEFAULT_INTERVAL) */
+    double timeout_s;            /* of each HTTP call */
+} tui_live;
+
+/* One live frame: one poll (or the saved snapshot), rendered like
+ * tui_frame. d is left for the caller to read and free. */
+int tui_frame_live(const tui_live *o, const tui_start *s, int w, int h, dash_t *d,
+                   char **text, char *err, size_t errlen);
+
 /* The interactive session on the terminal. The trace and model are loaded
  * before the terminal is touched (so bad input fails cleanly); the fit
  * and simulations then run in the background with progress shown.
@@ -31,5 +44,13 @@ int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, c
  * signal number after SIGINT/SIGTERM (the terminal is restored first on
  * every path). */
 int tui_run(const dash_opts *o, const tui_start *s, char *err, size_t errlen);
+/* The same on a trace already loaded (t and m, which may be NULL, are
+ * taken over): for the Lua module's eldr.dash(trace). */
+int tui_run_trace(const dash_opts *o, const tui_start *s, trace_t *t, model_t *m, char *err,
+                  size_t errlen);
+/* Live: the first poll happens before the terminal is touched, so an
+ * unreachable daemon or a bad snapshot fails cleanly (-1 with err);
+ * later failed polls show in the header and are retried. */
+int tui_run_live(const tui_live *o, const tui_start *s, char *err, size_t errlen);
 
 #endif

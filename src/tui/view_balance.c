@@ -1,7 +1,8 @@
 /* view_balance.c - cluster balance: per worker, the calibration cluster
  * size, the share of the simulated requests routed to it (with the ideal
  * 1/K marked on the bar) and its in-flight count at the time cursor.
- * Enter on a worker adds a detail panel for it. */
+ * Enter on a worker adds a detail panel for it. Live: the same columns
+ * from the daemon's totals, and the in-flight count of the last poll. */
 #include <stdio.h>
 #include <string.h>
 
@@ -43,8 +44,84 @@ static void detail(const dash_t *d, canvas_t *c, int x, int y, int w)
     canvas_text(c, x + 2, y + 5, cv_fg(CV_DEFAULT, CV_DIM), "Enter: back");
 }
 
+static void live_detail(const dash_t *d, canvas_t *c, int x, int y, int w)
+{
+    const dash_live_now *n = &d->live->now;
+    int wk = d->worker;
+    canvas_box(c, x, y, w, 6, cv_plain(), dash_worker_name(d, wk));
+    canvas_textf(c, x + 2, y + 1, cv_plain(), "routed %lld, finished %lld, in flight %lld",
+                 (long long)n->routed[wk], (long long)n->finished[wk],
+                 (long long)n->inflight[wk]);
+    canvas_textf(c, x + 2, y + 2, cv_plain(), "rules: %s", n->rules[wk][0] ? n->rules[wk]
+                                                                           : "(none yet)");
+    if (n->share[wk] == n->share[wk])
+        canvas_textf(c, x + 2, y + 3, cv_plain(), "nearest-centroid share of the window %.1f%% "
+                     "(calibration %.1f%%)", 100 * n->share[wk], 100 * n->calib_share[wk]);
+    canvas_text(c, x + 2, y + 4, cv_fg(CV_DEFAULT, CV_DIM), "Enter: back");
+}
+
+static void balance_live(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    const dash_live_now *n = &d->live->now;
+    int K = n->K;
+    int64_t total = 0, routed = 0;
+    for (int k = 0; k < K; k++) {
+        total += n->sizes[k] > 0 ? n->sizes[k] : 0;
+        routed += n->routed[k];
+    }
+    double ideal = 1.0 / K, full = 2.0 * ideal;
+    for (int k = 0; k < K; k++) {
+        double a = total ? (double)n->sizes[k] / total : 0;
+        double b = routed ? (double)n->routed[k] / routed : 0;
+        full = a > full ? a : full;
+        full = b > full ? b : full;
+    }
+    int bw = (w - 10 - 7 - 7 - 7 - 10 - 4) / 2;
+    if (bw < 4)
+        bw = 4;
+    int cx_size = x + 1, cx_b1 = x + 18, cx_p1 = cx_b1 + bw + 1, cx_b2 = cx_p1 + 8,
+        cx_p2 = cx_b2 + bw + 1, cx_inf = cx_p2 + 8;
+    cv_style hd = cv_fg(CV_DEFAULT, CV_BOLD);
+    canvas_text(c, cx_size, y, hd, "worker     size");
+    canvas_text(c, cx_b1, y, hd, "calibration share");
+    canvas_text(c, cx_b2, y, hd, "routed share");
+    canvas_text(c, cx_inf, y, hd, "in-flight");
+    int rows = h - 4 - (d->zoom ? 6 : 0);
+    if (rows < 1)
+        rows = 1;
+    int first = d->worker >= rows ? d->worker - rows + 1 : 0;
+    for (int k = first, row = 0; k < K && row < rows; k++, row++) {
+        int yy = y + 1 + row, sel = k == d->worker;
+        cv_style st = sel ? (cv_style){CV_DEFAULT, CV_DEFAULT, CV_BOLD} : cv_plain();
+        double a = total ? (double)n->sizes[k] / total : 0;
+        double b = routed ? (double)n->routed[k] / routed : 0;
+        canvas_textf(c, cx_size, yy, st, "%c%-8.8s ", sel ? '>' : ' ', n->names[k]);
+        if (n->sizes[k] >= 0)
+            canvas_textf(c, cx_size + 10, yy, st, "%6lld", (long long)n->sizes[k]);
+        if (total) {
+            share_bar(d, c, cx_b1, yy, bw, a, ideal, full, dash_cluster_color(k));
+            canvas_textf(c, cx_p1, yy, st, "%5.1f%%", 100 * a);
+        }
+        share_bar(d, c, cx_b2, yy, bw, b, ideal, full, dash_cluster_color(k));
+        canvas_textf(c, cx_p2, yy, st, "%5.1f%%", 100 * b);
+        canvas_textf(c, cx_inf, yy, st, "%7lld", (long long)n->inflight[k]);
+    }
+    int yy = y + 1 + (K - first < rows ? K - first : rows);
+    canvas_textf(c, cx_size, yy++, cv_fg(CV_DEFAULT, CV_DIM), "routed %lld by eldrd; "
+                 "'|' = ideal 1/K = %.1f%%; bars 0..%.0f%%", (long long)routed, 100 * ideal,
+                 100 * full);
+    canvas_textf(c, cx_size, yy++, cv_fg(CV_DEFAULT, CV_DIM), "in-flight: %s", d->live->attached
+                 ? "the last poll" : "when the snapshot was taken");
+    if (d->zoom)
+        live_detail(d, c, x, yy, w);
+}
+
 void view_balance(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
+    if (d->live) {
+        balance_live(d, c, x, y, w, h);
+        return;
+    }
     const dash_sim *s = d->cur;
     if (!d->fit || !s) {
         canvas_text(c, x + 1, y + 1, cv_plain(), "loading...");

@@ -7,8 +7,9 @@
 
 #include "dash.h"
 
-static const dash_view_fn VIEWS[VIEW_N] = {view_overview, view_balance, view_heatmap,
-                                           view_queues,   view_scatter, view_rho};
+static const dash_view_fn VIEWS[VIEW_N] = {view_overview, view_balance,   view_heatmap,
+                                           view_queues,   view_scatter,   view_rho,
+                                           view_decisions, view_drift};
 
 int dash_cluster_color(int k)
 {
@@ -43,25 +44,67 @@ void dash_fmt_change(char *buf, size_t n, double a, double b)
         snprintf(buf, n, "%+.1f%%", 100.0 * (a - b) / b);
 }
 
+void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int n,
+                    double top, int mark, int color)
+{
+    for (int i = 0; i < width && n > 0; i++) {
+        int b0 = (int)((long)i * n / width), b1 = (int)((long)(i + 1) * n / width);
+        if (b1 <= b0)
+            b1 = b0 + 1;
+        double v = 0;
+        int m = 0;
+        for (int b = b0; b < b1 && b < n; b++)
+            if (row[b] == row[b]) {
+                v += row[b];
+                m++;
+            }
+        int at = mark >= b0 && mark < b1;
+        uint32_t ch = m ? canvas_spark(c, top > 0 ? v / m / top : 0) : ' ';
+        canvas_put(c, x + i, y, at && ch == ' ' ? '|' : ch, cv_fg(color, at ? CV_REVERSE : 0));
+    }
+}
+
 const char *dash_worker_name(const dash_t *d, int w)
 {
+    if (d->live)
+        return w >= 0 && w < d->live->now.K ? d->live->now.names[w] : "?";
     const model_t *m = d->fit ? d->fit->model : NULL;
     return m && w >= 0 && w < m->K ? m->workers[w] : "?";
+}
+
+int dash_n_views(const dash_t *d)
+{
+    return d->live ? VIEW_N : VIEW_RHO + 1;
+}
+
+static const char *const SHORT_NAMES[VIEW_N] = {"over", "bal", "heat", "queue",
+                                                "scat", "rho",  "dec",  "drift"};
+
+/* Width of the tab row after the label; abbrev: short names except the
+ * current view's. */
+static int tabs_width(const dash_t *d, int abbrev)
+{
+    int n = 0;
+    for (int v = 0; v < dash_n_views(d); v++)
+        n += (int)strlen(abbrev && v != d->view ? SHORT_NAMES[v] : dash_view_name(v)) + 4;
+    return n;
 }
 
 static void draw_tabs(const dash_t *d, canvas_t *c)
 {
     cv_style bar = {CV_DEFAULT, CV_DEFAULT, CV_REVERSE};
-    int narrow = c->w < 100;
+    char label[300];
+    snprintf(label, sizeof label, " eldr dash %s ", d->trace_name);
+    int narrow = c->w < 100 || (int)strlen(label) + tabs_width(d, 1) > c->w;
+    if (narrow)
+        snprintf(label, sizeof label, " eldr ");
+    int abbrev = (int)strlen(label) + tabs_width(d, 0) > c->w;
     canvas_fill(c, 0, 0, c->w, 1, ' ', bar);
-    int x = narrow ? canvas_text(c, 0, 0, (cv_style){CV_DEFAULT, CV_DEFAULT, CV_REVERSE | CV_BOLD},
-                                 " eldr ")
-                   : canvas_textf(c, 0, 0, (cv_style){CV_DEFAULT, CV_DEFAULT, CV_REVERSE | CV_BOLD},
-                                  " eldr dash %s ", d->trace_name);
-    for (int v = 0; v < VIEW_N; v++) {
+    int x = canvas_text(c, 0, 0, (cv_style){CV_DEFAULT, CV_DEFAULT, CV_REVERSE | CV_BOLD}, label);
+    for (int v = 0; v < dash_n_views(d); v++) {
         char tab[32];
-        snprintf(tab, sizeof tab, v == d->view ? "[%d %s]" : " %d %s ", v + 1,
-                 dash_view_name(v));
+        const char *name = abbrev && v != d->view ? SHORT_NAMES[v] : dash_view_name(v);
+        snprintf(tab, sizeof tab, v == d->view ? "[%d %s]" : " %d %s ", v + 1, name);
         cv_style st = v == d->view ? (cv_style){CV_DEFAULT, CV_DEFAULT, CV_BOLD} : bar;
         x += canvas_text(c, x, 0, st, tab);
     }
@@ -69,9 +112,43 @@ static void draw_tabs(const dash_t *d, canvas_t *c)
         canvas_text(c, c->w - (int)strlen(d->trace_name) - 1, 0, bar, d->trace_name);
 }
 
+/* Live: "live URL | tau 0.10 K 4 gen 1 | in-flight 7, routed 120 | 3.2/s |
+ * sim 0.61 (calib 0.69) | polled 0.3 s ago", or the poll's error. */
+static void draw_live(const dash_t *d, canvas_t *c, int y)
+{
+    const dash_live *L = d->live;
+    const dash_live_now *n = &L->now;
+    int64_t inf = 0, routed = 0;
+    for (int k = 0; k < n->K; k++) {
+        inf += n->inflight[k];
+        routed += n->routed[k];
+    }
+    int x = canvas_text(c, 0, y, cv_fg(CV_DEFAULT, CV_BOLD), L->attached ? "live" : "snapshot");
+    x += canvas_textf(c, x, y, cv_plain(), " tau %.2f K %d gen %lld | in-flight %lld, routed %lld",
+                      n->tau, n->K, (long long)n->generation, (long long)inf, (long long)routed);
+    if (L->rate == L->rate)
+        x += canvas_textf(c, x, y, cv_plain(), " | %.1f/s", L->rate);
+    if (n->mean_sim == n->mean_sim)
+        x += canvas_textf(c, x, y, cv_plain(), " | sim %.3f", n->mean_sim);
+    if (n->calib_sim == n->calib_sim)
+        x += canvas_textf(c, x, y, cv_plain(), " (calib %.3f)", n->calib_sim);
+    if (L->error[0])
+        canvas_textf(c, x, y, (cv_style){196, CV_DEFAULT, CV_BOLD}, " | %s (retrying; %lld "
+                     "failed)", L->error, (long long)L->failures);
+    else if (L->attached)
+        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | polled %.1fs ago", L->age_s);
+    else
+        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | frozen at uptime %.0fs",
+                     n->uptime_s == n->uptime_s ? n->uptime_s : 0);
+}
+
 /* "eldr tau 0.10 K 4 | TPOT p50 2.71ms -3.1% p99 ... | U/step 17.2 -20% vs jsq" */
 static void draw_whatif(const dash_t *d, canvas_t *c, int y)
 {
+    if (d->live) {
+        draw_live(d, c, y);
+        return;
+    }
     const dash_sim *s = d->cur, *b = dash_best_base(d);
     int K = d->fit ? d->fit->model->K : 0;
     char ch50[24], ch99[24], chu[24];
@@ -117,15 +194,34 @@ static void draw_footer(const dash_t *d, canvas_t *c)
             canvas_text(c, c->w - 12, y, bar, " Esc cancel ");
         return;
     }
-    canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-6/Tab view  +/- tau  [/] K  p policy  "
+    if (d->live) {
+        canvas_textf(c, 0, y, bar, c->w >= 90 ? " 1-8/Tab view  arrows worker  Enter zoom  "
+                     "? help  q quit   %s" : " 1-8 view arrows worker Enter zoom ? help q quit",
+                     d->live->attached ? "live: polls /v1/snapshot" : "saved snapshot");
+        return;
+    }
+    canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-8/Tab view  +/- tau  [/] K  p policy  "
                 "arrows worker  Enter zoom  , . time  ? help  q quit"
-                : " 1-6 view +- tau [] K p policy arrows worker Enter zoom ? help q quit");
+                : " 1-8 view +- tau [] K p policy arrows worker Enter zoom ? help q quit");
 }
 
-static void draw_help(canvas_t *c)
+static void draw_help(const dash_t *d, canvas_t *c)
 {
+    static const char *live_lines[] = {
+        "1..8, Tab, S-Tab   switch view (overview balance heatmap queues scatter",
+        "                   rho decisions drift)",
+        "Up/Down, Left/Right  select a worker (balance, heatmap, queues)",
+        "Enter              zoom on the selected worker / back",
+        "?                  this help        q  quit",
+        "",
+        "Live mode shows what eldrd's GET /v1/snapshot says: in-flight and",
+        "totals per worker, the recent decisions with their evidence, drift.",
+        "Histories grow by one point per poll. tau and the model are the",
+        "daemon's: change them with PUT /v1/config and PUT /v1/model.",
+    };
     static const char *lines[] = {
-        "1..6, Tab, S-Tab   switch view (overview balance heatmap queues scatter rho)",
+        "1..8, Tab, S-Tab   switch view (overview balance heatmap queues scatter rho;",
+        "                   decisions and drift in live mode: --attach URL)",
         "+ / -              tau up / down by 0.05 (re-simulates)",
         "[ / ]              K down / up (refits with the model's recipe)",
         "p                  cycle the policy: eldr random rr jsq p2c",
@@ -138,11 +234,13 @@ static void draw_help(canvas_t *c)
         "Numbers compare the policy with the best load-balancing baseline",
         "(lowest TPOT p50 of random, rr, jsq, p2c) on the held-out rows.",
     };
-    int n = (int)(sizeof lines / sizeof lines[0]);
+    const char *const *text = d->live ? live_lines : lines;
+    int n = d->live ? (int)(sizeof live_lines / sizeof live_lines[0])
+                    : (int)(sizeof lines / sizeof lines[0]);
     int w = 0;
     for (int i = 0; i < n; i++)
-        if ((int)strlen(lines[i]) > w)
-            w = (int)strlen(lines[i]);
+        if ((int)strlen(text[i]) > w)
+            w = (int)strlen(text[i]);
     w += 4;
     int h = n + 2;
     if (w > c->w)
@@ -153,7 +251,7 @@ static void draw_help(canvas_t *c)
     canvas_fill(c, x, y, w, h, ' ', cv_plain());
     canvas_box(c, x, y, w, h, cv_fg(CV_DEFAULT, CV_BOLD), "keys");
     for (int i = 0; i < n; i++)
-        canvas_text(c, x + 2, y + 1 + i, cv_plain(), lines[i]);
+        canvas_text(c, x + 2, y + 1 + i, cv_plain(), text[i]);
 }
 
 void dash_render(const dash_t *d, canvas_t *c)
@@ -167,5 +265,5 @@ void dash_render(const dash_t *d, canvas_t *c)
     if (c->h >= 2)
         draw_footer(d, c);
     if (d->help)
-        draw_help(c);
+        draw_help(d, c);
 }

@@ -4,7 +4,10 @@
  * concentrate. Right/bottom: workers x layers, the mean number of distinct
  * experts a step loads (fewer = more reuse). Both have a legend; colours
  * on a 256-colour terminal, the ASCII ramp " .:-=+*#%@" otherwise. Big
- * geometries are shown in groups of layers/experts (summed heat). */
+ * geometries are shown in groups of layers/experts (summed heat).
+ * Live (no activations from a router): the selected worker's centroid
+ * weight against the mean of all centroids, over the layers the model
+ * uses: the experts its cluster is made of. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -135,8 +138,68 @@ static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, i
     legend(c, x, y + 2 + shown, lo_s, hi_s, w >= 45 ? " per layer" : "");
 }
 
+/* Sum of centroid k's weights over layer-rows [r0, r1) and experts [e0, e1). */
+static double cent_sum(const model_t *m, int k, int r0, int r1, int e0, int e1)
+{
+    int E = m->recipe.E;
+    size_t dim = sig_dim(&m->recipe);
+    double v = 0;
+    for (int r = r0; r < r1; r++)
+        for (int e = e0; e < e1 && e < E; e++)
+            v += m->centroids[(size_t)k * dim + (size_t)r * E + e];
+    return v;
+}
+
+static void heatmap_live(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    if (!d->fit) {
+        canvas_text(c, x + 1, y + 1, cv_plain(), "no centroids in this snapshot (save it with "
+                    "GET /v1/snapshot?centroids=1)");
+        return;
+    }
+    const model_t *m = d->fit->model;
+    int S = m->recipe.n_layers, E = m->recipe.E, K = m->K, wk = d->worker;
+    int rows = h - 4, cols = w - 8;
+    if (rows < 1 || cols < 1 || S < 1)
+        return;
+    int gl = ceil_div(S, rows), ge = ceil_div(E, cols);
+    int nr = ceil_div(S, gl), nc = ceil_div(E, ge);
+    int cw = cols / nc > 3 ? 3 : cols / nc < 1 ? 1 : cols / nc;
+    canvas_textf(c, x + 1, y, cv_fg(CV_DEFAULT, CV_BOLD), "%s: centroid weight / mean of the %d "
+                 "centroids (the layers the model uses)", dash_worker_name(d, wk), K);
+    if (gl > 1 || ge > 1)
+        canvas_textf(c, x + 1, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "      (%d layer%s x %d expert%s "
+                     "per cell)", gl, gl > 1 ? "s" : "", ge, ge > 1 ? "s" : "");
+    else
+        for (int j = 0; j < nc; j += 8)
+            canvas_textf(c, x + 7 + j * cw, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "%d", j * ge);
+    for (int r = 0; r < nr; r++) {
+        int r0 = r * gl, r1 = r0 + gl > S ? S : r0 + gl;
+        canvas_textf(c, x + 1, y + 2 + r, cv_fg(CV_DEFAULT, CV_DIM), "L%-3d", m->recipe.layers[r0]);
+        for (int j = 0; j < nc; j++) {
+            double wv = cent_sum(m, wk, r0, r1, j * ge, (j + 1) * ge), gv = 0;
+            for (int k = 0; k < K; k++)
+                gv += cent_sum(m, k, r0, r1, j * ge, (j + 1) * ge) / K;
+            double level = NAN;
+            if (gv > 0 && wv >= 0) {
+                level = wv > 0 ? (log2(wv / gv) + RATIO_SPAN) / (2 * RATIO_SPAN) : 0;
+                level = wv == 0 ? 0 : level < 0.001 ? 0.001 : level > 1 ? 1 : level;
+            }
+            heat_cell(c, x + 7 + j * cw, y + 2 + r, cw, level);
+        }
+    }
+    legend(c, x + 1, y + 2 + nr, "legend: 1/8x", "8x", "  blank: no weight");
+    if (y + 3 + nr < y + h)
+        canvas_text(c, x + 1, y + 3 + nr, cv_fg(CV_DEFAULT, CV_DIM), "live: a router sees no "
+                    "decode activations; this is what each worker's cluster is made of");
+}
+
 void view_heatmap(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
+    if (d->live) {
+        heatmap_live(d, c, x, y, w, h);
+        return;
+    }
     const dash_sim *s = d->cur;
     if (!s || !s->res.heat || !d->fit) {
         canvas_text(c, x + 1, y + 1, cv_plain(), "loading...");

@@ -1,5 +1,6 @@
 /* view_overview.c - the trace, the model, the what-if settings and a table
- * of the current policy against every baseline. */
+ * of the current policy against every baseline. Live: the daemon, the
+ * model it serves, a table of its workers and the drift in one line. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,8 +89,68 @@ static void sim_table(const dash_t *d, canvas_t *c, int x, int y, int w)
                 "  * best baseline (lowest TPOT p50); U/step = distinct experts per layer-step");
 }
 
+static int router_block(const dash_t *d, canvas_t *c, int x, int y)
+{
+    cv_style hd = cv_fg(CV_DEFAULT, CV_BOLD), p = cv_plain();
+    const dash_live *L = d->live;
+    const dash_live_now *n = &L->now;
+    int y0 = y;
+    canvas_text(c, x, y++, hd, "Router");
+    if (L->attached)
+        canvas_textf(c, x, y++, p, "  eldrd     %s, polled every %.1f s: %lld polls, %lld "
+                     "failed", L->source, L->interval_s, (long long)L->polls,
+                     (long long)L->failures);
+    else
+        canvas_textf(c, x, y++, p, "  snapshot  %s (saved; one frozen poll)", L->source);
+    canvas_textf(c, x, y++, p, "  uptime    %.0f s; loads from %s", n->uptime_s == n->uptime_s
+                 ? n->uptime_s : 0, n->load_from);
+    const model_t *m = d->fit ? d->fit->model : NULL;
+    char mask[200] = "";
+    if (m)
+        mask_text(m, mask, sizeof mask);
+    canvas_textf(c, x, y++, p, "  model     generation %lld, %s%s%s, rho %.3f", (long long)n->generation,
+                 n->variant, m ? " over layers " : "", mask, n->rho);
+    canvas_textf(c, x, y++, p, "  routing   tau %.2f, K %d workers", n->tau, n->K);
+    return y - y0;
+}
+
+static void workers_table(const dash_t *d, canvas_t *c, int x, int y, int h)
+{
+    const dash_live_now *n = &d->live->now;
+    canvas_text(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD), "Workers");
+    canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  %-10s %9s %9s %9s  %s", "worker",
+                 "in-flight", "routed", "finished", "decided by");
+    int64_t inf = 0, routed = 0, fin = 0;
+    int rows = h - 4;
+    for (int k = 0; k < n->K; k++) {
+        inf += n->inflight[k];
+        routed += n->routed[k];
+        fin += n->finished[k];
+        if (k < rows)
+            canvas_textf(c, x, y++, k == d->worker ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain(),
+                         "  %-10.10s %9lld %9lld %9lld  %s", n->names[k],
+                         (long long)n->inflight[k], (long long)n->routed[k],
+                         (long long)n->finished[k], n->rules[k]);
+    }
+    canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD), "  %-10s %9lld %9lld %9lld", "total",
+                 (long long)inf, (long long)routed, (long long)fin);
+    if (n->mean_sim == n->mean_sim)
+        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  drift: best similarity %.3f "
+                     "(calibration %.3f) over %lld signatures, share TVD %.3f (8 drift)",
+                     n->mean_sim, n->calib_sim, (long long)n->window, n->tvd);
+    else
+        canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  drift: no signatures in the "
+                    "window yet");
+}
+
 void view_overview(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
+    if (d->live) {
+        int th = router_block(d, c, x + 1, y);
+        if (h - th >= 4)
+            workers_table(d, c, x + 1, y + th, h - th);
+        return;
+    }
     if (!d->fit) {
         canvas_text(c, x + 1, y + 1, cv_plain(), "loading...");
         return;

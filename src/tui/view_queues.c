@@ -1,7 +1,9 @@
 /* view_queues.c - per-worker queues: a bar of the in-flight requests at
  * the time cursor, split into decoding (the batch) and waiting, and a
  * sparkline of the worker's in-flight history over the whole simulation
- * with the cursor marked. Enter on a worker draws its history as a chart. */
+ * with the cursor marked. Enter on a worker draws its history as a chart.
+ * Live: the in-flight count of the last poll, and its history over the
+ * successive polls. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,29 +27,14 @@ static double row_max(const float *row, int n)
     return m;
 }
 
-/* Sparkline of row (nbins) over width columns, scaled to top. */
-static void sparkline(canvas_t *c, int x, int y, int width, const float *row, int nbins,
-                      double top, int cursor_bin, int color)
+/* The selected worker's in-flight history (n values spanning span_s
+ * seconds, mark: the cursor's, -1 none) as a chart of h rows. */
+static void chart(const dash_t *d, canvas_t *c, int x, int y, int w, int h, const float *row,
+                  int n, int cb, double span_s)
 {
-    for (int i = 0; i < width; i++) {
-        int b0 = (int)((long)i * nbins / width), b1 = (int)((long)(i + 1) * nbins / width);
-        if (b1 <= b0)
-            b1 = b0 + 1;
-        double v = bin_mean(row, b0, b1);
-        int at = cursor_bin >= b0 && cursor_bin < b1;
-        cv_style st = cv_fg(color, at ? CV_REVERSE : 0);
-        uint32_t ch = canvas_spark(c, top > 0 ? v / top : 0);
-        canvas_put(c, x + i, y, at && ch == ' ' ? '|' : ch, st);
-    }
-}
-
-/* The selected worker's in-flight history as a chart of h rows. */
-static void chart(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
-{
-    const dash_sim *s = d->cur;
-    const float *row = s->inflight + (size_t)d->worker * s->nbins;
-    double top = row_max(row, s->nbins);
-    int cb = dash_cursor_bin(d, s);
+    if (n < 1)
+        return;
+    double top = row_max(row, n);
     canvas_box(c, x, y, w, h, cv_plain(), dash_worker_name(d, d->worker));
     int pw = w - 9, ph = h - 3;
     if (pw < 2 || ph < 1)
@@ -55,7 +42,7 @@ static void chart(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     canvas_textf(c, x + 1, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "%6.1f", top);
     canvas_textf(c, x + 1, y + ph, cv_fg(CV_DEFAULT, CV_DIM), "%6.1f", 0.0);
     for (int i = 0; i < pw; i++) {
-        int b0 = (int)((long)i * s->nbins / pw), b1 = (int)((long)(i + 1) * s->nbins / pw);
+        int b0 = (int)((long)i * n / pw), b1 = (int)((long)(i + 1) * n / pw);
         if (b1 <= b0)
             b1 = b0 + 1;
         double v = top > 0 ? bin_mean(row, b0, b1) / top * ph : 0;
@@ -67,12 +54,61 @@ static void chart(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
             canvas_put(c, x + 8 + i, y + ph - r, ch, cv_fg(dash_cluster_color(d->worker), 0));
         }
     }
-    canvas_textf(c, x + 8, y + h - 2, cv_fg(CV_DEFAULT, CV_DIM), "0 s%*s%.1f s", pw - 10, "",
-                 s->t_end);
+    if (d->live)
+        canvas_textf(c, x + 8, y + h - 2, cv_fg(CV_DEFAULT, CV_DIM), "-%.1f s%*snow", span_s,
+                     pw - 12, "");
+    else
+        canvas_textf(c, x + 8, y + h - 2, cv_fg(CV_DEFAULT, CV_DIM), "0 s%*s%.1f s", pw - 10,
+                     "", span_s);
+}
+
+/* Live: the in-flight count of the last poll and its history over the
+ * polls so far (one column per poll, newest at the right). */
+static void queues_live(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    const dash_live *L = d->live;
+    int K = L->now.K, n = L->n_hist;
+    double top = 1;
+    for (int k = 0; k < K; k++) {
+        double m = row_max(L->hist[k] + DASH_BINS - n, n);
+        top = m > top ? m : top;
+    }
+    int bw = w >= 120 ? 30 : 16;
+    canvas_textf(c, x + 1, y, cv_fg(CV_DEFAULT, CV_BOLD), "%-9s %-*s %9s  in-flight history, "
+                 "%d polls (max %.0f)", "worker", bw, "in flight now", "now|max", n, top);
+    int chart_h = d->zoom ? (h - 2) / 2 : 0;
+    int rows = h - 2 - chart_h;
+    int first = d->worker >= rows ? d->worker - rows + 1 : 0;
+    int sx = x + 1 + 10 + bw + 1 + 10 + 1, sw = x + w - sx - 1;
+    for (int k = first, r = 0; k < K && r < rows; k++, r++) {
+        int yy = y + 1 + r;
+        const float *row = L->hist[k] + DASH_BINS - n;
+        cv_style st = k == d->worker ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain();
+        canvas_textf(c, x + 1, yy, st, "%c%-8.8s", k == d->worker ? '>' : ' ',
+                     dash_worker_name(d, k));
+        canvas_hbar(c, x + 11, yy, bw, L->now.inflight[k] / top, cv_fg(dash_cluster_color(k), 0));
+        canvas_textf(c, x + 12 + bw, yy, st, "%4lld|%-4.0f", (long long)L->now.inflight[k],
+                     row_max(row, n));
+        if (sw > 4) {
+            int m = n < sw ? n : sw;   /* the newest m polls, right-aligned */
+            dash_sparkline(c, sx + sw - m, yy, m, row + n - m, m, top, -1, dash_cluster_color(k));
+        }
+    }
+    int shown = K - first < rows ? K - first : rows;
+    canvas_textf(c, x + 1, y + 1 + shown, cv_fg(CV_DEFAULT, CV_DIM), "%s; history: one "
+                 "column per poll, every %.1f s, newest at the right", L->attached ? "live"
+                 : "saved snapshot (one poll)", L->interval_s);
+    if (d->zoom && chart_h >= 4)
+        chart(d, c, x, y + 2 + shown, w, chart_h, L->hist[d->worker] + DASH_BINS - n, n, -1,
+              n * L->interval_s);
 }
 
 void view_queues(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
+    if (d->live) {
+        queues_live(d, c, x, y, w, h);
+        return;
+    }
     const dash_sim *s = d->cur;
     if (!s || !s->inflight || !d->fit) {
         canvas_text(c, x + 1, y + 1, cv_plain(), "loading...");
@@ -109,13 +145,14 @@ void view_queues(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
             canvas_put(c, wx + i, yy, c->unicode ? 0x2591 : '.', cv_fg(dash_cluster_color(k), 0));
         canvas_textf(c, x + 12 + bw, yy, st, "%5.1f %4.1f|%-4.1f", inf, run, wait);
         if (sw > 4)
-            sparkline(c, sx, yy, sw, s->inflight + (size_t)k * s->nbins, s->nbins, top, cb,
-                      dash_cluster_color(k));
+            dash_sparkline(c, sx, yy, sw, s->inflight + (size_t)k * s->nbins, s->nbins, top,
+                           cb, dash_cluster_color(k));
     }
     int shown = K - first < rows ? K - first : rows;
     canvas_textf(c, x + 1, y + 1 + shown, cv_fg(CV_DEFAULT, CV_DIM),
                 "bar: decoding then waiting at t = %.2f of %.2f s (, . move the cursor)",
                  s->t_end * d->cursor, s->t_end);
     if (d->zoom && chart_h >= 4)
-        chart(d, c, x, y + 2 + shown, w, chart_h);
+        chart(d, c, x, y + 2 + shown, w, chart_h, s->inflight + (size_t)d->worker * s->nbins,
+              s->nbins, cb, s->t_end);
 }

@@ -9,6 +9,14 @@
 
 void view_rho(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
+    if (d->live) {
+        const dash_live_now *n = &d->live->now;
+        canvas_textf(c, x + 1, y + 1, cv_plain(), "no rho curve in live mode: eldrd serves a "
+                     "fitted model (%s, rho %.4f);", n->variant, n->rho);
+        canvas_text(c, x + 1, y + 2, cv_plain(), "the curve comes from a trace: eldr rho TRACE "
+                    "--layers auto, or eldr dash TRACE -m MODEL");
+        return;
+    }
     if (!d->curve) {
         canvas_textf(c, x + 1, y + 1, cv_plain(), "%s", d->curve_note[0] ? d->curve_note
                                                                        : "loading...");

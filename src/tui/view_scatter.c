@@ -18,10 +18,11 @@ void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
     const dash_fit *f = d->fit;
     if (!f) {
-        canvas_text(c, x + 1, y + 1, cv_plain(), "loading...");
+        canvas_text(c, x + 1, y + 1, cv_plain(), d->live ? "no centroids in this snapshot "
+                    "(save it with GET /v1/snapshot?centroids=1)" : "loading...");
         return;
     }
-    if (f->n_pts == 0) {
+    if (f->n_pts == 0 && !f->cent) {
         canvas_textf(c, x + 1, y + 1, cv_plain(), "no scatter: %s", f->note);
         return;
     }
@@ -40,8 +41,14 @@ void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     }
     double sx = x1 > x0 ? (pw - 1) / (x1 - x0) : 0, sy = y1 > y0 ? (ph - 1) / (y1 - y0) : 0;
     canvas_box(c, x, y, pw + 2, ph + 2, cv_fg(CV_DEFAULT, CV_DIM), NULL);
-    canvas_textf(c, x + 2, y, cv_fg(CV_DEFAULT, CV_BOLD), " PCA of %d signatures: PC1 %.0f%% "
-                 "(x), PC2 %.0f%% (y) ", f->n_pts, 100 * f->explained[0], 100 * f->explained[1]);
+    if (f->n_pts)
+        canvas_textf(c, x + 2, y, cv_fg(CV_DEFAULT, CV_BOLD), " PCA of %d signatures: PC1 %.0f%% "
+                     "(x), PC2 %.0f%% (y) ", f->n_pts, 100 * f->explained[0],
+                     100 * f->explained[1]);
+    else   /* live: the served model's centroids alone */
+        canvas_textf(c, x + 2, y, cv_fg(CV_DEFAULT, CV_BOLD), " PCA of the %d centroids eldrd "
+                     "serves: PC1 %.0f%% (x), PC2 %.0f%% (y) ", K, 100 * f->explained[0],
+                     100 * f->explained[1]);
     uint32_t dot = c->unicode && c->colors ? 0x2022 : 0;
     for (int i = 0; i < f->n_pts; i++) {
         int px = (int)((f->pts[2 * i] - x0) * sx + 0.5);

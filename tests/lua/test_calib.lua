@@ -98,6 +98,8 @@ for l = 0, L - 1 do
   end
 end
 T.eq(sel.order[2], best2_l, "greedy second step by exhaustive search")
+local _, rsel = eldr.recipe(t, {variant = "count", layers = "auto", pairs = "all"})
+T.ok(rsel.n_star == sel.n_star and rsel.rho == sel.rho, "recipe with layers = auto runs the same selection")
 local curve, n_star, order = eldr.rho_curve(t, {variant = "count", pairs = "all"})
 T.ok(#curve == L and n_star == sel.n_star and order[1] == sel.order[1], "rho_curve agrees with select_layers")
 local auto_rho, auto = eldr.rho(t, {variant = "count", layers = "auto", pairs = "all"})

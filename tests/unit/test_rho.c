@@ -413,6 +413,35 @@ static void test_ranks_keys_paths(void **state)
         }
 }
 
+/* rho_dot_x4 must be rho_dot four times, bit for bit (layer selection
+ * uses one, rho_eval the other, and the two must agree exactly). */
+static void test_dot_x4(void **state)
+{
+    (void)state;
+    rng_t g;
+    rng_seed(&g, 5);
+    const size_t sizes[] = {0, 1, 3, 4, 7, 32, 131};
+    double *v = malloc(8 * 131 * sizeof *v);
+    assert_non_null(v);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        for (size_t i = 0; i < 8 * 131; i++)
+            v[i] = rng_normal(&g) * pow(10, (double)rng_below(&g, 9) - 4);
+        const double *a[4], *b[4];
+        for (int q = 0; q < 4; q++) {
+            a[q] = v + (size_t)q * 131;
+            b[q] = v + (size_t)(q + 4) * 131;
+        }
+        double out[4];
+        rho_dot_x4(a, b, n, out);
+        for (int q = 0; q < 4; q++) {
+            double want = rho_dot(a[q], b[q], n);
+            assert_memory_equal(&out[q], &want, sizeof want);
+        }
+    }
+    free(v);
+}
+
 /* ---- pairs ------------------------------------------------------------------ */
 
 static void test_pairs_sample(void **state)
@@ -926,6 +955,7 @@ int main(void)
         cmocka_unit_test(test_ranks_brute),
         cmocka_unit_test(test_spearman_constant),
         cmocka_unit_test(test_ranks_keys_paths),
+        cmocka_unit_test(test_dot_x4),
         cmocka_unit_test(test_pairs_sample),
         cmocka_unit_test(test_rho_hand),
         cmocka_unit_test(test_rho_zero_signature),

@@ -524,6 +524,69 @@ static void test_unpaired_dataset(void **state)
     expect_load_error("dataset decode_counts present without decode_tokens");
 }
 
+/* label_names is capped at 65,536 names (like the importers): the memory
+ * check alone would let a file claim 2^31 - 1 of them on a big machine.
+ * n names "l0", "l1", ... written as a vlen string dataset. */
+static char **label_name_list(int n)
+{
+    char **names = calloc((size_t)n, sizeof *names);
+    assert_non_null(names);
+    for (int i = 0; i < n; i++) {
+        names[i] = malloc(16);
+        assert_non_null(names[i]);
+        snprintf(names[i], 16, "l%d", i);
+    }
+    return names;
+}
+
+static void free_name_list(char **names, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+static void write_label_names(int n)
+{
+    char **names = label_name_list(n);
+    hid_t f = open_rw(), vstr = H5Tcopy(H5T_C_S1);
+    assert_true(H5Tset_size(vstr, H5T_VARIABLE) >= 0);
+    hsize_t d[1] = {(hsize_t)n};
+    replace(f, "label_names", vstr, 1, d, names);
+    H5Tclose(vstr);
+    H5Fclose(f);
+    free_name_list(names, n);
+}
+
+static void test_label_names_cap(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN], want[256];
+    trace_t *t = save_fixture(10, 3, 8, 2), *u = NULL;
+    /* 65,536 names: the limit itself loads, every name intact */
+    write_label_names(65536);
+    assert_int_equal(trace_load(path, &u, err, sizeof err), 0);
+    assert_int_equal(u->n_labels, 65536);
+    assert_string_equal(u->label_names[65535], "l65535");
+    trace_free(u);
+    /* one more: refused, naming the file and the dataset */
+    write_label_names(65537);
+    snprintf(want, sizeof want, "%s: dataset label_names has 65537 names, more than the limit "
+             "of 65536", path);
+    expect_load_error(want);
+    /* and eldr never writes such a file */
+    char **names = label_name_list(65537), p[160];
+    assert_int_equal(trace_set_label_names(t, 65537, (const char *const *)names, err, sizeof err),
+                     0);
+    free_name_list(names, 65537);
+    snprintf(p, sizeof p, "%s/many.h5", dir);
+    assert_int_equal(trace_save(t, p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "65537 label names, more than the limit of 65536"));
+    assert_int_equal(access(p, F_OK), -1);
+    assert_int_equal(count_temps(), 0);
+    trace_free(t);
+}
+
 /* A header claiming 10^9 requests at L=48, E=128 (12 TB of counts) is
  * refused from its shape alone: fast, and before any allocation. */
 static void test_terabyte_header_refused(void **state)
@@ -714,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_expert_above_tokens),
         cmocka_unit_test(test_gate_not_finite),
         cmocka_unit_test(test_label_out_of_range),
+        cmocka_unit_test(test_label_names_cap),
         cmocka_unit_test(test_token_ids_bad),
         cmocka_unit_test(test_offsets_bad),
         cmocka_unit_test(test_unpaired_dataset),

@@ -1,0 +1,49 @@
+/* view_decisions.c - live: eldrd's recent routing decisions, newest
+ * first, each with its evidence: the request id, the worker it went to,
+ * the rule that decided, the best similarity, the band the rule chose
+ * among and the in-flight counts it saw. Decisions sent to the selected
+ * worker are bold; Enter shows only those. */
+#include <stdio.h>
+#include <string.h>
+
+#include "dash.h"
+
+void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    if (!d->live) {
+        canvas_text(c, x + 1, y + 1, cv_plain(), "decisions: live mode only (eldr dash --attach "
+                    "URL, or --router-snapshot FILE)");
+        return;
+    }
+    const dash_live_now *n = &d->live->now;
+    int idw = w >= 120 ? 36 : w >= 90 ? 24 : 14;
+    canvas_textf(c, x + 1, y, cv_fg(CV_DEFAULT, CV_BOLD), "recent decisions, newest first (%d "
+                 "from the daemon's ring%s%s)", n->n_dec, d->zoom ? "; only " : "",
+                 d->zoom ? dash_worker_name(d, d->worker) : "");
+    canvas_textf(c, x + 1, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "%8s %-*s %-8s %-12s %8s  %-10s %s",
+                 "seq", idw, "request id", "worker", "rule", "best sim", "band", "loads seen");
+    int row = 0, rows = h - 3;
+    for (int i = 0; i < n->n_dec && row < rows; i++) {
+        const dash_decision *e = &n->dec[i];
+        if (d->zoom && e->worker != d->worker)
+            continue;
+        char sim[16];
+        if (e->sim_max == e->sim_max)
+            snprintf(sim, sizeof sim, "%8.4f", e->sim_max);
+        else
+            snprintf(sim, sizeof sim, "%8s", "-");
+        cv_style st = e->worker == d->worker ? cv_fg(dash_cluster_color(e->worker), CV_BOLD)
+                                             : cv_plain();
+        canvas_textf(c, x + 1, y + 2 + row, st, "%8lld %-*.*s %-8.8s %-12s %s  %-10.10s %s%s",
+                     (long long)e->seq, idw, idw, e->id, dash_worker_name(d, e->worker), e->rule,
+                     sim, e->band, e->loads, e->finished ? "  (finished)" : "");
+        row++;
+    }
+    if (row == 0)
+        canvas_text(c, x + 1, y + 2, cv_fg(CV_DEFAULT, CV_DIM), d->zoom ? "(none to this worker "
+                    "among the recent decisions)" : "(no decisions yet)");
+    if (row < rows)
+        canvas_text(c, x + 1, y + 3 + row, cv_fg(CV_DEFAULT, CV_DIM), "band: the workers the "
+                    "rule chose among; loads: their in-flight counts at the time; "
+                    "Enter: this worker only");
+}

@@ -1,0 +1,549 @@
+/* test_router_fast.c - eldrd's fast paths against their slow twins:
+ * the table-driven base64 decoder against a bit-by-bit reference, the
+ * jansson-free route and finish body parsers (body_fast.h) against the
+ * jansson path on a corpus of valid and malformed bodies (escapes,
+ * whitespace, key order, duplicate keys, unicode, control bytes, every
+ * truncation) and on random mutations of it, and the direct route and
+ * finish answers (answer.h) against json_dumps, byte for byte. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/router/answer.h"
+#include "../../src/router/b64.h"
+#include "../../src/router/body.h"
+#include "../../src/router/body_fast.h"
+#include "rng.h"
+
+/* ---- base64 ---- */
+
+/* The decoder as it was before the table: one character at a time. */
+static int ref_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+static int ref_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, size_t *bad_at)
+{
+    size_t body = n;
+    if (n % 4 == 0) {
+        if (body > 0 && src[body - 1] == '=')
+            body--;
+        if (body > 0 && src[body - 1] == '=')
+            body--;
+    }
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t o = 0;
+    for (size_t i = 0; i < body; i++) {
+        int v = ref_value((unsigned char)src[i]);
+        if (v < 0) {
+            *bad_at = i;
+            return -1;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (uint8_t)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    if (body % 4 == 1) {
+        *bad_at = body - 1;
+        return -1;
+    }
+    *outlen = o;
+    return 0;
+}
+
+static void check_b64_same(const char *s, size_t n)
+{
+    uint8_t a[80], b[80];
+    size_t alen = 0, blen = 0, abad = 0, bbad = 0;
+    int ra = b64_decode(s, n, a, &alen, &abad), rb = ref_decode(s, n, b, &blen, &bbad);
+    assert_int_equal(ra, rb);
+    if (ra == 0) {
+        assert_int_equal(alen, blen);
+        assert_memory_equal(a, b, alen);
+        assert_int_equal(b64_decoded_len(s, n), alen);
+    } else {
+        assert_int_equal(abad, bbad);
+    }
+    if (b64_decoded_len(s, n) == (size_t)-1)
+        assert_int_equal(ra, -1);
+}
+
+static void test_b64_table_against_reference(void **state)
+{
+    (void)state;
+    /* every byte value in every position of a quad, and as a lone tail */
+    for (int c = 0; c < 256; c++)
+        for (int pos = 0; pos < 4; pos++) {
+            char q[8] = "QUJD";
+            q[pos] = (char)c;
+            check_b64_same(q, 4);
+            memcpy(q, "QUJDRA", 6);
+            q[4 + pos % 2] = (char)c;
+            check_b64_same(q, 6);
+        }
+    /* random strings over a mixed alphabet, every length to 64 */
+    static const char pool[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+                               "+/====== \n\\\"-_.\x80\xff";
+    rng_t r;
+    rng_seed(&r, 11);
+    for (int it = 0; it < 20000; it++) {
+        char s[64];
+        size_t n = rng_below(&r, 64);
+        int clean = rng_below(&r, 2);
+        for (size_t i = 0; i < n; i++)
+            s[i] = pool[rng_below(&r, clean ? 64 : sizeof pool - 1)];
+        check_b64_same(s, n);
+    }
+}
+
+/* ---- route and finish bodies ---- */
+
+#define ML 3
+#define ME 5
+
+/* base64 of n int16 LE values */
+static void enc_counts(const int16_t *v, size_t n, char *out)
+{
+    uint8_t raw[2 * 64];
+    for (size_t i = 0; i < n; i++) {
+        raw[2 * i] = (uint8_t)((uint16_t)v[i] & 0xff);
+        raw[2 * i + 1] = (uint8_t)((uint16_t)v[i] >> 8);
+    }
+    b64_encode(raw, 2 * n, out);
+}
+
+static void same_body(const route_body *a, const route_body *b, size_t cells)
+{
+    assert_string_equal(a->request_id, b->request_id);
+    assert_string_equal(a->prefill_worker, b->prefill_worker);
+    assert_memory_equal(a->counts, b->counts, cells * sizeof *a->counts);
+    assert_int_equal(a->n_hashes, b->n_hashes);
+    assert_int_equal(a->cached_blocks, b->cached_blocks);
+    assert_int_equal(a->n_block_counts, b->n_block_counts);
+    if (a->n_hashes)
+        assert_memory_equal(a->hashes, b->hashes, (size_t)a->n_hashes * sizeof *a->hashes);
+    if (a->n_block_counts)
+        assert_memory_equal(a->block_counts, b->block_counts,
+                            (size_t)a->n_block_counts * cells * sizeof *a->block_counts);
+}
+
+/* route_body_parse (fast path first) and the jansson path agree: same
+ * result, same struct or same error. Returns whether the fast path took
+ * the body. */
+static int route_agree(const char *text, size_t len, int L, int E)
+{
+    route_body a, b, f;
+    rb_err ea, eb;
+    memset(&ea, 0, sizeof ea);
+    memset(&eb, 0, sizeof eb);
+    int ra = route_body_parse(text, len, L, E, &a, &ea);
+    int rb = route_body_parse_json(text, len, L, E, &b, &eb);
+    int fast = route_body_fast(text, len, L, E, &f);
+    if (ra != rb)
+        fail_msg("route body '%.*s': parse %d, jansson %d (%s at %s)", (int)len, text, ra, rb,
+                 rb ? eb.error : ea.error, rb ? eb.where : ea.where);
+    if (fast)
+        assert_int_equal(rb, 0);   /* the fast path never takes what jansson refuses */
+    else
+        assert_null(f.counts);
+    if (ra == 0) {
+        same_body(&a, &b, (size_t)L * (size_t)E);
+        if (fast)
+            same_body(&f, &b, (size_t)L * (size_t)E);
+        route_body_free(&a);
+        route_body_free(&b);
+    } else {
+        assert_int_equal(ea.status, eb.status);
+        assert_string_equal(ea.error, eb.error);
+        assert_string_equal(ea.where, eb.where);
+        assert_null(a.counts);
+    }
+    if (fast)
+        route_body_free(&f);
+    return fast;
+}
+
+static int finish_agree(const char *text, size_t len)
+{
+    char a[RB_ID_MAX], b[RB_ID_MAX], f[RB_ID_MAX];
+    rb_err ea, eb;
+    memset(&ea, 0, sizeof ea);
+    memset(&eb, 0, sizeof eb);
+    int ra = finish_body_parse(text, len, a, &ea), rb = finish_body_parse_json(text, len, b, &eb);
+    int fast = finish_body_fast(text, len, f);
+    assert_int_equal(ra, rb);
+    if (ra == 0) {
+        assert_string_equal(a, b);
+        if (fast)
+            assert_string_equal(f, b);
+    } else {
+        assert_int_equal(fast, 0);
+        assert_int_equal(ea.status, eb.status);
+        assert_string_equal(ea.error, eb.error);
+        assert_string_equal(ea.where, eb.where);
+    }
+    return fast;
+}
+
+static int route_agree_str(const char *text)
+{
+    return route_agree(text, strlen(text), ML, ME);
+}
+
+/* A body from a template: %C is replaced by the base64 counts. */
+static char *fill(const char *tpl, const char *counts)
+{
+    static char out[2048];
+    const char *at = strstr(tpl, "%C");
+    if (!at) {
+        snprintf(out, sizeof out, "%s", tpl);
+        return out;
+    }
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - tpl), tpl, counts, at + 2);
+    return out;
+}
+
+static void test_route_corpus(void **state)
+{
+    (void)state;
+    int16_t v[ML * ME];
+    for (int i = 0; i < ML * ME; i++)
+        v[i] = (int16_t)(i * 997 % 3000);
+    char c[128], neg[128], shortc[128];
+    enc_counts(v, ML * ME, c);   /* 30 bytes: 40 characters, no padding */
+    v[7] = -1;
+    enc_counts(v, ML * ME, neg);
+    enc_counts(v, ML * ME - 1, shortc);
+
+    /* the plain shape: the fast path takes these, and agrees */
+    static const char *const plain[] = {
+        "{\"request_id\":\"a\",\"counts\":\"%C\"}",
+        "{\"counts\":\"%C\"}",
+        "{\"counts\":\"%C\",\"request_id\":\"t1-9\",\"prefill_worker\":\"p0\"}",
+        "{\"prefill_worker\":\"p0\",\"counts\":\"%C\",\"request_id\":\"x y/z\"}",
+        " \n{ \"request_id\" : \"a\" ,\t\"counts\"\r\n:\"%C\" } \n",
+        "{\"request_id\":null,\"prefill_worker\":null,\"counts\":\"%C\"}",
+        "{\"request_id\":\"~!@#$%^&*()_+`-={}[]|:;'<>?,./\",\"counts\":\"%C\"}",
+    };
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        if (!route_agree_str(fill(plain[i], c)))
+            fail_msg("fast path did not take plain body %zu: %s", i, fill(plain[i], c));
+
+    /* everything else: the fast path steps aside, the answers agree */
+    static const char *const other[] = {
+        "{\"request_id\":\"a\",\"counts\":\"\\u0041%C\"}",   /* escape in the base64 */
+        "{\"request_id\":\"a\",\"counts\":\"%C\\/\"}",
+        "{\"request_id\":\"a\\\"b\",\"counts\":\"%C\"}",      /* escaped quote */
+        "{\"request_id\":\"a\\/b\",\"counts\":\"%C\"}",
+        "{\"request_id\":\"\\u00e9\",\"counts\":\"%C\"}",     /* unicode, escaped */
+        "{\"request_id\":\"\xc3\xa9\",\"counts\":\"%C\"}",    /* unicode, raw UTF-8 */
+        "{\"request_id\":\"\xff\xfe\",\"counts\":\"%C\"}",    /* not UTF-8 */
+        "{\"request_id\":\"a\x01\",\"counts\":\"%C\"}",       /* control byte */
+        "{\"request_id\":\"a\x7f\",\"counts\":\"%C\"}",       /* DEL: JSON allows it */
+        "{\"request_id\":\"\\u0000\",\"counts\":\"%C\"}",
+        "{\"request\\u005fid\":\"k\",\"counts\":\"%C\"}",     /* escaped key */
+        "{\"counts\":\"%C\",\"counts\":\"%C\"}",              /* duplicate keys */
+        "{\"request_id\":\"a\",\"request_id\":\"b\",\"counts\":\"%C\"}",
+        "{\"request_id\":\"\",\"counts\":\"%C\"}",            /* empty id */
+        "{\"prefill_worker\":\"\",\"counts\":\"%C\"}",
+        "{\"request_id\":5,\"counts\":\"%C\"}",
+        "{\"request_id\":nul,\"counts\":\"%C\"}",
+        "{\"request_id\":nulll,\"counts\":\"%C\"}",
+        "{\"request_id\":true,\"counts\":\"%C\"}",
+        "{\"Counts\":\"%C\"}",
+        "{\"counts\":\"%C\",\"foo\":1}",                      /* unknown key */
+        "{\"counts\":\"%C\",\"sparse\":[]}",
+        "{\"counts\":\"%C\",\"block_hashes\":[1,2],\"cached_blocks\":0}",
+        "{\"counts\":\"%C\",\"block_hashes\":null}",
+        "{\"counts\":\"%C\"}x",                               /* trailing garbage */
+        "{\"counts\":\"%C\"}{}",
+        "{\"counts\":\"%C\",}",
+        "{,\"counts\":\"%C\"}",
+        "{\"counts\" \"%C\"}",
+        "{\"counts\":\"%C\" \"request_id\":\"a\"}",
+        "[\"counts\",\"%C\"]",
+        "{\"counts\":[\"%C\"]}",
+        "{\"counts\":null}",
+        "{\"counts\":5}",
+        "{\"request_id\":\"a\"}",
+        "{}",
+        "",
+        " ",
+        "{\"counts\":\"@@@@\"}",
+        "{\"counts\":\"%C=\"}",
+        "{\"counts\":\"=%C\"}",
+        "{\"counts\":\" %C\"}",
+        "{\"counts\":\"%C\n\"}",
+        "{\"counts\":\"%CAAAA\"}",
+        "\xef\xbb\xbf{\"counts\":\"%C\"}",                    /* BOM */
+    };
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        char once[2048], twice[2048];
+        snprintf(once, sizeof once, "%s", fill(other[i], c));
+        snprintf(twice, sizeof twice, "%s", fill(once, c));   /* the duplicate keys' second %C */
+        if (route_agree_str(twice))
+            fail_msg("fast path took body %zu: %s", i, twice);
+    }
+    /* refusals of the counts themselves */
+    assert_int_equal(route_agree_str(fill("{\"counts\":\"%C\"}", neg)), 0);
+    assert_int_equal(route_agree_str(fill("{\"counts\":\"%C\"}", shortc)), 0);
+
+    /* a NUL inside the length, and every truncation of a plain body */
+    char body[256];
+    int n = snprintf(body, sizeof body, "{\"request_id\":\"r1\",\"counts\":\"%s\"}", c);
+    assert_int_equal(route_agree(body, (size_t)n + 1, ML, ME), 0);
+    for (int cut = 0; cut < n; cut++)
+        assert_int_equal(route_agree(body, (size_t)cut, ML, ME), 0);
+    assert_int_equal(route_agree(body, (size_t)n, ML, ME), 1);
+
+    /* names at and over their limits */
+    char big[600];
+    for (int len = RB_ID_MAX - 2; len <= RB_ID_MAX; len++) {
+        int k = snprintf(big, sizeof big, "{\"request_id\":\"");
+        memset(big + k, 'i', (size_t)len);
+        snprintf(big + k + len, sizeof big - (size_t)(k + len), "\",\"counts\":\"%s\"}", c);
+        assert_int_equal(route_agree_str(big), len < RB_ID_MAX);
+    }
+    for (int len = RB_NAME_MAX - 2; len <= RB_NAME_MAX; len++) {
+        int k = snprintf(big, sizeof big, "{\"prefill_worker\":\"");
+        memset(big + k, 'p', (size_t)len);
+        snprintf(big + k + len, sizeof big - (size_t)(k + len), "\",\"counts\":\"%s\"}", c);
+        assert_int_equal(route_agree_str(big), len < RB_NAME_MAX);
+    }
+}
+
+/* Geometries whose counts need padding: with it, without, and with
+ * bits left over in the last character. */
+static void test_route_padding(void **state)
+{
+    (void)state;
+    static const int geo[][2] = {{1, 1}, {2, 5}, {1, 3}, {4, 8}};
+    for (size_t g = 0; g < sizeof geo / sizeof *geo; g++) {
+        int L = geo[g][0], E = geo[g][1];
+        int16_t v[64];
+        for (int i = 0; i < L * E; i++)
+            v[i] = (int16_t)(i * 31 + 1);
+        char c[128], body[256];
+        enc_counts(v, (size_t)(L * E), c);
+        snprintf(body, sizeof body, "{\"counts\":\"%s\"}", c);
+        assert_int_equal(route_agree(body, strlen(body), L, E), 1);
+        char *eq = strchr(c, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';   /* unpadded */
+        snprintf(body, sizeof body, "{\"counts\":\"%s\"}", c);
+        assert_int_equal(route_agree(body, strlen(body), L, E), 1);
+        /* the last character's unused low bits set: both decoders ignore them */
+        size_t last = strlen(c) - 1;
+        c[last] = c[last] == 'A' ? 'B' : c[last] == 'Q' ? 'R' : c[last];
+        snprintf(body, sizeof body, "{\"counts\":\"%s\"}", c);
+        route_agree(body, strlen(body), L, E);
+    }
+}
+
+/* Random edits of plain bodies: both parsers see the same bytes. */
+static void test_route_mutations(void **state)
+{
+    (void)state;
+    static const char bytes[] = "\"\\ ,:{}=A/+n\n\t\x01\xc3\xa9\xffu0-";
+    rng_t r;
+    rng_seed(&r, 5);
+    int fast = 0, runs = 30000;
+    for (int it = 0; it < runs; it++) {
+        int16_t v[ML * ME];
+        for (int i = 0; i < ML * ME; i++)
+            v[i] = rng_below(&r, 100) ? (int16_t)rng_below(&r, 32768)
+                                      : (int16_t)-(int)rng_below(&r, 100) - 1;
+        char c[128], body[512];
+        enc_counts(v, ML * ME, c);
+        int n = snprintf(body, sizeof body,
+                         rng_below(&r, 2) ? "{\"request_id\":\"q%d\",\"counts\":\"%s\"}"
+                                          : "{ \"counts\" : \"%2$s\", \"prefill_worker\": \"w%1$d\" }",
+                         it, c);
+        int edits = (int)rng_below(&r, 3);
+        for (int k = 0; k < edits && n > 1; k++) {
+            int at = (int)rng_below(&r, (uint64_t)n);
+            char ch = bytes[rng_below(&r, sizeof bytes - 1)];
+            switch (rng_below(&r, 4)) {
+            case 0:
+                body[at] = ch;
+                break;
+            case 1:   /* insert */
+                if (n + 1 < (int)sizeof body) {
+                    memmove(body + at + 1, body + at, (size_t)(n - at));
+                    body[at] = ch;
+                    n++;
+                }
+                break;
+            case 2:   /* delete */
+                memmove(body + at, body + at + 1, (size_t)(n - at - 1));
+                n--;
+                break;
+            default:  /* truncate */
+                n = at;
+            }
+        }
+        fast += route_agree(body, (size_t)n, ML, ME);
+    }
+    /* the unedited third of the runs, and some edits, stay plain */
+    assert_true(fast > runs / 4);
+    assert_true(fast < runs);
+}
+
+static void test_finish_corpus(void **state)
+{
+    (void)state;
+    assert_int_equal(finish_agree("{\"request_id\":\"t1-2\"}", 21), 1);
+    assert_int_equal(finish_agree(" { \"request_id\" :\n\"q\" } ", 24), 1);
+    static const char *const other[] = {
+        "{\"request_id\":\"a\\\"b\"}", "{\"request_id\":\"\\u00e9\"}", "{\"request_id\":\"\"}",
+        "{\"request_id\":null}",      "{\"request_id\":5}",          "{}",
+        "{\"request_id\":\"a\",\"request_id\":\"b\"}", "{\"request_id\":\"a\",\"x\":1}",
+        "{\"request_id\":\"a\"}x",    "{\"request_id\":\"a\x01\"}",   "",
+        "[\"request_id\"]",           "{\"request_id\":\"\xc3\xa9\"}", "{\"request_id\":\"a\"",
+    };
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++)
+        if (finish_agree(other[i], strlen(other[i])))
+            fail_msg("fast path took finish body %zu: %s", i, other[i]);
+    char big[600];
+    for (int len = RB_ID_MAX - 2; len <= RB_ID_MAX; len++) {
+        int k = snprintf(big, sizeof big, "{\"request_id\":\"");
+        memset(big + k, 'i', (size_t)len);
+        snprintf(big + k + len, sizeof big - (size_t)(k + len), "\"}");
+        assert_int_equal(finish_agree(big, strlen(big)), len < RB_ID_MAX);
+    }
+    const char *ok = "{\"request_id\":\"abc\"}";
+    for (size_t cut = 0; cut < strlen(ok); cut++)
+        assert_int_equal(finish_agree(ok, cut), 0);
+}
+
+/* ---- answers ---- */
+
+static char *dumped(json_t *j)
+{
+    assert_non_null(j);
+    char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(j);
+    assert_non_null(s);
+    return s;
+}
+
+static double any_real(rng_t *r)
+{
+    static const double special[] = {0.0, -0.0, 1.0, -1.0, 0.1, 1e-5, 1.5e-5, 1e20, 1e-300,
+                                     123456789.0, 1234567890.0, 1e9, 1e-4, 0.000123456789,
+                                     5e-324, 1.7976931348623157e308, 2.0, 100.0};
+    switch (rng_below(r, 4)) {
+    case 0:
+        return special[rng_below(r, sizeof special / sizeof *special)];
+    case 1:
+        return (double)(float)(2 * rng_uniform(r) - 1);   /* a similarity */
+    case 2:
+        return (2 * rng_uniform(r) - 1) * pow(10, (double)rng_below(r, 60) - 30);
+    default:
+        return 2 * rng_uniform(r) - 1;
+    }
+}
+
+static void test_answers_match_jansson(void **state)
+{
+    (void)state;
+    char *names[ROUTE_MAX_WORKERS];
+    char namebuf[ROUTE_MAX_WORKERS][16];
+    for (int k = 0; k < ROUTE_MAX_WORKERS; k++) {
+        snprintf(namebuf[k], sizeof namebuf[k], "decode-%d", k);
+        names[k] = namebuf[k];
+    }
+    rng_t r;
+    rng_seed(&r, 9);
+    route_out o;
+    for (int it = 0; it < 3000; it++) {
+        memset(&o, 0, sizeof o);
+        int K = 1 + (int)rng_below(&r, 24);
+        route_decision *d = &o.d;
+        d->K = K;
+        d->worker = (int)rng_below(&r, (uint64_t)K);
+        d->rule = (route_rule)rng_below(&r, RULE_N);
+        d->has_sim = rng_below(&r, 5) != 0;
+        for (int k = 0; k < K; k++) {
+            d->sim[k] = any_real(&r);
+            d->load[k] = rng_below(&r, 3) ? (int64_t)rng_below(&r, 1000)
+                                          : (int64_t)(rng_below(&r, UINT64_MAX) - INT64_MAX);
+        }
+        d->sim_max = any_real(&r);
+        d->n_cand = (int)rng_below(&r, (uint64_t)K + 1);
+        for (int i = 0; i < d->n_cand; i++)
+            d->cand[i] = i;
+        o.tau = fabs(any_real(&r));
+        o.seq = rng_below(&r, UINT64_MAX / 2);
+        snprintf(o.request_id, sizeof o.request_id, "req-%d", it);
+        route_answer_in a = {names, K, &o, it % 2 ? "prefill-0" : "p",
+                             (int)rng_below(&r, 100),
+                             {0, (int)rng_below(&r, 9), (int)rng_below(&r, 3), (int)rng_below(&r, 9)},
+                             rng_below(&r, 1000)};
+        char *text = route_answer_text(&a), *want = dumped(route_answer_json(&a));
+        assert_non_null(text);
+        assert_string_equal(text, want);
+        free(text);
+        free(want);
+    }
+    /* strings jansson would escape or check: the direct writer declines */
+    static const char *const odd[] = {"a\"b", "a\\b", "tab\t", "caf\xc3\xa9", "\x7f"};
+    route_answer_in a = {names, 1, &o, "p", 0, {0, 0, 0, 0}, 1};
+    memset(&o, 0, sizeof o);
+    o.d.K = 1;
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+        snprintf(o.request_id, sizeof o.request_id, "%s", odd[i]);
+        assert_null(route_answer_text(&a));
+        assert_null(finish_answer_text(odd[i], "w", 0));
+        assert_null(finish_answer_text("id", odd[i], 0));
+    }
+    /* a non-finite similarity: declined (json_real refuses it too) */
+    snprintf(o.request_id, sizeof o.request_id, "x");
+    o.d.has_sim = 1;
+    o.d.sim[0] = NAN;
+    assert_null(route_answer_text(&a));
+    o.d.sim[0] = 0.5;
+    char *text = route_answer_text(&a), *want = dumped(route_answer_json(&a));
+    assert_string_equal(text, want);
+    free(text);
+    free(want);
+
+    text = finish_answer_text("t1-7", "decode-3", 3);
+    want = dumped(finish_answer_json("t1-7", "decode-3", 3));
+    assert_string_equal(text, want);
+    free(text);
+    free(want);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_b64_table_against_reference),
+        cmocka_unit_test(test_route_corpus),
+        cmocka_unit_test(test_route_padding),
+        cmocka_unit_test(test_route_mutations),
+        cmocka_unit_test(test_finish_corpus),
+        cmocka_unit_test(test_answers_match_jansson),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

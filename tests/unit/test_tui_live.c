@@ -1,0 +1,341 @@
+/* test_tui_live.c - the dashboard's live mode without a daemon (src/tui/
+ * live.c): a /v1/snapshot built here in the daemon's shape is opened like
+ * a saved --router-snapshot, and every view's frame is checked for the
+ * numbers the snapshot holds (each worker's in-flight and routed counts,
+ * every decision's request id, rule and band, the drift figures, every
+ * centroid on the scatter); a snapshot without centroids still opens;
+ * malformed snapshots fail naming the key; attaching to a port nobody
+ * listens on fails with the URL; every view at tiny and huge sizes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../../src/tui/dash.h"
+#include "../../src/tui/live.h"
+
+#define NK 3
+#define NL 2
+#define NE 4
+
+static const char *NAMES[NK] = {"dec0", "dec1", "dec2"};
+static const int INFLIGHT[NK] = {7, 0, 12};
+static const int ROUTED[NK] = {40, 25, 35};
+
+/* Unit centroids of dim NL*NE: worker k leans on experts k and k+1. */
+static json_t *centroids(void)
+{
+    json_t *a = json_array();
+    for (int k = 0; k < NK; k++) {
+        json_t *row = json_array();
+        double v[NL * NE] = {0}, norm = 0;
+        for (int i = 0; i < NL * NE; i++) {
+            v[i] = (i % NE == k || i % NE == k + 1) ? 1.0 + i / 8.0 : 0.05;
+            norm += v[i] * v[i];
+        }
+        for (int i = 0; i < NL * NE; i++)
+            json_array_append_new(row, json_real(v[i] / sqrt(norm)));
+        json_array_append_new(a, row);
+    }
+    return a;
+}
+
+static json_t *snapshot(int with_centroids)
+{
+    json_t *m = json_pack("{s:i, s:s, s:i, s:i, s:i, s:i, s:[i,i], s:[i,i,i], s:f}",
+                          "generation", 3, "variant", "count", "L", NL, "E", NE, "k", 2, "K", NK,
+                          "layer_mask", 0, 1, "sizes", 50, 30, 20, "rho", 0.5);
+    if (with_centroids) {
+        json_object_set_new(m, "centroids", centroids());
+        json_object_set_new(m, "sig_idf", json_null());
+    }
+    json_t *ws = json_array();
+    for (int k = 0; k < NK; k++)
+        json_array_append_new(ws, json_pack("{s:s, s:i, s:i, s:i, s:i, s:{s:i}}", "name",
+                                            NAMES[k], "index", k, "inflight", INFLIGHT[k],
+                                            "routed", ROUTED[k], "finished",
+                                            ROUTED[k] - INFLIGHT[k], "rules", "band-jsq",
+                                            ROUTED[k]));
+    json_t *dec = json_array();
+    for (int i = 0; i < 5; i++)
+        json_array_append_new(dec, json_pack("{s:s, s:i, s:i, s:s, s:s, s:f, s:[i,i], "
+                                             "s:[i,i,i], s:b}", "request_id",
+                                             i == 0 ? "req-newest" : i == 4 ? "req-oldest"
+                                                    : i == 1 ? "req-b" : i == 2 ? "req-c"
+                                                    : "req-d",
+                                             "seq", 100 - i, "worker_index", i % NK, "worker",
+                                             NAMES[i % NK], "rule", i == 2 ? "locality" : "min2",
+                                             "sim_max", 0.9 - 0.1 * i, "band", i % NK, 2,
+                                             "loads", 1, 2, 3, "finished", i == 4));
+    json_t *drift = json_pack("{s:i, s:f, s:f, s:[f,f,f], s:[f,f,f], s:f}", "window", 100,
+                              "mean_best_similarity", 0.6125, "calibration_mean_similarity",
+                              0.7,  "share", 0.6, 0.3, 0.1, "calibration_share", 0.5, 0.3, 0.2,
+                              "share_tvd", 0.1);
+    return json_pack("{s:s, s:s, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "format",
+                     "eldr-router-snapshot", "version", "0.1.0", "time", 1.7e9, "uptime_s",
+                     42.0, "tau", 0.15, "model", m, "workers", ws, "decisions", dec, "drift",
+                     drift);
+}
+
+static char *frame(dash_t *d, int view, int w, int h)
+{
+    canvas_t *c = canvas_new(w, h, 0, 0);
+    assert_non_null(c);
+    d->view = view;
+    dash_render(d, c);
+    char *s = canvas_to_string(c);
+    canvas_free(c);
+    assert_non_null(s);
+    return s;
+}
+
+static void open_snapshot(dash_t *d, int with_centroids)
+{
+    json_t *snap = snapshot(with_centroids);
+    char err[ELDR_ERRLEN];
+    int rc = live_open_json(d, snap, "snap.json", err, sizeof err);
+    json_decref(snap);
+    if (rc)
+        fail_msg("live_open_json: %s", err);
+}
+
+static void assert_has(const char *s, const char *want)
+{
+    if (!strstr(s, want))
+        fail_msg("frame lacks '%s':\n%s", want, s);
+}
+
+static void test_digest(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_snapshot(&d, 1);
+    assert_non_null(d.live);
+    assert_int_equal(d.live->now.K, NK);
+    assert_int_equal(d.live->now.generation, 3);
+    assert_true(fabs(d.live->now.tau - 0.15) < 1e-12);
+    assert_int_equal(d.live->n_hist, 1);
+    for (int k = 0; k < NK; k++) {
+        assert_string_equal(d.live->now.names[k], NAMES[k]);
+        assert_int_equal(d.live->now.inflight[k], INFLIGHT[k]);
+        assert_true(d.live->hist[k][DASH_BINS - 1] == INFLIGHT[k]);
+    }
+    assert_int_equal(d.live->now.n_dec, 5);
+    assert_string_equal(d.live->now.dec[0].id, "req-newest");
+    assert_string_equal(d.live->now.dec[0].band, "0,2");
+    assert_string_equal(d.live->now.dec[0].loads, "1 2 3");
+    assert_non_null(d.fit);
+    assert_int_equal(d.fit->model->K, NK);
+    assert_string_equal(d.fit->model->workers[2], "dec2");
+    assert_int_equal(d.fit->sizes[0], 50);
+    assert_non_null(d.fit->cent);
+    dash_free(&d);
+}
+
+static void test_balance_and_overview(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_snapshot(&d, 1);
+    char *s = frame(&d, VIEW_BALANCE, 100, 30), want[64];
+    for (int k = 0; k < NK; k++) {
+        snprintf(want, sizeof want, "%-8s %6d", NAMES[k], (int)(k == 0 ? 50 : k == 1 ? 30 : 20));
+        assert_has(s, want);
+    }
+    /* routed shares 40/100, 25/100, 35/100 and the in-flight column */
+    assert_has(s, "40.0%");
+    assert_has(s, "25.0%");
+    assert_has(s, "35.0%");
+    assert_has(s, "      12\n");
+    assert_has(s, "routed 100 by eldrd");
+    /* the header: totals of the snapshot */
+    assert_has(s, "snapshot tau 0.15 K 3 gen 3 | in-flight 19, routed 100");
+    free(s);
+    s = frame(&d, VIEW_OVERVIEW, 100, 30);
+    assert_has(s, "total             19       100        81");
+    assert_has(s, "band-jsq 40");
+    assert_has(s, "generation 3, count over layers 0,1");
+    free(s);
+    dash_free(&d);
+}
+
+static void test_decisions(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_snapshot(&d, 1);
+    char *s = frame(&d, VIEW_DECISIONS, 120, 30);
+    const char *ids[] = {"req-newest", "req-b", "req-c", "req-d", "req-oldest"};
+    const char *prev = s;
+    for (int i = 0; i < 5; i++) {   /* every id, newest first */
+        const char *p = strstr(s, ids[i]);
+        if (!p || p < prev)
+            fail_msg("decision %s missing or out of order:\n%s", ids[i], s);
+        prev = p;
+    }
+    assert_has(s, "locality");
+    assert_has(s, "0.9000");
+    assert_has(s, "(finished)");
+    free(s);
+    /* zoom: only the selected worker's decisions (0 and 3) */
+    d.worker = 1;
+    d.zoom = 1;
+    s = frame(&d, VIEW_DECISIONS, 120, 30);
+    assert_has(s, "req-b");
+    assert_null(strstr(s, "req-newest"));
+    assert_null(strstr(s, "req-c"));
+    free(s);
+    dash_free(&d);
+}
+
+static void test_drift_scatter_heatmap(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_snapshot(&d, 1);
+    char *s = frame(&d, VIEW_DRIFT, 100, 30);
+    assert_has(s, "live 0.6125   calibration 0.7000   change -12.5%");
+    assert_has(s, "60.0%");
+    assert_has(s, "+10.0");
+    assert_has(s, "-10.0");
+    assert_has(s, "total variation distance 0.100");
+    free(s);
+    s = frame(&d, VIEW_SCATTER, 100, 30);
+    assert_has(s, "PCA of the 3 centroids");
+    for (int k = 0; k < NK; k++)
+        assert_non_null(strchr(s, 'A' + k));
+    free(s);
+    s = frame(&d, VIEW_HEATMAP, 100, 30);
+    assert_has(s, "dec0: centroid weight");
+    assert_has(s, "legend:");
+    free(s);
+    s = frame(&d, VIEW_RHO, 100, 30);
+    assert_has(s, "no rho curve in live mode");
+    free(s);
+    dash_free(&d);
+}
+
+static void test_without_centroids(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_snapshot(&d, 0);
+    assert_null(d.fit);
+    char *s = frame(&d, VIEW_SCATTER, 100, 30);
+    assert_has(s, "no centroids in this snapshot");
+    free(s);
+    s = frame(&d, VIEW_BALANCE, 100, 30);
+    assert_has(s, "dec2");
+    free(s);
+    dash_free(&d);
+}
+
+/* Open a mutated snapshot; expect failure with `want` in the message. */
+static void expect_bad(json_t *snap, const char *want)
+{
+    dash_t d;
+    char err[ELDR_ERRLEN] = "";
+    int rc = live_open_json(&d, snap, "bad.json", err, sizeof err);
+    json_decref(snap);
+    dash_free(&d);
+    if (rc == 0)
+        fail_msg("accepted a bad snapshot (wanted '%s')", want);
+    if (!strstr(err, want) || !strstr(err, "bad.json"))
+        fail_msg("error '%s' lacks '%s' or the file name", err, want);
+}
+
+static void test_bad_snapshots(void **state)
+{
+    (void)state;
+    json_t *s = snapshot(1);
+    json_object_set_new(s, "format", json_string("something-else"));
+    expect_bad(s, "key format");
+    s = snapshot(1);
+    json_object_del(s, "workers");
+    expect_bad(s, "key workers");
+    s = snapshot(1);
+    json_object_del(json_array_get(json_object_get(s, "workers"), 1), "inflight");
+    expect_bad(s, "workers[1]");
+    s = snapshot(1);
+    json_object_del(s, "model");
+    expect_bad(s, "key model");
+    s = snapshot(1);   /* 2 centroids for 3 workers */
+    json_array_remove(json_object_get(json_object_get(s, "model"), "centroids"), 2);
+    expect_bad(s, "bad.json");
+    s = snapshot(1);   /* a centroid that is not unit length */
+    json_array_set_new(json_array_get(json_object_get(json_object_get(s, "model"), "centroids"),
+                                      0), 0, json_real(5.0));
+    expect_bad(s, "bad.json");
+    dash_t d;
+    char err[ELDR_ERRLEN];
+    assert_int_equal(live_open_file(&d, "/nonexistent/snap.json", err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/snap.json"));
+    dash_free(&d);
+}
+
+static void test_attach_unreachable(void **state)
+{
+    (void)state;
+    /* a port that was free a moment ago: connection refused */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    char url[64], err[ELDR_ERRLEN];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    dash_t d;
+    live_t *l = NULL;
+    assert_int_equal(live_attach(&d, url, 0.5, 2, &l, err, sizeof err), -1);
+    assert_null(l);
+    assert_non_null(strstr(err, url));
+    dash_free(&d);
+    live_stop(NULL);
+}
+
+static void test_every_size(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_snapshot(&d, 1);
+    static const int sizes[][2] = {{40, 10}, {80, 24}, {300, 90}, {41, 11}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int z = 0; z < 2; z++)
+            for (int v = 0; v < VIEW_N; v++) {
+                d.zoom = z;
+                d.help = v == 0;
+                char *s = frame(&d, v, sizes[i][0], sizes[i][1]);
+                int lines = 0;
+                for (const char *p = s; *p; p++)
+                    lines += *p == '\n';
+                assert_int_equal(lines, sizes[i][1]);
+                free(s);
+            }
+    assert_int_equal(dash_n_views(&d), VIEW_N);
+    dash_free(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_digest),
+        cmocka_unit_test(test_balance_and_overview),
+        cmocka_unit_test(test_decisions),
+        cmocka_unit_test(test_drift_scatter_heatmap),
+        cmocka_unit_test(test_without_centroids),
+        cmocka_unit_test(test_bad_snapshots),
+        cmocka_unit_test(test_attach_unreachable),
+        cmocka_unit_test(test_every_size),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
