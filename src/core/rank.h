@@ -7,7 +7,7 @@
  * either side is constant or n < 2: callers decide what that means.
  *
  * Sorting is an LSD radix sort over the IEEE-754 bits of the doubles,
- * restricted to the bits that vary (digits of up to 11 bits), so ranking
+ * restricted to the bits that vary (digits of up to 10 bits), so ranking
  * costs O(n) and the same input always gives the same order. -0.0 and
  * +0.0 are one value. Inputs must not hold NaN (rank_average and
  * rank_spearman check; the rank_ref hot path trusts its caller).
@@ -17,9 +17,9 @@
  * layer selection. There the reference's ranks (twice the average rank,
  * an integer) ride in the low bits of each 64-bit sort key, so one array
  * of n words is sorted in a few passes of narrow digits, and the ranks of
- * x are read off the sorted order. Pearson's sums are kept as integers
- * (twice a centred average rank is an integer), so up to about 2^17
- * values they are exact and independent of the order of addition. */
+ * x are read off the sorted order. Pearson's sums are exact integers
+ * (twice a centred average rank is an integer), independent of the order
+ * of addition; only the final quotient is rounded. */
 #ifndef ELDR_RANK_H
 #define ELDR_RANK_H
 

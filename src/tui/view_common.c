@@ -126,16 +126,18 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
     int x = canvas_text(c, 0, y, cv_fg(CV_DEFAULT, CV_BOLD), L->attached ? "live" : "snapshot");
     x += canvas_textf(c, x, y, cv_plain(), " tau %.2f K %d gen %lld | in-flight %lld, routed %lld",
                       n->tau, n->K, (long long)n->generation, (long long)inf, (long long)routed);
+    if (L->error[0]) {   /* the last numbers stay; the footer has the message */
+        canvas_textf(c, x + 1, y, (cv_style){196, CV_DEFAULT, CV_BOLD | CV_REVERSE},
+                     " NO ANSWER, retrying; %lld failed ", (long long)L->failures);
+        return;
+    }
     if (L->rate == L->rate)
         x += canvas_textf(c, x, y, cv_plain(), " | %.1f/s", L->rate);
     if (n->mean_sim == n->mean_sim)
         x += canvas_textf(c, x, y, cv_plain(), " | sim %.3f", n->mean_sim);
     if (n->calib_sim == n->calib_sim)
         x += canvas_textf(c, x, y, cv_plain(), " (calib %.3f)", n->calib_sim);
-    if (L->error[0])
-        canvas_textf(c, x, y, (cv_style){196, CV_DEFAULT, CV_BOLD}, " | %s (retrying; %lld "
-                     "failed)", L->error, (long long)L->failures);
-    else if (L->attached)
+    if (L->attached)
         canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | polled %.1fs ago", L->age_s);
     else
         canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | frozen at uptime %.0fs",
@@ -192,6 +194,10 @@ static void draw_footer(const dash_t *d, canvas_t *c)
         }
         if (d->busy)
             canvas_text(c, c->w - 12, y, bar, " Esc cancel ");
+        return;
+    }
+    if (d->live && d->live->error[0]) {
+        canvas_textf(c, 0, y, bar, " poll failed: %s", d->live->error);
         return;
     }
     if (d->live) {

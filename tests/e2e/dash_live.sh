@@ -120,6 +120,8 @@ tcheck "tmux: key 7, the new decisions" 'live-12 ' 5
 $T send-keys -t live 4
 tcheck "tmux: queues history grows with the polls" 'in-flight history, ([3-9]|[1-9][0-9]+) polls' 5
 stop
-tcheck "tmux: a dead daemon shows in the header, retried" 'retrying; [0-9]+ failed' 10
+tcheck "tmux: a dead daemon shows in the header, retried" 'NO ANSWER, retrying; [0-9]+ failed' 10
+tcheck "tmux: the footer says why" "poll failed: $URL" 5
+tcheck "tmux: the last numbers stay" 'in-flight 11, routed 12 +NO ANSWER' 5
 $T send-keys -t live q
 tcheck "tmux: q quits with 0 after connection errors" 'EXIT=0' 10

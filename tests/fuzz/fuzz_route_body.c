@@ -7,7 +7,10 @@
  * a 4xx/5xx status and a message, and leaves the struct empty; accepted
  * counts are in range, the block fields are consistent, and the counts
  * survive both wire forms: re-encoded as dense base64 and as a sparse
- * list, they parse back to the same cells. */
+ * list, they parse back to the same cells. The parsers try a jansson-free
+ * fast path first (body_fast.h; the re-encoded dense bodies take it):
+ * route_body_parse and finish_body_parse must give exactly what their
+ * jansson-only twins give, struct or error. */
 #include <math.h>
 
 #include "../../src/router/b64.h"
@@ -78,6 +81,31 @@ static void route_check_ok(const route_body *b, int L, int E)
     route_round_trip(b, L, E);
 }
 
+/* The fast path changes nothing: the jansson path gives the same. */
+static void route_same_as_json(const char *text, size_t len, int L, int E, int rc,
+                               const route_body *b, const rb_err *e)
+{
+    route_body j;
+    rb_err je;
+    memset(&je, 0, sizeof je);
+    fuzz_check(route_body_parse_json(text, len, L, E, &j, &je) == rc);
+    if (rc < 0) {
+        fuzz_check(je.status == e->status && !strcmp(je.error, e->error) &&
+                   !strcmp(je.where, e->where));
+        return;
+    }
+    size_t cells = (size_t)L * (size_t)E;
+    fuzz_check(!strcmp(j.request_id, b->request_id) &&
+               !strcmp(j.prefill_worker, b->prefill_worker));
+    fuzz_check(!memcmp(j.counts, b->counts, cells * sizeof *b->counts));
+    fuzz_check(j.n_hashes == b->n_hashes && j.cached_blocks == b->cached_blocks &&
+               j.n_block_counts == b->n_block_counts);
+    fuzz_check(!j.n_hashes || !memcmp(j.hashes, b->hashes, (size_t)j.n_hashes * sizeof *j.hashes));
+    fuzz_check(!j.n_block_counts || !memcmp(j.block_counts, b->block_counts,
+                                            (size_t)j.n_block_counts * cells * sizeof *j.block_counts));
+    route_body_free(&j);
+}
+
 static int fuzz_route_body_one(const uint8_t *data, size_t size)
 {
     if (size < 2)
@@ -88,7 +116,9 @@ static int fuzz_route_body_one(const uint8_t *data, size_t size)
     route_body b;
     rb_err e;
     memset(&e, 0, sizeof e);
-    if (route_body_parse(text, len, L, E, &b, &e) == 0) {
+    int rc = route_body_parse(text, len, L, E, &b, &e);
+    route_same_as_json(text, len, L, E, rc, &b, &e);
+    if (rc == 0) {
         route_check_ok(&b, L, E);
         route_body_free(&b);
     } else {
@@ -98,10 +128,17 @@ static int fuzz_route_body_one(const uint8_t *data, size_t size)
 
     char id[RB_ID_MAX];
     memset(&e, 0, sizeof e);
-    if (finish_body_parse(text, len, id, &e) == 0)
-        fuzz_check(id[0] != '\0' && memchr(id, '\0', sizeof id));
-    else
+    char jid[RB_ID_MAX];
+    rb_err je;
+    memset(&je, 0, sizeof je);
+    rc = finish_body_parse(text, len, id, &e);
+    fuzz_check(finish_body_parse_json(text, len, jid, &je) == rc);
+    if (rc == 0) {
+        fuzz_check(id[0] != '\0' && memchr(id, '\0', sizeof id) && !strcmp(id, jid));
+    } else {
         route_check_fail(&e);
+        fuzz_check(je.status == e.status && !strcmp(je.error, e.error) && !strcmp(je.where, e.where));
+    }
 
     double tau = -1;
     memset(&e, 0, sizeof e);

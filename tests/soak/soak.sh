@@ -88,15 +88,19 @@ t0=$(date +%s)
 RPID=$!
 PIDS="$PIDS $RPID"
 
-# put PATH FILE: PUT the file; status to $TMP/put.status, answer to $TMP/put.body
+# put PATH FILE: PUT the file; status to $TMP/put.status, answer to
+# $TMP/put.body, "PATH seconds" appended to $TMP/put.times
 put() {
-    curl -s --max-time 10 -o "$TMP/put.body" -w '%{http_code}' -X PUT \
-        --data-binary "@$2" "$URL$1" >"$TMP/put.status" 2>/dev/null
+    curl -s --max-time 10 -o "$TMP/put.body" -w '%{http_code} %{time_total}' -X PUT \
+        --data-binary "@$2" "$URL$1" >"$TMP/put.out" 2>/dev/null
+    cut -d' ' -f1 "$TMP/put.out" >"$TMP/put.status"
+    echo "$1 $(cut -d' ' -f2 "$TMP/put.out")" >>"$TMP/put.times"
 }
 SWAPS=0; SWAP_FAIL=0; TAUN=0; TAU_FAIL=0; TAU_LAST=""; MODEL_LAST=a
 FIRST_PUT_ERR=""
 next_swap=$SWAP_EVERY; next_tau=1; next_sample=0
 : >"$TMP/rss.tsv"
+: >"$TMP/put.times"
 while kill -0 $RPID 2>/dev/null; do
     now=$(($(date +%s) - t0))
     [ "$now" -gt $((SECONDS_ * 2 + 60)) ] && break
@@ -181,8 +185,10 @@ check "state dir: a valid model, the last one PUT, no temporaries left" sh -c '
 # -- RSS RULE: the last sample (daemon idle after the load) against the
 # first sample at or after the warm-up. The warm-up fills everything that
 # is bounded by design (decision ring, signature window, libmicrohttpd's
-# pools, malloc arenas of the HTTP threads); after it, a steady load has no
-# reason to grow the heap. Tolerance max(5 MB, 10 %): allocator
+# pools, malloc arenas of the HTTP threads, and libhdf5's free lists and
+# caches: persisting the first two or three swapped models to the state
+# dir raises RSS by about 12 MB once, flat after); after it, a steady load
+# has no reason to grow the heap. Tolerance max(5 MB, 10 %): allocator
 # fragmentation and the two models' sizes move RSS by a few MB; a leak of
 # 22 bytes per request at 1000/s over a 4-minute soak (240,000 requests)
 # exceeds it, and anything per swap is caught by LeakSanitizer in the ASan
@@ -216,6 +222,7 @@ l = j["route_latency_ms"]
 print("routed %d, finished %d, route errors %d, finish errors %d, skipped %d, %.1f decisions/s, most in flight %d, latency ms p50 %.3f p99 %.3f max %.3f"
       % (j["routed"], j["finished"], j["route_errors"], j["finish_errors"], j["skipped"], j["decisions_per_s"],
          j["max_inflight"], l["p50"], l["p99"], l["max"]))' "$TMP/replay.json")"
-echo "# soak: model swaps $SWAPS (failed $SWAP_FAIL), tau changes $TAUN (failed $TAU_FAIL)"
+putmax() { awk -v p="$1" '$1 == p && $2 > m {m = $2} END {printf "%.3f", m}' "$TMP/put.times"; }
+echo "# soak: model swaps $SWAPS (failed $SWAP_FAIL, slowest PUT $(putmax /v1/model) s), tau changes $TAUN (failed $TAU_FAIL, slowest $(putmax /v1/config) s)"
 echo "# soak: RSS MB start $(kb2mb "${RSS_START:-0}"), after warm-up $(kb2mb "${BASE:-0}"), end $(kb2mb "${RSS_END:-0}"), max $(kb2mb "$MAX") ($NSAMPLES samples)"
 finish
