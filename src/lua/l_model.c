@@ -49,18 +49,6 @@ static int model_tostring(lua_State *L)
     return 1;
 }
 
-static void setnum(lua_State *L, const char *k, double v)
-{
-    l_pushnum_or_nil(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void setint(lua_State *L, const char *k, lua_Integer v)
-{
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, k);
-}
-
 static void setstr(lua_State *L, const char *k, const char *v)
 {
     lua_pushstring(L, v);
@@ -81,28 +69,28 @@ void l_push_model_info(lua_State *L, const model_t *m)
     lua_newtable(L);
     setstr(L, "kind", "model");
     setstr(L, "variant", sig_variant_name(m->recipe.variant));
-    setint(L, "L", m->recipe.L);
-    setint(L, "E", m->recipe.E);
-    setint(L, "k", m->k);
-    setint(L, "K", m->K);
-    setint(L, "dim", (lua_Integer)sig_dim(&m->recipe));
+    l_setint(L, "L", m->recipe.L);
+    l_setint(L, "E", m->recipe.E);
+    l_setint(L, "k", m->k);
+    l_setint(L, "K", m->K);
+    l_setint(L, "dim", (lua_Integer)sig_dim(&m->recipe));
     l_pushints(L, m->recipe.layers, m->recipe.n_layers, 0);
     lua_setfield(L, -2, "layers");
-    setnum(L, "tau", m->tau);
-    setint(L, "seed", (lua_Integer)m->seed);
-    setnum(L, "rho", m->rho);
-    setint(L, "n_star", m->n_star);
-    setnum(L, "objective", m->objective);
+    l_setnum(L, "tau", m->tau);
+    l_setint(L, "seed", (lua_Integer)m->seed);
+    l_setnum(L, "rho", m->rho);
+    l_setint(L, "n_star", m->n_star);
+    l_setnum(L, "objective", m->objective);
     if (m->sizes) {
         l_pushint64s(L, m->sizes, m->K, 0);
         lua_setfield(L, -2, "sizes");
     }
     push_workers(L, m);
     lua_setfield(L, -2, "workers");
-    setint(L, "calib_rows", m->calib_rows);
-    setint(L, "fit_rows", m->fit_rows);
-    setint(L, "zero_rows", m->zero_rows);
-    setint(L, "iters", m->iters);
+    l_setint(L, "calib_rows", m->calib_rows);
+    l_setint(L, "fit_rows", m->fit_rows);
+    l_setint(L, "zero_rows", m->zero_rows);
+    l_setint(L, "iters", m->iters);
     if (m->balanced >= 0) {
         lua_pushboolean(L, m->balanced);
         lua_setfield(L, -2, "balanced");
@@ -226,19 +214,19 @@ static int l_fit(lua_State *L)
     }
     l_pushint64s(L, m->sizes, m->K, 0);
     lua_setfield(L, -2, "sizes");
-    setnum(L, "objective", m->objective);
-    setnum(L, "rho", m->rho);
+    l_setnum(L, "objective", m->objective);
+    l_setnum(L, "rho", m->rho);
     l_pushints(L, m->recipe.layers, m->recipe.n_layers, 0);
     lua_setfield(L, -2, "mask");
-    setint(L, "n_star", m->n_star);
-    setint(L, "iterations", r.iterations);
+    l_setint(L, "n_star", m->n_star);
+    l_setint(L, "iterations", r.iterations);
     lua_pushboolean(L, r.converged);
     lua_setfield(L, -2, "converged");
     lua_newtable(L);
-    setnum(L, "recipe", r.t_recipe);
-    setnum(L, "selection", r.t_selection);
-    setnum(L, "signatures", r.t_signatures);
-    setnum(L, "fit", r.t_fit);
+    l_setnum(L, "recipe", r.t_recipe);
+    l_setnum(L, "selection", r.t_selection);
+    l_setnum(L, "signatures", r.t_signatures);
+    l_setnum(L, "fit", r.t_fit);
     lua_setfield(L, -2, "seconds");
     lua_pushvalue(L, mi);
     lua_insert(L, -2);
@@ -405,14 +393,14 @@ static int m_route(lua_State *L)
     if (rc)
         return l_fail(L, fn, err);
     lua_newtable(L);
-    setint(L, "worker", d->worker + 1);
+    l_setint(L, "worker", d->worker + 1);
     setstr(L, "name", m->workers[d->worker]);
     setstr(L, "rule", route_rule_name(d->rule));
-    setnum(L, "tau", tau);
+    l_setnum(L, "tau", tau);
     if (d->has_sim) {
         l_pushnums(L, d->sim, d->K);
         lua_setfield(L, -2, "sim");
-        setnum(L, "sim_max", d->sim_max);
+        l_setnum(L, "sim_max", d->sim_max);
     }
     l_pushints(L, d->cand, d->n_cand, 1);
     lua_setfield(L, -2, "band");

@@ -49,18 +49,6 @@ static int state_gc(lua_State *L)
     return 0;
 }
 
-static void setnum(lua_State *L, const char *k, double v)
-{
-    l_pushnum_or_nil(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void setint(lua_State *L, const char *k, lua_Integer v)
-{
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, k);
-}
-
 static trace_t *rows_of(lua_State *L, const trace_t *t, int64_t r0, int64_t r1, const char *fn)
 {
     int64_t n = r1 - r0;
@@ -138,28 +126,28 @@ static void push_result(lua_State *L, const sim_result *r, const trace_t *t, int
     lua_newtable(L);
     lua_pushstring(L, r->policy);
     lua_setfield(L, -2, "policy");
-    setint(L, "K", r->K);
-    setint(L, "n", r->n);
-    setnum(L, "tpot_p50_ms", r->tpot_p50_ms);
-    setnum(L, "tpot_p95_ms", r->tpot_p95_ms);
-    setnum(L, "tpot_p99_ms", r->tpot_p99_ms);
-    setnum(L, "tpot_mean_ms", r->tpot_mean_ms);
-    setnum(L, "queue_p50_ms", r->queue_p50_ms);
-    setnum(L, "queue_p99_ms", r->queue_p99_ms);
-    setnum(L, "queue_mean_ms", r->queue_mean_ms);
-    setint(L, "steps", r->steps);
-    setint(L, "tokens", r->tokens);
-    setint(L, "activations", r->activations);
-    setint(L, "distinct_loaded", r->distinct_loaded);
-    setnum(L, "distinct_per_step", r->distinct_per_step);
-    setnum(L, "reuse", r->reuse);
-    setnum(L, "mean_batch", r->mean_batch);
-    setnum(L, "makespan_s", r->makespan_s);
-    setnum(L, "throughput_rps", r->throughput_rps);
-    setnum(L, "tokens_per_s", r->tokens_per_s);
-    setnum(L, "mean_in_system", r->mean_in_system);
-    setnum(L, "mean_sojourn_s", r->mean_sojourn_s);
-    setnum(L, "imbalance", r->imbalance);
+    l_setint(L, "K", r->K);
+    l_setint(L, "n", r->n);
+    l_setnum(L, "tpot_p50_ms", r->tpot_p50_ms);
+    l_setnum(L, "tpot_p95_ms", r->tpot_p95_ms);
+    l_setnum(L, "tpot_p99_ms", r->tpot_p99_ms);
+    l_setnum(L, "tpot_mean_ms", r->tpot_mean_ms);
+    l_setnum(L, "queue_p50_ms", r->queue_p50_ms);
+    l_setnum(L, "queue_p99_ms", r->queue_p99_ms);
+    l_setnum(L, "queue_mean_ms", r->queue_mean_ms);
+    l_setint(L, "steps", r->steps);
+    l_setint(L, "tokens", r->tokens);
+    l_setint(L, "activations", r->activations);
+    l_setint(L, "distinct_loaded", r->distinct_loaded);
+    l_setnum(L, "distinct_per_step", r->distinct_per_step);
+    l_setnum(L, "reuse", r->reuse);
+    l_setnum(L, "mean_batch", r->mean_batch);
+    l_setnum(L, "makespan_s", r->makespan_s);
+    l_setnum(L, "throughput_rps", r->throughput_rps);
+    l_setnum(L, "tokens_per_s", r->tokens_per_s);
+    l_setnum(L, "mean_in_system", r->mean_in_system);
+    l_setnum(L, "mean_sojourn_s", r->mean_sojourn_s);
+    l_setnum(L, "imbalance", r->imbalance);
     lua_newtable(L);
     for (int i = 0; i < RULE_N; i++)
         if (r->rule_count[i]) {
@@ -182,18 +170,18 @@ static void push_result(lua_State *L, const sim_result *r, const trace_t *t, int
         for (int64_t i = 0; i < r->n; i++) {
             const sim_request *q = &r->req[i];
             lua_createtable(L, 0, 8);
-            setint(L, "row", q->row + 1);
+            l_setint(L, "row", q->row + 1);
             if (t->request_id && t->request_id[q->row]) {
                 lua_pushstring(L, t->request_id[q->row]);
                 lua_setfield(L, -2, "id");
             }
-            setint(L, "worker", q->worker + 1);
+            l_setint(L, "worker", q->worker + 1);
             lua_pushstring(L, route_rule_name(q->rule));
             lua_setfield(L, -2, "rule");
-            setint(L, "tokens", q->tokens);
-            setnum(L, "arrival", q->arrival);
-            setnum(L, "start", q->start);
-            setnum(L, "finish", q->finish);
+            l_setint(L, "tokens", q->tokens);
+            l_setnum(L, "arrival", q->arrival);
+            l_setnum(L, "start", q->start);
+            l_setnum(L, "finish", q->finish);
             lua_rawseti(L, -2, i + 1);
         }
         lua_setfield(L, -2, "requests");
@@ -360,15 +348,15 @@ static int l_simulate(lua_State *L)
         lua_getfield(L, -1, "tpot_p50_ms");
         double v = lua_tonumber(L, -1);
         lua_pop(L, 1);
-        setnum(L, "vs_best_pct", (v - best) / best * 100.0);
+        l_setnum(L, "vs_best_pct", (v - best) / best * 100.0);
         lua_pop(L, 1);
     }
     lua_newtable(L);
-    setint(L, "K", K);
-    setnum(L, "tau", tau);
-    setint(L, "calib_rows", calib->n);
-    setint(L, "eval_rows", s->w.n);
-    setint(L, "skipped_rows", s->w.n_skipped);
+    l_setint(L, "K", K);
+    l_setnum(L, "tau", tau);
+    l_setint(L, "calib_rows", calib->n);
+    l_setint(L, "eval_rows", s->w.n);
+    l_setint(L, "skipped_rows", s->w.n_skipped);
     lua_pushboolean(L, s->fitted != NULL);
     lua_setfield(L, -2, "fitted");
     lua_pushboolean(L, s->w.recorded);

@@ -291,6 +291,18 @@ void l_pushnum_or_nil(lua_State *L, double x)
         lua_pushnumber(L, x);
 }
 
+void l_setnum(lua_State *L, const char *k, double v)
+{
+    l_pushnum_or_nil(L, v);
+    lua_setfield(L, -2, k);
+}
+
+void l_setint(lua_State *L, const char *k, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
 void l_pushnums(lua_State *L, const double *a, int64_t n)
 {
     lua_createtable(L, (int)n, 0);

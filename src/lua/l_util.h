@@ -96,6 +96,9 @@ void l_pushint64s(lua_State *L, const int64_t *a, int64_t n, int base);
 void l_pushnums(lua_State *L, const double *a, int64_t n);
 /* A number, or nil for NaN (undefined rho etc.). */
 void l_pushnum_or_nil(lua_State *L, double x);
+/* t[k] = v for the table on top of the stack (a NaN number becomes nil). */
+void l_setnum(lua_State *L, const char *k, double v);
+void l_setint(lua_State *L, const char *k, lua_Integer v);
 
 /* ---- classes and help ---- */
 

@@ -141,6 +141,8 @@ static int l_help(lua_State *L)
     return 1;
 }
 
+void l_open_dash(lua_State *L);   /* l_dash.c (helper M2): eldr.dash */
+
 int luaopen_eldr(lua_State *L)
 {
     lua_newtable(L);
@@ -153,6 +155,7 @@ int luaopen_eldr(lua_State *L)
     l_open_cost(L);
     l_open_pca(L);
     l_open_attach(L);
+    l_open_dash(L);   /* l_dash.c: eldr.dash, the dashboard */
     static const l_fn fns[] = {
         {"help", l_help, "eldr.help([name]) -> text: the one-line help of every function, or "
                          "of those called name"},

@@ -77,12 +77,11 @@ int tui_frame_live(const tui_live *o, const tui_start *s, int w, int h, dash_t *
     return render_text(d, w, h, text, err, errlen);
 }
 
-int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, char **text,
-              char *err, size_t errlen)
+/* After the open: apply the start settings (a what-if change when they
+ * differ from the model's), then render. */
+static int frame_of(dash_t *d, const tui_start *s, int w, int h, char **text, char *err,
+                    size_t errlen)
 {
-    *text = NULL;
-    if (dash_open(d, o, NULL, NULL, err, errlen))
-        return -1;
     int K = s->K > 0 ? s->K : d->fit->model->K;
     double tau = s->tau >= 0 ? s->tau : d->tau;
     if (K != d->fit->model->K || tau != d->tau || s->policy != d->policy) {
@@ -101,6 +100,24 @@ int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, c
     }
     apply_view(d, s);
     return render_text(d, w, h, text, err, errlen);
+}
+
+int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, char **text,
+              char *err, size_t errlen)
+{
+    *text = NULL;
+    if (dash_open(d, o, NULL, NULL, err, errlen))
+        return -1;
+    return frame_of(d, s, w, h, text, err, errlen);
+}
+
+int tui_frame_trace(const dash_opts *o, const tui_start *s, trace_t *t, model_t *m, int w,
+                    int h, dash_t *d, char **text, char *err, size_t errlen)
+{
+    *text = NULL;
+    if (dash_open_trace(d, o, t, m, NULL, NULL, err, errlen))
+        return -1;
+    return frame_of(d, s, w, h, text, err, errlen);
 }
 
 /* ---- terminal ---- */
@@ -397,16 +414,29 @@ static void session_setup_terminal(session *s)
         s->pr.max = 0;
 }
 
+/* The session's handlers; the caller's (the Lua REPL's, say) are put
+ * back when it ends. */
+static const int SIGNALS[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction g_old[3];
+
 static void install_signals(void)
 {
-    atexit(restore_terminal);
+    static int registered;
+    if (!registered++)
+        atexit(restore_terminal);
+    g_signal = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    for (int i = 0; i < 3; i++)
+        sigaction(SIGNALS[i], &sa, &g_old[i]);
+}
+
+static void restore_signals(void)
+{
+    for (int i = 0; i < 3; i++)
+        sigaction(SIGNALS[i], &g_old[i], NULL);
 }
 
 int tui_run(const dash_opts *o, const tui_start *st, char *err, size_t errlen)
@@ -463,6 +493,7 @@ int tui_run_trace(const dash_opts *o, const tui_start *st, trace_t *t, model_t *
         else
             whatif_collect(&s->wf);
     }
+    restore_signals();
     canvas_free(s->c);
     if (!detached) {
         dash_free(&s->d);
@@ -506,6 +537,7 @@ int tui_run_live(const tui_live *o, const tui_start *st, char *err, size_t errle
         rc = loop(s, err, errlen);
     restore_terminal();
 
+    restore_signals();
     live_stop(s->live);
     canvas_free(s->c);
     dash_free(&s->d);

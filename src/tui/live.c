@@ -209,14 +209,16 @@ static int build_fit(const json_t *snap, const char *where, dash_fit **out, char
 
 /* ---- merging a poll into the dashboard (UI thread) ---- */
 
-static void absorb(dash_live *L, const dash_live_now *n)
+/* at: when the poll was taken (monotonic seconds; NaN unknown), for the
+ * rate of routes between two polls. */
+static void absorb(dash_live *L, const dash_live_now *n, double at, double prev_at)
 {
     int64_t before = 0, after = 0;
     for (int k = 0; k < L->now.K; k++)
         before += L->now.routed[k];
     for (int k = 0; k < n->K; k++)
         after += n->routed[k];
-    double dt = n->time - L->now.time;
+    double dt = at - prev_at;
     L->rate = L->n_hist > 0 && dt > 0 && after >= before ? (after - before) / dt : NAN;
     L->now = *n;
     /* histories end at the last bin: move the valid tail left by one */
@@ -278,7 +280,7 @@ static int open_live(dash_t *d, const json_t *snap, const char *where, int attac
     snprintf(d->trace_name, sizeof d->trace_name, "%s", where);
     d->live->attached = attached;
     d->live->rate = NAN;
-    absorb(d->live, n);
+    absorb(d->live, n, NAN, NAN);
     d->live->polls = 1;
     d->tau = n->tau;
     free(n);
@@ -309,6 +311,7 @@ int live_open_file(dash_t *d, const char *path, char *err, size_t errlen)
 /* One digested poll, handed from the thread to the UI. */
 typedef struct poll_box {
     dash_live_now now;
+    double at;                   /* monotonic time of the answer */
     dash_fit *fit;               /* a new model (generation changed); NULL: same */
 } poll_box;
 
@@ -317,6 +320,7 @@ struct live {
     double interval_s;
     int K;
     int64_t fit_gen;             /* thread: the generation whose centroids we have */
+    double taken_at;             /* UI: when the last poll taken was answered */
     pthread_t th;
     int started;
     pthread_mutex_t mu;
@@ -379,6 +383,8 @@ static void *poller(void *arg)
         pthread_mutex_unlock(&l->mu);
         double t0 = mono_now();
         poll_box *b = poll_once(l, err, sizeof err);
+        if (b)
+            b->at = mono_now();
         pthread_mutex_lock(&l->mu);
         l->polls++;
         if (b) {
@@ -438,6 +444,7 @@ int live_attach(dash_t *d, const char *url, double interval_s, double timeout_s,
     pthread_cond_init(&l->cv, &ca);
     pthread_condattr_destroy(&ca);
     l->polls = 1;
+    l->taken_at = mono_now();
     clock_gettime(CLOCK_MONOTONIC, &l->last_ok);
     *out = l;
     return 0;
@@ -464,7 +471,8 @@ int live_update(live_t *l, dash_t *d)
     pthread_mutex_unlock(&l->mu);
     if (!b)
         return 0;
-    absorb(L, &b->now);
+    absorb(L, &b->now, b->at, l->taken_at);
+    l->taken_at = b->at;
     d->tau = b->now.tau;
     set_fit(d, b->fit);
     free(b);

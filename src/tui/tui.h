@@ -24,6 +24,11 @@ void tui_start_default(tui_start *s);
 int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, char **text,
               char *err, size_t errlen);
 
+/* The same on a trace already loaded (t and m, which may be NULL, are
+ * taken over): for the Lua module. */
+int tui_frame_trace(const dash_opts *o, const tui_start *s, trace_t *t, model_t *m, int w,
+                    int h, dash_t *d, char **text, char *err, size_t errlen);
+
 /* Live mode: a running eldrd (url) or a saved snapshot (snapshot_path). */
 typedef struct tui_live {
     const char *url;             /* --attach URL, or NULL */

@@ -206,9 +206,9 @@ static void draw_footer(const dash_t *d, canvas_t *c)
                      d->live->attached ? "live: polls /v1/snapshot" : "saved snapshot");
         return;
     }
-    canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-8/Tab view  +/- tau  [/] K  p policy  "
+    canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-6/Tab view  +/- tau  [/] K  p policy  "
                 "arrows worker  Enter zoom  , . time  ? help  q quit"
-                : " 1-8 view +- tau [] K p policy arrows worker Enter zoom ? help q quit");
+                : " 1-6 view +- tau [] K p policy arrows worker Enter zoom ? help q quit");
 }
 
 static void draw_help(const dash_t *d, canvas_t *c)

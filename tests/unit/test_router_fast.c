@@ -468,7 +468,7 @@ static void test_answers_match_jansson(void **state)
 {
     (void)state;
     char *names[ROUTE_MAX_WORKERS];
-    char namebuf[ROUTE_MAX_WORKERS][16];
+    char namebuf[ROUTE_MAX_WORKERS][24];
     for (int k = 0; k < ROUTE_MAX_WORKERS; k++) {
         snprintf(namebuf[k], sizeof namebuf[k], "decode-%d", k);
         names[k] = namebuf[k];
