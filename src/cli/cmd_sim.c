@@ -5,7 +5,10 @@
  * rows, gets a model (the given one, or one fitted on the calibration rows
  * with the default recipe), builds one workload of the evaluation rows and
  * runs every policy on it, then prints one table (or JSON) and, with
- * --csv, writes the time series. */
+ * --csv, writes the time series. With --prefix-mode, ELDR runs once per
+ * prefix-caching mode (src/core/sim_prefix.h) on the same workload, and
+ * the report adds the prefix cache's hit rate and each mode's agreement
+ * with cold signatures. */
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -23,6 +26,7 @@
 #include "model.h"
 #include "route.h"
 #include "sim.h"
+#include "sim_prefix.h"
 #include "trace.h"
 
 #define CMD "sim"
@@ -64,12 +68,32 @@ static void usage(void)
         "                         token-level experts (default 32)\n"
         "  --seed S               arrivals, sampled activations, seeded policies and\n"
         "                         the fit (default 1)\n"
+        "\n"
+        "prefix caching what-if (needs tokens/block_hashes and tokens/prefill_experts,\n"
+        "as written by eldr gen --prefix-groups G --tokens):\n"
+        "  --prefix-mode LIST     of cold, cache, uncached, or all: run eldr once per\n"
+        "                         mode, routing with signatures from the full prefill\n"
+        "                         counts (cold), from cached block counts plus the\n"
+        "                         computed tokens' (cache: equals cold exactly), or from\n"
+        "                         the computed tokens alone (uncached: no signature\n"
+        "                         cache). Rows eldr-MODE; adds the prefix hit rate, the\n"
+        "                         cached share of prompt tokens, and each mode's\n"
+        "                         signature cosine and same-worker share against cold\n"
+        "  --prefix-cache BLOCKS  KV cache (= signature cache) capacity per prefill\n"
+        "                         worker, LRU, in blocks (default 4096; 0 = no cache)\n"
+        "  --prefill-workers P    prefill workers, each with its own cache (default 1)\n"
+        "  --prefill-route R      rr (request i to worker i mod P, default) or prefix\n"
+        "                         (by the first block's hash: a prefix group meets\n"
+        "                         its own cache)\n"
+        "  --block-size B         tokens per KV block of the trace's hashes (default 16)\n"
+        "\n"
         "  --csv DIR              write time series: POLICY_steps.csv, _inflight.csv,\n"
         "                         _requests.csv, _heat.csv and summary.csv\n"
         "  --json                 machine-readable result on stdout\n"
         "  -h, --help             this text\n"
         "\n"
-        "example: eldr sim ../shared/data/gptoss20b-routing.h5 --workers 4 --rate 4\n");
+        "example: eldr sim ../shared/data/gptoss20b-routing.h5 --workers 4 --rate 4\n"
+        "         eldr sim prefix.h5 --prefix-mode all --prefix-cache 512 --rate 40\n");
 }
 
 typedef struct sim_args {
@@ -80,6 +104,9 @@ typedef struct sim_args {
     int min2, json;
     double split;
     sim_config cfg;
+    int modes[SIM_PREFIX_N_MODES], n_modes;   /* --prefix-mode, in cold..uncached order */
+    int prefix_opts;                          /* a prefix option was given */
+    sim_prefix_config prefix;
 } sim_args;
 
 static int parse_policies(sim_args *a, const char *list)
@@ -105,6 +132,34 @@ static int parse_policies(sim_args *a, const char *list)
     return 0;
 }
 
+static int parse_modes(sim_args *a, const char *list)
+{
+    char buf[256];
+    int on[SIM_PREFIX_N_MODES] = {0};
+    if (strlen(list) >= sizeof buf)
+        return cli_fail(CMD, "--prefix-mode: list too long");
+    strcpy(buf, list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int m = sim_prefix_mode_parse(tok);
+        if (!strcmp(tok, "all"))
+            for (int j = 0; j < SIM_PREFIX_N_MODES; j++)
+                on[j] = 1;
+        else if (m < 0)
+            return cli_fail(CMD, "--prefix-mode: '%s' is not a mode (cold, cache, uncached, "
+                            "all)", tok);
+        else
+            on[m] = 1;
+    }
+    a->n_modes = 0;
+    for (int m = 0; m < SIM_PREFIX_N_MODES; m++)
+        if (on[m])
+            a->modes[a->n_modes++] = m;
+    if (a->n_modes == 0)
+        return cli_fail(CMD, "--prefix-mode: no mode given");
+    return 0;
+}
+
 /* --calib-split: a fraction when it has a '.' or an exponent, else a count. */
 static int parse_split(sim_args *a, const char *s)
 {
@@ -125,7 +180,8 @@ static int parse_split(sim_args *a, const char *s)
 static int parse_options(int argc, char **argv, sim_args *a)
 {
     enum { O_POLICY = 256, O_WORKERS, O_TAU, O_NOMIN2, O_RATE, O_CONC, O_OUT, O_BATCH,
-           O_SPLIT, O_COST, O_POOL, O_SEED, O_CSV, O_JSON };
+           O_SPLIT, O_COST, O_POOL, O_SEED, O_CSV, O_JSON, O_PMODE, O_PCACHE, O_PWORKERS,
+           O_PROUTE, O_BSIZE };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'}, {"policy", required_argument, 0, O_POLICY},
         {"workers", required_argument, 0, O_WORKERS}, {"tau", required_argument, 0, O_TAU},
@@ -136,11 +192,17 @@ static int parse_options(int argc, char **argv, sim_args *a)
         {"calib-split", required_argument, 0, O_SPLIT}, {"cost", required_argument, 0, O_COST},
         {"sample-pool", required_argument, 0, O_POOL}, {"seed", required_argument, 0, O_SEED},
         {"csv", required_argument, 0, O_CSV}, {"json", no_argument, 0, O_JSON},
+        {"prefix-mode", required_argument, 0, O_PMODE},
+        {"prefix-cache", required_argument, 0, O_PCACHE},
+        {"prefill-workers", required_argument, 0, O_PWORKERS},
+        {"prefill-route", required_argument, 0, O_PROUTE},
+        {"block-size", required_argument, 0, O_BSIZE},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     long long v;
     int c, rc;
     sim_config_default(&a->cfg);
+    sim_prefix_config_default(&a->prefix);
     a->tau = NAN;
     a->min2 = 1;
     a->split = SIM_DEFAULT_CALIB;
@@ -203,6 +265,34 @@ static int parse_options(int argc, char **argv, sim_args *a)
             break;
         case O_CSV: a->csv_dir = optarg; break;
         case O_JSON: a->json = 1; break;
+        case O_PMODE:
+            if ((rc = parse_modes(a, optarg)))
+                return rc;
+            break;
+        case O_PCACHE:
+            if (cli_parse_int(CMD, "--prefix-cache", optarg, 0, 1LL << 40, &v))
+                return CLI_BADINPUT;
+            a->prefix.capacity = v;
+            a->prefix_opts = 1;
+            break;
+        case O_PWORKERS:
+            if (cli_parse_int(CMD, "--prefill-workers", optarg, 1, 1 << 16, &v))
+                return CLI_BADINPUT;
+            a->prefix.workers = (int)v;
+            a->prefix_opts = 1;
+            break;
+        case O_PROUTE:
+            if ((rc = sim_prefill_route_parse(optarg)) < 0)
+                return cli_fail(CMD, "--prefill-route: '%s' is not rr or prefix", optarg);
+            a->prefix.route = (sim_prefill_route)rc;
+            a->prefix_opts = 1;
+            break;
+        case O_BSIZE:
+            if (cli_parse_int(CMD, "--block-size", optarg, 1, 255, &v))
+                return CLI_BADINPUT;
+            a->prefix.block_size = (int)v;
+            a->prefix_opts = 1;
+            break;
         case 'h': usage(); return -1;
         case ':': return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
@@ -214,6 +304,14 @@ static int parse_options(int argc, char **argv, sim_args *a)
     a->trace = argv[optind];
     if (a->cfg.rate > 0 && a->cfg.concurrency > 0)
         return cli_fail(CMD, "--rate and --concurrency exclude each other");
+    if (a->prefix_opts && !a->n_modes)
+        return cli_fail(CMD, "--prefix-cache, --prefill-workers, --prefill-route and "
+                        "--block-size need --prefix-mode");
+    int eldr = 0;
+    for (int i = 0; i < a->n_kinds; i++)
+        eldr |= a->kinds[i] == ROUTE_ELDR;
+    if (a->n_modes && !eldr)
+        return cli_fail(CMD, "--prefix-mode: the eldr policy must be in --policy");
     return 0;
 }
 
@@ -348,6 +446,10 @@ static int prepare(sim_args *a, sim_inputs *in)
     int rc;
     if (trace_load(a->trace, &in->all, err, sizeof err))
         return cli_fail(CMD, "%s", err);
+    if (a->n_modes && (!in->all->block_hashes || !in->all->prefill_experts))
+        return cli_fail(CMD, "%s: --prefix-mode needs tokens/block_hashes and "
+                        "tokens/prefill_experts, which the trace lacks (write one with eldr "
+                        "gen --prefix-groups G --tokens)", a->trace);
     if (a->cost_path && cost_model_load(a->cost_path, &a->cfg.cost, err, sizeof err))
         return cli_fail(CMD, "--cost: %s", err);
     if ((rc = split_trace(a, in)) || (rc = get_model(a, in)) || (rc = label_shares(a, in)))
@@ -447,18 +549,25 @@ static void write_heat(FILE *f, const sim_result *r, const trace_t *t, int64_t r
 
 /* ---- running the policies ---- */
 
+#define MAX_RUNS (ROUTE_N_KINDS + SIM_PREFIX_N_MODES)
+
 typedef struct run_set {
-    sim_result res[ROUTE_N_KINDS];
+    sim_result res[MAX_RUNS];
+    int mode[MAX_RUNS];        /* prefix mode of an eldr run, -1 for none */
+    double same[MAX_RUNS];     /* share routed as eldr-cold routed; NAN */
     int n;
-    csv_out steps[ROUTE_N_KINDS];
+    csv_out steps[MAX_RUNS];
     int baseline;              /* index of the best balancer by TPOT p50, -1 */
+    sim_prefix px;             /* the prefix replay (--prefix-mode) */
+    sim_result cold_ref;       /* eldr-cold when it is not one of the rows */
 } run_set;
 
-static int run_policy(const sim_args *a, const sim_inputs *in, const sim_workload *w, int i,
-                      run_set *rs)
+/* Run one policy on workload w into res, named `name` (which also names
+ * its CSV files); steps is NULL without --csv. */
+static int run_one(const sim_args *a, const sim_inputs *in, const sim_workload *w,
+                   route_kind kind, const char *name, sim_result *res, csv_out *steps)
 {
     char err[ELDR_ERRLEN];
-    route_kind kind = (route_kind)a->kinds[i];
     route_policy p;
     if (route_policy_init(&p, kind, in->K, a->cfg.seed, err, sizeof err))
         return cli_fail(CMD, "%s", err);
@@ -472,21 +581,82 @@ static int run_policy(const sim_args *a, const sim_inputs *in, const sim_workloa
         route_policy_free(&p);
         return cli_fail(CMD, "%s", err);
     }
-    FILE *steps = NULL;
-    if (a->csv_dir) {
-        if (csv_open(&rs->steps[i], a->csv_dir, route_kind_name(kind), "steps")) {
+    if (steps) {
+        if (csv_open(steps, a->csv_dir, name, "steps")) {
             route_policy_free(&p);
-            return cli_fail(CMD, "--csv: %s", rs->steps[i].err);
+            return cli_fail(CMD, "--csv: %s", steps->err);
         }
-        steps = rs->steps[i].f;
-        fprintf(steps, "t_s,worker,step_ms,batch,kv_tokens,distinct_per_layer\n");
+        fprintf(steps->f, "t_s,worker,step_ms,batch,kv_tokens,distinct_per_layer\n");
     }
-    rc = sim_run(w, &p, steps ? on_step_csv : NULL, steps, &rs->res[i], err, sizeof err);
+    rc = sim_run(w, &p, steps ? on_step_csv : NULL, steps ? steps->f : NULL, res, err,
+                 sizeof err);
     route_policy_free(&p);
     if (rc)
         return cli_fail(CMD, "%s: %s", a->trace, err);
-    rs->n = i + 1;
+    snprintf(res->policy, sizeof res->policy, "%s", name);
     return 0;
+}
+
+/* ELDR once per prefix mode, each on the workload seen through that
+ * mode's signatures; then every mode's same-worker share against cold
+ * (run for reference when cold is not asked for). */
+static int run_modes(const sim_args *a, const sim_inputs *in, const sim_workload *w,
+                     run_set *rs)
+{
+    int cold = -1, rc;
+    for (int j = 0; j < a->n_modes; j++) {
+        sim_workload view;
+        char name[16];
+        int m = a->modes[j], i = rs->n;
+        sim_prefix_view(&rs->px, w, (sim_prefix_mode)m, &view);
+        snprintf(name, sizeof name, "eldr-%s", sim_prefix_mode_name((sim_prefix_mode)m));
+        if ((rc = run_one(a, in, &view, ROUTE_ELDR, name, &rs->res[i],
+                          a->csv_dir ? &rs->steps[i] : NULL)))
+            return rc;
+        rs->mode[i] = m;
+        rs->n++;
+        if (m == SIM_PREFIX_COLD)
+            cold = i;
+    }
+    const sim_result *ref = cold >= 0 ? &rs->res[cold] : &rs->cold_ref;
+    if (cold < 0) {
+        sim_workload view;
+        sim_prefix_view(&rs->px, w, SIM_PREFIX_COLD, &view);
+        if ((rc = run_one(a, in, &view, ROUTE_ELDR, "eldr-cold", &rs->cold_ref, NULL)))
+            return rc;
+    }
+    for (int i = 0; i < rs->n; i++)
+        if (rs->mode[i] >= 0)
+            rs->same[i] = sim_prefix_same_worker(&rs->res[i], ref);
+    return 0;
+}
+
+/* Every policy of --policy, in order (ELDR per prefix mode with
+ * --prefix-mode). */
+static int run_all(const sim_args *a, const sim_inputs *in, const sim_workload *w,
+                   run_set *rs)
+{
+    cli_progress bar;
+    int rc = 0;
+    for (int i = 0; i < MAX_RUNS; i++) {
+        rs->mode[i] = -1;
+        rs->same[i] = NAN;
+    }
+    cli_progress_start(&bar, "sim");
+    for (int i = 0; !rc && i < a->n_kinds; i++) {
+        route_kind kind = (route_kind)a->kinds[i];
+        if (kind == ROUTE_ELDR && a->n_modes) {
+            rc = run_modes(a, in, w, rs);
+        } else {
+            int j = rs->n;
+            rc = run_one(a, in, w, kind, route_kind_name(kind), &rs->res[j],
+                         a->csv_dir ? &rs->steps[j] : NULL);
+            rs->n += !rc;
+        }
+        cli_progress_update(&bar, (double)(i + 1) / a->n_kinds);
+    }
+    cli_progress_done(&bar);
+    return rc;
 }
 
 static void pick_baseline(run_set *rs)
@@ -521,6 +691,32 @@ static const char *arrivals_text(const sim_config *c, char *buf, size_t len)
     return buf;
 }
 
+/* The prefix-caching block of the text report. */
+static void print_prefix(const sim_args *a, const run_set *rs)
+{
+    const sim_prefix *px = &rs->px;
+    printf("\nprefix caching: %d prefill worker%s (%s), KV cache %lld blocks each, blocks of "
+           "%d tokens\n", a->prefix.workers, a->prefix.workers == 1 ? "" : "s",
+           sim_prefill_route_name(a->prefix.route), (long long)a->prefix.capacity,
+           a->prefix.block_size);
+    printf("  hit rate %.1f%% of %lld blocks; %.1f%% of prompt tokens cached per request "
+           "(mean); %lld evictions\n", 100 * px->hit_rate, (long long)px->blocks,
+           100 * px->cached_frac_mean, (long long)px->evictions);
+    printf("  recovered counts equal cold prefill counts in %lld of %lld requests\n",
+           (long long)(px->n - px->mismatches), (long long)px->n);
+    printf("\n%-14s %10s %12s %9s %9s %9s\n", "mode", "sig cos", "same worker",
+           "experts/", "tpot p50", "zero sig");
+    printf("%-14s %10s %12s %9s %9s %9s\n", "", "vs cold", "as cold", "step", "ms", "");
+    for (int i = 0; i < rs->n; i++) {
+        int m = rs->mode[i];
+        if (m < 0)
+            continue;
+        printf("%-14s %10.4f %11.1f%% %9.2f %9.2f %9lld\n", rs->res[i].policy,
+               px->cos_mean[m], 100 * rs->same[i], rs->res[i].distinct_per_step,
+               rs->res[i].tpot_p50_ms, (long long)px->n_zero[m]);
+    }
+}
+
 static void print_text(const sim_args *a, const sim_inputs *in, const sim_workload *w,
                        const run_set *rs)
 {
@@ -542,9 +738,10 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
     if (w->n_sig_zero)
         printf("%lld requests have an all-zero signature (routed by load)\n",
                (long long)w->n_sig_zero);
-    printf("\n%-8s %9s %9s %9s %9s %9s %9s %7s %9s %9s\n", "policy", "tpot p50", "tpot p95",
+    int pw = a->n_modes ? 13 : 8;   /* eldr-uncached */
+    printf("\n%-*s %9s %9s %9s %9s %9s %9s %7s %9s %9s\n", pw, "policy", "tpot p50", "tpot p95",
            "tpot p99", "queue p50", "queue p99", "experts/", "reuse", "imbalance", "vs best");
-    printf("%-8s %9s %9s %9s %9s %9s %9s %7s %9s %9s\n", "", "ms", "ms", "ms", "ms", "ms",
+    printf("%-*s %9s %9s %9s %9s %9s %9s %7s %9s %9s\n", pw, "", "ms", "ms", "ms", "ms", "ms",
            "step", "", "max/mean",
            rs->baseline >= 0 ? rs->res[rs->baseline].policy : "(none)");
     for (int i = 0; i < rs->n; i++) {
@@ -555,17 +752,19 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
             snprintf(cbuf, sizeof cbuf, "%+.1f%%", c);
         else
             snprintf(cbuf, sizeof cbuf, "-");
-        printf("%-8s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.2f %9.2f %9s\n", r->policy,
+        printf("%-*s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.2f %9.2f %9s\n", pw, r->policy,
                r->tpot_p50_ms, r->tpot_p95_ms, r->tpot_p99_ms, r->queue_p50_ms,
                r->queue_p99_ms, r->distinct_per_step, r->reuse, r->imbalance, cbuf);
     }
     printf("\nserved per worker:\n");
     for (int i = 0; i < rs->n; i++) {
-        printf("  %-8s", rs->res[i].policy);
+        printf("  %-*s", pw, rs->res[i].policy);
         for (int k = 0; k < rs->res[i].K; k++)
             printf(" %lld", (long long)rs->res[i].served[k]);
         printf("\n");
     }
+    if (a->n_modes)
+        print_prefix(a, rs);
     if (a->csv_dir)
         printf("wrote time series to %s/\n", a->csv_dir);
 }
@@ -611,6 +810,36 @@ static json_t *policy_json(const run_set *rs, int i)
     json_object_set_new(o, "tokens_per_s", num(r->tokens_per_s));
     json_object_set_new(o, "mean_in_system", num(r->mean_in_system));
     json_object_set_new(o, "vs_baseline_tpot_p50_pct", num(change_pct(rs, i)));
+    int m = rs->mode[i];
+    if (m >= 0) {
+        const sim_prefix *px = &rs->px;
+        json_object_set_new(o, "prefix_mode", json_string(sim_prefix_mode_name(m)));
+        json_object_set_new(o, "signature_cosine_vs_cold", num(px->cos_mean[m]));
+        json_object_set_new(o, "same_worker_as_cold", num(rs->same[i]));
+        json_object_set_new(o, "zero_signatures", json_integer(px->n_zero[m]));
+        json_object_set_new(o, "prefix_hit_rate", num(px->hit_rate));
+        json_object_set_new(o, "cached_token_fraction", num(px->cached_frac_mean));
+    }
+    return o;
+}
+
+static json_t *prefix_json(const sim_args *a, const sim_prefix *px)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "capacity_blocks", json_integer(a->prefix.capacity));
+    json_object_set_new(o, "prefill_workers", json_integer(a->prefix.workers));
+    json_object_set_new(o, "prefill_route",
+                        json_string(sim_prefill_route_name(a->prefix.route)));
+    json_object_set_new(o, "block_size", json_integer(a->prefix.block_size));
+    json_object_set_new(o, "blocks", json_integer(px->blocks));
+    json_object_set_new(o, "hit_blocks", json_integer(px->hit_blocks));
+    json_object_set_new(o, "hit_rate", num(px->hit_rate));
+    json_object_set_new(o, "prompt_tokens", json_integer(px->tokens));
+    json_object_set_new(o, "cached_tokens", json_integer(px->cached_tokens));
+    json_object_set_new(o, "cached_token_fraction", num(px->cached_frac_mean));
+    json_object_set_new(o, "evictions", json_integer(px->evictions));
+    json_object_set_new(o, "recovered_equal_cold", json_integer(px->n - px->mismatches));
+    json_object_set_new(o, "recovered_mismatches", json_integer(px->mismatches));
     return o;
 }
 
@@ -639,6 +868,8 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
     for (int i = 0; i < rs->n; i++)
         json_array_append_new(pol, policy_json(rs, i));
     json_object_set_new(o, "policies", pol);
+    if (a->n_modes)
+        json_object_set_new(o, "prefix", prefix_json(a, &rs->px));
     cli_print_json(o);
 }
 
@@ -712,15 +943,11 @@ int cmd_sim(int argc, char **argv)
         rc = cli_fail(CMD, "%s: %s", a.trace, err);
         goto out;
     }
-    cli_progress bar;
-    cli_progress_start(&bar, "sim");
-    for (int i = 0; i < a.n_kinds; i++) {
-        if ((rc = run_policy(&a, &in, &w, i, rs)))
-            break;
-        cli_progress_update(&bar, (double)(i + 1) / a.n_kinds);
+    if (a.n_modes && sim_prefix_build(&rs->px, &w, recipe, &a.prefix, err, sizeof err)) {
+        rc = cli_fail(CMD, "%s: %s", a.trace, err);
+        goto out;
     }
-    cli_progress_done(&bar);
-    if (rc)
+    if ((rc = run_all(&a, &in, &w, rs)))
         goto out;
     pick_baseline(rs);
     if (a.csv_dir && (rc = write_csv(&a, &in, rs)))
@@ -730,10 +957,12 @@ int cmd_sim(int argc, char **argv)
     else
         print_text(&a, &in, &w, rs);
 out:
-    for (int i = 0; i < ROUTE_N_KINDS; i++) {
+    for (int i = 0; i < MAX_RUNS; i++) {
         csv_abort(&rs->steps[i]);
         sim_result_free(&rs->res[i]);
     }
+    sim_result_free(&rs->cold_ref);
+    sim_prefix_free(&rs->px);
     free(rs);
     sim_workload_free(&w);
     inputs_free(&in);

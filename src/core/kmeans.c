@@ -19,6 +19,7 @@
 #include "assign.h"
 #include "err.h"
 #include "rng.h"
+#include "simdot.h"
 
 void kmeans_opts_default(kmeans_opts *o, int k)
 {
@@ -124,7 +125,7 @@ static int plusplus(const float *x, int n, int d, const kmeans_opts *o, float *m
             return KMEANS_CANCELLED;
         }
         /* |x - c|^2 = |x|^2 + |c|^2 - 2 x.c, and the rows are unit. */
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, d, 1.0f, x, d, centre, 1, 0.0f, dots, 1);
+        simdot(SIMDOT_AUTO, x, n, d, centre, 1, dots, (size_t)n, 0);
         double total = 0.0;
         for (int i = 0; i < n; i++) {
             double dist = used[i] ? 0.0 : fmax(0.0, 2.0 - 2.0 * (double)dots[i]);
@@ -182,8 +183,7 @@ static void work_free(work *w)
  * faster than X mu^T when k is small. */
 static void sims_full(const float *x, int n, int d, int k, const float *mu, work *w)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, k, n, d, 1.0f, mu, d, x, d, 0.0f,
-                w->sim, n);
+    simdot(SIMDOT_AUTO, x, n, d, mu, k, w->sim, (size_t)n, 0);
 }
 
 /* After an update that moved few rows: mu_c = acc_c / |acc_c|, so
@@ -195,8 +195,7 @@ static void sims_incremental(const float *x, int n, int d, int k, const int *ass
     int m = w->n_moved;
     for (int t = 0; t < m; t++)
         memcpy(w->gather + (size_t)t * d, x + (size_t)w->moved[t] * d, (size_t)d * sizeof *x);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, d, 1.0f, w->gather, d, x, d, 0.0f,
-                w->q, n);
+    simdot(SIMDOT_AUTO, x, n, d, w->gather, m, w->q, (size_t)n, 0);
     for (int t = 0; t < m; t++) {
         int row = w->moved[t];
         const float *qt = w->q + (size_t)t * n;

@@ -92,13 +92,18 @@ static int dense_counts(const char *s, size_t n, size_t cells, uint16_t *out)
     if (b64_decoded_len(s, n) != cells * 2 ||
         b64_decode(s, n, (uint8_t *)out, &got, &bad) < 0)
         return 0;
-    const uint8_t *raw = (const uint8_t *)out;
     unsigned neg = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (size_t i = 0; i < cells; i++)   /* the bytes are the cells already */
+        neg |= out[i];
+#else
+    const uint8_t *raw = (const uint8_t *)out;
     for (size_t i = 0; i < cells; i++) {
         unsigned v = raw[2 * i] | (unsigned)raw[2 * i + 1] << 8;
         neg |= v;
         out[i] = (uint16_t)v;
     }
+#endif
     return !(neg & 0x8000);
 }
 

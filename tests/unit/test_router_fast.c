@@ -489,6 +489,10 @@ static void test_answers_match_jansson(void **state)
             d->load[k] = rng_below(&r, 3) ? (int64_t)rng_below(&r, 1000)
                                           : (int64_t)(rng_below(&r, UINT64_MAX) - INT64_MAX);
         }
+        if (it % 7 == 0)
+            d->load[0] = INT64_MIN;
+        if (it % 11 == 0)
+            d->load[K - 1] = INT64_MAX;
         d->sim_max = any_real(&r);
         d->n_cand = (int)rng_below(&r, (uint64_t)K + 1);
         for (int i = 0; i < d->n_cand; i++)
