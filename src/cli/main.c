@@ -23,19 +23,24 @@ static const struct command {
     int (*fn)(int, char **);
     const char *summary;
 } commands[] = {
+    /* traces */
     {"gen", cmd_gen, "generate a synthetic MoE activation trace"},
-    {"info", cmd_info, "geometry, counts, labels and validation of a trace or model"},
     {"import", cmd_import, "import a calibration capture (.npz) or JSON lines into a trace"},
+    {"info", cmd_info, "geometry, counts, labels and validation of a trace or model"},
+    /* calibration */
     {"rho", cmd_rho, "signature quality rho, greedy layer selection, variant comparison"},
     {"fit", cmd_fit, "fit the model: IDF, layer mask, balanced spherical K-means"},
     {"model", cmd_model, "export/import a model as the reference centroid JSON"},
-    {"costfit", cmd_costfit, "fit the step-latency cost model to a measured profile"},
-    {"sweep", cmd_sweep, "grid of simulations over tau, workers and arrival rate"},
+    /* what-if */
     {"sim", cmd_sim, "simulate decode routing policies: TPOT, distinct experts, imbalance"},
+    {"sweep", cmd_sweep, "grid of simulations over tau, workers and arrival rate"},
+    {"costfit", cmd_costfit, "fit the step-latency cost model to a measured profile"},
+    /* workbench */
+    {"dash", cmd_dash, "ncurses dashboard: balance, heatmaps, queues, scatter, rho; live"},
     {"repl", cmd_repl, "interactive Lua 5.4 prompt with the eldr module (readline)"},
     {"run", cmd_run, "run a Lua script with the eldr module: eldr run script.lua [args]"},
+    /* the router */
     {"replay", cmd_replay, "drive a running eldrd with a trace: route, finish, latency"},
-    {"dash", cmd_dash, "ncurses dashboard: balance, heatmaps, queues, scatter, rho; what-if"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -54,7 +59,7 @@ static void usage(FILE *f)
             "\n"
             "'eldr COMMAND --help' describes one command. Exit status: 0 success,\n"
             "2 bad input (one line on stderr says what and where), 1 other failure.\n"
-            "Docs: docs/ (trace-format.md, generator.md, ...).\n");
+            "The router daemon is eldrd (eldrd --help). Docs: docs/, README.md.\n");
 }
 
 int main(int argc, char **argv)

@@ -233,7 +233,7 @@ struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen)
         eldr_errf(err, errlen, "--listen %s:%d: %s", d->o->host, d->o->port, gai_strerror(gai));
         return NULL;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO | MHD_USE_TURBO;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     struct MHD_Daemon *mhd = MHD_start_daemon(
