@@ -446,10 +446,9 @@ static int prepare(sim_args *a, sim_inputs *in)
     int rc;
     if (trace_load(a->trace, &in->all, err, sizeof err))
         return cli_fail(CMD, "%s", err);
-    if (a->n_modes && (!in->all->block_hashes || !in->all->prefill_experts))
-        return cli_fail(CMD, "%s: --prefix-mode needs tokens/block_hashes and "
-                        "tokens/prefill_experts, which the trace lacks (write one with eldr "
-                        "gen --prefix-groups G --tokens)", a->trace);
+    if (a->n_modes &&
+        sim_prefix_check_trace(in->all, a->prefix.block_size, err, sizeof err))
+        return cli_fail(CMD, "%s: --prefix-mode: %s", a->trace, err);
     if (a->cost_path && cost_model_load(a->cost_path, &a->cfg.cost, err, sizeof err))
         return cli_fail(CMD, "--cost: %s", err);
     if ((rc = split_trace(a, in)) || (rc = get_model(a, in)) || (rc = label_shares(a, in)))

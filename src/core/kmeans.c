@@ -20,6 +20,7 @@
 #include "err.h"
 #include "rng.h"
 #include "simdot.h"
+#include "vsum.h"
 
 void kmeans_opts_default(kmeans_opts *o, int k)
 {
@@ -52,8 +53,8 @@ static int check_rows(const float *x, int n, int d, char *err, size_t errlen)
 {
     for (int i = 0; i < n; i++) {
         const float *row = x + (size_t)i * (size_t)d;
-        /* float accumulation is ample for a 1e-3 check; NaN/inf propagate */
-        double nrm = sqrt((double)cblas_sdot(d, row, 1, row, 1));
+        /* NaN/inf propagate into the norm */
+        double nrm = sqrt(vsum_norm2_f(row, d));
         for (int j = 0; !isfinite(nrm) && j < d; j++)
             if (!isfinite(row[j]))
                 return eldr_errf(err, errlen, "kmeans: row %d has a non-finite value at column %d", i, j);
@@ -221,7 +222,7 @@ static void sims_incremental(const float *x, int n, int d, int k, const int *ass
 static void sims_refresh(const float *x, int n, int d, int k, const float *mu, const int *assign,
                          work *w)
 {
-    if (w->proj_ok && 2 * w->n_moved <= k) {
+    if (w->proj_ok && w->n_moved < k) {
         sims_incremental(x, n, d, k, assign, w);
         return;
     }
@@ -255,12 +256,6 @@ static int assign_from_sims(int n, const kmeans_opts *o, work *w, int *assign,
     return assign_balanced(w->cost, n, k, assign_default_cap(n, k), assign, NULL, err, errlen);
 }
 
-static void add_row(double *acc, const float *row, int d, double sign)
-{
-    for (int j = 0; j < d; j++)
-        acc[j] += sign * row[j];
-}
-
 /* Member sums in w->acc follow the assignment: all rows the first time
  * (prev == NULL), afterwards only the rows that changed cluster (listed
  * in w->moved), which late in a fit are few. */
@@ -271,10 +266,10 @@ static void accumulate(const float *x, int n, int d, const int *assign, const in
     for (int i = 0; i < n; i++) {
         const float *row = x + (size_t)i * (size_t)d;
         if (!prev) {
-            add_row(w->acc + (size_t)assign[i] * (size_t)d, row, d, 1.0);
+            vsum_add(w->acc + (size_t)assign[i] * (size_t)d, row, d, 1.0);
         } else if (prev[i] != assign[i]) {
-            add_row(w->acc + (size_t)prev[i] * (size_t)d, row, d, -1.0);
-            add_row(w->acc + (size_t)assign[i] * (size_t)d, row, d, 1.0);
+            vsum_add(w->acc + (size_t)prev[i] * (size_t)d, row, d, -1.0);
+            vsum_add(w->acc + (size_t)assign[i] * (size_t)d, row, d, 1.0);
             w->moved[w->n_moved++] = i;
         }
     }
@@ -289,10 +284,7 @@ static double objective_from_sums(int n, int d, int k, const float *mu, const wo
 {
     double total = (double)n;
     for (int c = 0; c < k; c++) {
-        const double *a = w->acc + (size_t)c * (size_t)d;
-        const float *m = mu + (size_t)c * (size_t)d;
-        for (int j = 0; j < d; j++)
-            total -= a[j] * m[j];
+        total -= vsum_dot(w->acc + (size_t)c * (size_t)d, mu + (size_t)c * (size_t)d, d);
     }
     return total;
 }
@@ -305,20 +297,13 @@ static double renormalise(int d, int k, float *mu, const int *sizes, work *w)
     for (int c = 0; c < k; c++) {
         const double *a = w->acc + (size_t)c * (size_t)d;
         float *mc = mu + (size_t)c * (size_t)d;
-        double nrm = 0.0;
-        for (int j = 0; j < d; j++)
-            nrm += a[j] * a[j];
-        w->norm[c] = nrm = sqrt(nrm);
+        double nrm = sqrt(vsum_norm2(a, d));
+        w->norm[c] = nrm;
         /* An empty cluster, or members that cancel out, keep the centroid. */
         w->kept[c] = sizes[c] == 0 || nrm == 0.0;
         if (w->kept[c])
             continue;
-        double move = 0.0;
-        for (int j = 0; j < d; j++) {
-            float nu = (float)(a[j] / nrm);
-            move += ((double)nu - mc[j]) * ((double)nu - mc[j]);
-            mc[j] = nu;
-        }
+        double move = vsum_unit(mc, a, d, nrm);
         if (sqrt(move) > shift)
             shift = sqrt(move);
     }
@@ -359,7 +344,7 @@ static int result_alloc(kmeans_result *res, int n, int d, int k)
 static int work_alloc(work *w, int n, int d, int k)
 {
     size_t nk = (size_t)n * (size_t)k, kd = (size_t)k * (size_t)d;
-    size_t half = (size_t)(k / 2 > 0 ? k / 2 : 1);
+    size_t few = (size_t)(k > 1 ? k - 1 : 1); /* the incremental path's rows */
     w->sim = eldr_calloc(nk, sizeof *w->sim);
     w->cost = eldr_calloc(nk, sizeof *w->cost);
     w->prev = eldr_calloc((size_t)n, sizeof *w->prev);
@@ -368,8 +353,8 @@ static int work_alloc(work *w, int n, int d, int k)
     w->kept = eldr_calloc((size_t)k, 1);
     w->proj = eldr_calloc(nk, sizeof *w->proj);
     w->moved = eldr_calloc((size_t)n, sizeof *w->moved);
-    w->gather = eldr_calloc(half * (size_t)d, sizeof *w->gather);
-    w->q = eldr_calloc(half * (size_t)n, sizeof *w->q);
+    w->gather = eldr_calloc(few * (size_t)d, sizeof *w->gather);
+    w->q = eldr_calloc(few * (size_t)n, sizeof *w->q);
     if (!w->sim || !w->cost || !w->prev || !w->acc || !w->norm || !w->kept || !w->proj ||
         !w->moved || !w->gather || !w->q) {
         work_free(w);

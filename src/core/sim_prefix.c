@@ -59,12 +59,8 @@ void sim_prefix_free(sim_prefix *px)
     memset(px, 0, sizeof *px);
 }
 
-/* What the replay needs from the trace and the config, checked up front
- * so that a bad input fails before any work, naming what and where. */
-static int check_inputs(const sim_workload *w, const sig_recipe *r,
-                        const sim_prefix_config *c, char *err, size_t errlen)
+int sim_prefix_check_trace(const trace_t *t, int block_size, char *err, size_t errlen)
 {
-    const trace_t *t = w->t;
     if (!t->block_hashes || !t->block_offsets)
         return eldr_errf(err, errlen, "prefix what-if: the trace has no tokens/block_hashes "
                          "(write one with eldr gen --prefix-groups G --tokens)");
@@ -72,15 +68,32 @@ static int check_inputs(const sim_workload *w, const sig_recipe *r,
         return eldr_errf(err, errlen, "prefix what-if: the trace has no "
                          "tokens/prefill_experts (token-level prefill experts are needed "
                          "to count the computed tokens)");
+    if (block_size < 1 || block_size > SIGCACHE_MAX_BLOCK)
+        return eldr_errf(err, errlen, "prefix what-if: block size %d outside 1..%d",
+                         block_size, SIGCACHE_MAX_BLOCK);
+    for (int64_t r = 0; r < t->n; r++) {
+        int64_t nb = t->block_offsets[r + 1] - t->block_offsets[r];
+        int32_t T = t->prompt_tokens[r];
+        if (nb != T / block_size)
+            return eldr_errf(err, errlen, "prefix what-if: trace row %lld has %lld block "
+                             "hashes for %d prompt tokens, not %d blocks of %d tokens "
+                             "(wrong --block-size?)", (long long)r, (long long)nb, T,
+                             T / block_size, block_size);
+    }
+    return 0;
+}
+
+/* What the replay needs from the trace and the config, checked up front
+ * so that a bad input fails before any work, naming what and where. */
+static int check_inputs(const sim_workload *w, const sig_recipe *r,
+                        const sim_prefix_config *c, char *err, size_t errlen)
+{
     if (c->workers < 1)
         return eldr_errf(err, errlen, "prefix what-if: %d prefill workers (need >= 1)",
                          c->workers);
     if (c->capacity < 0)
         return eldr_errf(err, errlen, "prefix what-if: cache capacity %lld blocks is "
                          "negative", (long long)c->capacity);
-    if (c->block_size < 1 || c->block_size > SIGCACHE_MAX_BLOCK)
-        return eldr_errf(err, errlen, "prefix what-if: block size %d outside 1..%d",
-                         c->block_size, SIGCACHE_MAX_BLOCK);
     if ((unsigned)c->route > SIM_PREFILL_PREFIX)
         return eldr_errf(err, errlen, "prefix what-if: unknown prefill route %d",
                          (int)c->route);
@@ -91,17 +104,7 @@ static int check_inputs(const sim_workload *w, const sig_recipe *r,
         return eldr_errf(err, errlen, "prefix what-if: the signature variant %s reads gate "
                          "values, which have no per-block form; use a count variant",
                          sig_variant_name(r->variant));
-    for (int64_t i = 0; i < w->n; i++) {
-        int64_t row = w->row[i];
-        int64_t nb = t->block_offsets[row + 1] - t->block_offsets[row];
-        int32_t T = t->prompt_tokens[row];
-        if (nb != T / c->block_size)
-            return eldr_errf(err, errlen, "prefix what-if: trace row %lld has %lld block "
-                             "hashes for %d prompt tokens, not %d blocks of %d tokens "
-                             "(wrong --block-size?)", (long long)row, (long long)nb, T,
-                             T / c->block_size, c->block_size);
-    }
-    return 0;
+    return sim_prefix_check_trace(w->t, c->block_size, err, errlen);
 }
 
 static int alloc_prefix(sim_prefix *px, size_t dim, char *err, size_t errlen)

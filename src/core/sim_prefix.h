@@ -92,6 +92,12 @@ typedef struct sim_prefix {
                                 * trace's token rows contradict its counts) */
 } sim_prefix;
 
+/* Whether trace t can feed the replay: tokens/block_hashes and
+ * tokens/prefill_experts present, and floor(prompt / block_size) hashes on
+ * every row. Fails naming what is missing or the first row that
+ * disagrees. */
+int sim_prefix_check_trace(const trace_t *t, int block_size, char *err, size_t errlen);
+
 /* Replay the prefill side of workload w (w->t must carry
  * tokens/block_hashes and tokens/prefill_experts, with floor(prompt / B)
  * hashes per request) and build the three modes' signatures with the

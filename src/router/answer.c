@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "answer.h"
+#include "g9.h"
 
 json_t *route_answer_json(const route_answer_in *a)
 {
@@ -107,7 +108,7 @@ static void put_real(jw *w, double v)
         return;
     }
     char b[40];
-    int n = snprintf(b, sizeof b, "%.9g", v);
+    int n = g9_format(v, b);   /* "%.9g" */
     if (!strchr(b, '.') && !strchr(b, 'e')) {
         memcpy(b + n, ".0", 3);
         n += 2;

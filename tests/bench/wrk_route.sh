@@ -4,7 +4,8 @@
 # under 5 ms on 2 cores). The model has the issue's geometry: |S|*E = 2560
 # (L = 20 layers, all kept, E = 128) and K = 16 workers, fitted on a
 # generated trace; route bodies are the trace's dense prefill counts.
-# Prints TSV rows (what, size, seconds, rate) on stdout, notes on stderr.
+# Prints TSV rows (what, size, seconds, rate) on stdout, notes on stderr;
+# the last row is eldrd's CPU time per route+finish pair.
 # Environment: BIN (default bin), WRK_SECONDS (10), WRK_CONNECTIONS (16),
 # ELDRD_THREADS (2).
 BIN=${BIN:-bin}
@@ -49,12 +50,22 @@ until curl -s --max-time 1 "$URL/healthz" >/dev/null 2>&1; do
     [ $i -gt 100 ] && { echo "wrk_route: eldrd did not start" >&2; exit 1; }
     sleep 0.1
 done
+# eldrd's own CPU time (user + system ticks) over the run: per route it is
+# steadier than the rate on a machine whose cores are shared
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$DPID/stat" 2>/dev/null || echo 0; }
+T0=$(cpu_ticks)
 WRK_BODIES="$TMP/bodies" WRK_ROWS="$TMP/rows" WRK_SIZE="S*E=2560 K=16 c=$CONNS" \
     timeout $((SECS + 30)) wrk -t2 -c"$CONNS" -d"${SECS}s" --latency \
     -s "$ROOT/tests/bench/wrk_route.lua" "$URL" >"$TMP/wrk.out" 2>&1 || {
     echo "wrk_route: wrk failed:" >&2; cat "$TMP/wrk.out" >&2; exit 1; }
+T1=$(cpu_ticks)
 sed 's/^/wrk_route: /' "$TMP/wrk.out" >&2
 cat "$TMP/rows"
+awk -F'\t' -v t0="$T0" -v t1="$T1" -v hz="$(getconf CLK_TCK)" 'NR == 1 {
+    routes = $3 * ($4 + 0)
+    if (routes > 0)
+        printf "eldrd CPU per route+finish (user+sys)\t%s\t%.3f\t%.1f us\n", $2, $3,
+               (t1 - t0) / hz / routes * 1e6 }' "$TMP/rows"
 kill -TERM $DPID 2>/dev/null
 i=0; while kill -0 $DPID 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 DPID=""

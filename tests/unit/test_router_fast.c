@@ -4,7 +4,8 @@
  * jansson path on a corpus of valid and malformed bodies (escapes,
  * whitespace, key order, duplicate keys, unicode, control bytes, every
  * truncation) and on random mutations of it, and the direct route and
- * finish answers (answer.h) against json_dumps, byte for byte. */
+ * finish answers (answer.h) against json_dumps, byte for byte, and
+ * their number formatting (g9.h) against printf's "%.9g". */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include "../../src/router/b64.h"
 #include "../../src/router/body.h"
 #include "../../src/router/body_fast.h"
+#include "../../src/router/g9.h"
 #include "rng.h"
 
 /* ---- base64 ---- */
@@ -436,6 +438,52 @@ static void test_finish_corpus(void **state)
         assert_int_equal(finish_agree(ok, cut), 0);
 }
 
+/* ---- "%.9g" without printf ---- */
+
+static void g9_same(double v)
+{
+    char got[40], want[40];
+    int n = g9_format(v, got);
+    snprintf(want, sizeof want, "%.9g", v);
+    if (strcmp(got, want) || n != (int)strlen(want))
+        fail_msg("%.17g: g9 '%s', printf '%s'", v, got, want);
+}
+
+static void test_g9_against_printf(void **state)
+{
+    (void)state;
+    rng_t r;
+    rng_seed(&r, 13);
+    for (int it = 0; it < 200000; it++) {
+        /* any magnitude around the exact range, either sign */
+        double v = ldexp(0.5 + rng_uniform(&r) / 2, (int)rng_below(&r, 100) - 42);
+        g9_same(rng_below(&r, 2) ? v : -v);
+        g9_same((double)(float)(2 * rng_uniform(&r) - 1));   /* a similarity */
+        /* ties at the tenth digit: n + 1/2, n + j/8, 10-digit integers ending in 5 */
+        uint64_t n = 100000000 + rng_below(&r, 900000000);
+        g9_same((double)n + 0.5);
+        g9_same((double)(n / 100) + (double)rng_below(&r, 8) / 8);
+        g9_same((double)(n * 10 + 5));
+        g9_same((double)(n * 10 + 5) * 100000);
+    }
+    for (int j = -12; j <= 16; j++) {   /* powers of ten, their neighbours, round-ups */
+        double p = pow(10, j);
+        g9_same(p);
+        g9_same(nextafter(p, 0));
+        g9_same(nextafter(p, INFINITY));
+        g9_same(p * (1 - 5e-10));
+        g9_same(p * (1 - 4.9e-10));
+        g9_same(p * (1 - 5.1e-10));
+        g9_same(-p * 0.99999999995);
+    }
+    static const double special[] = {0.0, -0.0, 1e-10, 1e15, 9.99999999e14, 5e-324,
+                                     2.2250738585072014e-308, 1.7976931348623157e308, 0.1,
+                                     0.5, 1.0, 123456789.0, 1234567890.0, 999999999.5,
+                                     0.0001, 0.00001, 0.000099999999995};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        g9_same(special[i]);
+}
+
 /* ---- answers ---- */
 
 static char *dumped(json_t *j)
@@ -547,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_route_padding),
         cmocka_unit_test(test_route_mutations),
         cmocka_unit_test(test_finish_corpus),
+        cmocka_unit_test(test_g9_against_printf),
         cmocka_unit_test(test_answers_match_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
