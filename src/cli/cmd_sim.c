@@ -134,23 +134,11 @@ static int parse_policies(sim_args *a, const char *list)
 
 static int parse_modes(sim_args *a, const char *list)
 {
-    char buf[256];
+    char bad[64];
     int on[SIM_PREFIX_N_MODES] = {0};
-    if (strlen(list) >= sizeof buf)
-        return cli_fail(CMD, "--prefix-mode: list too long");
-    strcpy(buf, list);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        int m = sim_prefix_mode_parse(tok);
-        if (!strcmp(tok, "all"))
-            for (int j = 0; j < SIM_PREFIX_N_MODES; j++)
-                on[j] = 1;
-        else if (m < 0)
-            return cli_fail(CMD, "--prefix-mode: '%s' is not a mode (cold, cache, uncached, "
-                            "all)", tok);
-        else
-            on[m] = 1;
-    }
+    if (sim_prefix_modes_parse(list, on, bad, sizeof bad))
+        return cli_fail(CMD, "--prefix-mode: '%s' is not a mode (cold, cache, uncached, "
+                        "all)", bad);
     a->n_modes = 0;
     for (int m = 0; m < SIM_PREFIX_N_MODES; m++)
         if (on[m])
@@ -558,7 +546,6 @@ typedef struct run_set {
     csv_out steps[MAX_RUNS];
     int baseline;              /* index of the best balancer by TPOT p50, -1 */
     sim_prefix px;             /* the prefix replay (--prefix-mode) */
-    sim_result cold_ref;       /* eldr-cold when it is not one of the rows */
 } run_set;
 
 /* Run one policy on workload w into res, named `name` (which also names
@@ -596,37 +583,32 @@ static int run_one(const sim_args *a, const sim_inputs *in, const sim_workload *
     return 0;
 }
 
-/* ELDR once per prefix mode, each on the workload seen through that
- * mode's signatures; then every mode's same-worker share against cold
- * (run for reference when cold is not asked for). */
+/* ELDR once per prefix mode (sim_prefix_run), each on the workload seen
+ * through that mode's signatures, with every mode's same-worker share
+ * against cold; with --csv each run's steps file is opened first. */
 static int run_modes(const sim_args *a, const sim_inputs *in, const sim_workload *w,
                      run_set *rs)
 {
-    int cold = -1, rc;
-    for (int j = 0; j < a->n_modes; j++) {
-        sim_workload view;
+    char err[ELDR_ERRLEN];
+    void *ctx[SIM_PREFIX_N_MODES] = {0};
+    int i0 = rs->n;
+    for (int j = 0; a->csv_dir && j < a->n_modes; j++) {
         char name[16];
-        int m = a->modes[j], i = rs->n;
-        sim_prefix_view(&rs->px, w, (sim_prefix_mode)m, &view);
-        snprintf(name, sizeof name, "eldr-%s", sim_prefix_mode_name((sim_prefix_mode)m));
-        if ((rc = run_one(a, in, &view, ROUTE_ELDR, name, &rs->res[i],
-                          a->csv_dir ? &rs->steps[i] : NULL)))
-            return rc;
-        rs->mode[i] = m;
-        rs->n++;
-        if (m == SIM_PREFIX_COLD)
-            cold = i;
+        csv_out *c = &rs->steps[i0 + j];
+        snprintf(name, sizeof name, "eldr-%s", sim_prefix_mode_name(a->modes[j]));
+        if (csv_open(c, a->csv_dir, name, "steps"))
+            return cli_fail(CMD, "--csv: %s", c->err);
+        fprintf(c->f, "t_s,worker,step_ms,batch,kv_tokens,distinct_per_layer\n");
+        ctx[j] = c->f;
     }
-    const sim_result *ref = cold >= 0 ? &rs->res[cold] : &rs->cold_ref;
-    if (cold < 0) {
-        sim_workload view;
-        sim_prefix_view(&rs->px, w, SIM_PREFIX_COLD, &view);
-        if ((rc = run_one(a, in, &view, ROUTE_ELDR, "eldr-cold", &rs->cold_ref, NULL)))
-            return rc;
-    }
-    for (int i = 0; i < rs->n; i++)
-        if (rs->mode[i] >= 0)
-            rs->same[i] = sim_prefix_same_worker(&rs->res[i], ref);
+    sim_prefix_router router = {in->K, a->cfg.seed, in->model->centroids, in->tau, a->min2};
+    if (sim_prefix_run(&rs->px, w, a->modes, a->n_modes, &router,
+                       a->csv_dir ? on_step_csv : NULL, ctx, &rs->res[i0], &rs->same[i0], err,
+                       sizeof err))
+        return cli_fail(CMD, "%s: %s", a->trace, err);
+    for (int j = 0; j < a->n_modes; j++)
+        rs->mode[i0 + j] = a->modes[j];
+    rs->n += a->n_modes;
     return 0;
 }
 
@@ -960,7 +942,6 @@ out:
         csv_abort(&rs->steps[i]);
         sim_result_free(&rs->res[i]);
     }
-    sim_result_free(&rs->cold_ref);
     sim_prefix_free(&rs->px);
     free(rs);
     sim_workload_free(&w);

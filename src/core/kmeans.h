@@ -11,7 +11,8 @@
  *   update:     each centroid = mean of its members renormalised to unit
  *               length; an empty cluster keeps its centroid;
  * stopping when the assignment repeats or no centroid moves by more than
- * KMEANS_EPS (L2). Similarities X * mu^T go through cblas_sgemm.
+ * KMEANS_EPS (L2). Similarities X * mu^T go through simdot.h (an AVX-512
+ * or AVX2 kernel on 2+ threads, cblas_sgemm on other CPUs).
  *
  * Rows must be finite and unit-norm (|norm - 1| <= 1e-3); an all-zero row
  * (a request with no counts under the layer mask) is refused with an error
@@ -41,9 +42,12 @@ typedef struct kmeans_opts {
     kmeans_progress_fn progress; /* may be NULL */
     void *progress_ctx;
     volatile int *cancel;   /* when non-NULL and set, the fit stops at the next check */
+    int threads;            /* for the similarities; 0 = the CPUs we may use (at most 8).
+                               The result does not depend on it. */
 } kmeans_opts;
 
-/* k, iters = 50, seed = 1, balanced, no init rows, no progress, no cancel. */
+/* k, iters = 50, seed = 1, balanced, no init rows, no progress, no cancel,
+ * default threads. */
 void kmeans_opts_default(kmeans_opts *o, int k);
 
 typedef struct kmeans_result {

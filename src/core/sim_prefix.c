@@ -9,6 +9,7 @@
 #include "blockhash.h"
 #include "err.h"
 #include "sigcache.h"
+#include "route.h"
 #include "sim_prefix.h"
 
 static const char *const mode_names[SIM_PREFIX_N_MODES] = {"cold", "cache", "uncached"};
@@ -25,6 +26,32 @@ int sim_prefix_mode_parse(const char *name)
         if (!strcmp(name, mode_names[m]))
             return m;
     return -1;
+}
+
+int sim_prefix_modes_parse(const char *list, int on[SIM_PREFIX_N_MODES], char *bad,
+                           size_t badlen)
+{
+    for (const char *p = list; *p; p += *p == ',') {
+        size_t len = strcspn(p, ",");
+        char tok[16];
+        int m = -1;
+        if (len == 0)              /* an empty item ("cold,"): names nothing */
+            continue;
+        if (len < sizeof tok) {
+            memcpy(tok, p, len);
+            tok[len] = 0;
+            m = !strcmp(tok, "all") ? SIM_PREFIX_N_MODES : sim_prefix_mode_parse(tok);
+        }
+        if (m < 0) {
+            if (badlen)
+                snprintf(bad, badlen, "%.*s", (int)len, p);
+            return -1;
+        }
+        for (int j = 0; j < SIM_PREFIX_N_MODES; j++)
+            on[j] |= m == SIM_PREFIX_N_MODES || m == j;
+        p += len;
+    }
+    return 0;
 }
 
 const char *sim_prefill_route_name(sim_prefill_route r)
@@ -291,6 +318,62 @@ void sim_prefix_view(const sim_prefix *px, const sim_workload *w, sim_prefix_mod
     view->sig = px->sig[m];
     view->dim = px->dim;
     view->n_sig_zero = px->n_zero[m];
+}
+
+/* One ELDR run of mode m into res. */
+static int run_mode(const sim_prefix *px, const sim_workload *w, sim_prefix_mode m,
+                    const sim_prefix_router *r, sim_step_fn on_step, void *ctx,
+                    sim_result *res, char *err, size_t errlen)
+{
+    sim_workload view;
+    route_policy p;
+    sim_prefix_view(px, w, m, &view);
+    if (route_policy_init(&p, ROUTE_ELDR, r->K, r->seed, err, errlen))
+        return -1;
+    int rc = route_policy_set_centroids(&p, r->centroids, px->dim, r->tau, r->min2, err,
+                                        errlen);
+    if (!rc)
+        rc = sim_run(&view, &p, on_step, ctx, res, err, errlen);
+    route_policy_free(&p);
+    if (rc) {
+        char why[ELDR_ERRLEN];
+        snprintf(why, sizeof why, "%s", err ? err : "");
+        return eldr_errf(err, errlen, "prefix what-if, mode %s: %s", sim_prefix_mode_name(m),
+                         why);
+    }
+    snprintf(res->policy, sizeof res->policy, "eldr-%s", sim_prefix_mode_name(m));
+    return 0;
+}
+
+int sim_prefix_run(const sim_prefix *px, const sim_workload *w, const int *modes, int n,
+                   const sim_prefix_router *router, sim_step_fn on_step, void *const *ctx,
+                   sim_result *res, double *same, char *err, size_t errlen)
+{
+    sim_result cold_ref;
+    const sim_result *ref = NULL;
+    int rc = 0;
+    memset(&cold_ref, 0, sizeof cold_ref);
+    for (int j = 0; j < n; j++)
+        memset(&res[j], 0, sizeof res[j]);
+    for (int j = 0; !rc && j < n; j++) {
+        if ((unsigned)modes[j] >= SIM_PREFIX_N_MODES)
+            rc = eldr_errf(err, errlen, "prefix what-if: unknown mode %d", modes[j]);
+        else
+            rc = run_mode(px, w, (sim_prefix_mode)modes[j], router, on_step,
+                          on_step ? ctx[j] : NULL, &res[j], err, errlen);
+        if (!rc && modes[j] == SIM_PREFIX_COLD)
+            ref = &res[j];
+    }
+    if (!rc && !ref) {
+        rc = run_mode(px, w, SIM_PREFIX_COLD, router, NULL, NULL, &cold_ref, err, errlen);
+        ref = &cold_ref;
+    }
+    for (int j = 0; !rc && j < n; j++)
+        same[j] = sim_prefix_same_worker(&res[j], ref);
+    sim_result_free(&cold_ref);
+    for (int j = 0; rc && j < n; j++)
+        sim_result_free(&res[j]);
+    return rc;
 }
 
 double sim_prefix_same_worker(const sim_result *a, const sim_result *b)

@@ -52,6 +52,14 @@ typedef enum sim_prefix_mode {
 const char *sim_prefix_mode_name(sim_prefix_mode m);
 int sim_prefix_mode_parse(const char *name);
 
+/* A comma-separated list of mode names or "all" ("cold,uncached") into
+ * on[m] = 1 for each mode named (on is not cleared first, so lists can be
+ * merged). -1 on an unknown name, copied into bad (badlen bytes) for the
+ * front end's message; 0 otherwise. The CLI's --prefix-mode and the Lua
+ * prefix_mode option both read their lists here. */
+int sim_prefix_modes_parse(const char *list, int on[SIM_PREFIX_N_MODES], char *bad,
+                           size_t badlen);
+
 typedef enum sim_prefill_route {
     SIM_PREFILL_RR = 0,        /* request i -> worker i mod P */
     SIM_PREFILL_PREFIX,        /* first block hash mod P (rr without a block) */
@@ -113,6 +121,27 @@ void sim_prefix_free(sim_prefix *px);
  * sim_workload_free; it lives as long as both). */
 void sim_prefix_view(const sim_prefix *px, const sim_workload *w, sim_prefix_mode m,
                      sim_workload *view);
+
+/* The ELDR router a mode run uses: K decode workers, its seed (ties),
+ * centroids [K][dim] (dim = the px signatures'), tau and the min-two rule. */
+typedef struct sim_prefix_router {
+    int K;
+    uint64_t seed;
+    const float *centroids;
+    double tau;
+    int min2;
+} sim_prefix_router;
+
+/* Run ELDR on w once per mode of modes[0..n) (each at most once), seeing
+ * w through that mode's signatures, into res[j] (policy "eldr-MODE"),
+ * and same[j] = the share of requests res[j] sent to the worker the cold
+ * run sent them to (the cold run is made for reference when cold is not
+ * among modes). on_step (may be NULL) gets ctx[j] for run j. On failure
+ * every res[j] is freed (zeroed) and err names the mode. Both eldr sim
+ * --prefix-mode and eldr.simulate{prefix_mode} run here. */
+int sim_prefix_run(const sim_prefix *px, const sim_workload *w, const int *modes, int n,
+                   const sim_prefix_router *router, sim_step_fn on_step, void *const *ctx,
+                   sim_result *res, double *same, char *err, size_t errlen);
 
 /* Share of requests that two runs of one workload sent to the same
  * worker (1 for n = 0); -1 when the runs are not of one workload. */

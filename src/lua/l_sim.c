@@ -6,7 +6,10 @@
  * eldr.simulate splits the trace like the CLI (the first rows calibrate:
  * sim_calib_rows), or takes the calibration trace as `calib`; uses the
  * given Model or fits one on the calibration rows; builds one workload of
- * the evaluation rows (common random numbers) and runs every policy. */
+ * the evaluation rows (common random numbers) and runs every policy. With
+ * prefix_mode, ELDR runs once per prefix-caching mode through the same
+ * core path as `eldr sim --prefix-mode` (sim_prefix_build, sim_prefix_run)
+ * and info.prefix holds the replay's statistics. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@
 #include "model.h"
 #include "route.h"
 #include "sim.h"
+#include "sim_prefix.h"
 
 #define L_SIMSTATE "eldr.SimState"
 
@@ -31,6 +35,10 @@ typedef struct sim_state {
     int have_p;
     sim_result r;
     int have_r;
+    sim_prefix px;             /* the prefix replay (prefix_mode) */
+    int have_px;
+    sim_result mres[SIM_PREFIX_N_MODES];   /* ELDR per prefix mode */
+    int have_mres;
 } sim_state;
 
 static int state_gc(lua_State *L)
@@ -38,6 +46,10 @@ static int state_gc(lua_State *L)
     sim_state *s = luaL_checkudata(L, 1, L_SIMSTATE);
     if (s->have_r)
         sim_result_free(&s->r);
+    for (int m = 0; s->have_mres && m < SIM_PREFIX_N_MODES; m++)
+        sim_result_free(&s->mres[m]);
+    if (s->have_px)
+        sim_prefix_free(&s->px);
     if (s->have_p)
         route_policy_free(&s->p);
     if (s->have_w)
@@ -214,10 +226,115 @@ static double *shares_of(lua_State *L, const trace_t *c, const char *fn)
     return share;
 }
 
+/* The prefix-caching options (the CLI's --prefix-mode ...). */
+typedef struct prefix_opts {
+    int modes[SIM_PREFIX_N_MODES], n_modes;   /* in cold..uncached order; 0 = off */
+    sim_prefix_config cfg;
+} prefix_opts;
+
+/* prefix_mode: a name, a comma list or a list of names (cold, cache,
+ * uncached, all), read by the CLI's parser (sim_prefix_modes_parse). */
+static void opt_modes(lua_State *L, int opts, prefix_opts *po, const char *fn)
+{
+    int on[SIM_PREFIX_N_MODES] = {0};
+    int t = l_getopt(L, opts, "prefix_mode");
+    int idx = lua_gettop(L);
+    int len = t == LUA_TSTRING ? 1 : t == LUA_TTABLE ? (int)lua_rawlen(L, idx) : 0;
+    if (t != LUA_TNIL && len < 1) {
+        char got[48];
+        l_argerror(L, fn, "prefix_mode", "cold, cache, uncached or all expected, got %s",
+                   t == LUA_TTABLE ? "an empty table" : l_got(L, idx, got, sizeof got));
+    }
+    for (int i = 0; i < len; i++) {
+        char bad[48];
+        if (t == LUA_TTABLE)
+            lua_rawgeti(L, idx, i + 1);
+        else
+            lua_pushvalue(L, idx);
+        const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        if (!name)
+            l_argerror(L, fn, "prefix_mode", "cold, cache, uncached or all expected, got %s "
+                       "at [%d]", l_got(L, -1, bad, sizeof bad), i + 1);
+        if (sim_prefix_modes_parse(name, on, bad, sizeof bad))
+            l_argerror(L, fn, "prefix_mode", "cold, cache, uncached or all expected, got "
+                       "'%s'", bad);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    po->n_modes = 0;
+    for (int m = 0; m < SIM_PREFIX_N_MODES; m++)
+        if (on[m])
+            po->modes[po->n_modes++] = m;
+    if (t != LUA_TNIL && po->n_modes == 0)
+        l_argerror(L, fn, "prefix_mode", "no mode named");
+}
+
+/* The prefix options; those of the cache need prefix_mode (as in the CLI). */
+static void opt_prefix(lua_State *L, int opts, prefix_opts *po, const char *fn)
+{
+    static const char *const keys[] = {"prefix_cache", "prefill_workers", "prefill_route",
+                                       "block_size", NULL};
+    sim_prefix_config *c = &po->cfg;
+    sim_prefix_config_default(c);
+    opt_modes(L, opts, po, fn);
+    for (int i = 0; keys[i] && !po->n_modes; i++) {
+        int t = l_getopt(L, opts, keys[i]);
+        lua_pop(L, 1);
+        if (t != LUA_TNIL)
+            luaL_error(L, "eldr.%s: option '%s' needs prefix_mode", fn, keys[i]);
+    }
+    c->capacity = l_optint(L, opts, fn, "prefix_cache", 0, 1LL << 40, c->capacity);
+    c->workers = (int)l_optint(L, opts, fn, "prefill_workers", 1, 1 << 16, c->workers);
+    c->block_size = (int)l_optint(L, opts, fn, "block_size", 1, 255, c->block_size);
+    const char *route = l_optstr(L, opts, fn, "prefill_route", "rr");
+    int r = sim_prefill_route_parse(route);
+    if (r < 0)
+        l_argerror(L, fn, "prefill_route", "rr or prefix expected, got '%s'", route);
+    c->route = (sim_prefill_route)r;
+}
+
+/* The per-mode fields of an eldr-MODE result (on the table on top). */
+static void set_mode_fields(lua_State *L, const sim_prefix *px, int m, double same)
+{
+    lua_pushstring(L, sim_prefix_mode_name((sim_prefix_mode)m));
+    lua_setfield(L, -2, "prefix_mode");
+    l_setnum(L, "signature_cosine_vs_cold", px->cos_mean[m]);
+    l_setnum(L, "same_worker_as_cold", same);
+    l_setint(L, "zero_signatures", px->n_zero[m]);
+}
+
+/* info.prefix: the replay's statistics (the CLI's --json "prefix"), and
+ * per simulated request the blocks served from the cache. */
+static void push_prefix_info(lua_State *L, const sim_prefix *px)
+{
+    lua_createtable(L, 0, 14);
+    l_setint(L, "capacity_blocks", px->cfg.capacity);
+    l_setint(L, "prefill_workers", px->cfg.workers);
+    lua_pushstring(L, sim_prefill_route_name(px->cfg.route));
+    lua_setfield(L, -2, "prefill_route");
+    l_setint(L, "block_size", px->cfg.block_size);
+    l_setint(L, "blocks", px->blocks);
+    l_setint(L, "hit_blocks", px->hit_blocks);
+    l_setnum(L, "hit_rate", px->hit_rate);
+    l_setint(L, "prompt_tokens", px->tokens);
+    l_setint(L, "cached_tokens", px->cached_tokens);
+    l_setnum(L, "cached_token_fraction", px->cached_frac_mean);
+    l_setint(L, "evictions", px->evictions);
+    l_setint(L, "recovered_equal_cold", px->n - px->mismatches);
+    l_setint(L, "recovered_mismatches", px->mismatches);
+    lua_createtable(L, px->n > 0 ? (int)px->n : 0, 0);
+    for (int64_t i = 0; i < px->n; i++) {
+        lua_pushinteger(L, px->hit[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "hit");
+}
+
 static const char *const sim_keys[] = {
     "model", "calib", "policy", "workers", "tau", "min2", "rate", "concurrency",
     "output_tokens", "max_batch", "calib_split", "cost", "sample_pool", "seed", "requests",
-    "series", NULL};
+    "series", "prefix_mode", "prefix_cache", "prefill_workers", "prefill_route",
+    "block_size", NULL};
 
 /* eldr.simulate(trace [, opts]) -> results (list, one per policy), info */
 static int l_simulate(lua_State *L)
@@ -247,6 +364,8 @@ static int l_simulate(lua_State *L)
     int want_req = l_optbool(L, 2, fn, "requests", 0);
     int want_series = l_optbool(L, 2, fn, "series", 0);
     opt_cost(L, 2, &cfg.cost, fn);
+    prefix_opts po;
+    opt_prefix(L, 2, &po, fn);
     model_t *model = NULL;
     if (l_getopt(L, 2, "model") != LUA_TNIL)
         model = l_checkmodel(L, -1, fn, "model");
@@ -260,11 +379,15 @@ static int l_simulate(lua_State *L)
         wants_eldr |= kinds[i] == ROUTE_ELDR;
         wants_domain |= kinds[i] == ROUTE_DOMAIN;
     }
+    char err[ELDR_ERRLEN];
+    if (po.n_modes && !wants_eldr)
+        l_argerror(L, fn, "prefix_mode", "needs the eldr policy in 'policy'");
+    if (po.n_modes && sim_prefix_check_trace(all, po.cfg.block_size, err, sizeof err))
+        return l_fail(L, fn, err);
 
     sim_state *s = lua_newuserdatauv(L, sizeof *s, 0);
     memset(s, 0, sizeof *s);
     luaL_setmetatable(L, L_SIMSTATE);
-    char err[ELDR_ERRLEN];
     /* the split: calibration = the given trace, or the first rows */
     const trace_t *calib, *eval;
     int64_t n_calib = 0;
@@ -314,11 +437,32 @@ static int l_simulate(lua_State *L)
     if (sim_workload_init(&s->w, eval, &cfg, model ? &model->recipe : NULL, err, sizeof err))
         return l_fail(L, fn, err);
     s->have_w = 1;
+    if (po.n_modes) {
+        if (sim_prefix_build(&s->px, &s->w, &model->recipe, &po.cfg, err, sizeof err))
+            return l_fail(L, fn, err);
+        s->have_px = 1;
+    }
 
     lua_createtable(L, nk, 0);
-    int results = lua_gettop(L);
+    int results = lua_gettop(L), out = 0;
     double best = INFINITY;
     for (int i = 0; i < nk; i++) {
+        if (kinds[i] == ROUTE_ELDR && po.n_modes) {
+            double same[SIM_PREFIX_N_MODES];
+            sim_prefix_router router = {K, cfg.seed, model->centroids, tau, min2};
+            s->have_mres = 1;
+            if (sim_prefix_run(&s->px, &s->w, po.modes, po.n_modes, &router, NULL, NULL,
+                               s->mres, same, err, sizeof err))
+                return l_fail(L, fn, err);
+            for (int j = 0; j < po.n_modes; j++) {
+                push_result(L, &s->mres[j], eval, want_req, want_series);
+                set_mode_fields(L, &s->px, po.modes[j], same[j]);
+                sim_result_free(&s->mres[j]);
+                lua_rawseti(L, results, ++out);
+            }
+            s->have_mres = 0;
+            continue;
+        }
         if (route_policy_init(&s->p, (route_kind)kinds[i], K, cfg.seed, err, sizeof err))
             return l_fail(L, fn, err);
         s->have_p = 1;
@@ -340,10 +484,10 @@ static int l_simulate(lua_State *L)
             best = s->r.tpot_p50_ms;
         sim_result_free(&s->r);
         s->have_r = 0;
-        lua_rawseti(L, results, i + 1);
+        lua_rawseti(L, results, ++out);
     }
     /* change of TPOT p50 against the best load-balancing baseline */
-    for (int i = 0; i < nk && isfinite(best) && best > 0; i++) {
+    for (int i = 0; i < out && isfinite(best) && best > 0; i++) {
         lua_rawgeti(L, results, i + 1);
         lua_getfield(L, -1, "tpot_p50_ms");
         double v = lua_tonumber(L, -1);
@@ -366,6 +510,10 @@ static int l_simulate(lua_State *L)
         mu->m = s->fitted;
         s->fitted = NULL;
         lua_setfield(L, -2, "model");
+    }
+    if (s->have_px) {
+        push_prefix_info(L, &s->px);
+        lua_setfield(L, -2, "prefix");
     }
     return 2;
 }
@@ -404,7 +552,8 @@ static int l_sweep(lua_State *L)
 static const l_fn module_fns[] = {
     {"simulate", l_simulate,
      "eldr.simulate(trace [, {model, calib, policy, workers, tau, min2, rate, concurrency, "
-     "output_tokens, max_batch, calib_split, cost, sample_pool, seed, requests, series}]) -> "
+     "output_tokens, max_batch, calib_split, cost, sample_pool, seed, requests, series, "
+     "prefix_mode, prefix_cache, prefill_workers, prefill_route, block_size}]) -> "
      "results, info"},
     {"calib_split", l_calib_split,
      "eldr.calib_split(trace [, spec = 1000]) -> calib, eval: the first rows (a count capped at "

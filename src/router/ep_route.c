@@ -135,6 +135,7 @@ void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
                 http_rb_error(out, &e);
             else
                 route_answer(d, o, &u, &b, m->gen, out);
+            sig = in.sig;   /* the window may have swapped it for an old one */
         }
         route_body_free(&b);
     }

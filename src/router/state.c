@@ -125,14 +125,13 @@ static void record_decision(rstate *s, const route_in *in, const route_out *out)
 }
 
 /* Keep the signature in the window, replacing the oldest (and taking it
- * out of the drift sums). */
-static void record_window(rstate *s, const route_in *in, const route_out *out)
+ * out of the drift sums). The slot takes the route's buffer and gives it
+ * the one it held. */
+static void record_window(rstate *s, route_in *in, const route_out *out)
 {
-    if (!in->sim || in->model->gen != s->win_gen || s->win_dim == 0)
+    if (!in->sim || !in->sig || in->model->gen != s->win_gen || s->win_dim == 0)
         return;
     wrec *w = &s->win[s->win_head];
-    if (!w->sig && !(w->sig = malloc(s->win_dim * sizeof *w->sig)))
-        return;  /* no memory: the window skips this one */
     if (s->win_n == s->win_cap) {
         s->win_sim_sum -= w->sim_max;
         s->win_nearest[w->nearest]--;
@@ -147,7 +146,9 @@ static void record_window(rstate *s, const route_in *in, const route_out *out)
     w->seq = out->seq;
     w->nearest = best;
     w->sim_max = in->sim[best];
-    memcpy(w->sig, in->sig, s->win_dim * sizeof *w->sig);
+    float *old = w->sig;   /* this model generation's dim, or NULL */
+    w->sig = in->sig;
+    in->sig = old;
     s->win_sim_sum += w->sim_max;
     s->win_nearest[best]++;
     s->win_head = (s->win_head + 1) % s->win_cap;
@@ -180,7 +181,7 @@ static void decide(rstate *s, const route_in *in, route_out *out)
     route_policy_free(&p);
 }
 
-int state_route(rstate *s, const route_in *in, route_out *out, rb_err *e)
+int state_route(rstate *s, route_in *in, route_out *out, rb_err *e)
 {
     pthread_mutex_lock(&s->lock);
     uint64_t seq = s->seq + 1;

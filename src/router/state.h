@@ -82,7 +82,7 @@ typedef struct route_in {
     const char *request_id;      /* "" = generate "r<seq>" */
     const mref_t *model;
     const double *sim;           /* [K], NULL for an all-zero signature */
-    const float *sig;            /* [model->dim] */
+    float *sig;                  /* [model->dim], malloc'd; see state_route */
     int prefill;                 /* prefill worker index, -1 none */
     int hit_blocks, missing_blocks, stored_blocks;
 } route_in;
@@ -95,8 +95,11 @@ typedef struct route_out {
 } route_out;
 
 /* Decide, count the request in flight and record it. -1 with e: 409 when
- * the id is in flight already, 503 when the table is full. */
-int state_route(rstate *s, const route_in *in, route_out *out, rb_err *e);
+ * the id is in flight already, 503 when the table is full. When the window
+ * keeps the signature it takes in->sig itself (a pointer swap, not a copy
+ * of |S|*E floats under the lock) and leaves in its place the buffer of
+ * the signature it dropped, or NULL: the caller frees in->sig after. */
+int state_route(rstate *s, route_in *in, route_out *out, rb_err *e);
 
 /* The request left its decode worker: *worker gets it. 404 if unknown. */
 int state_finish(rstate *s, const char *id, int *worker, rb_err *e);

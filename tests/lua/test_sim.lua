@@ -74,4 +74,81 @@ T.err(function() eldr.simulate(t, {policy = "fastest"}) end, "bad argument 'poli
 T.err(function() eldr.simulate(t, {rate = 2, concurrency = 3}) end, "rate and concurrency exclude", "rate xor concurrency")
 T.err(function() eldr.simulate(t, {model = m, workers = 3}) end, "bad argument 'workers'", "workers vs model")
 T.err(function() eldr.costfit("/nonexistent.csv") end, "eldr.costfit: ", "costfit missing file")
+
+-- the prefix-caching what-if: prompts sharing 6-block prefixes in 10 groups
+local pt = eldr.gen{requests = 300, layers = 8, experts = 32, top_k = 4, prefix_groups = 10,
+                    prefix_blocks = 6, prompt_tokens = 40, decode_tokens = 24, tokens = true, seed = 3}
+local popt = {workers = 4, rate = 200, calib_split = 100, seed = 5, policy = {"eldr", "jsq"}}
+local function with(extra)
+  local o = {}
+  for k, v in pairs(popt) do o[k] = v end
+  for k, v in pairs(extra) do o[k] = v end
+  return o
+end
+local pres, pinfo = eldr.simulate(pt, with{prefix_mode = "all", requests = true})
+local by = {}
+for _, r in ipairs(pres) do by[r.policy] = r end
+T.ok(#pres == 4 and pres[1].policy == "eldr-cold" and pres[2].policy == "eldr-cache"
+     and pres[3].policy == "eldr-uncached" and pres[4].policy == "jsq", "prefix modes: one row per mode, in order")
+local cold, cache, unc = by["eldr-cold"], by["eldr-cache"], by["eldr-uncached"]
+local same_metrics = true
+for _, k in ipairs{"tpot_p50_ms", "tpot_p99_ms", "queue_p50_ms", "distinct_per_step", "reuse",
+                   "imbalance", "makespan_s", "steps", "activations"} do
+  same_metrics = same_metrics and cache[k] == cold[k]
+end
+for i = 1, #cold.requests do
+  same_metrics = same_metrics and cache.requests[i].worker == cold.requests[i].worker
+end
+T.ok(same_metrics, "prefix cache mode equals cold: same metrics, same workers")
+T.eq(cache.same_worker_as_cold, 1.0, "cache agrees with cold on every request")
+T.near(cache.signature_cosine_vs_cold, 1.0, 1e-6, "cache signatures are cold's")
+T.ok(unc.same_worker_as_cold < cache.same_worker_as_cold
+     and unc.signature_cosine_vs_cold < cache.signature_cosine_vs_cold - 1e-3,
+     "uncached agreement strictly lower", string.format("same %.3f cos %.4f", unc.same_worker_as_cold,
+                                                        unc.signature_cosine_vs_cold))
+local px = pinfo.prefix
+T.ok(px and px.hit_rate > 0 and px.hit_blocks > 0 and px.recovered_mismatches == 0
+     and px.recovered_equal_cold == pinfo.eval_rows, "prefix info: hits and exact recovery")
+local hits = 0
+for _, h in ipairs(px.hit) do hits = hits + h end
+T.ok(#px.hit == pinfo.eval_rows and hits == px.hit_blocks and px.cached_tokens == hits * px.block_size
+     and math.abs(px.hit_rate - px.hit_blocks / px.blocks) < 1e-12, "prefix info: per-request hits add up")
+-- oracle: plain eldr (no prefix replay, signatures from the workload) routes as eldr-cold
+local plain = eldr.simulate(pt, with{requests = true})
+local agree = plain[1].tpot_p50_ms == cold.tpot_p50_ms
+for i = 1, #cold.requests do agree = agree and plain[1].requests[i].worker == cold.requests[i].worker end
+T.ok(agree, "eldr-cold routes exactly as plain eldr")
+-- uncached alone: its agreement is measured against a reference cold run
+local only = eldr.simulate(pt, with{prefix_mode = {"uncached"}})
+T.ok(#only == 2 and only[1].policy == "eldr-uncached" and only[1].same_worker_as_cold == unc.same_worker_as_cold,
+     "one mode alone, agreement against a reference cold run")
+-- no prefix cache: nothing hits, the fresh counts are the cold counts
+local nocache, ninfo = eldr.simulate(pt, with{prefix_mode = "cold,uncached", prefix_cache = 0})
+T.ok(ninfo.prefix.hit_rate == 0 and nocache[2].same_worker_as_cold == 1
+     and nocache[2].tpot_p50_ms == nocache[1].tpot_p50_ms, "prefix_cache = 0: uncached equals cold")
+local _, rinfo = eldr.simulate(pt, with{prefix_mode = "cache", prefill_workers = 4, prefill_route = "prefix"})
+local _, qinfo = eldr.simulate(pt, with{prefix_mode = "cache", prefill_workers = 4, prefill_route = "rr"})
+T.ok(rinfo.prefix.prefill_workers == 4 and rinfo.prefix.prefill_route == "prefix"
+     and rinfo.prefix.hit_rate > qinfo.prefix.hit_rate, "prefix-aware prefill routing hits more than rr",
+     string.format("prefix %.3f rr %.3f", rinfo.prefix.hit_rate, qinfo.prefix.hit_rate))
+
+T.err(function() eldr.simulate(pt, with{prefix_mode = "x"}) end,
+      "eldr.simulate: bad argument 'prefix_mode' (cold, cache, uncached or all expected, got 'x')", "bad prefix_mode")
+T.err(function() eldr.simulate(pt, with{prefix_mode = {"cold", 3}}) end, "bad argument 'prefix_mode'",
+      "prefix_mode list with a number")
+T.err(function() eldr.simulate(pt, with{prefix_mode = {}}) end, "bad argument 'prefix_mode'", "empty prefix_mode")
+T.err(function() eldr.simulate(pt, with{prefix_cache = 8}) end, "'prefix_cache' needs prefix_mode",
+      "prefix option without prefix_mode")
+T.err(function() eldr.simulate(pt, with{prefix_mode = "all", policy = "jsq"}) end, "needs the eldr policy",
+      "prefix_mode without eldr")
+T.err(function() eldr.simulate(pt, with{prefix_mode = "all", prefix_cache = -1}) end,
+      "bad argument 'prefix_cache'", "negative prefix_cache")
+T.err(function() eldr.simulate(pt, with{prefix_mode = "all", prefill_workers = 0}) end,
+      "bad argument 'prefill_workers'", "zero prefill workers")
+T.err(function() eldr.simulate(pt, with{prefix_mode = "all", prefill_route = "hash"}) end,
+      "bad argument 'prefill_route' (rr or prefix expected, got 'hash')", "bad prefill_route")
+T.err(function() eldr.simulate(pt, with{prefix_mode = "all", block_size = 8}) end,
+      "wrong --block-size", "block_size that disagrees with the hashes")
+T.err(function() eldr.simulate(eval, {model = m, calib = calib, prefix_mode = "all", rate = 4}) end,
+      "eldr.simulate: prefix what-if: the trace has no tokens/block_hashes", "trace without block hashes")
 T.done()

@@ -47,7 +47,7 @@ SWAP_EVERY=${SOAK_SWAP_EVERY:-3}
 TAU_EVERY=${SOAK_TAU_EVERY:-2}
 SAMPLE_EVERY=${SOAK_SAMPLE_EVERY:-2}
 case "$SECONDS_/$RATE/${SOAK_WARMUP:-0}/$SWAP_EVERY/$TAU_EVERY/$SAMPLE_EVERY" in
-*[!0-9/]* | *//*) notok "SOAK_* settings are whole numbers" \
+*[!0-9/]*) notok "SOAK_* settings are whole numbers" \
     "seconds '$SECONDS_' rate '$RATE' warm-up '${SOAK_WARMUP:-}' every '$SWAP_EVERY' '$TAU_EVERY' '$SAMPLE_EVERY'"
     finish ;;
 esac
@@ -58,12 +58,11 @@ TAUS="0 0.05 0.1 0.2 0.5 2"
 REQUESTS=$((RATE * SECONDS_))
 BOUND=$((SECONDS_ + SECONDS_ / 5 + 10))
 
-prereqs "soak"
-[ -x "$ELDR" ] || { notok "soak prerequisites" "need $ELDR"; finish; }
-
 # The real gpt-oss-20b trace when it is there, else the generated sample.
 TRACE="$DATA"
 [ -f "$TRACE" ] || TRACE="$SMALL"
+[ -x "$ELDR" ] && [ -x "$ELDRD" ] && [ -x "$PY" ] && [ -f "$TRACE" ] ||
+    { notok "soak prerequisites" "need $ELDR, $ELDRD, $PY and $DATA or $SMALL"; finish; }
 
 # Two models for the swaps: different variant and signature width, so a
 # swap replaces every buffer of the model, not just the numbers.
@@ -113,7 +112,7 @@ while kill -0 $RPID 2>/dev/null; do
         put /v1/model "$TMP/$m.json"
         gen=$((SWAPS + 2))
         if [ "$(cat "$TMP/put.status")" = 200 ] &&
-            grep -Eq "\"model_generation\": *$gen[,}]" "$TMP/put.body"; then
+            grep -Eq "\"model_generation\": *${gen}[,}]" "$TMP/put.body"; then
             SWAPS=$((SWAPS + 1)); MODEL_LAST=$m
         else
             SWAP_FAIL=$((SWAP_FAIL + 1))
