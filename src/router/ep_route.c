@@ -52,12 +52,12 @@ static int use_cache(eldrd_t *d, const route_body *b, uint16_t *total, cache_use
     return 0;
 }
 
-/* Cosine of two unit vectors, summed exactly as the core's router
- * (src/core/route.c) sums it, so that eldrd and `eldr simulate` see the
- * same similarities to the last bit: eight float partial sums (chains the
- * compiler keeps in vector registers), added up in double. A hand loop
- * rather than cblas_sgemv: on CPUs OpenBLAS does not recognise it falls
- * back to its oldest kernels, three times slower than this loop. */
+/* Cosine of two unit vectors, the same loop as the core router's
+ * (src/core/route.c), so that eldrd and `eldr simulate` add up the same
+ * terms in the same order: eight float partial sums (chains the compiler
+ * keeps in vector registers), added up in double. A hand loop rather than
+ * cblas_sgemv: on CPUs OpenBLAS does not recognise it falls back to its
+ * SSE3 kernels, three times slower than this loop here. */
 static double dot(const float *a, const float *b, size_t n)
 {
     float acc[8] = {0};

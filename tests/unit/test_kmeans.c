@@ -1,6 +1,6 @@
 /* test_kmeans.c - balanced spherical K-means (kmeans.h).
  *
- * Determinism, the shapes K = 1 and K = N, identical rows, the capacity
+ * Determinism (also across thread counts), the shapes K = 1 and K = N, identical rows, the capacity
  * bound, monotone objective, the unbalanced mode against a plain
  * reference written here in double, the iters = 0 assignment handle
  * against assign_balanced and the Hungarian method, cancellation, the
@@ -86,6 +86,35 @@ static void test_deterministic(void **state)
     assert_int_equal(a.iterations, b.iterations);
     kmeans_result_free(&a);
     kmeans_result_free(&b);
+    free(x);
+}
+
+/* The similarities run on several threads (simdot.h); the fit must not
+ * depend on how many. Large enough (n d k > 2^21) to use them, and from
+ * k-means++ so that seeding goes through the kernel too. */
+static void test_threads_deterministic(void **state)
+{
+    (void)state;
+    int n = 2500, d = 96, k = 12;
+    float *x = clustered(n, d, 10, 1.0, 9);
+    kmeans_result base, other;
+    kmeans_opts o;
+    kmeans_opts_default(&o, k);
+    o.seed = 7;
+    o.threads = 1;
+    fit(x, n, d, &o, &base);
+    assert_true(base.iterations > 2);
+    static const int threads[] = {2, 3, 0};
+    for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+        o.threads = threads[t];
+        fit(x, n, d, &o, &other);
+        assert_memory_equal(base.assign, other.assign, n * sizeof(int));
+        assert_memory_equal(base.centroids, other.centroids, (size_t)k * d * sizeof(float));
+        assert_true(base.objective == other.objective);
+        assert_int_equal(base.iterations, other.iterations);
+        kmeans_result_free(&other);
+    }
+    kmeans_result_free(&base);
     free(x);
 }
 
@@ -489,6 +518,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_threads_deterministic),
         cmocka_unit_test(test_k_one),
         cmocka_unit_test(test_k_equals_n),
         cmocka_unit_test(test_identical_rows),

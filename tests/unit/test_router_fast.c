@@ -5,7 +5,8 @@
  * whitespace, key order, duplicate keys, unicode, control bytes, every
  * truncation) and on random mutations of it, and the direct route and
  * finish answers (answer.h) against json_dumps, byte for byte, and
- * their number formatting (g9.h) against printf's "%.9g". */
+ * their number formatting (g9.h) against printf's "%.9g"; and the
+ * window of the routing state, which takes signatures by pointer swap. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -587,6 +588,72 @@ static void test_answers_match_jansson(void **state)
     free(want);
 }
 
+/* ---- the window takes signatures by a pointer swap ---- */
+
+static float *sig_of(float v, size_t dim)
+{
+    float *s = malloc(dim * sizeof *s);
+    assert_non_null(s);
+    for (size_t i = 0; i < dim; i++)
+        s[i] = v + (float)i / 100;
+    return s;
+}
+
+static void test_state_window_swaps(void **state)
+{
+    (void)state;
+    const char *const workers[] = {"a", "b"};
+    char err[256];
+    rstate *st = state_new(2, workers, 0.1, 8, 3, err, sizeof err);
+    assert_non_null(st);
+    mref_t model = {.dim = 4, .gen = 1}, other = {.dim = 4, .gen = 2};
+    state_model_changed(st, &model);
+    double sim[2] = {0.9, 0.2};
+    route_out o;
+    rb_err e;
+    for (int i = 0; i < 10; i++) {
+        float *mine = sig_of((float)i, model.dim);
+        char id[16];
+        snprintf(id, sizeof id, "q%d", i);
+        route_in in = {id, &model, sim, mine, 0, 0, 0, 0};
+        assert_int_equal(state_route(st, &in, &o, &e), 0);
+        assert_ptr_not_equal(in.sig, mine);   /* the window kept it */
+        if (i < 3) {
+            assert_null(in.sig);              /* an empty slot gave nothing back */
+        } else {
+            for (size_t j = 0; j < model.dim; j++)   /* the dropped one: i - 3 */
+                assert_true(in.sig[j] == (float)(i - 3) + (float)j / 100);
+        }
+        free(in.sig);
+        int w;
+        assert_int_equal(state_finish(st, id, &w, &e), 0);
+    }
+    /* another model generation, or no signature: the window keeps nothing */
+    float *mine = sig_of(99, model.dim);
+    route_in in = {"x1", &other, sim, mine, 0, 0, 0, 0};
+    assert_int_equal(state_route(st, &in, &o, &e), 0);
+    assert_ptr_equal(in.sig, mine);
+    route_in zero = {"x2", &model, NULL, mine, 0, 0, 0, 0};
+    assert_int_equal(state_route(st, &zero, &o, &e), 0);
+    assert_ptr_equal(zero.sig, mine);
+    free(mine);
+    /* newest first: q9, q8, q7 with their own signatures */
+    json_t *win = state_window_json(st, 10), *sigs = json_object_get(win, "signatures");
+    assert_int_equal(json_array_size(sigs), 3);
+    for (int k = 0; k < 3; k++) {
+        json_t *one = json_array_get(sigs, (size_t)k);
+        char want[16];
+        snprintf(want, sizeof want, "q%d", 9 - k);
+        assert_string_equal(json_string_value(json_object_get(one, "request_id")), want);
+        json_t *v = json_object_get(one, "signature");
+        assert_int_equal(json_array_size(v), model.dim);
+        for (size_t j = 0; j < model.dim; j++)
+            assert_true((float)json_real_value(json_array_get(v, j)) == (float)(9 - k) + (float)j / 100);
+    }
+    json_decref(win);
+    state_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -597,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_finish_corpus),
         cmocka_unit_test(test_g9_against_printf),
         cmocka_unit_test(test_answers_match_jansson),
+        cmocka_unit_test(test_state_window_swaps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
