@@ -12,7 +12,11 @@
  * from c to c2" and costs cost[j][c2] - cost[j][c]; only the cheapest such
  * j matters, so for every ordered pair (c, c2) an indexed min-heap keeps
  * the points of c keyed by that difference, and top[c][c2] mirrors its
- * minimum in one dense K x K array that Dijkstra reads. Potentials on the
+ * minimum in one dense K x K array that Dijkstra reads. Dijkstra only
+ * ever leaves a full cluster (a path ends at the first cluster with room),
+ * so the heaps of a cluster are built, in O(K cap), when it first becomes
+ * full; until then its points are only listed. A full cluster stays full.
+ * Potentials on the
  * K cluster nodes and T (Johnson's reweighting) keep reduced edge costs
  * non-negative, so plain O(K^2) Dijkstra applies; it stops as soon as T is
  * settled, and the potentials move by min(dist, dist_T), which stays valid
@@ -40,6 +44,8 @@ typedef struct solver {
     int *size;   /* [k] points in each cluster */
     hent *heap;  /* [k*k][cap]: heap (c, c2) = points of c by cost[j][c2] - cost[j][c] */
     int *pos;    /* [n*k] position of point j in heap (cl[j], c2) */
+    int *members;/* [k][cap] points of a cluster whose heaps are not built yet */
+    char *built; /* [k] the cluster has been full: its heaps are live */
     double *top; /* [k*k] minimum key of heap (c, c2), INFINITY when empty */
     double *pot; /* [k] potentials of the cluster nodes */
     double *dist;
@@ -89,8 +95,36 @@ static void sift_down(solver *s, hent *h, int c2, int i, int count)
     heap_set(s, h, c2, i, e);
 }
 
+/* Heaps (c, c2) of a cluster that just became full, from its member list:
+ * entries placed, then heapified bottom up. */
+static void build_heaps(solver *s, int c)
+{
+    const int *mem = s->members + (size_t)c * (size_t)s->cap;
+    int count = s->size[c];
+    for (int c2 = 0; c2 < s->k; c2++) {
+        if (c2 == c)
+            continue;
+        hent *h = heap_of(s, c, c2);
+        for (int i = 0; i < count; i++) {
+            const double *row = s->cost + (size_t)mem[i] * (size_t)s->k;
+            heap_set(s, h, c2, i, (hent){row[c2] - row[c], mem[i]});
+        }
+        for (int i = count / 2 - 1; i >= 0; i--)
+            sift_down(s, h, c2, i, count);
+        s->top[(size_t)c * (size_t)s->k + (size_t)c2] = h[0].key;
+    }
+    s->built[c] = 1;
+}
+
 static void point_insert(solver *s, int j, int c)
 {
+    s->cl[j] = c;
+    if (!s->built[c]) {
+        s->members[(size_t)c * (size_t)s->cap + (size_t)s->size[c]++] = j;
+        if (s->size[c] == s->cap)
+            build_heaps(s, c);
+        return;
+    }
     const double *row = s->cost + (size_t)j * (size_t)s->k;
     int at = s->size[c];
     for (int c2 = 0; c2 < s->k; c2++) {
@@ -102,9 +136,10 @@ static void point_insert(solver *s, int j, int c)
         s->top[(size_t)c * (size_t)s->k + (size_t)c2] = h[0].key;
     }
     s->size[c]++;
-    s->cl[j] = c;
 }
 
+/* Only ever from a full cluster (one on a shortest path), whose heaps are
+ * built. */
 static void point_remove(solver *s, int j)
 {
     int c = s->cl[j];
@@ -189,7 +224,8 @@ static void insert_point(solver *s, int i)
 
 static void solver_free(solver *s)
 {
-    free(s->cl); free(s->size); free(s->heap); free(s->pos); free(s->top);
+    free(s->cl); free(s->size); free(s->heap); free(s->pos); free(s->top); free(s->members);
+    free(s->built);
     free(s->pot); free(s->dist); free(s->prev); free(s->via); free(s->done);
 }
 
@@ -211,8 +247,10 @@ static int solver_init(solver *s, const double *cost, int n, int k, int cap)
     s->prev = eldr_calloc((size_t)k, sizeof *s->prev);
     s->via = eldr_calloc((size_t)k, sizeof *s->via);
     s->done = eldr_calloc((size_t)k, 1);
+    s->members = eldr_calloc((size_t)k * (size_t)cap, sizeof *s->members);
+    s->built = eldr_calloc((size_t)k, 1);
     if (!s->cl || !s->size || !s->heap || !s->pos || !s->top || !s->pot || !s->dist ||
-        !s->prev || !s->via || !s->done) {
+        !s->prev || !s->via || !s->done || !s->members || !s->built) {
         solver_free(s);
         return -1;
     }

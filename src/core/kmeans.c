@@ -49,21 +49,37 @@ static double dot_fd(const float *a, const float *b, int d)
     return s;
 }
 
-static int check_rows(const float *x, int n, int d, char *err, size_t errlen)
+/* The norms first (one threaded pass over X), then the verdicts in row
+ * order, so the first bad row is the one named. */
+static int check_rows(const float *x, int n, int d, int threads, char *err, size_t errlen)
 {
+    double *norm2 = malloc((size_t)n * sizeof *norm2);
+    if (!norm2)
+        return eldr_errf(err, errlen, "kmeans: out of memory for the norms of %d rows", n);
+    vsum_row_norms2(x, n, d, norm2, threads);
     for (int i = 0; i < n; i++) {
         const float *row = x + (size_t)i * (size_t)d;
         /* NaN/inf propagate into the norm */
-        double nrm = sqrt(vsum_norm2_f(row, d));
-        for (int j = 0; !isfinite(nrm) && j < d; j++)
-            if (!isfinite(row[j]))
-                return eldr_errf(err, errlen, "kmeans: row %d has a non-finite value at column %d", i, j);
-        if (nrm == 0.0)
-            return eldr_errf(err, errlen,
-                             "kmeans: row %d is all zero (no signature under the mask; leave it out)", i);
-        if (fabs(nrm - 1.0) > 1e-3)
-            return eldr_errf(err, errlen, "kmeans: row %d has L2 norm %.6g, not a unit row", i, nrm);
+        double nrm = sqrt(norm2[i]);
+        const char *bad = NULL;
+        int col = 0;
+        for (int j = 0; !isfinite(nrm) && !bad && j < d; j++)
+            if (!isfinite(row[j])) {
+                bad = "non-finite";
+                col = j;
+            }
+        if (bad)
+            eldr_errf(err, errlen, "kmeans: row %d has a non-finite value at column %d", i, col);
+        else if (nrm == 0.0)
+            eldr_errf(err, errlen, "kmeans: row %d is all zero (no signature under the mask; leave it out)", i);
+        else if (fabs(nrm - 1.0) > 1e-3)
+            eldr_errf(err, errlen, "kmeans: row %d has L2 norm %.6g, not a unit row", i, nrm);
+        else
+            continue;
+        free(norm2);
+        return -1;
     }
+    free(norm2);
     return 0;
 }
 
@@ -169,6 +185,7 @@ typedef struct work {
     double *proj;   /* [k][n] x_i . acc_c, valid when proj_ok */
     int proj_ok;
     int *moved;     /* [n] rows whose cluster changed in the last round */
+    int *from, *to; /* [n] their clusters before and after */
     int n_moved;
     float *gather;  /* [k-1][d] those rows, when fewer than k */
     float *q;       /* [k-1][n] their similarities to every row */
@@ -177,7 +194,7 @@ typedef struct work {
 static void work_free(work *w)
 {
     free(w->sim); free(w->cost); free(w->prev); free(w->acc); free(w->norm); free(w->kept);
-    free(w->proj); free(w->moved); free(w->gather); free(w->q);
+    free(w->proj); free(w->moved); free(w->from); free(w->to); free(w->gather); free(w->q);
 }
 
 /* Similarities of every row to the centroids mu, by one sgemm. As
@@ -258,21 +275,25 @@ static int assign_from_sims(int n, const kmeans_opts *o, work *w, int *assign,
 }
 
 /* Member sums in w->acc follow the assignment: all rows the first time
- * (prev == NULL), afterwards only the rows that changed cluster (listed
+ * (prev == NULL, on threads), afterwards only the rows that changed cluster (listed
  * in w->moved), which late in a fit are few. */
 static void accumulate(const float *x, int n, int d, const int *assign, const int *prev,
                        const int *sizes, int k, work *w)
 {
     w->n_moved = 0;
-    for (int i = 0; i < n; i++) {
-        const float *row = x + (size_t)i * (size_t)d;
-        if (!prev) {
-            vsum_add(w->acc + (size_t)assign[i] * (size_t)d, row, d, 1.0);
-        } else if (prev[i] != assign[i]) {
-            vsum_add(w->acc + (size_t)prev[i] * (size_t)d, row, d, -1.0);
-            vsum_add(w->acc + (size_t)assign[i] * (size_t)d, row, d, 1.0);
-            w->moved[w->n_moved++] = i;
-        }
+    if (!prev) {
+        for (int i = 0; i < n; i++)
+            w->moved[i] = i;
+        vsum_move_rows(w->acc, x, d, w->moved, NULL, assign, n, w->threads);
+        w->n_moved = 0;
+    } else {
+        for (int i = 0; i < n; i++)
+            if (prev[i] != assign[i]) {
+                w->from[w->n_moved] = prev[i];
+                w->to[w->n_moved] = assign[i];
+                w->moved[w->n_moved++] = i;
+            }
+        vsum_move_rows(w->acc, x, d, w->moved, w->from, w->to, w->n_moved, w->threads);
     }
     for (int c = 0; c < k; c++) /* no rounding residue survives an emptied cluster */
         if (sizes[c] == 0)
@@ -354,10 +375,12 @@ static int work_alloc(work *w, int n, int d, int k)
     w->kept = eldr_calloc((size_t)k, 1);
     w->proj = eldr_calloc(nk, sizeof *w->proj);
     w->moved = eldr_calloc((size_t)n, sizeof *w->moved);
+    w->from = eldr_calloc((size_t)n, sizeof *w->from);
+    w->to = eldr_calloc((size_t)n, sizeof *w->to);
     w->gather = eldr_calloc(few * (size_t)d, sizeof *w->gather);
     w->q = eldr_calloc(few * (size_t)n, sizeof *w->q);
     if (!w->sim || !w->cost || !w->prev || !w->acc || !w->norm || !w->kept || !w->proj ||
-        !w->moved || !w->gather || !w->q) {
+        !w->moved || !w->from || !w->to || !w->gather || !w->q) {
         work_free(w);
         return -1;
     }
@@ -408,10 +431,10 @@ int kmeans_fit(const float *x, int n, int d, const kmeans_opts *o,
                kmeans_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
-    if (check_opts(n, d, o, err, errlen) < 0 || check_rows(x, n, d, err, errlen) < 0)
+    if (check_opts(n, d, o, err, errlen) < 0 || check_rows(x, n, d, o->threads, err, errlen) < 0)
         return -1;
     double need = (double)n * o->k * (2 * sizeof(float) + 2 * sizeof(double)) +
-                  (double)o->k * d * (sizeof(double) + 2 * sizeof(float)) + 2.0 * n * sizeof(int);
+                  (double)o->k * d * (sizeof(double) + 2 * sizeof(float)) + 4.0 * n * sizeof(int);
     size_t mem = eldr_phys_mem();
     if (mem && need > (double)mem / 2)
         return eldr_errf(err, errlen, "kmeans: n=%d k=%d d=%d needs %.0f MB of working memory, too much",

@@ -6,7 +6,14 @@
  * added pairwise (l, l+4), (l, l+2), (l, l+1), then the scalar tail. */
 #include "vsum.h"
 
+#include <pthread.h>
 #include <string.h>
+
+#include "simdot.h"
+
+#define VSUM_MIN_WORK (1 << 20) /* elements worth a second thread */
+#define VSUM_MAX_THREADS 8
+#define VSUM_COLS 512           /* columns per block of a move pass: 4 KB of each sum */
 
 typedef double v8d __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
@@ -97,22 +104,116 @@ double vsum_norm2_f(const float *row, int d)
 VSUM_CLONES
 double vsum_unit(float *mu, const double *a, int d, double nrm)
 {
+    double inv = 1.0 / nrm; /* a multiply: a divide per element costs more than the rest */
     v8d s = {0};
     int j = 0;
     for (; j + 8 <= d; j += 8) {
         v8d va, old;
         LOAD_D(va, a + j);
         LOAD_F(old, mu + j);
-        v8f nu = __builtin_convertvector(va / nrm, v8f);
+        v8f nu = __builtin_convertvector(va * inv, v8f);
         v8d diff = __builtin_convertvector(nu, v8d) - old;
         s += diff * diff;
         memcpy(mu + j, &nu, sizeof nu);
     }
     double t = lanes((const double *)&s);
     for (; j < d; j++) {
-        float nu = (float)(a[j] / nrm);
+        float nu = (float)(a[j] * inv);
         t += ((double)nu - mu[j]) * ((double)nu - mu[j]);
         mu[j] = nu;
     }
     return t;
+}
+
+/* Work [0, items) split into `threads` contiguous ranges, one per thread,
+ * the first on the caller; a thread that cannot start leaves its range to
+ * the caller. */
+typedef struct span {
+    void (*fn)(void *ctx, int lo, int hi);
+    void *ctx;
+    int lo, hi;
+} span;
+
+static void *run_span(void *arg)
+{
+    const span *sp = arg;
+    sp->fn(sp->ctx, sp->lo, sp->hi);
+    return NULL;
+}
+
+static void split(int items, int threads, void (*fn)(void *, int, int), void *ctx)
+{
+    if (threads <= 0)
+        threads = simdot_default_threads();
+    if (threads > VSUM_MAX_THREADS)
+        threads = VSUM_MAX_THREADS;
+    if (threads > items)
+        threads = items > 0 ? items : 1;
+    span sp[VSUM_MAX_THREADS];
+    pthread_t tid[VSUM_MAX_THREADS];
+    int started[VSUM_MAX_THREADS] = {0};
+    for (int t = 0; t < threads; t++)
+        sp[t] = (span){fn, ctx, (int)((long long)items * t / threads),
+                       (int)((long long)items * (t + 1) / threads)};
+    for (int t = 1; t < threads; t++)
+        started[t] = pthread_create(&tid[t], NULL, run_span, &sp[t]) == 0;
+    run_span(&sp[0]);
+    for (int t = 1; t < threads; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            run_span(&sp[t]);
+    }
+}
+
+typedef struct move_job {
+    double *acc;
+    const float *x;
+    int d, m;
+    const int *rows, *from, *to;
+} move_job;
+
+/* Column blocks [lo, hi) of VSUM_COLS: the partial rows of sums of a
+ * block stay in cache while the rows stream past, and no two threads
+ * write the same cache line. */
+static void move_cols(void *ctx, int lo, int hi)
+{
+    const move_job *g = ctx;
+    size_t d = (size_t)g->d;
+    for (int b = lo; b < hi; b++) {
+        size_t j0 = (size_t)b * VSUM_COLS;
+        int len = g->d - (int)j0 < VSUM_COLS ? g->d - (int)j0 : VSUM_COLS;
+        for (int t = 0; t < g->m; t++) {
+            const float *row = g->x + (size_t)g->rows[t] * d + j0;
+            if (g->from && g->from[t] >= 0)
+                vsum_add(g->acc + (size_t)g->from[t] * d + j0, row, len, -1.0);
+            vsum_add(g->acc + (size_t)g->to[t] * d + j0, row, len, 1.0);
+        }
+    }
+}
+
+void vsum_move_rows(double *acc, const float *x, int d, const int *rows, const int *from,
+                    const int *to, int m, int threads)
+{
+    move_job g = {acc, x, d, m, rows, from, to};
+    split((d + VSUM_COLS - 1) / VSUM_COLS, (double)m * d < VSUM_MIN_WORK ? 1 : threads, move_cols, &g);
+}
+
+typedef struct norm_job {
+    const float *x;
+    int d;
+    double *out;
+} norm_job;
+
+static void norm_rows(void *ctx, int lo, int hi)
+{
+    const norm_job *nj = ctx;
+    for (int i = lo; i < hi; i++)
+        nj->out[i] = vsum_norm2_f(nj->x + (size_t)i * (size_t)nj->d, nj->d);
+}
+
+void vsum_row_norms2(const float *x, int n, int d, double *out, int threads)
+{
+    norm_job nj = {x, d, out};
+    split(n, (double)n * d < VSUM_MIN_WORK ? 1 : threads, norm_rows, &nj);
 }

@@ -3,7 +3,7 @@
  *
  * simdot against dot products in double, for every kernel this CPU runs,
  * over shapes that hit every edge of the blocking (n and k not multiples
- * of the 8-row / 2-vector blocks, d not a multiple of 16 or of the
+ * of the 6-row / 4-vector blocks, d not a multiple of 16 or of the
  * 512-float chunk, d = 1); that it writes only its cells (ldo > n); that
  * its output is bit-identical for 1, 2, 3 and 8 threads, and between the
  * AVX-512 and AVX2 kernels (same lanes, same order); vsum against scalar
@@ -71,9 +71,9 @@ static void check_against_double(simdot_kind kind, int n, int d, int k, int thre
 static void test_against_double(void **state)
 {
     (void)state;
-    static const int ns[] = {1, 2, 7, 8, 9, 17, 130};
+    static const int ns[] = {1, 2, 5, 6, 7, 9, 17, 130};
     static const int ds[] = {1, 3, 15, 16, 17, 100, 512, 513, 1040};
-    static const int ks[] = {1, 2, 3, 5, 16, 17};
+    static const int ks[] = {1, 2, 3, 4, 5, 16, 17};
     static const simdot_kind kinds[] = {SIMDOT_AUTO, SIMDOT_BLAS, SIMDOT_AVX2, SIMDOT_AVX512};
     int ran = 0;
     for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++) {
@@ -86,7 +86,7 @@ static void test_against_double(void **state)
                 for (size_t c = 0; c < sizeof ks / sizeof *ks; c++, ran++)
                     check_against_double(kinds[q], ns[a], ds[b], ks[c], 2);
     }
-    assert_true(ran >= 2 * 7 * 9 * 6);
+    assert_true(ran >= 2 * 8 * 9 * 7);
     /* big enough for several threads, chunks and blocks */
     check_against_double(SIMDOT_AUTO, 1003, 1500, 13, 0);
 }
@@ -164,9 +164,9 @@ static void test_vsum(void **state)
         assert_true(fabs(vsum_norm2_f(f, d) - n2f) <= 1e-13 * n2f);
         float *want = malloc((size_t)d * sizeof *want);
         assert_non_null(want);
-        double move = 0, nrm = sqrt(n2);
+        double move = 0, nrm = sqrt(n2), inv = 1.0 / nrm;
         for (int j = 0; j < d; j++) {
-            want[j] = (float)(a[j] / nrm);
+            want[j] = (float)(a[j] * inv);
             move += ((double)want[j] - mu[j]) * ((double)want[j] - mu[j]);
         }
         double got = vsum_unit(mu, a, d, nrm);
@@ -176,6 +176,73 @@ static void test_vsum(void **state)
     }
 }
 
+/* The threaded passes equal their sequential definitions bit for bit,
+ * for any thread count: moves of rows between sums against the same
+ * vsum_add calls one by one (first every row joining, then some rows
+ * moving, one of them twice), norms against vsum_norm2_f per row. Sizes
+ * past the one-thread threshold. */
+static void test_vsum_threaded(void **state)
+{
+    (void)state;
+    int n = 700, d = 1601, k = 5, m = 300;
+    float *x = randf((size_t)n * d, 41, 0);
+    int *rows = malloc((size_t)n * sizeof *rows), *from = malloc((size_t)n * sizeof *from);
+    int *to = malloc((size_t)n * sizeof *to);
+    double *want = calloc((size_t)k * d, sizeof *want), *got = malloc((size_t)k * d * sizeof *got);
+    double *nw = malloc((size_t)n * sizeof *nw), *ng = malloc((size_t)n * sizeof *ng);
+    assert_non_null(rows); assert_non_null(from); assert_non_null(to);
+    assert_non_null(want); assert_non_null(got); assert_non_null(nw); assert_non_null(ng);
+    rng_t r;
+    rng_seed(&r, 42);
+    int *group = malloc((size_t)n * sizeof *group);
+    assert_non_null(group);
+    for (int i = 0; i < n; i++) {
+        group[i] = (int)rng_below(&r, (uint64_t)k);
+        rows[i] = i;
+        vsum_add(want + (size_t)group[i] * d, x + (size_t)i * d, d, 1.0);
+        nw[i] = vsum_norm2_f(x + (size_t)i * d, d);
+    }
+    double *joined = malloc((size_t)k * d * sizeof *joined);
+    assert_non_null(joined);
+    memcpy(joined, want, (size_t)k * d * sizeof *joined);
+    /* then m moves, in list order; row 3 moves twice */
+    int *mrows = malloc((size_t)m * sizeof *mrows);
+    assert_non_null(mrows);
+    for (int t = 0; t < m; t++) {
+        mrows[t] = t == m - 1 ? 3 : (int)rng_below(&r, (uint64_t)n);
+        from[t] = group[mrows[t]];
+        to[t] = (int)rng_below(&r, (uint64_t)k);
+        group[mrows[t]] = to[t];
+        vsum_add(want + (size_t)from[t] * d, x + (size_t)mrows[t] * d, d, -1.0);
+        vsum_add(want + (size_t)to[t] * d, x + (size_t)mrows[t] * d, d, 1.0);
+    }
+    int *initial = malloc((size_t)n * sizeof *initial);
+    assert_non_null(initial);
+    rng_seed(&r, 42);
+    for (int i = 0; i < n; i++)
+        initial[i] = (int)rng_below(&r, (uint64_t)k);
+    static const int threads[] = {1, 2, 3, 8, 0};
+    for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+        memset(got, 0, (size_t)k * d * sizeof *got);
+        vsum_move_rows(got, x, d, rows, NULL, initial, n, threads[t]);
+        assert_memory_equal(got, joined, (size_t)k * d * sizeof *got);
+        vsum_move_rows(got, x, d, mrows, from, to, m, threads[t]);
+        assert_memory_equal(got, want, (size_t)k * d * sizeof *got);
+        vsum_row_norms2(x, n, d, ng, threads[t]);
+        assert_memory_equal(ng, nw, (size_t)n * sizeof *ng);
+    }
+    /* and the sums are right: one column against a plain double loop */
+    for (int c = 0; c < k; c++) {
+        double s = 0;
+        for (int i = 0; i < n; i++)
+            if (group[i] == c)
+                s += x[(size_t)i * d + 1600];
+        assert_true(fabs(got[(size_t)c * d + 1600] - s) <= 1e-9 * (1 + fabs(s)));
+    }
+    free(x); free(rows); free(from); free(to); free(want); free(got); free(nw); free(ng);
+    free(group); free(joined); free(mrows); free(initial);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_empty_and_names),
         cmocka_unit_test(test_vsum),
+        cmocka_unit_test(test_vsum_threaded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
