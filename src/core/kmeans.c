@@ -197,17 +197,16 @@ static void work_free(work *w)
     free(w->proj); free(w->moved); free(w->from); free(w->to); free(w->gather); free(w->q);
 }
 
-/* Similarities of every row to the centroids mu, by one sgemm. As
- * S^T = mu X^T (k x n), X being the wide operand, which OpenBLAS runs
- * faster than X mu^T when k is small. */
+/* Similarities of every row to the centroids mu, one pass over X
+ * (simdot.h), stored centroid-major: sim[c][i]. */
 static void sims_full(const float *x, int n, int d, int k, const float *mu, work *w)
 {
     simdot(SIMDOT_AUTO, x, n, d, mu, k, w->sim, (size_t)n, w->threads);
 }
 
-/* After an update that moved few rows: mu_c = acc_c / |acc_c|, so
- * x_i . mu_c = (x_i . acc_c) / |acc_c|, and x_i . acc_c changes only by
- * the moved rows' similarities to x_i: one sgemm of width n_moved instead
+/* After an update that moved fewer than k rows: mu_c = acc_c / |acc_c|,
+ * so x_i . mu_c = (x_i . acc_c) / |acc_c|, and x_i . acc_c changes only by
+ * the moved rows' similarities to x_i: one pass of width n_moved instead
  * of k. Kept centroids did not move, and neither do their columns. */
 static void sims_incremental(const float *x, int n, int d, int k, const int *assign, work *w)
 {

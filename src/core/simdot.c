@@ -51,9 +51,9 @@
 /* acc: [ROWS][VEC][LANES], the partials of 6 rows against a group of 4
  * vectors; xr: the rows, read from column j0 for `steps` steps; vs: that
  * group's packed chunk.
- * pf: npf row chunks (in x itself) to prefetch, a cache line per step
- * each, so that the memory stream of the next chunk overlaps this one's
- * arithmetic instead of stalling the packing. */
+ * pf: row chunks of the next chunk or block to prefetch, a cache line
+ * per step each, so that the memory stream of X overlaps the arithmetic
+ * instead of stalling the kernel's first loads of every chunk. */
 typedef struct prefetch {
     const float *row[ROWS];
     int n;
@@ -143,15 +143,19 @@ static void kernel_avx2(const float *const xr[ROWS], int j0, int steps, int tail
 }
 #endif
 
-/* The 16 lanes added pairwise in a fixed tree. */
+/* The 16 lanes added pairwise in a fixed tree: t[l] += t[l + w] for
+ * w = 8, 4, 2, 1; the first two levels as 4-float vector adds. */
+typedef float v4f __attribute__((vector_size(16)));
+
 static float reduce_lanes(const float *p)
 {
-    float t[LANES];
-    memcpy(t, p, sizeof t);
-    for (int w = LANES / 2; w >= 1; w /= 2)
-        for (int l = 0; l < w; l++)
-            t[l] += t[l + w];
-    return t[0];
+    v4f a, b, c, d;
+    memcpy(&a, p, sizeof a);
+    memcpy(&b, p + 4, sizeof b);
+    memcpy(&c, p + 8, sizeof c);
+    memcpy(&d, p + 12, sizeof d);
+    v4f t = (a + c) + (b + d); /* w = 8, then w = 4 */
+    return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
 typedef struct plan {

@@ -4,15 +4,17 @@
  * This is the tall-skinny product X V^T (X: n x d, V: k x d, k small) that
  * dominates a K-means round. A general sgemm packs X into panels on every
  * call, and the OpenBLAS of Debian 12 does not recognise recent Xeons
- * (it falls back to SSE3 kernels), so eldr has its own kernel: 4 rows x 4
- * vectors per block, AVX-512 or AVX2+FMA chosen at run time by the CPU,
- * d split into cache-sized chunks, the rows shared among threads. cblas_sgemm
- * is the fallback on CPUs with neither.
+ * (it falls back to SSE3 kernels), so eldr has its own kernel: 6 rows x 4
+ * vectors of accumulators, AVX-512 or AVX2+FMA chosen at run time by the
+ * CPU, d in cache-sized chunks, blocks of rows claimed by threads.
+ * cblas_sgemm is the fallback on CPUs with neither (and if the kernel's
+ * small workspace cannot be allocated).
  *
- * Determinism: every x_i . v_c is accumulated in the same order (16 or 8
- * lanes along d, then a fixed lane reduction) whatever block, chunk or
- * thread computes it, so the output does not depend on the thread count.
- * Different kernels (AVX-512, AVX2, BLAS) may differ in the last bits. */
+ * Determinism: every x_i . v_c is the same chain of float multiply-adds
+ * (16 lanes along d, then a fixed lane reduction) whatever block, chunk or
+ * thread computes it, and the AVX2 kernel runs the same lanes as the
+ * AVX-512 one: the output does not depend on the thread count, nor on
+ * which of the two kernels ran. BLAS may differ in the last bits. */
 #ifndef ELDR_SIMDOT_H
 #define ELDR_SIMDOT_H
 

@@ -7,6 +7,7 @@
 #include "vsum.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "simdot.h"
@@ -125,45 +126,44 @@ double vsum_unit(float *mu, const double *a, int d, double nrm)
     return t;
 }
 
-/* Work [0, items) split into `threads` contiguous ranges, one per thread,
- * the first on the caller; a thread that cannot start leaves its range to
- * the caller. */
-typedef struct span {
+/* Work [0, items) shared among threads that claim `grain` items at a
+ * time from a counter (the caller is one of them), so a thread that the
+ * shared machine does not schedule leaves its work to the others; which
+ * thread does an item changes none of its numbers. */
+typedef struct crew {
     void (*fn)(void *ctx, int lo, int hi);
     void *ctx;
-    int lo, hi;
-} span;
+    int items, grain;
+    atomic_int next;
+} crew;
 
-static void *run_span(void *arg)
+static void *run_crew(void *arg)
 {
-    const span *sp = arg;
-    sp->fn(sp->ctx, sp->lo, sp->hi);
-    return NULL;
+    crew *cr = arg;
+    for (;;) {
+        int lo = atomic_fetch_add(&cr->next, cr->grain);
+        if (lo >= cr->items)
+            return NULL;
+        cr->fn(cr->ctx, lo, lo + cr->grain < cr->items ? lo + cr->grain : cr->items);
+    }
 }
 
-static void split(int items, int threads, void (*fn)(void *, int, int), void *ctx)
+static void split(int items, int grain, int threads, void (*fn)(void *, int, int), void *ctx)
 {
     if (threads <= 0)
         threads = simdot_default_threads();
     if (threads > VSUM_MAX_THREADS)
         threads = VSUM_MAX_THREADS;
-    if (threads > items)
-        threads = items > 0 ? items : 1;
-    span sp[VSUM_MAX_THREADS];
+    crew cr = {.fn = fn, .ctx = ctx, .items = items, .grain = grain};
+    atomic_init(&cr.next, 0);
     pthread_t tid[VSUM_MAX_THREADS];
     int started[VSUM_MAX_THREADS] = {0};
-    for (int t = 0; t < threads; t++)
-        sp[t] = (span){fn, ctx, (int)((long long)items * t / threads),
-                       (int)((long long)items * (t + 1) / threads)};
-    for (int t = 1; t < threads; t++)
-        started[t] = pthread_create(&tid[t], NULL, run_span, &sp[t]) == 0;
-    run_span(&sp[0]);
-    for (int t = 1; t < threads; t++) {
+    for (int t = 1; t < threads && (long long)t * grain < items; t++)
+        started[t] = pthread_create(&tid[t], NULL, run_crew, &cr) == 0;
+    run_crew(&cr);
+    for (int t = 1; t < threads; t++) /* a thread that did not start left its share to us */
         if (started[t])
             pthread_join(tid[t], NULL);
-        else
-            run_span(&sp[t]);
-    }
 }
 
 typedef struct move_job {
@@ -196,7 +196,7 @@ void vsum_move_rows(double *acc, const float *x, int d, const int *rows, const i
                     const int *to, int m, int threads)
 {
     move_job g = {acc, x, d, m, rows, from, to};
-    split((d + VSUM_COLS - 1) / VSUM_COLS, (double)m * d < VSUM_MIN_WORK ? 1 : threads, move_cols, &g);
+    split((d + VSUM_COLS - 1) / VSUM_COLS, 1, (double)m * d < VSUM_MIN_WORK ? 1 : threads, move_cols, &g);
 }
 
 typedef struct norm_job {
@@ -215,5 +215,5 @@ static void norm_rows(void *ctx, int lo, int hi)
 void vsum_row_norms2(const float *x, int n, int d, double *out, int threads)
 {
     norm_job nj = {x, d, out};
-    split(n, (double)n * d < VSUM_MIN_WORK ? 1 : threads, norm_rows, &nj);
+    split(n, 16, (double)n * d < VSUM_MIN_WORK ? 1 : threads, norm_rows, &nj);
 }
