@@ -238,7 +238,7 @@ static int run_variant(const run_ctx *x, sig_variant v, vresult *out, char *err,
         all[l] = l;
     if (o->layers_mode == LAYERS_AUTO || o->curve) {
         layersel_result g;
-        if (layersel_run(t, v, x->idf_full, x->pr, o->threads, &g, err, errlen))
+        if (layersel_run(t, v, x->idf_full, x->pr, o->threads, NULL, &g, err, errlen))
             goto out;
         out->order = g.order;
         out->curve = g.curve;

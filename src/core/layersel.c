@@ -22,7 +22,13 @@ struct layersel_ctx {
     double *dot;              /* [L][P] per-layer pair dot products */
     double *sq;               /* [L][n_req] per-layer squared norms */
     int threads;
+    volatile int *cancel;     /* polled before each greedy step; may be NULL */
 };
+
+void layersel_set_cancel(layersel_ctx *c, volatile int *cancel)
+{
+    c->cancel = cancel;
+}
 
 static int pick_threads(int threads)
 {
@@ -417,6 +423,11 @@ int layersel_greedy(const layersel_ctx *c, layersel_result *out, char *err, size
     }
     out->L = L;
     for (int step = 0; step < L; step++) {
+        if (c->cancel && *c->cancel) {
+            eldr_errf(err, errlen, "layer selection: cancelled after %d of %d steps", step, L);
+            rc = LAYERSEL_CANCELLED;
+            goto out;
+        }
         int n = 0;
         for (int l = 0; l < L; l++)
             if (!used[l])
@@ -484,13 +495,14 @@ void layersel_result_free(layersel_result *r)
 }
 
 int layersel_run(const trace_t *t, sig_variant v, const float *idf_full,
-                 const rho_pairs *pr, int threads, layersel_result *out,
-                 char *err, size_t errlen)
+                 const rho_pairs *pr, int threads, volatile int *cancel,
+                 layersel_result *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     layersel_ctx *c = layersel_prepare(t, v, idf_full, pr, threads, err, errlen);
     if (!c)
         return -1;
+    layersel_set_cancel(c, cancel);
     int rc = layersel_greedy(c, out, err, errlen);
     layersel_free(c);
     return rc;

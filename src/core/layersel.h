@@ -68,13 +68,20 @@ typedef struct layersel_result {
     double rho;       /* curve[n_star - 1] */
 } layersel_result;
 
+/* A flag the greedy steps poll (Ctrl-C, Esc, another thread): when it is
+ * set, layersel_greedy stops before its next step and returns
+ * LAYERSEL_CANCELLED. NULL (the default) never cancels. */
+#define LAYERSEL_CANCELLED (-2)
+void layersel_set_cancel(layersel_ctx *c, volatile int *cancel);
+
 /* Run the greedy selection over all L steps. */
 int layersel_greedy(const layersel_ctx *c, layersel_result *out, char *err, size_t errlen);
 void layersel_result_free(layersel_result *r);
 
-/* prepare + greedy + free in one call (what `eldr fit --layers auto` needs). */
+/* prepare + greedy + free in one call (what `eldr fit --layers auto` needs);
+ * cancel as in layersel_set_cancel (may be NULL). */
 int layersel_run(const trace_t *t, sig_variant v, const float *idf_full,
-                 const rho_pairs *pr, int threads, layersel_result *out,
-                 char *err, size_t errlen);
+                 const rho_pairs *pr, int threads, volatile int *cancel,
+                 layersel_result *out, char *err, size_t errlen);
 
 #endif

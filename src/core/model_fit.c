@@ -132,7 +132,7 @@ static int choose_mask(const trace_t *t, const model_fit_opts *o, fit_state *s, 
         if (t->n < 2)
             return eldr_errf(err, errlen, "fit: automatic layer selection needs at least 2 "
                              "requests; give the layers");
-        if (layersel_run(t, o->variant, s->idf_full, &s->pairs, o->threads, &s->sel, err,
+        if (layersel_run(t, o->variant, s->idf_full, &s->pairs, o->threads, o->cancel, &s->sel, err,
                          errlen) < 0)
             return -1;
         s->have_sel = 1;

@@ -86,7 +86,10 @@ static void push_greedy(lua_State *L, const trace_t *t, sig_variant v, const flo
 {
     layersel_result g;
     char err[ELDR_ERRLEN];
-    if (layersel_run(t, v, idf, pr, 0, &g, err, sizeof err))
+    int rc = layersel_run(t, v, idf, pr, 0, &l_cancel_flag, &g, err, sizeof err);
+    if (rc == LAYERSEL_CANCELLED)
+        luaL_error(L, "eldr.%s: interrupted", fn);
+    if (rc)
         l_fail(L, fn, err);
     l_push_selection(L, &g);
     layersel_result_free(&g);

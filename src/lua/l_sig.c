@@ -130,8 +130,10 @@ static int l_recipe_new(lua_State *L)
                            : rho_pairs_all(t->n, &pr, err, sizeof err);
         if (rc)
             return l_fail(L, fn, err);
-        rc = layersel_run(t, v, idf, &pr, 0, &g, err, sizeof err);
+        rc = layersel_run(t, v, idf, &pr, 0, &l_cancel_flag, &g, err, sizeof err);
         rho_pairs_free(&pr);
+        if (rc == LAYERSEL_CANCELLED)
+            return luaL_error(L, "eldr.%s: interrupted", fn);
         if (rc)
             return l_fail(L, fn, err);
         list = g.mask;

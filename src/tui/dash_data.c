@@ -529,7 +529,7 @@ static void compute_curve(dash_t *d, sig_variant v)
         free(idf);
         return;
     }
-    if (layersel_run(d->calib, v, idf, &pr, 0, &sel, err, sizeof err)) {
+    if (layersel_run(d->calib, v, idf, &pr, 0, NULL, &sel, err, sizeof err)) {
         snprintf(d->curve_note, sizeof d->curve_note, "no rho curve: %s", err);
     } else {
         d->curve = sel.curve;

@@ -36,7 +36,7 @@ static double time_greedy(const trace_t *t, const float *idf, const rho_pairs *p
     for (int rep = 0; rep < 5; rep++) {
         layersel_result r;
         double t0 = bench_now();
-        if (layersel_run(t, SIG_COUNT_IDF, idf, pr, threads, &r, err, errlen))
+        if (layersel_run(t, SIG_COUNT_IDF, idf, pr, threads, NULL, &r, err, errlen))
             return -1;
         double dt = bench_now() - t0;
         if (dt < best)

@@ -655,7 +655,7 @@ static void test_greedy_exhaustive(void **state)
         rho_pairs pr;
         assert_int_equal(rho_pairs_all(t->n, &pr, err, sizeof err), 0);
         layersel_result res;
-        int rc = layersel_run(t, (sig_variant)v, idf, &pr, 2, &res, err, sizeof err);
+        int rc = layersel_run(t, (sig_variant)v, idf, &pr, 2, NULL, &res, err, sizeof err);
         if (rc)
             print_error("%s\n", err);
         assert_int_equal(rc, 0);
@@ -713,6 +713,38 @@ static void test_greedy_exhaustive(void **state)
     }
 }
 
+/* A raised cancel flag stops the greedy selection before its next step
+ * (LAYERSEL_CANCELLED, nothing returned); a lowered one changes nothing. */
+static void test_greedy_cancel(void **state)
+{
+    (void)state;
+    char err[ERRLEN];
+    double strength[8];
+    for (int l = 0; l < 8; l++)
+        strength[l] = 0.2 + 0.1 * l;
+    trace_t *t = synth(60, 8, 12, 3, 3, strength, 11);
+    float *idf = fit_idf(t);
+    rho_pairs pr;
+    assert_int_equal(rho_pairs_sample(t->n, 800, 3, &pr, err, sizeof err), 0);
+    volatile int flag = 1;
+    layersel_result a, b;
+    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 2, &flag, &a, err, sizeof err),
+                     LAYERSEL_CANCELLED);
+    assert_non_null(strstr(err, "cancelled after 0 of 8 steps"));
+    assert_null(a.order);
+    assert_null(a.mask);
+    flag = 0;
+    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 2, &flag, &a, err, sizeof err), 0);
+    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 2, NULL, &b, err, sizeof err), 0);
+    assert_memory_equal(a.order, b.order, 8 * sizeof(int));
+    assert_memory_equal(a.curve, b.curve, 8 * sizeof(double));
+    layersel_result_free(&a);
+    layersel_result_free(&b);
+    rho_pairs_free(&pr);
+    free(idf);
+    trace_free(t);
+}
+
 /* Larger: sampled pairs, the incremental curve against from-scratch rho of
  * every prefix, and the same result on 1, 2 and 3 threads. */
 static void test_greedy_incremental_threads(void **state)
@@ -727,9 +759,9 @@ static void test_greedy_incremental_threads(void **state)
     rho_pairs pr;
     assert_int_equal(rho_pairs_sample(t->n, 1500, 9, &pr, err, sizeof err), 0);
     layersel_result r1, r2, r3;
-    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 1, &r1, err, sizeof err), 0);
-    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 2, &r2, err, sizeof err), 0);
-    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 3, &r3, err, sizeof err), 0);
+    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 1, NULL, &r1, err, sizeof err), 0);
+    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 2, NULL, &r2, err, sizeof err), 0);
+    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 3, NULL, &r3, err, sizeof err), 0);
     assert_memory_equal(r1.order, r2.order, 10 * sizeof(int));
     assert_memory_equal(r1.curve, r2.curve, 10 * sizeof(double));
     assert_memory_equal(r1.order, r3.order, 10 * sizeof(int));
@@ -757,15 +789,15 @@ static void test_errors(void **state)
     assert_int_equal(rho_decode_dist(t, &pr, d, err, sizeof err), -1);
     assert_non_null(strstr(err, "rho needs decode_counts"));
     layersel_result res;
-    assert_int_equal(layersel_run(t, SIG_COUNT, NULL, &pr, 1, &res, err, sizeof err), -1);
+    assert_int_equal(layersel_run(t, SIG_COUNT, NULL, &pr, 1, NULL, &res, err, sizeof err), -1);
     assert_non_null(strstr(err, "rho needs decode_counts"));
     assert_int_equal(trace_alloc_optional(t, TRACE_HAS_DECODE, err, sizeof err), 0);
-    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, NULL, &pr, 1, &res, err, sizeof err), -1);
+    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, NULL, &pr, 1, NULL, &res, err, sizeof err), -1);
     assert_non_null(strstr(err, "idf"));
-    assert_int_equal(layersel_run(t, SIG_GATE_LOGIT, NULL, &pr, 1, &res, err, sizeof err), -1);
+    assert_int_equal(layersel_run(t, SIG_GATE_LOGIT, NULL, &pr, 1, NULL, &res, err, sizeof err), -1);
     assert_non_null(strstr(err, "gate_logit"));
     /* all-zero counts: every distance is 1, rho undefined, said so */
-    assert_int_equal(layersel_run(t, SIG_COUNT, NULL, &pr, 1, &res, err, sizeof err), -1);
+    assert_int_equal(layersel_run(t, SIG_COUNT, NULL, &pr, 1, NULL, &res, err, sizeof err), -1);
     assert_non_null(strstr(err, "undefined"));
     layersel_ctx *c = layersel_prepare(t, SIG_COUNT, NULL, &pr, 1, err, sizeof err);
     assert_non_null(c);
@@ -937,7 +969,7 @@ static void test_real_trace(void **state)
     sig_recipe_free(&r);
     /* greedy on the real data: the peak is at least the all-layer value */
     layersel_result res;
-    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 2, &res, err, sizeof err), 0);
+    assert_int_equal(layersel_run(t, SIG_COUNT_IDF, idf, &pr, 2, NULL, &res, err, sizeof err), 0);
     assert_true(res.rho >= res.curve[t->L - 1]);
     print_message("real trace greedy count_idf: rho %.6f with N* = %d of %d layers\n",
                   res.rho, res.n_star, t->L);
@@ -958,6 +990,7 @@ int main(void)
         cmocka_unit_test(test_dot_x4),
         cmocka_unit_test(test_pairs_sample),
         cmocka_unit_test(test_rho_hand),
+        cmocka_unit_test(test_greedy_cancel),
         cmocka_unit_test(test_rho_zero_signature),
         cmocka_unit_test(test_rho_random_brute),
         cmocka_unit_test(test_greedy_exhaustive),
