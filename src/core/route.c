@@ -219,11 +219,12 @@ static int is_zero(const float *v, size_t n)
     return 1;
 }
 
-/* Cosine of two unit vectors. Eight float partial sums: independent
- * chains the compiler can keep in vector registers, summed in double. A
- * hand loop rather than BLAS, whose thread pool costs more than one
- * small product (and spins on the cores the simulator needs). */
-static double dot(const float *a, const float *b, size_t n)
+/* Eight float partial sums: independent chains the compiler can keep in
+ * vector registers, summed in double. A hand loop rather than BLAS, whose
+ * thread pool costs more than one small product (and spins on the cores
+ * the simulator needs), and whose fallback kernels on CPUs it does not
+ * recognise are slower than this loop. */
+double route_dot(const float *a, const float *b, size_t n)
 {
     float acc[8] = {0};
     size_t i = 0;
@@ -249,7 +250,7 @@ static int decide_eldr(route_policy *p, const float *sig, const int64_t *load,
     }
     double sim[ROUTE_MAX_WORKERS];
     for (int k = 0; k < p->K; k++)
-        sim[k] = dot(p->centroids + (size_t)k * p->dim, sig, p->dim);
+        sim[k] = route_dot(p->centroids + (size_t)k * p->dim, sig, p->dim);
     return route_band_decide(sim, p->K, p->tau, p->min2, load, d);
 }
 

@@ -67,6 +67,11 @@ typedef enum route_rule {
  * "p2c", "domain", "unlabeled". */
 const char *route_rule_name(route_rule r);
 
+/* The dot product every ELDR similarity goes through (centroid . signature,
+ * both unit rows, so a cosine): one loop, so that eldrd and the simulator
+ * add the same terms in the same order and agree bit for bit. */
+double route_dot(const float *a, const float *b, size_t n);
+
 typedef struct route_decision {
     int worker;
     route_rule rule;

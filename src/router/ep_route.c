@@ -8,6 +8,7 @@
 #include "blockhash.h"
 #include "endpoints.h"
 #include "err.h"
+#include "route.h"
 
 static double mono_now(void)
 {
@@ -52,27 +53,6 @@ static int use_cache(eldrd_t *d, const route_body *b, uint16_t *total, cache_use
     return 0;
 }
 
-/* Cosine of two unit vectors, the same loop as the core router's
- * (src/core/route.c), so that eldrd and `eldr simulate` add up the same
- * terms in the same order: eight float partial sums (chains the compiler
- * keeps in vector registers), added up in double. A hand loop rather than
- * cblas_sgemv: on CPUs OpenBLAS does not recognise it falls back to its
- * SSE3 kernels, three times slower than this loop here. */
-static double dot(const float *a, const float *b, size_t n)
-{
-    float acc[8] = {0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            acc[j] += a[i + j] * b[i + j];
-    double s = 0;
-    for (int j = 0; j < 8; j++)
-        s += acc[j];
-    for (; i < n; i++)
-        s += (double)a[i] * b[i];
-    return s;
-}
-
 /* Signature and similarities outside the lock; *zero when no signature. */
 static int similarities(const mref_t *r, const uint16_t *total, float *sig, double *sim,
                         int *zero, rb_err *e)
@@ -85,7 +65,7 @@ static int similarities(const mref_t *r, const uint16_t *total, float *sig, doub
     if (*zero)
         return 0;
     for (int k = 0; k < r->m->K; k++)
-        sim[k] = dot(r->m->centroids + (size_t)k * r->dim, sig, r->dim);
+        sim[k] = route_dot(r->m->centroids + (size_t)k * r->dim, sig, r->dim);
     return 0;
 }
 
