@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "util_replay.h"
+
 #define FUZZ_NO_MAIN
 #include "../fuzz/fuzz_centroid_json.c"
 #include "../fuzz/fuzz_jsonl.c"
@@ -20,67 +22,34 @@
 #include "../fuzz/fuzz_npz.c"
 #include "../fuzz/fuzz_trace_h5.c"
 
-/* Run fn on every file of tests/fuzz/corpus/<name>; returns the count. */
-static int replay(const char *name, int (*fn)(const uint8_t *, size_t))
-{
-    char dir[256];
-    snprintf(dir, sizeof dir, "tests/fuzz/corpus/%s", name);
-    DIR *d = opendir(dir);
-    if (!d)
-        fail_msg("%s: cannot open (run from the repository root)", dir);
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[600];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        FILE *f = fopen(path, "rb");
-        assert_non_null(f);
-        fseek(f, 0, SEEK_END);
-        long len = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-        assert_non_null(buf);
-        assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-        fclose(f);
-        fn(buf, (size_t)len);
-        free(buf);
-        n++;
-    }
-    closedir(d);
-    assert_true(n > 0);
-    return n;
-}
-
 static void test_replay_npy(void **state)
 {
     (void)state;
-    replay("npy", fuzz_npy_one);
+    corpus_replay("npy", fuzz_npy_one);
 }
 
 static void test_replay_npz(void **state)
 {
     (void)state;
-    replay("npz", fuzz_npz_one);
+    corpus_replay("npz", fuzz_npz_one);
 }
 
 static void test_replay_jsonl(void **state)
 {
     (void)state;
-    replay("jsonl", fuzz_jsonl_one);
+    corpus_replay("jsonl", fuzz_jsonl_one);
 }
 
 static void test_replay_centroid_json(void **state)
 {
     (void)state;
-    replay("centroid_json", fuzz_centroid_json_one);
+    corpus_replay("centroid_json", fuzz_centroid_json_one);
 }
 
 static void test_replay_trace_h5(void **state)
 {
     (void)state;
-    replay("trace_h5", fuzz_trace_h5_one);
+    corpus_replay("trace_h5", fuzz_trace_h5_one);
 }
 
 /* The structured generator with no faults writes a valid file: it must
