@@ -108,6 +108,13 @@ if [ "$got" = "000" ]; then ok "after a new poll routes follow the new loads"; e
 start vllmB -m "$TMP/m.h5" --workers $W --tau 2 --load-from vllm --worker-urls "$URLS" \
     --poll-ms 50 --quiet || exit 0
 B=$URL
+# wait (bounded) for B's first complete poll: until then a worker it has
+# not heard from counts with B's own (zero) load
+i=0; while [ $i -lt 50 ]; do
+    req GET "/v1/snapshot?decisions=0"
+    jq_py "$TMP/body" '[w["reported"] for w in j["load"]["workers"]] == [2,60,50,50]' && break
+    sleep 0.1; i=$((i + 1))
+done
 got="$(route c1)"
 if [ "$got" = "0" ]; then ok "second replica agrees on load"; else
     notok "second replica agrees on load" "worker $got, wanted 0"; fi
