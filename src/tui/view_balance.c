@@ -60,6 +60,32 @@ static void live_detail(const dash_t *d, canvas_t *c, int x, int y, int w)
     canvas_text(c, x + 2, y + 4, cv_fg(CV_DEFAULT, CV_DIM), "Enter: back");
 }
 
+/* The table's columns: mark+name 10, size 7, bar, pct 7, bar, pct 7,
+ * in-flight 8; the bars share what the width leaves. Draws the header. */
+typedef struct balance_cols {
+    int bw, size, b1, p1, b2, p2, inf;
+} balance_cols;
+
+static balance_cols balance_header(canvas_t *c, int x, int y, int w)
+{
+    balance_cols col;
+    col.bw = (w - 10 - 7 - 7 - 7 - 10 - 4) / 2;
+    if (col.bw < 4)
+        col.bw = 4;
+    col.size = x + 1;
+    col.b1 = x + 18;
+    col.p1 = col.b1 + col.bw + 1;
+    col.b2 = col.p1 + 8;
+    col.p2 = col.b2 + col.bw + 1;
+    col.inf = col.p2 + 8;
+    cv_style hd = cv_fg(CV_DEFAULT, CV_BOLD);
+    canvas_text(c, col.size, y, hd, "worker     size");
+    canvas_text(c, col.b1, y, hd, "calibration share");
+    canvas_text(c, col.b2, y, hd, "routed share");
+    canvas_text(c, col.inf, y, hd, "in-flight");
+    return col;
+}
+
 static void balance_live(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
     const dash_live_now *n = &d->live->now;
@@ -76,16 +102,9 @@ static void balance_live(const dash_t *d, canvas_t *c, int x, int y, int w, int 
         full = a > full ? a : full;
         full = b > full ? b : full;
     }
-    int bw = (w - 10 - 7 - 7 - 7 - 10 - 4) / 2;
-    if (bw < 4)
-        bw = 4;
-    int cx_size = x + 1, cx_b1 = x + 18, cx_p1 = cx_b1 + bw + 1, cx_b2 = cx_p1 + 8,
-        cx_p2 = cx_b2 + bw + 1, cx_inf = cx_p2 + 8;
-    cv_style hd = cv_fg(CV_DEFAULT, CV_BOLD);
-    canvas_text(c, cx_size, y, hd, "worker     size");
-    canvas_text(c, cx_b1, y, hd, "calibration share");
-    canvas_text(c, cx_b2, y, hd, "routed share");
-    canvas_text(c, cx_inf, y, hd, "in-flight");
+    balance_cols col = balance_header(c, x, y, w);
+    int bw = col.bw, cx_size = col.size, cx_b1 = col.b1, cx_p1 = col.p1, cx_b2 = col.b2,
+        cx_p2 = col.p2, cx_inf = col.inf;
     int rows = h - 4 - (d->zoom ? 6 : 0);
     if (rows < 1)
         rows = 1;
@@ -137,17 +156,9 @@ void view_balance(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         if (b > full)
             full = b;
     }
-    /* columns: mark+name 10, size 7, bar, pct 7, bar, pct 7, in-flight 8 */
-    int bw = (w - 10 - 7 - 7 - 7 - 10 - 4) / 2;
-    if (bw < 4)
-        bw = 4;
-    int cx_size = x + 1, cx_b1 = x + 18, cx_p1 = cx_b1 + bw + 1, cx_b2 = cx_p1 + 8,
-        cx_p2 = cx_b2 + bw + 1, cx_inf = cx_p2 + 8;
-    cv_style hd = cv_fg(CV_DEFAULT, CV_BOLD);
-    canvas_text(c, cx_size, y, hd, "worker     size");
-    canvas_text(c, cx_b1, y, hd, "calibration share");
-    canvas_text(c, cx_b2, y, hd, "routed share");
-    canvas_text(c, cx_inf, y, hd, "in-flight");
+    balance_cols col = balance_header(c, x, y, w);
+    int bw = col.bw, cx_size = col.size, cx_b1 = col.b1, cx_p1 = col.p1, cx_b2 = col.b2,
+        cx_p2 = col.p2, cx_inf = col.inf;
     int rows = h - 4 - (d->zoom ? 7 : 0);
     if (rows < 1)
         rows = 1;
