@@ -55,7 +55,8 @@ CURL_LIBS := $(shell pkg-config --libs libcurl 2>/dev/null)
 ROUTER_LIBS := $(shell pkg-config --libs libmicrohttpd jansson 2>/dev/null) $(CURL_LIBS)
 SAMPLE := samples/small.h5
 
-.PHONY: all deps run test asan bench samples clean install unit-tests fuzz fuzz-smoke soak
+.PHONY: all deps run run-built test test-built asan bench bench-built samples clean install \
+	unit-tests fuzz fuzz-smoke soak
 
 all: $(BIN)/eldr $(BIN)/eldrd
 
@@ -125,7 +126,14 @@ samples: $(SAMPLE) $(BIN)/eldr
 
 # The workbench on the sample: the dashboard when there is a terminal,
 # otherwise what the sample holds and the commands to try.
-run: deps all $(SAMPLE)
+# run, test, bench: `make deps` first, then a fresh make for the rest, so
+# that the pkg-config flags above are computed after the install (a make
+# reads them once, when it starts: on a fresh machine, before the packages
+# that provide them exist).
+run: deps
+	@$(MAKE) --no-print-directory run-built
+
+run-built: all $(SAMPLE)
 	@if [ -t 0 ] && [ -t 1 ]; then exec $(BIN)/eldr dash $(SAMPLE); fi; \
 	$(BIN)/eldr info $(SAMPLE); echo; \
 	echo "No terminal for the dashboard. Next: $(BIN)/eldr --help, for example:"; \
@@ -133,16 +141,22 @@ run: deps all $(SAMPLE)
 	echo "  $(BIN)/eldr sim $(SAMPLE) --policy eldr,rr,jsq --rate 60"; \
 	echo "  $(BIN)/eldr repl"
 
-test: deps all $(SAMPLE) unit-tests
+test: deps
+	@$(MAKE) --no-print-directory test-built
+
+test-built: all $(SAMPLE) unit-tests
 	@BIN=$(BIN) sh tests/run.sh
 
-asan:
+asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" bin-asan/eldr bin-asan/eldrd unit-tests
 	@ASAN_OPTIONS=detect_leaks=1 BIN=bin-asan SAMPLE=$(SAMPLE) sh tests/run.sh
 
-bench: deps all $(BENCH_BIN)
+bench: deps
+	@$(MAKE) --no-print-directory bench-built
+
+bench-built: all $(BENCH_BIN)
 	@BIN=$(BIN) sh tests/bench/run.sh
 
 # Fuzzing (tests/fuzz/, docs/reliability.md): clang's libFuzzer with ASan
@@ -173,12 +187,13 @@ $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_BUILD)/libfuzzcor
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) $(ROUTER_LIBS)
 
 # keep the harness objects (make would delete them as intermediates)
-.SECONDARY: $(FUZZ_HARNESS:%.c=$(FUZZ_BUILD)/%.o)
+.SECONDARY: $(FUZZ_HARNESS:%.c=$(FUZZ_BUILD)/%.o) $(TEST_SRC:%.c=$(BUILD)/%.o) \
+	$(TEST_UTIL:%.c=$(BUILD)/%.o) $(BENCH_SRC:%.c=$(BUILD)/%.o)
 
 fuzz: $(FUZZ_BIN)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) sh tests/fuzz/run.sh $(FUZZ_BIN)
 
-fuzz-smoke:
+fuzz-smoke: deps
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
 
 # The soak test (tests/soak/soak.sh, docs/reliability.md): not in `make
