@@ -21,8 +21,10 @@
 
 #include "atomicfile.h"
 #include "cli.h"
+#include "cli_sim.h"
 #include "costmodel.h"
 #include "err.h"
+#include "grid.h"
 #include "model.h"
 #include "route.h"
 #include "sim.h"
@@ -41,9 +43,11 @@ static void usage(void)
         "policy, on the same arrivals and the same expert activations, and report\n"
         "TPOT, queue wait, distinct experts per step, expert reuse and load\n"
         "imbalance. Step time comes from the cost model (docs/cost-model.md).\n"
-        "The first rows of the trace are the calibration split (the model is\n"
-        "fitted there when -m is not given; domain shares come from there); the\n"
-        "other rows are simulated. See docs/simulator.md.\n"
+        "A seeded random draw of the trace's rows is the calibration split (the\n"
+        "model is fitted there when -m is not given; domain shares come from\n"
+        "there); the other rows are simulated. With --seeds N every policy runs\n"
+        "under N arrival/activation seeds and the table shows means with 95%%\n"
+        "confidence intervals. See docs/simulator.md.\n"
         "\n"
         "options:\n"
         "  -m, --model FILE       routing model (eldr-model); default: fit one on the\n"
@@ -59,15 +63,17 @@ static void usage(void)
         "  --output-tokens N      tokens each request decodes (default: its\n"
         "                         decode_tokens)\n"
         "  --max-batch B          requests decoding at once per worker (default 256)\n"
-        "  --calib-split N|F      calibration rows: a count (default 1000, capped at\n"
-        "                         half the trace), a fraction in (0, 1), or 0 for none\n"
-        "                         (then every row is simulated, in-sample)\n"
+        CLI_SPLIT_HELP
         "  --cost FILE            cost model file from `eldr costfit` (default: the\n"
         "                         documented defaults)\n"
         "  --sample-pool P        sampled token rows per request when the trace has no\n"
         "                         token-level experts (default 32)\n"
         "  --seed S               arrivals, sampled activations, seeded policies and\n"
         "                         the fit (default 1)\n"
+        "  --seeds N              run every policy under seeds S, S+1, ... S+N-1\n"
+        "                         (common random numbers across policies within a\n"
+        "                         seed); report means and 95%% confidence intervals\n"
+        "                         (default 1: no interval)\n"
         "\n"
         "prefix caching what-if (needs tokens/block_hashes and tokens/prefill_experts,\n"
         "as written by eldr gen --prefix-groups G --tokens):\n"
@@ -97,12 +103,13 @@ static void usage(void)
 }
 
 typedef struct sim_args {
-    const char *trace, *model_path, *cost_path, *csv_dir, *split_arg;
+    const char *trace, *model_path, *cost_path, *csv_dir;
     int kinds[ROUTE_N_KINDS], n_kinds;
     int workers;               /* 0 = default */
     double tau;                /* NAN = default */
     int min2, json;
-    double split;
+    split_spec split;
+    int seeds;
     sim_config cfg;
     int modes[SIM_PREFIX_N_MODES], n_modes;   /* --prefix-mode, in cold..uncached order */
     int prefix_opts;                          /* a prefix option was given */
@@ -148,28 +155,11 @@ static int parse_modes(sim_args *a, const char *list)
     return 0;
 }
 
-/* --calib-split: a fraction when it has a '.' or an exponent, else a count. */
-static int parse_split(sim_args *a, const char *s)
-{
-    if (strpbrk(s, ".eE")) {
-        if (cli_parse_double(CMD, "--calib-split", s, 0, 1, &a->split))
-            return CLI_BADINPUT;
-        if (a->split <= 0 || a->split >= 1)
-            return cli_fail(CMD, "--calib-split: fraction %g must be in (0, 1)", a->split);
-        return 0;
-    }
-    long long v;
-    if (cli_parse_int(CMD, "--calib-split", s, 0, 1LL << 40, &v))
-        return CLI_BADINPUT;
-    a->split = (double)v;
-    return 0;
-}
-
 static int parse_options(int argc, char **argv, sim_args *a)
 {
     enum { O_POLICY = 256, O_WORKERS, O_TAU, O_NOMIN2, O_RATE, O_CONC, O_OUT, O_BATCH,
            O_SPLIT, O_COST, O_POOL, O_SEED, O_CSV, O_JSON, O_PMODE, O_PCACHE, O_PWORKERS,
-           O_PROUTE, O_BSIZE };
+           O_PROUTE, O_BSIZE, O_SPLITMODE, O_SPLITSEED, O_SEEDS };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'}, {"policy", required_argument, 0, O_POLICY},
         {"workers", required_argument, 0, O_WORKERS}, {"tau", required_argument, 0, O_TAU},
@@ -185,6 +175,9 @@ static int parse_options(int argc, char **argv, sim_args *a)
         {"prefill-workers", required_argument, 0, O_PWORKERS},
         {"prefill-route", required_argument, 0, O_PROUTE},
         {"block-size", required_argument, 0, O_BSIZE},
+        {"split", required_argument, 0, O_SPLITMODE},
+        {"split-seed", required_argument, 0, O_SPLITSEED},
+        {"seeds", required_argument, 0, O_SEEDS},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     long long v;
@@ -193,7 +186,8 @@ static int parse_options(int argc, char **argv, sim_args *a)
     sim_prefix_config_default(&a->prefix);
     a->tau = NAN;
     a->min2 = 1;
-    a->split = SIM_DEFAULT_CALIB;
+    split_spec_default(&a->split);
+    a->seeds = 1;
     if ((rc = parse_policies(a, DEFAULT_POLICIES)))
         return rc;
     opterr = 0;
@@ -237,8 +231,16 @@ static int parse_options(int argc, char **argv, sim_args *a)
             a->cfg.max_batch = (int)v;
             break;
         case O_SPLIT:
-            if ((rc = parse_split(a, optarg)))
+        case O_SPLITMODE:
+        case O_SPLITSEED:
+            if ((rc = cli_split_option(CMD, c == O_SPLIT ? "--calib-split" : c == O_SPLITMODE
+                                                ? "--split" : "--split-seed", optarg, &a->split)))
                 return rc;
+            break;
+        case O_SEEDS:
+            if (cli_parse_int(CMD, "--seeds", optarg, 1, GRID_MAX_SEEDS, &v))
+                return CLI_BADINPUT;
+            a->seeds = (int)v;
             break;
         case O_COST: a->cost_path = optarg; break;
         case O_POOL:
@@ -300,6 +302,9 @@ static int parse_options(int argc, char **argv, sim_args *a)
         eldr |= a->kinds[i] == ROUTE_ELDR;
     if (a->n_modes && !eldr)
         return cli_fail(CMD, "--prefix-mode: the eldr policy must be in --policy");
+    if (a->n_modes && a->seeds > 1)
+        return cli_fail(CMD, "--seeds %d: the prefix-caching what-if runs one seed; drop "
+                        "--seeds or --prefix-mode", a->seeds);
     return 0;
 }
 
@@ -316,6 +321,7 @@ static int wants(const sim_args *a, route_kind k)
 typedef struct sim_inputs {
     trace_t *all, *calib, *eval;
     int64_t n_calib;
+    split_rows rows;           /* the split: eval rows name the file's rows */
     model_t *model;
     int fitted;                /* model fitted here */
     int K;
@@ -328,40 +334,21 @@ static void inputs_free(sim_inputs *in)
     trace_free(in->all);
     trace_free(in->calib);
     trace_free(in->eval);
+    split_rows_free(&in->rows);
     model_free(in->model);
     free(in->share);
-}
-
-static trace_t *rows_of(const trace_t *t, int64_t r0, int64_t r1, char *err, size_t errlen)
-{
-    int64_t n = r1 - r0;
-    int64_t *rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
-    if (!rows) {
-        eldr_errf(err, errlen, "out of memory selecting %lld rows", (long long)n);
-        return NULL;
-    }
-    for (int64_t i = 0; i < n; i++)
-        rows[i] = r0 + i;
-    trace_t *s = trace_select(t, rows, n, err, errlen);
-    free(rows);
-    return s;
 }
 
 static int split_trace(const sim_args *a, sim_inputs *in)
 {
     char err[ELDR_ERRLEN];
-    int64_t n = in->all->n;
-    in->n_calib = sim_calib_rows(n, a->split, err, sizeof err);
-    if (in->n_calib < 0)
-        return cli_fail(CMD, "--calib-split: %s", err);
-    if (in->n_calib > 0 && in->n_calib >= n)
-        return cli_fail(CMD, "--calib-split: %lld calibration rows leave none of %lld to "
-                        "simulate", (long long)in->n_calib, (long long)n);
-    if (!(in->eval = rows_of(in->all, in->n_calib, n, err, sizeof err)))
-        return cli_fail(CMD, "%s: %s", a->trace, err);
+    int rc = cli_split(CMD, in->all, &a->split, 1, &in->rows, &in->calib, &in->eval);
+    if (rc)
+        return rc;
+    in->n_calib = in->rows.n_calib;
     /* no split: calibrate on the simulated rows themselves (in-sample) */
-    int64_t c1 = in->n_calib ? in->n_calib : n;
-    if (!(in->calib = rows_of(in->all, 0, c1, err, sizeof err)))
+    if (!in->calib && !(in->calib = trace_select(in->all, in->rows.eval, in->rows.n_eval, err,
+                                                 sizeof err)))
         return cli_fail(CMD, "%s: %s", a->trace, err);
     return 0;
 }
@@ -409,6 +396,7 @@ static int get_model(const sim_args *a, sim_inputs *in)
                         a->model_path, sig_variant_name(m->recipe.variant),
                         sig_variant_name(m->recipe.variant));
     in->K = m->K;
+    cli_warn_in_sample(CMD, a->trace, a->model_path, m, &in->rows);
     return 0;
 }
 
@@ -495,24 +483,24 @@ static void on_step_csv(void *ctx, int worker, double t, double dt, int B, const
             u / L);
 }
 
-static void write_series(FILE *f, const sim_result *r, const trace_t *t, int64_t row0)
+static void write_series(FILE *f, const sim_result *r, const trace_t *t, const int64_t *file_row)
 {
-    (void)row0;
+    (void)file_row;
     fprintf(f, "t_s,worker,inflight\n");
     for (int64_t i = 0; i < r->n_series; i++)
         fprintf(f, "%.9f,%d,%d\n", r->series[i].t, r->series[i].worker, r->series[i].inflight);
     (void)t;
 }
 
-/* row0: the trace row of the first simulated request (the calibration
- * rows come before), so that rows name the input file's rows. */
-static void write_requests(FILE *f, const sim_result *r, const trace_t *t, int64_t row0)
+/* file_row maps a simulated row to its row in the input file (the split
+ * draws the evaluation rows from anywhere in the file). */
+static void write_requests(FILE *f, const sim_result *r, const trace_t *t, const int64_t *file_row)
 {
     fprintf(f, "row,request_id,worker,rule,tokens,arrival_s,start_s,finish_s,queue_ms,"
             "tpot_ms\n");
     for (int64_t i = 0; i < r->n; i++) {
         const sim_request *q = &r->req[i];
-        fprintf(f, "%lld,%s,%d,%s,%d,%.9f,%.9f,%.9f,%.4f,%.4f\n", (long long)(q->row + row0),
+        fprintf(f, "%lld,%s,%d,%s,%d,%.9f,%.9f,%.9f,%.4f,%.4f\n", (long long)file_row[q->row],
                 t->request_id && t->request_id[q->row] ? t->request_id[q->row] : "",
                 q->worker, route_rule_name(q->rule), q->tokens, q->arrival, q->start,
                 q->finish, (q->start - q->arrival) * 1e3,
@@ -520,10 +508,10 @@ static void write_requests(FILE *f, const sim_result *r, const trace_t *t, int64
     }
 }
 
-static void write_heat(FILE *f, const sim_result *r, const trace_t *t, int64_t row0)
+static void write_heat(FILE *f, const sim_result *r, const trace_t *t, const int64_t *file_row)
 {
     (void)t;
-    (void)row0;
+    (void)file_row;
     fprintf(f, "worker,layer,expert,activations\n");
     for (int w = 0; w < r->K; w++)
         for (int l = 0; l < r->L; l++)
@@ -546,6 +534,8 @@ typedef struct run_set {
     csv_out steps[MAX_RUNS];
     int baseline;              /* index of the best balancer by TPOT p50, -1 */
     sim_prefix px;             /* the prefix replay (--prefix-mode) */
+    grid_result seeds;         /* --seeds N > 1: every policy under N seeds */
+    const grid_row *stat[MAX_RUNS]; /* its row of each run, or NULL */
 } run_set;
 
 /* Run one policy on workload w into res, named `name` (which also names
@@ -640,9 +630,59 @@ static int run_all(const sim_args *a, const sim_inputs *in, const sim_workload *
     return rc;
 }
 
+static void seeds_progress(void *ctx, int64_t done, int64_t total)
+{
+    cli_progress_update(ctx, (double)done / (double)total);
+}
+
+/* --seeds N: the same policies under N seeds on the grid engine (the
+ * first seed repeats the detailed run), for means and CIs. */
+static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
+{
+    char err[ELDR_ERRLEN];
+    grid_spec g;
+    grid_spec_default(&g);
+    g.calib = in->calib;
+    g.eval = in->eval;
+    g.model = in->model;
+    g.cfg = a->cfg;
+    g.n_seeds = a->seeds;
+    g.workers[0] = in->K;
+    g.n_workers = 1;
+    g.n_base = 0;
+    for (int i = 0; i < a->n_kinds; i++) {
+        if (a->kinds[i] == ROUTE_ELDR)
+            g.taus[g.n_taus++] = in->tau;
+        else
+            g.baselines[g.n_base++] = (route_kind)a->kinds[i];
+    }
+    g.min2 = a->min2;
+    cli_progress bar;
+    cli_progress_start(&bar, "seeds");
+    g.progress = seeds_progress;
+    g.progress_ctx = &bar;
+    int rc = grid_run(&g, &rs->seeds, err, sizeof err);
+    cli_progress_done(&bar);
+    if (rc < 0)
+        return cli_fail(CMD, "%s: --seeds: %s", a->trace, err);
+    for (int i = 0; i < rs->n; i++)
+        for (int j = 0; j < rs->seeds.n; j++)
+            if (!strcmp(route_kind_name(rs->seeds.rows[j].kind), rs->res[i].policy))
+                rs->stat[i] = &rs->seeds.rows[j];
+    return 0;
+}
+
 static void pick_baseline(run_set *rs)
 {
     rs->baseline = -1;
+    if (rs->seeds.n) {         /* by the mean over seeds, as the grid chose */
+        for (int i = 0; i < rs->n; i++)
+            if (rs->stat[i] && rs->stat[i]->best_baseline >= 0)
+                for (int j = 0; j < rs->n; j++)
+                    if (rs->stat[j] == &rs->seeds.rows[rs->stat[i]->best_baseline])
+                        rs->baseline = j;
+        return;
+    }
     for (int i = 0; i < rs->n; i++) {
         if (!route_kind_is_balancer((route_kind)route_kind_parse(rs->res[i].policy)))
             continue;
@@ -655,6 +695,8 @@ static double change_pct(const run_set *rs, int i)
 {
     if (rs->baseline < 0)
         return NAN;
+    if (rs->stat[i])
+        return rs->stat[i]->vs_best_pct.mean;
     double b = rs->res[rs->baseline].tpot_p50_ms;
     return b > 0 ? (rs->res[i].tpot_p50_ms - b) / b * 100.0 : NAN;
 }
@@ -698,17 +740,51 @@ static void print_prefix(const sim_args *a, const run_set *rs)
     }
 }
 
+static void fmt_half(char *buf, size_t n, const grid_stat *s, int digits)
+{
+    if (isfinite(s->lo) && isfinite(s->hi))
+        snprintf(buf, n, "+-%.*f", digits, (s->hi - s->lo) / 2);
+    else
+        snprintf(buf, n, "-");
+}
+
+/* The table with --seeds: means over the seeds, with 95% CIs. */
+static void print_seeds_table(const run_set *rs, int pw)
+{
+    printf("\n%-*s %9s %8s %9s %9s %9s %7s %9s %9s %8s\n", pw, "policy", "tpot p50", "95% CI",
+           "tpot p99", "queue p50", "experts/", "reuse", "imbalance", "vs best", "95% CI");
+    printf("%-*s %9s %8s %9s %9s %9s %7s %9s %9s %8s\n", pw, "", "ms", "ms", "ms", "ms", "step",
+           "", "max/mean", rs->baseline >= 0 ? rs->res[rs->baseline].policy : "(none)", "pct pt");
+    for (int i = 0; i < rs->n; i++) {
+        const grid_row *g = rs->stat[i];
+        if (!g)
+            continue;
+        char ci[32], vs[32], vci[32];
+        fmt_half(ci, sizeof ci, &g->tpot_p50, 3);
+        fmt_half(vci, sizeof vci, &g->vs_best_pct, 1);
+        snprintf(vs, sizeof vs, isfinite(g->vs_best_pct.mean) ? "%+.1f%%" : "-",
+                 g->vs_best_pct.mean);
+        printf("%-*s %9.3f %8s %9.2f %9.2f %9.2f %7.2f %9.2f %9s %8s\n", pw, rs->res[i].policy,
+               g->tpot_p50.mean, ci, g->tpot_p99.mean, g->queue_p50.mean, g->distinct.mean,
+               g->reuse.mean, g->imbalance.mean, vs, vci);
+    }
+}
+
 static void print_text(const sim_args *a, const sim_inputs *in, const sim_workload *w,
                        const run_set *rs)
 {
     char arr[96];
-    printf("sim: %s, %lld requests simulated (rows %lld..%lld), %lld calibration rows\n",
-           a->trace, (long long)w->n, (long long)in->n_calib, (long long)in->all->n - 1,
-           (long long)in->n_calib);
-    printf("workers %d, max batch %d, %s, tokens %s, activations %s, seed %llu\n", in->K,
+    char split[160];
+    split_describe(&in->rows, split, sizeof split);
+    printf("sim: %s, %lld requests simulated; %s\n", a->trace, (long long)w->n, split);
+    printf("workers %d, max batch %d, %s, tokens %s, activations %s, seed %llu", in->K,
            a->cfg.max_batch, arrivals_text(&a->cfg, arr, sizeof arr),
            a->cfg.output_tokens ? "fixed" : "from trace",
            w->recorded ? "recorded" : "sampled", (unsigned long long)a->cfg.seed);
+    if (a->seeds > 1)
+        printf(" to %llu (%d seeds: means, 95%% CI over seeds)",
+               (unsigned long long)a->cfg.seed + (unsigned long long)a->seeds - 1, a->seeds);
+    printf("\n");
     if (in->model)
         printf("model: %s (%s, %d of %d layers), tau %g, min2 %s\n",
                in->fitted ? "fitted on the calibration rows" : a->model_path,
@@ -720,6 +796,9 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
         printf("%lld requests have an all-zero signature (routed by load)\n",
                (long long)w->n_sig_zero);
     int pw = a->n_modes ? 13 : 8;   /* eldr-uncached */
+    if (rs->seeds.n) {
+        print_seeds_table(rs, pw);
+    } else {
     printf("\n%-*s %9s %9s %9s %9s %9s %9s %7s %9s %9s\n", pw, "policy", "tpot p50", "tpot p95",
            "tpot p99", "queue p50", "queue p99", "experts/", "reuse", "imbalance", "vs best");
     printf("%-*s %9s %9s %9s %9s %9s %9s %7s %9s %9s\n", pw, "", "ms", "ms", "ms", "ms", "ms",
@@ -737,7 +816,8 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
                r->tpot_p50_ms, r->tpot_p95_ms, r->tpot_p99_ms, r->queue_p50_ms,
                r->queue_p99_ms, r->distinct_per_step, r->reuse, r->imbalance, cbuf);
     }
-    printf("\nserved per worker:\n");
+    }
+    printf("\nserved per worker%s:\n", rs->seeds.n ? " (first seed)" : "");
     for (int i = 0; i < rs->n; i++) {
         printf("  %-*s", pw, rs->res[i].policy);
         for (int k = 0; k < rs->res[i].K; k++)
@@ -791,6 +871,29 @@ static json_t *policy_json(const run_set *rs, int i)
     json_object_set_new(o, "tokens_per_s", num(r->tokens_per_s));
     json_object_set_new(o, "mean_in_system", num(r->mean_in_system));
     json_object_set_new(o, "vs_baseline_tpot_p50_pct", num(change_pct(rs, i)));
+    const grid_row *g = rs->stat[i];
+    json_object_set_new(o, "tpot_p50_ms_ci95", g && isfinite(g->tpot_p50.lo)
+                                                   ? json_pack("[f, f]", g->tpot_p50.lo,
+                                                               g->tpot_p50.hi)
+                                                   : json_null());
+    json_object_set_new(o, "vs_baseline_tpot_p50_pct_ci95",
+                        g && isfinite(g->vs_best_pct.lo)
+                            ? json_pack("[f, f]", g->vs_best_pct.lo, g->vs_best_pct.hi)
+                            : json_null());
+    if (g) {                   /* means over the seeds; the rest is the first seed's */
+        json_object_set_new(o, "seeds", json_integer(g->n_seeds));
+        json_object_set_new(o, "tpot_p50_ms", num(g->tpot_p50.mean));
+        json_object_set_new(o, "tpot_p99_ms", num(g->tpot_p99.mean));
+        json_object_set_new(o, "queue_p50_ms", num(g->queue_p50.mean));
+        json_object_set_new(o, "distinct_experts_per_step", num(g->distinct.mean));
+        json_object_set_new(o, "reuse", num(g->reuse.mean));
+        json_object_set_new(o, "imbalance", num(g->imbalance.mean));
+        json_object_set_new(o, "tokens_per_s", num(g->tokens_per_s.mean));
+        json_t *per = json_array();
+        for (int k = 0; k < g->n_seeds; k++)
+            json_array_append_new(per, num(g->tpot_p50_ms[k]));
+        json_object_set_new(o, "tpot_p50_ms_per_seed", per);
+    }
     int m = rs->mode[i];
     if (m >= 0) {
         const sim_prefix *px = &rs->px;
@@ -834,6 +937,16 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
     json_object_set_new(o, "requests", json_integer(w->n));
     json_object_set_new(o, "skipped", json_integer(w->n_skipped));
     json_object_set_new(o, "calib_rows", json_integer(in->n_calib));
+    char split[160];
+    split_describe(&in->rows, split, sizeof split);
+    json_object_set_new(o, "split", json_pack("{s:s, s:I, s:I, s:s}", "mode",
+                                              split_mode_name(in->rows.mode), "calib_rows",
+                                              (json_int_t)in->rows.n_calib, "eval_rows",
+                                              (json_int_t)in->rows.n_eval, "text", split));
+    json_object_set_new(json_object_get(o, "split"), "seed",
+                        in->rows.mode == SPLIT_HEAD ? json_null()
+                                                    : json_integer((json_int_t)in->rows.seed));
+    json_object_set_new(o, "seeds", json_integer(a->seeds));
     json_object_set_new(o, "arrivals", json_string(arrivals_text(&a->cfg, arr, sizeof arr)));
     json_object_set_new(o, "max_batch", json_integer(a->cfg.max_batch));
     json_object_set_new(o, "activations", json_string(w->recorded ? "recorded" : "sampled"));
@@ -858,7 +971,8 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
  * nothing half-written stays behind. */
 static int write_csv(const sim_args *a, const sim_inputs *in, run_set *rs)
 {
-    static void (*const writers[])(FILE *, const sim_result *, const trace_t *, int64_t) = {
+    static void (*const writers[])(FILE *, const sim_result *, const trace_t *,
+                                    const int64_t *) = {
         write_series, write_requests, write_heat};
     static const char *const names[] = {"inflight", "requests", "heat"};
     for (int i = 0; i < rs->n; i++) {
@@ -868,7 +982,7 @@ static int write_csv(const sim_args *a, const sim_inputs *in, run_set *rs)
             csv_out c;
             if (csv_open(&c, a->csv_dir, rs->res[i].policy, names[j]))
                 return cli_error(CMD, "--csv: %s", c.err);
-            writers[j](c.f, &rs->res[i], in->eval, in->n_calib);
+            writers[j](c.f, &rs->res[i], in->eval, in->rows.eval);
             if (csv_commit(&c))
                 return cli_error(CMD, "--csv: %s", c.err);
         }
@@ -930,6 +1044,8 @@ int cmd_sim(int argc, char **argv)
     }
     if ((rc = run_all(&a, &in, &w, rs)))
         goto out;
+    if (a.seeds > 1 && (rc = run_seeds(&a, &in, rs)))
+        goto out;
     pick_baseline(rs);
     if (a.csv_dir && (rc = write_csv(&a, &in, rs)))
         goto out;
@@ -943,6 +1059,7 @@ out:
         sim_result_free(&rs->res[i]);
     }
     sim_prefix_free(&rs->px);
+    grid_result_free(&rs->seeds);
     free(rs);
     sim_workload_free(&w);
     inputs_free(&in);

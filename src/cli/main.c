@@ -12,6 +12,7 @@ int cmd_fit(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_costfit(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_advise(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_repl(int argc, char **argv);
 int cmd_run(int argc, char **argv);
@@ -34,6 +35,7 @@ static const struct command {
     /* what-if */
     {"sim", cmd_sim, "simulate decode routing policies: TPOT, distinct experts, imbalance"},
     {"sweep", cmd_sweep, "grid of simulations over tau, workers and arrival rate"},
+    {"advise", cmd_advise, "which tau and K: the grid under several seeds, and a recommendation"},
     {"costfit", cmd_costfit, "fit the step-latency cost model to a measured profile"},
     /* workbench */
     {"dash", cmd_dash, "ncurses dashboard: balance, heatmaps, queues, scatter, rho; live"},

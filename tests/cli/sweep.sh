@@ -27,11 +27,11 @@ FAST="--output-tokens 48 --layers all"
 
 expect_status "sweep grid" 0 "$ELDR" sweep "$DATA" --workers 2,4 --rate 4,8 --tau 0,0.1 \
     $FAST --csv "$TMP/grid.csv"
-expect_out "table header" "K +rate policy +tau +tpot_p50"
-expect_out "split reported" "calibration rows 224, evaluation rows 225"
+expect_out "table header" "K +rate +policy +tau +TPOT p50 +95% CI"
+expect_out "split reported" "random split .seed 1.: 224 calibration, 225 evaluation rows"
 check "csv: header + 2 K x 2 rates x (3 baselines + 2 taus) rows" \
     test "$(wc -l <"$TMP/grid.csv")" -eq 21
-check "csv header" grep -q '^K,rate,policy,tau,tpot_p50_ms,tpot_p99_ms,queue_p50_ms,distinct_experts_per_step,reuse,imbalance,vs_best_pct$' "$TMP/grid.csv"
+check "csv header" grep -q '^K,rate,policy,tau,seeds,tpot_p50_ms,tpot_p50_ci95_lo,tpot_p50_ci95_hi,tpot_p99_ms,queue_p50_ms,distinct_experts_per_step,reuse,imbalance,vs_best_pct,vs_best_ci95_lo,vs_best_ci95_hi$' "$TMP/grid.csv"
 
 "$ELDR" sweep "$DATA" --workers 2,4 --rate 4,8 --tau 0,0.1 $FAST --json >"$TMP/g.json" 2>"$TMP/g.err"
 check "json keys and split" json_check "$TMP/g.json" \

@@ -1,0 +1,87 @@
+/* cli_sim.c - shared options of the simulating commands (cli_sim.h). */
+#include "cli_sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "err.h"
+#include "sha256.h"
+
+int cli_split_option(const char *cmd, const char *opt, const char *arg, split_spec *s)
+{
+    long long v;
+    if (!strcmp(opt, "--split")) {
+        int m = split_mode_parse(arg);
+        if (m < 0)
+            return cli_fail(cmd, "--split: '%s' is not a split (random, head, stratified)", arg);
+        s->mode = (split_mode)m;
+        return 0;
+    }
+    if (!strcmp(opt, "--split-seed")) {
+        if (cli_parse_int(cmd, "--split-seed", arg, 0, INT64_MAX, &v))
+            return CLI_BADINPUT;
+        s->seed = (uint64_t)v;
+        return 0;
+    }
+    /* --calib-split: a fraction when it has a '.' or an exponent, else a count */
+    if (strpbrk(arg, ".eE")) {
+        double f;
+        if (cli_parse_double(cmd, "--calib-split", arg, 0, 1, &f))
+            return CLI_BADINPUT;
+        if (f <= 0 || f >= 1)
+            return cli_fail(cmd, "--calib-split: fraction %g must be in (0, 1)", f);
+        s->size = f;
+        return 0;
+    }
+    if (cli_parse_int(cmd, "--calib-split", arg, 0, 1LL << 40, &v))
+        return CLI_BADINPUT;
+    s->size = (double)v;
+    return 0;
+}
+
+int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_none,
+              split_rows *rows, trace_t **calib, trace_t **eval)
+{
+    char err[ELDR_ERRLEN];
+    *calib = *eval = NULL;
+    if (split_make(t, s, rows, err, sizeof err) < 0)
+        return cli_fail(cmd, "--calib-split: %s", err);
+    int none_ok = allow_none && rows->n_calib == 0;
+    if (!none_ok && (rows->n_calib < 1 || rows->n_eval < 1)) {
+        int rc = cli_fail(cmd, "--calib-split %g leaves %lld calibration and %lld evaluation "
+                          "rows of %lld; both need rows", s->size, (long long)rows->n_calib,
+                          (long long)rows->n_eval, (long long)t->n);
+        split_rows_free(rows);
+        return rc;
+    }
+    if (split_apply(t, rows, calib, eval, err, sizeof err) < 0) {
+        split_rows_free(rows);
+        return cli_error(cmd, "%s", err);
+    }
+    return 0;
+}
+
+int cli_warn_in_sample(const char *cmd, const char *trace_path, const char *model_path,
+                       const model_t *m, const split_rows *rows)
+{
+    char hex[SHA256_HEX], err[ELDR_ERRLEN];
+    if (!m || !m->calib_sha256[0] || sha256_file(trace_path, hex, err, sizeof err) < 0)
+        return 0;
+    if (strcmp(hex, m->calib_sha256) != 0)
+        return 0;
+    int64_t n = rows->n_calib + rows->n_eval;
+    if (m->calib_rows >= n)
+        fprintf(stderr, "eldr %s: warning: model %s was fitted on all %lld rows of this trace "
+                "(calibration SHA-256 %.12s matches): the %lld evaluated rows are its own "
+                "calibration rows, so the results are in-sample\n", cmd, model_path,
+                (long long)n, hex, (long long)rows->n_eval);
+    else
+        fprintf(stderr, "eldr %s: warning: model %s was fitted on %lld rows of this trace "
+                "(calibration SHA-256 %.12s matches); the %lld evaluated rows may include them, "
+                "so the results may be in-sample\n", cmd, model_path,
+                (long long)(m->calib_rows < 0 ? 0 : m->calib_rows), hex,
+                (long long)rows->n_eval);
+    return 1;
+}

@@ -1,0 +1,36 @@
+/* cli_sim.h - options and checks that every simulating command shares
+ * (sim, sweep, advise, dash): the calibration split, and the warning for a
+ * model evaluated on its own calibration rows. */
+#ifndef ELDR_CLI_SIM_H
+#define ELDR_CLI_SIM_H
+
+#include "model.h"
+#include "split.h"
+#include "trace.h"
+
+/* The --help lines of --split, --split-seed and --calib-split. */
+#define CLI_SPLIT_HELP                                                                    \
+    "  --split MODE           calibration rows: random (default: a seeded random\n"     \
+    "                         draw), head (the first rows: for a trace in arrival\n"    \
+    "                         order) or stratified (the same share of every label)\n"   \
+    "  --split-seed S         seed of the random and stratified draws (default 1)\n"    \
+    "  --calib-split N|F      how many calibration rows: a count (default 1000,\n"      \
+    "                         capped at half the trace), a fraction in (0, 1), or 0\n"  \
+    "                         for none (every row simulated, in-sample)\n"
+
+/* Parse one split option's value into s: opt is "--split", "--split-seed"
+ * or "--calib-split". 0, or CLI_BADINPUT after one line on stderr. */
+int cli_split_option(const char *cmd, const char *opt, const char *arg, split_spec *s);
+
+/* Split t; the message names the option on failure (both parts must have
+ * rows unless allow_none and size 0). */
+int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_none,
+              split_rows *rows, trace_t **calib, trace_t **eval);
+
+/* When model m was fitted on trace_path (same SHA-256) print a warning on
+ * stderr that the evaluated rows overlap its calibration rows, and return
+ * 1 (0 otherwise). `rows` says what is evaluated. */
+int cli_warn_in_sample(const char *cmd, const char *trace_path, const char *model_path,
+                       const model_t *m, const split_rows *rows);
+
+#endif

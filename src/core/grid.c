@@ -1,0 +1,458 @@
+/* grid.c - the policy grid over seeds (grid.h). */
+#include "grid.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "stats.h"
+
+/* the per-seed metrics kept for each row */
+enum { M_TPOT50, M_TPOT99, M_Q50, M_DISTINCT, M_REUSE, M_IMBAL, M_TPS, M_N };
+
+void grid_spec_default(grid_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    model_fit_opts_default(&s->fit, 1);
+    sim_config_default(&s->cfg);
+    s->n_seeds = 1;
+    static const route_kind base[] = {ROUTE_RANDOM, ROUTE_RR, ROUTE_JSQ, ROUTE_P2C};
+    memcpy(s->baselines, base, sizeof base);
+    s->n_base = 4;
+    s->min2 = 1;
+}
+
+typedef struct grid_run_state {
+    const grid_spec *s;
+    grid_result *r;
+    double *raw;                /* [rows][seeds][M_N] */
+    int n_policies, n_rates;
+    int64_t next, total, done;
+    int failed;                 /* -1 error, -2 cancelled */
+    char err[ELDR_ERRLEN];
+    double *shares;             /* domain baseline: label shares of calib */
+    int n_labels;
+    pthread_mutex_t lock;
+} grid_run_state;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int check_spec(const grid_spec *s, char *err, size_t errlen)
+{
+    if (!s->eval || s->eval->n < 1)
+        return eldr_errf(err, errlen, "grid: no evaluation rows");
+    if (s->n_seeds < 1 || s->n_seeds > GRID_MAX_SEEDS)
+        return eldr_errf(err, errlen, "grid: %d seeds (1 to %d)", s->n_seeds, GRID_MAX_SEEDS);
+    if (s->n_workers < 1 || s->n_workers > GRID_MAX_LIST || s->n_rates < 0 ||
+        s->n_rates > GRID_MAX_LIST || s->n_taus < 0 || s->n_taus > GRID_MAX_LIST ||
+        s->n_base < 0 || s->n_base > ROUTE_N_KINDS)
+        return eldr_errf(err, errlen, "grid: list sizes out of range");
+    if (s->n_taus + s->n_base < 1)
+        return eldr_errf(err, errlen, "grid: no policy (give taus or baselines)");
+    for (int i = 0; i < s->n_base; i++)
+        if (s->baselines[i] == ROUTE_ELDR || (unsigned)s->baselines[i] >= ROUTE_N_KINDS)
+            return eldr_errf(err, errlen, "grid: baseline %d is not a baseline", i);
+    for (int i = 0; i < s->n_taus; i++)
+        if (!isfinite(s->taus[i]) || s->taus[i] < 0)
+            return eldr_errf(err, errlen, "grid: tau %g must be >= 0", s->taus[i]);
+    if (!s->calib && (s->n_taus > 0 && !s->model))
+        return eldr_errf(err, errlen, "grid: no calibration rows to fit on");
+    return 0;
+}
+
+/* The model of each K: the given one when K matches, else a fit. The
+ * first automatic layer selection is reused for the other K. */
+static int fit_models(const grid_spec *s, grid_result *r, char *err, size_t errlen)
+{
+    r->models = calloc((size_t)s->n_workers, sizeof *r->models);
+    r->model_owned = calloc((size_t)s->n_workers, 1);
+    if (!r->models || !r->model_owned)
+        return eldr_errf(err, errlen, "grid: out of memory");
+    r->n_models = s->n_workers;
+    if (s->n_taus == 0)
+        return 0;                /* baselines only: no model needed */
+    model_fit_opts fo = s->fit;
+    int *layers = NULL;
+    int rc = 0;
+    for (int i = 0; i < s->n_workers && rc == 0; i++) {
+        int K = s->workers[i];
+        if (s->model && s->model->K == K) {
+            r->models[i] = (model_t *)s->model;
+            continue;
+        }
+        if (!s->calib)
+            return eldr_errf(err, errlen, "grid: K = %d needs a fit, and there are no "
+                             "calibration rows", K);
+        fo.K = K;
+        fo.cancel = s->cancel;
+        rc = model_fit(s->calib, &fo, &r->models[i], NULL, err, errlen);
+        if (rc == MODEL_FIT_CANCELLED)
+            break;
+        if (rc < 0) {
+            char why[ELDR_ERRLEN];
+            snprintf(why, sizeof why, "%s", err);
+            rc = eldr_errf(err, errlen, "fit K = %d on the calibration rows: %s", K, why);
+            break;
+        }
+        r->model_owned[i] = 1;
+        if (fo.layers == MODEL_LAYERS_AUTO) {
+            const sig_recipe *rc0 = &r->models[i]->recipe;
+            layers = malloc((size_t)rc0->n_layers * sizeof *layers);
+            if (!layers)
+                return eldr_errf(err, errlen, "grid: out of memory");
+            memcpy(layers, rc0->layers, (size_t)rc0->n_layers * sizeof *layers);
+            fo.layers = MODEL_LAYERS_LIST;
+            fo.layer_list = layers;
+            fo.n_layer_list = rc0->n_layers;
+        }
+    }
+    free(layers);
+    return rc;
+}
+
+static int domain_shares(grid_run_state *st, char *err, size_t errlen)
+{
+    const trace_t *c = st->s->calib;
+    if (!c || !c->label || c->n_labels < 1)
+        return eldr_errf(err, errlen, "baseline domain: the calibration rows have no labels");
+    st->shares = calloc((size_t)c->n_labels, sizeof *st->shares);
+    if (!st->shares)
+        return eldr_errf(err, errlen, "grid: out of memory");
+    for (int64_t i = 0; i < c->n; i++)
+        st->shares[c->label[i]] += 1;
+    st->n_labels = c->n_labels;
+    return 0;
+}
+
+static int run_policy(grid_run_state *st, const sim_workload *w, route_kind kind, int K,
+                      double tau, const model_t *m, uint64_t seed, sim_result *res,
+                      char *err, size_t errlen)
+{
+    route_policy p;
+    if (route_policy_init(&p, kind, K, seed, err, errlen) < 0)
+        return -1;
+    int rc = 0;
+    if (kind == ROUTE_ELDR)
+        rc = route_policy_set_centroids(&p, m->centroids, sig_dim(&m->recipe), tau,
+                                        st->s->min2, err, errlen);
+    else if (kind == ROUTE_DOMAIN)
+        rc = route_policy_set_domains(&p, st->shares, st->n_labels, err, errlen);
+    if (rc == 0)
+        rc = sim_run(w, &p, NULL, NULL, res, err, errlen);
+    route_policy_free(&p);
+    return rc;
+}
+
+/* One task: the workload of (K, rate, seed) and every policy on it. */
+static int run_task(grid_run_state *st, int64_t task, char *err, size_t errlen)
+{
+    const grid_spec *s = st->s;
+    int nS = s->n_seeds, nR = st->n_rates, nP = st->n_policies;
+    int si = (int)(task % nS), ri = (int)(task / nS % nR), ki = (int)(task / nS / nR);
+    int K = s->workers[ki];
+    const model_t *m = st->r->models[ki];
+    sim_config cfg = s->cfg;
+    cfg.seed = s->cfg.seed + (uint64_t)si;
+    double rate = s->n_rates ? s->rates[ri] : 0;
+    if (rate > 0) {
+        cfg.arrivals = SIM_ARRIVE_POISSON;
+        cfg.rate = rate;
+    }
+    sim_workload w;
+    if (sim_workload_init(&w, s->eval, &cfg, m ? &m->recipe : NULL, err, errlen) < 0)
+        return -1;
+    int rc = 0;
+    for (int p = 0; p < nP && rc == 0; p++) {
+        route_kind kind = p < s->n_base ? s->baselines[p] : ROUTE_ELDR;
+        double tau = p < s->n_base ? NAN : s->taus[p - s->n_base];
+        sim_result res;
+        rc = run_policy(st, &w, kind, K, tau, m, cfg.seed, &res, err, errlen);
+        if (rc < 0)
+            break;
+        int row = (ki * nR + ri) * nP + p;
+        double *v = st->raw + ((size_t)row * nS + si) * M_N;
+        v[M_TPOT50] = res.tpot_p50_ms;
+        v[M_TPOT99] = res.tpot_p99_ms;
+        v[M_Q50] = res.queue_p50_ms;
+        v[M_DISTINCT] = res.distinct_per_step;
+        v[M_REUSE] = res.reuse;
+        v[M_IMBAL] = res.imbalance;
+        v[M_TPS] = res.tokens_per_s;
+        sim_result_free(&res);
+    }
+    sim_workload_free(&w);
+    return rc;
+}
+
+static void *worker_main(void *arg)
+{
+    grid_run_state *st = arg;
+    char err[ELDR_ERRLEN];
+    for (;;) {
+        pthread_mutex_lock(&st->lock);
+        int stop = st->failed || st->next >= st->total;
+        if (!stop && st->s->cancel && *st->s->cancel) {
+            st->failed = -2;
+            stop = 1;
+        }
+        int64_t task = st->next++;
+        pthread_mutex_unlock(&st->lock);
+        if (stop)
+            break;
+        int rc = run_task(st, task, err, sizeof err);
+        pthread_mutex_lock(&st->lock);
+        if (rc < 0 && !st->failed) {
+            st->failed = -1;
+            snprintf(st->err, sizeof st->err, "%s", err);
+        }
+        st->done++;
+        if (rc == 0 && st->s->progress)
+            st->s->progress(st->s->progress_ctx, st->done, st->total);
+        pthread_mutex_unlock(&st->lock);
+    }
+    return NULL;
+}
+
+static void stat_of(const double *raw, int nS, int metric, grid_stat *out)
+{
+    double x[GRID_MAX_SEEDS], half;
+    for (int i = 0; i < nS; i++)
+        x[i] = raw[(size_t)i * M_N + metric];
+    stats_mean_ci95(x, nS, &out->mean, &half);
+    out->lo = out->mean - half;
+    out->hi = out->mean + half;
+}
+
+/* Paired per-seed change of `metric` against row b, in percent. */
+static void paired_pct(const double *raw_a, const double *raw_b, int nS, int metric,
+                       grid_stat *out)
+{
+    double x[GRID_MAX_SEEDS], half;
+    for (int i = 0; i < nS; i++) {
+        double a = raw_a[(size_t)i * M_N + metric], b = raw_b[(size_t)i * M_N + metric];
+        x[i] = b > 0 ? 100.0 * (a - b) / b : NAN;
+    }
+    stats_mean_ci95(x, nS, &out->mean, &half);
+    out->lo = out->mean - half;
+    out->hi = out->mean + half;
+}
+
+static int summarise(grid_run_state *st, char *err, size_t errlen)
+{
+    const grid_spec *s = st->s;
+    grid_result *r = st->r;
+    int nS = s->n_seeds, nP = st->n_policies;
+    for (int row = 0; row < r->n; row++) {
+        grid_row *g = &r->rows[row];
+        int p = row % nP, ri = row / nP % st->n_rates, ki = row / nP / st->n_rates;
+        g->K = s->workers[ki];
+        g->rate = s->n_rates && s->rates[ri] > 0 ? s->rates[ri] : 0;
+        g->kind = p < s->n_base ? s->baselines[p] : ROUTE_ELDR;
+        g->tau = p < s->n_base ? NAN : s->taus[p - s->n_base];
+        g->n_seeds = nS;
+        g->tpot_p50_ms = malloc((size_t)nS * sizeof *g->tpot_p50_ms);
+        if (!g->tpot_p50_ms)
+            return eldr_errf(err, errlen, "grid: out of memory");
+        const double *raw = st->raw + (size_t)row * nS * M_N;
+        for (int i = 0; i < nS; i++)
+            g->tpot_p50_ms[i] = raw[(size_t)i * M_N + M_TPOT50];
+        stat_of(raw, nS, M_TPOT50, &g->tpot_p50);
+        stat_of(raw, nS, M_TPOT99, &g->tpot_p99);
+        stat_of(raw, nS, M_Q50, &g->queue_p50);
+        stat_of(raw, nS, M_DISTINCT, &g->distinct);
+        stat_of(raw, nS, M_REUSE, &g->reuse);
+        stat_of(raw, nS, M_IMBAL, &g->imbalance);
+        stat_of(raw, nS, M_TPS, &g->tokens_per_s);
+    }
+    /* the best baseline of each cell, then the paired comparisons */
+    for (int cell = 0; cell < r->n / nP; cell++) {
+        int best = -1;
+        for (int p = 0; p < s->n_base; p++) {
+            int row = cell * nP + p;
+            if (!route_kind_is_balancer(s->baselines[p]) || !isfinite(r->rows[row].tpot_p50.mean))
+                continue;
+            if (best < 0 || r->rows[row].tpot_p50.mean < r->rows[best].tpot_p50.mean)
+                best = row;
+        }
+        for (int p = 0; p < nP; p++) {
+            grid_row *g = &r->rows[cell * nP + p];
+            g->best_baseline = best;
+            g->vs_best_pct = g->distinct_vs_best_pct = (grid_stat){NAN, NAN, NAN};
+            if (best < 0)
+                continue;
+            const double *a = st->raw + (size_t)(cell * nP + p) * nS * M_N;
+            const double *b = st->raw + (size_t)best * nS * M_N;
+            paired_pct(a, b, nS, M_TPOT50, &g->vs_best_pct);
+            paired_pct(a, b, nS, M_DISTINCT, &g->distinct_vs_best_pct);
+        }
+    }
+    return 0;
+}
+
+static int threads_of(const grid_spec *s, int64_t tasks)
+{
+    long t = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (t < 1)
+        t = 1;
+    if (t > 64)
+        t = 64;
+    return (int)(t < tasks ? t : tasks);
+}
+
+int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = now_s();
+    if (check_spec(s, err, errlen) < 0)
+        return -1;
+    grid_run_state st = {.s = s, .r = out};
+    st.n_policies = s->n_base + s->n_taus;
+    st.n_rates = s->n_rates ? s->n_rates : 1;
+    out->n_seeds = s->n_seeds;
+    out->n = s->n_workers * st.n_rates * st.n_policies;
+    out->rows = calloc((size_t)out->n, sizeof *out->rows);
+    st.raw = malloc((size_t)out->n * (size_t)s->n_seeds * M_N * sizeof *st.raw);
+    int rc = (out->rows && st.raw) ? 0 : eldr_errf(err, errlen, "grid: out of memory");
+    for (int i = 0; rc == 0 && i < s->n_base; i++)
+        if (s->baselines[i] == ROUTE_DOMAIN)
+            rc = domain_shares(&st, err, errlen);
+    if (rc == 0)
+        rc = fit_models(s, out, err, errlen);
+    if (rc == 0) {
+        st.total = (int64_t)s->n_workers * st.n_rates * s->n_seeds;
+        int nt = threads_of(s, st.total);
+        pthread_t tid[64];
+        int started = 0;
+        pthread_mutex_init(&st.lock, NULL);
+        for (int i = 1; i < nt; i++)
+            if (pthread_create(&tid[started], NULL, worker_main, &st) == 0)
+                started++;
+        worker_main(&st);
+        for (int i = 0; i < started; i++)
+            pthread_join(tid[i], NULL);
+        pthread_mutex_destroy(&st.lock);
+        if (st.failed == -2)
+            rc = (eldr_errf(err, errlen, "grid: cancelled"), -2);
+        else if (st.failed)
+            rc = eldr_errf(err, errlen, "%s", st.err);
+    }
+    if (rc == 0)
+        rc = summarise(&st, err, errlen);
+    free(st.raw);
+    free(st.shares);
+    if (rc != 0)
+        grid_result_free(out);
+    else
+        out->seconds = now_s() - t0;
+    return rc;
+}
+
+void grid_result_free(grid_result *r)
+{
+    for (int i = 0; r->rows && i < r->n; i++)
+        free(r->rows[i].tpot_p50_ms);
+    free(r->rows);
+    for (int i = 0; r->models && i < r->n_models; i++)
+        if (r->model_owned && r->model_owned[i])
+            model_free(r->models[i]);
+    free(r->models);
+    free(r->model_owned);
+    memset(r, 0, sizeof *r);
+}
+
+int grid_advise(const grid_result *r, grid_advice *a)
+{
+    a->row = a->closest_eldr = -1;
+    a->eldr_wins = 0;
+    a->n_candidates = 0;
+    int best = -1;
+    for (int i = 0; i < r->n; i++) {
+        const grid_row *g = &r->rows[i];
+        if (g->kind != ROUTE_ELDR || !isfinite(g->vs_best_pct.mean))
+            continue;
+        if (a->closest_eldr < 0 || g->vs_best_pct.mean < r->rows[a->closest_eldr].vs_best_pct.mean)
+            a->closest_eldr = i;
+        if (!(isfinite(g->vs_best_pct.hi) && g->vs_best_pct.hi < 0))
+            continue;
+        a->n_candidates++;
+        if (best < 0 || g->vs_best_pct.mean < r->rows[best].vs_best_pct.mean)
+            best = i;
+    }
+    if (best >= 0) {
+        /* as good within noise: CIs overlap the best's; take the best worst case */
+        int pick = best;
+        for (int i = 0; i < r->n; i++) {
+            const grid_row *g = &r->rows[i];
+            if (g->kind != ROUTE_ELDR || !(isfinite(g->vs_best_pct.hi) && g->vs_best_pct.hi < 0))
+                continue;
+            if (g->vs_best_pct.lo <= r->rows[best].vs_best_pct.hi &&
+                g->vs_best_pct.hi < r->rows[pick].vs_best_pct.hi)
+                pick = i;
+        }
+        a->row = pick;
+        a->eldr_wins = 1;
+        return 0;
+    }
+    if (a->closest_eldr >= 0 && r->rows[a->closest_eldr].best_baseline >= 0) {
+        a->row = r->rows[a->closest_eldr].best_baseline;
+        return 0;
+    }
+    /* no ELDR row: the baseline with the lowest mean TPOT */
+    for (int i = 0; i < r->n; i++)
+        if (r->rows[i].kind != ROUTE_ELDR && isfinite(r->rows[i].tpot_p50.mean) &&
+            (a->row < 0 || r->rows[i].tpot_p50.mean < r->rows[a->row].tpot_p50.mean))
+            a->row = i;
+    return a->row >= 0 ? 0 : -1;
+}
+
+static void fmt_rate(char *buf, size_t n, double rate)
+{
+    if (rate > 0)
+        snprintf(buf, n, "%g req/s", rate);
+    else
+        snprintf(buf, n, "the trace's arrivals");
+}
+
+void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf, size_t n)
+{
+    if (a->row < 0) {
+        snprintf(buf, n, "no recommendation: the grid has no finite result");
+        return;
+    }
+    const grid_row *g = &r->rows[a->row];
+    char rate[48];
+    fmt_rate(rate, sizeof rate, g->rate);
+    if (a->eldr_wins) {
+        const grid_row *b = &r->rows[g->best_baseline];
+        snprintf(buf, n, "tau %g, K %d: TPOT p50 %+.1f%% +-%.1f%% vs %s at %s; distinct "
+                 "experts %+.1f%%; imbalance %.2f",
+                 g->tau, g->K, g->vs_best_pct.mean, (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2,
+                 route_kind_name(b->kind), rate, g->distinct_vs_best_pct.mean, g->imbalance.mean);
+        return;
+    }
+    if (a->closest_eldr < 0) {
+        snprintf(buf, n, "keep %s (K %d, %s): TPOT p50 %.3f ms; no ELDR setting was simulated",
+                 route_kind_name(g->kind), g->K, rate, g->tpot_p50.mean);
+        return;
+    }
+    const grid_row *e = &r->rows[a->closest_eldr];
+    if (isfinite(e->vs_best_pct.hi))
+        snprintf(buf, n, "keep %s (K %d, %s): no ELDR setting beats it beyond noise; the "
+                 "closest, tau %g, gives TPOT p50 %+.1f%% +-%.1f%%",
+                 route_kind_name(g->kind), g->K, rate, e->tau, e->vs_best_pct.mean,
+                 (e->vs_best_pct.hi - e->vs_best_pct.lo) / 2);
+    else
+        snprintf(buf, n, "keep %s (K %d, %s): one seed cannot tell ELDR from noise; the "
+                 "closest, tau %g, gives TPOT p50 %+.1f%% (use --seeds 5 or more)",
+                 route_kind_name(g->kind), g->K, rate, e->tau, e->vs_best_pct.mean);
+}

@@ -1,0 +1,110 @@
+/* grid.h - the policy grid over seeds: K x rate x (baselines + ELDR at
+ * each tau), each cell simulated under N arrival/activation seeds, with
+ * means, 95% confidence intervals and the comparison against the best
+ * baseline. One engine for `eldr sweep`, `eldr advise`, eldr.sweep and
+ * eldr.advise in Lua, and the dashboard's trade-off view.
+ *
+ * Common random numbers: within one (K, rate, seed) every policy runs on
+ * the same workload (arrivals, lengths, activations) and seeded policies
+ * use that seed too, so a difference between two policies of one seed is
+ * the policies' alone. Across seeds everything is drawn anew; the CI of a
+ * policy's TPOT is over seeds, and the improvement over the best baseline
+ * is a paired difference per seed, so the common noise cancels.
+ *
+ * Models: for each K, the given model when its K matches, else one fitted
+ * on the calibration rows with spec->fit (greedy layers are selected once,
+ * on the first K fitted, and reused for the others, as `eldr sweep`
+ * always did). The cells run on `threads` threads; the result does not
+ * depend on the thread count. */
+#ifndef ELDR_GRID_H
+#define ELDR_GRID_H
+
+#include <stdint.h>
+
+#include "model.h"
+#include "route.h"
+#include "sim.h"
+#include "trace.h"
+
+#define GRID_MAX_LIST 64
+#define GRID_MAX_SEEDS 1000
+
+typedef struct grid_spec {
+    const trace_t *calib;       /* fits and the domain baseline's shares */
+    const trace_t *eval;        /* the simulated rows */
+    const model_t *model;       /* may be NULL */
+    model_fit_opts fit;         /* recipe for the fits (K is set per cell) */
+    sim_config cfg;             /* base; seed i uses cfg.seed + i */
+    int n_seeds;                /* >= 1 */
+    int workers[GRID_MAX_LIST], n_workers;
+    double rates[GRID_MAX_LIST]; /* req/s; <= 0: cfg's own arrivals */
+    int n_rates;                /* 0: one column with cfg's arrivals */
+    double taus[GRID_MAX_LIST];
+    int n_taus;
+    route_kind baselines[ROUTE_N_KINDS];
+    int n_base;
+    int min2;
+    int threads;                /* 0 = the online CPUs */
+    void (*progress)(void *ctx, int64_t done, int64_t total);
+    void *progress_ctx;         /* progress is called under a lock */
+    volatile int *cancel;       /* set: stop at the next cell, return -2 */
+} grid_spec;
+
+/* Defaults: no lists, one seed, baselines random, rr, jsq, p2c, min2. */
+void grid_spec_default(grid_spec *s);
+
+/* A mean with its 95% CI ([lo, hi] NaN with one seed). */
+typedef struct grid_stat {
+    double mean, lo, hi;
+} grid_stat;
+
+typedef struct grid_row {
+    int K;
+    double rate;                /* 0: the trace's arrivals */
+    route_kind kind;
+    double tau;                 /* NaN for baselines */
+    int n_seeds;
+    double *tpot_p50_ms;        /* [n_seeds] per seed */
+    grid_stat tpot_p50, tpot_p99, queue_p50, distinct, reuse, imbalance, tokens_per_s;
+    /* against the cell's best baseline (lowest mean TPOT p50), per seed
+     * 100 (x - b) / b, then mean and CI; NaN without a baseline */
+    grid_stat vs_best_pct, distinct_vs_best_pct;
+    int best_baseline;          /* row index of that baseline, -1 */
+} grid_row;
+
+typedef struct grid_result {
+    grid_row *rows;             /* K-major, then rate, then baselines, taus */
+    int n;
+    int n_seeds;
+    model_t **models;           /* [n_workers] the model of each K */
+    unsigned char *model_owned; /* [n_workers] 0: spec->model, borrowed */
+    int n_models;
+    double seconds;             /* wall time of grid_run */
+} grid_result;
+
+/* Run the grid. Returns 0, -1 with err, or -2 when cancelled. */
+int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen);
+void grid_result_free(grid_result *r);
+
+/* The recommendation of `eldr advise`.
+ *
+ * Among ELDR rows whose improvement over the best baseline of their cell
+ * is beyond noise (the CI of vs_best_pct lies below 0), take the one with
+ * the best mean; every such row whose CI overlaps the best's is as good
+ * within noise, and of those the one with the lowest CI upper bound (the
+ * best worst case) is recommended. When no ELDR row qualifies (or one
+ * seed gives no CI), the recommendation is the best baseline of the cell
+ * where ELDR came closest, and `eldr_wins` is 0. */
+typedef struct grid_advice {
+    int row;                    /* index into rows */
+    int eldr_wins;              /* 1 ELDR beats the best baseline beyond noise */
+    int closest_eldr;           /* the ELDR row with the best mean vs_best, -1 */
+    int n_candidates;           /* ELDR rows beyond noise */
+} grid_advice;
+int grid_advise(const grid_result *r, grid_advice *a);
+
+/* One sentence, e.g. "tau 0.05, K 8: TPOT p50 -6.1% +-1.2% vs jsq at
+ * 60 req/s; distinct experts -9.0%; imbalance 1.30". */
+void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,70 @@
+/* split.h - the calibration/evaluation split of a trace, one rule for
+ * every front end (eldr sim, sweep, advise, dash, the Lua module).
+ *
+ * Why random by default: traces are often written in label order (the
+ * shared gpt-oss trace is sorted by benchmark), so "the first rows
+ * calibrate" evaluates a model on a domain it never saw. A seeded random
+ * split gives an in-distribution estimate; `head` keeps the old rule
+ * (calibrate on the past, evaluate on the future: the honest choice for a
+ * trace in arrival order); `stratified` draws the same share of every
+ * label.
+ *
+ * Size: spec >= 1 is a row count, capped at n / 2 (the paper's 1000 rows
+ * on a big trace, half of a small one); 0 < spec < 1 a fraction of n
+ * (floor); 0 = no split: no calibration row, every row is evaluated.
+ * Both parts keep trace order. */
+#ifndef ELDR_SPLIT_H
+#define ELDR_SPLIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace.h"
+
+typedef enum split_mode { SPLIT_RANDOM = 0, SPLIT_HEAD, SPLIT_STRATIFIED } split_mode;
+
+#define SPLIT_DEFAULT_SIZE 1000
+#define SPLIT_DEFAULT_SEED 1
+
+typedef struct split_spec {
+    split_mode mode;
+    double size;                /* count, fraction or 0, as above */
+    uint64_t seed;              /* random and stratified */
+} split_spec;
+
+/* random, 1000 rows capped at half, seed 1 */
+void split_spec_default(split_spec *s);
+
+/* "random", "head", "stratified" -> mode, or -1 */
+int split_mode_parse(const char *name);
+const char *split_mode_name(split_mode m);
+
+/* Number of calibration rows of an n-row trace for size spec, or -1 with
+ * err when spec is negative or not finite. */
+int64_t split_calib_count(int64_t n, double size, char *err, size_t errlen);
+
+typedef struct split_rows {
+    int64_t *calib, n_calib;    /* ascending trace rows */
+    int64_t *eval, n_eval;      /* ascending: every other row */
+    split_mode mode;            /* the mode used: stratified without labels
+                                 * falls back to random */
+    uint64_t seed;
+} split_rows;
+
+/* Split t's n rows. The same (n, labels, spec) gives the same rows on
+ * every machine. Fails with err on a bad size or out of memory. */
+int split_make(const trace_t *t, const split_spec *s, split_rows *out, char *err,
+               size_t errlen);
+void split_rows_free(split_rows *r);
+
+/* The two parts as new traces (trace_select); *calib is NULL when the
+ * split has no calibration row. */
+int split_apply(const trace_t *t, const split_rows *r, trace_t **calib, trace_t **eval,
+                char *err, size_t errlen);
+
+/* One phrase for reports: "random split (seed 1): 224 calibration, 225
+ * evaluation rows", "head split: ...", "no split: 449 rows evaluated
+ * in-sample". */
+void split_describe(const split_rows *r, char *buf, size_t n);
+
+#endif
