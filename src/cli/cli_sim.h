@@ -27,10 +27,13 @@ int cli_split_option(const char *cmd, const char *opt, const char *arg, split_sp
 int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_none,
               split_rows *rows, trace_t **calib, trace_t **eval);
 
-/* When model m was fitted on trace_path (same SHA-256) print a warning on
- * stderr that the evaluated rows overlap its calibration rows, and return
- * 1 (0 otherwise). `rows` says what is evaluated. */
-int cli_warn_in_sample(const char *cmd, const char *trace_path, const char *model_path,
-                       const model_t *m, const split_rows *rows);
+/* When model m was fitted on trace_path (same SHA-256) and some of the
+ * evaluated rows (rows->eval of trace `all`) were among its calibration
+ * rows, print a warning on stderr saying how many, and return that count
+ * (0: none, or another trace). The model's calib_split names its rows
+ * exactly (eldr fit records it); a model without it is judged by its
+ * calib_rows alone ("may include"). */
+int64_t cli_warn_in_sample(const char *cmd, const char *trace_path, const char *model_path,
+                           const model_t *m, const trace_t *all, const split_rows *rows);
 
 #endif

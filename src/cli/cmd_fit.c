@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_sim.h"
 #include "err.h"
 #include "model.h"
 #include "sha256.h"
@@ -37,8 +38,15 @@ static void usage(void)
         "                        gate_prob, gate_logit\n"
         "  --layers auto|all|LIST  mask: greedy selection (default; needs\n"
         "                        decode_counts), all layers, or e.g. 0,3,5-7\n"
-        "  --calib-split N|F     calibrate on the first N rows, or a fraction F in\n"
-        "                        (0, 1] of them (default: all rows)\n"
+        "  --calib-split N|F     calibrate on N rows, or a fraction F in (0, 1] of\n"
+        "                        them (default: all rows), drawn by --split\n"
+        "  --split MODE          which rows: random (default: a seeded random draw,\n"
+        "                        the same rows as eldr sim --split random with the\n"
+        "                        same size and seed), head (the first rows) or\n"
+        "                        stratified (the same share of every label). The\n"
+        "                        model records it, so that eldr sim can tell\n"
+        "                        whether it evaluates on the model's own rows\n"
+        "  --split-seed S        seed of the random and stratified draws (default 1)\n"
         "  --seed S              seed of the rho pairs and k-means++ (default 1)\n"
         "  --iters I             K-means rounds (default 50); 0 with --init-rows\n"
         "                        only computes the optimal balanced assignment for\n"
@@ -60,6 +68,8 @@ typedef struct fit_args {
     const char *layers_arg, *split_arg, *init_arg, *workers_arg;
     int json;
     int64_t calib_n;          /* rows to load */
+    split_spec split;         /* --split, --split-seed (size: calib_n) */
+    char provenance[64];      /* the model's calib_split */
     int *layer_list;
     int64_t *init_rows;
     char **workers;           /* [K] pointers into workers_buf */
@@ -77,7 +87,7 @@ static void args_free(fit_args *a)
 static int parse_options(int argc, char **argv, fit_args *a)
 {
     enum { O_VARIANT = 256, O_LAYERS, O_SPLIT, O_SEED, O_ITERS, O_INIT, O_UNBAL, O_PAIRS,
-           O_TAU, O_WORKERS, O_JSON };
+           O_TAU, O_WORKERS, O_JSON, O_SPLITMODE, O_SPLITSEED };
     static const struct option opts[] = {
         {"clusters", required_argument, 0, 'k'}, {"output", required_argument, 0, 'o'},
         {"variant", required_argument, 0, O_VARIANT}, {"layers", required_argument, 0, O_LAYERS},
@@ -85,11 +95,14 @@ static int parse_options(int argc, char **argv, fit_args *a)
         {"iters", required_argument, 0, O_ITERS}, {"init-rows", required_argument, 0, O_INIT},
         {"unbalanced", no_argument, 0, O_UNBAL}, {"pairs", required_argument, 0, O_PAIRS},
         {"tau", required_argument, 0, O_TAU}, {"workers", required_argument, 0, O_WORKERS},
-        {"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'},
+        {"split", required_argument, 0, O_SPLITMODE},
+        {"split-seed", required_argument, 0, O_SPLITSEED}, {0, 0, 0, 0},
     };
     long long v;
     int c, have_k = 0;
     model_fit_opts_default(&a->o, 0);
+    split_spec_default(&a->split);
     a->layers_arg = "auto";
     opterr = 0;
     optind = 1;
@@ -110,6 +123,12 @@ static int parse_options(int argc, char **argv, fit_args *a)
             break;
         case O_LAYERS: a->layers_arg = optarg; break;
         case O_SPLIT: a->split_arg = optarg; break;
+        case O_SPLITMODE:
+        case O_SPLITSEED:
+            if (cli_split_option(CMD, c == O_SPLITMODE ? "--split" : "--split-seed", optarg,
+                                 &a->split))
+                return CLI_BADINPUT;
+            break;
         case O_SEED:
             if (cli_parse_int(CMD, "--seed", optarg, 0, INT64_MAX, &v))
                 return CLI_BADINPUT;
@@ -406,10 +425,30 @@ static int load_calibration(fit_args *a, trace_t **t, int64_t *n_total, char *sh
                         "--layers all or a list", a->trace);
     if (sha256_file(a->trace, sha, err, sizeof err) < 0)
         return cli_fail(CMD, "%s", err);
-    rc = a->calib_n == h.n ? trace_load(a->trace, t, err, sizeof err)
-                           : trace_load_rows(a->trace, 0, a->calib_n, t, err, sizeof err);
-    if (rc < 0)
+    snprintf(a->provenance, sizeof a->provenance, "all");
+    if (a->calib_n == h.n || a->split.mode == SPLIT_HEAD) {
+        /* the first rows only: a big trace need not be read whole */
+        rc = a->calib_n == h.n ? trace_load(a->trace, t, err, sizeof err)
+                               : trace_load_rows(a->trace, 0, a->calib_n, t, err, sizeof err);
+        if (rc < 0)
+            return cli_fail(CMD, "%s", err);
+        if (a->calib_n < h.n)
+            snprintf(a->provenance, sizeof a->provenance, "head %lld", (long long)a->calib_n);
+        return 0;
+    }
+    trace_t *all = NULL;
+    split_rows rows;
+    if (trace_load(a->trace, &all, err, sizeof err) < 0)
         return cli_fail(CMD, "%s", err);
+    rc = split_make_n(all, a->split.mode, a->split.seed, a->calib_n, &rows, err, sizeof err);
+    if (rc == 0) {
+        *t = trace_select(all, rows.calib, rows.n_calib, err, sizeof err);
+        split_provenance(&rows, a->provenance, sizeof a->provenance);
+        split_rows_free(&rows);
+    }
+    trace_free(all);
+    if (rc < 0 || !*t)
+        return cli_fail(CMD, "%s: %s", a->trace, err);
     return 0;
 }
 
@@ -447,6 +486,7 @@ int cmd_fit(int argc, char **argv)
         rc = cli_fail(CMD, "%s: %s", a.trace, err);
         goto out;
     }
+    snprintf(m->calib_split, sizeof m->calib_split, "%s", a.provenance);
     report_zero(&rep);
     double tw = cli_now();
     if (a.output && model_save(m, a.output, err, sizeof err) < 0) {

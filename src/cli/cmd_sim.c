@@ -396,7 +396,7 @@ static int get_model(const sim_args *a, sim_inputs *in)
                         a->model_path, sig_variant_name(m->recipe.variant),
                         sig_variant_name(m->recipe.variant));
     in->K = m->K;
-    cli_warn_in_sample(CMD, a->trace, a->model_path, m, &in->rows);
+    cli_warn_in_sample(CMD, a->trace, a->model_path, m, in->all, &in->rows);
     return 0;
 }
 

@@ -548,7 +548,8 @@ static int load_inputs(sweep_opts *o, sweep_state *s, char *err, size_t errlen)
         if (o->workers[i] > s->rows.n_calib)
             return cli_fail(cmd, "--workers: K = %lld exceeds the %lld calibration rows",
                             o->workers[i], (long long)s->rows.n_calib);
-    cli_warn_in_sample(cmd, o->trace, o->model, s->file_model, &s->rows);
+    if (o->advise || o->model)   /* sweep refits; the warning is for a model's recipe */
+        cli_warn_in_sample(cmd, o->trace, o->model, s->file_model, s->t, &s->rows);
     trace_free(s->t);
     s->t = NULL;
     return 0;

@@ -99,6 +99,7 @@ static void print_json(const char *path, const model_t *m, const centroid_stats 
     json_object_set_new(o, "zero_rows", int_or_null(m->zero_rows));
     json_object_set_new(o, "calib_sha256", json_string(m->calib_sha256));
     json_object_set_new(o, "calib_file", json_string(m->calib_file));
+    json_object_set_new(o, "calib_split", json_string(m->calib_split));
     json_object_set_new(o, "created", json_string(m->created));
     json_object_set_new(o, "eldr_version", json_string(m->eldr_version));
     json_t *norms = json_object();
@@ -146,6 +147,7 @@ static void print_text(const char *path, const model_t *m, const centroid_stats 
                m->balanced == 0 ? "unbalanced" : "balanced", m->iters,
                (unsigned long long)m->seed);
     printf("  calib sha256 %s\n", m->calib_sha256[0] ? m->calib_sha256 : "unknown");
+    printf("  calib rows   %s\n", m->calib_split[0] ? m->calib_split : "unknown");
     printf("  created      %s by eldr %s\n", m->created[0] ? m->created : "?",
            m->eldr_version[0] ? m->eldr_version : "?");
     printf("  centroids    norms %.6f..%.6f (unit: ok)", s->norm_min, s->norm_max);

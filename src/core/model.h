@@ -55,6 +55,9 @@ typedef struct model {
     char calib_sha256[SHA256_HEX]; /* SHA-256 of the calibration trace
                                     * file, lowercase hex; "" */
     char calib_file[256];        /* its base name; "" */
+    char calib_split[64];        /* which of its rows: "all", or a split
+                                  * spec (split.h split_spec_format, e.g.
+                                  * "random 200 seed 1"); "" unknown */
     char created[32];            /* ISO 8601 UTC time of the fit; "" */
     char eldr_version[32];       /* eldr that wrote it; "" */
 } model_t;

@@ -29,7 +29,8 @@ static int save_attrs(hid_t f, const model_t *m, const char *path, char *err, si
     struct { const char *name; const char *v; } strs[] = {
         {"format", MODEL_FORMAT}, {"variant", sig_variant_name(r->variant)},
         {"layer_select", m->layer_select}, {"calib_sha256", m->calib_sha256},
-        {"calib_file", m->calib_file}, {"created", m->created},
+        {"calib_file", m->calib_file}, {"calib_split", m->calib_split},
+        {"created", m->created},
         {"eldr_version", m->eldr_version},
     };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
@@ -138,6 +139,7 @@ static int read_optional(hid_t f, model_t *m, const char *path, char *err, size_
         {"layer_select", m->layer_select, sizeof m->layer_select},
         {"calib_sha256", m->calib_sha256, sizeof m->calib_sha256},
         {"calib_file", m->calib_file, sizeof m->calib_file},
+        {"calib_split", m->calib_split, sizeof m->calib_split},
         {"created", m->created, sizeof m->created},
         {"eldr_version", m->eldr_version, sizeof m->eldr_version},
     };

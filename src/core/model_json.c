@@ -84,6 +84,7 @@ static int set_extra_keys(json_t *o, const model_t *m)
           json_object_set_new(o, "layer_select", json_string(m->layer_select)) < 0 ||
           json_object_set_new(o, "calib_sha256", json_string(m->calib_sha256)) < 0 ||
           json_object_set_new(o, "calib_file", json_string(m->calib_file)) < 0 ||
+          json_object_set_new(o, "calib_split", json_string(m->calib_split)) < 0 ||
           json_object_set_new(o, "created", json_string(m->created)) < 0 ||
           json_object_set_new(o, "eldr_version", json_string(m->eldr_version)) < 0;
     return bad ? -1 : 0;
@@ -335,6 +336,7 @@ static int get_extras(const json_t *o, model_t *m, const char *where, char *err,
         {"layer_select", m->layer_select, sizeof m->layer_select},
         {"calib_sha256", m->calib_sha256, sizeof m->calib_sha256},
         {"calib_file", m->calib_file, sizeof m->calib_file},
+        {"calib_split", m->calib_split, sizeof m->calib_split},
         {"created", m->created, sizeof m->created},
         {"eldr_version", m->eldr_version, sizeof m->eldr_version}};
     for (size_t i = 0; i < sizeof str / sizeof str[0]; i++) {

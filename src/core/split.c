@@ -104,13 +104,23 @@ int split_make(const trace_t *t, const split_spec *s, split_rows *out, char *err
                size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    int64_t n = t->n;
-    int64_t c = split_calib_count(n, s->size, err, errlen);
+    int64_t c = split_calib_count(t->n, s->size, err, errlen);
     if (c < 0)
         return -1;
-    out->mode = s->mode;
-    out->seed = s->seed;
-    if (s->mode == SPLIT_STRATIFIED && (!t->label || t->n_labels < 1))
+    return split_make_n(t, s->mode, s->seed, c, out, err, errlen);
+}
+
+int split_make_n(const trace_t *t, split_mode mode, uint64_t seed, int64_t c,
+                 split_rows *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    int64_t n = t->n;
+    if (c < 0 || c > n)
+        return eldr_errf(err, errlen, "split: %lld calibration rows of %lld", (long long)c,
+                         (long long)n);
+    out->mode = mode;
+    out->seed = seed;
+    if (mode == SPLIT_STRATIFIED && (!t->label || t->n_labels < 1))
         out->mode = SPLIT_RANDOM;
     uint8_t *calib = calloc((size_t)n + 1, 1);
     int64_t *pool = malloc(((size_t)n + 1) * sizeof *pool);
@@ -118,7 +128,7 @@ int split_make(const trace_t *t, const split_spec *s, split_rows *out, char *err
     out->eval = malloc(((size_t)(n - c) + 1) * sizeof *out->eval);
     int rc = (calib && pool && out->calib && out->eval) ? 0 : -1;
     rng_t rng;
-    rng_seed(&rng, s->seed);
+    rng_seed(&rng, seed);
     if (rc == 0 && out->mode == SPLIT_HEAD) {
         memset(calib, 1, (size_t)c);
     } else if (rc == 0 && out->mode == SPLIT_RANDOM) {
@@ -162,6 +172,48 @@ int split_apply(const trace_t *t, const split_rows *r, trace_t **calib, trace_t 
         *calib = NULL;
         return -1;
     }
+    return 0;
+}
+
+void split_provenance(const split_rows *r, char *buf, size_t n)
+{
+    if (r->n_eval == 0)
+        snprintf(buf, n, "all");
+    else if (r->mode == SPLIT_HEAD)
+        snprintf(buf, n, "head %lld", (long long)r->n_calib);
+    else
+        snprintf(buf, n, "%s %lld seed %llu", split_mode_name(r->mode), (long long)r->n_calib,
+                 (unsigned long long)r->seed);
+}
+
+int split_provenance_parse(const char *text, split_mode *mode, int64_t *n_calib,
+                           uint64_t *seed)
+{
+    char name[16];
+    long long count;
+    unsigned long long sd = 0;
+    int used = 0;
+    if (!text)
+        return -1;
+    if (!strcmp(text, "all"))
+        return 1;
+    if (sscanf(text, "%15s %lld%n", name, &count, &used) != 2 || count < 0)
+        return -1;
+    int m = split_mode_parse(name);
+    if (m < 0)
+        return -1;
+    text += used;
+    if (m != SPLIT_HEAD) {
+        used = 0;
+        if (sscanf(text, " seed %llu%n", &sd, &used) != 1)
+            return -1;
+        text += used;
+    }
+    if (*text)
+        return -1;
+    *mode = (split_mode)m;
+    *n_calib = count;
+    *seed = sd;
     return 0;
 }
 

@@ -62,6 +62,18 @@ void split_rows_free(split_rows *r);
 int split_apply(const trace_t *t, const split_rows *r, trace_t **calib, trace_t **eval,
                 char *err, size_t errlen);
 
+/* The same with the number of calibration rows given exactly (no cap):
+ * what a model's provenance names. */
+int split_make_n(const trace_t *t, split_mode mode, uint64_t seed, int64_t n_calib,
+                 split_rows *out, char *err, size_t errlen);
+
+/* A split as provenance text, for a model: "head 224", "random 224 seed
+ * 1" (the exact row count); parse reads it back: 0, or 1 for "all" (every
+ * row calibrated), or -1 when it is neither. */
+void split_provenance(const split_rows *r, char *buf, size_t n);
+int split_provenance_parse(const char *text, split_mode *mode, int64_t *n_calib,
+                           uint64_t *seed);
+
 /* One phrase for reports: "random split (seed 1): 224 calibration, 225
  * evaluation rows", "head split: ...", "no split: 449 rows evaluated
  * in-sample". */

@@ -98,6 +98,7 @@ void l_push_model_info(lua_State *L, const model_t *m)
     setstr(L, "layer_select", m->layer_select);
     setstr(L, "calib_sha256", m->calib_sha256);
     setstr(L, "calib_file", m->calib_file);
+    setstr(L, "calib_split", m->calib_split);
     setstr(L, "created", m->created);
     setstr(L, "eldr_version", m->eldr_version);
 }

@@ -199,7 +199,7 @@ print("%.12f" % cost[r, col // cap].sum())
 PY
 exact() { # NAME TRACE N LAYERS INIT
     name=$1; tr=$2; n=$3; lay=$4; init=$5
-    "$ELDR" fit "$tr" -k "$(echo "$init" | tr , '\n' | wc -l)" --calib-split "$n" \
+    "$ELDR" fit "$tr" -k "$(echo "$init" | tr , '\n' | wc -l)" --calib-split "$n" --split head \
         --layers "$lay" --iters 0 --init-rows "$init" --json >"$TMP/ex.json" 2>"$TMP/err"
     want=$($PY "$TMP/oracle.py" "$tr" "$n" "$lay" "$init" 2>&1)
     got=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['objective'])" "$TMP/ex.json" 2>&1)
@@ -212,4 +212,21 @@ if [ -f "$DATA" ]; then
     exact "exact balanced assignment, real data, K=4" "$DATA" 449 all 0,100,200,300
     exact "exact balanced assignment, real data, K=7 on 301 rows, masked" "$DATA" 301 \
         0,5,6,7,13 3,50,99,150,200,250,300
+fi
+
+# which rows calibrated: recorded in the model (calib_split), shown by info
+if [ -f "$DATA" ]; then
+    "$ELDR" fit "$DATA" -k 2 --layers all -o "$TMP/pa.h5" >/dev/null 2>&1
+    "$ELDR" fit "$DATA" -k 2 --layers all --calib-split 100 -o "$TMP/pr.h5" >/dev/null 2>&1
+    "$ELDR" fit "$DATA" -k 2 --layers all --calib-split 100 --split head -o "$TMP/ph.h5" >/dev/null 2>&1
+    "$ELDR" fit "$DATA" -k 2 --layers all --calib-split 0.5 --split stratified --split-seed 4 \
+        -o "$TMP/ps.h5" >/dev/null 2>&1
+    for m in "pa:all" "pr:random 100 seed 1" "ph:head 100" "ps:stratified 224 seed 4"; do
+        expect_status "fit provenance ${m%%:*}" 0 "$ELDR" info "$TMP/${m%%:*}.h5"
+        expect_out "fit provenance ${m%%:*}: calib rows ${m#*:}" "calib rows +${m#*:}\$"
+    done
+    "$ELDR" info "$TMP/pr.h5" --json >"$TMP/pr.json" 2>/dev/null
+    if $PY -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j['calib_split']=='random 100 seed 1' and j['calib_rows']==100 else 1)" "$TMP/pr.json"; then
+        ok "fit provenance in info --json"; else notok "fit provenance in info --json" "$(head -c 300 "$TMP/pr.json")"; fi
+    expect_fail2 "fit: bad --split" "--split: 'last'" "$ELDR" fit "$DATA" -k 2 --calib-split 100 --split last
 fi

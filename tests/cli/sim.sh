@@ -106,3 +106,62 @@ EOF
 else
     ok "sim real: skipped ($DATA absent)"
 fi
+
+# ---- honest numbers: the split, seeds and CIs, the in-sample warning ----
+if [ -f "$DATA" ]; then
+    "$ELDR" sim "$DATA" --rate 60 --policy eldr,rr,jsq --seeds 4 --json >"$TMP/s4.json" 2>"$TMP/err"
+    if $PY - "$TMP/s4.json" <<'EOF'; then ok "sim --seeds: means and Student-t CIs"; else notok "sim --seeds: means and Student-t CIs" "$(cat "$TMP/err")"; fi
+import json, sys, math
+from scipy import stats
+d = json.load(open(sys.argv[1]))
+assert d["seeds"] == 4 and d["split"]["mode"] == "random" and d["split"]["seed"] == 1
+for p in d["policies"]:
+    x = p["tpot_p50_ms_per_seed"]; n = len(x); m = sum(x) / n
+    assert n == 4 and abs(m - p["tpot_p50_ms"]) < 1e-6
+    h = stats.t.ppf(0.975, n - 1) * math.sqrt(sum((v - m) ** 2 for v in x) / (n - 1)) / math.sqrt(n)
+    lo, hi = p["tpot_p50_ms_ci95"]
+    assert abs(lo - (m - h)) < 1e-3 * h + 1e-6 and abs(hi - (m + h)) < 1e-3 * h + 1e-6
+    assert p["vs_baseline_tpot_p50_pct_ci95"] is not None
+b = [p for p in d["policies"] if p["name"] == d["baseline"]][0]
+assert b["vs_baseline_tpot_p50_pct"] == 0
+EOF
+    "$ELDR" sim "$DATA" --rate 60 --policy eldr,rr,jsq --json >"$TMP/s1.json" 2>/dev/null
+    if $PY - "$TMP/s1.json" "$TMP/s4.json" <<'EOF'; then ok "sim: seed 1 of --seeds 4 is the one-seed run"; else notok "sim: seed 1 of --seeds 4 is the one-seed run"; fi
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+for p, q in zip(a["policies"], b["policies"]):
+    assert p["name"] == q["name"] and abs(p["tpot_p50_ms"] - q["tpot_p50_ms_per_seed"][0]) < 1e-6
+    assert p["tpot_p50_ms_ci95"] is None
+EOF
+    expect_status "sim --seeds: text" 0 "$ELDR" sim "$DATA" --rate 60 --policy eldr,rr --seeds 3
+    expect_out "sim --seeds: CI column" "tpot p50 +95% CI"
+    expect_out "sim --seeds: says so" "3 seeds: means, 95% CI over seeds"
+    expect_out "sim: the split is named" "random split .seed 1.: 224 calibration, 225 evaluation rows"
+    "$ELDR" sim "$DATA" --rate 60 --policy rr --split head --csv "$TMP/hc" >/dev/null 2>&1
+    "$ELDR" sim "$DATA" --rate 60 --policy rr --csv "$TMP/rc" >/dev/null 2>&1
+    "$ELDR" sim "$DATA" --rate 60 --policy rr --split stratified --json >"$TMP/st.json" 2>/dev/null
+    if $PY - "$TMP/hc/rr_requests.csv" "$TMP/rc/rr_requests.csv" "$TMP/st.json" "$DATA" <<'EOF'; then ok "sim --split: head, random, stratified rows"; else notok "sim --split: head, random, stratified rows"; fi
+import csv, json, sys, h5py
+head = sorted(int(r["row"]) for r in csv.DictReader(open(sys.argv[1])))
+rand = sorted(int(r["row"]) for r in csv.DictReader(open(sys.argv[2])))
+assert head == list(range(224, 449)), head[:3]
+assert len(rand) == 225 and len(set(rand)) == 225 and rand != head
+lab = h5py.File(sys.argv[4])["label"][:]
+st = json.load(open(sys.argv[3]))
+assert st["split"]["mode"] == "stratified" and st["split"]["calib_rows"] == 224
+# the random split holds out rows of every label; head does not
+assert len(set(lab[rand])) == len(set(lab)) and len(set(lab[head])) < len(set(lab))
+EOF
+    "$ELDR" fit "$DATA" -k 4 -o "$TMP/all.h5" >/dev/null 2>&1
+    "$ELDR" fit "$DATA" -k 4 -o "$TMP/half.h5" --calib-split 224 >/dev/null 2>&1
+    "$ELDR" sim "$DATA" -m "$TMP/all.h5" --rate 60 --policy eldr,rr >/dev/null 2>"$TMP/w1"
+    if grep -q "225 of the 225 evaluated rows are among its calibration rows, so the results are in-sample" "$TMP/w1"; then ok "sim: in-sample warning"; else notok "sim: in-sample warning" "$(cat "$TMP/w1")"; fi
+    "$ELDR" sim "$DATA" -m "$TMP/half.h5" --rate 60 --policy eldr,rr >/dev/null 2>"$TMP/w2"
+    if [ ! -s "$TMP/w2" ]; then ok "sim: no warning on the model's held-out rows"; else notok "sim: no warning on the model's held-out rows" "$(cat "$TMP/w2")"; fi
+    "$ELDR" sim "$DATA" -m "$TMP/half.h5" --rate 60 --policy eldr,rr --split-seed 2 >/dev/null 2>"$TMP/w3"
+    if grep -Eq "[0-9]+ of the 225 evaluated rows .* partly in-sample" "$TMP/w3"; then ok "sim: partly in-sample warning"; else notok "sim: partly in-sample warning" "$(cat "$TMP/w3")"; fi
+    expect_fail2 "sim: --seeds with --prefix-mode" "prefix-caching what-if runs one seed" \
+        "$ELDR" sim "$DATA" --seeds 3 --prefix-mode all --rate 10
+    expect_fail2 "sim: bad --split" "--split: 'tail'" "$ELDR" sim "$DATA" --rate 60 --split tail
+    expect_fail2 "sim: bad --seeds" "--seeds" "$ELDR" sim "$DATA" --rate 60 --seeds 0
+fi

@@ -1,0 +1,95 @@
+#!/bin/sh
+# tests/cli/advise.sh - `eldr advise` and the honest-number options it
+# shares with sim and sweep, on the real gpt-oss-20b routing data:
+#   the recommendation is a grid row, and it follows the documented rule
+#   (re-derived here in Python from the grid's own rows and CIs);
+#   the CIs match Student's t over the per-seed values (scipy oracle);
+#   an honest "keep the baseline" when ELDR cannot win (K = 1);
+#   results independent of --threads; the sentence and JSON keys; exit 2.
+. "$ROOT/tests/cli/lib.sh"
+PY=/usr/bin/python3
+
+json_check() { # NAME FILE PYCODE (j = the parsed file; assert inside)
+    if $PY -c "import json,sys
+j=json.load(open(sys.argv[1]))
+$3" "$2" 2>"$TMP/py.err"; then ok "$1"; else notok "$1" "$(tail -c 400 "$TMP/py.err")"; fi
+}
+
+expect_status "advise --help" 0 "$ELDR" advise --help
+expect_out "advise --help: usage" "usage: eldr advise"
+expect_out "advise --help: --seeds" "--seeds N"
+expect_out "advise --help: --split" "--split MODE"
+
+if [ ! -f "$DATA" ]; then
+    echo "# $DATA absent: the data checks are skipped"
+    exit 0
+fi
+
+ARGS="--rate 60 --tau 0,0.1,0.2 --workers 4,8 --seeds 4"
+"$ELDR" advise "$DATA" $ARGS --json >"$TMP/a.json" 2>"$TMP/a.err"
+json_check "advise: json keys" "$TMP/a.json" "
+rec = j['recommendation']
+for k in ('policy','tau','workers','rate','tpot_p50_ms','vs_best_baseline_pct','ci95','sentence'):
+    assert k in rec, k
+assert len(j['grid']) == 2 * (3 + 3), len(j['grid'])
+assert j['seeds'] == 4 and j['split']['mode'] == 'random' and j['split']['seed'] == 1
+assert j['split']['calib_rows'] == 224 and j['split']['eval_rows'] == 225
+for r in j['grid']:
+    for k in ('policy','tau','workers','rate','tpot_p50_ms','tpot_p50_ms_ci95','vs_best_pct','vs_best_pct_ci95'):
+        assert k in r, k"
+json_check "advise: the recommendation is a grid row" "$TMP/a.json" "
+rec = j['recommendation']; g = j['grid'][rec['grid_index']]
+assert (g['policy'], g['tau'], g['workers'], g['rate']) == (rec['policy'], rec['tau'], rec['workers'], rec['rate'])
+assert g['tpot_p50_ms'] == rec['tpot_p50_ms'] and g['vs_best_pct'] == rec['vs_best_baseline_pct']
+assert (rec['tau'] is None) == (rec['policy'] != 'eldr')"
+json_check "advise: CIs are Student t over the seeds" "$TMP/a.json" "
+from scipy import stats
+import math
+for r in j['grid']:
+    x = r['tpot_p50_ms_per_seed']; n = len(x); m = sum(x) / n
+    s = math.sqrt(sum((v - m) ** 2 for v in x) / (n - 1))
+    h = stats.t.ppf(0.975, n - 1) * s / math.sqrt(n)
+    lo, hi = r['tpot_p50_ms_ci95']
+    assert abs(m - r['tpot_p50_ms']) < 1e-6 and abs(lo - (m - h)) < 2e-3 * max(h, 1e-9) + 1e-6, (lo, m - h)"
+json_check "advise: the rule, re-derived" "$TMP/a.json" "
+g = j['grid']; rec = j['recommendation']
+# paired improvement per seed against the cell's best baseline
+for r in g:
+    cell = [b for b in g if b['workers'] == r['workers'] and b['rate'] == r['rate'] and b['policy'] != 'eldr']
+    best = min(cell, key=lambda b: b['tpot_p50_ms'])
+    d = [100 * (a - b) / b for a, b in zip(r['tpot_p50_ms_per_seed'], best['tpot_p50_ms_per_seed'])]
+    assert abs(sum(d) / len(d) - r['vs_best_pct']) < 1e-6
+win = [i for i, r in enumerate(g) if r['policy'] == 'eldr' and r['vs_best_pct_ci95'][1] < 0]
+if win:
+    b = min(win, key=lambda i: g[i]['vs_best_pct'])
+    near = [i for i in win if g[i]['vs_best_pct_ci95'][0] <= g[b]['vs_best_pct_ci95'][1]]
+    want = min(near, key=lambda i: g[i]['vs_best_pct_ci95'][1])
+    assert rec['eldr_beats_baseline'] and rec['grid_index'] == want, (rec['grid_index'], want)
+    assert rec['ci95'][1] < 0
+else:
+    assert not rec['eldr_beats_baseline'] and rec['policy'] != 'eldr'"
+
+"$ELDR" advise "$DATA" $ARGS --threads 1 --json >"$TMP/a1.json" 2>/dev/null
+json_check "advise: same grid on 1 thread" "$TMP/a1.json" "
+k = json.load(open('$TMP/a.json'))
+assert [r['tpot_p50_ms_per_seed'] for r in j['grid']] == [r['tpot_p50_ms_per_seed'] for r in k['grid']]
+assert j['recommendation'] == k['recommendation']"
+
+expect_status "advise: text" 0 "$ELDR" advise "$DATA" $ARGS
+expect_out "advise: one recommendation line" "^recommendation"
+expect_out "advise: the advised row is marked" "<- advised"
+expect_out "advise: the split is named" "random split .seed 1.: 224 calibration, 225 evaluation rows"
+
+"$ELDR" advise "$DATA" --rate 60 --tau 0,0.1 --workers 1 --seeds 3 --json >"$TMP/k1.json" 2>/dev/null
+json_check "advise K = 1: keep the baseline, honestly" "$TMP/k1.json" "
+rec = j['recommendation']
+assert rec['policy'] != 'eldr' and rec['tau'] is None and not rec['eldr_beats_baseline']
+assert rec['sentence'].startswith('keep '), rec['sentence']
+assert all(r['vs_best_pct'] == 0 for r in j['grid'])"
+
+expect_fail2 "advise: one seed refused" "at least 2 seeds" "$ELDR" advise "$DATA" --rate 60 --seeds 1
+expect_fail2 "advise: bad split" "--split: 'first'" "$ELDR" advise "$DATA" --rate 60 --split first
+expect_fail2 "advise: no split" "calib-split 0" "$ELDR" advise "$DATA" --rate 60 --calib-split 0
+expect_fail2 "advise: --csv is sweep's" "unknown option" "$ELDR" advise "$DATA" --rate 60 --csv x.csv
+expect_fail2 "advise: bad seeds" "--seeds" "$ELDR" advise "$DATA" --rate 60 --seeds 0
+expect_fail2 "advise: missing trace" "absent.h5" "$ELDR" advise "$TMP/absent.h5" --rate 60

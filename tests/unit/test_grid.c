@@ -1,0 +1,332 @@
+/* test_grid.c - the policy grid over seeds (grid.h) and its statistics
+ * (stats.h).
+ *
+ * Student's t quantiles against scipy's values; mean and CI by hand;
+ * one-seed grid cells equal an independent sim_run of each policy (the
+ * grid adds nothing of its own to a result); seed s of an N-seed grid
+ * equals a one-seed grid started at seed s (common random numbers are
+ * per seed); results independent of the thread count; the paired
+ * improvement recomputed from the per-seed values; K = 1 (every policy
+ * equal: improvement 0 with a zero CI, so advise keeps the baseline);
+ * grid_advise's rule on hand-made grids (beyond noise, overlap -> best
+ * worst case, none -> the closest cell's best baseline, one seed); the
+ * cancel flag; refusals. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "grid.h"
+#include "model.h"
+#include "route.h"
+#include "sim.h"
+#include "stats.h"
+#include "util_tracefix.h"
+
+static char err[ELDR_ERRLEN];
+
+static void test_stats(void **state)
+{
+    (void)state;
+    /* scipy.stats.t.ppf(0.975, df) */
+    static const struct { int df; double q; } ref[] = {
+        {1, 12.7062}, {2, 4.3027}, {10, 2.2281}, {30, 2.0423}, {31, 2.0395},
+        {40, 2.0211}, {60, 2.0003}, {100, 1.9840}, {1000, 1.9623}};
+    for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++)
+        assert_true(fabs(stats_t975(ref[i].df) - ref[i].q) < 1e-3);
+    assert_true(isnan(stats_t975(0)));
+    double x[] = {1, 2, 3, 4}, m, h;
+    stats_mean_ci95(x, 4, &m, &h);
+    assert_true(fabs(m - 2.5) < 1e-12);
+    assert_true(fabs(h - 3.182 * sqrt(5.0 / 3.0) / 2.0) < 1e-9);
+    stats_mean_ci95(x, 1, &m, &h);
+    assert_true(m == 1 && isnan(h));
+    double y[] = {1, NAN};
+    stats_mean_ci95(y, 2, &m, &h);
+    assert_true(isnan(m) && isnan(h));
+    double z[] = {2, 2, 2};
+    stats_mean_ci95(z, 3, &m, &h);
+    assert_true(m == 2 && h == 0);
+}
+
+typedef struct fixture {
+    trace_t *calib, *eval;
+    model_t *m2;               /* K = 2 on calib */
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    trace_t *t = tracefix_make(160, 4, 16, 2, 21);
+    if (!f || !t)
+        return -1;
+    int64_t rows[160];
+    for (int i = 0; i < 160; i++)
+        rows[i] = i;
+    f->calib = trace_select(t, rows, 60, err, sizeof err);
+    f->eval = trace_select(t, rows + 60, 100, err, sizeof err);
+    trace_free(t);
+    model_fit_opts o;
+    model_fit_opts_default(&o, 2);
+    o.layers = MODEL_LAYERS_ALL;
+    if (!f->calib || !f->eval || model_fit(f->calib, &o, &f->m2, NULL, err, sizeof err))
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    trace_free(f->calib);
+    trace_free(f->eval);
+    model_free(f->m2);
+    free(f);
+    return 0;
+}
+
+static void spec_for(const fixture *f, grid_spec *g, int seeds)
+{
+    grid_spec_default(g);
+    g->calib = f->calib;
+    g->eval = f->eval;
+    g->model = f->m2;
+    g->fit.layers = MODEL_LAYERS_ALL;
+    g->cfg.arrivals = SIM_ARRIVE_POISSON;
+    g->cfg.rate = 300;
+    g->cfg.seed = 5;
+    g->cfg.cost = (cost_model){.t0 = 1e-3, .a = 2e-5, .b = 1e-5, .c = 2e-5, .d = 1e-8};
+    g->n_seeds = seeds;
+    g->workers[0] = 2;
+    g->n_workers = 1;
+    g->taus[0] = 0;
+    g->taus[1] = 0.1;
+    g->n_taus = 2;
+    g->baselines[0] = ROUTE_RR;
+    g->baselines[1] = ROUTE_JSQ;
+    g->baselines[2] = ROUTE_RANDOM;
+    g->n_base = 3;
+}
+
+/* The same policy, run by hand: workload, policy, sim_run. */
+static double direct_tpot(const fixture *f, const grid_spec *g, route_kind kind, double tau,
+                          uint64_t seed)
+{
+    sim_config c = g->cfg;
+    c.seed = seed;
+    sim_workload w;
+    assert_int_equal(sim_workload_init(&w, f->eval, &c, &f->m2->recipe, err, sizeof err), 0);
+    route_policy p;
+    assert_int_equal(route_policy_init(&p, kind, 2, seed, err, sizeof err), 0);
+    if (kind == ROUTE_ELDR)
+        assert_int_equal(route_policy_set_centroids(&p, f->m2->centroids,
+                                                    sig_dim(&f->m2->recipe), tau, 1, err,
+                                                    sizeof err), 0);
+    sim_result r;
+    assert_int_equal(sim_run(&w, &p, NULL, NULL, &r, err, sizeof err), 0);
+    double v = r.tpot_p50_ms;
+    sim_result_free(&r);
+    route_policy_free(&p);
+    sim_workload_free(&w);
+    return v;
+}
+
+static void test_one_seed_equals_sim(void **state)
+{
+    fixture *f = *state;
+    grid_spec g;
+    spec_for(f, &g, 1);
+    grid_result r;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), 0);
+    assert_int_equal(r.n, 5);
+    assert_ptr_equal(r.models[0], f->m2);    /* K matches: the given model */
+    for (int i = 0; i < r.n; i++) {
+        const grid_row *row = &r.rows[i];
+        double d = direct_tpot(f, &g, row->kind, row->tau, 5);
+        assert_true(row->tpot_p50.mean == d);
+        assert_true(isnan(row->tpot_p50.lo) && isnan(row->vs_best_pct.hi));
+    }
+    /* rows: baselines in order, then the taus */
+    assert_int_equal(r.rows[0].kind, ROUTE_RR);
+    assert_int_equal(r.rows[3].kind, ROUTE_ELDR);
+    assert_true(r.rows[4].tau == 0.1);
+    assert_true(isnan(r.rows[0].tau));
+    grid_result_free(&r);
+}
+
+static void test_seeds_threads_paired(void **state)
+{
+    fixture *f = *state;
+    grid_spec g;
+    spec_for(f, &g, 4);
+    g.threads = 1;
+    grid_result a, b;
+    assert_int_equal(grid_run(&g, &a, err, sizeof err), 0);
+    g.threads = 2;
+    assert_int_equal(grid_run(&g, &b, err, sizeof err), 0);
+    for (int i = 0; i < a.n; i++) {
+        assert_memory_equal(a.rows[i].tpot_p50_ms, b.rows[i].tpot_p50_ms, 4 * sizeof(double));
+        assert_true(a.rows[i].vs_best_pct.mean == b.rows[i].vs_best_pct.mean ||
+                    (isnan(a.rows[i].vs_best_pct.mean) && isnan(b.rows[i].vs_best_pct.mean)));
+    }
+    /* seed s of the N-seed grid = a one-seed grid at seed 5 + s */
+    grid_spec one;
+    spec_for(f, &one, 1);
+    one.cfg.seed = 7;
+    grid_result c;
+    assert_int_equal(grid_run(&one, &c, err, sizeof err), 0);
+    for (int i = 0; i < a.n; i++)
+        assert_true(a.rows[i].tpot_p50_ms[2] == c.rows[i].tpot_p50.mean);
+    /* the best baseline has the lowest mean; paired change recomputed */
+    int best = a.rows[0].best_baseline;
+    assert_true(best >= 0 && best < 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(a.rows[best].tpot_p50.mean <= a.rows[i].tpot_p50.mean);
+    for (int i = 0; i < a.n; i++) {
+        double x[4], m, h;
+        for (int s = 0; s < 4; s++)
+            x[s] = 100 * (a.rows[i].tpot_p50_ms[s] - a.rows[best].tpot_p50_ms[s]) /
+                   a.rows[best].tpot_p50_ms[s];
+        stats_mean_ci95(x, 4, &m, &h);
+        assert_true(fabs(m - a.rows[i].vs_best_pct.mean) < 1e-9);
+        assert_true(fabs(a.rows[i].vs_best_pct.hi - (m + h)) < 1e-9);
+        double tm, th;
+        stats_mean_ci95(a.rows[i].tpot_p50_ms, 4, &tm, &th);
+        assert_true(fabs(a.rows[i].tpot_p50.lo - (tm - th)) < 1e-9);
+    }
+    assert_true(a.rows[best].vs_best_pct.mean == 0 && a.rows[best].vs_best_pct.hi == 0);
+    grid_result_free(&a);
+    grid_result_free(&b);
+    grid_result_free(&c);
+}
+
+static void test_k1_keeps_baseline(void **state)
+{
+    fixture *f = *state;
+    grid_spec g;
+    spec_for(f, &g, 3);
+    g.workers[0] = 1;            /* no model of K 1: fitted here */
+    grid_result r;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), 0);
+    assert_non_null(r.models[0]);
+    assert_int_equal(r.models[0]->K, 1);
+    for (int i = 0; i < r.n; i++) {
+        assert_true(r.rows[i].tpot_p50.mean == r.rows[0].tpot_p50.mean);
+        assert_true(r.rows[i].vs_best_pct.mean == 0 && r.rows[i].vs_best_pct.hi == 0);
+    }
+    grid_advice a;
+    assert_int_equal(grid_advise(&r, &a), 0);
+    assert_int_equal(a.eldr_wins, 0);
+    assert_int_equal(a.n_candidates, 0);
+    assert_true(r.rows[a.row].kind != ROUTE_ELDR);
+    char s[512];
+    grid_advice_sentence(&r, &a, s, sizeof s);
+    assert_non_null(strstr(s, "keep "));
+    assert_non_null(strstr(s, "beyond noise"));
+    grid_result_free(&r);
+}
+
+/* A hand-made grid: cell of 1 baseline + 3 ELDR rows. */
+static void set_row(grid_row *r, route_kind kind, double tau, double mean, double lo, double hi,
+                    int best)
+{
+    memset(r, 0, sizeof *r);
+    r->K = 4;
+    r->rate = 60;
+    r->kind = kind;
+    r->tau = tau;
+    r->n_seeds = 5;
+    r->tpot_p50 = (grid_stat){10 * (1 + mean / 100), 0, 0};
+    r->vs_best_pct = (grid_stat){mean, lo, hi};
+    r->distinct_vs_best_pct = (grid_stat){-8, -9, -7};
+    r->imbalance = (grid_stat){1.3, 1.2, 1.4};
+    r->best_baseline = best;
+}
+
+static void test_advise_rule(void **state)
+{
+    (void)state;
+    grid_row rows[4];
+    grid_result r = {.rows = rows, .n = 4, .n_seeds = 5};
+    grid_advice a;
+    char s[512];
+    /* both beyond noise and overlapping: the better worst case wins */
+    set_row(&rows[0], ROUTE_JSQ, NAN, 0, 0, 0, 0);
+    set_row(&rows[1], ROUTE_ELDR, 0, -6, -11, -1, 0);
+    set_row(&rows[2], ROUTE_ELDR, 0.05, -5, -6, -4, 0);
+    set_row(&rows[3], ROUTE_ELDR, 0.1, 2, 1, 3, 0);
+    assert_int_equal(grid_advise(&r, &a), 0);
+    assert_int_equal(a.row, 2);
+    assert_int_equal(a.eldr_wins, 1);
+    assert_int_equal(a.n_candidates, 2);
+    grid_advice_sentence(&r, &a, s, sizeof s);
+    assert_string_equal(s, "tau 0.05, K 4: TPOT p50 -5.0% +-1.0% vs jsq at 60 req/s; "
+                           "distinct experts -8.0%; imbalance 1.30");
+    /* no overlap: the best mean */
+    set_row(&rows[1], ROUTE_ELDR, 0, -9, -10, -8, 0);
+    assert_int_equal(grid_advise(&r, &a), 0);
+    assert_int_equal(a.row, 1);
+    /* none beyond noise: keep the closest cell's best baseline */
+    set_row(&rows[1], ROUTE_ELDR, 0, -3, -7, 1, 0);
+    set_row(&rows[2], ROUTE_ELDR, 0.05, -1, -2, 0.5, 0);
+    assert_int_equal(grid_advise(&r, &a), 0);
+    assert_int_equal(a.row, 0);
+    assert_int_equal(a.eldr_wins, 0);
+    assert_int_equal(a.closest_eldr, 1);
+    grid_advice_sentence(&r, &a, s, sizeof s);
+    assert_non_null(strstr(s, "keep jsq (K 4, 60 req/s): no ELDR setting beats it beyond noise"));
+    /* one seed: no CI, never "beyond noise" */
+    set_row(&rows[1], ROUTE_ELDR, 0, -30, NAN, NAN, 0);
+    assert_int_equal(grid_advise(&r, &a), 0);
+    assert_int_equal(a.eldr_wins, 0);
+    grid_advice_sentence(&r, &a, s, sizeof s);
+    assert_non_null(strstr(s, "one seed cannot tell"));
+}
+
+static volatile int cancel_now = 1;
+
+static void test_cancel_and_refusals(void **state)
+{
+    fixture *f = *state;
+    grid_spec g;
+    grid_result r;
+    spec_for(f, &g, 2);
+    g.cancel = &cancel_now;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), -2);
+    assert_null(r.rows);
+    spec_for(f, &g, 0);
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "seeds"));
+    spec_for(f, &g, 1);
+    g.n_taus = g.n_base = 0;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no policy"));
+    spec_for(f, &g, 1);
+    g.taus[0] = -1;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "tau"));
+    spec_for(f, &g, 1);
+    g.workers[0] = 3;
+    g.calib = NULL;              /* K 3 needs a fit and has nothing to fit on */
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "calibration"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stats),
+        cmocka_unit_test_setup_teardown(test_one_seed_equals_sim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_seeds_threads_paired, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_k1_keeps_baseline, setup, teardown),
+        cmocka_unit_test(test_advise_rule),
+        cmocka_unit_test_setup_teardown(test_cancel_and_refusals, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
