@@ -9,6 +9,7 @@
 
 #include "err.h"
 #include "sim_internal.h"
+#include "split.h"
 
 void sim_config_default(sim_config *c)
 {
@@ -23,15 +24,7 @@ void sim_config_default(sim_config *c)
 
 int64_t sim_calib_rows(int64_t n, double spec, char *err, size_t errlen)
 {
-    if (!isfinite(spec) || spec < 0)
-        return eldr_errf(err, errlen, "calibration split %g must be a count >= 1, a "
-                         "fraction in (0, 1), or 0 for none", spec);
-    if (spec == 0)
-        return 0;
-    if (spec < 1)
-        return (int64_t)floor(spec * (double)n);
-    int64_t c = (int64_t)floor(spec);
-    return c < n / 2 ? c : n / 2;
+    return split_calib_count(n, spec, err, errlen);
 }
 
 /* ---- workload ---- */

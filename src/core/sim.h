@@ -67,11 +67,8 @@ typedef struct sim_config {
  * cache 256 MiB, the documented cost model. */
 void sim_config_default(sim_config *c);
 
-/* The calibration split of an n-row trace: spec >= 1 is a row count,
- * 0 < spec < 1 a fraction of n; a count is capped at n / 2 (the paper's
- * 1000 rows on a big trace, half of a small one). spec = 0: no split.
- * Calibration = the first rows, evaluation = the rest. Returns the number
- * of calibration rows, or -1 with err when spec is negative or not finite. */
+/* The number of calibration rows of an n-row trace for size spec: the
+ * same as split_calib_count (split.h, which also says which rows). */
 int64_t sim_calib_rows(int64_t n, double spec, char *err, size_t errlen);
 
 /* Everything the policies share: the requests in arrival order, their
