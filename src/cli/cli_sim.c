@@ -117,3 +117,44 @@ int64_t cli_warn_in_sample(const char *cmd, const char *trace_path, const char *
                 (long long)rows->n_eval);
     return both > 0 ? both : 1;
 }
+
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *cli_ci_json(const grid_stat *s)
+{
+    if (!isfinite(s->lo) || !isfinite(s->hi))
+        return json_null();
+    return json_pack("[f, f]", s->lo, s->hi);
+}
+
+json_t *cli_split_json(const split_rows *rows)
+{
+    char d[160];
+    split_describe(rows, d, sizeof d);
+    json_t *o = json_pack("{s:s, s:I, s:I, s:s}", "mode", split_mode_name(rows->mode),
+                          "calib_rows", (json_int_t)rows->n_calib, "eval_rows",
+                          (json_int_t)rows->n_eval, "text", d);
+    json_object_set_new(o, "seed", rows->mode == SPLIT_HEAD ? json_null()
+                                                            : json_integer((json_int_t)rows->seed));
+    return o;
+}
+
+void cli_grid_stats_json(json_t *o, const grid_row *g)
+{
+    json_object_set_new(o, "seeds", json_integer(g->n_seeds));
+    json_object_set_new(o, "tpot_p50_ms", num_or_null(g->tpot_p50.mean));
+    json_object_set_new(o, "tpot_p50_ms_ci95", cli_ci_json(&g->tpot_p50));
+    json_t *per = json_array();
+    for (int i = 0; i < g->n_seeds; i++)
+        json_array_append_new(per, num_or_null(g->tpot_p50_ms[i]));
+    json_object_set_new(o, "tpot_p50_ms_per_seed", per);
+    json_object_set_new(o, "tpot_p99_ms", num_or_null(g->tpot_p99.mean));
+    json_object_set_new(o, "queue_p50_ms", num_or_null(g->queue_p50.mean));
+    json_object_set_new(o, "distinct_experts_per_step", num_or_null(g->distinct.mean));
+    json_object_set_new(o, "reuse", num_or_null(g->reuse.mean));
+    json_object_set_new(o, "imbalance", num_or_null(g->imbalance.mean));
+    json_object_set_new(o, "tokens_per_s", num_or_null(g->tokens_per_s.mean));
+}

@@ -4,6 +4,9 @@
 #ifndef ELDR_CLI_SIM_H
 #define ELDR_CLI_SIM_H
 
+#include <jansson.h>
+
+#include "grid.h"
 #include "model.h"
 #include "split.h"
 #include "trace.h"
@@ -35,5 +38,18 @@ int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_
  * calib_rows alone ("may include"). */
 int64_t cli_warn_in_sample(const char *cmd, const char *trace_path, const char *model_path,
                            const model_t *m, const trace_t *all, const split_rows *rows);
+
+/* The split as JSON: {mode, seed (null for head), calib_rows, eval_rows,
+ * text}. */
+json_t *cli_split_json(const split_rows *rows);
+
+/* Set a grid row's statistics on a JSON object: seeds, the means of
+ * tpot_p50_ms, tpot_p99_ms, queue_p50_ms, distinct_experts_per_step,
+ * reuse, imbalance and tokens_per_s, tpot_p50_ms_ci95 ([lo, hi] or null)
+ * and tpot_p50_ms_per_seed. */
+void cli_grid_stats_json(json_t *o, const grid_row *g);
+
+/* [lo, hi] of s, or null (one seed). */
+json_t *cli_ci_json(const grid_stat *s);
 
 #endif

@@ -872,28 +872,11 @@ static json_t *policy_json(const run_set *rs, int i)
     json_object_set_new(o, "mean_in_system", num(r->mean_in_system));
     json_object_set_new(o, "vs_baseline_tpot_p50_pct", num(change_pct(rs, i)));
     const grid_row *g = rs->stat[i];
-    json_object_set_new(o, "tpot_p50_ms_ci95", g && isfinite(g->tpot_p50.lo)
-                                                   ? json_pack("[f, f]", g->tpot_p50.lo,
-                                                               g->tpot_p50.hi)
-                                                   : json_null());
+    json_object_set_new(o, "tpot_p50_ms_ci95", json_null());
     json_object_set_new(o, "vs_baseline_tpot_p50_pct_ci95",
-                        g && isfinite(g->vs_best_pct.lo)
-                            ? json_pack("[f, f]", g->vs_best_pct.lo, g->vs_best_pct.hi)
-                            : json_null());
-    if (g) {                   /* means over the seeds; the rest is the first seed's */
-        json_object_set_new(o, "seeds", json_integer(g->n_seeds));
-        json_object_set_new(o, "tpot_p50_ms", num(g->tpot_p50.mean));
-        json_object_set_new(o, "tpot_p99_ms", num(g->tpot_p99.mean));
-        json_object_set_new(o, "queue_p50_ms", num(g->queue_p50.mean));
-        json_object_set_new(o, "distinct_experts_per_step", num(g->distinct.mean));
-        json_object_set_new(o, "reuse", num(g->reuse.mean));
-        json_object_set_new(o, "imbalance", num(g->imbalance.mean));
-        json_object_set_new(o, "tokens_per_s", num(g->tokens_per_s.mean));
-        json_t *per = json_array();
-        for (int k = 0; k < g->n_seeds; k++)
-            json_array_append_new(per, num(g->tpot_p50_ms[k]));
-        json_object_set_new(o, "tpot_p50_ms_per_seed", per);
-    }
+                        g ? cli_ci_json(&g->vs_best_pct) : json_null());
+    if (g)                     /* means over the seeds; the rest is the first seed's */
+        cli_grid_stats_json(o, g);
     int m = rs->mode[i];
     if (m >= 0) {
         const sim_prefix *px = &rs->px;
@@ -937,15 +920,7 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
     json_object_set_new(o, "requests", json_integer(w->n));
     json_object_set_new(o, "skipped", json_integer(w->n_skipped));
     json_object_set_new(o, "calib_rows", json_integer(in->n_calib));
-    char split[160];
-    split_describe(&in->rows, split, sizeof split);
-    json_object_set_new(o, "split", json_pack("{s:s, s:I, s:I, s:s}", "mode",
-                                              split_mode_name(in->rows.mode), "calib_rows",
-                                              (json_int_t)in->rows.n_calib, "eval_rows",
-                                              (json_int_t)in->rows.n_eval, "text", split));
-    json_object_set_new(json_object_get(o, "split"), "seed",
-                        in->rows.mode == SPLIT_HEAD ? json_null()
-                                                    : json_integer((json_int_t)in->rows.seed));
+    json_object_set_new(o, "split", cli_split_json(&in->rows));
     json_object_set_new(o, "seeds", json_integer(a->seeds));
     json_object_set_new(o, "arrivals", json_string(arrivals_text(&a->cfg, arr, sizeof arr)));
     json_object_set_new(o, "max_batch", json_integer(a->cfg.max_batch));

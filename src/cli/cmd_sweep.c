@@ -393,47 +393,16 @@ static json_t *num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static json_t *ci_json(const grid_stat *s)
-{
-    if (!isfinite(s->lo) || !isfinite(s->hi))
-        return json_null();
-    return json_pack("[f, f]", s->lo, s->hi);
-}
-
 static json_t *row_json(const grid_row *r)
 {
-    json_t *o = json_pack("{s:i, s:s, s:i}", "workers", r->K, "policy", route_kind_name(r->kind),
-                          "seeds", r->n_seeds);
+    json_t *o = json_pack("{s:i, s:s}", "workers", r->K, "policy", route_kind_name(r->kind));
     json_object_set_new(o, "K", json_integer(r->K));
     json_object_set_new(o, "tau", num_or_null(r->tau));
     json_object_set_new(o, "rate", r->rate > 0 ? json_real(r->rate) : json_string("trace"));
-    json_object_set_new(o, "tpot_p50_ms", num_or_null(r->tpot_p50.mean));
-    json_object_set_new(o, "tpot_p50_ms_ci95", ci_json(&r->tpot_p50));
-    json_t *per = json_array();
-    for (int i = 0; i < r->n_seeds; i++)
-        json_array_append_new(per, num_or_null(r->tpot_p50_ms[i]));
-    json_object_set_new(o, "tpot_p50_ms_per_seed", per);
-    json_object_set_new(o, "tpot_p99_ms", num_or_null(r->tpot_p99.mean));
-    json_object_set_new(o, "queue_p50_ms", num_or_null(r->queue_p50.mean));
-    json_object_set_new(o, "distinct_experts_per_step", num_or_null(r->distinct.mean));
-    json_object_set_new(o, "reuse", num_or_null(r->reuse.mean));
-    json_object_set_new(o, "imbalance", num_or_null(r->imbalance.mean));
-    json_object_set_new(o, "tokens_per_s", num_or_null(r->tokens_per_s.mean));
+    cli_grid_stats_json(o, r);
     json_object_set_new(o, "vs_best_pct", num_or_null(r->vs_best_pct.mean));
-    json_object_set_new(o, "vs_best_pct_ci95", ci_json(&r->vs_best_pct));
+    json_object_set_new(o, "vs_best_pct_ci95", cli_ci_json(&r->vs_best_pct));
     json_object_set_new(o, "distinct_vs_best_pct", num_or_null(r->distinct_vs_best_pct.mean));
-    return o;
-}
-
-static json_t *split_json(const split_rows *rows)
-{
-    char d[160];
-    split_describe(rows, d, sizeof d);
-    json_t *o = json_pack("{s:s, s:I, s:I, s:s}", "mode", split_mode_name(rows->mode),
-                          "calib_rows", (json_int_t)rows->n_calib, "eval_rows",
-                          (json_int_t)rows->n_eval, "text", d);
-    json_object_set_new(o, "seed", rows->mode == SPLIT_HEAD ? json_null()
-                                                            : json_integer((json_int_t)rows->seed));
     return o;
 }
 
@@ -444,7 +413,7 @@ static void print_json(const sweep_opts *o, const grid_result *g, const split_ro
     for (int i = 0; i < g->n; i++)
         json_array_append_new(grid, row_json(&g->rows[i]));
     json_t *root = json_object();
-    json_object_set_new(root, "split", split_json(rows));
+    json_object_set_new(root, "split", cli_split_json(rows));
     json_object_set_new(root, "calib_rows", json_integer(rows->n_calib));
     json_object_set_new(root, "eval_rows", json_integer(rows->n_eval));
     json_object_set_new(root, "seeds", json_integer(g->n_seeds));
@@ -468,9 +437,9 @@ static void print_json(const sweep_opts *o, const grid_result *g, const split_ro
         json_object_set_new(rec, "workers", json_integer(r->K));
         json_object_set_new(rec, "rate", r->rate > 0 ? json_real(r->rate) : json_string("trace"));
         json_object_set_new(rec, "tpot_p50_ms", num_or_null(r->tpot_p50.mean));
-        json_object_set_new(rec, "tpot_p50_ms_ci95", ci_json(&r->tpot_p50));
+        json_object_set_new(rec, "tpot_p50_ms_ci95", cli_ci_json(&r->tpot_p50));
         json_object_set_new(rec, "vs_best_baseline_pct", num_or_null(r->vs_best_pct.mean));
-        json_object_set_new(rec, "ci95", ci_json(&r->vs_best_pct));
+        json_object_set_new(rec, "ci95", cli_ci_json(&r->vs_best_pct));
         json_object_set_new(rec, "best_baseline",
                             r->best_baseline >= 0
                                 ? json_string(route_kind_name(g->rows[r->best_baseline].kind))
