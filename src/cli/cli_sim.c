@@ -41,6 +41,21 @@ int cli_split_option(const char *cmd, const char *opt, const char *arg, split_sp
     return 0;
 }
 
+static void load_progress(void *ctx, double frac)
+{
+    cli_progress_update(ctx, frac);
+}
+
+int cli_load_trace(const char *cmd, const char *path, trace_t **out)
+{
+    char err[ELDR_ERRLEN];
+    cli_progress bar;
+    cli_progress_start(&bar, "load");
+    int rc = trace_load_progress(path, load_progress, &bar, out, err, sizeof err);
+    cli_progress_done(&bar);
+    return rc < 0 ? cli_fail(cmd, "%s", err) : 0;
+}
+
 int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_none,
               split_rows *rows, trace_t **calib, trace_t **eval)
 {

@@ -25,6 +25,10 @@
  * or "--calib-split". 0, or CLI_BADINPUT after one line on stderr. */
 int cli_split_option(const char *cmd, const char *opt, const char *arg, split_spec *s);
 
+/* Load a trace with a progress bar on a terminal ("load"); 0, or
+ * CLI_BADINPUT after one line naming the file. */
+int cli_load_trace(const char *cmd, const char *path, trace_t **out);
+
 /* Split t; the message names the option on failure (both parts must have
  * rows unless allow_none and size 0). */
 int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_none,

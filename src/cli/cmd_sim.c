@@ -420,8 +420,8 @@ static int prepare(sim_args *a, sim_inputs *in)
 {
     char err[ELDR_ERRLEN];
     int rc;
-    if (trace_load(a->trace, &in->all, err, sizeof err))
-        return cli_fail(CMD, "%s", err);
+    if ((rc = cli_load_trace(CMD, a->trace, &in->all)))
+        return rc;
     if (a->n_modes &&
         sim_prefix_check_trace(in->all, a->prefix.block_size, err, sizeof err))
         return cli_fail(CMD, "%s: --prefix-mode: %s", a->trace, err);

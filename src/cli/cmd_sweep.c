@@ -481,8 +481,9 @@ static void state_free(sweep_state *s)
 static int load_inputs(sweep_opts *o, sweep_state *s, char *err, size_t errlen)
 {
     const char *cmd = o->cmd;
-    if (trace_load(o->trace, &s->t, err, errlen) < 0)
-        return cli_fail(cmd, "%s", err);
+    int rc = cli_load_trace(cmd, o->trace, &s->t);
+    if (rc)
+        return rc;
     if (o->model && model_load(o->model, &s->file_model, err, errlen) < 0)
         return cli_fail(cmd, "%s", err);
     cost_model_default(&s->cost);
@@ -510,7 +511,7 @@ static int load_inputs(sweep_opts *o, sweep_state *s, char *err, size_t errlen)
     }
     if (!o->n_rate && !s->t->arrival_s)
         return cli_fail(cmd, "--rate: %s has no arrival_s; give the rates", o->trace);
-    int rc = cli_split(cmd, s->t, &o->split, 0, &s->rows, &s->calib, &s->eval);
+    rc = cli_split(cmd, s->t, &o->split, 0, &s->rows, &s->calib, &s->eval);
     if (rc)
         return rc;
     for (int i = 0; i < o->n_workers; i++)

@@ -87,6 +87,13 @@ void trace_free(trace_t *t);
  * *out is NULL, nothing is leaked, and err names file, dataset, row. */
 int trace_load(const char *path, trace_t **out, char *err, size_t errlen);
 
+/* The same, calling fn(ctx, fraction) as the count matrices are read (in
+ * slabs of about 16 MB; fractions ascend and end with 1.0): for a
+ * progress bar on big traces. fn may be NULL. */
+typedef void (*trace_progress_fn)(void *ctx, double fraction);
+int trace_load_progress(const char *path, trace_progress_fn fn, void *ctx, trace_t **out,
+                        char *err, size_t errlen);
+
 /* Load rows [r0, r1) only; the other rows are not read. Token-level and
  * block datasets are sliced with their offsets and rebased to 0. */
 int trace_load_rows(const char *path, int64_t r0, int64_t r1, trace_t **out,

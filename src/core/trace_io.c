@@ -237,6 +237,9 @@ typedef struct load {
     trace_header_t h;
     int64_t r0, r1;          /* rows being loaded */
     double planned;          /* bytes this load will allocate so far */
+    trace_progress_fn progress; /* may be NULL */
+    void *progress_ctx;
+    double cube_bytes, cube_done; /* of the count/gate matrices */
     char *err;
     size_t errlen;
 } load_t;
@@ -283,11 +286,29 @@ static trace_t *new_trace(load_t *ld)
     return t;
 }
 
+/* Without a progress callback one read; with one, slabs of about 16 MB
+ * (a few chunks each: deflate is per chunk, so slabs cost little). */
 static int read_cube(load_t *ld, const char *name, hid_t mt, void *buf)
 {
     hsize_t d[3] = {(hsize_t)ld->h.n, (hsize_t)ld->h.L, (hsize_t)ld->h.E};
-    return h5u_read_rows(ld->f, name, mt, 3, d, (hsize_t)ld->r0, (hsize_t)ld->r1, buf, ld->path,
-                         ld->err, ld->errlen);
+    if (!ld->progress)
+        return h5u_read_rows(ld->f, name, mt, 3, d, (hsize_t)ld->r0, (hsize_t)ld->r1, buf,
+                             ld->path, ld->err, ld->errlen);
+    size_t row_bytes = H5Tget_size(mt) * (size_t)ld->h.L * (size_t)ld->h.E;
+    int64_t slab = (int64_t)((16u << 20) / (row_bytes ? row_bytes : 1));
+    if (slab < 1)
+        slab = 1;
+    for (int64_t r = ld->r0; r < ld->r1; r += slab) {
+        int64_t e = r + slab < ld->r1 ? r + slab : ld->r1;
+        if (h5u_read_rows(ld->f, name, mt, 3, d, (hsize_t)r, (hsize_t)e,
+                          (char *)buf + (size_t)(r - ld->r0) * row_bytes, ld->path, ld->err,
+                          ld->errlen))
+            return -1;
+        ld->cube_done += (double)(e - r) * (double)row_bytes;
+        if (ld->cube_bytes > 0)
+            ld->progress(ld->progress_ctx, 0.95 * ld->cube_done / ld->cube_bytes);
+    }
+    return 0;
 }
 
 static int read_vec(load_t *ld, const char *name, hid_t mt, void *buf)
@@ -440,10 +461,22 @@ static int read_tokens(load_t *ld, trace_t *t)
                          ld->errlen);
 }
 
-/* Load rows [r0, r1) (r1 < 0: to the end). */
-static int load(const char *path, int64_t r0, int64_t r1, trace_t **out, char *err, size_t errlen)
+/* Bytes of the count and gate matrices of the rows being loaded. */
+static double cube_bytes(const load_t *ld)
 {
-    load_t ld = {.path = path, .r0 = r0, .r1 = r1, .err = err, .errlen = errlen};
+    unsigned has = ld->h.has;
+    double per_cell = 2.0 + (has & TRACE_HAS_DECODE ? 2.0 : 0.0) +
+                      (has & TRACE_HAS_GATE_PROB ? 4.0 : 0.0) +
+                      (has & TRACE_HAS_GATE_LOGIT ? 4.0 : 0.0);
+    return (double)(ld->r1 - ld->r0) * ld->h.L * ld->h.E * per_cell;
+}
+
+/* Load rows [r0, r1) (r1 < 0: to the end). */
+static int load(const char *path, int64_t r0, int64_t r1, trace_progress_fn fn, void *ctx,
+                trace_t **out, char *err, size_t errlen)
+{
+    load_t ld = {.path = path, .r0 = r0, .r1 = r1, .err = err, .errlen = errlen,
+                 .progress = fn, .progress_ctx = ctx};
     trace_t *t = NULL;
     int rc = -1;
     *out = NULL;
@@ -459,9 +492,12 @@ static int load(const char *path, int64_t r0, int64_t r1, trace_t **out, char *e
                   (long long)r0, (long long)r1, (long long)ld.h.n);
         goto done;
     }
+    ld.cube_bytes = cube_bytes(&ld);
     if (reserve_dense(&ld) || !(t = new_trace(&ld)) || read_dense(&ld, t) ||
         read_tokens(&ld, t) || trace_validate_at(t, ld.r0, path, err, errlen))
         goto done;
+    if (fn)
+        fn(ctx, 1.0);
     rc = 0;
 done:
     H5Fclose(ld.f);
@@ -474,7 +510,13 @@ done:
 
 int trace_load(const char *path, trace_t **out, char *err, size_t errlen)
 {
-    return load(path, 0, -1, out, err, errlen);
+    return load(path, 0, -1, NULL, NULL, out, err, errlen);
+}
+
+int trace_load_progress(const char *path, trace_progress_fn fn, void *ctx, trace_t **out,
+                        char *err, size_t errlen)
+{
+    return load(path, 0, -1, fn, ctx, out, err, errlen);
 }
 
 int trace_load_rows(const char *path, int64_t r0, int64_t r1, trace_t **out, char *err,
@@ -485,7 +527,7 @@ int trace_load_rows(const char *path, int64_t r0, int64_t r1, trace_t **out, cha
         return eldr_errf(err, errlen, "%s: bad row range [%lld, %lld)", path, (long long)r0,
                          (long long)r1);
     }
-    return load(path, r0, r1, out, err, errlen);
+    return load(path, r0, r1, NULL, NULL, out, err, errlen);
 }
 
 /* --- saving ---------------------------------------------------------- */

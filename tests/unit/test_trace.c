@@ -286,6 +286,51 @@ static void test_row_range_equals_slice(void **state)
     trace_free(t);
 }
 
+typedef struct progress_log {
+    double frac[64];
+    int n;
+} progress_log;
+
+static void log_progress(void *ctx, double frac)
+{
+    progress_log *p = ctx;
+    if (p->n < 64)
+        p->frac[p->n] = frac;
+    p->n++;
+}
+
+/* trace_load_progress: the same trace as trace_load, fractions that
+ * ascend to exactly 1; a trace of more than 16 MB per matrix is read in
+ * several slabs (uint16 rows of 2 x 2048 cells: 2048 rows a slab). */
+static void test_load_progress(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN];
+    int sizes[][4] = {{60, 3, 8, 2}, {2100, 2, 2048, 2}};
+    for (int z = 0; z < 2; z++) {
+        trace_t *t = save_fixture(sizes[z][0], sizes[z][1], sizes[z][2], sizes[z][3]), *u = NULL;
+        progress_log p = {{0}, 0};
+        assert_int_equal(trace_load_progress(path, log_progress, &p, &u, err, sizeof err), 0);
+        expect_same(t, u);
+        /* small: one slab per matrix (4 of them), then 1.0; big: 2048 rows a
+         * slab of the two uint16 matrices, 1024 of the two float ones */
+        assert_int_equal(p.n, z == 0 ? 5 : 2 * 2 + 2 * 3 + 1);
+        for (int i = 1; i < p.n; i++)
+            assert_true(p.frac[i] > p.frac[i - 1]);
+        assert_true(p.frac[p.n - 1] == 1.0);
+        assert_true(p.frac[0] > 0);
+        trace_free(t);
+        trace_free(u);
+    }
+    /* a failed load reports no completion */
+    progress_log p = {{0}, 0};
+    trace_t *u = NULL;
+    assert_int_equal(trace_load_progress("/nonexistent/x.h5", log_progress, &p, &u, err,
+                                         sizeof err), -1);
+    assert_null(u);
+    assert_int_equal(p.n, 0);
+}
+
 /* A row-range load names rows as numbered in the file. */
 static void test_row_range_reports_file_rows(void **state)
 {
@@ -764,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_required_only_and_empty),
         cmocka_unit_test(test_read_header),
         cmocka_unit_test(test_row_range_equals_slice),
+        cmocka_unit_test(test_load_progress),
         cmocka_unit_test(test_row_range_reports_file_rows),
         cmocka_unit_test(test_not_hdf5),
         cmocka_unit_test(test_truncated),
