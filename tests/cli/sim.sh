@@ -165,3 +165,13 @@ EOF
     expect_fail2 "sim: bad --split" "--split: 'tail'" "$ELDR" sim "$DATA" --rate 60 --split tail
     expect_fail2 "sim: bad --seeds" "--seeds" "$ELDR" sim "$DATA" --rate 60 --seeds 0
 fi
+
+# progress bars on a terminal only (script(1) gives the command a tty)
+if [ -f "$DATA" ] && command -v script >/dev/null; then
+    script -qc "'$ELDR' sim '$DATA' --rate 60 --policy rr,eldr --seeds 3 >/dev/null" /dev/null \
+        >"$TMP/tty.out" 2>&1
+    if grep -q "load *\[#" "$TMP/tty.out" && grep -q "seeds *\[#" "$TMP/tty.out"; then
+        ok "sim: load and seeds bars on a terminal"; else notok "sim: load and seeds bars on a terminal" "$(head -c 300 "$TMP/tty.out")"; fi
+    "$ELDR" sim "$DATA" --rate 60 --policy rr,eldr --seeds 3 >/dev/null 2>"$TMP/notty.err"
+    if [ ! -s "$TMP/notty.err" ]; then ok "sim: no bar without a terminal"; else notok "sim: no bar without a terminal" "$(head -c 300 "$TMP/notty.err")"; fi
+fi
