@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,92 @@ static int start_vllm(eldrd_t *d, char *err, size_t errlen)
     return d->vllm ? 0 : -1;
 }
 
+void daemon_log(const eldrd_t *d, const char *fmt, ...)
+{
+    if (d->o->quiet)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "eldrd: %s\n", line);   /* one write: lines do not interleave */
+}
+
+int daemon_check_security(eldrd_t *d, char *err, size_t errlen)
+{
+    const eldrd_opts *o = d->o;
+    if (o->admin_token_file &&
+        auth_read_token(o->admin_token_file, "--admin-token-file", d->auth.admin,
+                        sizeof d->auth.admin, err, errlen) < 0)
+        return -1;
+    if (o->kv_token_file &&
+        auth_read_token(o->kv_token_file, "--kv-token-file", d->auth.kv, sizeof d->auth.kv, err,
+                        errlen) < 0)
+        return -1;
+    int loop = auth_host_is_loopback(o->host, err, errlen);
+    if (loop < 0)
+        return -1;
+    if (!loop && !d->auth.admin[0] && !o->insecure)
+        return eldr_errf(err, errlen, "--listen %s:%d is not a loopback address: anyone who "
+                         "reaches it could replace the model; give --admin-token-file FILE, "
+                         "or --insecure to serve it open", o->host, o->port);
+    return 0;
+}
+
+/* --inflight-ttl: every quarter of the ttl (at most a second apart),
+ * forget the requests older than the ttl. */
+static void *reaper_main(void *arg)
+{
+    eldrd_t *d = arg;
+    double ttl = d->o->inflight_ttl, period = ttl / 4 < 1 ? ttl / 4 : 1;
+    pthread_mutex_lock(&d->reaper_lock);
+    while (!d->reaper_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        double t = (double)until.tv_sec + until.tv_nsec * 1e-9 + period;
+        until.tv_sec = (time_t)t;
+        until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
+        pthread_cond_timedwait(&d->reaper_wake, &d->reaper_lock, &until);
+        if (d->reaper_stop)
+            break;
+        pthread_mutex_unlock(&d->reaper_lock);
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        long n = state_expire(d->st, (double)now.tv_sec + now.tv_nsec * 1e-9 - ttl);
+        if (n > 0)
+            daemon_log(d, "--inflight-ttl: %ld request%s in flight for more than %g s "
+                       "forgotten (no finish came)", n, n == 1 ? "" : "s", ttl);
+        pthread_mutex_lock(&d->reaper_lock);
+    }
+    pthread_mutex_unlock(&d->reaper_lock);
+    return NULL;
+}
+
+static int start_reaper(eldrd_t *d, char *err, size_t errlen)
+{
+    pthread_mutex_init(&d->reaper_lock, NULL);
+    pthread_cond_init(&d->reaper_wake, NULL);
+    if (pthread_create(&d->reaper, NULL, reaper_main, d) != 0)
+        return eldr_errf(err, errlen, "--inflight-ttl: cannot start a thread");
+    d->reaper_on = 1;
+    return 0;
+}
+
+static void stop_reaper(eldrd_t *d)
+{
+    if (!d->reaper_on)
+        return;
+    pthread_mutex_lock(&d->reaper_lock);
+    d->reaper_stop = 1;
+    pthread_cond_signal(&d->reaper_wake);
+    pthread_mutex_unlock(&d->reaper_lock);
+    pthread_join(d->reaper, NULL);
+    pthread_cond_destroy(&d->reaper_wake);
+    pthread_mutex_destroy(&d->reaper_lock);
+    d->reaper_on = 0;
+}
+
 int daemon_init(eldrd_t *d, eldrd_opts *o, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
@@ -126,11 +213,14 @@ int daemon_init(eldrd_t *d, eldrd_opts *o, char *err, size_t errlen)
     }
     if (daemon_install(d, m, path, 0, err, errlen) < 0)
         return -1;
+    if (o->inflight_ttl > 0 && start_reaper(d, err, errlen) < 0)
+        return -1;
     return o->load_vllm ? start_vllm(d, err, errlen) : 0;
 }
 
 void daemon_free(eldrd_t *d)
 {
+    stop_reaper(d);
     vllm_stop(d->vllm);
     d->vllm = NULL;
     for (int i = 0; i < d->n_caches; i++) {

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <pthread.h>
 
+#include "auth.h"
 #include "metrics.h"
 #include "modelref.h"
 #include "opts.h"
@@ -39,7 +40,21 @@ typedef struct eldrd {
     char persist_path[PATH_MAX]; /* state-dir/model.h5, "" without --state-dir */
     double started;              /* unix seconds */
     struct vllm_poller *vllm;    /* --load-from vllm, else NULL */
+    auth_t auth;                 /* tokens (auth.h); "" = open */
+    pthread_t reaper;            /* --inflight-ttl: expires lost requests */
+    int reaper_on;
+    pthread_mutex_t reaper_lock;
+    pthread_cond_t reaper_wake;
+    int reaper_stop;
 } eldrd_t;
+
+/* One log line on stderr ("eldrd: ..."), unless --quiet. */
+void daemon_log(const eldrd_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Before serving: read the token files and apply the bind rule (a
+ * non-loopback --listen needs an admin token or --insecure). -1 with err
+ * (eldrd exits 2). */
+int daemon_check_security(eldrd_t *d, char *err, size_t errlen);
 
 /* Set up from options: loads the model (the state dir's if present, else
  * -m), checks --workers against K, builds state and caches. */

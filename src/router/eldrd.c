@@ -80,15 +80,19 @@ int main(int argc, char **argv)
 
     eldrd_t d;
     int rc = 2;
-    if (daemon_init(&d, &o, err, sizeof err) < 0) {
+    if (daemon_init(&d, &o, err, sizeof err) < 0 ||
+        daemon_check_security(&d, err, sizeof err) < 0) {
         fprintf(stderr, "eldrd: %s\n", err);
     } else {
         struct MHD_Daemon *mhd = http_start(&d, err, sizeof err);
         if (!mhd) {
             fprintf(stderr, "eldrd: %s\n", err);
         } else {
-            say(&o, "serving %d workers on %s:%d (model %s, %d threads)", d.K, o.host, o.port,
-                d.model.cur->source, o.threads);
+            say(&o, "serving %d workers on %s:%d (model %s, %d threads; %s)", d.K, o.host,
+                o.port, d.model.cur->source, o.threads,
+                d.auth.admin[0] ? (d.auth.kv[0] ? "admin and kv tokens required"
+                                                : "admin token required")
+                                : "open: no admin token");
             rc = serve(&d, mhd, &set);
         }
     }

@@ -16,6 +16,7 @@ void ep_explain(eldrd_t *d, const http_req *r, http_resp *out);
 void ep_window(eldrd_t *d, const http_req *r, http_resp *out);
 void ep_put_model(eldrd_t *d, const http_req *r, http_resp *out);
 void ep_put_config(eldrd_t *d, const http_req *r, http_resp *out);
+void ep_inflight_clear(eldrd_t *d, const http_req *r, http_resp *out);
 void ep_healthz(eldrd_t *d, const http_req *r, http_resp *out);
 void ep_metrics(eldrd_t *d, const http_req *r, http_resp *out);
 

@@ -36,6 +36,20 @@ static void worker_series(eldrd_t *d, strbuf *b)
         sb_label(b, s->workers[k]);
         sb_printf(b, "\"} %llu\n", (unsigned long long)s->finished[k]);
     }
+    static const char *const dropped[][2] = {
+        {"eldr_inflight_expired_total",
+         "In-flight requests forgotten after --inflight-ttl without a finish."},
+        {"eldr_inflight_cleared_total", "In-flight requests cleared by POST /v1/inflight/clear."}};
+    for (int j = 0; j < 2; j++) {
+        sb_printf(b, "# HELP %s %s\n# TYPE %s counter\n", dropped[j][0], dropped[j][1],
+                  dropped[j][0]);
+        for (int k = 0; k < s->K; k++) {
+            sb_printf(b, "%s{worker=\"", dropped[j][0]);
+            sb_label(b, s->workers[k]);
+            sb_printf(b, "\"} %llu\n",
+                      (unsigned long long)(j ? s->cleared[k] : s->expired[k]));
+        }
+    }
     sb_printf(b, "# HELP eldr_tau Locality band width.\n# TYPE eldr_tau gauge\neldr_tau %g\n",
               s->tau);
     pthread_mutex_unlock(&s->lock);

@@ -152,6 +152,11 @@ void ep_put_model(eldrd_t *d, const http_req *r, http_resp *out)
         return;
     }
     mref_t *cur = mholder_get(&d->model);
+    daemon_log(d, "audit: PUT /v1/model from %s (%s): generation %llu, %s, K=%d, %d layers%s%s",
+               r->peer, r->authed ? "admin token" : "no token required",
+               (unsigned long long)cur->gen, sig_variant_name(cur->m->recipe.variant),
+               cur->m->K, cur->m->recipe.n_layers, d->persist_path[0] ? ", persisted to " : "",
+               d->persist_path);
     out->json = json_pack("{s:I, s:i, s:I, s:o}", "model_generation", (json_int_t)cur->gen,
                           "K", cur->m->K, "dim", (json_int_t)cur->dim, "persisted",
                           d->persist_path[0] ? json_string(d->persist_path) : json_null());
@@ -166,8 +171,62 @@ void ep_put_config(eldrd_t *d, const http_req *r, http_resp *out)
         http_rb_error(out, &e);
         return;
     }
+    double old = state_get_tau(d->st);
     state_set_tau(d->st, tau);
+    mref_t *cur = mholder_get(&d->model);
+    daemon_log(d, "audit: PUT /v1/config from %s (%s): tau %g -> %g (model generation %llu)",
+               r->peer, r->authed ? "admin token" : "no token required", old, tau,
+               (unsigned long long)cur->gen);
+    mref_put(cur);
     out->json = json_pack("{s:f}", "tau", tau);
+}
+
+/* POST /v1/inflight/clear {"worker": NAME}: forget every in-flight
+ * request of that worker (lost finishes, a worker restarted). */
+void ep_inflight_clear(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    json_error_t je;
+    json_t *b = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &je);
+    const char *name = NULL;
+    if (!b || !json_is_object(b)) {
+        http_error(out, 400, "body", "expected a JSON object {\"worker\": NAME}%s%s",
+                   b ? "" : ": ", b ? "" : je.text);
+        json_decref(b);
+        return;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(b, key, v) {
+        if (strcmp(key, "worker")) {
+            http_error(out, 422, key, "unknown key '%.64s' (only \"worker\")", key);
+            json_decref(b);
+            return;
+        }
+    }
+    if (!(v = json_object_get(b, "worker")) || !(name = json_string_value(v))) {
+        http_error(out, 422, "worker", "\"worker\" must be a worker name (a string)");
+        json_decref(b);
+        return;
+    }
+    int k = -1;
+    for (int i = 0; i < d->K; i++)
+        if (!strcmp(d->st->workers[i], name))
+            k = i;
+    if (k < 0) {
+        http_error(out, 404, "worker", "no decode worker named '%.64s'", name);
+        json_decref(b);
+        return;
+    }
+    long n = state_clear_worker(d->st, k);
+    json_decref(b);
+    if (n < 0) {
+        http_error(out, 503, "worker", "out of memory clearing the in-flight table");
+        return;
+    }
+    daemon_log(d, "audit: POST /v1/inflight/clear from %s (%s): worker %s, %ld in-flight "
+               "requests forgotten", r->peer, r->authed ? "admin token" : "no token required",
+               d->st->workers[k], n);
+    out->json = json_pack("{s:s, s:I}", "worker", d->st->workers[k], "cleared", (json_int_t)n);
 }
 
 void ep_healthz(eldrd_t *d, const http_req *r, http_resp *out)

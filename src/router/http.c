@@ -9,6 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+#include <stdatomic.h>
+
 #include "endpoints.h"
 #include "err.h"
 #include "http.h"
@@ -18,17 +21,19 @@ static const struct endpoint {
     const char *path;
     int prefix;                  /* path is a prefix (explain/{id}) */
     http_handler fn;
+    auth_need auth;              /* the token it needs, when tokens are set */
 } endpoints[] = {
-    {"POST", "/v1/route", 0, ep_route},
-    {"POST", "/v1/finish", 0, ep_finish},
-    {"POST", "/v1/kv-events", 0, ep_kv_events},
-    {"GET", "/v1/snapshot", 0, ep_snapshot},
-    {"GET", "/v1/explain/", 1, ep_explain},
-    {"GET", "/v1/window", 0, ep_window},
-    {"PUT", "/v1/model", 0, ep_put_model},
-    {"PUT", "/v1/config", 0, ep_put_config},
-    {"GET", "/metrics", 0, ep_metrics},
-    {"GET", "/healthz", 0, ep_healthz},
+    {"POST", "/v1/route", 0, ep_route, AUTH_NONE},
+    {"POST", "/v1/finish", 0, ep_finish, AUTH_NONE},
+    {"POST", "/v1/kv-events", 0, ep_kv_events, AUTH_KV},
+    {"GET", "/v1/snapshot", 0, ep_snapshot, AUTH_NONE},
+    {"GET", "/v1/explain/", 1, ep_explain, AUTH_NONE},
+    {"GET", "/v1/window", 0, ep_window, AUTH_NONE},
+    {"PUT", "/v1/model", 0, ep_put_model, AUTH_ADMIN},
+    {"PUT", "/v1/config", 0, ep_put_config, AUTH_ADMIN},
+    {"POST", "/v1/inflight/clear", 0, ep_inflight_clear, AUTH_ADMIN},
+    {"GET", "/metrics", 0, ep_metrics, AUTH_NONE},
+    {"GET", "/healthz", 0, ep_healthz, AUTH_NONE},
 };
 #define N_ENDPOINTS (sizeof endpoints / sizeof endpoints[0])
 
@@ -39,6 +44,8 @@ typedef struct conn_ctx {
     char *buf;
     size_t len, cap;
     int too_large;
+    int authed;                  /* a required token was given */
+    char peer[64];
 } conn_ctx;
 
 const char *http_query(const http_req *r, const char *key)
@@ -91,7 +98,7 @@ static http_handler lookup(const char *method, const char *path, http_resp *out,
 }
 
 static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_resp *out,
-                            const char *allow, int close_after)
+                                   const char *allow, int close_after, const char *challenge)
 {
     char *text = out->text;
     const char *type = out->content_type ? out->content_type : "text/plain; charset=utf-8";
@@ -118,20 +125,74 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_re
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     if (close_after)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (challenge)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
     metrics_response(&d->met, out->status);
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)out->status, r);
     MHD_destroy_response(r);
     return rc;
 }
 
-/* First callback of a request: a context, and an early 413 when the
- * declared length is already over the limit. */
-static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, void **con_cls)
+/* The client's address as text ("?" when unknown). */
+static void peer_of(struct MHD_Connection *c, char *buf, size_t n)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(buf, n, "?");
+    if (!i || !i->client_addr)
+        return;
+    const struct sockaddr *sa = i->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)n);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)n);
+}
+
+/* The endpoint's token, when one is set and the request lacks it: 401,
+ * answered before the body is read (a stranger's 8 MB model is never
+ * taken in). */
+static int needs_token(eldrd_t *d, struct MHD_Connection *c, const char *method,
+                       const char *url, conn_ctx *x, http_resp *out)
+{
+    for (size_t i = 0; i < N_ENDPOINTS; i++) {
+        if (!path_matches(&endpoints[i], url) || strcmp(method, endpoints[i].method))
+            continue;
+        const char *token = auth_token_for(&d->auth, endpoints[i].auth);
+        if (!token)
+            return 0;
+        const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_AUTHORIZATION);
+        if (auth_bearer_ok(h, token)) {
+            x->authed = 1;
+            return 0;
+        }
+        atomic_fetch_add(&d->met.auth_failures, 1);
+        daemon_log(d, "401 %s %s from %s: %s", method, url, x->peer,
+                   h ? "wrong token" : "no Authorization header");
+        http_error(out, 401, "authorization", "%s %s needs 'Authorization: Bearer <%s token>'",
+                   method, url, endpoints[i].auth == AUTH_KV && d->auth.kv[0] ? "kv" : "admin");
+        return 1;
+    }
+    return 0;
+}
+
+/* First callback of a request: a context, an early 401 when a token is
+ * missing, and an early 413 when the declared length is already over the
+ * limit. */
+static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *method,
+                             const char *url, void **con_cls)
 {
     conn_ctx *x = calloc(1, sizeof *x);
     if (!x)
         return MHD_NO;
     *con_cls = x;
+    peer_of(c, x->peer, sizeof x->peer);
+    http_resp deny = {0};
+    if (needs_token(d, c, method, url, x, &deny)) {
+        x->too_large = 1;       /* drop whatever body follows */
+        x->authed = -1;         /* and answer nothing more */
+        return send_answer(c, d, &deny, NULL, 1, "Bearer realm=\"eldrd\"");
+    }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > (unsigned long long)d->o->max_body) {
@@ -139,7 +200,7 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, void **con_cl
         http_resp out = {0};
         http_error(&out, 413, "body", "Content-Length %s is over the limit of %lld bytes", cl,
                    d->o->max_body);
-        return send_answer(c, d, &out, NULL, 1);
+        return send_answer(c, d, &out, NULL, 1, NULL);
     }
     /* room for the declared body at once, so that a route body arrives
      * without reallocs; a body bigger than PRESIZE_MAX grows as it comes,
@@ -185,7 +246,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     eldrd_t *d = cls;
     if (!*con_cls)
-        return begin(d, c, con_cls);
+        return begin(d, c, method, url, con_cls);
     conn_ctx *x = *con_cls;
     if (*upload_data_size) {
         append(d, x, upload_data, *upload_data_size);
@@ -195,18 +256,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     http_resp out = {.status = 200};
     char allow[64];
     if (x->too_large) {
+        if (x->authed < 0)
+            return MHD_YES;     /* answered 401 already */
         http_error(&out, 413, "body", "request body is over the limit of %lld bytes",
                    d->o->max_body);
-        return send_answer(c, d, &out, NULL, 1);
+        return send_answer(c, d, &out, NULL, 1, NULL);
     }
     http_handler fn = lookup(method, url, &out, allow, sizeof allow);
     if (fn) {
-        http_req req = {c, method, url, x->buf ? x->buf : "", x->len};
+        http_req req = {c, method, url, x->buf ? x->buf : "", x->len, x->peer, x->authed};
         if (x->buf)
             x->buf[x->len] = '\0';
         fn(d, &req, &out);
     }
-    return send_answer(c, d, &out, fn ? NULL : allow, 0);
+    return send_answer(c, d, &out, fn ? NULL : allow, 0, NULL);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

@@ -5,7 +5,9 @@
  * 404 for an unknown path, 405 (with Allow) for a known path and the
  * wrong method, 413 for a body over the limit (refused from its
  * Content-Length before it is read when possible). Slow or idle clients
- * are cut off by MHD's connection timeout (--timeout). */
+ * are cut off by MHD's connection timeout (--timeout). An endpoint that
+ * changes state answers 401 before its body is read when it needs a
+ * token (auth.h) and the request does not carry it. */
 #ifndef ELDR_ROUTER_HTTP_H
 #define ELDR_ROUTER_HTTP_H
 
@@ -24,6 +26,8 @@ typedef struct http_req {
     const char *path;            /* URL path, unescaped */
     const char *body;            /* NUL-terminated, len bytes */
     size_t len;
+    const char *peer;            /* the client's address, for the audit log */
+    int authed;                  /* 1 a token was required and given */
 } http_req;
 
 typedef struct http_resp {

@@ -63,7 +63,7 @@ static int grow(idmap *m)
     return 0;
 }
 
-int idmap_put(idmap *m, const char *key, int value, uint64_t aux)
+int idmap_put(idmap *m, const char *key, int value, uint64_t aux, double born)
 {
     if ((m->n + 1) * 2 > m->cap && grow(m) < 0)
         return -1;
@@ -74,7 +74,7 @@ int idmap_put(idmap *m, const char *key, int value, uint64_t aux)
     char *k = strdup(key);
     if (!k)
         return -1;
-    m->slots[i] = (idmap_slot){k, h, value, aux};
+    m->slots[i] = (idmap_slot){k, h, value, aux, born};
     m->n++;
     return 0;
 }
@@ -108,4 +108,46 @@ int idmap_take(idmap *m, const char *key, uint64_t *aux)
         }
     }
     return value;
+}
+
+/* Collect the doomed keys first: deleting during the scan would let a
+ * backward shift move an unseen entry into a slot already passed. */
+long idmap_remove_if(idmap *m, int (*keep)(void *ctx, int value, double born),
+                     void (*gone)(void *ctx, int value, uint64_t aux), void *ctx)
+{
+    size_t n = 0, cap = 0;
+    char **doomed = NULL;
+    for (size_t i = 0; i < m->cap; i++) {
+        const idmap_slot *s = &m->slots[i];
+        if (!s->key || keep(ctx, s->value, s->born))
+            continue;
+        if (n == cap) {
+            size_t c = cap ? cap * 2 : 64;
+            char **d = realloc(doomed, c * sizeof *d);
+            if (!d) {
+                for (size_t j = 0; j < n; j++)
+                    free(doomed[j]);
+                free(doomed);
+                return -1;
+            }
+            doomed = d;
+            cap = c;
+        }
+        if (!(doomed[n] = strdup(s->key))) {
+            for (size_t j = 0; j < n; j++)
+                free(doomed[j]);
+            free(doomed);
+            return -1;
+        }
+        n++;
+    }
+    for (size_t j = 0; j < n; j++) {
+        uint64_t aux = 0;
+        int v = idmap_take(m, doomed[j], &aux);
+        if (v >= 0 && gone)
+            gone(ctx, v, aux);
+        free(doomed[j]);
+    }
+    free(doomed);
+    return (long)n;
 }

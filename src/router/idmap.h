@@ -14,6 +14,7 @@ typedef struct idmap_slot {
     uint64_t hash;
     int value;
     uint64_t aux;                /* the decision's sequence number */
+    double born;                 /* when it was put (caller's clock) */
 } idmap_slot;
 
 typedef struct idmap {
@@ -24,11 +25,18 @@ typedef struct idmap {
 
 int idmap_init(idmap *m);
 void idmap_free(idmap *m);
-/* 0 inserted, 1 key already present (nothing changed), -1 out of memory. */
-int idmap_put(idmap *m, const char *key, int value, uint64_t aux);
+/* 0 inserted, 1 key already present (nothing changed), -1 out of memory.
+ * born: the caller's time stamp, for idmap_remove_if. */
+int idmap_put(idmap *m, const char *key, int value, uint64_t aux, double born);
 /* The value, or -1 when absent. */
 int idmap_get(const idmap *m, const char *key);
 /* Remove; returns the value (and *aux, if non-NULL), or -1 when absent. */
 int idmap_take(idmap *m, const char *key, uint64_t *aux);
+
+/* Remove every entry for which keep(ctx, value, born) is 0, calling
+ * gone(ctx, value, aux) for each; returns how many, or -1 when out of
+ * memory (then nothing was removed). O(capacity). */
+long idmap_remove_if(idmap *m, int (*keep)(void *ctx, int value, double born),
+                     void (*gone)(void *ctx, int value, uint64_t aux), void *ctx);
 
 #endif

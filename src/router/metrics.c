@@ -21,6 +21,7 @@ void metrics_init(metrics_t *m)
     atomic_init(&m->bad_requests, 0);
     atomic_init(&m->kv_events, 0);
     atomic_init(&m->model_swaps, 0);
+    atomic_init(&m->auth_failures, 0);
 }
 
 void metrics_route(metrics_t *m, double secs)
@@ -109,6 +110,9 @@ void metrics_render(const metrics_t *m, strbuf *b)
     sb_printf(b, "# HELP eldr_kv_events_total KV cache events applied.\n"
                  "# TYPE eldr_kv_events_total counter\neldr_kv_events_total %llu\n",
               (unsigned long long)atomic_load(&m->kv_events));
+    sb_printf(b, "# HELP eldr_auth_failures_total Requests refused 401: a token missing or "
+                 "wrong.\n# TYPE eldr_auth_failures_total counter\neldr_auth_failures_total "
+                 "%llu\n", (unsigned long long)atomic_load(&m->auth_failures));
     sb_printf(b, "# HELP eldr_model_swaps_total Models installed after the first.\n"
                  "# TYPE eldr_model_swaps_total counter\neldr_model_swaps_total %llu\n",
               (unsigned long long)atomic_load(&m->model_swaps));

@@ -19,6 +19,7 @@ typedef struct metrics_t {
     atomic_uint_least64_t bad_requests;      /* 4xx answers */
     atomic_uint_least64_t kv_events;         /* events applied */
     atomic_uint_least64_t model_swaps;
+    atomic_uint_least64_t auth_failures;   /* 401 answers */
 } metrics_t;
 
 void metrics_init(metrics_t *m);

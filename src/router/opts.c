@@ -39,6 +39,16 @@ void opts_usage(FILE *f)
             "  --worker-urls LIST        with vllm: URL,... in --workers order, or\n"
             "                            NAME=URL,...; '/metrics' is appended\n"
             "  --poll-ms N               with vllm: poll interval (default 100)\n"
+            "  --admin-token-file FILE   PUT /v1/model, PUT /v1/config, POST /v1/kv-events\n"
+            "                            and POST /v1/inflight/clear need\n"
+            "                            'Authorization: Bearer TOKEN' (the file's first\n"
+            "                            line, 16+ characters); 401 without it\n"
+            "  --kv-token-file FILE      a separate token for POST /v1/kv-events (the\n"
+            "                            engines send those)\n"
+            "  --insecure                serve a non-loopback --listen address without\n"
+            "                            an admin token (refused otherwise)\n"
+            "  --inflight-ttl S          forget an in-flight request after S seconds\n"
+            "                            when its finish never comes (default 0: never)\n"
             "  --quiet                   no log lines on stderr\n"
             "  -h, --help                this text\n"
             "\n"
@@ -58,6 +68,7 @@ static int parse_ll(const char *opt, const char *s, long long lo, long long hi, 
     return 0;
 }
 
+/* HOST:PORT, where an IPv6 host is written in brackets: [::1]:8470. */
 static int parse_listen(const char *s, eldrd_opts *o, char *err, size_t errlen)
 {
     const char *colon = strrchr(s, ':');
@@ -66,8 +77,20 @@ static int parse_listen(const char *s, eldrd_opts *o, char *err, size_t errlen)
     long long port;
     if (parse_ll("--listen port", colon + 1, 1, 65535, &port, err, errlen) < 0)
         return -1;
-    memcpy(o->host, s, (size_t)(colon - s));
-    o->host[colon - s] = '\0';
+    const char *h = s;
+    size_t n = (size_t)(colon - s);
+    if (h[0] == '[') {
+        if (n < 3 || h[n - 1] != ']')
+            return eldr_errf(err, errlen, "--listen: '%s': a bracketed IPv6 host must end in "
+                             "']' before the port", s);
+        h++;
+        n -= 2;
+    } else if (memchr(h, ':', n)) {
+        return eldr_errf(err, errlen, "--listen: '%s': write an IPv6 host in brackets, "
+                         "[::1]:8470", s);
+    }
+    memcpy(o->host, h, n);
+    o->host[n] = '\0';
     o->port = (int)port;
     return 0;
 }
@@ -132,7 +155,8 @@ static void defaults(eldrd_opts *o)
 }
 
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
-       O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL };
+       O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
+       O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL };
 
 static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
@@ -207,6 +231,25 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
             return -1;
         o->poll_ms = (int)v;
         return 0;
+    case O_ADMINTOK:
+        o->admin_token_file = arg;
+        return 0;
+    case O_KVTOK:
+        o->kv_token_file = arg;
+        return 0;
+    case O_INSECURE:
+        o->insecure = 1;
+        return 0;
+    case O_TTL: {
+        char *end;
+        errno = 0;
+        double t = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(t) || t < 0 || t > 1e9)
+            return eldr_errf(err, errlen, "--inflight-ttl: '%s' is not a number of seconds "
+                             ">= 0", arg);
+        o->inflight_ttl = t;
+        return 0;
+    }
     }
     return eldr_errf(err, errlen, "unknown option (try 'eldrd --help')");
 }
@@ -227,6 +270,10 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"load-from", required_argument, 0, O_LOADFROM},
         {"worker-urls", required_argument, 0, O_URLS},
         {"poll-ms", required_argument, 0, O_POLL},
+        {"admin-token-file", required_argument, 0, O_ADMINTOK},
+        {"kv-token-file", required_argument, 0, O_KVTOK},
+        {"insecure", no_argument, 0, O_INSECURE},
+        {"inflight-ttl", required_argument, 0, O_TTL},
         {0, 0, 0, 0},
     };
     defaults(o);
@@ -257,6 +304,11 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         opts_free(o);
         return eldr_errf(err, errlen, o->load_vllm ? "--load-from vllm needs --worker-urls"
                                                    : "--worker-urls needs --load-from vllm");
+    }
+    if (o->kv_token_file && !o->admin_token_file) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--kv-token-file needs --admin-token-file too (the "
+                         "model and config endpoints would be open)");
     }
     if (!o->model_path && !o->state_dir) {
         opts_free(o);

@@ -27,6 +27,10 @@ typedef struct eldrd_opts {
     int load_vllm;               /* --load-from vllm (0: own in-flight counts) */
     const char *worker_urls;     /* --worker-urls URL,... or NAME=URL,... */
     int poll_ms;                 /* --poll-ms: /metrics poll interval */
+    const char *admin_token_file; /* --admin-token-file (auth.h) */
+    const char *kv_token_file;   /* --kv-token-file */
+    int insecure;                /* --insecure: no token off loopback */
+    double inflight_ttl;         /* --inflight-ttl seconds, 0 = never expire */
     int help;                    /* --help given */
 } eldrd_opts;
 

@@ -49,6 +49,8 @@ rstate *state_new(int K, const char *const *workers, double tau, int ring, int w
               !(s->inflight = calloc((size_t)K, sizeof *s->inflight)) ||
               !(s->routed = calloc((size_t)K, sizeof *s->routed)) ||
               !(s->finished = calloc((size_t)K, sizeof *s->finished)) ||
+              !(s->expired = calloc((size_t)K, sizeof *s->expired)) ||
+              !(s->cleared = calloc((size_t)K, sizeof *s->cleared)) ||
               !(s->by_rule = calloc((size_t)K * RULE_N, sizeof *s->by_rule)) ||
               !(s->win_nearest = calloc((size_t)K, sizeof *s->win_nearest)) ||
               !(s->rep_known = calloc((size_t)K, sizeof *s->rep_known)) ||
@@ -85,6 +87,8 @@ void state_free(rstate *s)
     free(s->inflight);
     free(s->routed);
     free(s->finished);
+    free(s->expired);
+    free(s->cleared);
     free(s->by_rule);
     free(s->win_nearest);
     free(s->rep_known);
@@ -195,7 +199,7 @@ int state_route(rstate *s, route_in *in, route_out *out, rb_err *e)
                        STATE_INFLIGHT_MAX);
     }
     decide(s, in, out);
-    int rc = idmap_put(&s->ids, out->request_id, out->d.worker, seq);
+    int rc = idmap_put(&s->ids, out->request_id, out->d.worker, seq, unix_now());
     if (rc != 0) {
         pthread_mutex_unlock(&s->lock);
         if (rc > 0)
@@ -234,6 +238,55 @@ int state_finish(rstate *s, const char *id, int *worker, rb_err *e)
         return rb_fail(e, 404, "request_id", "'%.200s' is not in flight", id);
     *worker = w;
     return 0;
+}
+
+typedef struct drop_ctx {
+    rstate *s;
+    double before;               /* expire: routed before this */
+    int worker;                  /* clear: this worker */
+    uint64_t *count;             /* s->expired or s->cleared */
+} drop_ctx;
+
+static int keep_young(void *ctx, int value, double born)
+{
+    (void)value;
+    return born >= ((drop_ctx *)ctx)->before;
+}
+
+static int keep_other_worker(void *ctx, int value, double born)
+{
+    (void)born;
+    return value != ((drop_ctx *)ctx)->worker;
+}
+
+/* The load drops as at a finish; the decision says how it ended. */
+static void dropped(void *ctx, int w, uint64_t seq)
+{
+    drop_ctx *c = ctx;
+    if (c->s->inflight[w] > 0)
+        c->s->inflight[w]--;
+    c->count[w]++;
+    drec *r = &c->s->ring[(seq - 1) % (uint64_t)c->s->ring_cap];
+    if (r->seq == seq)
+        r->finished = c->count == c->s->expired ? 2 : 3;
+}
+
+long state_expire(rstate *s, double before)
+{
+    pthread_mutex_lock(&s->lock);
+    drop_ctx c = {s, before, -1, s->expired};
+    long n = idmap_remove_if(&s->ids, keep_young, dropped, &c);
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+long state_clear_worker(rstate *s, int k)
+{
+    pthread_mutex_lock(&s->lock);
+    drop_ctx c = {s, 0, k, s->cleared};
+    long n = idmap_remove_if(&s->ids, keep_other_worker, dropped, &c);
+    pthread_mutex_unlock(&s->lock);
+    return n;
 }
 
 double state_get_tau(rstate *s)

@@ -28,7 +28,8 @@ typedef struct drec {
     double t;                    /* unix seconds */
     double tau;
     uint64_t model_gen;
-    int worker, rule, prefill, finished;
+    int worker, rule, prefill;
+    int finished;                /* 0 in flight, 1 finished, 2 expired (ttl), 3 cleared */
     int hit_blocks, missing_blocks, stored_blocks;
     int has_sim, n_cand;
     double sim_max;
@@ -54,6 +55,7 @@ typedef struct rstate {
     uint64_t seq;                /* decisions made */
     int64_t *inflight;           /* [K] */
     uint64_t *routed, *finished; /* [K] totals */
+    uint64_t *expired, *cleared; /* [K] dropped by --inflight-ttl, by the admin */
     uint64_t *by_rule;           /* [K][RULE_N] */
     idmap ids;
     drec *ring;
@@ -103,6 +105,14 @@ int state_route(rstate *s, route_in *in, route_out *out, rb_err *e);
 
 /* The request left its decode worker: *worker gets it. 404 if unknown. */
 int state_finish(rstate *s, const char *id, int *worker, rb_err *e);
+
+/* --inflight-ttl: forget every in-flight request routed before `before`
+ * (unix seconds, the clock of the decisions): its load drops, its
+ * decision is marked expired. Returns how many (-1 out of memory). */
+long state_expire(rstate *s, double before);
+
+/* The admin's clear: forget every in-flight request of worker k. */
+long state_clear_worker(rstate *s, int k);
 
 double state_get_tau(rstate *s);
 void state_set_tau(rstate *s, double tau);

@@ -52,7 +52,10 @@ json_t *drec_json(const rstate *s, const drec *d)
     json_object_set_new(o, "time_ms", json_integer((json_int_t)(d->t * 1e3)));
     json_object_set_new(o, "model_generation", json_integer((json_int_t)d->model_gen));
     json_object_set_new(o, "prefill_index", json_integer(d->prefill));
-    json_object_set_new(o, "finished", json_boolean(d->finished));
+    static const char *const ended[] = {NULL, "finished", "expired", "cleared"};
+    json_object_set_new(o, "finished", json_boolean(d->finished == 1));
+    json_object_set_new(o, "ended", d->finished > 0 && d->finished < 4
+                                        ? json_string(ended[d->finished]) : json_null());
     json_object_set_new(o, "cache", json_pack("{s:i, s:i, s:i}", "hit_blocks", d->hit_blocks,
                                               "missing_blocks", d->missing_blocks,
                                               "stored_blocks", d->stored_blocks));
@@ -72,10 +75,11 @@ json_t *state_workers_json(rstate *s)
                                     json_integer((json_int_t)n));
         }
         json_array_append_new(
-            a, json_pack("{s:s, s:i, s:I, s:I, s:I, s:o}", "name", s->workers[k], "index", k,
-                         "inflight", (json_int_t)s->inflight[k], "routed",
+            a, json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:o}", "name", s->workers[k],
+                         "index", k, "inflight", (json_int_t)s->inflight[k], "routed",
                          (json_int_t)s->routed[k], "finished", (json_int_t)s->finished[k],
-                         "rules", rules ? rules : json_object()));
+                         "expired", (json_int_t)s->expired[k], "cleared",
+                         (json_int_t)s->cleared[k], "rules", rules ? rules : json_object()));
         /* with reported loads: which signal routed this worker, and what it saw */
         if (s->use_reported) {
             int known = s->rep_known[k];

@@ -315,7 +315,7 @@ static void test_idmap_shadow(void **state)
         snprintf(key, sizeof key, "req-%d", k);
         if (rng_below(&r, 2)) {
             int v = (int)rng_below(&r, 16);
-            int rc = idmap_put(&m, key, v, (uint64_t)op);
+            int rc = idmap_put(&m, key, v, (uint64_t)op, 0);
             assert_int_equal(rc, shadow[k] >= 0 ? 1 : 0);
             if (rc == 0) {
                 shadow[k] = v;

@@ -1,0 +1,162 @@
+#!/bin/sh
+# tests/e2e/eldrd_security.sh - eldrd off loopback (issue 15, items 1, 5
+# and the IPv6 listen): bearer tokens on the state-changing endpoints
+# (401 JSON before the body is read, constant-time compare, a separate kv
+# token), the bind rule (a non-loopback --listen needs a token or
+# --insecure), the audit log of model/config changes, and lost finishes
+# (--inflight-ttl expiry, POST /v1/inflight/clear), each visible in
+# /v1/snapshot, /v1/explain and /metrics. Every server binds 127.0.0.1
+# (or ::1) on a free port; every curl and wait is bounded.
+. "$ROOT/tests/cli/lib.sh"
+. "$ROOT/tests/e2e/daemon.inc"
+prereqs "eldrd security"
+
+"$ROOT/bin/eldr" fit "$SMALL" -k 4 -o "$TMP/m.h5" --layers all >/dev/null 2>&1 ||
+    { notok "fit the fixture model"; exit 0; }
+"$ROOT/bin/eldr" model export "$TMP/m.h5" -o "$TMP/m.json" >/dev/null 2>&1
+printf 'adm1n-t0ken-0123456789abcdef\n' >"$TMP/admin.tok"
+printf '  kv-t0ken-0123456789abcdef  \n' >"$TMP/kv.tok"
+ADMIN="Authorization: Bearer adm1n-t0ken-0123456789abcdef"
+KVH="Authorization: Bearer kv-t0ken-0123456789abcdef"
+
+# hreq HEADER METHOD PATH [BODY|@FILE]: like req, with one header ("" for none)
+hreq() {
+    h=$1; shift
+    if [ -n "$3" ]; then
+        curl -s --max-time 10 -D "$TMP/headers" -o "$TMP/body" -w '%{http_code}' -X "$1" \
+            ${h:+-H "$h"} --data-binary "$3" "$URL$2" >"$TMP/status" 2>/dev/null
+    else
+        curl -s --max-time 10 -D "$TMP/headers" -o "$TMP/body" -w '%{http_code}' -X "$1" \
+            ${h:+-H "$h"} "$URL$2" >"$TMP/status" 2>/dev/null
+    fi
+}
+metric() { # NAME: the sum of a metric's series
+    curl -s --max-time 5 "$URL/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $2 } END { print s + 0 }'
+}
+route_body() { # ID: a sparse route body
+    printf '{"request_id": "%s", "sparse": [[0, 1, 3], [1, 2, 5], [2, %d, 4]]}' "$1" "$(( $(printf %s "$1" | cksum | cut -d' ' -f1) % 64 ))"
+}
+
+# ---- tokens -------------------------------------------------------------
+start tok -m "$TMP/m.h5" --admin-token-file "$TMP/admin.tok" || exit 0
+hreq "" PUT /v1/config '{"tau": 0.3}'
+expect_http "PUT /v1/config without a token: 401 JSON" 401 \
+    'j["where"] == "authorization" and "Bearer" in j["error"]'
+check "401 carries WWW-Authenticate: Bearer" grep -qi '^WWW-Authenticate: Bearer' "$TMP/headers"
+hreq "Authorization: Bearer adm1n-t0ken-0123456789abcdeX" PUT /v1/config '{"tau": 0.3}'
+expect_http "PUT /v1/config with a wrong token: 401" 401
+hreq "Authorization: Basic YWRtaW46YWRtaW4=" PUT /v1/config '{"tau": 0.3}'
+expect_http "PUT /v1/config with another scheme: 401" 401
+req GET /v1/snapshot
+expect_http "tau unchanged by refused requests" 200 'abs(j["tau"] - 0.3) > 1e-9'
+hreq "$ADMIN" PUT /v1/config '{"tau": 0.3}'
+expect_http "PUT /v1/config with the admin token: 200" 200 'abs(j["tau"] - 0.3) < 1e-9'
+hreq "" PUT /v1/model "@$TMP/m.json"
+expect_http "PUT /v1/model without a token: 401" 401
+req GET /v1/snapshot
+expect_http "model generation unchanged by the refused PUT" 200 'j["model"]["generation"] == 1'
+hreq "$ADMIN" PUT /v1/model "@$TMP/m.json"
+expect_http "PUT /v1/model with the admin token: 200" 200 'j["model_generation"] == 2'
+hreq "" POST /v1/kv-events '{"worker": "default", "events": [{"type": "AllBlocksCleared"}]}'
+expect_http "kv-events without a token (admin guards it): 401" 401
+hreq "$ADMIN" POST /v1/kv-events '{"worker": "default", "events": [{"type": "AllBlocksCleared"}]}'
+expect_http "kv-events with the admin token: 200" 200
+hreq "" POST /v1/route "$(route_body open-1)"
+expect_http "routes need no token" 200
+hreq "" POST /v1/finish '{"request_id": "open-1"}'
+expect_http "finishes need no token" 200
+check "eldr_auth_failures_total counts the five 401s" test "$(metric eldr_auth_failures_total)" -eq 5
+check "audit log: the config change, who and what" \
+    grep -q "audit: PUT /v1/config from 127.0.0.1 (admin token): tau 0.1 -> 0.3" "$TMP/tok.log"
+check "audit log: the model change with its generation" \
+    grep -q "audit: PUT /v1/model from 127.0.0.1 (admin token): generation 2" "$TMP/tok.log"
+check "the log names refused attempts" grep -q "401 PUT /v1/model from 127.0.0.1: no Authorization header" "$TMP/tok.log"
+check "no token in the log" sh -c "! grep -q 'adm1n-t0ken' '$TMP/tok.log'"
+# a big body without a token is refused from its headers
+$PY -c 'print("{\"x\": \"" + "a" * 6000000 + "\"}")' >"$TMP/big.json"
+hreq "" PUT /v1/model "@$TMP/big.json"
+expect_http "a 6 MB model without a token: 401" 401
+stop
+
+start kv -m "$TMP/m.h5" --admin-token-file "$TMP/admin.tok" --kv-token-file "$TMP/kv.tok" || exit 0
+hreq "$KVH" POST /v1/kv-events '{"worker": "default", "events": [{"type": "AllBlocksCleared"}]}'
+expect_http "--kv-token-file: kv-events with the kv token (blanks trimmed): 200" 200
+hreq "$ADMIN" POST /v1/kv-events '{"worker": "default", "events": [{"type": "AllBlocksCleared"}]}'
+expect_http "--kv-token-file: the admin token is not the kv token: 401" 401
+hreq "$KVH" PUT /v1/config '{"tau": 0.2}'
+expect_http "--kv-token-file: the kv token cannot change the config: 401" 401
+stop
+
+printf 'short\n' >"$TMP/short.tok"
+expect_fail2 "a short token is refused at start" "at least 16" \
+    "$ELDRD" -m "$TMP/m.h5" --listen 127.0.0.1:1 --admin-token-file "$TMP/short.tok"
+expect_fail2 "a missing token file is refused at start" "admin-token-file .*absent" \
+    "$ELDRD" -m "$TMP/m.h5" --listen 127.0.0.1:1 --admin-token-file "$TMP/absent"
+expect_fail2 "--kv-token-file alone is refused" "needs --admin-token-file" \
+    "$ELDRD" -m "$TMP/m.h5" --listen 127.0.0.1:1 --kv-token-file "$TMP/kv.tok"
+
+# ---- the bind rule ------------------------------------------------------
+P=$(free_port)
+expect_fail2 "0.0.0.0 without a token: exit 2, one line" "not a loopback address.*--admin-token-file" \
+    "$ELDRD" -m "$TMP/m.h5" --listen "0.0.0.0:$P"
+"$ELDRD" -m "$TMP/m.h5" --listen "127.0.0.2:$P" --quiet 2>"$TMP/l2.err" &
+p2=$!; PIDS="$PIDS $p2"
+i=0; while [ $i -lt 50 ] && ! curl -s --max-time 1 "http://127.0.0.2:$P/healthz" >/dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
+check "127.0.0.2 is loopback: served without a token" curl -sf --max-time 2 "http://127.0.0.2:$P/healthz"
+kill -9 $p2 2>/dev/null
+if $PY -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null; then
+    P=$(free_port)
+    "$ELDRD" -m "$TMP/m.h5" --listen "[::1]:$P" --quiet 2>"$TMP/v6.err" &
+    p6=$!; PIDS="$PIDS $p6"
+    i=0; while [ $i -lt 50 ] && ! curl -s --max-time 1 -g "http://[::1]:$P/healthz" >/dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
+    check "--listen '[::1]:PORT' serves over IPv6 loopback" curl -sf --max-time 2 -g "http://[::1]:$P/healthz"
+    kill -9 $p6 2>/dev/null
+else
+    ok "--listen [::1]: skipped (no IPv6 loopback here)"
+fi
+expect_fail2 "an unbracketed IPv6 host is refused" "brackets" \
+    "$ELDRD" -m "$TMP/m.h5" --listen "::1:8470"
+
+# ---- lost finishes: --inflight-ttl and the admin clear --------------------
+start ttl -m "$TMP/m.h5" --inflight-ttl 1 || exit 0
+for n in 1 2 3; do req POST /v1/route "$(route_body lost-$n)"; done
+req GET /v1/snapshot
+expect_http "three requests in flight" 200 'sum(w["inflight"] for w in j["workers"]) == 3'
+sleep 2.5
+req GET /v1/snapshot
+expect_http "--inflight-ttl 1: expired after 2.5 s, load back to 0" 200 \
+    'sum(w["inflight"] for w in j["workers"]) == 0 and sum(w["expired"] for w in j["workers"]) == 3'
+check "eldr_inflight_expired_total counts them" test "$(metric eldr_inflight_expired_total)" -eq 3
+req GET /v1/explain/lost-2
+expect_http "explain says it expired" 200 'j["ended"] == "expired" and j["finished"] is False'
+req POST /v1/finish '{"request_id": "lost-1"}'
+expect_http "a finish after expiry: 404" 404
+check "the expiry is logged" grep -q "3 requests in flight for more than 1 s forgotten" "$TMP/ttl.log"
+req POST /v1/route "$(route_body fresh-1)"
+req GET /v1/snapshot
+expect_http "a fresh request stays" 200 'sum(w["inflight"] for w in j["workers"]) == 1'
+stop
+check "SIGTERM with the ttl thread running: exit 0" test "$RC" -eq 0
+
+start clear -m "$TMP/m.h5" --admin-token-file "$TMP/admin.tok" || exit 0
+for n in 1 2 3 4 5 6 7 8; do req POST /v1/route "$(route_body c-$n)"; done
+req GET /v1/snapshot
+cp "$TMP/body" "$TMP/before.json"
+W=$($PY -c 'import json,sys; j=json.load(open(sys.argv[1])); w=max(j["workers"], key=lambda w: w["inflight"]); print(w["name"], w["inflight"])' "$TMP/before.json")
+NAME=${W% *}; HAD=${W#* }
+hreq "" POST /v1/inflight/clear "{\"worker\": \"$NAME\"}"
+expect_http "clear without a token: 401" 401
+hreq "$ADMIN" POST /v1/inflight/clear "{\"worker\": \"$NAME\"}"
+expect_http "clear worker $NAME: its $HAD in-flight requests" 200 "j['cleared'] == $HAD and j['worker'] == '$NAME'"
+req GET /v1/snapshot
+expect_http "that worker is at 0, the others keep theirs" 200 \
+    "[w['inflight'] for w in j['workers'] if w['name'] == '$NAME'] == [0] and sum(w['inflight'] for w in j['workers']) == 8 - $HAD"
+check "eldr_inflight_cleared_total counts them" test "$(metric eldr_inflight_cleared_total)" -eq "$HAD"
+check "audit log: the clear" grep -q "audit: POST /v1/inflight/clear from 127.0.0.1 (admin token): worker $NAME, $HAD in-flight" "$TMP/clear.log"
+hreq "$ADMIN" POST /v1/inflight/clear '{"worker": "nobody"}'
+expect_http "clear an unknown worker: 404" 404 'j["where"] == "worker"'
+hreq "$ADMIN" POST /v1/inflight/clear '{"wroker": "w0"}'
+expect_http "clear with a misspelt key: 422 naming it" 422 'j["where"] == "wroker"'
+hreq "$ADMIN" POST /v1/inflight/clear '[1'
+expect_http "clear with broken JSON: 400" 400
+stop
