@@ -108,3 +108,27 @@ int rb_string(const json_t *v, char *out, size_t max, const char *where, rb_err 
     memcpy(out, json_string_value(v), len + 1);
     return 0;
 }
+
+int rb_known_keys(const json_t *o, const char *const *known, rb_err *e)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)o, key, v) {
+        int ok = 0;
+        for (const char *const *k = known; *k && !ok; k++)
+            ok = !strcmp(key, *k);
+        if (!ok) {
+            char list[256] = "";
+            for (const char *const *k = known; *k; k++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                         k == known ? "" : ", ", *k);
+            char where[80];
+            snprintf(where, sizeof where, "%.64s", key);
+            for (char *p = where; *p; p++)   /* where is quoted in JSON: keep it plain */
+                if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+                    *p = '?';
+            return rb_fail(e, 422, where, "unknown key (known: %s)", list);
+        }
+    }
+    return 0;
+}

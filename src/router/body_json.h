@@ -20,4 +20,9 @@ int rb_hash_array(const json_t *a, uint64_t **out, int *n, const char *where, rb
 /* A string of at most max-1 bytes, non-empty, copied to out. */
 int rb_string(const json_t *v, char *out, size_t max, const char *where, rb_err *e);
 
+/* 0 when every key of object o is in known (NULL-terminated); else 422
+ * naming the first other key: a typo ("cached_block") must not be
+ * silently ignored. */
+int rb_known_keys(const json_t *o, const char *const *known, rb_err *e);
+
 #endif

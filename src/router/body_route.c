@@ -8,6 +8,7 @@
 #include "b64.h"
 #include "body_fast.h"
 #include "body_json.h"
+#include "sigcache.h"
 
 /* Dense counts: base64 of L*E little-endian int16, each in 0..RB_COUNT_MAX. */
 static int parse_dense(const json_t *v, int L, int E, uint16_t *out, const char *where,
@@ -158,6 +159,15 @@ static int parse_blocks(const json_t *o, int L, int E, route_body *b, rb_err *e)
             return -1;
     }
     b->n_block_counts = (int)n;
+    /* the cache keeps a byte a cell: refuse here, before any block is
+     * stored, so that a refused route leaves the cache as it was */
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < cells; i++)
+            if (b->block_counts[j * cells + i] > SIGCACHE_MAX_BLOCK)
+                return rb_fail(e, 422, "block_counts", "block_counts[%zu]: count %u at layer %zu "
+                               "expert %zu exceeds %d (a block holds at most %d tokens)", j,
+                               b->block_counts[j * cells + i], i / (size_t)E, i % (size_t)E,
+                               SIGCACHE_MAX_BLOCK, SIGCACHE_MAX_BLOCK);
     /* the computed blocks are part of the computed tokens */
     for (size_t i = 0; i < cells; i++) {
         unsigned sum = 0;
@@ -184,10 +194,13 @@ int route_body_parse_json(const char *text, size_t len, int L, int E, route_body
     json_t *o = rb_load(text, len, e);
     if (!o)
         return -1;
+    static const char *const known[] = {"request_id", "counts", "sparse", "prefill_worker",
+                                        "block_hashes", "cached_blocks", "block_counts", NULL};
     int rc = -1;
     if (!json_is_object(o))
         rb_fail(e, 400, "body", "must be a JSON object");
-    else if (parse_optional_string(o, "request_id", b->request_id, RB_ID_MAX, e) == 0 &&
+    else if (rb_known_keys(o, known, e) == 0 &&
+             parse_optional_string(o, "request_id", b->request_id, RB_ID_MAX, e) == 0 &&
              parse_optional_string(o, "prefill_worker", b->prefill_worker, RB_NAME_MAX, e) == 0 &&
              parse_the_counts(o, L, E, b, e) == 0 && parse_blocks(o, L, E, b, e) == 0)
         rc = 0;
@@ -217,9 +230,12 @@ int finish_body_parse_json(const char *text, size_t len, char id[RB_ID_MAX], rb_
     json_t *o = rb_load(text, len, e);
     if (!o)
         return -1;
+    static const char *const known[] = {"request_id", NULL};
     int rc;
     if (!json_is_object(o))
         rc = rb_fail(e, 400, "body", "must be a JSON object");
+    else if (rb_known_keys(o, known, e) < 0)
+        rc = -1;
     else if (!json_object_get(o, "request_id"))
         rc = rb_fail(e, 400, "request_id", "missing");
     else
@@ -233,10 +249,13 @@ int config_body_parse(const char *text, size_t len, double *tau, rb_err *e)
     json_t *o = rb_load(text, len, e);
     if (!o)
         return -1;
+    static const char *const known[] = {"tau", NULL};
     int rc = 0;
     const json_t *t = json_is_object(o) ? json_object_get(o, "tau") : NULL;
     if (!json_is_object(o))
         rc = rb_fail(e, 400, "body", "must be a JSON object");
+    else if (rb_known_keys(o, known, e) < 0)
+        rc = -1;
     else if (!t)
         rc = rb_fail(e, 400, "tau", "missing");
     else if (!json_is_number(t))

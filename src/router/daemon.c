@@ -79,14 +79,23 @@ static int init_caches(eldrd_t *d, char *err, size_t errlen)
     return 0;
 }
 
-static int init_workers(eldrd_t *d, const model_t *m, char *err, size_t errlen)
+static int init_workers(eldrd_t *d, const model_t *m, const char *path, char *err,
+                        size_t errlen)
 {
     d->K = m->K;
+    int from_state = d->o->state_dir && strcmp(path, d->o->model_path ? d->o->model_path : "");
     if (d->o->workers && d->o->n_workers != m->K)
-        return eldr_errf(err, errlen, "--workers: %d names, but the model has K = %d",
-                         d->o->n_workers, m->K);
+        return eldr_errf(err, errlen, "--workers: %d names, but the model %s%s has K = %d%s",
+                         d->o->n_workers, path, from_state ? " (the state dir's: the last PUT "
+                         "/v1/model, which wins over -m)" : "", m->K,
+                         from_state ? "; remove it to start from -m" : "");
     const char *const *names =
         (const char *const *)(d->o->workers ? d->o->workers : m->workers);
+    for (int k = 0; k < m->K; k++)
+        if (!opts_name_ok(names[k]))
+            return eldr_errf(err, errlen, "%s: worker name %d is not printable UTF-8 (it would "
+                             "break /metrics and the JSON answers)",
+                             d->o->workers ? "--workers" : path, k + 1);
     double tau = isfinite(d->o->tau) ? d->o->tau : m->tau;
     d->st = state_new(m->K, names, tau, d->o->decisions, d->o->window, err, errlen);
     return d->st ? 0 : -1;
@@ -206,13 +215,17 @@ int daemon_init(eldrd_t *d, eldrd_opts *o, char *err, size_t errlen)
         return -1;
     d->L = m->recipe.L;
     d->E = m->recipe.E;
-    if (mref_check_servable(m, m->K, err, errlen) < 0 || init_workers(d, m, err, errlen) < 0 ||
+    if (mref_check_servable(m, m->K, err, errlen) < 0 ||
+        init_workers(d, m, path, err, errlen) < 0 ||
         init_caches(d, err, errlen) < 0) {
         model_free(m);
         return -1;
     }
     if (daemon_install(d, m, path, 0, err, errlen) < 0)
         return -1;
+    if (o->model_path && o->state_dir && strcmp(path, o->model_path))
+        daemon_log(d, "serving %s, the state dir's model (the last PUT /v1/model), not -m %s",
+                   path, o->model_path);
     if (o->inflight_ttl > 0 && start_reaper(d, err, errlen) < 0)
         return -1;
     return o->load_vllm ? start_vllm(d, err, errlen) : 0;

@@ -95,6 +95,30 @@ static int parse_listen(const char *s, eldrd_opts *o, char *err, size_t errlen)
     return 0;
 }
 
+int opts_name_ok(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
+              : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (n < 0 || c < 0x20 || c == 0x7f || c == 0xc0 || c == 0xc1 || c > 0xf4)
+            return 0;
+        unsigned cp = n ? c & (0x3f >> n) : c;
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        /* overlong forms, surrogates, beyond U+10FFFF */
+        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
 static void free_names(char **names, int n)
 {
     for (int i = 0; names && i < n; i++)
@@ -123,6 +147,10 @@ int opts_split_names(const char *s, const char *opt, char ***out, int *n, char *
         if (!names[k]) {
             free_names(names, k);
             return eldr_errf(err, errlen, "%s: out of memory", opt);
+        }
+        if (!opts_name_ok(names[k])) {
+            free_names(names, k + 1);
+            return eldr_errf(err, errlen, "%s: name %d is not printable UTF-8", opt, k + 1);
         }
         for (int j = 0; j < k; j++)
             if (!strcmp(names[j], names[k])) {

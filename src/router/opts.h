@@ -40,6 +40,10 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen);
 void opts_free(eldrd_opts *o);
 void opts_usage(FILE *f);
 
+/* 1 when a worker name is valid UTF-8 without control characters (it
+ * goes into Prometheus labels and JSON strings verbatim). */
+int opts_name_ok(const char *s);
+
 /* "a,b,c" into a malloc'd list of unique non-empty names. */
 int opts_split_names(const char *s, const char *opt, char ***out, int *n, char *err,
                      size_t errlen);

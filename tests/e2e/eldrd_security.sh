@@ -131,7 +131,7 @@ req GET /v1/explain/lost-2
 expect_http "explain says it expired" 200 'j["ended"] == "expired" and j["finished"] is False'
 req POST /v1/finish '{"request_id": "lost-1"}'
 expect_http "a finish after expiry: 404" 404
-check "the expiry is logged" grep -q "3 requests in flight for more than 1 s forgotten" "$TMP/ttl.log"
+check "the expiry is logged" grep -Eq "[123] requests? in flight for more than 1 s forgotten" "$TMP/ttl.log"
 req POST /v1/route "$(route_body fresh-1)"
 req GET /v1/snapshot
 expect_http "a fresh request stays" 200 'sum(w["inflight"] for w in j["workers"]) == 1'
@@ -160,3 +160,32 @@ expect_http "clear with a misspelt key: 422 naming it" 422 'j["where"] == "wroke
 hreq "$ADMIN" POST /v1/inflight/clear '[1'
 expect_http "clear with broken JSON: 400" 400
 stop
+
+# ---- refused requests change nothing; typos are not ignored (items 9, 11) ----
+mkdir -p "$TMP/state"
+start strict -m "$TMP/m.h5" --state-dir "$TMP/state" || exit 0
+req POST /v1/route '{"request_id": "t-1", "sparse": [[0, 1, 3]], "cached_block": 1}'
+expect_http "route with a misspelt key: 422 naming it" 422 'j["where"] == "cached_block" and "cached_blocks" in j["error"]'
+req POST /v1/finish '{"request_id": "t-1", "force": true}'
+expect_http "finish with an unknown key: 422" 422 'j["where"] == "force"'
+req PUT /v1/config '{"tua": 0.2}'
+expect_http "config with a misspelt key: 422" 422 'j["where"] == "tua"'
+req POST /v1/route '{"request_id": "bc-1", "sparse": [[0, 1, 300], [0, 2, 20]], "block_hashes": [11, 12], "block_counts": [[[0, 2, 5]], [[0, 1, 300]]]}'
+expect_http "route with a bad block_counts[1]: 422" 422 'j["where"] == "block_counts" and "block_counts[1]" in j["error"]'
+req GET /v1/snapshot
+expect_http "... and block_counts[0] was not stored" 200 \
+    'j["caches"][0]["entries"] == 0 and j["caches"][0]["stored_blocks"] == 0 and sum(w["inflight"] for w in j["workers"]) == 0'
+req PUT /v1/model "@$TMP/m.json"
+expect_http "a model PUT into the state dir" 200
+stop
+"$ROOT/bin/eldr" fit "$SMALL" -k 6 -o "$TMP/m6.h5" --layers all >/dev/null 2>&1
+expect_fail2 "six --workers against the state dir's K=4 model: the error names the state dir" \
+    "state dir.*wins over -m.*remove it" \
+    "$ELDRD" -m "$TMP/m6.h5" --state-dir "$TMP/state" --listen 127.0.0.1:1 --workers a,b,c,d,e,f
+start statewins -m "$TMP/m6.h5" --state-dir "$TMP/state" || exit 0
+check "the log says the state dir's model wins over -m" grep -q "the state dir's model (the last PUT /v1/model), not -m" "$TMP/statewins.log"
+stop
+expect_fail2 "a worker name with invalid UTF-8 is refused" "not printable UTF-8" \
+    "$ELDRD" -m "$TMP/m.h5" --listen 127.0.0.1:1 --workers "$(printf 'a\377b'),b,c,d"
+expect_fail2 "a worker name with a control character is refused" "name 2 is not printable" \
+    "$ELDRD" -m "$TMP/m.h5" --listen 127.0.0.1:1 --workers "a,$(printf 'b\tc'),c,d"
