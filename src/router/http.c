@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -176,6 +177,16 @@ static int needs_token(eldrd_t *d, struct MHD_Connection *c, const char *method,
     return 0;
 }
 
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    (void)value;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+        ++*(int *)cls;
+    return MHD_YES;
+}
+
 /* First callback of a request: a context, an early 401 when a token is
  * missing, and an early 413 when the declared length is already over the
  * limit. */
@@ -188,6 +199,17 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *m
     *con_cls = x;
     peer_of(c, x->peer, sizeof x->peer);
     http_resp deny = {0};
+    int lengths = 0;
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, &lengths);
+    if (lengths > 1) {
+        /* two lengths: a proxy and eldrd could frame the body differently
+         * (request smuggling); refuse rather than pick one */
+        x->too_large = 1;
+        x->authed = -1;
+        http_error(&deny, 400, "Content-Length", "%d Content-Length headers; send one",
+                   lengths);
+        return send_answer(c, d, &deny, NULL, 1, NULL);
+    }
     if (needs_token(d, c, method, url, x, &deny)) {
         x->too_large = 1;       /* drop whatever body follows */
         x->authed = -1;         /* and answer nothing more */

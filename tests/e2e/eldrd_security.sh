@@ -189,3 +189,16 @@ expect_fail2 "a worker name with invalid UTF-8 is refused" "not printable UTF-8"
     "$ELDRD" -m "$TMP/m.h5" --listen 127.0.0.1:1 --workers "$(printf 'a\377b'),b,c,d"
 expect_fail2 "a worker name with a control character is refused" "name 2 is not printable" \
     "$ELDRD" -m "$TMP/m.h5" --listen 127.0.0.1:1 --workers "a,$(printf 'b\tc'),c,d"
+
+start framing -m "$TMP/m.h5" || exit 0
+$PY - "$PORT" >"$TMP/dup.out" 2>&1 <<'EOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(b'POST /v1/finish HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 20\r\n\r\n{"a":')
+print(s.recv(4096).decode(errors="replace"))
+EOF
+check "two Content-Length headers: 400 JSON naming them" grep -q '"where":"Content-Length"' "$TMP/dup.out"
+check "... with the status line 400" grep -q "^HTTP/1.1 400" "$TMP/dup.out"
+req GET /healthz
+expect_http "the daemon serves on after it" 200
+stop
