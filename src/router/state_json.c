@@ -1,6 +1,7 @@
 /* state_json.c - JSON views of the router state (state.h), each taken
  * under the state's lock so that it is one consistent moment. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "state.h"
@@ -133,23 +134,40 @@ static json_t *sig_array(const float *v, size_t n)
     return a;
 }
 
+/* Copy the newest n window records out under the lock (one memcpy per
+ * signature), then build the JSON outside it: serialising 1024 x 2560
+ * floats under the lock held every route for tens of milliseconds. */
 json_t *state_window_json(rstate *s, int n)
 {
-    json_t *items = json_array();
     pthread_mutex_lock(&s->lock);
-    for (int i = 0, j = s->win_head; items && i < s->win_n && i < n; i++) {
-        j = (j - 1 + s->win_cap) % s->win_cap;
-        const wrec *w = &s->win[j];
+    int m = s->win_n < n ? s->win_n : n;
+    size_t dim = s->win_dim;
+    uint64_t gen = s->win_gen;
+    int cap = s->win_cap;
+    wrec *copy = calloc((size_t)(m > 0 ? m : 1), sizeof *copy);
+    float *sigs = malloc((size_t)(m > 0 ? m : 1) * (dim ? dim : 1) * sizeof *sigs);
+    if (copy && sigs)
+        for (int i = 0, j = s->win_head; i < m; i++) {
+            j = (j - 1 + s->win_cap) % s->win_cap;
+            copy[i] = s->win[j];
+            copy[i].sig = sigs + (size_t)i * dim;
+            memcpy(copy[i].sig, s->win[j].sig, dim * sizeof *sigs);
+        }
+    pthread_mutex_unlock(&s->lock);
+    json_t *items = copy && sigs ? json_array() : NULL;
+    for (int i = 0; items && i < m; i++) {
+        const wrec *w = &copy[i];
         json_array_append_new(items, json_pack("{s:s, s:I, s:i, s:f, s:o*}", "request_id",
                                                w->id, "seq", (json_int_t)w->seq, "nearest",
                                                w->nearest, "sim_max", w->sim_max, "signature",
-                                               sig_array(w->sig, s->win_dim)));
+                                               sig_array(w->sig, dim)));
     }
-    json_t *o = json_pack("{s:I, s:I, s:i, s:o*}", "model_generation", (json_int_t)s->win_gen,
-                          "dim", (json_int_t)s->win_dim, "capacity", s->win_cap, "signatures",
-                          items);
-    pthread_mutex_unlock(&s->lock);
-    return o;
+    free(copy);
+    free(sigs);
+    if (!items)
+        return NULL;
+    return json_pack("{s:I, s:I, s:i, s:o}", "model_generation", (json_int_t)gen, "dim",
+                     (json_int_t)dim, "capacity", cap, "signatures", items);
 }
 
 /* Drift over the window: mean best similarity and nearest-cluster shares,
