@@ -19,8 +19,48 @@ int rb_fail(rb_err *e, int status, const char *where, const char *fmt, ...)
     return -1;
 }
 
+int rb_json_bounds(const char *text, size_t len, long max_nodes, long max_containers,
+                   int max_depth, rb_err *e)
+{
+    long nodes = 0, containers = 0;
+    int depth = 0, in_str = 0, in_scalar = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
+            continue;
+        }
+        int scalar_char = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' ||
+                          (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        if (scalar_char && !in_scalar)
+            nodes++;
+        in_scalar = scalar_char;
+        if (c == '"') {
+            in_str = 1;
+            nodes++;
+        } else if (c == '{' || c == '[') {
+            nodes++;
+            containers++;
+            if (++depth > max_depth)
+                return rb_fail(e, 413, "body", "JSON nested deeper than %d levels", max_depth);
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+        if (nodes > max_nodes || containers > max_containers)
+            return rb_fail(e, 413, "body", "more than %ld JSON %s; this endpoint takes at most "
+                           "that many", nodes > max_nodes ? max_nodes : max_containers,
+                           nodes > max_nodes ? "values" : "objects and arrays");
+    }
+    return 0;
+}
+
 json_t *rb_load(const char *text, size_t len, rb_err *e)
 {
+    if (rb_json_bounds(text, len, RB_MAX_NODES, RB_MAX_CONTAINERS, RB_MAX_DEPTH, e) < 0)
+        return NULL;
     json_error_t je;
     json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!v) {

@@ -7,7 +7,20 @@
 
 #include "body.h"
 
-/* Parse text as one JSON value (duplicate keys refused); NULL + 400. */
+/* Bounds on what a body may make jansson build: every value (scalar,
+ * string, key, object, array) is a node, objects and arrays are also
+ * containers (they cost most: an empty {} is a hash table). */
+#define RB_MAX_NODES 2000000
+#define RB_MAX_CONTAINERS 200000
+#define RB_MAX_DEPTH 16
+
+/* Count nodes, containers and nesting depth of text without building
+ * anything; 0 when within the bounds, else 413 naming the bound. */
+int rb_json_bounds(const char *text, size_t len, long max_nodes, long max_containers,
+                   int max_depth, rb_err *e);
+
+/* Parse text as one JSON value (duplicate keys refused), after
+ * rb_json_bounds with the RB_MAX_* bounds; NULL + 400 or 413. */
 json_t *rb_load(const char *text, size_t len, rb_err *e);
 
 /* A block hash value (see rb_parse_hash_text); where names it. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "body_json.h"
 #include "endpoints.h"
 #include "err.h"
 #include "load_vllm.h"
@@ -141,6 +142,11 @@ void ep_put_model(eldrd_t *d, const http_req *r, http_resp *out)
     if (r->len >= 4 && !memcmp(r->body, "\x89HDF", 4)) {
         http_error(out, 415, "body",
                    "send the model as the reference centroid JSON (eldr model export)");
+        return;
+    }
+    rb_err be;
+    if (rb_json_bounds(r->body, r->len, RB_MAX_NODES, RB_MAX_CONTAINERS, RB_MAX_DEPTH, &be) < 0) {
+        http_rb_error(out, &be);
         return;
     }
     if (model_from_json_text(r->body, "body", &m, err, sizeof err) < 0) {

@@ -1,5 +1,6 @@
 /* http.c - libmicrohttpd glue and the endpoint table (http.h). */
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -23,27 +24,30 @@ static const struct endpoint {
     int prefix;                  /* path is a prefix (explain/{id}) */
     http_handler fn;
     auth_need auth;              /* the token it needs, when tokens are set */
+    long long max_body;          /* its body limit; 0 = --max-body */
 } endpoints[] = {
-    {"POST", "/v1/route", 0, ep_route, AUTH_NONE},
-    {"POST", "/v1/finish", 0, ep_finish, AUTH_NONE},
-    {"POST", "/v1/kv-events", 0, ep_kv_events, AUTH_KV},
-    {"GET", "/v1/snapshot", 0, ep_snapshot, AUTH_NONE},
-    {"GET", "/v1/explain/", 1, ep_explain, AUTH_NONE},
-    {"GET", "/v1/window", 0, ep_window, AUTH_NONE},
-    {"PUT", "/v1/model", 0, ep_put_model, AUTH_ADMIN},
-    {"PUT", "/v1/config", 0, ep_put_config, AUTH_ADMIN},
-    {"POST", "/v1/inflight/clear", 0, ep_inflight_clear, AUTH_ADMIN},
-    {"GET", "/metrics", 0, ep_metrics, AUTH_NONE},
-    {"GET", "/healthz", 0, ep_healthz, AUTH_NONE},
+    {"POST", "/v1/route", 0, ep_route, AUTH_NONE, 0},
+    {"POST", "/v1/finish", 0, ep_finish, AUTH_NONE, HTTP_SMALL_BODY},
+    {"POST", "/v1/kv-events", 0, ep_kv_events, AUTH_KV, 0},
+    {"GET", "/v1/snapshot", 0, ep_snapshot, AUTH_NONE, HTTP_SMALL_BODY},
+    {"GET", "/v1/explain/", 1, ep_explain, AUTH_NONE, HTTP_SMALL_BODY},
+    {"GET", "/v1/window", 0, ep_window, AUTH_NONE, HTTP_SMALL_BODY},
+    {"PUT", "/v1/model", 0, ep_put_model, AUTH_ADMIN, 0},
+    {"PUT", "/v1/config", 0, ep_put_config, AUTH_ADMIN, HTTP_SMALL_BODY},
+    {"POST", "/v1/inflight/clear", 0, ep_inflight_clear, AUTH_ADMIN, HTTP_SMALL_BODY},
+    {"GET", "/metrics", 0, ep_metrics, AUTH_NONE, HTTP_SMALL_BODY},
+    {"GET", "/healthz", 0, ep_healthz, AUTH_NONE, HTTP_SMALL_BODY},
 };
 #define N_ENDPOINTS (sizeof endpoints / sizeof endpoints[0])
 
 #define PRESIZE_MAX (256 * 1024)
+#define TRIM_AFTER (1 << 20)     /* bodies this big give memory back after */
 
 /* Per-connection request state, from the first callback to completion. */
 typedef struct conn_ctx {
     char *buf;
     size_t len, cap;
+    long long limit;             /* this endpoint's body limit */
     int too_large;
     int authed;                  /* a required token was given */
     char peer[64];
@@ -134,6 +138,18 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_re
     return rc;
 }
 
+/* The body limit of the endpoint a request goes to (the small ones take
+ * HTTP_SMALL_BODY, so that a megabyte of JSON never reaches their
+ * parsers); an unknown path gets the small limit too. */
+static long long body_limit(const eldrd_t *d, const char *method, const char *url)
+{
+    for (size_t i = 0; i < N_ENDPOINTS; i++)
+        if (path_matches(&endpoints[i], url) && !strcmp(method, endpoints[i].method))
+            return endpoints[i].max_body && endpoints[i].max_body < d->o->max_body
+                       ? endpoints[i].max_body : d->o->max_body;
+    return HTTP_SMALL_BODY < d->o->max_body ? HTTP_SMALL_BODY : d->o->max_body;
+}
+
 /* The client's address as text ("?" when unknown). */
 static void peer_of(struct MHD_Connection *c, char *buf, size_t n)
 {
@@ -217,11 +233,12 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *m
     }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > (unsigned long long)d->o->max_body) {
+    x->limit = body_limit(d, method, url);
+    if (cl && strtoull(cl, NULL, 10) > (unsigned long long)x->limit) {
         x->too_large = 1;
         http_resp out = {0};
         http_error(&out, 413, "body", "Content-Length %s is over the limit of %lld bytes", cl,
-                   d->o->max_body);
+                   x->limit);
         return send_answer(c, d, &out, NULL, 1, NULL);
     }
     /* room for the declared body at once, so that a route body arrives
@@ -235,9 +252,10 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *m
 
 static void append(eldrd_t *d, conn_ctx *x, const char *data, size_t n)
 {
+    (void)d;
     if (x->too_large)
         return;
-    if (x->len + n > (size_t)d->o->max_body) {
+    if (x->len + n > (size_t)x->limit) {
         x->too_large = 1;
         free(x->buf);
         x->buf = NULL;
@@ -281,7 +299,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (x->authed < 0)
             return MHD_YES;     /* answered 401 already */
         http_error(&out, 413, "body", "request body is over the limit of %lld bytes",
-                   d->o->max_body);
+                   x->limit);
         return send_answer(c, d, &out, NULL, 1, NULL);
     }
     http_handler fn = lookup(method, url, &out, allow, sizeof allow);
@@ -302,8 +320,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     conn_ctx *x = *con_cls;
     if (x) {
+        int big = x->cap >= TRIM_AFTER;
         free(x->buf);
         free(x);
+        /* a big body and the JSON built from it leave freed pages in this
+         * thread's arena; hand them back, so RSS returns to its level */
+        if (big)
+            malloc_trim(0);
     }
     *con_cls = NULL;
 }

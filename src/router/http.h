@@ -17,6 +17,10 @@
 #include "body.h"
 #include "daemon.h"
 
+/* The body limit of the small endpoints (finish, config, the inflight
+ * clear, and every GET): their bodies are a few dozen bytes. */
+#define HTTP_SMALL_BODY (64 * 1024)
+
 struct MHD_Connection;
 struct MHD_Daemon;
 

@@ -202,3 +202,28 @@ check "... with the status line 400" grep -q "^HTTP/1.1 400" "$TMP/dup.out"
 req GET /healthz
 expect_http "the daemon serves on after it" 200
 stop
+
+# ---- JSON that would cost memory (item 3) ----------------------------------
+start json -m "$TMP/m.h5" || exit 0
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$PID/status"; }
+hwm() { awk '/^VmHWM/ {print $2}' "/proc/$PID/status"; }
+$PY -c 'import sys; sys.stdout.write("[" + ",".join(["{}"] * 2300000) + "]")' >"$TMP/objs.json"
+$PY -c 'import sys; sys.stdout.write("{\"request_id\": \"" + "x" * 100000 + "\"}")' >"$TMP/longfinish.json"
+h0=$(hwm); r0=$(rss)
+req PUT /v1/config "@$TMP/objs.json"
+expect_http "7 MB of {} to /v1/config: 413 (its limit is 64 KiB)" 413 '"65536" in j["error"]'
+req POST /v1/finish "@$TMP/longfinish.json"
+expect_http "100 kB to /v1/finish: 413" 413
+req POST /v1/kv-events "@$TMP/objs.json"
+expect_http "7 MB of {} to /v1/kv-events: 413 before parsing" 413 '"200000" in j["error"]'
+req PUT /v1/model "@$TMP/objs.json"
+expect_http "7 MB of {} to /v1/model: 413 before parsing" 413 '"objects and arrays" in j["error"]'
+$PY -c 'print("[" * 40 + "]" * 40)' >"$TMP/deep.json"
+req POST /v1/kv-events "@$TMP/deep.json"
+expect_http "JSON 40 levels deep: 413" 413 '"deeper" in j["error"]'
+h1=$(hwm); r1=$(rss)
+check "peak RSS grew by less than 64 MB ($h0 -> $h1 kB)" test $((h1 - h0)) -lt 65536
+check "RSS back within 32 MB after the big bodies ($r0 -> $r1 kB)" test $((r1 - r0)) -lt 32768
+req POST /v1/route "$(route_body after-json)"
+expect_http "routes still served" 200
+stop
