@@ -17,6 +17,7 @@
 #include "endpoints.h"
 #include "err.h"
 #include "http.h"
+#include "opts.h"
 
 static const struct endpoint {
     const char *method;
@@ -58,21 +59,44 @@ const char *http_query(const http_req *r, const char *key)
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+/* Invalid UTF-8 (an id cut inside a character, %FF in a path) becomes
+ * '?': jansson refuses such strings, and the answer must stay JSON. */
+static void utf8_clean(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = opts_utf8_len(p);
+        if (n == 0)
+            *p++ = '?';
+        else
+            p += n;
+    }
+}
+
 void http_error(http_resp *out, int status, const char *where, const char *fmt, ...)
 {
-    char msg[512];
+    char msg[512], w[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    snprintf(w, sizeof w, "%s", where ? where : "");
+    utf8_clean(msg);
+    utf8_clean(w);
     json_decref(out->json);
     out->status = status;
-    out->json = json_pack("{s:s, s:s}", "error", msg, "where", where);
+    out->json = json_pack("{s:s, s:s}", "error", msg, "where", w);
 }
 
 void http_rb_error(http_resp *out, const rb_err *e)
 {
     http_error(out, e->status, e->where, "%s", e->error);
+}
+
+/* HEAD is answered as GET (libmicrohttpd sends the headers only). */
+static int method_is(const char *method, const char *want)
+{
+    return !strcmp(method, want) || (!strcmp(method, "HEAD") && !strcmp(want, "GET"));
 }
 
 static int path_matches(const struct endpoint *e, const char *path)
@@ -90,7 +114,7 @@ static http_handler lookup(const char *method, const char *path, http_resp *out,
     for (size_t i = 0; i < N_ENDPOINTS; i++) {
         if (!path_matches(&endpoints[i], path))
             continue;
-        if (!strcmp(method, endpoints[i].method))
+        if (method_is(method, endpoints[i].method))
             return endpoints[i].fn;
         size_t n = strlen(allow);
         snprintf(allow + n, allowlen - n, "%s%s", n ? ", " : "", endpoints[i].method);
@@ -144,7 +168,7 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_re
 static long long body_limit(const eldrd_t *d, const char *method, const char *url)
 {
     for (size_t i = 0; i < N_ENDPOINTS; i++)
-        if (path_matches(&endpoints[i], url) && !strcmp(method, endpoints[i].method))
+        if (path_matches(&endpoints[i], url) && method_is(method, endpoints[i].method))
             return endpoints[i].max_body && endpoints[i].max_body < d->o->max_body
                        ? endpoints[i].max_body : d->o->max_body;
     return HTTP_SMALL_BODY < d->o->max_body ? HTTP_SMALL_BODY : d->o->max_body;
@@ -172,7 +196,7 @@ static int needs_token(eldrd_t *d, struct MHD_Connection *c, const char *method,
                        const char *url, conn_ctx *x, http_resp *out)
 {
     for (size_t i = 0; i < N_ENDPOINTS; i++) {
-        if (!path_matches(&endpoints[i], url) || strcmp(method, endpoints[i].method))
+        if (!path_matches(&endpoints[i], url) || !method_is(method, endpoints[i].method))
             continue;
         const char *token = auth_token_for(&d->auth, endpoints[i].auth);
         if (!token)

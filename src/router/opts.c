@@ -95,26 +95,34 @@ static int parse_listen(const char *s, eldrd_opts *o, char *err, size_t errlen)
     return 0;
 }
 
+int opts_utf8_len(const unsigned char *p)
+{
+    unsigned c = *p;
+    int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
+          : (c & 0xf8) == 0xf0 ? 3 : -1;
+    if (n < 0 || c == 0xc0 || c == 0xc1 || c > 0xf4)
+        return 0;
+    unsigned cp = n ? c & (0x3f >> n) : c;
+    for (int i = 1; i <= n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    /* overlong forms, surrogates, beyond U+10FFFF */
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n + 1;
+}
+
 int opts_name_ok(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
-        unsigned c = *p;
-        int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
-              : (c & 0xf8) == 0xf0 ? 3 : -1;
-        if (n < 0 || c < 0x20 || c == 0x7f || c == 0xc0 || c == 0xc1 || c > 0xf4)
+        int n = opts_utf8_len(p);
+        if (n == 0 || *p < 0x20 || *p == 0x7f)
             return 0;
-        unsigned cp = n ? c & (0x3f >> n) : c;
-        for (int i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        /* overlong forms, surrogates, beyond U+10FFFF */
-        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        p += n + 1;
+        p += n;
     }
     return 1;
 }

@@ -40,6 +40,10 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen);
 void opts_free(eldrd_opts *o);
 void opts_usage(FILE *f);
 
+/* Bytes of the valid UTF-8 character at p (1..4; NUL counts 1), or 0
+ * when p does not start one. */
+int opts_utf8_len(const unsigned char *p);
+
 /* 1 when a worker name is valid UTF-8 without control characters (it
  * goes into Prometheus labels and JSON strings verbatim). */
 int opts_name_ok(const char *s);

@@ -227,3 +227,17 @@ check "RSS back within 32 MB after the big bodies ($r0 -> $r1 kB)" test $((r1 - 
 req POST /v1/route "$(route_body after-json)"
 expect_http "routes still served" 200
 stop
+
+# ---- every answer is JSON (item 7) ---------------------------------------
+start errs -m "$TMP/m.h5" || exit 0
+req GET /v1/explain/%FF
+expect_http "explain of an id with invalid UTF-8: 404 JSON" 404 '"error" in j and "where" in j'
+ID=$($PY -c 'print("a" + "\u00e9" * 120)')
+req POST /v1/route "{\"request_id\": \"$ID\", \"sparse\": [[0, 1, 3]]}"
+req POST /v1/route "{\"request_id\": \"$ID\", \"sparse\": [[0, 1, 3]]}"
+expect_http "409 for an id cut inside a character: still JSON" 409 '"in flight already" in j["error"]'
+req POST /v1/finish "{\"request_id\": \"${ID}x\"}"
+expect_http "404 for such an id: JSON" 404 '"not in flight" in j["error"]'
+check "HEAD /healthz: 200" sh -c "curl -s --max-time 5 -I '$URL/healthz' | head -1 | grep -q ' 200'"
+check "HEAD /metrics: 200" sh -c "curl -s --max-time 5 -I '$URL/metrics' | head -1 | grep -q ' 200'"
+stop
