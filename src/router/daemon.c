@@ -259,6 +259,7 @@ int daemon_install(eldrd_t *d, model_t *m, const char *source, int persist, char
     }
     pthread_mutex_lock(&d->install_lock);
     if (persist && d->persist_path[0] && model_save(m, d->persist_path, err, errlen) < 0) {
+        atomic_fetch_add(&d->met.persist_failures, 1);
         pthread_mutex_unlock(&d->install_lock);
         model_free(m);
         return -1;

@@ -6,6 +6,9 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
+
+struct MHD_Daemon;
 
 #include "auth.h"
 #include "metrics.h"
@@ -41,6 +44,7 @@ typedef struct eldrd {
     double started;              /* unix seconds */
     struct vllm_poller *vllm;    /* --load-from vllm, else NULL */
     auth_t auth;                 /* tokens (auth.h); "" = open */
+    _Atomic(struct MHD_Daemon *) mhd; /* set once serving, for /metrics */
     pthread_t reaper;            /* --inflight-ttl: expires lost requests */
     int reaper_on;
     pthread_mutex_t reaper_lock;

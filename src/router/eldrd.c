@@ -41,8 +41,10 @@ static int serve(eldrd_t *d, struct MHD_Daemon *mhd, const sigset_t *set)
             continue;
         if (sig == SIGHUP) {
             char err[ELDR_ERRLEN];
-            if (daemon_reload(d, err, sizeof err) < 0)
+            if (daemon_reload(d, err, sizeof err) < 0) {
+                atomic_fetch_add(&d->met.reload_failures, 1);
                 say(d->o, "SIGHUP: reload failed, keeping the current model: %s", err);
+            }
             else
                 say(d->o, "SIGHUP: model reloaded (generation %llu)",
                     (unsigned long long)d->model.cur->gen);

@@ -1,7 +1,12 @@
 /* ep_metrics.c - GET /metrics: Prometheus text exposition (version
  * 0.0.4) of decisions, loads, route latency, signature caches and drift. */
+#include <dirent.h>
 #include <math.h>
+#include <microhttpd.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "endpoints.h"
 #include "load_vllm.h"
@@ -130,10 +135,66 @@ static void drift_series(eldrd_t *d, strbuf *b)
     json_decref(j);
 }
 
+/* The process itself, in the standard names Prometheus client libraries
+ * use, plus the build and the open HTTP connections. */
+static void process_series(eldrd_t *d, strbuf *b)
+{
+    long page = sysconf(_SC_PAGESIZE), tck = sysconf(_SC_CLK_TCK);
+    unsigned long long size = 0, rss = 0, ut = 0, st = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%llu %llu", &size, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    f = fopen("/proc/self/stat", "r");
+    if (f) {
+        char buf[1024];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+        /* after the ")" that ends the command name: state is field 3,
+         * utime field 14, stime field 15 */
+        const char *p = strrchr(buf, ')');
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+                         &st) != 2)
+            ut = st = 0;
+    }
+    long fds = 0;
+    DIR *dir = opendir("/proc/self/fd");
+    for (struct dirent *e; dir && (e = readdir(dir));)
+        fds += e->d_name[0] != '.';
+    if (dir) {
+        closedir(dir);
+        fds--;                  /* the one opendir holds */
+    }
+    sb_printf(b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+                 "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes "
+                 "%llu\n", rss * (unsigned long long)page);
+    sb_printf(b, "# HELP process_cpu_seconds_total Total user and system CPU time in seconds.\n"
+                 "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n",
+              tck > 0 ? (double)(ut + st) / (double)tck : 0.0);
+    sb_printf(b, "# HELP process_open_fds Number of open file descriptors.\n"
+                 "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n", fds);
+    sb_printf(b, "# HELP process_start_time_seconds Start time since the epoch in seconds.\n"
+                 "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.0f\n",
+              d->started);
+    sb_printf(b, "# HELP eldr_build_info The eldrd build.\n# TYPE eldr_build_info gauge\n"
+                 "eldr_build_info{version=\"%s\"} 1\n", ELDR_VERSION);
+    struct MHD_Daemon *mhd = atomic_load(&d->mhd);
+    const union MHD_DaemonInfo *i =
+        mhd ? MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+    if (i)
+        sb_printf(b, "# HELP eldr_open_connections HTTP connections open now.\n"
+                     "# TYPE eldr_open_connections gauge\neldr_open_connections %u\n",
+                  i->num_connections);
+}
+
 void ep_metrics(eldrd_t *d, const http_req *r, http_resp *out)
 {
     (void)r;
     strbuf b = {0};
+    process_series(d, &b);
     worker_series(d, &b);
     metrics_render(&d->met, &b);
     cache_series(d, &b);

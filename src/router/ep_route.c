@@ -123,7 +123,7 @@ void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
     free(sig);
     free(o);
     mref_put(m);
-    metrics_route(&d->met, mono_now() - t0);
+    metrics_route(&d->met, mono_now() - (r->t_begin > 0 ? r->t_begin : t0));
 }
 
 void ep_finish(eldrd_t *d, const http_req *r, http_resp *out)

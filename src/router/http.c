@@ -49,6 +49,8 @@ typedef struct conn_ctx {
     char *buf;
     size_t len, cap;
     long long limit;             /* this endpoint's body limit */
+    int endpoint;                /* index into endpoints, -1 none */
+    double t_begin;              /* monotonic seconds at the first callback */
     int too_large;
     int authed;                  /* a required token was given */
     char peer[64];
@@ -127,7 +129,8 @@ static http_handler lookup(const char *method, const char *path, http_resp *out,
 }
 
 static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_resp *out,
-                                   const char *allow, int close_after, const char *challenge)
+                                   const char *allow, int close_after, const char *challenge,
+                                   int endpoint)
 {
     char *text = out->text;
     const char *type = out->content_type ? out->content_type : "text/plain; charset=utf-8";
@@ -156,10 +159,18 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_re
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (challenge)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
-    metrics_response(&d->met, out->status);
+    metrics_response_at(&d->met, endpoint, out->status);
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)out->status, r);
     MHD_destroy_response(r);
     return rc;
+}
+
+static int endpoint_index(const char *method, const char *url)
+{
+    for (size_t i = 0; i < N_ENDPOINTS; i++)
+        if (path_matches(&endpoints[i], url) && method_is(method, endpoints[i].method))
+            return (int)i;
+    return -1;
 }
 
 /* The body limit of the endpoint a request goes to (the small ones take
@@ -237,7 +248,12 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *m
     if (!x)
         return MHD_NO;
     *con_cls = x;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    x->t_begin = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
     peer_of(c, x->peer, sizeof x->peer);
+    x->limit = body_limit(d, method, url);
+    x->endpoint = endpoint_index(method, url);
     http_resp deny = {0};
     int lengths = 0;
     MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, &lengths);
@@ -248,22 +264,21 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *m
         x->authed = -1;
         http_error(&deny, 400, "Content-Length", "%d Content-Length headers; send one",
                    lengths);
-        return send_answer(c, d, &deny, NULL, 1, NULL);
+        return send_answer(c, d, &deny, NULL, 1, NULL, x->endpoint);
     }
     if (needs_token(d, c, method, url, x, &deny)) {
         x->too_large = 1;       /* drop whatever body follows */
         x->authed = -1;         /* and answer nothing more */
-        return send_answer(c, d, &deny, NULL, 1, "Bearer realm=\"eldrd\"");
+        return send_answer(c, d, &deny, NULL, 1, "Bearer realm=\"eldrd\"", x->endpoint);
     }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
-    x->limit = body_limit(d, method, url);
     if (cl && strtoull(cl, NULL, 10) > (unsigned long long)x->limit) {
         x->too_large = 1;
         http_resp out = {0};
         http_error(&out, 413, "body", "Content-Length %s is over the limit of %lld bytes", cl,
                    x->limit);
-        return send_answer(c, d, &out, NULL, 1, NULL);
+        return send_answer(c, d, &out, NULL, 1, NULL, x->endpoint);
     }
     /* room for the declared body at once, so that a route body arrives
      * without reallocs; a body bigger than PRESIZE_MAX grows as it comes,
@@ -324,16 +339,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;     /* answered 401 already */
         http_error(&out, 413, "body", "request body is over the limit of %lld bytes",
                    x->limit);
-        return send_answer(c, d, &out, NULL, 1, NULL);
+        return send_answer(c, d, &out, NULL, 1, NULL, x->endpoint);
     }
     http_handler fn = lookup(method, url, &out, allow, sizeof allow);
     if (fn) {
-        http_req req = {c, method, url, x->buf ? x->buf : "", x->len, x->peer, x->authed};
+        http_req req = {c, method, url, x->buf ? x->buf : "", x->len, x->peer, x->authed,
+                        x->t_begin};
         if (x->buf)
             x->buf[x->len] = '\0';
         fn(d, &req, &out);
     }
-    return send_answer(c, d, &out, fn ? NULL : allow, 0, NULL);
+    return send_answer(c, d, &out, fn ? NULL : allow, 0, NULL, fn ? x->endpoint : -1);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -357,6 +373,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen)
 {
+    static char names[N_ENDPOINTS][48];
+    for (size_t i = 0; i < N_ENDPOINTS && i < METRICS_ENDPOINTS - 1; i++) {
+        snprintf(names[i], sizeof names[i], "%s %s%s", endpoints[i].method, endpoints[i].path,
+                 endpoints[i].prefix ? "{id}" : "");
+        d->met.endpoint_names[i] = names[i];
+    }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
     char port[16];
     snprintf(port, sizeof port, "%d", d->o->port);
@@ -374,6 +396,7 @@ struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen)
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->o->timeout, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)d->o->threads, MHD_OPTION_END);
     freeaddrinfo(ai);
+    atomic_store(&d->mhd, mhd);
     if (!mhd)
         eldr_errf(err, errlen, "--listen %s:%d: cannot serve (address in use?)", d->o->host,
                   d->o->port);

@@ -32,6 +32,7 @@ typedef struct http_req {
     size_t len;
     const char *peer;            /* the client's address, for the audit log */
     int authed;                  /* 1 a token was required and given */
+    double t_begin;              /* CLOCK_MONOTONIC when its headers were read */
 } http_req;
 
 typedef struct http_resp {

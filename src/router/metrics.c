@@ -5,13 +5,24 @@
 
 #include "metrics.h"
 
+/* fine from 1 to 100 ms, where a loaded router's tail lives */
 const double metrics_bounds[METRICS_BUCKETS] = {
-    5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6,
-    1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3, 1.0,
+    5e-6,  10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3,   2e-3,   3e-3, 5e-3,
+    7.5e-3, 10e-3, 15e-3, 20e-3, 30e-3, 50e-3,  75e-3,  100e-3, 250e-3, 1.0,
 };
+
+const int metrics_codes[METRICS_CODES - 1] = {200, 400, 401, 404, 405, 409, 413,
+                                               415, 422, 500, 502, 503, 504, 429};
 
 void metrics_init(metrics_t *m)
 {
+    for (int e = 0; e < METRICS_ENDPOINTS; e++) {
+        m->endpoint_names[e] = NULL;
+        for (int c = 0; c < METRICS_CODES; c++)
+            atomic_init(&m->by_endpoint[e][c], 0);
+    }
+    atomic_init(&m->reload_failures, 0);
+    atomic_init(&m->persist_failures, 0);
     for (int i = 0; i <= METRICS_BUCKETS; i++)
         atomic_init(&m->route_bucket[i], 0);
     for (int i = 0; i < 6; i++)
@@ -32,6 +43,17 @@ void metrics_route(metrics_t *m, double secs)
     atomic_fetch_add(&m->route_bucket[i], 1);
     atomic_fetch_add(&m->route_count, 1);
     atomic_fetch_add(&m->route_ns, (uint64_t)(secs * 1e9));
+}
+
+void metrics_response_at(metrics_t *m, int endpoint, int status)
+{
+    int e = endpoint >= 0 && endpoint < METRICS_ENDPOINTS - 1 ? endpoint : METRICS_ENDPOINTS - 1;
+    int c = METRICS_CODES - 1;
+    for (int i = 0; i < METRICS_CODES - 1; i++)
+        if (metrics_codes[i] == status)
+            c = i;
+    atomic_fetch_add(&m->by_endpoint[e][c], 1);
+    metrics_response(m, status);
 }
 
 void metrics_response(metrics_t *m, int status)
@@ -87,7 +109,8 @@ void sb_label(strbuf *b, const char *v)
 
 void metrics_render(const metrics_t *m, strbuf *b)
 {
-    sb_printf(b, "# HELP eldr_route_seconds Time to answer POST /v1/route.\n"
+    sb_printf(b, "# HELP eldr_route_seconds Time to answer POST /v1/route, from the moment "
+                 "its headers were read (so a wait for a free thread counts).\n"
                  "# TYPE eldr_route_seconds histogram\n");
     uint64_t cum = 0;
     for (int i = 0; i <= METRICS_BUCKETS; i++) {
@@ -113,6 +136,30 @@ void metrics_render(const metrics_t *m, strbuf *b)
     sb_printf(b, "# HELP eldr_auth_failures_total Requests refused 401: a token missing or "
                  "wrong.\n# TYPE eldr_auth_failures_total counter\neldr_auth_failures_total "
                  "%llu\n", (unsigned long long)atomic_load(&m->auth_failures));
+    sb_printf(b, "# HELP eldr_http_responses_by_endpoint_total HTTP responses by endpoint and "
+                 "status code.\n# TYPE eldr_http_responses_by_endpoint_total counter\n");
+    for (int e = 0; e < METRICS_ENDPOINTS; e++) {
+        const char *name = e == METRICS_ENDPOINTS - 1 ? "other" : m->endpoint_names[e];
+        for (int c = 0; name && c < METRICS_CODES; c++) {
+            uint64_t n = atomic_load(&m->by_endpoint[e][c]);
+            if (!n)
+                continue;
+            sb_printf(b, "eldr_http_responses_by_endpoint_total{endpoint=\"");
+            sb_label(b, name);
+            if (c < METRICS_CODES - 1)
+                sb_printf(b, "\",code=\"%d\"} %llu\n", metrics_codes[c], (unsigned long long)n);
+            else
+                sb_printf(b, "\",code=\"other\"} %llu\n", (unsigned long long)n);
+        }
+    }
+    sb_printf(b, "# HELP eldr_reload_failures_total SIGHUP reloads that failed (the model "
+                 "was kept).\n# TYPE eldr_reload_failures_total counter\n"
+                 "eldr_reload_failures_total %llu\n",
+              (unsigned long long)atomic_load(&m->reload_failures));
+    sb_printf(b, "# HELP eldr_persist_failures_total PUT /v1/model refused because the state "
+                 "dir could not be written.\n# TYPE eldr_persist_failures_total counter\n"
+                 "eldr_persist_failures_total %llu\n",
+              (unsigned long long)atomic_load(&m->persist_failures));
     sb_printf(b, "# HELP eldr_model_swaps_total Models installed after the first.\n"
                  "# TYPE eldr_model_swaps_total counter\neldr_model_swaps_total %llu\n",
               (unsigned long long)atomic_load(&m->model_swaps));

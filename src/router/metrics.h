@@ -6,7 +6,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define METRICS_BUCKETS 14
+#define METRICS_BUCKETS 21
+#define METRICS_ENDPOINTS 16     /* endpoint slots; the last is "other" */
+#define METRICS_CODES 15         /* the status codes counted one by one */
+
+/* the codes of eldr_http_responses_by_endpoint_total (then "other") */
+extern const int metrics_codes[METRICS_CODES - 1];
 
 /* upper bounds of eldr_route_seconds_bucket, seconds (then +Inf) */
 extern const double metrics_bounds[METRICS_BUCKETS];
@@ -20,12 +25,19 @@ typedef struct metrics_t {
     atomic_uint_least64_t kv_events;         /* events applied */
     atomic_uint_least64_t model_swaps;
     atomic_uint_least64_t auth_failures;   /* 401 answers */
+    atomic_uint_least64_t reload_failures;  /* SIGHUP reloads that failed */
+    atomic_uint_least64_t persist_failures; /* PUT /v1/model not written to the state dir */
+    atomic_uint_least64_t by_endpoint[METRICS_ENDPOINTS][METRICS_CODES];
+    const char *endpoint_names[METRICS_ENDPOINTS]; /* "POST /v1/route", ...; NULL unused */
 } metrics_t;
 
 void metrics_init(metrics_t *m);
 /* One route answered in secs (success or not). */
 void metrics_route(metrics_t *m, double secs);
 void metrics_response(metrics_t *m, int status);
+/* The same, also counted by endpoint (index into endpoint_names, or -1:
+ * no endpoint, e.g. an unknown path) and code. */
+void metrics_response_at(metrics_t *m, int endpoint, int status);
 
 /* A growable text buffer for the exposition. */
 typedef struct strbuf {

@@ -241,3 +241,26 @@ expect_http "404 for such an id: JSON" 404 '"not in flight" in j["error"]'
 check "HEAD /healthz: 200" sh -c "curl -s --max-time 5 -I '$URL/healthz' | head -1 | grep -q ' 200'"
 check "HEAD /metrics: 200" sh -c "curl -s --max-time 5 -I '$URL/metrics' | head -1 | grep -q ' 200'"
 stop
+
+# ---- the metrics an operator needs (item 10) --------------------------------
+cp "$TMP/m.h5" "$TMP/mr.h5"
+start mets -m "$TMP/mr.h5" || exit 0
+for n in 1 2 3; do req POST /v1/route "$(route_body met-$n)"; done
+req GET /v1/nowhere
+printf 'not a model' >"$TMP/mr.h5"
+kill -HUP $PID; sleep 0.5
+curl -s --max-time 5 "$URL/metrics" >"$TMP/metrics.txt"
+mval() { grep -F "$1 " "$TMP/metrics.txt" | grep -v '^#' | awk '{ print $NF }' | head -1; }
+check "process_resident_memory_bytes > 1 MB" test "$(mval process_resident_memory_bytes)" -gt 1000000
+check "process_open_fds > 3" test "$(mval process_open_fds)" -gt 3
+check "process_cpu_seconds_total present" grep -q '^process_cpu_seconds_total [0-9.]*$' "$TMP/metrics.txt"
+check "eldr_build_info names the version" grep -q '^eldr_build_info{version="[0-9][^"]*"} 1$' "$TMP/metrics.txt"
+check "eldr_open_connections counts this one" test "$(mval eldr_open_connections)" -ge 1
+check "responses by endpoint and code: 3 routes" test "$(mval 'eldr_http_responses_by_endpoint_total{endpoint="POST /v1/route",code="200"}')" -eq 3
+check "responses by endpoint and code: the unknown path" test "$(mval 'eldr_http_responses_by_endpoint_total{endpoint="other",code="404"}')" -eq 1
+check "route buckets between 1 and 100 ms" grep -q '^eldr_route_seconds_bucket{le="0.0075"}' "$TMP/metrics.txt"
+check "a failed SIGHUP reload is counted" test "$(mval eldr_reload_failures_total)" -eq 1
+check "eldr_persist_failures_total present" grep -q '^eldr_persist_failures_total 0$' "$TMP/metrics.txt"
+req GET /healthz
+expect_http "still serving the old model after the failed reload" 200
+stop
