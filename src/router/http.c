@@ -289,6 +289,13 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *m
     return MHD_YES;
 }
 
+static int past_deadline(const eldrd_t *d, const conn_ctx *x)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9 - x->t_begin > (double)d->o->deadline;
+}
+
 static void append(eldrd_t *d, conn_ctx *x, const char *data, size_t n)
 {
     (void)d;
@@ -330,6 +337,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size) {
         append(d, x, upload_data, *upload_data_size);
         *upload_data_size = 0;
+        if (past_deadline(d, x)) {
+            /* a body trickled byte by byte resets the idle timer forever;
+             * the whole request has --request-deadline seconds. An answer
+             * cannot be queued in the middle of a body (libmicrohttpd),
+             * so the connection is cut. */
+            atomic_fetch_add(&d->met.deadline_cuts, 1);
+            daemon_log(d, "cut %s %s from %s: its body took more than %d s "
+                       "(--request-deadline)", method, url, x->peer, d->o->deadline);
+            return MHD_NO;
+        }
         return MHD_YES;
     }
     http_resp out = {.status = 200};
@@ -394,7 +411,8 @@ struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen)
         flags, (uint16_t)d->o->port, NULL, NULL, on_request, d, MHD_OPTION_SOCK_ADDR,
         ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, d,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->o->timeout, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)d->o->threads, MHD_OPTION_END);
+        (unsigned)d->o->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->o->max_conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)d->o->max_conns_per_ip, MHD_OPTION_END);
     freeaddrinfo(ai);
     atomic_store(&d->mhd, mhd);
     if (!mhd)

@@ -22,6 +22,7 @@ void metrics_init(metrics_t *m)
             atomic_init(&m->by_endpoint[e][c], 0);
     }
     atomic_init(&m->reload_failures, 0);
+    atomic_init(&m->deadline_cuts, 0);
     atomic_init(&m->persist_failures, 0);
     for (int i = 0; i <= METRICS_BUCKETS; i++)
         atomic_init(&m->route_bucket[i], 0);
@@ -152,6 +153,10 @@ void metrics_render(const metrics_t *m, strbuf *b)
                 sb_printf(b, "\",code=\"other\"} %llu\n", (unsigned long long)n);
         }
     }
+    sb_printf(b, "# HELP eldr_deadline_cuts_total Connections cut because a body took "
+                 "longer than --request-deadline.\n# TYPE eldr_deadline_cuts_total counter\n"
+                 "eldr_deadline_cuts_total %llu\n",
+              (unsigned long long)atomic_load(&m->deadline_cuts));
     sb_printf(b, "# HELP eldr_reload_failures_total SIGHUP reloads that failed (the model "
                  "was kept).\n# TYPE eldr_reload_failures_total counter\n"
                  "eldr_reload_failures_total %llu\n",

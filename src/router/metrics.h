@@ -26,6 +26,7 @@ typedef struct metrics_t {
     atomic_uint_least64_t model_swaps;
     atomic_uint_least64_t auth_failures;   /* 401 answers */
     atomic_uint_least64_t reload_failures;  /* SIGHUP reloads that failed */
+    atomic_uint_least64_t deadline_cuts;    /* bodies cut at --request-deadline */
     atomic_uint_least64_t persist_failures; /* PUT /v1/model not written to the state dir */
     atomic_uint_least64_t by_endpoint[METRICS_ENDPOINTS][METRICS_CODES];
     const char *endpoint_names[METRICS_ENDPOINTS]; /* "POST /v1/route", ...; NULL unused */

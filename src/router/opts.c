@@ -47,6 +47,12 @@ void opts_usage(FILE *f)
             "                            engines send those)\n"
             "  --insecure                serve a non-loopback --listen address without\n"
             "                            an admin token (refused otherwise)\n"
+            "  --max-conns N             open connections in all (default 1000)\n"
+            "  --max-conns-per-ip N      open connections from one address (default 64),\n"
+            "                            so that a slow client cannot crowd out the others\n"
+            "  --request-deadline S      a request's body must arrive within S seconds of\n"
+            "                            its headers, however slowly it trickles\n"
+            "                            (default 30; the connection is cut otherwise)\n"
             "  --inflight-ttl S          forget an in-flight request after S seconds\n"
             "                            when its finish never comes (default 0: never)\n"
             "  --quiet                   no log lines on stderr\n"
@@ -188,11 +194,14 @@ static void defaults(eldrd_opts *o)
     o->cache_blocks = 65536;
     o->timeout = 10;
     o->poll_ms = 100;
+    o->max_conns = 1000;
+    o->max_conns_per_ip = 64;
+    o->deadline = 30;
 }
 
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
        O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
-       O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL };
+       O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE };
 
 static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
@@ -276,6 +285,21 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     case O_INSECURE:
         o->insecure = 1;
         return 0;
+    case O_MAXCONNS:
+        if (parse_ll("--max-conns", arg, 4, 1000000, &v, err, errlen) < 0)
+            return -1;
+        o->max_conns = (int)v;
+        return 0;
+    case O_PERIP:
+        if (parse_ll("--max-conns-per-ip", arg, 1, 1000000, &v, err, errlen) < 0)
+            return -1;
+        o->max_conns_per_ip = (int)v;
+        return 0;
+    case O_DEADLINE:
+        if (parse_ll("--request-deadline", arg, 1, 86400, &v, err, errlen) < 0)
+            return -1;
+        o->deadline = (int)v;
+        return 0;
     case O_TTL: {
         char *end;
         errno = 0;
@@ -310,6 +334,9 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"kv-token-file", required_argument, 0, O_KVTOK},
         {"insecure", no_argument, 0, O_INSECURE},
         {"inflight-ttl", required_argument, 0, O_TTL},
+        {"max-conns", required_argument, 0, O_MAXCONNS},
+        {"max-conns-per-ip", required_argument, 0, O_PERIP},
+        {"request-deadline", required_argument, 0, O_DEADLINE},
         {0, 0, 0, 0},
     };
     defaults(o);
@@ -340,6 +367,12 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         opts_free(o);
         return eldr_errf(err, errlen, o->load_vllm ? "--load-from vllm needs --worker-urls"
                                                    : "--worker-urls needs --load-from vllm");
+    }
+    if (o->max_conns_per_ip > o->max_conns) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--max-conns-per-ip %d is above --max-conns %d: one "
+                         "address could take every connection", o->max_conns_per_ip,
+                         o->max_conns);
     }
     if (o->kv_token_file && !o->admin_token_file) {
         opts_free(o);

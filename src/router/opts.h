@@ -31,6 +31,9 @@ typedef struct eldrd_opts {
     const char *kv_token_file;   /* --kv-token-file */
     int insecure;                /* --insecure: no token off loopback */
     double inflight_ttl;         /* --inflight-ttl seconds, 0 = never expire */
+    int max_conns;               /* --max-conns: open connections in all */
+    int max_conns_per_ip;        /* --max-conns-per-ip */
+    int deadline;                /* --request-deadline: seconds from headers to body end */
     int help;                    /* --help given */
 } eldrd_opts;
 

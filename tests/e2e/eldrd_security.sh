@@ -264,3 +264,75 @@ check "eldr_persist_failures_total present" grep -q '^eldr_persist_failures_tota
 req GET /healthz
 expect_http "still serving the old model after the failed reload" 200
 stop
+
+# ---- slow clients (item 2) ------------------------------------------------
+start slow -m "$TMP/m.h5" --max-conns-per-ip 8 --request-deadline 2 --timeout 10 || exit 0
+# 12 trickling connections from 127.0.0.1: header bytes one at a time
+$PY - "$PORT" >"$TMP/trickle.out" 2>&1 <<'EOF' &
+import socket, sys, time
+port = int(sys.argv[1]); socks = []; refused = 0
+for i in range(12):
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        s.sendall(b"G")
+        socks.append(s)
+    except OSError:
+        refused += 1
+time.sleep(0.5)
+alive = 0
+for s in socks:   # the server closes the connections over the cap
+    s.setblocking(False)
+    try:
+        alive += s.recv(1) != b""
+    except BlockingIOError:
+        alive += 1
+    except OSError:
+        pass
+print("alive", alive, "refused", refused)
+end = time.time() + 4
+while time.time() < end:
+    for s in socks:
+        try: s.send(b"E")
+        except OSError: pass
+    time.sleep(0.5)
+EOF
+TP=$!; PIDS="$PIDS $TP"
+sleep 1.2
+check "another address is served within 1 s while one trickles" \
+    curl -sf --max-time 1 --interface 127.0.0.2 "$URL/healthz"
+wait $TP
+check "one address holds at most --max-conns-per-ip 8 connections" grep -q "^alive [0-8] " "$TMP/trickle.out"
+# a body trickled a byte every 0.4 s: cut at --request-deadline 2 s (the
+# idle timer alone would let it run for ever)
+$PY - "$PORT" >"$TMP/deadline.out" 2>&1 <<'EOF'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"POST /v1/route HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+t0 = time.time(); closed = False
+for i in range(40):                      # 16 s of trickle at most
+    s.settimeout(0.4)
+    try:
+        if s.recv(4096) == b"":
+            closed = True
+            break
+    except socket.timeout:
+        pass
+    except OSError:
+        closed = True
+        break
+    try:
+        s.send(b" ")
+    except OSError:
+        closed = True
+        break
+print("closed" if closed else "open", "after %.1f s" % (time.time() - t0))
+EOF
+check "a trickled body is cut at the deadline" grep -q "^closed" "$TMP/deadline.out"
+check "... within 5 s, not at the end of the trickle" sh -c "awk '{ exit !(\$3 < 5) }' '$TMP/deadline.out'"
+check "eldr_deadline_cuts_total counts it" sh -c "curl -s --max-time 5 '$URL/metrics' | grep -q '^eldr_deadline_cuts_total 1$'"
+check "the cut is logged" grep -q "cut POST /v1/route from 127.0.0.1: its body took more than 2 s" "$TMP/slow.log"
+req GET /healthz
+expect_http "the daemon serves on" 200
+stop
+expect_fail2 "--max-conns-per-ip above --max-conns is refused" "one address could take every" \
+    "$ELDRD" -m "$TMP/m.h5" --listen 127.0.0.1:1 --max-conns 10 --max-conns-per-ip 20
