@@ -201,6 +201,8 @@ int daemon_init(eldrd_t *d, eldrd_opts *o, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
     d->o = o;
+    atomic_init(&d->draining, 0);
+    atomic_init(&d->active, 0);
     mholder_init(&d->model);
     metrics_init(&d->met);
     pthread_mutex_init(&d->install_lock, NULL);

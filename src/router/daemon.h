@@ -45,6 +45,8 @@ typedef struct eldrd {
     struct vllm_poller *vllm;    /* --load-from vllm, else NULL */
     auth_t auth;                 /* tokens (auth.h); "" = open */
     _Atomic(struct MHD_Daemon *) mhd; /* set once serving, for /metrics */
+    atomic_int draining;         /* SIGTERM: no new routes, close connections */
+    atomic_int active;           /* requests between headers and completion */
     pthread_t reaper;            /* --inflight-ttl: expires lost requests */
     int reaper_on;
     pthread_mutex_t reaper_lock;

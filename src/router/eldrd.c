@@ -18,7 +18,6 @@
 #include "http.h"
 #include "opts.h"
 
-#define DRAIN_SECS 10.0
 
 static void say(const eldrd_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(const eldrd_opts *o, const char *fmt, ...)
@@ -50,8 +49,15 @@ static int serve(eldrd_t *d, struct MHD_Daemon *mhd, const sigset_t *set)
                     (unsigned long long)d->model.cur->gen);
             continue;
         }
-        say(d->o, "%s: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-        http_stop(mhd, DRAIN_SECS);
+        say(d->o, "%s: draining (new routes get 503, every answer closes its connection)",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        int cut = http_stop(d, mhd, d->o->drain);
+        if (cut) {
+            say(d->o, "drain: %d request%s still in progress after %g s were cut", cut,
+                cut == 1 ? "" : "s", d->o->drain);
+            return 1;
+        }
+        say(d->o, "drained");
         return 0;
     }
 }

@@ -51,6 +51,7 @@ typedef struct conn_ctx {
     long long limit;             /* this endpoint's body limit */
     int endpoint;                /* index into endpoints, -1 none */
     double t_begin;              /* monotonic seconds at the first callback */
+    int late;                    /* its headers came after draining began */
     int too_large;
     int authed;                  /* a required token was given */
     char peer[64];
@@ -155,7 +156,7 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_re
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     if (allow && allow[0])
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    if (close_after)
+    if (close_after || atomic_load(&d->draining))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (challenge)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
@@ -248,6 +249,8 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *m
     if (!x)
         return MHD_NO;
     *con_cls = x;
+    atomic_fetch_add(&d->active, 1);
+    x->late = atomic_load(&d->draining);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     x->t_begin = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -359,6 +362,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return send_answer(c, d, &out, NULL, 1, NULL, x->endpoint);
     }
     http_handler fn = lookup(method, url, &out, allow, sizeof allow);
+    if (fn == ep_route && x->late) {     /* one already being uploaded is served */
+        http_error(&out, 503, "route", "eldrd is draining (shutting down): route this request "
+                   "through another router");
+        return send_answer(c, d, &out, NULL, 1, NULL, x->endpoint);
+    }
     if (fn) {
         http_req req = {c, method, url, x->buf ? x->buf : "", x->len, x->peer, x->authed,
                         x->t_begin};
@@ -372,11 +380,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
+    eldrd_t *d = cls;
     (void)c;
     (void)toe;
     conn_ctx *x = *con_cls;
     if (x) {
+        atomic_fetch_sub(&d->active, 1);
         int big = x->cap >= TRIM_AFTER;
         free(x->buf);
         free(x);
@@ -421,21 +430,24 @@ struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen)
     return mhd;
 }
 
-void http_stop(struct MHD_Daemon *mhd, double drain_secs)
+int http_stop(eldrd_t *d, struct MHD_Daemon *mhd, double drain_secs)
 {
+    atomic_store(&d->draining, 1);
     MHD_socket fd = MHD_quiesce_daemon(mhd);
     struct timespec t0, now, nap = {0, 10 * 1000 * 1000};
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        const union MHD_DaemonInfo *i = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-        if (!i || i->num_connections == 0)
-            break;
+    /* requests in progress, not connections: an idle keep-alive
+     * connection holds no work, and waiting on it kept eldrd routing for
+     * the whole grace period */
+    while (atomic_load(&d->active) > 0) {
         clock_gettime(CLOCK_MONOTONIC, &now);
         if ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) * 1e-9 > drain_secs)
             break;
         nanosleep(&nap, NULL);
     }
+    int cut = atomic_load(&d->active);
     MHD_stop_daemon(mhd);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
+    return cut;
 }

@@ -53,8 +53,11 @@ void http_rb_error(http_resp *out, const rb_err *e);
 /* Start serving; NULL with err on failure (port taken, ...). */
 struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen);
 
-/* Stop accepting, wait up to drain_secs for open connections to finish,
- * then stop. */
-void http_stop(struct MHD_Daemon *mhd, double drain_secs);
+/* Drain and stop: stop accepting; from now on every answer says
+ * Connection: close and new routes get 503 (the caller retries on another
+ * router), while finishes and the rest are still served; wait up to
+ * drain_secs for the requests in progress to complete, then stop. Returns
+ * how many requests were still in progress when it stopped (cut). */
+int http_stop(eldrd_t *d, struct MHD_Daemon *mhd, double drain_secs);
 
 #endif

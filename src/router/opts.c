@@ -53,6 +53,8 @@ void opts_usage(FILE *f)
             "  --request-deadline S      a request's body must arrive within S seconds of\n"
             "                            its headers, however slowly it trickles\n"
             "                            (default 30; the connection is cut otherwise)\n"
+            "  --drain S                 on SIGTERM, wait up to S seconds for requests in\n"
+            "                            progress (default 10); exit 1 if any was cut\n"
             "  --inflight-ttl S          forget an in-flight request after S seconds\n"
             "                            when its finish never comes (default 0: never)\n"
             "  --quiet                   no log lines on stderr\n"
@@ -197,11 +199,12 @@ static void defaults(eldrd_opts *o)
     o->max_conns = 1000;
     o->max_conns_per_ip = 64;
     o->deadline = 30;
+    o->drain = 10;
 }
 
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
        O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
-       O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE };
+       O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN };
 
 static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
@@ -295,6 +298,16 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
             return -1;
         o->max_conns_per_ip = (int)v;
         return 0;
+    case O_DRAIN: {
+        char *end;
+        errno = 0;
+        double t = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(t) || t < 0 || t > 3600)
+            return eldr_errf(err, errlen, "--drain: '%s' is not a number of seconds in 0..3600",
+                             arg);
+        o->drain = t;
+        return 0;
+    }
     case O_DEADLINE:
         if (parse_ll("--request-deadline", arg, 1, 86400, &v, err, errlen) < 0)
             return -1;
@@ -337,6 +350,7 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"max-conns", required_argument, 0, O_MAXCONNS},
         {"max-conns-per-ip", required_argument, 0, O_PERIP},
         {"request-deadline", required_argument, 0, O_DEADLINE},
+        {"drain", required_argument, 0, O_DRAIN},
         {0, 0, 0, 0},
     };
     defaults(o);

@@ -34,6 +34,7 @@ typedef struct eldrd_opts {
     int max_conns;               /* --max-conns: open connections in all */
     int max_conns_per_ip;        /* --max-conns-per-ip */
     int deadline;                /* --request-deadline: seconds from headers to body end */
+    double drain;                /* --drain: seconds SIGTERM waits for requests */
     int help;                    /* --help given */
 } eldrd_opts;
 

@@ -336,3 +336,47 @@ expect_http "the daemon serves on" 200
 stop
 expect_fail2 "--max-conns-per-ip above --max-conns is refused" "one address could take every" \
     "$ELDRD" -m "$TMP/m.h5" --listen 127.0.0.1:1 --max-conns 10 --max-conns-per-ip 20
+
+# ---- drain (item 6) --------------------------------------------------------
+start drain -m "$TMP/m.h5" --drain 5 || exit 0
+$PY - "$PORT" "$PID" >"$TMP/drain.out" 2>&1 <<'EOF'
+import http.client, json, os, signal, socket, sys, time
+port, pid = int(sys.argv[1]), int(sys.argv[2])
+body = json.dumps({"request_id": "slow-1", "sparse": [[0, 1, 3]]}).encode()
+a = socket.create_connection(("127.0.0.1", port), timeout=5)      # a slow upload
+a.sendall(b"POST /v1/route HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:5])
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)      # a kept-alive client
+def post(path, b):
+    c.request("POST", path, body=json.dumps(b), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    return r.status, r.getheader("Connection"), r.read()
+print("before", post("/v1/route", {"request_id": "d-1", "sparse": [[0, 1, 3]]})[:2])
+os.kill(pid, signal.SIGTERM)
+time.sleep(0.3)
+st, conn, b = post("/v1/route", {"request_id": "d-2", "sparse": [[0, 1, 3]]})
+print("route while draining", st, conn, json.loads(b)["where"])
+a.sendall(body[5:])
+print("slow upload", a.recv(4096).split(b"\r\n")[0].decode())
+EOF
+i=0; while kill -0 $PID 2>/dev/null && [ $i -lt 40 ]; do sleep 0.1; i=$((i + 1)); done
+check "a route before SIGTERM: 200" grep -q "^before (200" "$TMP/drain.out"
+check "a route on a kept-alive connection while draining: 503, Connection: close" \
+    grep -q "^route while draining 503 close route" "$TMP/drain.out"
+check "the upload that began before SIGTERM is answered" grep -q "^slow upload HTTP/1.1 200" "$TMP/drain.out"
+check "then eldrd exits at once, not at the end of --drain 5" sh -c "! kill -0 $PID 2>/dev/null"
+wait $PID; RC=$?
+check "... with status 0" test "$RC" -eq 0
+check "the drain is logged" grep -q "drained" "$TMP/drain.log"
+start cut -m "$TMP/m.h5" --drain 1 || exit 0
+$PY - "$PORT" <<'EOF' &
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"POST /v1/route HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+time.sleep(6)
+EOF
+HOLD=$!; PIDS="$PIDS $HOLD"
+sleep 0.5
+stop
+check "a request still in progress at the end of --drain 1: exit 1" test "$RC" -eq 1
+check "... and the log says what was cut" grep -q "1 request still in progress after 1 s were cut" "$TMP/cut.log"
+kill $HOLD 2>/dev/null
