@@ -259,10 +259,24 @@ static void print_json(const dash_t *d, const dash_args *a)
     json_object_set_new(o, "calib_rows", json_integer(d->n_calib));
     json_object_set_new(o, "sim_rows", json_integer(d->n_rows - d->n_calib));
     json_object_set_new(o, "K", json_integer(d->fit->model->K));
-    json_t *sz = json_array();
-    for (int k = 0; k < d->fit->model->K; k++)
-        json_array_append_new(sz, json_integer(d->fit->sizes[k]));
+    /* sizes: the model's own clusters (null when its file has none);
+     * reassigned: this trace's calibration rows by nearest centroid,
+     * only for a model file */
+    const dash_fit *f = d->fit;
+    json_t *sz = f->have_sizes ? json_array() : json_null();
+    json_t *re = f->reassigned ? json_array() : NULL;
+    for (int k = 0; k < f->model->K; k++) {
+        if (f->have_sizes)
+            json_array_append_new(sz, json_integer(f->sizes[k]));
+        if (re)
+            json_array_append_new(re, json_integer(f->reassigned[k]));
+    }
     json_object_set_new(o, "sizes", sz);
+    if (re)
+        json_object_set_new(o, "reassigned", re);
+    json_object_set_new(o, "model_source", json_string(f->origin == DASH_FIT_FILE ? "file"
+                                                       : f->origin == DASH_FIT_REFIT
+                                                       ? "refit" : "default"));
     json_object_set_new(o, "n_star", json_integer(d->curve ? d->curve_nstar : 0));
     json_object_set_new(o, "current", sim_json(d->cur));
     const dash_sim *b = dash_best_base(d);

@@ -69,11 +69,27 @@ typedef struct dash_sim {
     float *running;              /* [K][nbins] mean batch (decoding) per bin */
 } dash_sim;
 
+/* Where a dashboard's model came from: fitted here with the default
+ * recipe at open, the -m model file as loaded, or refitted here with a
+ * what-if K (the recipe of either of the first two). */
+typedef enum dash_origin { DASH_FIT_DEFAULT = 0, DASH_FIT_FILE, DASH_FIT_REFIT } dash_origin;
+
 /* A model and what the views show about its fit. */
 typedef struct dash_fit {
     model_t *model;
-    int64_t *sizes;              /* [K] calibration members per cluster */
-    int64_t n_fit;               /* calibration signatures clustered */
+    dash_origin origin;
+    /* The model's own cluster sizes: the members of each cluster in the
+     * fit that made the centroids (a model file's `sizes`; the
+     * assignment for a fit made here). */
+    int64_t *sizes;              /* [K]; zeros when !have_sizes */
+    int have_sizes;              /* 0: the model file holds no sizes */
+    int64_t n_fit;               /* their sum: signatures clustered */
+    /* A model from a file was fitted on rows the dashboard cannot know:
+     * its centroids re-assign this trace's calibration rows (nearest
+     * centroid). Shown as its own column, never as the model's sizes.
+     * NULL for a fit made here (it would equal sizes). */
+    int64_t *reassigned;         /* [K] or NULL */
+    int64_t n_reassigned;
     int n_pts;                   /* scatter points (0 when PCA failed) */
     double *pts;                 /* [n_pts][2] PCA scores */
     int *pt_cluster;             /* [n_pts] */
@@ -164,6 +180,11 @@ typedef struct dash {
     char arrivals[64];           /* how requests arrive, for the overview */
 
     dash_fit *fit;
+    /* The fit as opened (the -m model or the default fit), kept while a
+     * what-if K shows a refit, so that going back to its K restores it
+     * exactly (centroids, recipe, sizes) instead of fitting again. fit
+     * points to it or to a refit; dash_fit_release frees only refits. */
+    dash_fit *home;
     double *curve;               /* [L] greedy rho curve, NULL if none */
     int *order;                  /* [L] greedy order */
     int curve_n, curve_nstar;
@@ -203,6 +224,8 @@ int dash_refit(const dash_t *d, int K, volatile int *cancel, dash_progress_fn pr
 int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double tau, int K,
                   dash_sim **out, char *err, size_t errlen);
 void dash_fit_free(dash_fit *f);
+/* Free f unless it is d's home fit (which dash_free frees). */
+void dash_fit_release(const dash_t *d, dash_fit *f);
 void dash_sim_free(dash_sim *s);
 
 /* The best baseline: the one with the lowest TPOT p50 (NULL if none). */

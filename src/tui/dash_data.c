@@ -257,10 +257,17 @@ void dash_fit_free(dash_fit *f)
         return;
     model_free(f->model);
     free(f->sizes);
+    free(f->reassigned);
     free(f->pts);
     free(f->pt_cluster);
     free(f->cent);
     free(f);
+}
+
+void dash_fit_release(const dash_t *d, dash_fit *f)
+{
+    if (f && f != d->home)
+        dash_fit_free(f);
 }
 
 /* Calibration signatures under m's recipe: sig [n][dim], zero [n]. */
@@ -349,29 +356,52 @@ fail:
     free(cent);
 }
 
-/* A dash_fit around model m (taken over) from calibration signatures;
- * assign ([n_calib], -1 for zero rows) may be NULL: nearest centroid. */
-static int build_fit(const dash_t *d, model_t *m, const float *sig, const uint8_t *zero,
-                     const int *assign, dash_fit **out, char *err, size_t errlen)
+/* A dash_fit around model m (taken over) from calibration signatures.
+ * A fit made here passes its assignment ([n_calib], -1 for zero rows):
+ * the sizes are its members. A model file passes NULL: its sizes are the
+ * file's own, and the calibration rows are re-assigned to the nearest
+ * centroid into a separate count (the file's fit saw other rows, or the
+ * same rows split differently, so the two must not be confused). */
+static int build_fit(const dash_t *d, model_t *m, dash_origin origin, const float *sig,
+                     const uint8_t *zero, const int *assign, dash_fit **out, char *err,
+                     size_t errlen)
 {
     dash_fit *f = calloc(1, sizeof *f);
     if (f)
         f->sizes = eldr_calloc((size_t)m->K, sizeof *f->sizes);
-    if (!f || !f->sizes) {
-        if (f)
+    if (f && !assign)
+        f->reassigned = eldr_calloc((size_t)m->K, sizeof *f->reassigned);
+    if (!f || !f->sizes || (!assign && !f->reassigned)) {
+        if (f) {
+            free(f->sizes);
             free(f);
+        }
         model_free(m);
         return eldr_errf(err, errlen, "dash: out of memory");
     }
     f->model = m;
+    f->origin = origin;
     size_t dim = sig_dim(&m->recipe);
+    int64_t *count = assign ? f->sizes : f->reassigned;
+    int64_t n = 0;
     for (int64_t i = 0; i < d->calib->n; i++) {
         if (zero[i])
             continue;
         int c = assign ? assign[i] : model_nearest(m, sig + (size_t)i * dim, NULL);
         if (c >= 0 && c < m->K) {
-            f->sizes[c]++;
-            f->n_fit++;
+            count[c]++;
+            n++;
+        }
+    }
+    if (assign) {
+        f->have_sizes = 1;
+        f->n_fit = n;
+    } else {
+        f->n_reassigned = n;
+        f->have_sizes = m->sizes != NULL;
+        for (int k = 0; k < m->K && m->sizes; k++) {
+            f->sizes[k] = m->sizes[k];
+            f->n_fit += m->sizes[k];
         }
     }
     make_scatter(f, sig, zero, assign, d->calib->n, dim);
@@ -455,7 +485,15 @@ int dash_refit(const dash_t *d, int K, volatile int *cancel, dash_progress_fn pr
     snprintf(m->layer_select, sizeof m->layer_select, "%s", old->layer_select);
     for (int64_t i = 0, j = 0; i < n; i++)
         assign[i] = zero[i] ? -1 : km.assign[j++];
-    rc = build_fit(d, m, sig, zero, assign, out, err, errlen);
+    {
+        int64_t sz[ROUTE_MAX_WORKERS] = {0};
+        for (int64_t i = 0; i < n; i++)
+            if (assign[i] >= 0 && assign[i] < K)
+                sz[assign[i]]++;
+        if (model_set_sizes(m, sz, err, errlen))
+            goto done;
+    }
+    rc = build_fit(d, m, DASH_FIT_REFIT, sig, zero, assign, out, err, errlen);
     m = NULL;
 done:
     model_free(m);
@@ -478,7 +516,8 @@ void dash_free(dash_t *d)
         sim_workload_free(&d->work);
     trace_free(d->calib);
     trace_free(d->eval);
-    dash_fit_free(d->fit);
+    dash_fit_release(d, d->fit);
+    dash_fit_free(d->home);
     free(d->curve);
     free(d->order);
     dash_sim_free(d->cur);
@@ -589,7 +628,7 @@ static int fit_default(dash_t *d, dash_progress_fn progress, void *pctx, char *e
     uint8_t *zero = NULL;
     int rc = calib_signatures(d, m, &sig, &zero, err, errlen);
     if (!rc)
-        rc = build_fit(d, m, sig, zero, rep.assign, &d->fit, err, errlen);
+        rc = build_fit(d, m, DASH_FIT_DEFAULT, sig, zero, rep.assign, &d->fit, err, errlen);
     else
         model_free(m);
     free(sig);
@@ -620,7 +659,7 @@ static int adopt_model(dash_t *d, model_t *m, dash_progress_fn progress, void *p
         model_free(m);
         return -1;
     }
-    int rc = build_fit(d, m, sig, zero, NULL, &d->fit, err, errlen);
+    int rc = build_fit(d, m, DASH_FIT_FILE, sig, zero, NULL, &d->fit, err, errlen);
     free(sig);
     free(zero);
     return rc;
@@ -693,6 +732,7 @@ int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
            : fit_default(d, progress, pctx, err, errlen);
     if (rc)
         return -1;
+    d->home = d->fit;
     d->tau = d->fit->model->tau;
     if (setup_workload(d, err, errlen) || run_all(d, progress, pctx, err, errlen))
         return -1;

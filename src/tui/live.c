@@ -198,6 +198,8 @@ static int build_fit(const json_t *snap, const char *where, dash_fit **out, char
         return eldr_errf(err, errlen, "%s: out of memory", where);
     }
     f->model = m;
+    f->origin = DASH_FIT_FILE;
+    f->have_sizes = m->sizes != NULL;
     for (int k = 0; k < m->K; k++) {
         f->sizes[k] = m->sizes ? m->sizes[k] : 0;
         f->n_fit += f->sizes[k];

@@ -323,6 +323,150 @@ static void test_refit_cancel_and_bad_K(void **state)
     whatif_destroy(&w);
 }
 
+/* A dashboard on the fixture with a model fitted on all N_ROWS rows (as a
+ * model file would be: its sizes are its own fit's, not the dashboard's
+ * calibration rows). sizes_null drops the sizes, as an old file would. */
+static void open_with_model(dash_t *d, int sizes_null, model_t **copy)
+{
+    trace_t *t = tracefix_make(N_ROWS, 6, 16, 2, 11);
+    assert_non_null(t);
+    model_fit_opts fo;
+    model_fit_opts_default(&fo, 4);
+    fo.layers = MODEL_LAYERS_ALL;
+    model_t *m = NULL;
+    char err[ELDR_ERRLEN];
+    if (model_fit(t, &fo, &m, NULL, err, sizeof err))
+        fail_msg("model_fit: %s", err);
+    if (sizes_null) {
+        free(m->sizes);
+        m->sizes = NULL;
+    }
+    if (copy) {   /* what the file held, to compare after a round trip */
+        *copy = model_new(&m->recipe, m->k, m->K, err, sizeof err);
+        assert_non_null(*copy);
+        memcpy((*copy)->centroids, m->centroids, sizeof(float) * m->K * sig_dim(&m->recipe));
+    }
+    dash_opts o;
+    dash_opts_default(&o);
+    o.trace_path = "fixture.h5";
+    o.model_path = "/some/dir/m.h5";
+    if (dash_open_trace(d, &o, t, m, NULL, NULL, err, sizeof err))
+        fail_msg("dash_open_trace: %s", err);
+}
+
+/* Issue 14: with -m, the size column is the model's own clusters, and
+ * the re-assignment of the calibration rows is a column of its own. */
+static void test_model_sizes(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_with_model(&d, 0, NULL);
+    const model_t *m = d.fit->model;
+    assert_int_equal(d.fit->origin, DASH_FIT_FILE);
+    assert_non_null(d.fit->reassigned);
+    int64_t sum = 0, resum = 0;
+    canvas_t *c = canvas_new(110, 30, 0, 0);
+    d.view = VIEW_BALANCE;
+    dash_render(&d, c);
+    char *s = canvas_to_string(c), line[256];
+    canvas_free(c);
+    assert_non_null(strstr(s, "reassigned"));
+    assert_non_null(strstr(s, "reassigned (calib rows)"));
+    assert_non_null(strstr(s, "the model's own clusters (m.h5"));
+    for (int k = 0; k < m->K; k++) {
+        char name[32], nm[32];
+        snprintf(name, sizeof name, "w%d ", k);
+        assert_true(line_with(s, name, line, sizeof line));
+        long long size, re;
+        assert_int_equal(sscanf(line + 2, "%31s %lld %lld", nm, &size, &re), 3);
+        assert_int_equal(size, m->sizes[k]);      /* the file's, not re-assigned */
+        assert_int_equal(re, d.fit->reassigned[k]);
+        sum += size;
+        resum += re;
+    }
+    assert_int_equal(sum, N_ROWS);                /* the model saw every row */
+    assert_int_equal(resum, d.fit->n_reassigned);
+    assert_true(resum <= d.n_calib);
+    free(s);
+    dash_free(&d);
+
+    /* an old file without sizes: "-", and the share from the re-assignment */
+    open_with_model(&d, 1, NULL);
+    assert_int_equal(d.fit->have_sizes, 0);
+    c = canvas_new(110, 30, 0, 0);
+    d.view = VIEW_BALANCE;
+    dash_render(&d, c);
+    s = canvas_to_string(c);
+    canvas_free(c);
+    assert_true(line_with(s, "w0 ", line, sizeof line));
+    assert_non_null(strstr(line, " - "));
+    assert_non_null(strstr(s, "holds no cluster sizes"));
+    free(s);
+    dash_free(&d);
+}
+
+static char *frame_of(dash_t *d, int view)
+{
+    canvas_t *c = canvas_new(110, 30, 0, 0);
+    assert_non_null(c);
+    d->view = view;
+    dash_render(d, c);
+    char *s = canvas_to_string(c);
+    canvas_free(c);
+    return s;
+}
+
+/* Issue 14: after ] the overview says the model was refitted here (and
+ * with which K); [ back to the file's K restores the file's model. */
+static void test_refit_and_restore(void **state)
+{
+    (void)state;
+    dash_t d;
+    model_t *orig = NULL;
+    open_with_model(&d, 0, &orig);
+    char *s = frame_of(&d, VIEW_OVERVIEW);
+    assert_non_null(strstr(s, "source    m.h5"));
+    free(s);
+    whatif_t w;
+    whatif_init(&w);
+    assert_int_equal(whatif_start_change(&w, &d, 5, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(d.fit->model->K, 5);
+    assert_int_equal(d.fit->origin, DASH_FIT_REFIT);
+    s = frame_of(&d, VIEW_OVERVIEW);
+    assert_null(strstr(s, "source    m.h5"));
+    assert_non_null(strstr(s, "refitted here with K 5"));
+    assert_non_null(strstr(s, "recipe of m.h5"));
+    free(s);
+    /* a refit's own sizes: no re-assignment column */
+    s = frame_of(&d, VIEW_BALANCE);
+    assert_null(strstr(s, "reassigned"));
+    free(s);
+    assert_int_equal(whatif_start_change(&w, &d, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_ptr_equal(d.fit, d.home);
+    assert_int_equal(d.fit->origin, DASH_FIT_FILE);
+    const model_t *m = d.fit->model;
+    assert_int_equal(m->K, 4);
+    assert_int_equal(m->recipe.n_layers, orig->recipe.n_layers);
+    assert_memory_equal(m->centroids, orig->centroids,
+                        sizeof(float) * m->K * sig_dim(&m->recipe));
+    assert_int_equal(d.base[0]->K, 4);
+    s = frame_of(&d, VIEW_OVERVIEW);
+    assert_non_null(strstr(s, "source    m.h5"));
+    assert_null(strstr(s, "refitted"));
+    free(s);
+    /* and once more up and back: the home fit survives the round trips */
+    assert_int_equal(whatif_start_change(&w, &d, 3, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(whatif_start_change(&w, &d, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_ptr_equal(d.fit, d.home);
+    whatif_destroy(&w);
+    model_free(orig);
+    dash_free(&d);
+}
+
 static void test_view_names(void **state)
 {
     (void)state;
@@ -347,6 +491,8 @@ int main(void)
         cmocka_unit_test(test_whatif_refit),
         cmocka_unit_test(test_refit_cancel_and_bad_K),
         cmocka_unit_test(test_view_names),
+        cmocka_unit_test(test_model_sizes),
+        cmocka_unit_test(test_refit_and_restore),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
