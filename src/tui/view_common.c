@@ -144,6 +144,81 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
                      n->uptime_s == n->uptime_s ? n->uptime_s : 0);
 }
 
+/* A change of a against b (lower is better): -1 better, 1 worse, 0 even
+ * (under 0.05%, what "%+.1f%%" prints as +0.0%), 2 unknown. */
+static int verdict(double a, double b)
+{
+    if (!(b > 0) || !isfinite(a))
+        return 2;
+    double pct = 100.0 * (a - b) / b;
+    return pct <= -0.05 ? -1 : pct >= 0.05 ? 1 : 0;
+}
+
+/* The header's deltas are coloured by verdict: green better, red worse.
+ * Without colour (a plain terminal, and --frame text) a word follows
+ * each delta instead, so a capture still says which way it went; the
+ * line then loses, in turn, the " vs rr", the long labels and the
+ * units, and at last the words shrink to one letter (b / w / =). */
+enum { HDR_COLOUR, HDR_WORDS, HDR_WORDS_NOVS, HDR_SHORT, HDR_SHORT_NOUNIT, HDR_LETTERS,
+       HDR_FORMS };
+
+static const char *verdict_word(int v, int form)
+{
+    static const char *words[] = {"better", "even", "worse"};
+    static const char *letters[] = {"b", "=", "w"};
+    if (form == HDR_COLOUR || v == 2)
+        return "";
+    return form == HDR_LETTERS ? letters[v + 1] : words[v + 1];
+}
+
+/* Draws (or, with draw 0, measures) the numbers part from x; returns the
+ * columns it takes. */
+static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, int form, int draw)
+{
+    const dash_sim *s = d->cur, *b = dash_best_base(d);
+    double v[3] = {s->res.tpot_p50_ms, s->res.tpot_p99_ms, s->res.distinct_per_step};
+    double r[3] = {b ? b->res.tpot_p50_ms : 0, b ? b->res.tpot_p99_ms : 0,
+                   b ? b->res.distinct_per_step : 0};
+    int shortl = form >= HDR_SHORT, nounit = form >= HDR_SHORT_NOUNIT;
+    const char *label[3] = {shortl ? " | p50 " : " | TPOT p50 ", " p99 ",
+                            shortl ? " | U " : " | U/step "};
+    const char *unit = nounit ? "" : "ms";
+    int colour = form == HDR_COLOUR && c->colors >= 8;
+    int green = c->colors >= 256 ? 40 : 2, red = c->colors >= 256 ? 196 : 1;
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        char num[32], ch[24], buf[96];
+        snprintf(num, sizeof num, i < 2 ? "%.2f%s" : "%.1f", v[i], unit);
+        dash_fmt_change(ch, sizeof ch, v[i], r[i]);
+        int vd = verdict(v[i], r[i]);
+        snprintf(buf, sizeof buf, "%s%s ", label[i], num);
+        if (draw)
+            canvas_text(c, x + n, y, cv_plain(), buf);
+        n += (int)strlen(buf);
+        cv_style st = colour && vd != 2 && vd != 0
+                          ? cv_fg(vd < 0 ? green : red, CV_BOLD) : cv_plain();
+        if (draw)
+            canvas_text(c, x + n, y, st, ch);
+        n += (int)strlen(ch);
+        const char *w = verdict_word(vd, form);
+        if (*w) {
+            snprintf(buf, sizeof buf, " %s", w);
+            if (draw)
+                canvas_text(c, x + n, y, cv_fg(CV_DEFAULT, CV_DIM), buf);
+            n += (int)strlen(buf);
+        }
+    }
+    if (b && form != HDR_WORDS_NOVS && form < HDR_SHORT) {
+        char vs[32];
+        snprintf(vs, sizeof vs, " vs %s", route_kind_name(b->policy));
+        if (draw && (form != HDR_COLOUR || c->w - x - n >= 10))
+            canvas_text(c, x + n, y, cv_fg(CV_DEFAULT, CV_DIM), vs);
+        if (form != HDR_COLOUR)
+            n += (int)strlen(vs);
+    }
+    return n;
+}
+
 /* "eldr tau 0.10 K 4 | TPOT p50 2.71ms -3.1% p99 ... | U/step 17.2 -20% vs jsq" */
 static void draw_whatif(const dash_t *d, canvas_t *c, int y)
 {
@@ -151,9 +226,8 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
         draw_live(d, c, y);
         return;
     }
-    const dash_sim *s = d->cur, *b = dash_best_base(d);
+    const dash_sim *s = d->cur;
     int K = d->fit ? d->fit->model->K : 0;
-    char ch50[24], ch99[24], chu[24];
     int x = canvas_textf(c, 0, y, cv_fg(CV_DEFAULT, CV_BOLD), "%s", route_kind_name(d->policy));
     if (d->policy == ROUTE_ELDR)
         x += canvas_textf(c, x, y, cv_plain(), " tau %.2f", d->tau);
@@ -164,16 +238,13 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
         canvas_text(c, x, y, cv_plain(), " | no simulation yet");
         return;
     }
-    dash_fmt_change(ch50, sizeof ch50, s->res.tpot_p50_ms, b ? b->res.tpot_p50_ms : 0);
-    dash_fmt_change(ch99, sizeof ch99, s->res.tpot_p99_ms, b ? b->res.tpot_p99_ms : 0);
-    dash_fmt_change(chu, sizeof chu, s->res.distinct_per_step,
-                    b ? b->res.distinct_per_step : 0);
-    x += canvas_textf(c, x, y, cv_plain(), " | TPOT p50 %.2fms %s p99 %.2fms %s | "
-                      "U/step %.1f %s", s->res.tpot_p50_ms, ch50, s->res.tpot_p99_ms, ch99,
-                      s->res.distinct_per_step, chu);
-    if (b)
-        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), c->w - x >= 10 ? " vs %s" : "",
-                     route_kind_name(b->policy));
+    int form = HDR_COLOUR;
+    if (c->colors < 8) {
+        form = HDR_WORDS;
+        while (form < HDR_LETTERS && x + whatif_numbers(d, c, x, y, form, 0) > c->w)
+            form++;
+    }
+    whatif_numbers(d, c, x, y, form, 1);
 }
 
 static void draw_footer(const dash_t *d, canvas_t *c)

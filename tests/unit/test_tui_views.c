@@ -467,6 +467,73 @@ static void test_refit_and_restore(void **state)
     dash_free(&d);
 }
 
+/* Issue 14: the header's deltas are green when better and red when worse
+ * (colour terminals); without colour a word says it, at any width. */
+static void test_header_deltas(void **state)
+{
+    (void)state;
+    const dash_sim *b = dash_best_base(&D);
+    /* one worse, one better, one even, whatever the fixture gives */
+    sim_result saved = D.cur->res;
+    D.cur->res.tpot_p50_ms = b->res.tpot_p50_ms * 1.10;
+    D.cur->res.tpot_p99_ms = b->res.tpot_p99_ms * 0.90;
+    D.cur->res.distinct_per_step = b->res.distinct_per_step;
+    double v[3] = {D.cur->res.tpot_p50_ms, D.cur->res.tpot_p99_ms, D.cur->res.distinct_per_step};
+    double r[3] = {b->res.tpot_p50_ms, b->res.tpot_p99_ms, b->res.distinct_per_step};
+    /* colour: the cells of each printed change carry its colour */
+    canvas_t *c = canvas_new(140, 30, 0, 256);
+    assert_non_null(c);
+    D.view = VIEW_OVERVIEW;
+    dash_render(&D, c);
+    char *s = canvas_to_string(c), line[512];
+    assert_true(line_with(s, "TPOT p50", line, sizeof line));
+    assert_null(strstr(line, "worse"));        /* colour says it */
+    assert_null(strstr(line, "better"));
+    const char *p = line;
+    for (int i = 0; i < 3; i++) {
+        char ch[24];
+        dash_fmt_change(ch, sizeof ch, v[i], r[i]);
+        const char *at = strstr(p, ch);
+        assert_non_null(at);
+        double pct = 100.0 * (v[i] - r[i]) / r[i];
+        const cv_cell *cell = canvas_at(c, (int)(at - line), 1);
+        if (pct >= 0.05)
+            assert_int_equal(cell->st.fg, 196);
+        else if (pct <= -0.05)
+            assert_int_equal(cell->st.fg, 40);
+        else
+            assert_int_equal(cell->st.fg, CV_DEFAULT);
+        p = at + strlen(ch);
+    }
+    free(s);
+    canvas_free(c);
+    /* no colour: the words, also when the width forces the short forms */
+    int widths[] = {140, 100, 80};
+    for (int i = 0; i < 3; i++) {
+        c = canvas_new(widths[i], 30, 0, 0);
+        dash_render(&D, c);
+        s = canvas_to_string(c);
+        canvas_free(c);
+        const char *hdr = strchr(s, '\n') + 1;
+        snprintf(line, sizeof line, "%.*s", (int)(strchr(hdr, '\n') - hdr), hdr);
+        int words = 0;
+        const char *w[] = {" better", " worse", " even", " b", " w", " ="};
+        for (int j = 0; j < 6; j++)
+            for (const char *q = line; (q = strstr(q, w[j])); q++)
+                words++;
+        if (words < 3)
+            fail_msg("width %d: header lacks a verdict per delta: '%s'", widths[i], line);
+        if (widths[i] >= 100) {
+            assert_non_null(strstr(line, "TPOT p50"));
+            assert_non_null(strstr(line, "+10.0% worse"));
+            assert_non_null(strstr(line, "-10.0% better"));
+            assert_non_null(strstr(line, "+0.0% even"));
+        }
+        free(s);
+    }
+    D.cur->res = saved;
+}
+
 static void test_view_names(void **state)
 {
     (void)state;
@@ -492,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_refit_cancel_and_bad_K),
         cmocka_unit_test(test_view_names),
         cmocka_unit_test(test_model_sizes),
+        cmocka_unit_test(test_header_deltas),
         cmocka_unit_test(test_refit_and_restore),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
