@@ -37,6 +37,17 @@ wait_for 'PROMPT\$' 5
 $T send-keys -t dash "$ELDR dash $SAMPLE --tau 0; echo EXIT=\$?" Enter
 check "dash starts and shows the overview" '\[1 overview\]' 15
 check "dash shows the headline numbers" 'TPOT p50 [0-9.]+ms' 15
+# issue 14: on this sample eldr at tau 0 is worse than the best baseline:
+# its deltas are red (256-colour 196) and, in colour, need no words
+hdr_e=$($T capture-pane -e -p -t dash | sed -n 2p)
+case "$hdr_e" in
+*'38;5;196m+'*) ok "header deltas are coloured (red: worse)" ;;
+*) notok "header deltas are coloured (red: worse)" "$hdr_e" ;;
+esac
+case "$(header)" in
+*worse*|*better*) notok "colour header carries no words" "$(header)" ;;
+*) ok "colour header carries no words" ;;
+esac
 
 $T send-keys -t dash 2
 check "key 2: balance view" '\[2 balance\]'
@@ -61,6 +72,13 @@ $T send-keys -t dash ]
 check "']': refit to K 5" 'tau 0\.05 K 5 \| TPOT' 20
 $T send-keys -t dash 2
 check "balance after refit shows w4" '^ +>?w4 '
+# issue 14: the overview says a refit is one, and '[' back restores
+$T send-keys -t dash 1
+check "overview after ']' says refitted here with K 5" 'source +refitted here with K 5'
+$T send-keys -t dash '['
+check "'[': back to K 4" 'tau 0\.05 K 4 \| TPOT' 20
+check "'[': the first fit is back in the overview" 'source +fitted here \(default recipe\)' 5
+$T send-keys -t dash 2
 $T send-keys -t dash '?'
 check "'?': help overlay" 'keys'
 $T send-keys -t dash '?'
