@@ -310,6 +310,10 @@ static void key(session *s, int ch)
     if (!s->ready)
         return;
     int K = current_K(s);
+    if (d->live && ch == ' ') {   /* hold the decisions still to read them */
+        live_pause(d->live, !d->live->paused);
+        return;
+    }
     if (d->live && strchr("+=-_[]p,<.>", ch) && ch) {
         snprintf(d->status, sizeof d->status, "live: tau and the model are the daemon's "
                  "(PUT /v1/config, PUT /v1/model)");

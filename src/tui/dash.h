@@ -158,10 +158,22 @@ typedef struct dash_live {
     int n_hist;
     float hist[ROUTE_MAX_WORKERS][DASH_BINS];   /* in-flight at each poll */
     float hist_sim[DASH_BINS];                  /* mean best similarity (NaN unknown) */
+    /* 1 at the poll that found the daemon restarted: its uptime went
+     * back, or its counters did (a restarted eldrd starts from 0). The
+     * histories keep the points before it; the views mark it. */
+    uint8_t hist_restart[DASH_BINS];
+    int64_t restarts;            /* restarts seen this session */
+    double restart_from, restart_to; /* uptime_s before and after the last */
+    double at;                   /* monotonic time of the last poll taken; NaN */
     double rate;                 /* routes/s between the last two polls; NaN unknown */
     int64_t polls, failures;
     char error[ELDR_ERRLEN];     /* the last poll's error; "" when it succeeded */
-    double age_s;                /* since the last good poll */
+    double age_s;                /* since the last answer (good poll) */
+    /* The decisions list, paused (space): the list as it was, while the
+     * polls go on underneath; n_newer counts what arrived since. */
+    int paused;
+    int n_frozen;
+    dash_decision frozen[DASH_DEC_MAX];
 } dash_live;
 
 /* Progress of a slow step, reported from whatever thread runs it.
@@ -261,6 +273,10 @@ void dash_fmt_change(char *buf, size_t n, double a, double b);
  * are averaged per column; NaN shows blank). */
 void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int n,
                     double top, int mark, int color);
+/* Live: over a history of the newest m polls drawn one column each from
+ * x, a '!' at each poll that found the daemon restarted; returns how many
+ * it drew. */
+int dash_restart_marks(const dash_t *d, canvas_t *c, int x, int y, int m);
 /* Views the tabs offer: the first six for a trace, all in live mode. */
 int dash_n_views(const dash_t *d);
 /* Worker name of cluster w (the daemon's names in live mode). */

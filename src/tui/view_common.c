@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dash.h"
+#include "live.h"
 
 static const dash_view_fn VIEWS[VIEW_N] = {view_overview, view_balance,   view_heatmap,
                                            view_queues,   view_scatter,   view_rho,
@@ -62,6 +63,20 @@ void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int 
         uint32_t ch = m ? canvas_spark(c, top > 0 ? v / m / top : 0) : ' ';
         canvas_put(c, x + i, y, at && ch == ' ' ? '|' : ch, cv_fg(color, at ? CV_REVERSE : 0));
     }
+}
+
+int dash_restart_marks(const dash_t *d, canvas_t *c, int x, int y, int m)
+{
+    const dash_live *L = d->live;
+    int n = 0;
+    if (!L)
+        return 0;
+    for (int i = 0; i < m && i < L->n_hist; i++)
+        if (L->hist_restart[DASH_BINS - m + i]) {
+            canvas_put(c, x + i, y, '!', (cv_style){196, CV_DEFAULT, CV_BOLD});
+            n++;
+        }
+    return n;
 }
 
 const char *dash_worker_name(const dash_t *d, int w)
@@ -127,8 +142,9 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
     x += canvas_textf(c, x, y, cv_plain(), " tau %.2f K %d gen %lld | in-flight %lld, routed %lld",
                       n->tau, n->K, (long long)n->generation, (long long)inf, (long long)routed);
     if (L->error[0]) {   /* the last numbers stay; the footer has the message */
-        canvas_textf(c, x + 1, y, (cv_style){196, CV_DEFAULT, CV_BOLD | CV_REVERSE},
-                     " NO ANSWER, retrying; %lld failed ", (long long)L->failures);
+        x += 1 + canvas_textf(c, x + 1, y, (cv_style){196, CV_DEFAULT, CV_BOLD | CV_REVERSE},
+                              " NO ANSWER, retrying; %lld failed ", (long long)L->failures);
+        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), " last answer %.0fs ago", L->age_s);
         return;
     }
     if (L->rate == L->rate)
@@ -138,7 +154,7 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
     if (n->calib_sim == n->calib_sim)
         x += canvas_textf(c, x, y, cv_plain(), " (calib %.3f)", n->calib_sim);
     if (L->attached)
-        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | polled %.1fs ago", L->age_s);
+        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | last answer %.1fs ago", L->age_s);
     else
         canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | frozen at uptime %.0fs",
                      n->uptime_s == n->uptime_s ? n->uptime_s : 0);
@@ -272,9 +288,14 @@ static void draw_footer(const dash_t *d, canvas_t *c)
         return;
     }
     if (d->live) {
-        canvas_textf(c, 0, y, bar, c->w >= 90 ? " 1-8/Tab view  arrows worker  Enter zoom  "
-                     "? help  q quit   %s" : " 1-8 view arrows worker Enter zoom ? help q quit",
-                     d->live->attached ? "live: polls /v1/snapshot" : "saved snapshot");
+        if (d->live->paused)
+            canvas_textf(c, 0, y, bar, " decisions PAUSED: space resumes (%lld newer)   "
+                         "1-8 view  ? help  q quit", (long long)live_newer(d->live));
+        else
+            canvas_textf(c, 0, y, bar, c->w >= 100 ? " 1-8/Tab view  arrows worker  Enter "
+                         "zoom  space pause  ? help  q quit   %s" : " 1-8 view arrows worker "
+                         "Enter zoom space pause ? help q quit", d->live->attached
+                         ? "live: polls /v1/snapshot" : "saved snapshot");
         return;
     }
     canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-6/Tab view  +/- tau  [/] K  p policy  "
@@ -289,6 +310,7 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "                   rho decisions drift)",
         "Up/Down, Left/Right  select a worker (balance, heatmap, queues)",
         "Enter              zoom on the selected worker / back",
+        "space              pause / resume the decisions list (polls go on)",
         "?                  this help        q  quit",
         "",
         "Live mode shows what eldrd's GET /v1/snapshot says: in-flight and",

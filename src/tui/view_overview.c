@@ -134,6 +134,11 @@ static int router_block(const dash_t *d, canvas_t *c, int x, int y)
         canvas_textf(c, x, y++, p, "  snapshot  %s (saved; one frozen poll)", L->source);
     canvas_textf(c, x, y++, p, "  uptime    %.0f s; loads from %s", n->uptime_s == n->uptime_s
                  ? n->uptime_s : 0, n->load_from);
+    if (L->restarts)
+        canvas_textf(c, x, y++, (cv_style){196, CV_DEFAULT, CV_BOLD}, "  restarts  %lld seen "
+                     "this session; the last: uptime %.0f s -> %.0f s, counters from 0 "
+                     "('!' in the histories)", (long long)L->restarts, L->restart_from,
+                     L->restart_to);
     const model_t *m = d->fit ? d->fit->model : NULL;
     char mask[200] = "";
     if (m)
