@@ -51,6 +51,7 @@ static void usage(void)
         "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho;\n"
         "                        live also: decisions, drift\n"
         "  --worker I            the selected worker (default 0); --zoom zooms on it\n"
+        "  --cell L,E            heatmap: the cell under the cursor (layer, expert; 0,0)\n"
         "  --frame FILE          write one frame as text to FILE ('-': stdout), no terminal\n"
         "  --width W, --height H size of the frame (default 100 x 30)\n"
         "  --help-overlay        draw the help overlay into the frame\n"
@@ -98,7 +99,7 @@ static int parse(int argc, char **argv, dash_args *a)
 {
     enum { O_TAU = 256, O_POLICY, O_VIEW, O_WORKER, O_ZOOM, O_FRAME, O_WIDTH, O_HEIGHT,
            O_HELPOV, O_SPLIT, O_RATE, O_SEED, O_JSON, O_ATTACH, O_SNAP, O_INTERVAL,
-           O_TIMEOUT };
+           O_TIMEOUT, O_CELL };
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},   {"clusters", required_argument, 0, 'k'},
         {"tau", required_argument, 0, O_TAU},   {"policy", required_argument, 0, O_POLICY},
@@ -112,6 +113,7 @@ static int parse(int argc, char **argv, dash_args *a)
         {"router-snapshot", required_argument, 0, O_SNAP},
         {"interval", required_argument, 0, O_INTERVAL},
         {"timeout", required_argument, 0, O_TIMEOUT},
+        {"cell", required_argument, 0, O_CELL},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     long long v;
     int c;
@@ -155,6 +157,15 @@ static int parse(int argc, char **argv, dash_args *a)
         case O_ZOOM:
             a->st.zoom = 1;
             break;
+        case O_CELL: {
+            int l, e, n = 0;
+            if (sscanf(optarg, "%d,%d%n", &l, &e, &n) != 2 || optarg[n] || l < 0 || e < 0)
+                return cli_fail(CMD, "--cell '%s': expected LAYER,EXPERT (two integers "
+                                ">= 0)", optarg);
+            a->st.cell_l = l;
+            a->st.cell_e = e;
+            break;
+        }
         case O_HELPOV:
             a->st.help = 1;
             break;

@@ -63,6 +63,14 @@ typedef struct dash_sim {
     sim_result res;              /* the simulator's own result (owned) */
     int64_t *routed;             /* [K] requests sent to each worker */
     double *layer_distinct;      /* [K][L] mean distinct experts per step */
+    /* What a random batch of the same size would load: per step of B
+     * requests, sum_e 1 - (1 - p[l][e])^B, p[l][e] the mean over the
+     * simulated requests of the share of their decode tokens that use
+     * expert e in layer l (each request adds one token to a step, drawn
+     * independently). Averaged like layer_distinct, so the ratio of the
+     * two is reuse beyond chance (< 1), not batch size. */
+    double *layer_expected;      /* [K][L] */
+    double distinct_all, expected_all; /* means over every step and layer */
     double t_end;                /* the histories span [0, t_end] */
     int nbins;
     float *inflight;             /* [K][nbins] mean in-flight per bin */
@@ -209,6 +217,7 @@ typedef struct dash {
 
     /* what the user is looking at */
     int view, worker, zoom;
+    int hl, he;                  /* heatmap cell cursor: layer, expert */
     double cursor;               /* "now" as a fraction of t_end */
     int help;                    /* help overlay shown */
     char status[ELDR_ERRLEN + 64];            /* job in progress / last message */

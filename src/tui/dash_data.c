@@ -56,6 +56,7 @@ void dash_sim_free(dash_sim *s)
     sim_result_free(&s->res);
     free(s->routed);
     free(s->layer_distinct);
+    free(s->layer_expected);
     free(s->inflight);
     free(s->running);
     free(s);
@@ -160,7 +161,103 @@ done:
     return rc;
 }
 
-static int digest(dash_sim *s, const step_log *g, char *err, size_t errlen)
+/* p[l][e]: the mean over the simulated requests of the share of a
+ * request's decode tokens that use expert e in layer l; from the trace's
+ * decode_counts, or else (per token, not per request) from the run's
+ * heat: activations over tokens, tokens = activations / top-k. */
+static int activation_probs(const dash_t *d, const dash_sim *s, double *p)
+{
+    int L = d->L, E = d->E;
+    const trace_t *t = d->eval;
+    size_t LE = (size_t)L * E;
+    if (t->decode_counts && t->decode_tokens) {
+        int64_t n = 0;
+        for (int64_t r = 0; r < t->n; r++) {
+            if (t->decode_tokens[r] <= 0)
+                continue;
+            const uint16_t *c = t->decode_counts + (size_t)r * LE;
+            for (size_t i = 0; i < LE; i++)
+                p[i] += (double)c[i] / t->decode_tokens[r];
+            n++;
+        }
+        for (size_t i = 0; i < LE && n; i++)
+            p[i] /= n;
+        return n > 0;
+    }
+    if (!s->res.heat || d->k < 1)
+        return 0;
+    for (int l = 0; l < L; l++) {
+        double act = 0;
+        for (int e = 0; e < E; e++) {
+            double v = 0;
+            for (int k = 0; k < s->K; k++)
+                v += (double)s->res.heat[((size_t)k * L + l) * E + e];
+            p[(size_t)l * E + e] = v;
+            act += v;
+        }
+        double tokens = act / d->k;
+        for (int e = 0; e < E; e++)
+            p[(size_t)l * E + e] = tokens > 0 ? p[(size_t)l * E + e] / tokens : 0;
+    }
+    return 1;
+}
+
+/* layer_expected and the two overall means, from the recorded steps. */
+static int digest_expected(const dash_t *d, dash_sim *s, const step_log *g)
+{
+    int K = s->K, L = s->L, E = s->E, bmax = 0;
+    for (size_t i = 0; i < g->n; i++)
+        bmax = g->rec[i].B > bmax ? g->rec[i].B : bmax;
+    double *p = eldr_calloc((size_t)L * E, sizeof *p);
+    double *table = eldr_calloc((size_t)(bmax + 1) * L, sizeof *table);   /* [B][L] */
+    double *sum = eldr_calloc((size_t)K * L, sizeof *sum);
+    int64_t *steps = eldr_calloc((size_t)K, sizeof *steps);
+    s->layer_expected = eldr_calloc((size_t)K * L, sizeof *s->layer_expected);
+    int rc = -1;
+    if (!p || !table || !sum || !steps || !s->layer_expected)
+        goto done;
+    rc = 0;
+    if (!activation_probs(d, s, p)) {   /* nothing to compare with: NaN */
+        for (size_t i = 0; i < (size_t)K * L; i++)
+            s->layer_expected[i] = NAN;
+        s->expected_all = NAN;
+        goto done;
+    }
+    for (int B = 1; B <= bmax; B++)
+        for (int l = 0; l < L; l++) {
+            double u = 0;
+            for (int e = 0; e < E; e++)
+                u += 1 - pow(1 - p[(size_t)l * E + e], B);
+            table[(size_t)B * L + l] = u;
+        }
+    for (size_t i = 0; i < g->n; i++) {
+        int w = g->rec[i].worker, B = g->rec[i].B;
+        steps[w]++;
+        for (int l = 0; l < L; l++)
+            sum[(size_t)w * L + l] += table[(size_t)B * L + l];
+    }
+    double all = 0, allu = 0;
+    int64_t nall = 0;
+    for (int w = 0; w < K; w++) {
+        for (int l = 0; l < L; l++) {
+            s->layer_expected[(size_t)w * L + l] =
+                steps[w] ? sum[(size_t)w * L + l] / steps[w] : 0;
+            all += sum[(size_t)w * L + l];
+            allu += g->u_sum[(size_t)w * L + l];
+        }
+        nall += steps[w];
+    }
+    s->expected_all = nall ? all / ((double)nall * L) : NAN;
+    s->distinct_all = nall ? allu / ((double)nall * L) : NAN;
+done:
+    free(p);
+    free(table);
+    free(sum);
+    free(steps);
+    return rc;
+}
+
+static int digest(const dash_t *d, dash_sim *s, const step_log *g, char *err, size_t errlen)
 {
     int K = s->K, L = s->L;
     s->routed = eldr_calloc((size_t)K, sizeof *s->routed);
@@ -181,6 +278,8 @@ static int digest(dash_sim *s, const step_log *g, char *err, size_t errlen)
     s->t_end = s->res.makespan_s;
     if (digest_histories(s, g, t0, s->t_end))
         return eldr_errf(err, errlen, "dash: out of memory for the queue histories");
+    if (digest_expected(d, s, g))
+        return eldr_errf(err, errlen, "dash: out of memory for the random-batch expectation");
     return 0;
 }
 
@@ -211,7 +310,7 @@ int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double t
         goto done;
     if (sim_run(&d->work, &p, on_step, &g, &s->res, err, errlen))
         goto done;
-    rc = digest(s, &g, err, errlen);
+    rc = digest(d, s, &g, err, errlen);
 done:
     if (have_p)
         route_policy_free(&p);

@@ -175,7 +175,11 @@ static void test_heatmap_frame(void **state)
     }
     /* the L0 row holds one ramp character per expert */
     char line[256];
-    assert_true(line_with(s, " L0 ", line, sizeof line));
+    const char *row = strstr(s, "\n L0 ");
+    if (!row)
+        row = strstr(s, "\n*L0 ");   /* '*': a masked layer */
+    assert_non_null(row);
+    assert_true(line_with(row + 1, "L0 ", line, sizeof line));
     const char *cells = line + 6;
     for (int e = 0; e < D.E; e++)
         assert_non_null(strchr(CANVAS_RAMP, cells[e]));
@@ -534,6 +538,130 @@ static void test_header_deltas(void **state)
     D.cur->res = saved;
 }
 
+/* An independent reckoning of the random-batch expectation: p[l][e] the
+ * mean over the simulated requests of their decode share, and per step
+ * of B requests sum_e 1 - (1 - p)^B, summed per worker. */
+typedef struct exp_ctx {
+    const double *p;
+    int L, E;
+    double sum[DASH_K_MAX];
+    int64_t steps[DASH_K_MAX];
+} exp_ctx;
+
+static void exp_step(void *ctx, int worker, double t, double dt, int B, const int *U, int L,
+                     int64_t kv)
+{
+    (void)t;
+    (void)dt;
+    (void)U;
+    (void)L;
+    (void)kv;
+    exp_ctx *x = ctx;
+    for (int l = 0; l < x->L; l++)
+        for (int e = 0; e < x->E; e++)
+            x->sum[worker] += 1 - pow(1 - x->p[l * x->E + e], B);
+    x->steps[worker]++;
+}
+
+/* Issue 14: the heatmap marks the masked layers, reads out the cell
+ * under the cursor with its sample size, and normalises distinct experts
+ * per step by a random batch of the same size. */
+static void test_heatmap_issue14(void **state)
+{
+    (void)state;
+    const model_t *m = D.fit->model;
+    const dash_sim *s = D.cur;
+    char *f = frame(VIEW_HEATMAP, 120, 30);
+    for (int l = 0; l < D.L; l++) {
+        int masked = 0;
+        for (int i = 0; i < m->recipe.n_layers; i++)
+            masked |= m->recipe.layers[i] == l;
+        char want[16];
+        snprintf(want, sizeof want, "\n%cL%-3d", masked ? '*' : ' ', l);
+        if (!strstr(f, want))
+            fail_msg("layer %d should%s be marked:\n%s", l, masked ? "" : " not", f);
+    }
+    assert_non_null(strstr(f, "* layer in the model's mask"));
+    free(f);
+
+    /* the cursor: layer 2, expert 5 of worker 1 */
+    D.hl = 2;
+    D.he = 5;
+    D.worker = 1;
+    f = frame(VIEW_HEATMAP, 120, 30);
+    char want[128];
+    snprintf(want, sizeof want, "cursor L2 E5");
+    assert_non_null(strstr(f, want));
+    uint64_t act = s->res.heat[((size_t)1 * D.L + 2) * D.E + 5];
+    snprintf(want, sizeof want, "; %llu activations; w1 served %lld/%lld requests",
+             (unsigned long long)act, (long long)s->res.served[1], (long long)s->res.n);
+    if (!strstr(f, want))
+        fail_msg("readout lacks '%s':\n%s", want, f);
+    assert_non_null(strstr(f, "served"));
+    free(f);
+    D.hl = D.he = D.worker = 0;
+
+    /* the expectation, reckoned again from the rr baseline's steps */
+    const dash_sim *rr = D.base[1];
+    assert_int_equal(rr->policy, ROUTE_RR);
+    double *p = calloc((size_t)D.L * D.E, sizeof *p);
+    int64_t n = 0;
+    for (int64_t r = 0; r < D.eval->n; r++) {
+        if (D.eval->decode_tokens[r] <= 0)
+            continue;
+        for (int i = 0; i < D.L * D.E; i++)
+            p[i] += (double)D.eval->decode_counts[(size_t)r * D.L * D.E + i] /
+                    D.eval->decode_tokens[r];
+        n++;
+    }
+    double ksum = 0;
+    for (int i = 0; i < D.L * D.E; i++) {
+        p[i] /= n;
+        ksum += p[i];
+    }
+    assert_true(fabs(ksum - D.L * D.k) < 1e-9);   /* a token picks k experts a layer */
+    exp_ctx x = {.p = p, .L = D.L, .E = D.E};
+    route_policy pol;
+    sim_result res;
+    char err[ELDR_ERRLEN];
+    assert_int_equal(route_policy_init(&pol, ROUTE_RR, rr->K, D.opts.seed, err, sizeof err), 0);
+    assert_int_equal(sim_run(&D.work, &pol, exp_step, &x, &res, err, sizeof err), 0);
+    route_policy_free(&pol);
+    sim_result_free(&res);
+    for (int k = 0; k < rr->K; k++) {
+        double got = 0;
+        for (int l = 0; l < D.L; l++)
+            got += rr->layer_expected[(size_t)k * D.L + l];
+        double want_k = x.steps[k] ? x.sum[k] / x.steps[k] : 0;
+        if (fabs(got - want_k) > 1e-9 * (1 + want_k))
+            fail_msg("worker %d: expected %.9f, reckoned %.9f", k, got, want_k);
+    }
+    free(p);
+    f = frame(VIEW_HEATMAP, 120, 30);
+    assert_non_null(strstr(f, "/ random batch"));
+    assert_non_null(strstr(f, "observed/expected"));
+    snprintf(want, sizeof want, "= %.2f; mean batch", s->distinct_all / s->expected_all);
+    assert_non_null(strstr(f, want));
+    free(f);
+
+    /* colour: glyphs over the coloured cells, so a text capture shows them */
+    canvas_t *c = canvas_new(120, 30, 0, 256);
+    D.view = VIEW_HEATMAP;
+    dash_render(&D, c);
+    f = canvas_to_string(c);
+    const char *row = strstr(f, "\n L0 ");
+    if (!row)
+        row = strstr(f, "\n*L0 ");
+    assert_non_null(row);
+    int marks = 0;
+    for (int e = 0; e < D.E; e++)   /* row[0] is the '\n'; the cells start at column 6 */
+        marks += row[7 + e] != ' ' && strchr(CANVAS_RAMP, row[7 + e]) != NULL;
+    if (marks < D.E / 2)
+        fail_msg("colour heatmap is blank as text:\n%s", f);
+    free(f);
+    canvas_free(c);
+}
+
 static void test_view_names(void **state)
 {
     (void)state;
@@ -560,6 +688,7 @@ int main(void)
         cmocka_unit_test(test_view_names),
         cmocka_unit_test(test_model_sizes),
         cmocka_unit_test(test_header_deltas),
+        cmocka_unit_test(test_heatmap_issue14),
         cmocka_unit_test(test_refit_and_restore),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
