@@ -94,15 +94,16 @@ static void readout(const dash_t *d, canvas_t *c, int x, int y, int gl, int ge)
     double ws = heat_sum(s, wk, l0, l1, 0, E), gs = heat_sum(s, -1, l0, l1, 0, E);
     cv_style st = cv_fg(CV_DEFAULT, CV_BOLD);
     int n = canvas_textf(c, x, y, st, "cursor %s %s%s: ", lr, er,
-                         in_mask(d->fit->model, l0, l1) ? " masked" : "");
+                         in_mask(d->fit->model, l0, l1) ? " (masked)" : "");
     if (gv > 0 && ws > 0 && gs > 0)
-        n += canvas_textf(c, x + n, y, st, "%.2fx (%s %.2f%% vs all %.2f%% of %s); ",
-                          (wv / ws) / (gv / gs), dash_worker_name(d, wk), 100 * wv / ws,
-                          100 * gv / gs, lr);
+        canvas_textf(c, x + n, y, st, "%.2fx: %s %.2f%% vs all %.2f%% of %s's activations",
+                     (wv / ws) / (gv / gs), dash_worker_name(d, wk), 100 * wv / ws,
+                     100 * gv / gs, lr);
     else
-        n += canvas_text(c, x + n, y, st, "no activations; ");
-    canvas_textf(c, x + n, y, cv_plain(), "%.0f activations; %s served %lld/%lld requests",
-                 wv, dash_worker_name(d, wk), (long long)s->res.served[wk], (long long)s->res.n);
+        canvas_text(c, x + n, y, st, "no activations");
+    canvas_textf(c, x, y + 1, cv_plain(), "  %.0f activations here; %s served %lld/%lld "
+                 "requests", wv, dash_worker_name(d, wk), (long long)s->res.served[wk],
+                 (long long)s->res.n);
 }
 
 /* Matrix A for worker wk in (x, y, w, h). */
@@ -111,7 +112,7 @@ static void worker_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, int
     const dash_sim *s = d->cur;
     const model_t *m = d->fit->model;
     int L = s->L, E = s->E, K = s->K, wk = d->worker;
-    int rows = h - 4, cols = w - 6;   /* title, column header, legend, readout */
+    int rows = h - 5, cols = w - 6;   /* title, column header, legend, readout 2 */
     x = x < 1 ? 1 : x;                /* the mask mark goes left of the labels */
     if (rows < 1 || cols < 1)
         return;

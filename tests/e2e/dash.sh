@@ -55,6 +55,13 @@ check "balance names the workers" '>w0 '
 $T send-keys -t dash Tab
 check "Tab: heatmap view" '\[3 heatmap\]'
 check "heatmap has a legend" 'legend:'
+# issue 14: in a 256-colour terminal the cells keep their glyphs (a text
+# capture is not blank); arrows move the cell cursor and its readout
+if screen | grep -Eq '^[ *]L0 +[^ ]*[.:=+*#%@-]{8}'; then ok "colour heatmap readable as text"
+else notok "colour heatmap readable as text" "$(screen | sed -n 3,6p)"; fi
+$T send-keys -t dash Down Down Right
+check "arrows move the heatmap cursor" 'cursor L2 E1' 5
+check "the readout gives the sample size" 'activations here; w0 served [0-9]+/[0-9]+ requests' 5
 $T send-keys -t dash 6
 check "key 6: rho view" '\[6 rho\]'
 check "rho marks N*" 'N\*='

@@ -593,7 +593,7 @@ static void test_heatmap_issue14(void **state)
     snprintf(want, sizeof want, "cursor L2 E5");
     assert_non_null(strstr(f, want));
     uint64_t act = s->res.heat[((size_t)1 * D.L + 2) * D.E + 5];
-    snprintf(want, sizeof want, "; %llu activations; w1 served %lld/%lld requests",
+    snprintf(want, sizeof want, "%llu activations here; w1 served %lld/%lld requests",
              (unsigned long long)act, (long long)s->res.served[1], (long long)s->res.n);
     if (!strstr(f, want))
         fail_msg("readout lacks '%s':\n%s", want, f);
