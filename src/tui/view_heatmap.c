@@ -174,8 +174,7 @@ static void worker_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, int
         if (r == cr)
             canvas_put(c, cx + nc * cw, y + 2 + r, '<', cv_fg(CV_DEFAULT, CV_BOLD));
     }
-    legend(c, x, y + 2 + nr, "legend: 1/8x", "8x", "  blank: unused here; * layer in the "
-           "model's mask");
+    legend(c, x, y + 2 + nr, "legend: 1/8x", "8x", "  blank: unused; * masked");
     readout(d, c, x, y + 3 + nr, gl, ge);
 }
 
@@ -187,7 +186,7 @@ static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, i
 {
     const dash_sim *s = d->cur;
     int L = s->L, K = s->K;
-    int rows = h - 4, cols = w - 10;
+    int rows = h - 5, cols = w - 10;
     if (rows < 1 || cols < 1)
         return;
     int norm = s->layer_expected && s->expected_all == s->expected_all;
@@ -208,7 +207,8 @@ static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, i
         }
     canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), !norm ? "distinct experts per step"
                 : w >= 60 ? "distinct experts per step / random batch of that size"
-                : "distinct experts per step / random batch");
+                : w >= 42 ? "distinct experts per step / random batch"
+                : "distinct experts per step / random");
     for (int j = 0; j < nc; j += 4)
         canvas_textf(c, x + 10 + j * cw, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "%d", j * gl);
     int first = d->worker >= rows ? d->worker - rows + 1 : 0;
@@ -236,10 +236,13 @@ static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, i
     snprintf(hi_s, sizeof hi_s, norm ? "%.2f" : "%.1f", isfinite(hi) ? hi : 0);
     legend(c, x, y + 2 + shown, lo_s, hi_s, !norm ? (w >= 45 ? " per layer" : "")
            : w >= 45 ? " observed/expected" : "");
-    if (norm)
+    if (norm) {
         canvas_textf(c, x, y + 3 + shown, cv_fg(CV_DEFAULT, CV_DIM), "all: %.2f vs %.2f random "
-                     "= %.2f; mean batch %.1f", s->distinct_all, s->expected_all,
-                     s->distinct_all / s->expected_all, s->res.mean_batch);
+                     "= %.2f", s->distinct_all, s->expected_all,
+                     s->distinct_all / s->expected_all);
+        canvas_textf(c, x, y + 4 + shown, cv_fg(CV_DEFAULT, CV_DIM), "mean batch %.1f; under 1: "
+                     "reuse", s->res.mean_batch);
+    }
 }
 
 /* Sum of centroid k's weights over layer-rows [r0, r1) and experts [e0, e1). */
@@ -310,7 +313,7 @@ void view_heatmap(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         return;
     }
     int needA = 6 + s->E, needB = 10 + s->L;
-    int hB = s->K + 4;
+    int hB = s->K + 5;
     if (d->zoom) {
         worker_matrix(d, c, x + 1, y, w - 2, h);
     } else if (w >= needA + needB + 4) {
