@@ -147,14 +147,32 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
         canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), " last answer %.0fs ago", L->age_s);
         return;
     }
+    /* the age of the last answer matters most when the line is short of
+     * room: drop the calibration's similarity, the rate, the similarity */
+    char rate[32] = "", sim[32] = "", cal[32] = "", age[48];
     if (L->rate == L->rate)
-        x += canvas_textf(c, x, y, cv_plain(), " | %.1f/s", L->rate);
+        snprintf(rate, sizeof rate, " | %.1f/s", L->rate);
     if (n->mean_sim == n->mean_sim)
-        x += canvas_textf(c, x, y, cv_plain(), " | sim %.3f", n->mean_sim);
+        snprintf(sim, sizeof sim, " | sim %.3f", n->mean_sim);
     if (n->calib_sim == n->calib_sim)
-        x += canvas_textf(c, x, y, cv_plain(), " (calib %.3f)", n->calib_sim);
+        snprintf(cal, sizeof cal, " (calib %.3f)", n->calib_sim);
+    snprintf(age, sizeof age, " | last answer %.1fs ago", L->age_s);
+    int need = x + (int)(strlen(rate) + strlen(sim) + strlen(cal) + strlen(age));
+    if (L->attached && need > c->w) {
+        need -= (int)strlen(cal);
+        cal[0] = '\0';
+    }
+    if (L->attached && need > c->w) {
+        need -= (int)strlen(rate);
+        rate[0] = '\0';
+    }
+    if (L->attached && need > c->w)
+        sim[0] = '\0';
+    x += canvas_text(c, x, y, cv_plain(), rate);
+    x += canvas_text(c, x, y, cv_plain(), sim);
+    x += canvas_text(c, x, y, cv_plain(), cal);
     if (L->attached)
-        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | last answer %.1fs ago", L->age_s);
+        canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), age);
     else
         canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | frozen at uptime %.0fs",
                      n->uptime_s == n->uptime_s ? n->uptime_s : 0);

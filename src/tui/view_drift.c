@@ -70,9 +70,12 @@ static int history(const dash_t *d, canvas_t *c, int x, int y, int w, int rows)
         canvas_text(c, x, y, dim, "  history: no similarity yet");
         return 1;
     }
-    canvas_textf(c, x, y, dim, "  history %7.4f", hi);
-    if (rows > 1)
+    if (rows > 1) {   /* the axis' ends beside the chart */
+        canvas_textf(c, x, y, dim, "  history %7.4f", hi);
         canvas_textf(c, x, y + rows - 1, dim, "          %7.4f", lo);
+    } else {
+        canvas_text(c, x, y, dim, "  history");
+    }
     int x0 = x + lw + sw - m, crow = -1;
     if (calib >= lo && calib <= hi)   /* the row the calibration's level falls in */
         crow = rows - 1 - (int)((calib - lo) / (hi - lo) * rows * 0.999);
@@ -96,8 +99,8 @@ static int history(const dash_t *d, canvas_t *c, int x, int y, int w, int rows)
         snprintf(cal, sizeof cal, "; - calibration");
     else if (calib == calib)
         snprintf(cal, sizeof cal, "; calibration %.4f %s", calib, calib > hi ? "above" : "below");
-    canvas_textf(c, x, y + rows, dim, "  axis %.4f..%.4f auto-scaled%s%s; one column per "
-                 "poll, newest at the right", lo, hi, marks ? "; ! daemon restart" : "", cal);
+    canvas_textf(c, x, y + rows, dim, "  axis %.4f..%.4f auto-scaled%s%s; newest right",
+                 lo, hi, marks ? "; ! restart" : "", cal);
     return rows + 1;
 }
 

@@ -136,9 +136,8 @@ static int router_block(const dash_t *d, canvas_t *c, int x, int y)
                  ? n->uptime_s : 0, n->load_from);
     if (L->restarts)
         canvas_textf(c, x, y++, (cv_style){196, CV_DEFAULT, CV_BOLD}, "  restarts  %lld seen "
-                     "this session; the last: uptime %.0f s -> %.0f s, counters from 0 "
-                     "('!' in the histories)", (long long)L->restarts, L->restart_from,
-                     L->restart_to);
+                     "this session; the last: uptime %.0f s -> %.0f s ('!' in the histories)",
+                     (long long)L->restarts, L->restart_from, L->restart_to);
     const model_t *m = d->fit ? d->fit->model : NULL;
     char mask[200] = "";
     if (m)

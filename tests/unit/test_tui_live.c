@@ -373,7 +373,7 @@ static void test_restart_marked(void **state)
     assert_has(s, "uptime 43 s -> 2 s");
     free(s);
     s = frame(&d, VIEW_DRIFT, 100, 30);
-    assert_has(s, "! daemon restart");
+    assert_has(s, "; ! restart;");
     free(s);
     dash_free(&d);
 
@@ -467,6 +467,11 @@ static void test_last_answer(void **state)
     d.live->age_s = 0.4;
     char *s = frame(&d, VIEW_BALANCE, 120, 30);
     assert_has(s, "last answer 0.4s ago");
+    assert_has(s, "(calib 0.700)");
+    free(s);
+    s = frame(&d, VIEW_BALANCE, 84, 30);   /* short of room: the age stays */
+    assert_has(s, "last answer 0.4s ago");
+    assert_null(strstr(s, "(calib 0.700)"));
     free(s);
     d.live->age_s = 7.2;
     d.live->failures = 3;
