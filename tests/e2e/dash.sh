@@ -113,8 +113,11 @@ case "$st" in
 esac
 
 $T send-keys -t dash clear Enter
-$T send-keys -t dash "$ELDR dash $SAMPLE; echo EXIT=\$?" Enter
+# the second start on a terminal without colour (vt100): the header's
+# deltas say better / worse in words instead (issue 14)
+$T send-keys -t dash "TERM=vt100 $ELDR dash $SAMPLE; echo EXIT=\$?" Enter
 check "second start" 'TPOT p50' 15
+check "no-colour terminal: each delta says which way" 'TPOT p50 [0-9.]+ms [-+][0-9.]+% (worse|better|even) p99' 5
 $T send-keys -t dash C-c
 check "^C exits with 130" 'EXIT=130' 10
 $T send-keys -t dash "stty -a | tr ' ;' '\n\n' | grep -Ex -- '-?(icanon|echo)' | tr '\n' ' '; echo STTY2" Enter
