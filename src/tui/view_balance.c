@@ -27,17 +27,20 @@ static void detail(const dash_t *d, canvas_t *c, int x, int y, int w)
     const dash_sim *s = d->cur;
     int wk = d->worker;
     const sim_result *r = &s->res;
-    canvas_box(c, x, y, w, 7, cv_plain(), dash_worker_name(d, wk));
     const dash_fit *f = d->fit;
+    int re = f->reassigned != NULL;   /* one more line: the re-assignment */
+    canvas_box(c, x, y, w, 7 + re, cv_plain(), dash_worker_name(d, wk));
     int n = 0;
     if (f->have_sizes)
         n = canvas_textf(c, x + 2, y + 1, cv_plain(), "cluster size %lld of %lld; ",
                          (long long)f->sizes[wk], (long long)f->n_fit);
-    if (f->reassigned)
-        n += canvas_textf(c, x + 2 + n, y + 1, cv_plain(), "calib rows re-assigned %lld of "
-                          "%lld; ", (long long)f->reassigned[wk], (long long)f->n_reassigned);
     canvas_textf(c, x + 2 + n, y + 1, cv_plain(), "routed %lld of %lld; served %lld",
                  (long long)s->routed[wk], (long long)r->n, (long long)r->served[wk]);
+    if (re)
+        canvas_textf(c, x + 2, y + 2, cv_plain(), "reassigned: %lld of the %lld calibration "
+                     "rows here are nearest to it", (long long)f->reassigned[wk],
+                     (long long)f->n_reassigned);
+    y += re;
     double batch = 0;
     for (int b = 0; b < s->nbins; b++)
         batch += s->running[(size_t)wk * s->nbins + b];
@@ -179,7 +182,7 @@ void view_balance(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     int bw = col.bw, cx_size = col.size, cx_b1 = col.b1, cx_p1 = col.p1, cx_b2 = col.b2,
         cx_p2 = col.p2, cx_inf = col.inf;
     int notes = f->reassigned ? 2 : 0;
-    int rows = h - 4 - notes - (d->zoom ? 7 : 0);
+    int rows = h - 4 - notes - (d->zoom ? 7 + (f->reassigned != NULL) : 0);
     if (rows < 1)
         rows = 1;
     int first = d->worker >= rows ? d->worker - rows + 1 : 0;
@@ -209,14 +212,13 @@ void view_balance(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
                      "%.1f%%; bars 0..%.0f%%", (long long)f->n_fit, 100 * ideal, 100 * full);
     } else {
         if (f->have_sizes)
-            canvas_textf(c, cx_size, yy++, dim, "size: the model's own clusters (%s, total "
-                         "%lld fitted); calibration share from them", d->model_name,
-                         (long long)f->n_fit);
+            canvas_textf(c, cx_size, yy++, dim, "size: %s's own clusters (%lld fitted), "
+                         "as is the calibration share", d->model_name, (long long)f->n_fit);
         else
             canvas_textf(c, cx_size, yy++, dim, "size: - (%s holds no cluster sizes); "
                          "calibration share from the re-assignment", d->model_name);
-        canvas_textf(c, cx_size, yy++, dim, "reassigned (calib rows): this trace's %lld "
-                     "calibration rows sent to their nearest centroid", (long long)f->n_reassigned);
+        canvas_textf(c, cx_size, yy++, dim, "reassigned (calib rows): these %lld calibration "
+                     "rows by nearest centroid", (long long)f->n_reassigned);
         canvas_textf(c, cx_size, yy++, dim, "'|' = ideal 1/K = %.1f%%; bars 0..%.0f%%",
                      100 * ideal, 100 * full);
     }

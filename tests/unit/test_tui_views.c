@@ -376,7 +376,7 @@ static void test_model_sizes(void **state)
     canvas_free(c);
     assert_non_null(strstr(s, "reassigned"));
     assert_non_null(strstr(s, "reassigned (calib rows)"));
-    assert_non_null(strstr(s, "the model's own clusters (m.h5"));
+    assert_non_null(strstr(s, "size: m.h5's own clusters (240 fitted)"));
     for (int k = 0; k < m->K; k++) {
         char name[32], nm[32];
         snprintf(name, sizeof name, "w%d ", k);
