@@ -133,6 +133,11 @@ expect_fail2 "dash without a terminal fails cleanly" 'needs a terminal' "$ELDR" 
 expect_fail2 "dash on a missing trace" 'nope\.h5' "$ELDR" dash /nope.h5 --frame -
 expect_fail2 "dash --view bad" "--view 'x'" "$ELDR" dash "$SAMPLE" --frame - --view x
 expect_fail2 "dash --width too small" 'width' "$ELDR" dash "$SAMPLE" --frame - --width 5
+expect_fail2 "dash --cell bad" "--cell '3'" "$ELDR" dash "$SAMPLE" --frame - --cell 3
+expect_status "dash --cell 3,7 --view heatmap" 0 "$ELDR" dash "$SAMPLE" --frame - --view heatmap \
+    --cell 3,7 --width 100 --height 30
+if grep -q 'cursor L3 E7' "$TMP/out"; then ok "--cell puts the heatmap cursor there"
+else notok "--cell puts the heatmap cursor there" "$(grep cursor "$TMP/out")"; fi
 expect_status "dash --help" 0 "$ELDR" dash --help
 expect_out "dash --help names --frame" '--frame FILE'
 expect_status "dash --frame FILE" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/f.txt" --view rho --width 80 --height 24
