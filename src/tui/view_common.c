@@ -191,10 +191,11 @@ static int verdict(double a, double b)
 /* The header's deltas are coloured by verdict: green better, red worse.
  * Without colour (a plain terminal, and --frame text) a word follows
  * each delta instead, so a capture still says which way it went; the
- * line then loses, in turn, the " vs rr", the long labels and the
- * units, and at last the words shrink to one letter (b / w / =). */
-enum { HDR_COLOUR, HDR_WORDS, HDR_WORDS_NOVS, HDR_SHORT, HDR_SHORT_NOUNIT, HDR_LETTERS,
-       HDR_FORMS };
+ * line then loses, in turn, the " vs rr", the long labels, the units
+ * and the "|" separators, and at last the words shrink to one letter
+ * (b / w / =). */
+enum { HDR_COLOUR, HDR_WORDS, HDR_WORDS_NOVS, HDR_SHORT, HDR_SHORT_NOUNIT, HDR_TIGHT,
+       HDR_LETTERS, HDR_FORMS };
 
 static const char *verdict_word(int v, int form)
 {
@@ -216,6 +217,10 @@ static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, int form, 
     int shortl = form >= HDR_SHORT, nounit = form >= HDR_SHORT_NOUNIT;
     const char *label[3] = {shortl ? " | p50 " : " | TPOT p50 ", " p99 ",
                             shortl ? " | U " : " | U/step "};
+    if (form >= HDR_TIGHT) {   /* 80 columns: the words still fit without the bars */
+        label[0] = " p50 ";
+        label[2] = " U ";
+    }
     const char *unit = nounit ? "" : "ms";
     int colour = form == HDR_COLOUR && c->colors >= 8;
     int green = c->colors >= 256 ? 40 : 2, red = c->colors >= 256 ? 196 : 1;
