@@ -32,7 +32,8 @@ static void usage(void)
         "policy and under the load-balancing baselines (random, rr, jsq, p2c); the\n"
         "header compares the policy with the best of them. Without -m a model is\n"
         "fitted with the default recipe (count_idf, greedy layers, K=4). Keys: 1-6 or\n"
-        "Tab views, +/- tau, [/] K, p policy, arrows worker, Enter zoom, ? help, q quit.\n"
+        "Tab views, +/- tau, [/] K, p policy, arrows worker (in the heatmap: its cell\n"
+        "cursor; j/k worker), Enter zoom, ? help, q quit; live: space pauses decisions.\n"
         "\n"
         "Live (--attach): polls eldrd's GET /v1/snapshot every --interval seconds and\n"
         "shows its real in-flight counts and totals per worker (with a history of the\n"
@@ -51,6 +52,7 @@ static void usage(void)
         "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho;\n"
         "                        live also: decisions, drift\n"
         "  --worker I            the selected worker (default 0); --zoom zooms on it\n"
+        "  --cell L,E            heatmap: the cell under the cursor (layer, expert; 0,0)\n"
         "  --frame FILE          write one frame as text to FILE ('-': stdout), no terminal\n"
         "  --width W, --height H size of the frame (default 100 x 30)\n"
         "  --help-overlay        draw the help overlay into the frame\n"
@@ -98,7 +100,7 @@ static int parse(int argc, char **argv, dash_args *a)
 {
     enum { O_TAU = 256, O_POLICY, O_VIEW, O_WORKER, O_ZOOM, O_FRAME, O_WIDTH, O_HEIGHT,
            O_HELPOV, O_SPLIT, O_RATE, O_SEED, O_JSON, O_ATTACH, O_SNAP, O_INTERVAL,
-           O_TIMEOUT };
+           O_TIMEOUT, O_CELL };
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},   {"clusters", required_argument, 0, 'k'},
         {"tau", required_argument, 0, O_TAU},   {"policy", required_argument, 0, O_POLICY},
@@ -112,6 +114,7 @@ static int parse(int argc, char **argv, dash_args *a)
         {"router-snapshot", required_argument, 0, O_SNAP},
         {"interval", required_argument, 0, O_INTERVAL},
         {"timeout", required_argument, 0, O_TIMEOUT},
+        {"cell", required_argument, 0, O_CELL},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     long long v;
     int c;
@@ -155,6 +158,15 @@ static int parse(int argc, char **argv, dash_args *a)
         case O_ZOOM:
             a->st.zoom = 1;
             break;
+        case O_CELL: {
+            int l, e, n = 0;
+            if (sscanf(optarg, "%d,%d%n", &l, &e, &n) != 2 || optarg[n] || l < 0 || e < 0)
+                return cli_fail(CMD, "--cell '%s': expected LAYER,EXPERT (two integers "
+                                ">= 0)", optarg);
+            a->st.cell_l = l;
+            a->st.cell_e = e;
+            break;
+        }
         case O_HELPOV:
             a->st.help = 1;
             break;
@@ -259,10 +271,24 @@ static void print_json(const dash_t *d, const dash_args *a)
     json_object_set_new(o, "calib_rows", json_integer(d->n_calib));
     json_object_set_new(o, "sim_rows", json_integer(d->n_rows - d->n_calib));
     json_object_set_new(o, "K", json_integer(d->fit->model->K));
-    json_t *sz = json_array();
-    for (int k = 0; k < d->fit->model->K; k++)
-        json_array_append_new(sz, json_integer(d->fit->sizes[k]));
+    /* sizes: the model's own clusters (null when its file has none);
+     * reassigned: this trace's calibration rows by nearest centroid,
+     * only for a model file */
+    const dash_fit *f = d->fit;
+    json_t *sz = f->have_sizes ? json_array() : json_null();
+    json_t *re = f->reassigned ? json_array() : NULL;
+    for (int k = 0; k < f->model->K; k++) {
+        if (f->have_sizes)
+            json_array_append_new(sz, json_integer(f->sizes[k]));
+        if (re)
+            json_array_append_new(re, json_integer(f->reassigned[k]));
+    }
     json_object_set_new(o, "sizes", sz);
+    if (re)
+        json_object_set_new(o, "reassigned", re);
+    json_object_set_new(o, "model_source", json_string(f->origin == DASH_FIT_FILE ? "file"
+                                                       : f->origin == DASH_FIT_REFIT
+                                                       ? "refit" : "default"));
     json_object_set_new(o, "n_star", json_integer(d->curve ? d->curve_nstar : 0));
     json_object_set_new(o, "current", sim_json(d->cur));
     const dash_sim *b = dash_best_base(d);

@@ -20,7 +20,7 @@
 
 static const char *const OPTS[] = {"attach", "snapshot", "model", "view", "worker", "zoom",
                                    "tau", "K", "policy", "frame", "width", "height",
-                                   "interval", "timeout", "seed", NULL};
+                                   "interval", "timeout", "seed", "layer", "expert", NULL};
 
 /* The start settings shared by every mode. */
 static void start_opts(lua_State *L, int idx, const char *fn, tui_start *st)
@@ -32,6 +32,9 @@ static void start_opts(lua_State *L, int idx, const char *fn, tui_start *st)
                    "or drift expected, got '%s'", view);
     st->worker = (int)l_optint(L, idx, fn, "worker", 1, ROUTE_MAX_WORKERS, 1) - 1;
     st->zoom = l_optbool(L, idx, fn, "zoom", 0);
+    /* the heatmap's cell cursor: 0-based ids like the CLI's --cell */
+    st->cell_l = (int)l_optint(L, idx, fn, "layer", 0, 1 << 20, 0);
+    st->cell_e = (int)l_optint(L, idx, fn, "expert", 0, 1 << 20, 0);
     st->tau = l_optnum(L, idx, fn, "tau", 0, 2, -1);
     st->K = (int)l_optint(L, idx, fn, "K", 1, DASH_K_MAX, 0);
     const char *pol = l_optstr(L, idx, fn, "policy", "eldr");

@@ -45,6 +45,10 @@ static void apply_view(dash_t *d, const tui_start *s)
     d->help = s->help;
     int K = d->live ? d->live->now.K : d->fit ? d->fit->model->K : 1;
     d->worker = s->worker < K ? s->worker : K - 1;
+    d->hl = s->cell_l < d->L ? s->cell_l : d->L - 1;
+    d->he = s->cell_e < d->E ? s->cell_e : d->E - 1;
+    d->hl = d->hl < 0 ? 0 : d->hl;
+    d->he = d->he < 0 ? 0 : d->he;
     if (d->view >= dash_n_views(d))
         d->view = VIEW_OVERVIEW;
 }
@@ -310,10 +314,31 @@ static void key(session *s, int ch)
     if (!s->ready)
         return;
     int K = current_K(s);
+    if (d->live && ch == ' ') {   /* hold the decisions still to read them */
+        live_pause(d->live, !d->live->paused);
+        return;
+    }
     if (d->live && strchr("+=-_[]p,<.>", ch) && ch) {
         snprintf(d->status, sizeof d->status, "live: tau and the model are the daemon's "
                  "(PUT /v1/config, PUT /v1/model)");
         return;
+    }
+    if (d->view == VIEW_HEATMAP && !d->live) {
+        /* the heatmap's arrows move its cell cursor; j / k still pick
+         * the worker whose matrix it is */
+        int moved = 1;
+        if (ch == KEY_UP)
+            d->hl = d->hl > 0 ? d->hl - 1 : d->L - 1;
+        else if (ch == KEY_DOWN)
+            d->hl = d->hl + 1 < d->L ? d->hl + 1 : 0;
+        else if (ch == KEY_LEFT)
+            d->he = d->he > 0 ? d->he - 1 : d->E - 1;
+        else if (ch == KEY_RIGHT)
+            d->he = d->he + 1 < d->E ? d->he + 1 : 0;
+        else
+            moved = 0;
+        if (moved)
+            return;
     }
     switch (ch) {
     case '+': case '=':

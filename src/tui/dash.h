@@ -63,17 +63,41 @@ typedef struct dash_sim {
     sim_result res;              /* the simulator's own result (owned) */
     int64_t *routed;             /* [K] requests sent to each worker */
     double *layer_distinct;      /* [K][L] mean distinct experts per step */
+    /* What a random batch of the same size would load: per step of B
+     * requests, sum_e 1 - (1 - p[l][e])^B, p[l][e] the mean over the
+     * simulated requests of the share of their decode tokens that use
+     * expert e in layer l (each request adds one token to a step, drawn
+     * independently). Averaged like layer_distinct, so the ratio of the
+     * two is reuse beyond chance (< 1), not batch size. */
+    double *layer_expected;      /* [K][L] */
+    double distinct_all, expected_all; /* means over every step and layer */
     double t_end;                /* the histories span [0, t_end] */
     int nbins;
     float *inflight;             /* [K][nbins] mean in-flight per bin */
     float *running;              /* [K][nbins] mean batch (decoding) per bin */
 } dash_sim;
 
+/* Where a dashboard's model came from: fitted here with the default
+ * recipe at open, the -m model file as loaded, or refitted here with a
+ * what-if K (the recipe of either of the first two). */
+typedef enum dash_origin { DASH_FIT_DEFAULT = 0, DASH_FIT_FILE, DASH_FIT_REFIT } dash_origin;
+
 /* A model and what the views show about its fit. */
 typedef struct dash_fit {
     model_t *model;
-    int64_t *sizes;              /* [K] calibration members per cluster */
-    int64_t n_fit;               /* calibration signatures clustered */
+    dash_origin origin;
+    /* The model's own cluster sizes: the members of each cluster in the
+     * fit that made the centroids (a model file's `sizes`; the
+     * assignment for a fit made here). */
+    int64_t *sizes;              /* [K]; zeros when !have_sizes */
+    int have_sizes;              /* 0: the model file holds no sizes */
+    int64_t n_fit;               /* their sum: signatures clustered */
+    /* A model from a file was fitted on rows the dashboard cannot know:
+     * its centroids re-assign this trace's calibration rows (nearest
+     * centroid). Shown as its own column, never as the model's sizes.
+     * NULL for a fit made here (it would equal sizes). */
+    int64_t *reassigned;         /* [K] or NULL */
+    int64_t n_reassigned;
     int n_pts;                   /* scatter points (0 when PCA failed) */
     double *pts;                 /* [n_pts][2] PCA scores */
     int *pt_cluster;             /* [n_pts] */
@@ -142,10 +166,22 @@ typedef struct dash_live {
     int n_hist;
     float hist[ROUTE_MAX_WORKERS][DASH_BINS];   /* in-flight at each poll */
     float hist_sim[DASH_BINS];                  /* mean best similarity (NaN unknown) */
+    /* 1 at the poll that found the daemon restarted: its uptime went
+     * back, or its counters did (a restarted eldrd starts from 0). The
+     * histories keep the points before it; the views mark it. */
+    uint8_t hist_restart[DASH_BINS];
+    int64_t restarts;            /* restarts seen this session */
+    double restart_from, restart_to; /* uptime_s before and after the last */
+    double at;                   /* monotonic time of the last poll taken; NaN */
     double rate;                 /* routes/s between the last two polls; NaN unknown */
     int64_t polls, failures;
     char error[ELDR_ERRLEN];     /* the last poll's error; "" when it succeeded */
-    double age_s;                /* since the last good poll */
+    double age_s;                /* since the last answer (good poll) */
+    /* The decisions list, paused (space): the list as it was, while the
+     * polls go on underneath; n_newer counts what arrived since. */
+    int paused;
+    int n_frozen;
+    dash_decision frozen[DASH_DEC_MAX];
 } dash_live;
 
 /* Progress of a slow step, reported from whatever thread runs it.
@@ -164,6 +200,11 @@ typedef struct dash {
     char arrivals[64];           /* how requests arrive, for the overview */
 
     dash_fit *fit;
+    /* The fit as opened (the -m model or the default fit), kept while a
+     * what-if K shows a refit, so that going back to its K restores it
+     * exactly (centroids, recipe, sizes) instead of fitting again. fit
+     * points to it or to a refit; dash_fit_release frees only refits. */
+    dash_fit *home;
     double *curve;               /* [L] greedy rho curve, NULL if none */
     int *order;                  /* [L] greedy order */
     int curve_n, curve_nstar;
@@ -176,6 +217,7 @@ typedef struct dash {
 
     /* what the user is looking at */
     int view, worker, zoom;
+    int hl, he;                  /* heatmap cell cursor: layer, expert */
     double cursor;               /* "now" as a fraction of t_end */
     int help;                    /* help overlay shown */
     char status[ELDR_ERRLEN + 64];            /* job in progress / last message */
@@ -203,6 +245,8 @@ int dash_refit(const dash_t *d, int K, volatile int *cancel, dash_progress_fn pr
 int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double tau, int K,
                   dash_sim **out, char *err, size_t errlen);
 void dash_fit_free(dash_fit *f);
+/* Free f unless it is d's home fit (which dash_free frees). */
+void dash_fit_release(const dash_t *d, dash_fit *f);
 void dash_sim_free(dash_sim *s);
 
 /* The best baseline: the one with the lowest TPOT p50 (NULL if none). */
@@ -238,6 +282,10 @@ void dash_fmt_change(char *buf, size_t n, double a, double b);
  * are averaged per column; NaN shows blank). */
 void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int n,
                     double top, int mark, int color);
+/* Live: over a history of the newest m polls drawn one column each from
+ * x, a '!' at each poll that found the daemon restarted; returns how many
+ * it drew. */
+int dash_restart_marks(const dash_t *d, canvas_t *c, int x, int y, int m);
 /* Views the tabs offer: the first six for a trace, all in live mode. */
 int dash_n_views(const dash_t *d);
 /* Worker name of cluster w (the daemon's names in live mode). */

@@ -56,6 +56,7 @@ void dash_sim_free(dash_sim *s)
     sim_result_free(&s->res);
     free(s->routed);
     free(s->layer_distinct);
+    free(s->layer_expected);
     free(s->inflight);
     free(s->running);
     free(s);
@@ -160,7 +161,103 @@ done:
     return rc;
 }
 
-static int digest(dash_sim *s, const step_log *g, char *err, size_t errlen)
+/* p[l][e]: the mean over the simulated requests of the share of a
+ * request's decode tokens that use expert e in layer l; from the trace's
+ * decode_counts, or else (per token, not per request) from the run's
+ * heat: activations over tokens, tokens = activations / top-k. */
+static int activation_probs(const dash_t *d, const dash_sim *s, double *p)
+{
+    int L = d->L, E = d->E;
+    const trace_t *t = d->eval;
+    size_t LE = (size_t)L * E;
+    if (t->decode_counts && t->decode_tokens) {
+        int64_t n = 0;
+        for (int64_t r = 0; r < t->n; r++) {
+            if (t->decode_tokens[r] <= 0)
+                continue;
+            const uint16_t *c = t->decode_counts + (size_t)r * LE;
+            for (size_t i = 0; i < LE; i++)
+                p[i] += (double)c[i] / t->decode_tokens[r];
+            n++;
+        }
+        for (size_t i = 0; i < LE && n; i++)
+            p[i] /= n;
+        return n > 0;
+    }
+    if (!s->res.heat || d->k < 1)
+        return 0;
+    for (int l = 0; l < L; l++) {
+        double act = 0;
+        for (int e = 0; e < E; e++) {
+            double v = 0;
+            for (int k = 0; k < s->K; k++)
+                v += (double)s->res.heat[((size_t)k * L + l) * E + e];
+            p[(size_t)l * E + e] = v;
+            act += v;
+        }
+        double tokens = act / d->k;
+        for (int e = 0; e < E; e++)
+            p[(size_t)l * E + e] = tokens > 0 ? p[(size_t)l * E + e] / tokens : 0;
+    }
+    return 1;
+}
+
+/* layer_expected and the two overall means, from the recorded steps. */
+static int digest_expected(const dash_t *d, dash_sim *s, const step_log *g)
+{
+    int K = s->K, L = s->L, E = s->E, bmax = 0;
+    for (size_t i = 0; i < g->n; i++)
+        bmax = g->rec[i].B > bmax ? g->rec[i].B : bmax;
+    double *p = eldr_calloc((size_t)L * E, sizeof *p);
+    double *table = eldr_calloc((size_t)(bmax + 1) * L, sizeof *table);   /* [B][L] */
+    double *sum = eldr_calloc((size_t)K * L, sizeof *sum);
+    int64_t *steps = eldr_calloc((size_t)K, sizeof *steps);
+    s->layer_expected = eldr_calloc((size_t)K * L, sizeof *s->layer_expected);
+    int rc = -1;
+    if (!p || !table || !sum || !steps || !s->layer_expected)
+        goto done;
+    rc = 0;
+    if (!activation_probs(d, s, p)) {   /* nothing to compare with: NaN */
+        for (size_t i = 0; i < (size_t)K * L; i++)
+            s->layer_expected[i] = NAN;
+        s->expected_all = NAN;
+        goto done;
+    }
+    for (int B = 1; B <= bmax; B++)
+        for (int l = 0; l < L; l++) {
+            double u = 0;
+            for (int e = 0; e < E; e++)
+                u += 1 - pow(1 - p[(size_t)l * E + e], B);
+            table[(size_t)B * L + l] = u;
+        }
+    for (size_t i = 0; i < g->n; i++) {
+        int w = g->rec[i].worker, B = g->rec[i].B;
+        steps[w]++;
+        for (int l = 0; l < L; l++)
+            sum[(size_t)w * L + l] += table[(size_t)B * L + l];
+    }
+    double all = 0, allu = 0;
+    int64_t nall = 0;
+    for (int w = 0; w < K; w++) {
+        for (int l = 0; l < L; l++) {
+            s->layer_expected[(size_t)w * L + l] =
+                steps[w] ? sum[(size_t)w * L + l] / steps[w] : 0;
+            all += sum[(size_t)w * L + l];
+            allu += g->u_sum[(size_t)w * L + l];
+        }
+        nall += steps[w];
+    }
+    s->expected_all = nall ? all / ((double)nall * L) : NAN;
+    s->distinct_all = nall ? allu / ((double)nall * L) : NAN;
+done:
+    free(p);
+    free(table);
+    free(sum);
+    free(steps);
+    return rc;
+}
+
+static int digest(const dash_t *d, dash_sim *s, const step_log *g, char *err, size_t errlen)
 {
     int K = s->K, L = s->L;
     s->routed = eldr_calloc((size_t)K, sizeof *s->routed);
@@ -181,6 +278,8 @@ static int digest(dash_sim *s, const step_log *g, char *err, size_t errlen)
     s->t_end = s->res.makespan_s;
     if (digest_histories(s, g, t0, s->t_end))
         return eldr_errf(err, errlen, "dash: out of memory for the queue histories");
+    if (digest_expected(d, s, g))
+        return eldr_errf(err, errlen, "dash: out of memory for the random-batch expectation");
     return 0;
 }
 
@@ -211,7 +310,7 @@ int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double t
         goto done;
     if (sim_run(&d->work, &p, on_step, &g, &s->res, err, errlen))
         goto done;
-    rc = digest(s, &g, err, errlen);
+    rc = digest(d, s, &g, err, errlen);
 done:
     if (have_p)
         route_policy_free(&p);
@@ -257,10 +356,17 @@ void dash_fit_free(dash_fit *f)
         return;
     model_free(f->model);
     free(f->sizes);
+    free(f->reassigned);
     free(f->pts);
     free(f->pt_cluster);
     free(f->cent);
     free(f);
+}
+
+void dash_fit_release(const dash_t *d, dash_fit *f)
+{
+    if (f && f != d->home)
+        dash_fit_free(f);
 }
 
 /* Calibration signatures under m's recipe: sig [n][dim], zero [n]. */
@@ -349,29 +455,52 @@ fail:
     free(cent);
 }
 
-/* A dash_fit around model m (taken over) from calibration signatures;
- * assign ([n_calib], -1 for zero rows) may be NULL: nearest centroid. */
-static int build_fit(const dash_t *d, model_t *m, const float *sig, const uint8_t *zero,
-                     const int *assign, dash_fit **out, char *err, size_t errlen)
+/* A dash_fit around model m (taken over) from calibration signatures.
+ * A fit made here passes its assignment ([n_calib], -1 for zero rows):
+ * the sizes are its members. A model file passes NULL: its sizes are the
+ * file's own, and the calibration rows are re-assigned to the nearest
+ * centroid into a separate count (the file's fit saw other rows, or the
+ * same rows split differently, so the two must not be confused). */
+static int build_fit(const dash_t *d, model_t *m, dash_origin origin, const float *sig,
+                     const uint8_t *zero, const int *assign, dash_fit **out, char *err,
+                     size_t errlen)
 {
     dash_fit *f = calloc(1, sizeof *f);
     if (f)
         f->sizes = eldr_calloc((size_t)m->K, sizeof *f->sizes);
-    if (!f || !f->sizes) {
-        if (f)
+    if (f && !assign)
+        f->reassigned = eldr_calloc((size_t)m->K, sizeof *f->reassigned);
+    if (!f || !f->sizes || (!assign && !f->reassigned)) {
+        if (f) {
+            free(f->sizes);
             free(f);
+        }
         model_free(m);
         return eldr_errf(err, errlen, "dash: out of memory");
     }
     f->model = m;
+    f->origin = origin;
     size_t dim = sig_dim(&m->recipe);
+    int64_t *count = assign ? f->sizes : f->reassigned;
+    int64_t n = 0;
     for (int64_t i = 0; i < d->calib->n; i++) {
         if (zero[i])
             continue;
         int c = assign ? assign[i] : model_nearest(m, sig + (size_t)i * dim, NULL);
         if (c >= 0 && c < m->K) {
-            f->sizes[c]++;
-            f->n_fit++;
+            count[c]++;
+            n++;
+        }
+    }
+    if (assign) {
+        f->have_sizes = 1;
+        f->n_fit = n;
+    } else {
+        f->n_reassigned = n;
+        f->have_sizes = m->sizes != NULL;
+        for (int k = 0; k < m->K && m->sizes; k++) {
+            f->sizes[k] = m->sizes[k];
+            f->n_fit += m->sizes[k];
         }
     }
     make_scatter(f, sig, zero, assign, d->calib->n, dim);
@@ -455,7 +584,15 @@ int dash_refit(const dash_t *d, int K, volatile int *cancel, dash_progress_fn pr
     snprintf(m->layer_select, sizeof m->layer_select, "%s", old->layer_select);
     for (int64_t i = 0, j = 0; i < n; i++)
         assign[i] = zero[i] ? -1 : km.assign[j++];
-    rc = build_fit(d, m, sig, zero, assign, out, err, errlen);
+    {
+        int64_t sz[ROUTE_MAX_WORKERS] = {0};
+        for (int64_t i = 0; i < n; i++)
+            if (assign[i] >= 0 && assign[i] < K)
+                sz[assign[i]]++;
+        if (model_set_sizes(m, sz, err, errlen))
+            goto done;
+    }
+    rc = build_fit(d, m, DASH_FIT_REFIT, sig, zero, assign, out, err, errlen);
     m = NULL;
 done:
     model_free(m);
@@ -478,7 +615,8 @@ void dash_free(dash_t *d)
         sim_workload_free(&d->work);
     trace_free(d->calib);
     trace_free(d->eval);
-    dash_fit_free(d->fit);
+    dash_fit_release(d, d->fit);
+    dash_fit_free(d->home);
     free(d->curve);
     free(d->order);
     dash_sim_free(d->cur);
@@ -589,7 +727,7 @@ static int fit_default(dash_t *d, dash_progress_fn progress, void *pctx, char *e
     uint8_t *zero = NULL;
     int rc = calib_signatures(d, m, &sig, &zero, err, errlen);
     if (!rc)
-        rc = build_fit(d, m, sig, zero, rep.assign, &d->fit, err, errlen);
+        rc = build_fit(d, m, DASH_FIT_DEFAULT, sig, zero, rep.assign, &d->fit, err, errlen);
     else
         model_free(m);
     free(sig);
@@ -620,7 +758,7 @@ static int adopt_model(dash_t *d, model_t *m, dash_progress_fn progress, void *p
         model_free(m);
         return -1;
     }
-    int rc = build_fit(d, m, sig, zero, NULL, &d->fit, err, errlen);
+    int rc = build_fit(d, m, DASH_FIT_FILE, sig, zero, NULL, &d->fit, err, errlen);
     free(sig);
     free(zero);
     return rc;
@@ -693,6 +831,7 @@ int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
            : fit_default(d, progress, pctx, err, errlen);
     if (rc)
         return -1;
+    d->home = d->fit;
     d->tau = d->fit->model->tau;
     if (setup_workload(d, err, errlen) || run_all(d, progress, pctx, err, errlen))
         return -1;

@@ -198,6 +198,8 @@ static int build_fit(const json_t *snap, const char *where, dash_fit **out, char
         return eldr_errf(err, errlen, "%s: out of memory", where);
     }
     f->model = m;
+    f->origin = DASH_FIT_FILE;
+    f->have_sizes = m->sizes != NULL;
     for (int k = 0; k < m->K; k++) {
         f->sizes[k] = m->sizes ? m->sizes[k] : 0;
         f->n_fit += f->sizes[k];
@@ -209,17 +211,71 @@ static int build_fit(const json_t *snap, const char *where, dash_fit **out, char
 
 /* ---- merging a poll into the dashboard (UI thread) ---- */
 
+static int64_t routed_total(const dash_live_now *n)
+{
+    int64_t t = 0;
+    for (int k = 0; k < n->K; k++)
+        t += n->routed[k];
+    return t;
+}
+
+int live_restarted(const dash_live_now *a, const dash_live_now *b)
+{
+    /* Not the start time (time - uptime_s): eldrd writes `time` with 9
+     * significant digits, steps of 10 s today, so it moves on one daemon.
+     * uptime_s is whole seconds and only grows while the daemon lives;
+     * the counters only grow too. */
+    if (isfinite(a->uptime_s) && isfinite(b->uptime_s) && b->uptime_s < a->uptime_s)
+        return 1;
+    if (routed_total(b) < routed_total(a))
+        return 1;
+    int64_t fa = 0, fb = 0;
+    for (int k = 0; k < a->K; k++)
+        fa += a->finished[k];
+    for (int k = 0; k < b->K; k++)
+        fb += b->finished[k];
+    if (fb < fa)
+        return 1;
+    if (a->n_dec > 0 && b->n_dec > 0 && b->dec[0].seq < a->dec[0].seq)
+        return 1;
+    return 0;
+}
+
+void live_pause(dash_live *L, int on)
+{
+    if (on && !L->paused) {
+        L->n_frozen = L->now.n_dec;
+        memcpy(L->frozen, L->now.dec, sizeof L->frozen);
+    }
+    L->paused = on;
+}
+
+int64_t live_newer(const dash_live *L)
+{
+    if (!L->paused || L->now.n_dec < 1)
+        return 0;
+    if (L->n_frozen < 1)
+        return L->now.n_dec;
+    int64_t d = L->now.dec[0].seq - L->frozen[0].seq;
+    return d > 0 ? d : 0;   /* a restarted daemon counts from 0 again */
+}
+
 /* at: when the poll was taken (monotonic seconds; NaN unknown), for the
  * rate of routes between two polls. */
-static void absorb(dash_live *L, const dash_live_now *n, double at, double prev_at)
+static void absorb(dash_live *L, const dash_live_now *n, double at)
 {
-    int64_t before = 0, after = 0;
-    for (int k = 0; k < L->now.K; k++)
-        before += L->now.routed[k];
-    for (int k = 0; k < n->K; k++)
-        after += n->routed[k];
+    double prev_at = L->at;
+    L->at = at;
+    int64_t before = routed_total(&L->now), after = routed_total(n);
+    int restarted = L->n_hist > 0 && live_restarted(&L->now, n);
+    if (restarted) {
+        L->restarts++;
+        L->restart_from = L->now.uptime_s;
+        L->restart_to = n->uptime_s;
+    }
     double dt = at - prev_at;
-    L->rate = L->n_hist > 0 && dt > 0 && after >= before ? (after - before) / dt : NAN;
+    L->rate = L->n_hist > 0 && dt > 0 && after >= before && !restarted
+                  ? (after - before) / dt : NAN;
     L->now = *n;
     /* histories end at the last bin: move the valid tail left by one */
     int m = L->n_hist < DASH_BINS - 1 ? L->n_hist : DASH_BINS - 1;
@@ -231,6 +287,9 @@ static void absorb(dash_live *L, const dash_live_now *n, double at, double prev_
     memmove(L->hist_sim + DASH_BINS - 1 - m, L->hist_sim + DASH_BINS - m,
             (size_t)m * sizeof L->hist_sim[0]);
     L->hist_sim[DASH_BINS - 1] = (float)n->mean_sim;
+    memmove(L->hist_restart + DASH_BINS - 1 - m, L->hist_restart + DASH_BINS - m,
+            (size_t)m * sizeof L->hist_restart[0]);
+    L->hist_restart[DASH_BINS - 1] = (uint8_t)restarted;
     if (L->n_hist < DASH_BINS)
         L->n_hist++;
 }
@@ -280,7 +339,8 @@ static int open_live(dash_t *d, const json_t *snap, const char *where, int attac
     snprintf(d->trace_name, sizeof d->trace_name, "%s", where);
     d->live->attached = attached;
     d->live->rate = NAN;
-    absorb(d->live, n, NAN, NAN);
+    d->live->at = NAN;
+    absorb(d->live, n, NAN);
     d->live->polls = 1;
     d->tau = n->tau;
     free(n);
@@ -306,6 +366,23 @@ int live_open_file(dash_t *d, const char *path, char *err, size_t errlen)
     return rc;
 }
 
+int live_absorb_json(dash_t *d, const json_t *snap, const char *where, double at, char *err,
+                     size_t errlen)
+{
+    dash_live_now *n = malloc(sizeof *n);
+    if (!n)
+        return eldr_errf(err, errlen, "dash: out of memory");
+    if (parse_now(snap, where, d->live->now.K, n, err, errlen)) {
+        free(n);
+        return -1;
+    }
+    absorb(d->live, n, at);
+    d->live->polls++;
+    d->tau = n->tau;
+    free(n);
+    return 0;
+}
+
 /* ---- the poller ---- */
 
 /* One digested poll, handed from the thread to the UI. */
@@ -320,7 +397,8 @@ struct live {
     double interval_s;
     int K;
     int64_t fit_gen;             /* thread: the generation whose centroids we have */
-    double taken_at;             /* UI: when the last poll taken was answered */
+    double uptime_s;             /* thread: the daemon's uptime at the last answer,
+                                  * to see a restart (it goes back) */
     pthread_t th;
     int started;
     pthread_mutex_t mu;
@@ -354,6 +432,13 @@ static poll_box *poll_once(live_t *l, char *err, size_t errlen)
     }
     int rc = parse_now(snap, url, l->K, &b->now, err, errlen);
     json_decref(snap);
+    if (!rc) {
+        /* a restarted daemon counts generations from 1 again, maybe with
+         * another model file: fetch its centroids whatever the number */
+        if (isfinite(l->uptime_s) && b->now.uptime_s < l->uptime_s)
+            l->fit_gen = -1;
+        l->uptime_s = b->now.uptime_s;
+    }
     if (!rc && b->now.generation != l->fit_gen) {
         rc = client_snapshot(l->c, 1, 0, &snap, err, errlen);
         if (!rc) {
@@ -436,6 +521,7 @@ int live_attach(dash_t *d, const char *url, double interval_s, double timeout_s,
     }
     d->live->interval_s = interval_s;
     l->K = d->live->now.K;
+    l->uptime_s = d->live->now.uptime_s;
     l->fit_gen = d->fit ? d->live->now.generation : -1;
     pthread_mutex_init(&l->mu, NULL);
     pthread_condattr_t ca;
@@ -444,7 +530,7 @@ int live_attach(dash_t *d, const char *url, double interval_s, double timeout_s,
     pthread_cond_init(&l->cv, &ca);
     pthread_condattr_destroy(&ca);
     l->polls = 1;
-    l->taken_at = mono_now();
+    d->live->at = mono_now();
     clock_gettime(CLOCK_MONOTONIC, &l->last_ok);
     *out = l;
     return 0;
@@ -471,8 +557,7 @@ int live_update(live_t *l, dash_t *d)
     pthread_mutex_unlock(&l->mu);
     if (!b)
         return 0;
-    absorb(L, &b->now, b->at, l->taken_at);
-    l->taken_at = b->at;
+    absorb(L, &b->now, b->at);
     d->tau = b->now.tau;
     set_fit(d, b->fit);
     free(b);

@@ -50,6 +50,23 @@ int live_open_file(dash_t *d, const char *path, char *err, size_t errlen);
 int live_open_json(dash_t *d, const json_t *snap, const char *where, char *err,
                    size_t errlen);
 
+/* Merge one more snapshot into d as its next poll, answered at monotonic
+ * time at (seconds): what live_update does with a poll, for tests and
+ * for replaying saved snapshots. The worker count must not change. */
+int live_absorb_json(dash_t *d, const json_t *snap, const char *where, double at, char *err,
+                     size_t errlen);
+
+/* 1 when snapshot b (the newer) comes from a restarted daemon: its
+ * uptime, its routed or finished total, or its newest decision's seq is
+ * lower than a's. */
+int live_restarted(const dash_live_now *a, const dash_live_now *b);
+
+/* Pause (on = 1) or resume the decisions list (the space key): paused,
+ * the decisions view keeps the list of that moment. */
+void live_pause(dash_live *L, int on);
+/* Decisions newer than the paused list's newest (0 when not paused). */
+int64_t live_newer(const dash_live *L);
+
 /* Free d->live (dash_free calls this). */
 void dash_live_free(dash_live *l);
 

@@ -27,10 +27,20 @@ static void detail(const dash_t *d, canvas_t *c, int x, int y, int w)
     const dash_sim *s = d->cur;
     int wk = d->worker;
     const sim_result *r = &s->res;
-    canvas_box(c, x, y, w, 7, cv_plain(), dash_worker_name(d, wk));
-    canvas_textf(c, x + 2, y + 1, cv_plain(), "calibration members %lld of %lld; routed %lld "
-                 "of %lld; served %lld", (long long)d->fit->sizes[wk], (long long)d->fit->n_fit,
+    const dash_fit *f = d->fit;
+    int re = f->reassigned != NULL;   /* one more line: the re-assignment */
+    canvas_box(c, x, y, w, 7 + re, cv_plain(), dash_worker_name(d, wk));
+    int n = 0;
+    if (f->have_sizes)
+        n = canvas_textf(c, x + 2, y + 1, cv_plain(), "cluster size %lld of %lld; ",
+                         (long long)f->sizes[wk], (long long)f->n_fit);
+    canvas_textf(c, x + 2 + n, y + 1, cv_plain(), "routed %lld of %lld; served %lld",
                  (long long)s->routed[wk], (long long)r->n, (long long)r->served[wk]);
+    if (re)
+        canvas_textf(c, x + 2, y + 2, cv_plain(), "reassigned: %lld of the %lld calibration "
+                     "rows here are nearest to it", (long long)f->reassigned[wk],
+                     (long long)f->n_reassigned);
+    y += re;
     double batch = 0;
     for (int b = 0; b < s->nbins; b++)
         batch += s->running[(size_t)wk * s->nbins + b];
@@ -60,26 +70,33 @@ static void live_detail(const dash_t *d, canvas_t *c, int x, int y, int w)
     canvas_text(c, x + 2, y + 4, cv_fg(CV_DEFAULT, CV_DIM), "Enter: back");
 }
 
-/* The table's columns: mark+name 10, size 7, bar, pct 7, bar, pct 7,
- * in-flight 8; the bars share what the width leaves. Draws the header. */
+/* The table's columns: mark+name 10, size 7, [reassigned 12,] bar, pct
+ * 7, bar, pct 7, in-flight 8; the bars share what the width leaves.
+ * Draws the header. */
 typedef struct balance_cols {
-    int bw, size, b1, p1, b2, p2, inf;
+    int bw, size, re, b1, p1, b2, p2, inf;
 } balance_cols;
 
-static balance_cols balance_header(canvas_t *c, int x, int y, int w)
+#define REASSIGN_W 12
+
+static balance_cols balance_header(canvas_t *c, int x, int y, int w, int reassign)
 {
     balance_cols col;
-    col.bw = (w - 10 - 7 - 7 - 7 - 10 - 4) / 2;
+    int rw = reassign ? REASSIGN_W : 0;
+    col.bw = (w - 10 - 7 - 7 - 7 - 10 - 4 - rw) / 2;
     if (col.bw < 4)
         col.bw = 4;
     col.size = x + 1;
-    col.b1 = x + 18;
+    col.re = x + 18;
+    col.b1 = x + 18 + rw;
     col.p1 = col.b1 + col.bw + 1;
     col.b2 = col.p1 + 8;
     col.p2 = col.b2 + col.bw + 1;
     col.inf = col.p2 + 8;
     cv_style hd = cv_fg(CV_DEFAULT, CV_BOLD);
     canvas_text(c, col.size, y, hd, "worker     size");
+    if (reassign)
+        canvas_text(c, col.re, y, hd, "reassigned");
     canvas_text(c, col.b1, y, hd, "calibration share");
     canvas_text(c, col.b2, y, hd, "routed share");
     canvas_text(c, col.inf, y, hd, "in-flight");
@@ -102,7 +119,7 @@ static void balance_live(const dash_t *d, canvas_t *c, int x, int y, int w, int 
         full = a > full ? a : full;
         full = b > full ? b : full;
     }
-    balance_cols col = balance_header(c, x, y, w);
+    balance_cols col = balance_header(c, x, y, w, 0);
     int bw = col.bw, cx_size = col.size, cx_b1 = col.b1, cx_p1 = col.p1, cx_b2 = col.b2,
         cx_p2 = col.p2, cx_inf = col.inf;
     int rows = h - 4 - (d->zoom ? 6 : 0);
@@ -146,34 +163,42 @@ void view_balance(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         canvas_text(c, x + 1, y + 1, cv_plain(), "loading...");
         return;
     }
-    int K = d->fit->model->K;
+    const dash_fit *f = d->fit;
+    int K = f->model->K;
+    /* the calibration share is the model's own when it has sizes, else
+     * the re-assignment of this trace's calibration rows */
+    const int64_t *cal = f->have_sizes ? f->sizes : f->reassigned;
+    int64_t ncal = f->have_sizes ? f->n_fit : f->n_reassigned;
     double ideal = 1.0 / K, full = 2.0 * ideal;
     for (int k = 0; k < K; k++) {
-        double a = d->fit->n_fit ? (double)d->fit->sizes[k] / d->fit->n_fit : 0;
+        double a = ncal && cal ? (double)cal[k] / ncal : 0;
         double b = s->res.n ? (double)s->routed[k] / s->res.n : 0;
         if (a > full)
             full = a;
         if (b > full)
             full = b;
     }
-    balance_cols col = balance_header(c, x, y, w);
+    balance_cols col = balance_header(c, x, y, w, f->reassigned != NULL);
     int bw = col.bw, cx_size = col.size, cx_b1 = col.b1, cx_p1 = col.p1, cx_b2 = col.b2,
         cx_p2 = col.p2, cx_inf = col.inf;
-    int rows = h - 4 - (d->zoom ? 7 : 0);
+    int notes = f->reassigned ? 2 : 0;
+    int rows = h - 4 - notes - (d->zoom ? 7 + (f->reassigned != NULL) : 0);
     if (rows < 1)
         rows = 1;
     int first = d->worker >= rows ? d->worker - rows + 1 : 0;
-    int64_t total = 0;
-    for (int k = 0; k < K; k++)
-        total += d->fit->sizes[k];
     for (int k = first, row = 0; k < K && row < rows; k++, row++) {
         int yy = y + 1 + row;
         int sel = k == d->worker;
         cv_style st = sel ? (cv_style){CV_DEFAULT, CV_DEFAULT, CV_BOLD} : cv_plain();
-        double a = d->fit->n_fit ? (double)d->fit->sizes[k] / d->fit->n_fit : 0;
+        double a = ncal && cal ? (double)cal[k] / ncal : 0;
         double b = s->res.n ? (double)s->routed[k] / s->res.n : 0;
-        canvas_textf(c, cx_size, yy, st, "%c%-8.8s %6lld", sel ? '>' : ' ',
-                     dash_worker_name(d, k), (long long)d->fit->sizes[k]);
+        canvas_textf(c, cx_size, yy, st, "%c%-8.8s ", sel ? '>' : ' ', dash_worker_name(d, k));
+        if (f->have_sizes)
+            canvas_textf(c, cx_size + 10, yy, st, "%6lld", (long long)f->sizes[k]);
+        else
+            canvas_text(c, cx_size + 10, yy, st, "     -");
+        if (f->reassigned)
+            canvas_textf(c, col.re, yy, st, "%10lld", (long long)f->reassigned[k]);
         share_bar(d, c, cx_b1, yy, bw, a, ideal, full, dash_cluster_color(k));
         canvas_textf(c, cx_p1, yy, st, "%5.1f%%", 100 * a);
         share_bar(d, c, cx_b2, yy, bw, b, ideal, full, dash_cluster_color(k));
@@ -181,12 +206,25 @@ void view_balance(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         canvas_textf(c, cx_inf, yy, st, "%7.1f", dash_inflight_now(d, s, k));
     }
     int yy = y + 1 + (K - first < rows ? K - first : rows);
-    canvas_textf(c, cx_size, yy++, cv_fg(CV_DEFAULT, CV_DIM),
-                 "total %lld = N calibrated; '|' = ideal 1/K = %.1f%%; bars 0..%.0f%%", (long long)total, 100 * ideal, 100 * full);
+    cv_style dim = cv_fg(CV_DEFAULT, CV_DIM);
+    if (!f->reassigned) {
+        canvas_textf(c, cx_size, yy++, dim, "total %lld = N calibrated; '|' = ideal 1/K = "
+                     "%.1f%%; bars 0..%.0f%%", (long long)f->n_fit, 100 * ideal, 100 * full);
+    } else {
+        if (f->have_sizes)
+            canvas_textf(c, cx_size, yy++, dim, "size: %s's own clusters (%lld fitted), "
+                         "as is the calibration share", d->model_name, (long long)f->n_fit);
+        else
+            canvas_textf(c, cx_size, yy++, dim, "size: - (%s holds no cluster sizes); "
+                         "calibration share from the re-assignment", d->model_name);
+        canvas_textf(c, cx_size, yy++, dim, "reassigned (calib rows): these %lld calibration "
+                     "rows by nearest centroid", (long long)f->n_reassigned);
+        canvas_textf(c, cx_size, yy++, dim, "'|' = ideal 1/K = %.1f%%; bars 0..%.0f%%",
+                     100 * ideal, 100 * full);
+    }
     double t = s->t_end * d->cursor;
-    canvas_textf(c, cx_size, yy++, cv_fg(CV_DEFAULT, CV_DIM),
-                 "in-flight at t = %.2f s of %.2f s (, . move); policy %s", t,
-                 s->t_end, route_kind_name(s->policy));
+    canvas_textf(c, cx_size, yy++, dim, "in-flight at t = %.2f s of %.2f s (, . move); "
+                 "policy %s", t, s->t_end, route_kind_name(s->policy));
     if (d->zoom)
         detail(d, c, x, yy, w);
 }

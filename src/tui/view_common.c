@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dash.h"
+#include "live.h"
 
 static const dash_view_fn VIEWS[VIEW_N] = {view_overview, view_balance,   view_heatmap,
                                            view_queues,   view_scatter,   view_rho,
@@ -62,6 +63,20 @@ void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int 
         uint32_t ch = m ? canvas_spark(c, top > 0 ? v / m / top : 0) : ' ';
         canvas_put(c, x + i, y, at && ch == ' ' ? '|' : ch, cv_fg(color, at ? CV_REVERSE : 0));
     }
+}
+
+int dash_restart_marks(const dash_t *d, canvas_t *c, int x, int y, int m)
+{
+    const dash_live *L = d->live;
+    int n = 0;
+    if (!L)
+        return 0;
+    for (int i = 0; i < m && i < L->n_hist; i++)
+        if (L->hist_restart[DASH_BINS - m + i]) {
+            canvas_put(c, x + i, y, '!', (cv_style){196, CV_DEFAULT, CV_BOLD});
+            n++;
+        }
+    return n;
 }
 
 const char *dash_worker_name(const dash_t *d, int w)
@@ -127,21 +142,120 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
     x += canvas_textf(c, x, y, cv_plain(), " tau %.2f K %d gen %lld | in-flight %lld, routed %lld",
                       n->tau, n->K, (long long)n->generation, (long long)inf, (long long)routed);
     if (L->error[0]) {   /* the last numbers stay; the footer has the message */
-        canvas_textf(c, x + 1, y, (cv_style){196, CV_DEFAULT, CV_BOLD | CV_REVERSE},
-                     " NO ANSWER, retrying; %lld failed ", (long long)L->failures);
+        x += 1 + canvas_textf(c, x + 1, y, (cv_style){196, CV_DEFAULT, CV_BOLD | CV_REVERSE},
+                              " NO ANSWER, retrying; %lld failed ", (long long)L->failures);
+        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), " last answer %.0fs ago", L->age_s);
         return;
     }
+    /* the age of the last answer matters most when the line is short of
+     * room: drop the calibration's similarity, the rate, the similarity */
+    char rate[32] = "", sim[32] = "", cal[32] = "", age[48];
     if (L->rate == L->rate)
-        x += canvas_textf(c, x, y, cv_plain(), " | %.1f/s", L->rate);
+        snprintf(rate, sizeof rate, " | %.1f/s", L->rate);
     if (n->mean_sim == n->mean_sim)
-        x += canvas_textf(c, x, y, cv_plain(), " | sim %.3f", n->mean_sim);
+        snprintf(sim, sizeof sim, " | sim %.3f", n->mean_sim);
     if (n->calib_sim == n->calib_sim)
-        x += canvas_textf(c, x, y, cv_plain(), " (calib %.3f)", n->calib_sim);
+        snprintf(cal, sizeof cal, " (calib %.3f)", n->calib_sim);
+    snprintf(age, sizeof age, " | last answer %.1fs ago", L->age_s);
+    int need = x + (int)(strlen(rate) + strlen(sim) + strlen(cal) + strlen(age));
+    if (L->attached && need > c->w) {
+        need -= (int)strlen(cal);
+        cal[0] = '\0';
+    }
+    if (L->attached && need > c->w) {
+        need -= (int)strlen(rate);
+        rate[0] = '\0';
+    }
+    if (L->attached && need > c->w)
+        sim[0] = '\0';
+    x += canvas_text(c, x, y, cv_plain(), rate);
+    x += canvas_text(c, x, y, cv_plain(), sim);
+    x += canvas_text(c, x, y, cv_plain(), cal);
     if (L->attached)
-        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | polled %.1fs ago", L->age_s);
+        canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), age);
     else
         canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | frozen at uptime %.0fs",
                      n->uptime_s == n->uptime_s ? n->uptime_s : 0);
+}
+
+/* A change of a against b (lower is better): -1 better, 1 worse, 0 even
+ * (under 0.05%, what "%+.1f%%" prints as +0.0%), 2 unknown. */
+static int verdict(double a, double b)
+{
+    if (!(b > 0) || !isfinite(a))
+        return 2;
+    double pct = 100.0 * (a - b) / b;
+    return pct <= -0.05 ? -1 : pct >= 0.05 ? 1 : 0;
+}
+
+/* The header's deltas are coloured by verdict: green better, red worse.
+ * Without colour (a plain terminal, and --frame text) a word follows
+ * each delta instead, so a capture still says which way it went; the
+ * line then loses, in turn, the " vs rr", the long labels, the units
+ * and the "|" separators, and at last the words shrink to one letter
+ * (b / w / =). */
+enum { HDR_COLOUR, HDR_WORDS, HDR_WORDS_NOVS, HDR_SHORT, HDR_SHORT_NOUNIT, HDR_TIGHT,
+       HDR_LETTERS, HDR_FORMS };
+
+static const char *verdict_word(int v, int form)
+{
+    static const char *words[] = {"better", "even", "worse"};
+    static const char *letters[] = {"b", "=", "w"};
+    if (form == HDR_COLOUR || v == 2)
+        return "";
+    return form == HDR_LETTERS ? letters[v + 1] : words[v + 1];
+}
+
+/* Draws (or, with draw 0, measures) the numbers part from x; returns the
+ * columns it takes. */
+static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, int form, int draw)
+{
+    const dash_sim *s = d->cur, *b = dash_best_base(d);
+    double v[3] = {s->res.tpot_p50_ms, s->res.tpot_p99_ms, s->res.distinct_per_step};
+    double r[3] = {b ? b->res.tpot_p50_ms : 0, b ? b->res.tpot_p99_ms : 0,
+                   b ? b->res.distinct_per_step : 0};
+    int shortl = form >= HDR_SHORT, nounit = form >= HDR_SHORT_NOUNIT;
+    const char *label[3] = {shortl ? " | p50 " : " | TPOT p50 ", " p99 ",
+                            shortl ? " | U " : " | U/step "};
+    if (form >= HDR_TIGHT) {   /* 80 columns: the words still fit without the bars */
+        label[0] = " p50 ";
+        label[2] = " U ";
+    }
+    const char *unit = nounit ? "" : "ms";
+    int colour = form == HDR_COLOUR && c->colors >= 8;
+    int green = c->colors >= 256 ? 40 : 2, red = c->colors >= 256 ? 196 : 1;
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        char num[32], ch[24], buf[96];
+        snprintf(num, sizeof num, i < 2 ? "%.2f%s" : "%.1f", v[i], unit);
+        dash_fmt_change(ch, sizeof ch, v[i], r[i]);
+        int vd = verdict(v[i], r[i]);
+        snprintf(buf, sizeof buf, "%s%s ", label[i], num);
+        if (draw)
+            canvas_text(c, x + n, y, cv_plain(), buf);
+        n += (int)strlen(buf);
+        cv_style st = colour && vd != 2 && vd != 0
+                          ? cv_fg(vd < 0 ? green : red, CV_BOLD) : cv_plain();
+        if (draw)
+            canvas_text(c, x + n, y, st, ch);
+        n += (int)strlen(ch);
+        const char *w = verdict_word(vd, form);
+        if (*w) {
+            snprintf(buf, sizeof buf, " %s", w);
+            if (draw)
+                canvas_text(c, x + n, y, cv_fg(CV_DEFAULT, CV_DIM), buf);
+            n += (int)strlen(buf);
+        }
+    }
+    if (b && form != HDR_WORDS_NOVS && form < HDR_SHORT) {
+        char vs[32];
+        snprintf(vs, sizeof vs, " vs %s", route_kind_name(b->policy));
+        if (draw && (form != HDR_COLOUR || c->w - x - n >= 10))
+            canvas_text(c, x + n, y, cv_fg(CV_DEFAULT, CV_DIM), vs);
+        if (form != HDR_COLOUR)
+            n += (int)strlen(vs);
+    }
+    return n;
 }
 
 /* "eldr tau 0.10 K 4 | TPOT p50 2.71ms -3.1% p99 ... | U/step 17.2 -20% vs jsq" */
@@ -151,9 +265,8 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
         draw_live(d, c, y);
         return;
     }
-    const dash_sim *s = d->cur, *b = dash_best_base(d);
+    const dash_sim *s = d->cur;
     int K = d->fit ? d->fit->model->K : 0;
-    char ch50[24], ch99[24], chu[24];
     int x = canvas_textf(c, 0, y, cv_fg(CV_DEFAULT, CV_BOLD), "%s", route_kind_name(d->policy));
     if (d->policy == ROUTE_ELDR)
         x += canvas_textf(c, x, y, cv_plain(), " tau %.2f", d->tau);
@@ -164,16 +277,13 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
         canvas_text(c, x, y, cv_plain(), " | no simulation yet");
         return;
     }
-    dash_fmt_change(ch50, sizeof ch50, s->res.tpot_p50_ms, b ? b->res.tpot_p50_ms : 0);
-    dash_fmt_change(ch99, sizeof ch99, s->res.tpot_p99_ms, b ? b->res.tpot_p99_ms : 0);
-    dash_fmt_change(chu, sizeof chu, s->res.distinct_per_step,
-                    b ? b->res.distinct_per_step : 0);
-    x += canvas_textf(c, x, y, cv_plain(), " | TPOT p50 %.2fms %s p99 %.2fms %s | "
-                      "U/step %.1f %s", s->res.tpot_p50_ms, ch50, s->res.tpot_p99_ms, ch99,
-                      s->res.distinct_per_step, chu);
-    if (b)
-        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), c->w - x >= 10 ? " vs %s" : "",
-                     route_kind_name(b->policy));
+    int form = HDR_COLOUR;
+    if (c->colors < 8) {
+        form = HDR_WORDS;
+        while (form < HDR_LETTERS && x + whatif_numbers(d, c, x, y, form, 0) > c->w)
+            form++;
+    }
+    whatif_numbers(d, c, x, y, form, 1);
 }
 
 static void draw_footer(const dash_t *d, canvas_t *c)
@@ -201,9 +311,14 @@ static void draw_footer(const dash_t *d, canvas_t *c)
         return;
     }
     if (d->live) {
-        canvas_textf(c, 0, y, bar, c->w >= 90 ? " 1-8/Tab view  arrows worker  Enter zoom  "
-                     "? help  q quit   %s" : " 1-8 view arrows worker Enter zoom ? help q quit",
-                     d->live->attached ? "live: polls /v1/snapshot" : "saved snapshot");
+        if (d->live->paused)
+            canvas_textf(c, 0, y, bar, " decisions PAUSED: space resumes (%lld newer)   "
+                         "1-8 view  ? help  q quit", (long long)live_newer(d->live));
+        else
+            canvas_textf(c, 0, y, bar, c->w >= 100 ? " 1-8/Tab view  arrows worker  Enter "
+                         "zoom  space pause  ? help  q quit   %s" : " 1-8 view arrows worker "
+                         "Enter zoom space pause ? help q quit", d->live->attached
+                         ? "live: polls /v1/snapshot" : "saved snapshot");
         return;
     }
     canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-6/Tab view  +/- tau  [/] K  p policy  "
@@ -218,6 +333,7 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "                   rho decisions drift)",
         "Up/Down, Left/Right  select a worker (balance, heatmap, queues)",
         "Enter              zoom on the selected worker / back",
+        "space              pause / resume the decisions list (polls go on)",
         "?                  this help        q  quit",
         "",
         "Live mode shows what eldrd's GET /v1/snapshot says: in-flight and",
@@ -229,9 +345,11 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "1..8, Tab, S-Tab   switch view (overview balance heatmap queues scatter rho;",
         "                   decisions and drift in live mode: --attach URL)",
         "+ / -              tau up / down by 0.05 (re-simulates)",
-        "[ / ]              K down / up (refits with the model's recipe)",
+        "[ / ]              K down / up (refits with the model's recipe; at the",
+        "                   model's own K the model itself comes back)",
         "p                  cycle the policy: eldr random rr jsq p2c",
-        "Up/Down, Left/Right  select a worker (balance, heatmap, queues)",
+        "Up/Down, Left/Right  select a worker (balance, queues; j / k too)",
+        "                   heatmap: move the cell cursor; j / k the worker",
         "Enter              zoom on the selected worker / back",
         ", / .              move the time cursor ('now') in the simulation",
         "Esc                cancel a running refit",

@@ -2,11 +2,14 @@
  * first, each with its evidence: the request id, the worker it went to,
  * the rule that decided, the best similarity, the band the rule chose
  * among and the in-flight counts it saw. Decisions sent to the selected
- * worker are bold; Enter shows only those. */
+ * worker are bold; Enter shows only those. Space pauses the list (it
+ * keeps the decisions of that moment while the polls go on) and resumes
+ * it. */
 #include <stdio.h>
 #include <string.h>
 
 #include "dash.h"
+#include "live.h"
 
 void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
@@ -15,16 +18,23 @@ void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
                     "URL, or --router-snapshot FILE)");
         return;
     }
-    const dash_live_now *n = &d->live->now;
+    const dash_live *L = d->live;
+    /* paused: the list as it was when space was pressed; polls go on */
+    int n_dec = L->paused ? L->n_frozen : L->now.n_dec;
+    const dash_decision *dec = L->paused ? L->frozen : L->now.dec;
     int idw = w >= 120 ? 36 : w >= 90 ? 24 : 14;
-    canvas_textf(c, x + 1, y, cv_fg(CV_DEFAULT, CV_BOLD), "recent decisions, newest first (%d "
-                 "from the daemon's ring%s%s)", n->n_dec, d->zoom ? "; only " : "",
-                 d->zoom ? dash_worker_name(d, d->worker) : "");
+    int tx = x + 1 + canvas_textf(c, x + 1, y, cv_fg(CV_DEFAULT, CV_BOLD), "recent decisions, "
+                                  "newest first (%d from the daemon's ring%s%s)", n_dec,
+                                  d->zoom ? "; only " : "",
+                                  d->zoom ? dash_worker_name(d, d->worker) : "");
+    if (L->paused)
+        canvas_textf(c, tx, y, (cv_style){CV_DEFAULT, CV_DEFAULT, CV_BOLD | CV_REVERSE},
+                     " PAUSED: space resumes; %lld newer ", (long long)live_newer(L));
     canvas_textf(c, x + 1, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "%8s %-*s %-8s %-12s %8s  %-10s %s",
                  "seq", idw, "request id", "worker", "rule", "best sim", "band", "loads seen");
     int row = 0, rows = h - 3;
-    for (int i = 0; i < n->n_dec && row < rows; i++) {
-        const dash_decision *e = &n->dec[i];
+    for (int i = 0; i < n_dec && row < rows; i++) {
+        const dash_decision *e = &dec[i];
         if (d->zoom && e->worker != d->worker)
             continue;
         char sim[16];
@@ -45,5 +55,5 @@ void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     if (row < rows)
         canvas_text(c, x + 1, y + 3 + row, cv_fg(CV_DEFAULT, CV_DIM), "band: the workers the "
                     "rule chose among; loads: their in-flight counts at the time; "
-                    "Enter: this worker only");
+                    "Enter: this worker only; space: pause");
 }

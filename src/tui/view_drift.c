@@ -29,6 +29,81 @@ static void share_row(const dash_t *d, canvas_t *c, int x, int y, int bw, int k,
         canvas_textf(c, x + 28 + 2 * bw, y, st, "%+6.1f", 100 * (a - b));
 }
 
+/* The range a history is drawn over: the visible polls, widened to at
+ * least DRIFT_MIN_SPAN so that noise in the fifth decimal does not fill
+ * the chart. Auto-scaled (not 0..1): a drift of 0.005 in a similarity
+ * near 0.7 must show. The calibration's level is not stretched in (it
+ * may sit far off and flatten the polls); it is drawn when in range. */
+#define DRIFT_MIN_SPAN 0.002
+
+static int sim_range(const float *v, int m, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int i = 0; i < m; i++)
+        if (v[i] == v[i]) {
+            *lo = v[i] < *lo ? v[i] : *lo;
+            *hi = v[i] > *hi ? v[i] : *hi;
+        }
+    if (!(*hi >= *lo))
+        return 0;
+    if (*hi - *lo < DRIFT_MIN_SPAN) {
+        double mid = (*hi + *lo) / 2;
+        *lo = mid - DRIFT_MIN_SPAN / 2;
+        *hi = mid + DRIFT_MIN_SPAN / 2;
+    }
+    return 1;
+}
+
+/* The mean best similarity over the polls as a chart of `rows` rows on
+ * an auto-scaled axis (printed), the calibration's level dotted, daemon
+ * restarts marked '!'. Returns the lines used. */
+static int history(const dash_t *d, canvas_t *c, int x, int y, int w, int rows)
+{
+    const dash_live *L = d->live;
+    double calib = L->now.calib_sim;
+    int lw = 18, sw = w - lw, m = L->n_hist < sw ? L->n_hist : sw;
+    const float *v = L->hist_sim + DASH_BINS - m;
+    double lo, hi;
+    cv_style dim = cv_fg(CV_DEFAULT, CV_DIM);
+    if (m < 1 || !sim_range(v, m, &lo, &hi)) {
+        canvas_text(c, x, y, dim, "  history: no similarity yet");
+        return 1;
+    }
+    if (rows > 1) {   /* the axis' ends beside the chart */
+        canvas_textf(c, x, y, dim, "  history %7.4f", hi);
+        canvas_textf(c, x, y + rows - 1, dim, "          %7.4f", lo);
+    } else {
+        canvas_text(c, x, y, dim, "  history");
+    }
+    int x0 = x + lw + sw - m, crow = -1;
+    if (calib >= lo && calib <= hi)   /* the row the calibration's level falls in */
+        crow = rows - 1 - (int)((calib - lo) / (hi - lo) * rows * 0.999);
+    for (int i = 0; i < m; i++) {
+        /* a floor of one eighth: the lowest poll still shows */
+        double f = v[i] == v[i] ? (0.125 + 0.875 * (v[i] - lo) / (hi - lo)) * rows : -1;
+        for (int r = 0; r < rows; r++) {
+            double fill = f - r;   /* rows from the bottom */
+            uint32_t ch = fill >= 1 ? (c->unicode ? 0x2588 : '#')
+                        : fill > 0 ? canvas_spark(c, fill) : ' ';
+            int cy = y + rows - 1 - r;
+            if (ch == ' ' && cy - y == crow)
+                canvas_put(c, x0 + i, cy, '-', dim);
+            else
+                canvas_put(c, x0 + i, cy, ch, cv_fg(39, 0));
+        }
+    }
+    int marks = dash_restart_marks(d, c, x0, y, m);
+    char cal[48] = "";
+    if (crow >= 0)
+        snprintf(cal, sizeof cal, "; - calibration");
+    else if (calib == calib)
+        snprintf(cal, sizeof cal, "; calibration %.4f %s", calib, calib > hi ? "above" : "below");
+    canvas_textf(c, x, y + rows, dim, "  axis %.4f..%.4f auto-scaled%s%s; newest right",
+                 lo, hi, marks ? "; ! restart" : "", cal);
+    return rows + 1;
+}
+
 void view_drift(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
     if (!d->live) {
@@ -52,14 +127,8 @@ void view_drift(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         canvas_text(c, x + 1, yy++, dim, "  no signatures in the window yet (or the model "
                     "was just swapped)");
     }
-    int sw = w - 14, m = L->n_hist < sw ? L->n_hist : sw;
-    if (m > 0) {
-        canvas_textf(c, x + 1, yy, dim, "  history ");
-        dash_sparkline(c, x + 12 + sw - m, yy, m, L->hist_sim + DASH_BINS - m, m, 1.0, -1, 39);
-        yy++;
-        canvas_textf(c, x + 1, yy++, dim, "  (one column per poll, newest at the right; "
-                     "full height = 1.0)");
-    }
+    if (L->n_hist > 0 && w > 30)
+        yy += history(d, c, x + 1, yy, w - 2, h >= 20 ? 3 : 1);
     yy++;
     int bw = (w - 40) / 2;
     bw = bw > 30 ? 30 : bw < 4 ? 4 : bw;

@@ -30,6 +30,28 @@ static void mask_text(const model_t *m, char *buf, size_t n)
         used += (size_t)snprintf(buf + used, n - used, i ? ",%d" : "%d", m->recipe.layers[i]);
 }
 
+/* Where the model shown comes from; a refit must never pass for the
+ * file's model (it has other centroids). */
+static void source_line(const dash_t *d, canvas_t *c, int x, int y)
+{
+    const dash_fit *f = d->fit, *home = d->home;
+    cv_style p = cv_plain();
+    if (f->origin != DASH_FIT_REFIT || !home) {
+        canvas_textf(c, x, y, p, "  source    %s", f->origin == DASH_FIT_FILE && d->model_name[0]
+                     ? d->model_name : "fitted here (default recipe)");
+        return;
+    }
+    char base[300];
+    if (home->origin == DASH_FIT_FILE)
+        snprintf(base, sizeof base, "recipe of %s; K %d restores it", d->model_name,
+                 home->model->K);
+    else
+        snprintf(base, sizeof base, "default recipe; K %d restores the first fit",
+                 home->model->K);
+    canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), "  source    refitted here with K %d "
+                 "(%s)", f->model->K, base);
+}
+
 static int model_block(const dash_t *d, canvas_t *c, int x, int y)
 {
     cv_style h = cv_fg(CV_DEFAULT, CV_BOLD), p = cv_plain();
@@ -38,15 +60,23 @@ static int model_block(const dash_t *d, canvas_t *c, int x, int y)
     int y0 = y;
     mask_text(m, mask, sizeof mask);
     canvas_text(c, x, y++, h, "Model");
-    canvas_textf(c, x, y++, p, "  source    %s", d->model_name[0] ? d->model_name
-                                                               : "fitted here (default recipe)");
+    source_line(d, c, x, y++);
     canvas_textf(c, x, y++, p, "  recipe    %s over %d layers: %s",
                  sig_variant_name(m->recipe.variant), m->recipe.n_layers, mask);
     if (isfinite(m->rho))
         canvas_textf(c, x, y++, p, "  quality   rho %.3f, N* %d", m->rho, m->n_star);
     canvas_textf(c, x, y++, p, "  K         %d workers (%s ... %s), %s", m->K, m->workers[0],
                  m->workers[m->K - 1], m->balanced == 0 ? "unbalanced" : "balanced");
-    canvas_textf(c, x, y++, p, "  calib     %lld signatures clustered", (long long)d->fit->n_fit);
+    const dash_fit *f = d->fit;
+    if (!f->reassigned)
+        canvas_textf(c, x, y++, p, "  calib     %lld signatures clustered", (long long)f->n_fit);
+    else if (f->have_sizes)
+        canvas_textf(c, x, y++, p, "  calib     %lld signatures clustered by the model's fit; "
+                     "%lld calibration rows here re-assigned", (long long)f->n_fit,
+                     (long long)f->n_reassigned);
+    else
+        canvas_textf(c, x, y++, p, "  calib     the model file has no cluster sizes; %lld "
+                     "calibration rows here re-assigned", (long long)f->n_reassigned);
     return y - y0;
 }
 
@@ -104,6 +134,10 @@ static int router_block(const dash_t *d, canvas_t *c, int x, int y)
         canvas_textf(c, x, y++, p, "  snapshot  %s (saved; one frozen poll)", L->source);
     canvas_textf(c, x, y++, p, "  uptime    %.0f s; loads from %s", n->uptime_s == n->uptime_s
                  ? n->uptime_s : 0, n->load_from);
+    if (L->restarts)
+        canvas_textf(c, x, y++, (cv_style){196, CV_DEFAULT, CV_BOLD}, "  restarts  %lld seen "
+                     "this session; the last: uptime %.0f s -> %.0f s ('!' in the histories)",
+                     (long long)L->restarts, L->restart_from, L->restart_to);
     const model_t *m = d->fit ? d->fit->model : NULL;
     char mask[200] = "";
     if (m)

@@ -79,7 +79,7 @@ static void queues_live(const dash_t *d, canvas_t *c, int x, int y, int w, int h
     int chart_h = d->zoom ? (h - 2) / 2 : 0;
     int rows = h - 2 - chart_h;
     int first = d->worker >= rows ? d->worker - rows + 1 : 0;
-    int sx = x + 1 + 10 + bw + 1 + 10 + 1, sw = x + w - sx - 1;
+    int sx = x + 1 + 10 + bw + 1 + 10 + 1, sw = x + w - sx - 1, marks = 0;
     for (int k = first, r = 0; k < K && r < rows; k++, r++) {
         int yy = y + 1 + r;
         const float *row = L->hist[k] + DASH_BINS - n;
@@ -92,11 +92,16 @@ static void queues_live(const dash_t *d, canvas_t *c, int x, int y, int w, int h
         if (sw > 4) {
             int m = n < sw ? n : sw;   /* the newest m polls, right-aligned */
             dash_sparkline(c, sx + sw - m, yy, m, row + n - m, m, top, -1, dash_cluster_color(k));
+            marks += dash_restart_marks(d, c, sx + sw - m, yy, m);
         }
     }
     int shown = K - first < rows ? K - first : rows;
-    canvas_textf(c, x + 1, y + 1 + shown, cv_fg(CV_DEFAULT, CV_DIM), "%s; history: one "
-                 "column per poll, every %.1f s, newest at the right", L->attached ? "live"
+    int tx = x + 1;
+    if (marks)   /* first: the note must not be cut off */
+        tx += canvas_text(c, tx, y + 1 + shown, (cv_style){196, CV_DEFAULT, CV_BOLD},
+                          "! daemon restart; ");
+    canvas_textf(c, tx, y + 1 + shown, cv_fg(CV_DEFAULT, CV_DIM), "%s; history: one column "
+                 "per poll, every %.1f s, newest at the right", L->attached ? "live"
                  : "saved snapshot (one poll)", L->interval_s);
     if (d->zoom && chart_h >= 4)
         chart(d, c, x, y + 2 + shown, w, chart_h, L->hist[d->worker] + DASH_BINS - n, n, -1,

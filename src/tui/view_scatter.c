@@ -72,9 +72,13 @@ void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     canvas_text(c, lx, y, cv_fg(CV_DEFAULT, CV_BOLD), "cluster  worker  size");
     int rows = h - 3;
     for (int k = 0; k < K && k < rows; k++) {
-        canvas_textf(c, lx, y + 1 + k, cv_fg(dash_cluster_color(k), k == d->worker ? CV_BOLD : 0),
-                     "%c %c    %-7.7s %5lld", cluster_glyph(k, 0), cluster_glyph(k, 1),
-                     dash_worker_name(d, k), (long long)f->sizes[k]);
+        cv_style st = cv_fg(dash_cluster_color(k), k == d->worker ? CV_BOLD : 0);
+        int n = canvas_textf(c, lx, y + 1 + k, st, "%c %c    %-7.7s ", cluster_glyph(k, 0),
+                             cluster_glyph(k, 1), dash_worker_name(d, k));
+        if (f->have_sizes)
+            canvas_textf(c, lx + n, y + 1 + k, st, "%5lld", (long long)f->sizes[k]);
+        else
+            canvas_text(c, lx + n, y + 1 + k, st, "    -");
     }
     int ly = y + 1 + (K < rows ? K : rows);
     if (ly < y + h)

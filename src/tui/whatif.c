@@ -48,7 +48,12 @@ static int run_change(whatif_t *w)
 {
     const dash_t *d = w->d;
     const model_t *m = d->fit->model;
-    if (w->K != m->K) {
+    if (w->K != m->K && d->home && w->K == d->home->model->K) {
+        /* back to the opened model's K: that model, not a new k-means
+         * (which would give other centroids and lose the file's recipe) */
+        w->fit = d->home;
+        m = w->fit->model;
+    } else if (w->K != m->K) {
         int rc = dash_refit(d, w->K, &w->cancel, on_progress, w, &w->fit, w->err,
                             sizeof w->err);
         if (rc)
@@ -161,13 +166,13 @@ int whatif_collect(whatif_t *w)
     w->running = 0;
     dash_t *d = w->d;
     if (w->kind == WHATIF_OPEN || w->rc) {
-        dash_fit_free(w->fit);
+        dash_fit_release(d, w->fit);
         dash_sim_free(w->cur);
         for (int i = 0; i < DASH_N_BASE; i++)
             dash_sim_free(w->base[i]);
     } else {
         if (w->fit) {
-            dash_fit_free(d->fit);
+            dash_fit_release(d, d->fit);
             d->fit = w->fit;
             for (int i = 0; i < DASH_N_BASE; i++) {
                 dash_sim_free(d->base[i]);

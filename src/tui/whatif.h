@@ -1,5 +1,6 @@
 /* whatif.h - the dashboard's background jobs: the initial fit and
- * simulations (open), and what-if changes (refit with a new K, re-simulate
+ * simulations (open), and what-if changes (refit with a new K, or back to
+ * the opened model when K returns to its K; re-simulate
  * with a new tau or policy), one at a time on one thread, so the UI never
  * blocks. The UI starts a job, polls its progress, may cancel it (the
  * K-means stops at its next check; the rest at the next stage), and takes

@@ -37,6 +37,17 @@ wait_for 'PROMPT\$' 5
 $T send-keys -t dash "$ELDR dash $SAMPLE --tau 0; echo EXIT=\$?" Enter
 check "dash starts and shows the overview" '\[1 overview\]' 15
 check "dash shows the headline numbers" 'TPOT p50 [0-9.]+ms' 15
+# issue 14: on this sample eldr at tau 0 is worse than the best baseline:
+# its deltas are red (256-colour 196) and, in colour, need no words
+hdr_e=$($T capture-pane -e -p -t dash | sed -n 2p)
+case "$hdr_e" in
+*'38;5;196m+'*) ok "header deltas are coloured (red: worse)" ;;
+*) notok "header deltas are coloured (red: worse)" "$hdr_e" ;;
+esac
+case "$(header)" in
+*worse*|*better*) notok "colour header carries no words" "$(header)" ;;
+*) ok "colour header carries no words" ;;
+esac
 
 $T send-keys -t dash 2
 check "key 2: balance view" '\[2 balance\]'
@@ -44,6 +55,13 @@ check "balance names the workers" '>w0 '
 $T send-keys -t dash Tab
 check "Tab: heatmap view" '\[3 heatmap\]'
 check "heatmap has a legend" 'legend:'
+# issue 14: in a 256-colour terminal the cells keep their glyphs (a text
+# capture is not blank); arrows move the cell cursor and its readout
+if screen | grep -Eq '^[ *]L0 +[^ ]*[.:=+*#%@-]{8}'; then ok "colour heatmap readable as text"
+else notok "colour heatmap readable as text" "$(screen | sed -n 3,6p)"; fi
+$T send-keys -t dash Down Down Right
+check "arrows move the heatmap cursor" 'cursor L2 E1' 5
+check "the readout gives the sample size" 'activations here; w0 served [0-9]+/[0-9]+ requests' 5
 $T send-keys -t dash 6
 check "key 6: rho view" '\[6 rho\]'
 check "rho marks N*" 'N\*='
@@ -61,6 +79,13 @@ $T send-keys -t dash ]
 check "']': refit to K 5" 'tau 0\.05 K 5 \| TPOT' 20
 $T send-keys -t dash 2
 check "balance after refit shows w4" '^ +>?w4 '
+# issue 14: the overview says a refit is one, and '[' back restores
+$T send-keys -t dash 1
+check "overview after ']' says refitted here with K 5" 'source +refitted here with K 5'
+$T send-keys -t dash '['
+check "'[': back to K 4" 'tau 0\.05 K 4 \| TPOT' 20
+check "'[': the first fit is back in the overview" 'source +fitted here \(default recipe\)' 5
+$T send-keys -t dash 2
 $T send-keys -t dash '?'
 check "'?': help overlay" 'keys'
 $T send-keys -t dash '?'
@@ -88,8 +113,11 @@ case "$st" in
 esac
 
 $T send-keys -t dash clear Enter
-$T send-keys -t dash "$ELDR dash $SAMPLE; echo EXIT=\$?" Enter
+# the second start on a terminal without colour (vt100): the header's
+# deltas say better / worse in words instead (issue 14)
+$T send-keys -t dash "TERM=vt100 $ELDR dash $SAMPLE; echo EXIT=\$?" Enter
 check "second start" 'TPOT p50' 15
+check "no-colour terminal: each delta says which way" 'TPOT p50 [0-9.]+ms [-+][0-9.]+% (worse|better|even) p99' 5
 $T send-keys -t dash C-c
 check "^C exits with 130" 'EXIT=130' 10
 $T send-keys -t dash "stty -a | tr ' ;' '\n\n' | grep -Ex -- '-?(icanon|echo)' | tr '\n' ' '; echo STTY2" Enter
@@ -105,6 +133,11 @@ expect_fail2 "dash without a terminal fails cleanly" 'needs a terminal' "$ELDR" 
 expect_fail2 "dash on a missing trace" 'nope\.h5' "$ELDR" dash /nope.h5 --frame -
 expect_fail2 "dash --view bad" "--view 'x'" "$ELDR" dash "$SAMPLE" --frame - --view x
 expect_fail2 "dash --width too small" 'width' "$ELDR" dash "$SAMPLE" --frame - --width 5
+expect_fail2 "dash --cell bad" "--cell '3'" "$ELDR" dash "$SAMPLE" --frame - --cell 3
+expect_status "dash --cell 3,7 --view heatmap" 0 "$ELDR" dash "$SAMPLE" --frame - --view heatmap \
+    --cell 3,7 --width 100 --height 30
+if grep -q 'cursor L3 E7' "$TMP/out"; then ok "--cell puts the heatmap cursor there"
+else notok "--cell puts the heatmap cursor there" "$(grep cursor "$TMP/out")"; fi
 expect_status "dash --help" 0 "$ELDR" dash --help
 expect_out "dash --help names --frame" '--frame FILE'
 expect_status "dash --frame FILE" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/f.txt" --view rho --width 80 --height 24

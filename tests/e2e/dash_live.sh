@@ -123,5 +123,26 @@ stop
 tcheck "tmux: a dead daemon shows in the header, retried" 'NO ANSWER, retrying; [0-9]+ failed' 10
 tcheck "tmux: the footer says why" "poll failed: $URL" 5
 tcheck "tmux: the last numbers stay" 'in-flight 11, routed 12 +NO ANSWER' 5
+tcheck "tmux: how long since the last answer" 'NO ANSWER, retrying; [0-9]+ failed +last answer [0-9]+s ago' 5
+# issue 14: the daemon comes back (same port, counters from 0): the
+# histories mark the restart, and the decisions list pauses on space
+"$ELDRD" --listen "127.0.0.1:$PORT" -m "$TMP/m.h5" --workers w0,w1,w2,w3 --quiet \
+    2>"$TMP/again.log" &
+PID=$!
+PIDS="$PIDS $PID"
+tcheck "tmux: restarted daemon answers again" 'routed 0 \| .*last answer' 15
+tcheck "tmux: the restart is marked in the queues history" '! daemon restart' 5
+$T send-keys -t live 1
+tcheck "tmux: the overview counts the restart, once" "restarts +1 seen" 5
+$T send-keys -t live 7
+tcheck "tmux: key 7 after the restart" '\[7 decisions\]' 5
+$T send-keys -t live Space
+tcheck "tmux: space pauses the decisions" 'PAUSED: space resumes' 5
+route "live-20"
+tcheck "tmux: paused, the new decision is counted, not listed" 'PAUSED: space resumes; 1 newer' 5
+if screen | grep -q 'live-20 '; then notok "tmux: paused list holds still" "$(screen | head -6)"
+else ok "tmux: paused list holds still"; fi
+$T send-keys -t live Space
+tcheck "tmux: space resumes, live-20 listed" 'live-20 ' 5
 $T send-keys -t live q
 tcheck "tmux: q quits with 0 after connection errors" 'EXIT=0' 10

@@ -303,6 +303,186 @@ static void test_attach_unreachable(void **state)
     live_stop(NULL);
 }
 
+/* The fixture snapshot as a later poll: uptime and time moved on by dt,
+ * every worker's routed count plus `more`, the window's similarity sim,
+ * and (seq > 0) one newer decision "req-new" with that seq. */
+static json_t *later(double dt, double uptime, int more, double sim, int seq)
+{
+    json_t *snap = snapshot(0);
+    json_object_set_new(snap, "time", json_real(1.7e9 + dt));
+    json_object_set_new(snap, "uptime_s", json_real(uptime));
+    json_t *ws = json_object_get(snap, "workers");
+    for (int k = 0; k < NK; k++)
+        json_object_set_new(json_array_get(ws, (size_t)k), "routed",
+                            json_integer(ROUTED[k] + more));
+    json_object_set_new(json_object_get(snap, "drift"), "mean_best_similarity", json_real(sim));
+    if (seq > 0)
+        json_array_insert_new(json_object_get(snap, "decisions"), 0,
+                              json_pack("{s:s, s:i, s:i, s:s, s:f, s:[i], s:[i,i,i]}",
+                                        "request_id", "req-new", "seq", seq, "worker_index", 0,
+                                        "rule", "min2", "sim_max", 0.5, "band", 0, "loads", 1,
+                                        1, 1));
+    return snap;
+}
+
+static void absorb(dash_t *d, json_t *snap, double at)
+{
+    char err[ELDR_ERRLEN];
+    int rc = live_absorb_json(d, snap, "poll", at, err, sizeof err);
+    json_decref(snap);
+    if (rc)
+        fail_msg("live_absorb_json: %s", err);
+}
+
+/* Issue 14: a daemon restart (uptime back, start time moved, counters
+ * back) is detected and marked '!' in the histories; an ordinary next
+ * poll is not. */
+static void test_restart_marked(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_snapshot(&d, 1);
+    absorb(&d, later(1, 43, 5, 0.6125, 0), 1.0);
+    assert_int_equal(d.live->restarts, 0);
+    assert_int_equal(d.live->hist_restart[DASH_BINS - 1], 0);
+    char *s = frame(&d, VIEW_QUEUES, 100, 30);
+    assert_null(strstr(s, "daemon restart"));
+    free(s);
+    /* restarted 5 s later: uptime 2 s, counters from 0 again */
+    absorb(&d, later(6, 2, -20, 0.6125, 0), 2.0);
+    assert_int_equal(d.live->restarts, 1);
+    assert_int_equal(d.live->hist_restart[DASH_BINS - 1], 1);
+    assert_true(d.live->rate != d.live->rate);   /* no rate across a restart */
+    absorb(&d, later(7, 3, -19, 0.6125, 0), 3.0);
+    assert_int_equal(d.live->restarts, 1);
+    assert_int_equal(d.live->hist_restart[DASH_BINS - 2], 1);   /* moved with the history */
+    s = frame(&d, VIEW_QUEUES, 100, 30);
+    char line[256];
+    for (int k = 0; k < NK; k++) {   /* each worker's history marks it */
+        const char *p = strstr(s, NAMES[k]);
+        assert_non_null(p);
+        const char *e = strchr(p, '\n');
+        snprintf(line, sizeof line, "%.*s", (int)(e - p), p);
+        if (!strchr(line, '!'))
+            fail_msg("no restart mark in '%s'", line);
+    }
+    assert_has(s, "! daemon restart");
+    free(s);
+    s = frame(&d, VIEW_OVERVIEW, 100, 30);
+    assert_has(s, "restarts  1 seen");
+    assert_has(s, "uptime 43 s -> 2 s");
+    free(s);
+    s = frame(&d, VIEW_DRIFT, 100, 30);
+    assert_has(s, "; ! restart;");
+    free(s);
+    dash_free(&d);
+
+    /* each sign alone */
+    dash_live_now a = {0}, b = {0};
+    a.K = b.K = 1;
+    a.time = 1000;
+    a.uptime_s = 100;
+    b.time = 1000;      /* eldrd's coarse time may stand still ... */
+    b.uptime_s = 101;   /* ... while uptime grows: one daemon */
+    assert_int_equal(live_restarted(&a, &b), 0);
+    b.uptime_s = 99;
+    assert_int_equal(live_restarted(&a, &b), 1);
+    b.uptime_s = 101;
+    a.routed[0] = 10;
+    b.routed[0] = 3;
+    assert_int_equal(live_restarted(&a, &b), 1);
+    b.routed[0] = 10;
+    a.finished[0] = 5;
+    assert_int_equal(live_restarted(&a, &b), 1);
+    b.finished[0] = 5;
+    assert_int_equal(live_restarted(&a, &b), 0);
+}
+
+/* Issue 14: the drift history is auto-scaled (0.6125 vs 0.6140 must not
+ * be the same glyph) and prints its axis. */
+static void test_drift_autoscaled(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_snapshot(&d, 1);
+    absorb(&d, later(1, 43, 0, 0.6130, 0), 1.0);
+    absorb(&d, later(2, 44, 0, 0.6140, 0), 2.0);
+    char *s = frame(&d, VIEW_DRIFT, 100, 30);
+    assert_has(s, "auto-scaled");
+    assert_has(s, "axis 0.612");
+    assert_has(s, "..0.614");
+    assert_has(s, "calibration 0.7000 above");
+    /* the last 3 columns of the chart's rows: not all alike */
+    const char *p = strstr(s, "history");
+    assert_non_null(p);
+    char rows[3][4];
+    for (int r = 0; r < 3; r++) {
+        const char *e = strchr(p, '\n');
+        assert_non_null(e);
+        memcpy(rows[r], e - 3, 3);
+        rows[r][3] = '\0';
+        p = e + 1;
+    }
+    if (!strcmp(rows[0], "   ") && rows[1][0] == rows[1][2] && rows[2][0] == rows[2][2])
+        fail_msg("small changes do not show:\n%s", s);
+    assert_true(rows[2][0] != ' ');   /* the lowest poll still shows */
+    free(s);
+    dash_free(&d);
+}
+
+/* Issue 14: space pauses the decisions list while the polls go on. */
+static void test_decisions_pause(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_snapshot(&d, 1);
+    live_pause(d.live, 1);
+    absorb(&d, later(1, 43, 1, 0.6125, 101), 1.0);
+    assert_int_equal(d.live->now.n_dec, 6);   /* the poll was taken */
+    char *s = frame(&d, VIEW_DECISIONS, 120, 30);
+    assert_null(strstr(s, "req-new "));
+    assert_has(s, "req-newest");
+    assert_has(s, "PAUSED: space resumes; 1 newer");
+    assert_has(s, "decisions PAUSED");   /* the footer */
+    free(s);
+    assert_has(s = frame(&d, VIEW_BALANCE, 100, 30), "routed 103 by eldrd");
+    free(s);
+    live_pause(d.live, 0);
+    s = frame(&d, VIEW_DECISIONS, 120, 30);
+    assert_has(s, "req-new ");
+    assert_null(strstr(s, "PAUSED"));
+    assert_has(s, "space pause");
+    free(s);
+    dash_free(&d);
+}
+
+/* Issue 14: how long since the daemon last answered, also while it does
+ * not answer. */
+static void test_last_answer(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_snapshot(&d, 1);
+    d.live->attached = 1;
+    d.live->age_s = 0.4;
+    char *s = frame(&d, VIEW_BALANCE, 120, 30);
+    assert_has(s, "last answer 0.4s ago");
+    assert_has(s, "(calib 0.700)");
+    free(s);
+    s = frame(&d, VIEW_BALANCE, 84, 30);   /* short of room: the age stays */
+    assert_has(s, "last answer 0.4s ago");
+    assert_null(strstr(s, "(calib 0.700)"));
+    free(s);
+    d.live->age_s = 7.2;
+    d.live->failures = 3;
+    snprintf(d.live->error, sizeof d.live->error, "connection refused");
+    s = frame(&d, VIEW_BALANCE, 120, 30);
+    assert_has(s, "NO ANSWER, retrying; 3 failed");
+    assert_has(s, "last answer 7s ago");
+    free(s);
+    dash_free(&d);
+}
+
 static void test_every_size(void **state)
 {
     (void)state;
@@ -336,6 +516,10 @@ int main(void)
         cmocka_unit_test(test_bad_snapshots),
         cmocka_unit_test(test_attach_unreachable),
         cmocka_unit_test(test_every_size),
+        cmocka_unit_test(test_restart_marked),
+        cmocka_unit_test(test_drift_autoscaled),
+        cmocka_unit_test(test_decisions_pause),
+        cmocka_unit_test(test_last_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

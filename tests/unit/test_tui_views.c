@@ -175,7 +175,11 @@ static void test_heatmap_frame(void **state)
     }
     /* the L0 row holds one ramp character per expert */
     char line[256];
-    assert_true(line_with(s, " L0 ", line, sizeof line));
+    const char *row = strstr(s, "\n L0 ");
+    if (!row)
+        row = strstr(s, "\n*L0 ");   /* '*': a masked layer */
+    assert_non_null(row);
+    assert_true(line_with(row + 1, "L0 ", line, sizeof line));
     const char *cells = line + 6;
     for (int e = 0; e < D.E; e++)
         assert_non_null(strchr(CANVAS_RAMP, cells[e]));
@@ -323,6 +327,343 @@ static void test_refit_cancel_and_bad_K(void **state)
     whatif_destroy(&w);
 }
 
+/* A dashboard on the fixture with a model fitted on all N_ROWS rows (as a
+ * model file would be: its sizes are its own fit's, not the dashboard's
+ * calibration rows). sizes_null drops the sizes, as an old file would. */
+static void open_with_model(dash_t *d, int sizes_null, model_t **copy)
+{
+    trace_t *t = tracefix_make(N_ROWS, 6, 16, 2, 11);
+    assert_non_null(t);
+    model_fit_opts fo;
+    model_fit_opts_default(&fo, 4);
+    fo.layers = MODEL_LAYERS_ALL;
+    model_t *m = NULL;
+    char err[ELDR_ERRLEN];
+    if (model_fit(t, &fo, &m, NULL, err, sizeof err))
+        fail_msg("model_fit: %s", err);
+    if (sizes_null) {
+        free(m->sizes);
+        m->sizes = NULL;
+    }
+    if (copy) {   /* what the file held, to compare after a round trip */
+        *copy = model_new(&m->recipe, m->k, m->K, err, sizeof err);
+        assert_non_null(*copy);
+        memcpy((*copy)->centroids, m->centroids, sizeof(float) * m->K * sig_dim(&m->recipe));
+    }
+    dash_opts o;
+    dash_opts_default(&o);
+    o.trace_path = "fixture.h5";
+    o.model_path = "/some/dir/m.h5";
+    if (dash_open_trace(d, &o, t, m, NULL, NULL, err, sizeof err))
+        fail_msg("dash_open_trace: %s", err);
+}
+
+/* Issue 14: with -m, the size column is the model's own clusters, and
+ * the re-assignment of the calibration rows is a column of its own. */
+static void test_model_sizes(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_with_model(&d, 0, NULL);
+    const model_t *m = d.fit->model;
+    assert_int_equal(d.fit->origin, DASH_FIT_FILE);
+    assert_non_null(d.fit->reassigned);
+    int64_t sum = 0, resum = 0;
+    canvas_t *c = canvas_new(110, 30, 0, 0);
+    d.view = VIEW_BALANCE;
+    dash_render(&d, c);
+    char *s = canvas_to_string(c), line[256];
+    canvas_free(c);
+    assert_non_null(strstr(s, "reassigned"));
+    assert_non_null(strstr(s, "reassigned (calib rows)"));
+    assert_non_null(strstr(s, "size: m.h5's own clusters (240 fitted)"));
+    for (int k = 0; k < m->K; k++) {
+        char name[32], nm[32];
+        snprintf(name, sizeof name, "w%d ", k);
+        assert_true(line_with(s, name, line, sizeof line));
+        long long size, re;
+        assert_int_equal(sscanf(line + 2, "%31s %lld %lld", nm, &size, &re), 3);
+        assert_int_equal(size, m->sizes[k]);      /* the file's, not re-assigned */
+        assert_int_equal(re, d.fit->reassigned[k]);
+        sum += size;
+        resum += re;
+    }
+    assert_int_equal(sum, N_ROWS);                /* the model saw every row */
+    assert_int_equal(resum, d.fit->n_reassigned);
+    assert_true(resum <= d.n_calib);
+    free(s);
+    dash_free(&d);
+
+    /* an old file without sizes: "-", and the share from the re-assignment */
+    open_with_model(&d, 1, NULL);
+    assert_int_equal(d.fit->have_sizes, 0);
+    c = canvas_new(110, 30, 0, 0);
+    d.view = VIEW_BALANCE;
+    dash_render(&d, c);
+    s = canvas_to_string(c);
+    canvas_free(c);
+    assert_true(line_with(s, "w0 ", line, sizeof line));
+    assert_non_null(strstr(line, " - "));
+    assert_non_null(strstr(s, "holds no cluster sizes"));
+    free(s);
+    dash_free(&d);
+}
+
+static char *frame_of(dash_t *d, int view)
+{
+    canvas_t *c = canvas_new(110, 30, 0, 0);
+    assert_non_null(c);
+    d->view = view;
+    dash_render(d, c);
+    char *s = canvas_to_string(c);
+    canvas_free(c);
+    return s;
+}
+
+/* Issue 14: after ] the overview says the model was refitted here (and
+ * with which K); [ back to the file's K restores the file's model. */
+static void test_refit_and_restore(void **state)
+{
+    (void)state;
+    dash_t d;
+    model_t *orig = NULL;
+    open_with_model(&d, 0, &orig);
+    char *s = frame_of(&d, VIEW_OVERVIEW);
+    assert_non_null(strstr(s, "source    m.h5"));
+    free(s);
+    whatif_t w;
+    whatif_init(&w);
+    assert_int_equal(whatif_start_change(&w, &d, 5, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(d.fit->model->K, 5);
+    assert_int_equal(d.fit->origin, DASH_FIT_REFIT);
+    s = frame_of(&d, VIEW_OVERVIEW);
+    assert_null(strstr(s, "source    m.h5"));
+    assert_non_null(strstr(s, "refitted here with K 5"));
+    assert_non_null(strstr(s, "recipe of m.h5"));
+    free(s);
+    /* a refit's own sizes: no re-assignment column */
+    s = frame_of(&d, VIEW_BALANCE);
+    assert_null(strstr(s, "reassigned"));
+    free(s);
+    assert_int_equal(whatif_start_change(&w, &d, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_ptr_equal(d.fit, d.home);
+    assert_int_equal(d.fit->origin, DASH_FIT_FILE);
+    const model_t *m = d.fit->model;
+    assert_int_equal(m->K, 4);
+    assert_int_equal(m->recipe.n_layers, orig->recipe.n_layers);
+    assert_memory_equal(m->centroids, orig->centroids,
+                        sizeof(float) * m->K * sig_dim(&m->recipe));
+    assert_int_equal(d.base[0]->K, 4);
+    s = frame_of(&d, VIEW_OVERVIEW);
+    assert_non_null(strstr(s, "source    m.h5"));
+    assert_null(strstr(s, "refitted"));
+    free(s);
+    /* and once more up and back: the home fit survives the round trips */
+    assert_int_equal(whatif_start_change(&w, &d, 3, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(whatif_start_change(&w, &d, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_ptr_equal(d.fit, d.home);
+    whatif_destroy(&w);
+    model_free(orig);
+    dash_free(&d);
+}
+
+/* Issue 14: the header's deltas are green when better and red when worse
+ * (colour terminals); without colour a word says it, at any width. */
+static void test_header_deltas(void **state)
+{
+    (void)state;
+    const dash_sim *b = dash_best_base(&D);
+    /* one worse, one better, one even, whatever the fixture gives */
+    sim_result saved = D.cur->res;
+    D.cur->res.tpot_p50_ms = b->res.tpot_p50_ms * 1.10;
+    D.cur->res.tpot_p99_ms = b->res.tpot_p99_ms * 0.90;
+    D.cur->res.distinct_per_step = b->res.distinct_per_step;
+    double v[3] = {D.cur->res.tpot_p50_ms, D.cur->res.tpot_p99_ms, D.cur->res.distinct_per_step};
+    double r[3] = {b->res.tpot_p50_ms, b->res.tpot_p99_ms, b->res.distinct_per_step};
+    /* colour: the cells of each printed change carry its colour */
+    canvas_t *c = canvas_new(140, 30, 0, 256);
+    assert_non_null(c);
+    D.view = VIEW_OVERVIEW;
+    dash_render(&D, c);
+    char *s = canvas_to_string(c), line[512];
+    assert_true(line_with(s, "TPOT p50", line, sizeof line));
+    assert_null(strstr(line, "worse"));        /* colour says it */
+    assert_null(strstr(line, "better"));
+    const char *p = line;
+    for (int i = 0; i < 3; i++) {
+        char ch[24];
+        dash_fmt_change(ch, sizeof ch, v[i], r[i]);
+        const char *at = strstr(p, ch);
+        assert_non_null(at);
+        double pct = 100.0 * (v[i] - r[i]) / r[i];
+        const cv_cell *cell = canvas_at(c, (int)(at - line), 1);
+        if (pct >= 0.05)
+            assert_int_equal(cell->st.fg, 196);
+        else if (pct <= -0.05)
+            assert_int_equal(cell->st.fg, 40);
+        else
+            assert_int_equal(cell->st.fg, CV_DEFAULT);
+        p = at + strlen(ch);
+    }
+    free(s);
+    canvas_free(c);
+    /* no colour: the words, also when the width forces the short forms */
+    int widths[] = {140, 100, 80};
+    for (int i = 0; i < 3; i++) {
+        c = canvas_new(widths[i], 30, 0, 0);
+        dash_render(&D, c);
+        s = canvas_to_string(c);
+        canvas_free(c);
+        const char *hdr = strchr(s, '\n') + 1;
+        snprintf(line, sizeof line, "%.*s", (int)(strchr(hdr, '\n') - hdr), hdr);
+        int words = 0;
+        const char *w[] = {" better", " worse", " even", " b", " w", " ="};
+        for (int j = 0; j < 6; j++)
+            for (const char *q = line; (q = strstr(q, w[j])); q++)
+                words++;
+        if (words < 3)
+            fail_msg("width %d: header lacks a verdict per delta: '%s'", widths[i], line);
+        if (widths[i] >= 100)
+            assert_non_null(strstr(line, "TPOT p50"));
+        /* the words, not letters, down to 80 columns */
+        if (!strstr(line, "+10.0% worse") || !strstr(line, "-10.0% better") ||
+            !strstr(line, "+0.0% even"))
+            fail_msg("width %d: '%s'", widths[i], line);
+        free(s);
+    }
+    D.cur->res = saved;
+}
+
+/* An independent reckoning of the random-batch expectation: p[l][e] the
+ * mean over the simulated requests of their decode share, and per step
+ * of B requests sum_e 1 - (1 - p)^B, summed per worker. */
+typedef struct exp_ctx {
+    const double *p;
+    int L, E;
+    double sum[DASH_K_MAX];
+    int64_t steps[DASH_K_MAX];
+} exp_ctx;
+
+static void exp_step(void *ctx, int worker, double t, double dt, int B, const int *U, int L,
+                     int64_t kv)
+{
+    (void)t;
+    (void)dt;
+    (void)U;
+    (void)L;
+    (void)kv;
+    exp_ctx *x = ctx;
+    for (int l = 0; l < x->L; l++)
+        for (int e = 0; e < x->E; e++)
+            x->sum[worker] += 1 - pow(1 - x->p[l * x->E + e], B);
+    x->steps[worker]++;
+}
+
+/* Issue 14: the heatmap marks the masked layers, reads out the cell
+ * under the cursor with its sample size, and normalises distinct experts
+ * per step by a random batch of the same size. */
+static void test_heatmap_issue14(void **state)
+{
+    (void)state;
+    const model_t *m = D.fit->model;
+    const dash_sim *s = D.cur;
+    char *f = frame(VIEW_HEATMAP, 120, 30);
+    for (int l = 0; l < D.L; l++) {
+        int masked = 0;
+        for (int i = 0; i < m->recipe.n_layers; i++)
+            masked |= m->recipe.layers[i] == l;
+        char want[16];
+        snprintf(want, sizeof want, "\n%cL%-3d", masked ? '*' : ' ', l);
+        if (!strstr(f, want))
+            fail_msg("layer %d should%s be marked:\n%s", l, masked ? "" : " not", f);
+    }
+    assert_non_null(strstr(f, "blank: unused; * masked"));
+    free(f);
+
+    /* the cursor: layer 2, expert 5 of worker 1 */
+    D.hl = 2;
+    D.he = 5;
+    D.worker = 1;
+    f = frame(VIEW_HEATMAP, 120, 30);
+    char want[128];
+    snprintf(want, sizeof want, "cursor L2 E5");
+    assert_non_null(strstr(f, want));
+    uint64_t act = s->res.heat[((size_t)1 * D.L + 2) * D.E + 5];
+    snprintf(want, sizeof want, "%llu activations here; w1 served %lld/%lld requests",
+             (unsigned long long)act, (long long)s->res.served[1], (long long)s->res.n);
+    if (!strstr(f, want))
+        fail_msg("readout lacks '%s':\n%s", want, f);
+    assert_non_null(strstr(f, "served"));
+    free(f);
+    D.hl = D.he = D.worker = 0;
+
+    /* the expectation, reckoned again from the rr baseline's steps */
+    const dash_sim *rr = D.base[1];
+    assert_int_equal(rr->policy, ROUTE_RR);
+    double *p = calloc((size_t)D.L * D.E, sizeof *p);
+    int64_t n = 0;
+    for (int64_t r = 0; r < D.eval->n; r++) {
+        if (D.eval->decode_tokens[r] <= 0)
+            continue;
+        for (int i = 0; i < D.L * D.E; i++)
+            p[i] += (double)D.eval->decode_counts[(size_t)r * D.L * D.E + i] /
+                    D.eval->decode_tokens[r];
+        n++;
+    }
+    double ksum = 0;
+    for (int i = 0; i < D.L * D.E; i++) {
+        p[i] /= n;
+        ksum += p[i];
+    }
+    assert_true(fabs(ksum - D.L * D.k) < 1e-9);   /* a token picks k experts a layer */
+    exp_ctx x = {.p = p, .L = D.L, .E = D.E};
+    route_policy pol;
+    sim_result res;
+    char err[ELDR_ERRLEN];
+    assert_int_equal(route_policy_init(&pol, ROUTE_RR, rr->K, D.opts.seed, err, sizeof err), 0);
+    assert_int_equal(sim_run(&D.work, &pol, exp_step, &x, &res, err, sizeof err), 0);
+    route_policy_free(&pol);
+    sim_result_free(&res);
+    for (int k = 0; k < rr->K; k++) {
+        double got = 0;
+        for (int l = 0; l < D.L; l++)
+            got += rr->layer_expected[(size_t)k * D.L + l];
+        double want_k = x.steps[k] ? x.sum[k] / x.steps[k] : 0;
+        if (fabs(got - want_k) > 1e-9 * (1 + want_k))
+            fail_msg("worker %d: expected %.9f, reckoned %.9f", k, got, want_k);
+    }
+    free(p);
+    f = frame(VIEW_HEATMAP, 120, 30);
+    assert_non_null(strstr(f, "/ random batch"));
+    assert_non_null(strstr(f, "observed/expected"));
+    snprintf(want, sizeof want, "random = %.2f", s->distinct_all / s->expected_all);
+    assert_non_null(strstr(f, want));
+    snprintf(want, sizeof want, "mean batch %.1f", s->res.mean_batch);
+    assert_non_null(strstr(f, want));
+    free(f);
+
+    /* colour: glyphs over the coloured cells, so a text capture shows them */
+    canvas_t *c = canvas_new(120, 30, 0, 256);
+    D.view = VIEW_HEATMAP;
+    dash_render(&D, c);
+    f = canvas_to_string(c);
+    const char *row = strstr(f, "\n L0 ");
+    if (!row)
+        row = strstr(f, "\n*L0 ");
+    assert_non_null(row);
+    int marks = 0;
+    for (int e = 0; e < D.E; e++)   /* row[0] is the '\n'; the cells start at column 6 */
+        marks += row[7 + e] != ' ' && strchr(CANVAS_RAMP, row[7 + e]) != NULL;
+    if (marks < D.E / 2)
+        fail_msg("colour heatmap is blank as text:\n%s", f);
+    free(f);
+    canvas_free(c);
+}
+
 static void test_view_names(void **state)
 {
     (void)state;
@@ -347,6 +688,10 @@ int main(void)
         cmocka_unit_test(test_whatif_refit),
         cmocka_unit_test(test_refit_cancel_and_bad_K),
         cmocka_unit_test(test_view_names),
+        cmocka_unit_test(test_model_sizes),
+        cmocka_unit_test(test_header_deltas),
+        cmocka_unit_test(test_heatmap_issue14),
+        cmocka_unit_test(test_refit_and_restore),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
