@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "progress.h"
 #include "sha256.h"
 #include "signature.h"
 
@@ -155,12 +156,23 @@ typedef struct model_fit_opts {
     int threads;                 /* for selection; 0 = the online CPUs */
     void (*progress)(void *ctx, int iter, double objective); /* K-means */
     void *progress_ctx;
+    progress_fn on_progress;     /* every long stage (progress.h), may be NULL:
+                                  * LAYERSEL_WHAT steps of L (auto layers),
+                                  * MODEL_FIT_SIGNATURES 0/1 then 1/1, and
+                                  * MODEL_FIT_KMEANS rounds of iters (the last
+                                  * report is iters/iters, also on early
+                                  * convergence) */
+    void *on_progress_ctx;
     volatile int *cancel;        /* when non-NULL and set (a signal handler,
                                   * another thread), the fit stops at its
                                   * next check: between stages and in every
                                   * K-means round; model_fit then returns
                                   * MODEL_FIT_CANCELLED */
 } model_fit_opts;
+
+/* Stage names of model_fit_opts.on_progress besides LAYERSEL_WHAT. */
+#define MODEL_FIT_SIGNATURES "signatures"
+#define MODEL_FIT_KMEANS "k-means"
 
 /* model_fit's return value when opts.cancel was raised (err says so). */
 #define MODEL_FIT_CANCELLED (-2)

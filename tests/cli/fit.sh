@@ -213,3 +213,15 @@ if [ -f "$DATA" ]; then
     exact "exact balanced assignment, real data, K=7 on 301 rows, masked" "$DATA" 301 \
         0,5,6,7,13 3,50,99,150,200,250,300
 fi
+
+# progress: on a terminal every stage draws the bar (layer selection steps,
+# signatures, k-means rounds) on stderr while --json on stdout stays clean;
+# without a terminal stderr has no bar
+on_tty "$TMP/ts" "'$ELDR' fit '$SMALL' -k 4 -o '$TMP/pm.h5' --json >'$TMP/pj.json'"
+expect_in "progress on a terminal: layer selection steps" "$TMP/ts" "eldr fit: layer selection \[#+\] 16/16"
+expect_in "progress on a terminal: k-means rounds" "$TMP/ts" "eldr fit: k-means \[#+\] 50/50"
+expect_in "progress on a terminal: signatures" "$TMP/ts" "eldr fit: signatures"
+json_check "$TMP/pj.json" "j['k'] == 4" && ok "progress on a terminal: --json stdout stays clean" ||
+    notok "progress on a terminal: --json stdout stays clean" "$(head -c 300 "$TMP/pj.json")"
+"$ELDR" fit "$SMALL" -k 4 -o "$TMP/pm.h5" >"$TMP/out" 2>"$TMP/err"
+expect_not_in "no progress bar when stderr is not a terminal" "$TMP/err" "layer selection|k-means|\\["

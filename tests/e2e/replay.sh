@@ -70,6 +70,18 @@ check "bounded run: skipped > 0, routed = finished, nothing left in flight" jq_p
     'j["skipped"] > 0 and j["routed"] == j["finished"] and j["routed"] + j["skipped"] == 600 and j["daemon_inflight_after"] == 0'
 [ $((t1 - t0)) -le 5 ] && ok "bounded run ends near the bound" || notok "bounded run ends near the bound" "$((t1 - t0)) s"
 
+# progress: on a terminal (script gives stderr a pty) the bar shows the routing
+# and then the drain (the wait for the last decodes); stdout, here --json to a
+# file, stays clean; without a terminal stderr has no bar
+script -qec "'$ELDR' replay '$SMALL' --to '$URL' --requests 40 --rate 2000 --tpot-ms 10 --json >'$TMP/pj.json'" \
+    "$TMP/typescript" >/dev/null 2>&1
+check "progress on a terminal: routing, then the drain" grep -q "eldr replay: drain .*40/40" "$TMP/typescript"
+check "progress on a terminal: the routing bar" grep -q "eldr replay: routing .*40/40" "$TMP/typescript"
+check "progress on a terminal: --json on stdout stays clean" jq_py "$TMP/pj.json" 'j["finished"] == 40'
+"$ELDR" replay "$SMALL" --to "$URL" --requests 40 --rate 2000 --tpot-ms 10 >"$TMP/out" 2>"$TMP/err"
+[ ! -s "$TMP/err" ] && ok "no progress bar when stderr is not a terminal" ||
+    notok "no progress bar when stderr is not a terminal" "$(head -c 300 "$TMP/err" | od -c | head -5)"
+
 # a failing route: the id is in flight already (409) -> exit 1, one line, the rest go through
 req POST /v1/route '{"request_id": "dup-0", "sparse": [[0, 1, 5]]}'
 expect_status "a failed route makes replay exit 1" 1 \
