@@ -15,6 +15,10 @@
 #define CLI_OK 0
 #define CLI_RUNTIME 1
 #define CLI_BADINPUT 2
+/* The daemon (eldrd) did not answer at all: connection refused, no route,
+ * timeout. The same status in every command that talks to eldrd (replay,
+ * dash --attach); docs/replay.md, docs/dashboard.md. */
+#define CLI_UNREACHABLE 3
 
 /* "eldr CMD: message" on stderr; returns CLI_BADINPUT. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -34,6 +38,13 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
 /* Comma-separated integer list with ranges ("0,3,5-7"); *out malloc'd. */
 int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long long lo,
                        long long hi, long long **out, int *n);
+
+/* Before a command talks to eldrd: GET url/healthz within timeout_s.
+ * 0 when the daemon answered (even with an error status: what that means
+ * is the command's business); CLI_UNREACHABLE with one stderr line
+ * ("eldr CMD: URL: daemon unreachable: ...") when nothing answered;
+ * CLI_BADINPUT for a URL that is not http://HOST:PORT (reach.c). */
+int cli_reach(const char *cmd, const char *url, double timeout_s);
 
 /* Print a JSON value to stdout (indented, newline) and release it. */
 void cli_print_json(json_t *v);

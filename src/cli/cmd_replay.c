@@ -61,7 +61,8 @@ static void usage(void)
            "  -h, --help           this text\n"
            "\n"
            "Exit: 0 every call succeeded, 1 some route or finish failed, 2 bad input\n"
-           "(also: a trace whose geometry the daemon does not serve).\n");
+           "(also: a trace whose geometry the daemon does not serve), 3 the daemon does\n"
+           "not answer at URL (the same status as eldr dash --attach).\n");
 }
 
 enum { O_TO = 256, O_RATE, O_SPEED, O_REQ, O_CONC, O_TPOT, O_DTOK, O_MAXS, O_TIMEOUT,
@@ -358,6 +359,8 @@ int cmd_replay(int argc, char **argv)
     trace_t *t = NULL;
     if (trace_load(o.path, &t, err, sizeof err) < 0)
         rc = cli_fail(CMD, "%s", err);
+    else if ((rc = cli_reach(CMD, o.url, o.timeout_s)))
+        ; /* one line said so; CLI_UNREACHABLE */
     else if (t->n == 0)
         rc = cli_fail(CMD, "%s: the trace has no requests", o.path);
     else

@@ -19,6 +19,7 @@
 #include "progress.h"
 #include "sha256.h"
 #include "signature.h"
+#include "version.h"
 
 #define MODEL_FORMAT "eldr-model"
 #define MODEL_VERSION 1
@@ -26,9 +27,6 @@
 #define MODEL_TAU_DEFAULT 0.1
 #define MODEL_NORM_TOL 1e-3      /* |norm - 1| allowed for a centroid row */
 
-#ifndef ELDR_VERSION
-#define ELDR_VERSION "0.1.0"
-#endif
 
 typedef struct model {
     sig_recipe recipe;           /* variant, L, E, mask, idf over the mask */

@@ -17,6 +17,7 @@
 #include "err.h"
 #include "http.h"
 #include "opts.h"
+#include "version.h"
 
 #define DRAIN_SECS 10.0
 
@@ -64,6 +65,11 @@ int main(int argc, char **argv)
     }
     if (o.help) {
         opts_usage(stdout);
+        opts_free(&o);
+        return 0;
+    }
+    if (o.version) {
+        printf("eldrd %s\n", ELDR_VERSION);
         opts_free(&o);
         return 0;
     }

@@ -28,6 +28,7 @@ typedef struct eldrd_opts {
     const char *worker_urls;     /* --worker-urls URL,... or NAME=URL,... */
     int poll_ms;                 /* --poll-ms: /metrics poll interval */
     int help;                    /* --help given */
+    int version;                 /* --version given */
 } eldrd_opts;
 
 /* Parse argv into o (defaults first). Returns 0, or -1 with one line in

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/e2e/replay.sh - `eldr replay` against a real eldrd over 127.0.0.1:
 # options and bad input (exit 2, one line), an unreachable daemon (exit
-# 1), the counts adding up (routed = finished = requests; the daemon's
+# 3, as in dash --attach), the counts adding up (routed = finished = requests; the daemon's
 # per-worker totals equal the replay's tally; in-flight back to zero),
 # Poisson arrivals with rows repeating, the time bound, a failing route
 # (409) making the exit status non-zero, and the real gpt-oss-20b trace.
@@ -23,7 +23,7 @@ expect_fail2 "replay bad --concurrency" "--concurrency" "$ELDR" replay "$SMALL" 
 expect_fail2 "replay https URL refused" "give http://HOST:PORT" "$ELDR" replay "$SMALL" --to https://127.0.0.1:1
 expect_fail2 "replay missing trace file" "nope.h5" "$ELDR" replay "$TMP/nope.h5" --to http://127.0.0.1:1
 DEAD="http://127.0.0.1:$(free_port)"
-expect_status "replay to a closed port: exit 1" 1 "$ELDR" replay "$SMALL" --to "$DEAD" --timeout 2
+expect_status "replay to a closed port: exit 3 (daemon unreachable)" 3 "$ELDR" replay "$SMALL" --to "$DEAD" --timeout 2
 [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "$DEAD" "$TMP/err" && ok "unreachable: one line naming the URL" ||
     notok "unreachable: one line naming the URL" "$(head -c 300 "$TMP/err")"
 
