@@ -53,6 +53,7 @@ int cmd_repl(int argc, char **argv)
     lua_State *L = eldr_lua_new();
     if (!L)
         return CLI_RUNTIME;
+    repl_help_open(L); /* help(eldr.fit) at the prompt */
     int rc = 0;
     if (i < argc) {
         rc = exec_script(L, "eldr repl", argv[i], argc - i - 1, argv + i + 1);

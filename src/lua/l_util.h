@@ -114,6 +114,10 @@ void l_newclass(lua_State *L, const char *cls, const char *display, const l_fn *
 void l_sethelp(lua_State *L, const char *name, const char *help);
 /* Push the help registry table (full name -> line). */
 void l_pushhelp(lua_State *L);
+/* The reverse map, function value -> full name (l_register fills it), so
+ * that help can be asked of a function itself: help(eldr.fit). */
+void l_pushhelpfn(lua_State *L);
+void l_sethelpfn(lua_State *L, int fn_idx, const char *name);
 
 /* ---- cancellation (Ctrl-C) ----
  * The REPL's SIGINT handler raises the flag; long C computations (k-means)
