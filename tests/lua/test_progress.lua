@@ -74,6 +74,19 @@ T.eq(last["k-means"].total, 50, "fit: k-means counts rounds of iters (50)")
 T.ok(monotone(log), "fit: done never goes back within a stage")
 T.eq(m:info().K, 4, "fit: a model with progress")
 
+-- eldr.calibrate.fit (the interruptible pipeline in Lua) reports the same stages
+log, fn = recorder()
+eldr.calibrate.fit(t, {k = 3, progress = fn})
+order, last = stages(log)
+T.eq(table.concat(order, ","), "layer selection,signatures,k-means",
+     "calibrate.fit: the stages of eldr.fit, in order")
+for _, s in ipairs(order) do
+  T.ok(last[s].done == last[s].total, "calibrate.fit: " .. s .. " ends at done == total")
+end
+log, fn = recorder()
+eldr.calibrate.mask(t, {progress = fn})
+T.ok(#log >= 2 and log[#log].done == L, "calibrate.mask: the greedy steps")
+
 -- bad option, and an error inside the function
 T.err(function() eldr.fit(t, {k = 2, progress = 3}) end, "bad argument 'progress'",
       "fit: progress must be a function")
