@@ -49,24 +49,32 @@ function M.idf(calib, opts)
   return eldr.recipe(calib, {variant = opts.variant or "count_idf", layers = "all"})
 end
 
---- calibrate.mask(calib [, {variant, pairs, seed}]) -> the greedy selection.
+--- calibrate.mask(calib [, {variant, pairs, seed, progress}]) -> the greedy selection.
 function M.mask(calib, opts)
-  opts = opts_of(opts, "mask", set("variant", "pairs", "seed"))
+  opts = opts_of(opts, "mask", set("variant", "pairs", "seed", "progress"))
   return eldr.select_layers(calib, opts)
 end
 
 --- calibrate.fit(calib, {k, variant, layers, seed, iters, balanced, pairs,
---- tau, workers}) -> Model, report
+--- tau, workers, progress}) -> Model, report. progress(done, total, what)
+--- sees the stages eldr.fit reports: "layer selection" (auto layers),
+--- "signatures", "k-means" (rounds of iters).
 function M.fit(calib, opts)
   opts = opts_of(opts, "fit", set("k", "variant", "layers", "seed", "iters", "balanced",
-                                  "pairs", "tau", "workers"))
+                                  "pairs", "tau", "workers", "progress"))
+  local progress = opts.progress
+  if progress ~= nil and type(progress) ~= "function" then
+    error("eldr.calibrate.fit: bad argument 'progress' (a function(done, total, what) expected)", 2)
+  end
   local t0 = os.clock()
   local seed = opts.seed or 1
   local recipe, selection = eldr.recipe(calib, {
     variant = opts.variant or "count_idf", layers = opts.layers or "auto",
-    pairs = opts.pairs, seed = seed})
+    pairs = opts.pairs, seed = seed, progress = progress})
   local t1 = os.clock()
+  if progress then progress(0, 1, "signatures") end
   local sigs = recipe:signatures(calib)
+  if progress then progress(1, 1, "signatures") end
   -- all-zero signatures cannot be clustered: leave them out, as eldr.fit does
   local zero = sigs:zero_rows()
   local rows = {}
@@ -78,8 +86,13 @@ function M.fit(calib, opts)
   else
     for r = 1, #sigs do rows[r] = r end
   end
+  local iters = opts.iters or 50
   local km = eldr.kmeans(sigs, {k = opts.k, seed = seed, iters = opts.iters,
-                                balanced = opts.balanced})
+                                balanced = opts.balanced,
+                                progress = progress and function(iter)
+                                  progress(math.min(iter, iters), iters, "k-means")
+                                end})
+  if progress then progress(iters, iters, "k-means") end
   local t2 = os.clock()
   local _, _, k = calib:geometry()
   local model = eldr.model(recipe, km.centroids, {top_k = k, tau = opts.tau, seed = seed,
@@ -129,7 +142,7 @@ end
 --- eval, model, fit, eval_report}: the whole pipeline.
 function M.run(trace, opts)
   opts = opts_of(opts, "run", set("k", "split", "variant", "layers", "seed", "iters",
-                                  "balanced", "pairs", "tau", "workers"))
+                                  "balanced", "pairs", "tau", "workers", "progress"))
   local calib, eval = M.split(trace, opts.split or 0.5)
   local fit_opts = {}
   for k, v in pairs(opts) do if k ~= "split" then fit_opts[k] = v end end
@@ -143,10 +156,10 @@ M._help = {
     .. "(count or fraction), or trace:split options",
   ["eldr.calibrate.idf"] = "eldr.calibrate.idf(calib [, {variant}]) -> Recipe: IDF on the "
     .. "calibration rows, all layers",
-  ["eldr.calibrate.mask"] = "eldr.calibrate.mask(calib [, {variant, pairs, seed}]) -> greedy "
+  ["eldr.calibrate.mask"] = "eldr.calibrate.mask(calib [, {variant, pairs, seed, progress}]) -> greedy "
     .. "layer selection {mask, n_star, rho, curve, order}",
   ["eldr.calibrate.fit"] = "eldr.calibrate.fit(calib, {k, variant, layers, seed, iters, "
-    .. "balanced, pairs, tau, workers}) -> Model, report (interruptible)",
+    .. "balanced, pairs, tau, workers, progress}) -> Model, report (interruptible)",
   ["eldr.calibrate.report"] = "eldr.calibrate.report(model, eval) -> {rows, sizes, imbalance, "
     .. "mean_sim, min_sim}: the centroids on held-out rows",
   ["eldr.calibrate.run"] = "eldr.calibrate.run(trace, {k, split = 0.5, ...}) -> {calib, eval, "

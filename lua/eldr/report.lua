@@ -2,9 +2,14 @@
 --
 -- A row is a Lua table; columns name the keys to show, either as strings
 -- or as {key = ..., title = ..., fmt = ...} (fmt: a string.format pattern
--- or a function(value) -> string). Numbers are right-aligned, text left;
--- floats print with 4 significant digits unless fmt says otherwise; a
--- missing value prints as "-" (text) or an empty field (CSV).
+-- or a function(value) -> string). Without columns, the table has every
+-- key that any row has (sorted), so a key missing from the first row (the
+-- tau of a sweep whose first row is a baseline) still gets its column.
+-- Numbers are right-aligned, text left; floats print readably unless fmt
+-- says otherwise (M.number: 4 significant digits, no exponent between
+-- 1e-4 and 1e15, no trailing zeros, so 0.1 + 0.2 prints as 0.3 and
+-- 11430.4 as 11430); a missing value prints as "-" (text) or an empty
+-- field (CSV, where floats keep every digit that matters).
 local M = {}
 
 local function column(c)
@@ -17,10 +22,16 @@ end
 
 local function columns_of(rows, columns)
   if columns == nil then
-    -- every key of the first row, sorted
-    local keys = {}
-    for k, v in pairs(rows[1] or {}) do
-      if type(v) ~= "table" then keys[#keys + 1] = k end
+    -- the union of every row's keys, sorted: rows of a sweep differ (a
+    -- baseline has no tau), and the first row must not decide
+    local keys, seen = {}, {}
+    for _, r in ipairs(rows) do
+      for k, v in pairs(r) do
+        if type(v) ~= "table" and not seen[k] then
+          seen[k] = true
+          keys[#keys + 1] = k
+        end
+      end
     end
     table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
     columns = keys
@@ -33,14 +44,38 @@ local function columns_of(rows, columns)
   return out
 end
 
+--- report.number(x) -> string: a float as a person reads it. 4
+--- significant digits, but never fewer than the integer part needs
+--- (11430.4 -> "11430", not "1.143e+04"); fixed notation from 1e-4 up to
+--- 1e15, an exponent outside it; trailing zeros dropped (0.30000000000000004
+--- -> "0.3", 2.0 -> "2"); "nan", "inf", "-inf". Integers print whole.
+function M.number(x)
+  if math.type(x) ~= "float" then return tostring(x) end
+  if x ~= x then return "nan" end
+  if x == math.huge then return "inf" end
+  if x == -math.huge then return "-inf" end
+  if x == 0 then return "0" end
+  local a = math.abs(x)
+  if a < 1e-4 or a >= 1e15 then
+    local s = string.format("%.3e", x)
+    local m, e = s:match("^(.-)e(.*)$")
+    m = m:gsub("(%..-)0+$", "%1"):gsub("%.$", "")
+    return m .. "e" .. e
+  end
+  -- digits after the point for 4 significant ones; rounding may add a
+  -- digit in front (9.9996 -> 10.00), which only drops a trailing zero
+  local decimals = math.max(0, 3 - math.floor(math.log(a, 10)))
+  local s = string.format("%." .. decimals .. "f", x)
+  if decimals > 0 then s = s:gsub("0+$", ""):gsub("%.$", "") end
+  if s == "-0" then s = "0" end
+  return s
+end
+
 local function cell(c, v)
   if v == nil then return nil end
   if type(c.fmt) == "function" then return tostring(c.fmt(v)) end
   if c.fmt then return string.format(c.fmt, v) end
-  if math.type(v) == "float" then
-    if v ~= v then return "nan" end
-    return string.format("%.4g", v)
-  end
+  if math.type(v) == "float" then return M.number(v) end
   return tostring(v)
 end
 
@@ -103,6 +138,17 @@ local function csv_field(s)
   return s
 end
 
+-- The shortest text that reads back as the same float (CSV is for
+-- programs: every digit that matters, none that does not: 4.63, not
+-- 4.6299999999999999).
+local function exact(v)
+  for _, p in ipairs({"%.15g", "%.16g"}) do
+    local s = string.format(p, v)
+    if tonumber(s) == v then return s end
+  end
+  return string.format("%.17g", v)
+end
+
 --- report.csv(rows [, columns [, path]]) -> string; with path, also
 --- written atomically (a temporary renamed into place).
 function M.csv(rows, columns, path)
@@ -116,7 +162,7 @@ function M.csv(rows, columns, path)
     for j, c in ipairs(cols) do
       local v = r[c.key]
       if math.type(v) == "float" and not c.fmt then
-        f[j] = string.format("%.17g", v)
+        f[j] = exact(v)
       else
         f[j] = csv_field(cell(c, v) or "")
       end
@@ -143,7 +189,10 @@ end
 M._help = {
   ["eldr.report.table"] = "eldr.report.table(rows [, columns]) -> string: an aligned text table "
     .. "(columns: names or {key, title, fmt})",
-  ["eldr.report.print"] = "eldr.report.print(rows [, columns]): print eldr.report.table",
+  ["eldr.report.print"] = "eldr.report.print(rows [, columns]): print eldr.report.table "
+    .. "(default columns: every key of any row)",
+  ["eldr.report.number"] = "eldr.report.number(x) -> string: a number as the tables print it "
+    .. "(4 significant digits, no exponent for 1e-4..1e15, no trailing zeros)",
   ["eldr.report.csv"] = "eldr.report.csv(rows [, columns [, path]]) -> string: CSV, written "
     .. "atomically to path when given",
 }

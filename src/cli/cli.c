@@ -142,35 +142,3 @@ double cli_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
-
-void cli_progress_start(cli_progress *p, const char *label)
-{
-    p->label = label;
-    p->tty = isatty(2);
-    p->last_pct = -1;
-    p->t0 = cli_now();
-}
-
-void cli_progress_update(cli_progress *p, double frac)
-{
-    if (!p->tty)
-        return;
-    int pct = (int)(frac * 100.0);
-    if (pct < 0)
-        pct = 0;
-    if (pct > 100)
-        pct = 100;
-    if (pct == p->last_pct)
-        return;
-    p->last_pct = pct;
-    int fill = pct * 30 / 100;
-    fprintf(stderr, "\r%-12s [%.*s%*s] %3d%%  %.1fs", p->label, fill,
-            "##############################", 30 - fill, "", pct, cli_now() - p->t0);
-    fflush(stderr);
-}
-
-void cli_progress_done(cli_progress *p)
-{
-    if (p->tty && p->last_pct >= 0)
-        fprintf(stderr, "\r%*s\r", 60, "");
-}

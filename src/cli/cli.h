@@ -15,6 +15,10 @@
 #define CLI_OK 0
 #define CLI_RUNTIME 1
 #define CLI_BADINPUT 2
+/* The daemon (eldrd) did not answer at all: connection refused, no route,
+ * timeout. The same status in every command that talks to eldrd (replay,
+ * dash --attach); docs/replay.md, docs/dashboard.md. */
+#define CLI_UNREACHABLE 3
 
 /* "eldr CMD: message" on stderr; returns CLI_BADINPUT. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -35,21 +39,46 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
 int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long long lo,
                        long long hi, long long **out, int *n);
 
+/* Before a command talks to eldrd: GET url/healthz within timeout_s.
+ * 0 when the daemon answered (even with an error status: what that means
+ * is the command's business); CLI_UNREACHABLE with one stderr line
+ * ("eldr CMD: URL: daemon unreachable: ...") when nothing answered;
+ * CLI_BADINPUT for a URL that is not http://HOST:PORT (reach.c). */
+int cli_reach(const char *cmd, const char *url, double timeout_s);
+
 /* Print a JSON value to stdout (indented, newline) and release it. */
 void cli_print_json(json_t *v);
 
 /* Seconds on a monotonic clock, for stage timings. */
 double cli_now(void);
 
-/* A progress bar on stderr, drawn only when stderr is a terminal. */
+/* ---- the progress bar (progress_bar.c), one for every command ----
+ *
+ * Drawn on stderr, and only when stderr is a terminal: a pipe, a file or
+ * a CI log gets nothing, and stdout (--json included) is never touched.
+ * One line, redrawn in place:
+ *     eldr fit: layer selection [#########.........]  12/24  0.8s  15.2/s
+ * cli_progress_done erases it, so the command's own output starts on a
+ * clean line. Redraws are limited to about 20 a second. */
 typedef struct cli_progress {
-    const char *label;
-    int tty;
+    const char *label;   /* the command ("fit") */
+    int tty;             /* stderr is a terminal: draw */
+    int drawn;           /* a bar is on the line */
+    const char *what;    /* current stage */
+    double t0, t_stage;  /* start of the command, of the stage */
+    double last_draw;
     int last_pct;
-    double t0;
 } cli_progress;
 void cli_progress_start(cli_progress *p, const char *label);
+/* A fraction in [0, 1] of the command's work (no counts to show). */
 void cli_progress_update(cli_progress *p, double frac);
+/* done of total units of stage what; unit follows the rate ("/s",
+ * " req/s"), NULL for no rate. total <= 0: no bar, just done and the time. */
+void cli_progress_count(cli_progress *p, const char *what, int64_t done, int64_t total,
+                        const char *unit);
+/* A progress_fn (src/core/progress.h) that draws on the cli_progress
+ * given as ctx; the rate is "/s" of the stage's units. */
+void cli_progress_core(void *ctx, const char *what, int64_t done, int64_t total);
 void cli_progress_done(cli_progress *p);
 
 #endif

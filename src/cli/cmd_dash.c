@@ -39,7 +39,8 @@ static void usage(void)
         "shows its real in-flight counts and totals per worker (with a history of the\n"
         "polls), the recent decisions with their evidence (view 7), drift against the\n"
         "calibration (view 8) and the served centroids (scatter, heatmap). A failed poll\n"
-        "shows in the header and is retried; an unreachable daemon at the start exits 2.\n"
+        "shows in the header and is retried; a daemon that does not answer at the start\n"
+        "exits 3, as in every command that talks to eldrd.\n"
         "--router-snapshot opens a snapshot saved with GET /v1/snapshot?centroids=1 as\n"
         "one frozen poll. With --frame, attach polls once and renders.\n"
         "\n"
@@ -61,12 +62,16 @@ static void usage(void)
         "  --rate R              Poisson arrivals at R requests/s (default: the trace's\n"
         "                        arrival_s, or 20/s when it has none)\n"
         "  --seed S              seed of the fit, the baselines and the workload (1)\n"
-        "  --json                with --frame: the headline numbers on stdout as JSON\n"
+        "  --json                with --frame FILE: the headline numbers on stdout as\n"
+        "                        JSON (--frame - with --json is refused: both on stdout)\n"
         "  --attach URL          live mode on a running eldrd (http://HOST:PORT)\n"
         "  --router-snapshot FILE  a saved snapshot (GET /v1/snapshot?centroids=1), offline\n"
         "  --interval S          live: seconds between polls (default 0.5)\n"
         "  --timeout S           live: bound of each HTTP call (default 2)\n"
         "  -h, --help            this text\n"
+        "\n"
+        "Exit status: 0 success, 2 bad input, 3 --attach: the daemon does not answer,\n"
+        "1 other failure.\n"
         "\n"
         "examples: eldr dash samples/small.h5 --frame - --view balance --width 80 --height 24\n"
         "          eldr dash --attach http://127.0.0.1:8470 --frame - --view decisions\n");
@@ -223,6 +228,11 @@ static int parse(int argc, char **argv, dash_args *a)
     }
     if (a->json && !a->frame)
         return cli_fail(CMD, "--json needs --frame (the interactive dashboard prints nothing)");
+    /* both would go to stdout, and a frame followed by JSON parses as
+     * neither: the frame goes to a file when the JSON is wanted */
+    if (a->json && !strcmp(a->frame, "-"))
+        return cli_fail(CMD, "--frame - and --json both write stdout: give --frame FILE "
+                        "with --json");
     if (a->live.url || a->live.snapshot_path)
         return check_live(argc, argv, a);
     if (optind != argc - 1)
@@ -338,10 +348,14 @@ static void print_live_json(const dash_t *d, const dash_args *a)
 static int run_live(dash_args *a)
 {
     char err[ELDR_ERRLEN];
+    int rc;
+    if (!a->frame && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+        return cli_fail(CMD, "the dashboard needs a terminal (use --frame FILE without one)");
+    /* a daemon that does not answer: the same exit status as in replay */
+    if (a->live.url && (rc = cli_reach(CMD, a->live.url, a->live.timeout_s)))
+        return rc;
     if (!a->frame) {
-        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
-            return cli_fail(CMD, "the dashboard needs a terminal (use --frame FILE without one)");
-        int rc = tui_run_live(&a->live, &a->st, err, sizeof err);
+        rc = tui_run_live(&a->live, &a->st, err, sizeof err);
         return rc < 0 ? cli_fail(CMD, "%s", err) : rc;
     }
     dash_t d;
@@ -350,7 +364,7 @@ static int run_live(dash_args *a)
         dash_free(&d);
         return cli_fail(CMD, "%s", err);
     }
-    int rc = write_frame(a->frame, text);
+    rc = write_frame(a->frame, text);
     if (!rc && a->json)
         print_live_json(&d, a);
     free(text);

@@ -29,7 +29,9 @@ static void usage(void)
         "signatures, balanced spherical K-means; then write the model atomically.\n"
         "Requests whose signature is all zero under the mask are left out (counted\n"
         "on stderr). Prints cluster sizes, the objective (total cosine distance of\n"
-        "the final assignment), rho, N* and the time of each stage.\n"
+        "the final assignment), rho, N* and the time of each stage. On a terminal, a\n"
+        "progress bar on stderr shows the stages (layer selection, signatures,\n"
+        "k-means); none when stderr is a pipe or a file.\n"
         "\n"
         "options:\n"
         "  -k, --clusters K      clusters = decode workers (1 <= K <= requests)\n"
@@ -287,20 +289,6 @@ static int parse_workers(fit_args *a)
     return 0;
 }
 
-/* ---- progress ---- */
-
-typedef struct progress_ctx {
-    cli_progress bar;
-    int iters;
-} progress_ctx;
-
-static void on_iter(void *ctx, int iter, double objective)
-{
-    progress_ctx *p = ctx;
-    (void)objective;
-    cli_progress_update(&p->bar, p->iters > 0 ? (double)iter / p->iters : 1.0);
-}
-
 /* ---- report ---- */
 
 typedef struct stage_times {
@@ -474,14 +462,15 @@ int cmd_fit(int argc, char **argv)
     char *tr = strdup(a.trace);
     a.o.calib_sha256 = sha;
     a.o.calib_file = tr ? basename(tr) : "";
-    progress_ctx pc = {.iters = a.o.iters};
-    a.o.progress = on_iter;
-    a.o.progress_ctx = &pc;
-    cli_progress_start(&pc.bar, "fit");
+    /* every stage on the bar: layer selection, signatures, k-means */
+    cli_progress bar;
+    cli_progress_start(&bar, CMD);
+    a.o.on_progress = cli_progress_core;
+    a.o.on_progress_ctx = &bar;
     model_t *m = NULL;
     model_fit_report rep;
     rc = model_fit(t, &a.o, &m, &rep, err, sizeof err);
-    cli_progress_done(&pc.bar);
+    cli_progress_done(&bar);
     if (rc < 0) {
         rc = cli_fail(CMD, "%s: %s", a.trace, err);
         goto out;

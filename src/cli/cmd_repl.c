@@ -18,10 +18,13 @@ static void repl_usage(void)
     printf("usage: eldr repl [--no-history] [script.lua [args...]]\n"
            "\n"
            "Lua 5.4 with the eldr module (global `eldr`) and readline: Tab completes\n"
-           "globals, fields and methods; an unfinished chunk continues on the next line;\n"
-           "`=expr` and bare expressions print their values; `:help [name]` describes\n"
-           "the functions; Ctrl-C interrupts a computation (or drops the line); Ctrl-D\n"
-           "or :quit leaves. History: $HOME/.eldr_history (last %d entries).\n"
+           "globals, fields and methods, and file names inside a string; an unfinished\n"
+           "chunk continues on the next line; `=expr` and bare expressions print their\n"
+           "values; `:help` lists the functions grouped by area (paged: Space, Enter,\n"
+           "q), `:help name` one of them, and `help(eldr.fit)` the documentation of a\n"
+           "function, object or module; Ctrl-C interrupts a computation (or drops the\n"
+           "line); Ctrl-D or :quit leaves. History: $HOME/.eldr_history (last %d\n"
+           "entries).\n"
            "\n"
            "A script given first runs before the prompt (its `arg` as with eldr run).\n"
            "When standard input is not a terminal, it is read as one script, without\n"
@@ -53,6 +56,7 @@ int cmd_repl(int argc, char **argv)
     lua_State *L = eldr_lua_new();
     if (!L)
         return CLI_RUNTIME;
+    repl_help_open(L); /* help(eldr.fit) at the prompt */
     int rc = 0;
     if (i < argc) {
         rc = exec_script(L, "eldr repl", argv[i], argc - i - 1, argv + i + 1);

@@ -36,7 +36,9 @@ static void usage(void)
            "\n"
            "Drive a running eldrd with a trace: route each request (POST /v1/route,\n"
            "dense prefill counts) at its arrival, finish it (POST /v1/finish) after its\n"
-           "simulated decode time, and report decisions/s and route latency.\n"
+           "simulated decode time, and report decisions/s and route latency. On a\n"
+           "terminal, a progress bar on stderr shows the routing, then the drain (the\n"
+           "wait for the requests still in flight); none when stderr is not a terminal.\n"
            "\n"
            "options:\n"
            "  --to URL             eldrd address, http://HOST:PORT (required)\n"
@@ -59,7 +61,8 @@ static void usage(void)
            "  -h, --help           this text\n"
            "\n"
            "Exit: 0 every call succeeded, 1 some route or finish failed, 2 bad input\n"
-           "(also: a trace whose geometry the daemon does not serve).\n");
+           "(also: a trace whose geometry the daemon does not serve), 3 the daemon does\n"
+           "not answer at URL (the same status as eldr dash --attach).\n");
 }
 
 enum { O_TO = 256, O_RATE, O_SPEED, O_REQ, O_CONC, O_TPOT, O_DTOK, O_MAXS, O_TIMEOUT,
@@ -215,11 +218,12 @@ static int plan_times(const replay_opts *o, const trace_t *t, int64_t n, double 
     return 0;
 }
 
-static cli_progress progress;
-static void on_progress(void *arg, double frac)
+/* Routing shows requests/s; the drain (waiting for the decode times of
+ * the requests still in flight to run out) shows how many are left. */
+static void on_progress(void *arg, const char *what, int64_t done, int64_t total)
 {
-    (void)arg;
-    cli_progress_update(&progress, frac);
+    cli_progress_count(arg, what, done, total,
+                       strcmp(what, REPLAY_DRAIN) ? " req/s" : " finished/s");
 }
 
 static json_t *result_json(const replay_opts *o, const served *s, const replay_result *r,
@@ -311,12 +315,13 @@ static int replay(const replay_opts *o, const trace_t *t, client_t *c)
         snprintf(prefix, sizeof prefix, "%s", o->id_prefix);
     else
         snprintf(prefix, sizeof prefix, "replay-%ld-", (long)getpid());
+    cli_progress progress;
+    cli_progress_start(&progress, CMD);
     replay_plan p = {.url = client_url(c), .n = n, .arrive_s = arrive, .decode_s = decode,
                      .counts = t->prefill_counts, .row = row, .cells = TRACE_CELLS(t),
                      .id_prefix = prefix, .concurrency = (int)o->concurrency,
                      .timeout_s = o->timeout_s, .max_seconds = o->max_seconds, .K = s.K,
-                     .progress = on_progress};
-    cli_progress_start(&progress, "replay");
+                     .progress = on_progress, .progress_arg = &progress};
     int run_rc = replay_run(&p, &res, err, sizeof err);
     cli_progress_done(&progress);
     if (run_rc < 0) {
@@ -354,6 +359,8 @@ int cmd_replay(int argc, char **argv)
     trace_t *t = NULL;
     if (trace_load(o.path, &t, err, sizeof err) < 0)
         rc = cli_fail(CMD, "%s", err);
+    else if ((rc = cli_reach(CMD, o.url, o.timeout_s)))
+        ; /* one line said so; CLI_UNREACHABLE */
     else if (t->n == 0)
         rc = cli_fail(CMD, "%s: the trace has no requests", o.path);
     else

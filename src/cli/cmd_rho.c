@@ -83,6 +83,8 @@ static void usage(void)
            "                    (a list of those with --all-variants)\n"
            "  -h, --help        this text\n"
            "\n"
+           "On a terminal, greedy selection shows a progress bar on stderr (none when\n"
+           "stderr is a pipe or a file; stdout never gets it).\n"
            "Exit status: 0 success; 2 bad input (one line on stderr); 1 other failure.\n"
            "See docs/calibration.md.\n",
            RHO_DEFAULT_PAIRS, RHO_DEFAULT_SEED);
@@ -204,7 +206,22 @@ typedef struct run_ctx {
     const float *idf_full;
     const int *list;      /* --layers LIST, sorted by the recipe */
     int n_list;
+    cli_progress *bar;    /* greedy selection's progress */
+    char what[SIG_N_VARIANTS][48]; /* its stage name per variant */
 } run_ctx;
+
+/* The greedy steps on the bar, under the variant's stage name. */
+typedef struct sel_progress {
+    cli_progress *bar;
+    const char *what;
+} sel_progress;
+
+static void on_select(void *ctx, const char *what, int64_t done, int64_t total)
+{
+    sel_progress *s = ctx;
+    (void)what;
+    cli_progress_count(s->bar, s->what, done, total, " steps/s");
+}
 
 /* rho of one recipe (mask), with signature distances into sd. */
 static int eval_mask(const run_ctx *x, sig_variant v, const int *mask, int n, double *sd,
@@ -238,7 +255,11 @@ static int run_variant(const run_ctx *x, sig_variant v, vresult *out, char *err,
         all[l] = l;
     if (o->layers_mode == LAYERS_AUTO || o->curve) {
         layersel_result g;
-        if (layersel_run(t, v, x->idf_full, x->pr, o->threads, NULL, &g, err, errlen))
+        sel_progress sp = {x->bar, x->what[v]};
+        int grc = layersel_run_progress(t, v, x->idf_full, x->pr, o->threads, NULL, on_select,
+                                        &sp, &g, err, errlen);
+        cli_progress_done(x->bar);
+        if (grc)
             goto out;
         out->order = g.order;
         out->curve = g.curve;
@@ -603,8 +624,13 @@ int cmd_rho(int argc, char **argv)
         rc = prc || (idf && dec) ? core_fail(err) : cli_error(CMD, "out of memory");
         goto out;
     }
+    cli_progress bar;
+    cli_progress_start(&bar, CMD);
     run_ctx x = {.t = t, .o = &o, .pr = &pr, .dec_dist = dec, .idf_full = idf,
-                 .list = ilist, .n_list = n_list};
+                 .list = ilist, .n_list = n_list, .bar = &bar};
+    for (int v = 0; v < SIG_N_VARIANTS; v++)
+        snprintf(x.what[v], sizeof x.what[v], o.all_variants ? "layer selection (%s)"
+                 : "layer selection", sig_variant_name((sig_variant)v));
     for (int v = 0; v < SIG_N_VARIANTS; v++) {
         if (!o.all_variants && v != o.variant)
             continue;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "version.h"
 
 int cmd_gen(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -50,7 +51,7 @@ static const struct command {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: eldr COMMAND [options]\n"
+            "usage: eldr COMMAND [options] | eldr --help | eldr --version\n"
             "\n"
             "eldr: expert-locality-aware decode routing for PD-disaggregated MoE serving.\n"
             "\n"
@@ -60,7 +61,8 @@ static void usage(FILE *f)
     fprintf(f,
             "\n"
             "'eldr COMMAND --help' describes one command. Exit status: 0 success,\n"
-            "2 bad input (one line on stderr says what and where), 1 other failure.\n"
+            "2 bad input (one line on stderr says what and where), 3 eldrd does not\n"
+            "answer (replay, dash --attach), 1 other failure. eldr --version: the version.\n"
             "The router daemon is eldrd (eldrd --help). Docs: docs/, README.md.\n");
 }
 
@@ -72,6 +74,11 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
+        !strcmp(argv[1], "version")) {
+        printf("eldr %s\n", ELDR_VERSION);
         return CLI_OK;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)

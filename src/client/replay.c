@@ -28,8 +28,30 @@ typedef struct run {
     int64_t outstanding;         /* events not yet done (a route's finish included) */
     int64_t inflight;
     int64_t done_routes;         /* routes sent or skipped (progress) */
+    int64_t drain_total, drain_base; /* in flight / finished at the last route; -1 before */
+    progress_t pg;
     struct timespec t0;
 } run;
+
+/* Under the lock, after an event: routes sent so far, then the drain. */
+static void report(run *r)
+{
+    const replay_plan *p = r->p;
+    if (!p->progress)
+        return;
+    if (r->done_routes < p->n) {
+        progress_tick(&r->pg, REPLAY_ROUTING, r->done_routes, p->n);
+        return;
+    }
+    int64_t finished = r->res->finished + r->res->finish_errors;
+    if (r->drain_total < 0) {
+        progress_tick(&r->pg, REPLAY_ROUTING, p->n, p->n);
+        r->drain_total = r->inflight;
+        r->drain_base = finished;
+    }
+    if (r->drain_total > 0)
+        progress_tick(&r->pg, REPLAY_DRAIN, finished - r->drain_base, r->drain_total);
+}
 
 static double since(const struct timespec *t0)
 {
@@ -203,8 +225,7 @@ static void *worker_main(void *arg)
             do_route(r, c, &e, idbuf);
         }
         /* back under the lock */
-        if (p->progress && !e.finish)
-            p->progress(p->progress_arg, (double)r->done_routes / (double)p->n);
+        report(r);
         if (r->outstanding == 0)
             pthread_cond_broadcast(&r->wake);
     }
@@ -243,7 +264,9 @@ int replay_run(const replay_plan *p, replay_result *res, char *err, size_t errle
     memset(res, 0, sizeof *res);
     if (check_plan(p, err, errlen) < 0)
         return -1;
-    run r = {.p = p, .res = res, .outstanding = p->n, .cap_heap = p->n + 1};
+    run r = {.p = p, .res = res, .outstanding = p->n, .cap_heap = p->n + 1,
+             .drain_total = -1};
+    progress_init(&r.pg, p->progress, p->progress_arg);
     r.heap = malloc((size_t)r.cap_heap * sizeof *r.heap);
     res->latency_ms = malloc((size_t)(p->n + 1) * sizeof *res->latency_ms);
     pthread_t *th = calloc((size_t)p->concurrency, sizeof *th);

@@ -15,8 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "progress.h"
+
 #define REPLAY_MAX_WORKERS 256
 #define REPLAY_RULES 8
+
+#define REPLAY_ROUTING "routing"
+#define REPLAY_DRAIN "drain"
 
 typedef struct replay_plan {
     const char *url;             /* http://HOST:PORT of eldrd */
@@ -31,8 +36,11 @@ typedef struct replay_plan {
     double timeout_s;            /* per HTTP call */
     double max_seconds;          /* no new route after this */
     int K;                       /* workers (for the per-worker tally) */
-    /* progress callback (may be NULL), called by one thread at a time */
-    void (*progress)(void *arg, double frac);
+    /* progress (may be NULL; progress.h, rate-limited), called by one
+     * thread at a time: REPLAY_ROUTING, routes sent (or skipped) of n;
+     * then REPLAY_DRAIN, requests finished of those in flight when the
+     * last route went out (the wait for the decode times to run out) */
+    progress_fn progress;
     void *progress_arg;
 } replay_plan;
 

@@ -23,11 +23,19 @@ struct layersel_ctx {
     double *sq;               /* [L][n_req] per-layer squared norms */
     int threads;
     volatile int *cancel;     /* polled before each greedy step; may be NULL */
+    progress_fn progress;     /* told after each greedy step; may be NULL */
+    void *progress_ctx;
 };
 
 void layersel_set_cancel(layersel_ctx *c, volatile int *cancel)
 {
     c->cancel = cancel;
+}
+
+void layersel_set_progress(layersel_ctx *c, progress_fn fn, void *ctx)
+{
+    c->progress = fn;
+    c->progress_ctx = ctx;
 }
 
 static int pick_threads(int threads)
@@ -422,7 +430,10 @@ int layersel_greedy(const layersel_ctx *c, layersel_result *out, char *err, size
         goto out;
     }
     out->L = L;
+    progress_t pg;
+    progress_init(&pg, c->progress, c->progress_ctx);
     for (int step = 0; step < L; step++) {
+        progress_tick(&pg, LAYERSEL_WHAT, step, L);
         if (c->cancel && *c->cancel) {
             eldr_errf(err, errlen, "layer selection: cancelled after %d of %d steps", step, L);
             rc = LAYERSEL_CANCELLED;
@@ -448,6 +459,7 @@ int layersel_greedy(const layersel_ctx *c, layersel_result *out, char *err, size
         for (int64_t r = 0; r < c->n_req; r++)
             cum_sq[r] += sq[r];
     }
+    progress_tick(&pg, LAYERSEL_WHAT, L, L);
     int peak = -1;
     for (int s = 0; s < L; s++)
         if (!isnan(out->curve[s]) && (peak < 0 || out->curve[s] > out->curve[peak]))
@@ -498,11 +510,21 @@ int layersel_run(const trace_t *t, sig_variant v, const float *idf_full,
                  const rho_pairs *pr, int threads, volatile int *cancel,
                  layersel_result *out, char *err, size_t errlen)
 {
+    return layersel_run_progress(t, v, idf_full, pr, threads, cancel, NULL, NULL, out, err,
+                                 errlen);
+}
+
+int layersel_run_progress(const trace_t *t, sig_variant v, const float *idf_full,
+                          const rho_pairs *pr, int threads, volatile int *cancel,
+                          progress_fn fn, void *fn_ctx, layersel_result *out, char *err,
+                          size_t errlen)
+{
     memset(out, 0, sizeof *out);
     layersel_ctx *c = layersel_prepare(t, v, idf_full, pr, threads, err, errlen);
     if (!c)
         return -1;
     layersel_set_cancel(c, cancel);
+    layersel_set_progress(c, fn, fn_ctx);
     int rc = layersel_greedy(c, out, err, errlen);
     layersel_free(c);
     return rc;

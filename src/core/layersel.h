@@ -34,6 +34,7 @@
 
 #include <stddef.h>
 
+#include "progress.h"
 #include "rho.h"
 #include "signature.h"
 #include "trace.h"
@@ -74,6 +75,12 @@ typedef struct layersel_result {
 #define LAYERSEL_CANCELLED (-2)
 void layersel_set_cancel(layersel_ctx *c, volatile int *cancel);
 
+/* Progress of the greedy steps (progress.h): stage LAYERSEL_WHAT, done =
+ * steps finished of L, reported before each step and after the last. fn
+ * NULL (the default) reports nothing. */
+#define LAYERSEL_WHAT "layer selection"
+void layersel_set_progress(layersel_ctx *c, progress_fn fn, void *ctx);
+
 /* Run the greedy selection over all L steps. */
 int layersel_greedy(const layersel_ctx *c, layersel_result *out, char *err, size_t errlen);
 void layersel_result_free(layersel_result *r);
@@ -83,5 +90,10 @@ void layersel_result_free(layersel_result *r);
 int layersel_run(const trace_t *t, sig_variant v, const float *idf_full,
                  const rho_pairs *pr, int threads, volatile int *cancel,
                  layersel_result *out, char *err, size_t errlen);
+/* The same, with progress reports to fn/fn_ctx (may be NULL). */
+int layersel_run_progress(const trace_t *t, sig_variant v, const float *idf_full,
+                          const rho_pairs *pr, int threads, volatile int *cancel,
+                          progress_fn fn, void *fn_ctx, layersel_result *out, char *err,
+                          size_t errlen);
 
 #endif

@@ -16,8 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "progress.h"
 #include "sha256.h"
 #include "signature.h"
+#include "version.h"
 
 #define MODEL_FORMAT "eldr-model"
 #define MODEL_VERSION 1
@@ -25,9 +27,6 @@
 #define MODEL_TAU_DEFAULT 0.1
 #define MODEL_NORM_TOL 1e-3      /* |norm - 1| allowed for a centroid row */
 
-#ifndef ELDR_VERSION
-#define ELDR_VERSION "0.1.0"
-#endif
 
 typedef struct model {
     sig_recipe recipe;           /* variant, L, E, mask, idf over the mask */
@@ -158,12 +157,23 @@ typedef struct model_fit_opts {
     int threads;                 /* for selection; 0 = the online CPUs */
     void (*progress)(void *ctx, int iter, double objective); /* K-means */
     void *progress_ctx;
+    progress_fn on_progress;     /* every long stage (progress.h), may be NULL:
+                                  * LAYERSEL_WHAT steps of L (auto layers),
+                                  * MODEL_FIT_SIGNATURES 0/1 then 1/1, and
+                                  * MODEL_FIT_KMEANS rounds of iters (the last
+                                  * report is iters/iters, also on early
+                                  * convergence) */
+    void *on_progress_ctx;
     volatile int *cancel;        /* when non-NULL and set (a signal handler,
                                   * another thread), the fit stops at its
                                   * next check: between stages and in every
                                   * K-means round; model_fit then returns
                                   * MODEL_FIT_CANCELLED */
 } model_fit_opts;
+
+/* Stage names of model_fit_opts.on_progress besides LAYERSEL_WHAT. */
+#define MODEL_FIT_SIGNATURES "signatures"
+#define MODEL_FIT_KMEANS "k-means"
 
 /* model_fit's return value when opts.cancel was raised (err says so). */
 #define MODEL_FIT_CANCELLED (-2)

@@ -132,8 +132,8 @@ static int choose_mask(const trace_t *t, const model_fit_opts *o, fit_state *s, 
         if (t->n < 2)
             return eldr_errf(err, errlen, "fit: automatic layer selection needs at least 2 "
                              "requests; give the layers");
-        if (layersel_run(t, o->variant, s->idf_full, &s->pairs, o->threads, o->cancel, &s->sel, err,
-                         errlen) < 0)
+        if (layersel_run_progress(t, o->variant, s->idf_full, &s->pairs, o->threads, o->cancel,
+                                  o->on_progress, o->on_progress_ctx, &s->sel, err, errlen) < 0)
             return -1;
         s->have_sel = 1;
         mask = s->sel.mask;
@@ -229,6 +229,22 @@ static int map_init_rows(const trace_t *t, const model_fit_opts *o, fit_state *s
     return 0;
 }
 
+/* kmeans reports (iter, objective) to one callback: this one passes it on
+ * to the caller's K-means callback and to the stage progress. */
+typedef struct km_relay {
+    const model_fit_opts *o;
+    progress_t pg;
+    int total;                /* rounds at most (1 for iters = 0) */
+} km_relay;
+
+static void km_relay_fn(void *ctx, int iter, double objective)
+{
+    km_relay *r = ctx;
+    if (r->o->progress)
+        r->o->progress(r->o->progress_ctx, iter, objective);
+    progress_tick(&r->pg, MODEL_FIT_KMEANS, iter < r->total ? iter : r->total, r->total);
+}
+
 static int run_kmeans(const model_fit_opts *o, fit_state *s, int64_t n_fit, char *err,
                       size_t errlen)
 {
@@ -238,11 +254,17 @@ static int run_kmeans(const model_fit_opts *o, fit_state *s, int64_t n_fit, char
     ko.seed = o->seed;
     ko.balanced = o->balanced;
     ko.init_rows = s->init;
-    ko.progress = o->progress;
-    ko.progress_ctx = o->progress_ctx;
+    int total = o->iters > 0 ? o->iters : 1;
+    km_relay relay = {.o = o, .total = total};
+    progress_init(&relay.pg, o->on_progress, o->on_progress_ctx);
+    progress_tick(&relay.pg, MODEL_FIT_KMEANS, 0, total);
+    ko.progress = km_relay_fn;
+    ko.progress_ctx = &relay;
     ko.cancel = o->cancel;
     int rc = kmeans_fit(s->x, (int)n_fit, (int)sig_dim(&s->recipe), &ko, &s->km, err, errlen);
     s->have_km = rc == 0;
+    if (rc == 0) /* converged early, or iters = 0: the stage is complete */
+        progress_tick(&relay.pg, MODEL_FIT_KMEANS, total, total);
     return rc == 0 ? 0 : -1;
 }
 
@@ -330,9 +352,13 @@ int model_fit(const trace_t *t, const model_fit_opts *o, model_t **out, model_fi
         goto fail;
     double t2 = now_s();
     rep->t_selection = t2 - t1;
+    progress_t pg;
+    progress_init(&pg, o->on_progress, o->on_progress_ctx);
+    progress_tick(&pg, MODEL_FIT_SIGNATURES, 0, 1);
     if (cancelled(o, err, errlen) || build_signatures(t, o, &s, rep, &n_fit, err, errlen) < 0 ||
         map_init_rows(t, o, &s, err, errlen) < 0)
         goto fail;
+    progress_tick(&pg, MODEL_FIT_SIGNATURES, 1, 1);
     double t3 = now_s();
     rep->t_signatures = t3 - t2;
     if (cancelled(o, err, errlen) || run_kmeans(o, &s, n_fit, err, errlen) < 0)

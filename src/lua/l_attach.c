@@ -96,10 +96,12 @@ static int l_attach(lua_State *L)
     char err[ELDR_ERRLEN];
     if (!(u->c = client_new(url, timeout, err, sizeof err)))
         return l_fail(L, fn, err);
-    json_t *h;
-    if (client_health(u->c, &h, err, sizeof err) < 0)  /* fail now, not at first use */
-        return l_fail(L, fn, err);
-    json_decref(h);
+    /* fail now, not at first use; "daemon unreachable" as the commands
+     * say it (eldr replay, eldr dash --attach exit 3 with it) */
+    long status = 0;
+    if (client_call(u->c, "GET", "/healthz", NULL, 0, &status, NULL, err, sizeof err) < 0)
+        return status ? l_fail(L, fn, err)
+                      : luaL_error(L, "eldr.%s: daemon unreachable: %s", fn, err);
     return 1;
 }
 

@@ -80,13 +80,18 @@ void l_push_selection(lua_State *L, const layersel_result *g)
     lua_setfield(L, -2, "rho");
 }
 
-/* Greedy selection; pushes the selection table. */
+/* Greedy selection, reporting to pg (the progress option); pushes the
+ * selection table. */
 static void push_greedy(lua_State *L, const trace_t *t, sig_variant v, const float *idf,
-                        const rho_pairs *pr, const char *fn)
+                        const rho_pairs *pr, const char *fn, l_progress *pg)
 {
     layersel_result g;
     char err[ELDR_ERRLEN];
-    int rc = layersel_run(t, v, idf, pr, 0, &l_cancel_flag, &g, err, sizeof err);
+    int rc = layersel_run_progress(t, v, idf, pr, 0, l_progress_cancel(pg), l_progress_call, pg,
+                                   &g, err, sizeof err);
+    if (pg->failed && rc == 0)
+        layersel_result_free(&g);
+    l_progress_check(L, pg);
     if (rc == LAYERSEL_CANCELLED)
         luaL_error(L, "eldr.%s: interrupted", fn);
     if (rc)
@@ -110,7 +115,7 @@ static int eval_mask(const trace_t *t, sig_variant v, const float *idf, const in
 }
 
 static const char *const rho_keys[] = {"variant", "layers", "pairs", "seed", "ci",
-                                       "ci_samples", NULL};
+                                       "ci_samples", "progress", NULL};
 
 /* eldr.rho(trace [, opts]) -> rho, details */
 static int l_rho(lua_State *L)
@@ -127,6 +132,8 @@ static int l_rho(lua_State *L)
     int mode = l_checklayers(L, 2, fn, "layers", t->L, "all", &list, &nl);
     if (!t->decode_counts)
         luaL_error(L, "eldr.%s: rho needs decode_counts, which the trace lacks", fn);
+    l_progress pg;
+    l_progress_opt(L, 2, fn, &pg);
     rho_pairs *pr = push_pairs(L, 2, t, fn);
     float *idf = push_idf(L, t, v, fn);
     double *dec = l_box(L, (size_t)pr->n * sizeof *dec);
@@ -139,7 +146,7 @@ static int l_rho(lua_State *L)
     double rho;
     int64_t n_zero = 0;
     if (mode == 1) {
-        push_greedy(L, t, v, idf, pr, fn);
+        push_greedy(L, t, v, idf, pr, fn, &pg);
         lua_getfield(L, -1, "curve");
         lua_setfield(L, details, "curve");
         lua_getfield(L, -1, "order");
@@ -206,9 +213,11 @@ static int l_rho_variants(lua_State *L)
 {
     lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "rho_variants";
-    static const char *const known[] = {"pairs", "seed", NULL};
+    static const char *const known[] = {"pairs", "seed", "progress", NULL};
     trace_t *t = l_checktrace(L, 1, fn, "trace");
     l_checkopts(L, 2, fn, known);
+    l_progress pg;
+    l_progress_opt(L, 2, fn, &pg);
     if (!t->decode_counts)
         luaL_error(L, "eldr.%s: rho needs decode_counts, which the trace lacks", fn);
     rho_pairs *pr = push_pairs(L, 2, t, fn);
@@ -240,7 +249,7 @@ static int l_rho_variants(lua_State *L)
                 return l_fail(L, fn, err);
             l_pushnum_or_nil(L, all);
             lua_setfield(L, -2, "rho_all");
-            push_greedy(L, t, (sig_variant)v, idf, pr, fn);
+            push_greedy(L, t, (sig_variant)v, idf, pr, fn, &pg);
             const char *keys[] = {"rho", "mask", "n_star", "curve", "order"};
             for (int i = 0; i < 5; i++) {
                 lua_getfield(L, -1, keys[i]);
@@ -273,15 +282,17 @@ static int l_rho_variants(lua_State *L)
 static void greedy_common(lua_State *L, const char *fn)
 {
     lua_settop(L, 2); /* optional arguments stay at fixed slots */
-    static const char *const known[] = {"variant", "pairs", "seed", NULL};
+    static const char *const known[] = {"variant", "pairs", "seed", "progress", NULL};
     trace_t *t = l_checktrace(L, 1, fn, "trace");
     l_checkopts(L, 2, fn, known);
     sig_variant v = l_checkvariant(L, fn, l_optstr(L, 2, fn, "variant", "count_idf"));
     if (!t->decode_counts)
         luaL_error(L, "eldr.%s: layer selection needs decode_counts, which the trace lacks", fn);
+    l_progress pg;
+    l_progress_opt(L, 2, fn, &pg);
     rho_pairs *pr = push_pairs(L, 2, t, fn);
     float *idf = push_idf(L, t, v, fn);
-    push_greedy(L, t, v, idf, pr, fn);
+    push_greedy(L, t, v, idf, pr, fn, &pg);
 }
 
 /* eldr.select_layers(trace [, opts]) -> {mask, n_star, rho, order, curve} */
@@ -304,13 +315,15 @@ static int l_rho_curve(lua_State *L)
 
 static const l_fn module_fns[] = {
     {"rho", l_rho, "eldr.rho(trace [, {variant, layers = 'all'|'auto'|{...}, pairs = P|'all', "
-                   "seed, ci, ci_samples}]) -> rho, details {mask, n_star, ci, ...}"},
-    {"rho_variants", l_rho_variants, "eldr.rho_variants(trace [, {pairs, seed}]) -> list of "
-                                     "{variant, rho_all, rho, mask, n_star}, best first (Fig. 7)"},
-    {"select_layers", l_select_layers, "eldr.select_layers(trace [, {variant, pairs, seed}]) -> "
-                                       "{mask, n_star, rho, order, curve}: greedy selection"},
-    {"rho_curve", l_rho_curve, "eldr.rho_curve(trace [, {variant, pairs, seed}]) -> curve, "
-                               "n_star, order: cumulative rho per layers kept (Fig. 8)"},
+                   "seed, ci, ci_samples, progress}]) -> rho, details {mask, n_star, ci, ...}"},
+    {"rho_variants", l_rho_variants, "eldr.rho_variants(trace [, {pairs, seed, progress}]) -> "
+                                     "list of {variant, rho_all, rho, mask, n_star}, best first "
+                                     "(Fig. 7)"},
+    {"select_layers", l_select_layers, "eldr.select_layers(trace [, {variant, pairs, seed, "
+                                       "progress = fn(done, total, what)}]) -> {mask, n_star, "
+                                       "rho, order, curve}: greedy selection"},
+    {"rho_curve", l_rho_curve, "eldr.rho_curve(trace [, {variant, pairs, seed, progress}]) -> "
+                               "curve, n_star, order: cumulative rho per layers kept (Fig. 8)"},
     {NULL, NULL, NULL},
 };
 

@@ -131,7 +131,8 @@ static int l_fit(lua_State *L)
     lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "fit";
     static const char *const known[] = {"k", "variant", "layers", "seed", "iters", "balanced",
-                                        "init", "pairs", "tau", "workers", "threads", NULL};
+                                        "init", "pairs", "tau", "workers", "threads",
+                                        "progress", NULL};
     trace_t *t = l_checktrace(L, 1, fn, "trace");
     luaL_checktype(L, 2, LUA_TTABLE);
     l_checkopts(L, 2, fn, known);
@@ -169,13 +170,20 @@ static int l_fit(lua_State *L)
     } else if (o.iters == 0)
         l_argerror(L, fn, "iters", "0 needs init rows (it only assigns to given centroids)");
     o.workers = opt_workers(L, 2, o.K, fn);
+    l_progress pg;
+    l_progress_opt(L, 2, fn, &pg);
     l_model *u = l_newmodel(L);
     int mi = lua_gettop(L);
     model_fit_report rep;
     memset(&rep, 0, sizeof rep);
     char err[ELDR_ERRLEN];
-    o.cancel = &l_cancel_flag; /* Ctrl-C in the REPL stops the fit */
+    o.cancel = l_progress_cancel(&pg); /* Ctrl-C in the REPL stops the fit */
+    o.on_progress = l_progress_call;
+    o.on_progress_ctx = &pg;
     int rc = model_fit(t, &o, &u->m, &rep, err, sizeof err);
+    if (pg.failed && rc == 0)
+        model_fit_report_free(&rep); /* the model itself belongs to u (GC) */
+    l_progress_check(L, &pg);
     if (rc == MODEL_FIT_CANCELLED)
         return luaL_error(L, "eldr.%s: interrupted", fn);
     if (rc) {
@@ -495,7 +503,7 @@ static int m_set_tau(lua_State *L)
 
 static const l_fn module_fns[] = {
     {"fit", l_fit, "eldr.fit(trace, {k =, variant, layers = 'auto'|'all'|{...}, seed, iters, "
-                   "balanced, init, pairs, tau, workers}) -> Model, report"},
+                   "balanced, init, pairs, tau, workers, progress = fn(done, total, what)}) -> Model, report"},
     {"load_model", l_load_model, "eldr.load_model(path) -> Model: an eldr-model file, or the "
                                  "reference centroid JSON when path ends in .json"},
     {"model_from_json", l_model_from_json, "eldr.model_from_json(text) -> Model: parse the "

@@ -98,9 +98,11 @@ static int l_recipe_new(lua_State *L)
 {
     lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "recipe";
-    static const char *const known[] = {"variant", "layers", "pairs", "seed", NULL};
+    static const char *const known[] = {"variant", "layers", "pairs", "seed", "progress", NULL};
     trace_t *t = l_checktrace(L, 1, fn, "trace");
     l_checkopts(L, 2, fn, known);
+    l_progress pg;
+    l_progress_opt(L, 2, fn, &pg);
     sig_variant v = l_checkvariant(L, fn, l_optstr(L, 2, fn, "variant", "count_idf"));
     int64_t pairs = RHO_DEFAULT_PAIRS; /* 0 = all pairs */
     if (l_getopt(L, 2, "pairs") == LUA_TSTRING) {
@@ -130,8 +132,12 @@ static int l_recipe_new(lua_State *L)
                            : rho_pairs_all(t->n, &pr, err, sizeof err);
         if (rc)
             return l_fail(L, fn, err);
-        rc = layersel_run(t, v, idf, &pr, 0, &l_cancel_flag, &g, err, sizeof err);
+        rc = layersel_run_progress(t, v, idf, &pr, 0, l_progress_cancel(&pg), l_progress_call,
+                                   &pg, &g, err, sizeof err);
         rho_pairs_free(&pr);
+        if (pg.failed && rc == 0)
+            layersel_result_free(&g);
+        l_progress_check(L, &pg);
         if (rc == LAYERSEL_CANCELLED)
             return luaL_error(L, "eldr.%s: interrupted", fn);
         if (rc)
@@ -437,7 +443,7 @@ static int s_variant(lua_State *L)
 
 static const l_fn module_fns[] = {
     {"recipe", l_recipe_new, "eldr.recipe(trace, {variant = 'count_idf', layers = 'all'|'auto'|{...}, "
-                         "pairs = P|'all', seed}) -> Recipe [, selection]: IDF fitted on the trace"},
+                         "pairs = P|'all', seed, progress}) -> Recipe [, selection]: IDF fitted on the trace"},
     {"signatures", l_signatures, "eldr.signatures(trace, recipe | recipe_opts [, rows]) -> "
                                  "Signatures: unit rows, one per request"},
     {"matrix", l_matrix, "eldr.matrix({{...}, ...} [, {normalize = true}]) -> Signatures from "

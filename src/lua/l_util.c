@@ -8,6 +8,7 @@
 #include "l_util.h"
 
 #define HELP_KEY "eldr.help"
+#define HELPFN_KEY "eldr.helpfn"   /* function value -> its full name */
 
 volatile int l_cancel_flag;
 
@@ -332,13 +333,37 @@ void l_sethelp(lua_State *L, const char *name, const char *help)
     lua_pop(L, 1);
 }
 
+void l_pushhelpfn(lua_State *L)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, HELPFN_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, HELPFN_KEY);
+    }
+}
+
+void l_sethelpfn(lua_State *L, int fn_idx, const char *name)
+{
+    fn_idx = lua_absindex(L, fn_idx);
+    l_pushhelpfn(L);
+    lua_pushvalue(L, fn_idx);
+    if (lua_rawget(L, -2) == LUA_TNIL) { /* the first name a function got wins */
+        lua_pushvalue(L, fn_idx);
+        lua_pushstring(L, name);
+        lua_rawset(L, -4);
+    }
+    lua_pop(L, 2);
+}
+
 void l_register(lua_State *L, const l_fn *fns, const char *prefix)
 {
     for (const l_fn *f = fns; f->name; f++) {
-        lua_pushcfunction(L, f->fn);
-        lua_setfield(L, -2, f->name);
         char full[128];
         snprintf(full, sizeof full, "%s%s", prefix, f->name);
+        lua_pushcfunction(L, f->fn);
+        l_sethelpfn(L, -1, full); /* so that help(eldr.fit) finds "eldr.fit" */
+        lua_setfield(L, -2, f->name);
         l_sethelp(L, full, f->help);
     }
 }

@@ -114,11 +114,37 @@ void l_newclass(lua_State *L, const char *cls, const char *display, const l_fn *
 void l_sethelp(lua_State *L, const char *name, const char *help);
 /* Push the help registry table (full name -> line). */
 void l_pushhelp(lua_State *L);
+/* The reverse map, function value -> full name (l_register fills it), so
+ * that help can be asked of a function itself: help(eldr.fit). */
+void l_pushhelpfn(lua_State *L);
+void l_sethelpfn(lua_State *L, int fn_idx, const char *name);
 
 /* ---- cancellation (Ctrl-C) ----
  * The REPL's SIGINT handler raises the flag; long C computations (k-means)
  * poll it and stop; bindings then raise "eldr.FN: interrupted". */
 extern volatile int l_cancel_flag;
 void l_cancel_reset(void);
+
+/* ---- progress callbacks (l_progress.c) ----
+ * The `progress = function(done, total, what)` option of the long calls
+ * (eldr.fit, eldr.select_layers, ...). The core reports through
+ * l_progress_call (a progress_fn, rate-limited by the core); the Lua
+ * function runs under pcall, so an error in it cannot longjmp through the
+ * core: it cancels the computation and l_progress_check re-raises it once
+ * the core has returned. Ctrl-C still cancels (the flag is mirrored). */
+typedef struct l_progress {
+    lua_State *L;
+    int fn_idx;             /* stack slot of the function; 0: none given */
+    int failed;             /* stack slot of its error; 0: none */
+    volatile int cancel;    /* the core's cancel flag when a function is given */
+} l_progress;
+/* Read opts.progress of the options table at opts (nil or a function; the
+ * function stays on the stack); returns p->fn_idx != 0. */
+int l_progress_opt(lua_State *L, int opts, const char *fn, l_progress *p);
+void l_progress_call(void *ctx, const char *what, int64_t done, int64_t total);
+/* The flag the core should poll: p's own with a function, else Ctrl-C's. */
+volatile int *l_progress_cancel(l_progress *p);
+/* After the core returned: raise the progress function's error, if any. */
+void l_progress_check(lua_State *L, l_progress *p);
 
 #endif

@@ -19,7 +19,9 @@
 const char *const eldr_lua_submodules[] = {"calibrate", "report", "experiments", NULL};
 
 /* Merge the _help table of a loaded helper module (at idx) into the
- * registry, so :help lists the Lua helpers beside the C functions. */
+ * registry, so :help lists the Lua helpers beside the C functions, and
+ * map each helper function to its name ("eldr.report.print" is the field
+ * "print" of the module) for help(eldr.report.print). */
 static void merge_help(lua_State *L, int idx)
 {
     idx = lua_absindex(L, idx);
@@ -33,6 +35,12 @@ static void merge_help(lua_State *L, int idx)
         lua_pushvalue(L, -2);
         lua_insert(L, -2);
         lua_settable(L, -4);
+        const char *name = lua_tostring(L, -1);
+        const char *field = name ? strrchr(name, '.') : NULL;
+        if (field && lua_getfield(L, idx, field + 1) == LUA_TFUNCTION)
+            l_sethelpfn(L, -1, name);
+        if (field)
+            lua_pop(L, 1);
     }
     lua_pop(L, 2);
 }
@@ -110,15 +118,152 @@ static int name_matches(const char *full, const char *q)
     return tail && !strcmp(tail + 1, q);
 }
 
-/* eldr.help([name]) -> text: every line, or those matching name (nil
- * when nothing matches) */
+/* The areas of the full listing (eldr.help() and the REPL's :help), in
+ * the order of docs/lua-api.md. A name belongs to the first area with a
+ * pattern equal to it or, for a pattern ending in '.' or ':', starting
+ * with it; the rest goes to the last area. */
+static const struct help_area {
+    const char *title;
+    const char *const pat[12];
+} help_areas[] = {
+    {"Traces", {"eldr.load", "eldr.gen", "eldr.import", "eldr.info", "Trace:", NULL}},
+    {"Signatures", {"eldr.recipe", "eldr.signatures", "eldr.matrix", "eldr.pca", "Recipe:",
+                    "Signatures:", NULL}},
+    {"Calibration", {"eldr.rho", "eldr.rho_variants", "eldr.select_layers", "eldr.rho_curve",
+                     "eldr.kmeans", "eldr.hungarian", "eldr.calibrate", "eldr.calibrate.",
+                     NULL}},
+    {"Models", {"eldr.fit", "eldr.model", "eldr.load_model", "eldr.model_from_json", "Model:",
+                NULL}},
+    {"Simulation", {"eldr.simulate", "eldr.sweep", "eldr.calib_split", "eldr.costfit",
+                    "eldr.cost_model", "eldr.step_time", "eldr.experiments",
+                    "eldr.experiments.", NULL}},
+    {"Live router and dashboard", {"eldr.attach", "eldr.load_snapshot", "Router:", "eldr.dash",
+                                   NULL}},
+    {"Reports and help", {NULL}},
+};
+#define N_AREAS (sizeof help_areas / sizeof help_areas[0])
+
+static int area_of(const char *name)
+{
+    for (size_t a = 0; a + 1 < N_AREAS; a++)
+        for (const char *const *p = help_areas[a].pat; *p; p++) {
+            size_t n = strlen(*p);
+            int prefix = (*p)[n - 1] == '.' || (*p)[n - 1] == ':';
+            if (prefix ? !strncmp(name, *p, n) : !strcmp(name, *p))
+                return (int)a;
+        }
+    return (int)N_AREAS - 1;
+}
+
+/* Every help line, under the title of its area, areas apart by a blank
+ * line. */
+static int help_grouped(lua_State *L, int names, int help)
+{
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    int first = 1, titled = 0;
+    for (size_t a = 0; a < N_AREAS * 2; a++) {
+        /* each area twice: its functions (eldr.x), then its methods (T:x) */
+        int methods = a % 2;
+        if (!methods)
+            titled = 0;
+        for (lua_Integer i = 1; lua_rawgeti(L, names, i) != LUA_TNIL; i++) {
+            const char *full = lua_tostring(L, -1);
+            if (area_of(full) != (int)(a / 2) || (strchr(full, ':') != NULL) != methods) {
+                lua_pop(L, 1);
+                continue;
+            }
+            lua_getfield(L, help, full);
+            const char *line = lua_tostring(L, -1);
+            lua_pop(L, 2);
+            if (!titled) {
+                if (!first)
+                    luaL_addstring(&b, "\n\n");
+                luaL_addstring(&b, help_areas[a / 2].title);
+                titled = 1;
+                first = 0;
+            }
+            luaL_addstring(&b, "\n  ");
+            luaL_addstring(&b, line);
+        }
+        lua_pop(L, 1);
+    }
+    luaL_pushresult(&b);
+    return 1;
+}
+
+/* Help of a value: a documented function's line; for a module table or
+ * an object (its metatable's __index), the lines of the documented
+ * functions it holds, sorted. Pushes the text or nil. */
+static int help_value(lua_State *L, int v, int help)
+{
+    l_pushhelpfn(L);
+    int byfn = lua_gettop(L);
+    if (lua_type(L, v) == LUA_TFUNCTION) {
+        lua_pushvalue(L, v);
+        if (lua_rawget(L, byfn) != LUA_TSTRING)
+            return 1; /* nil: not one of ours */
+        lua_getfield(L, help, lua_tostring(L, -1));
+        return 1;
+    }
+    int tbl = 0;
+    if (lua_type(L, v) == LUA_TTABLE)
+        tbl = v;
+    else if (luaL_getmetafield(L, v, "__index") == LUA_TTABLE)
+        tbl = lua_gettop(L);
+    if (!tbl) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_newtable(L); /* the names found */
+    int found = lua_gettop(L), n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, tbl)) {
+        if (lua_type(L, -1) == LUA_TFUNCTION && lua_rawget(L, byfn) == LUA_TSTRING)
+            lua_rawseti(L, found, ++n);
+        else
+            lua_pop(L, 1);
+    }
+    if (!n) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "sort");
+    lua_pushvalue(L, found);
+    lua_call(L, 1, 0);
+    lua_pop(L, 1);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, found, i);
+        lua_gettable(L, help);
+        if (i > 1)
+            luaL_addchar(&b, '\n');
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    return 1;
+}
+
+/* eldr.help([name | value]) -> text: every line grouped by area; those
+ * matching name; or the help of a function, module or object (nil when
+ * nothing matches) */
 static int l_help(lua_State *L)
 {
+    lua_settop(L, 1);
+    if (!lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TSTRING) {
+        load_submodules(L);
+        l_pushhelp(L);
+        return help_value(L, 1, lua_gettop(L));
+    }
     const char *q = luaL_optstring(L, 1, NULL);
     l_help_names(L);
     int names = lua_gettop(L);
     l_pushhelp(L);
     int help = lua_gettop(L);
+    if (!q)
+        return help_grouped(L, names, help);
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     int found = 0;
@@ -157,8 +302,9 @@ int luaopen_eldr(lua_State *L)
     l_open_attach(L);
     l_open_dash(L);   /* l_dash.c: eldr.dash, the dashboard */
     static const l_fn fns[] = {
-        {"help", l_help, "eldr.help([name]) -> text: the one-line help of every function, or "
-                         "of those called name"},
+        {"help", l_help, "eldr.help([name | value]) -> text: every function's one-line help "
+                         "grouped by area, those called name, or the help of a function, "
+                         "module or object (help(eldr.fit))"},
         {"help_names", l_help_names, "eldr.help_names() -> {names}: every documented function "
                                      "and method"},
         {NULL, NULL, NULL},

@@ -1,6 +1,7 @@
 /* complete.c - tab completion for the REPL: globals and keywords, the
- * fields of tables ("eldr.lo" -> eldr.load), and the methods of objects
- * through their metatables' __index tables ("t:sel" -> t:select).
+ * fields of tables ("eldr.lo" -> eldr.load), the methods of objects
+ * through their metatables' __index tables ("t:sel" -> t:select), and
+ * file names inside an open string ('eldr.load("sam' -> "samples/").
  *
  * The candidates are collected by a C function run under lua_pcall, so a
  * metamethod that raises cannot longjmp through readline. */
@@ -26,6 +27,9 @@ void complete_init(lua_State *L)
     /* '.' and ':' are part of the word being completed */
     rl_completer_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^#~[]";
     rl_basic_word_break_characters = rl_completer_word_break_characters;
+    /* readline finds an unclosed quote itself and then completes the whole
+     * quoted text (slashes included), telling us the quote it found */
+    rl_completer_quote_characters = "\"'";
 }
 
 static int is_ident(const char *s)
@@ -162,7 +166,15 @@ char **complete_attempt(const char *text, int start, int end)
 {
     (void)start;
     (void)end;
-    rl_attempted_completion_over = 1; /* never fall back to file names */
+    rl_attempted_completion_over = 1; /* never fall back on our own */
     rl_completion_append_character = '\0';
+    if (rl_completion_quote_character) {
+        /* inside a string: a path (eldr.load("sam -> samples/); readline
+         * marks directories with '/', closes the quote after a file, and
+         * must not backslash-quote anything inside a Lua string */
+        rl_filename_completion_desired = 1;
+        rl_filename_quoting_desired = 0;
+        return rl_completion_matches(text, rl_filename_completion_function);
+    }
     return rl_completion_matches(text, generator);
 }

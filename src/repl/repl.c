@@ -81,7 +81,7 @@ static int help_command(lua_State *L, const char *arg)
     if (lua_isnil(L, -1))
         printf("no help for '%.*s' (:help lists everything)\n", (int)n, arg);
     else
-        printf("%s\n", lua_tostring(L, -1));
+        repl_show(lua_tostring(L, -1)); /* grouped by area, paged */
     lua_pop(L, 1);
     fflush(stdout);
     return 0;

@@ -27,6 +27,13 @@ int repl_eval(lua_State *L, const char *chunk);
 /* Completion (complete.c): the state to complete against, and readline's
  * attempted-completion function. */
 void complete_init(lua_State *L);
+
+/* help.c: the global help(x) of the REPL (help(eldr.fit) prints the
+ * function's documentation, help() everything, grouped), and text on the
+ * terminal wrapped to its width and paged when taller than it (Space,
+ * Enter, q); printed as it is when stdout is not a terminal. */
+void repl_help_open(lua_State *L);
+void repl_show(const char *text);
 char **complete_attempt(const char *text, int start, int end);
 
 #endif

@@ -17,6 +17,7 @@
 #include "err.h"
 #include "http.h"
 #include "opts.h"
+#include "version.h"
 
 
 static void say(const eldrd_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -72,6 +73,11 @@ int main(int argc, char **argv)
     }
     if (o.help) {
         opts_usage(stdout);
+        opts_free(&o);
+        return 0;
+    }
+    if (o.version) {
+        printf("eldrd %s\n", ELDR_VERSION);
         opts_free(&o);
         return 0;
     }

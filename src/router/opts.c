@@ -58,6 +58,7 @@ void opts_usage(FILE *f)
             "  --inflight-ttl S          forget an in-flight request after S seconds\n"
             "                            when its finish never comes (default 0: never)\n"
             "  --quiet                   no log lines on stderr\n"
+            "  -V, --version             print \"eldrd VERSION\" and exit\n"
             "  -h, --help                this text\n"
             "\n"
             "signals: SIGTERM/SIGINT drain in-flight HTTP requests and exit 0;\n"
@@ -216,6 +217,9 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     case 'h':
         o->help = 1;
         return 0;
+    case 'V':
+        o->version = 1;
+        return 0;
     case O_LISTEN:
         return parse_listen(arg, o, err, errlen);
     case O_WORKERS:
@@ -331,6 +335,7 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
 {
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},     {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'},
         {"listen", required_argument, 0, O_LISTEN}, {"workers", required_argument, 0, O_WORKERS},
         {"prefill-workers", required_argument, 0, O_PREFILL},
         {"tau", required_argument, 0, O_TAU},     {"threads", required_argument, 0, O_THREADS},
@@ -357,7 +362,7 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":m:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":m:hV", longopts, NULL)) != -1) {
         if (c == '?' || c == ':') {
             const char *name = argv[optind - 1];
             eldr_errf(err, errlen, "%s '%s' (try 'eldrd --help')",
@@ -375,7 +380,7 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         opts_free(o);
         return -1;
     }
-    if (o->help)
+    if (o->help || o->version)
         return 0;
     if (o->load_vllm != !!o->worker_urls) {
         opts_free(o);

@@ -36,6 +36,7 @@ typedef struct eldrd_opts {
     int deadline;                /* --request-deadline: seconds from headers to body end */
     double drain;                /* --drain: seconds SIGTERM waits for requests */
     int help;                    /* --help given */
+    int version;                 /* --version given */
 } eldrd_opts;
 
 /* Parse argv into o (defaults first). Returns 0, or -1 with one line in

@@ -230,3 +230,15 @@ if [ -f "$DATA" ]; then
         ok "fit provenance in info --json"; else notok "fit provenance in info --json" "$(head -c 300 "$TMP/pr.json")"; fi
     expect_fail2 "fit: bad --split" "--split: 'last'" "$ELDR" fit "$DATA" -k 2 --calib-split 100 --split last
 fi
+
+# progress: on a terminal every stage draws the bar (layer selection steps,
+# signatures, k-means rounds) on stderr while --json on stdout stays clean;
+# without a terminal stderr has no bar
+on_tty "$TMP/ts" "'$ELDR' fit '$SMALL' -k 4 -o '$TMP/pm.h5' --json >'$TMP/pj.json'"
+expect_in "progress on a terminal: layer selection steps" "$TMP/ts" "eldr fit: layer selection \[#+\] 16/16"
+expect_in "progress on a terminal: k-means rounds" "$TMP/ts" "eldr fit: k-means \[#+\] 50/50"
+expect_in "progress on a terminal: signatures" "$TMP/ts" "eldr fit: signatures"
+json_check "$TMP/pj.json" "j['k'] == 4" && ok "progress on a terminal: --json stdout stays clean" ||
+    notok "progress on a terminal: --json stdout stays clean" "$(head -c 300 "$TMP/pj.json")"
+"$ELDR" fit "$SMALL" -k 4 -o "$TMP/pm.h5" >"$TMP/out" 2>"$TMP/err"
+expect_not_in "no progress bar when stderr is not a terminal" "$TMP/err" "layer selection|k-means|\\["

@@ -35,3 +35,22 @@ expect_out() {
     if grep -Eq -- "$2" "$TMP/out"; then ok "$1"; else
         notok "$1" "stdout lacks '$2'" "$(head -c 400 "$TMP/out")"; fi
 }
+
+# on_tty FILE CMDLINE: run the shell command line with stdin/stdout/stderr
+# on a pseudo-terminal (script(1)); what the terminal saw goes to FILE
+# (redirect stdout inside CMDLINE to keep it apart). Returns its status.
+on_tty() {
+    script -qec "$2" "$1" >/dev/null 2>&1 </dev/null
+}
+
+# expect_in NAME FILE PATTERN: FILE matches PATTERN (grep -E)
+expect_in() {
+    if grep -Eq -- "$3" "$2"; then ok "$1"; else
+        notok "$1" "'$2' lacks '$3'" "$(tail -c 400 "$2" | tr '\r\033' '|~')"; fi
+}
+
+# expect_not_in NAME FILE PATTERN: FILE does not match PATTERN
+expect_not_in() {
+    if grep -Eq -- "$3" "$2"; then notok "$1" "'$2' has '$3'" "$(head -c 400 "$2")"; else
+        ok "$1"; fi
+}

@@ -93,3 +93,15 @@ if [ -f "$DATA" ]; then
 else
     echo "# real trace absent: its checks skipped"
 fi
+
+# progress: greedy selection draws its steps on a terminal's stderr, stdout
+# (--json to a file here) stays clean, and nothing shows without a terminal
+on_tty "$TMP/ts" "'$ELDR' rho '$SMALL' --layers auto --json >'$TMP/pj.json'"
+expect_in "progress on a terminal: greedy steps" "$TMP/ts" "eldr rho: layer selection \[#+\] 8/8"
+$PY -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j['n_star'] >= 1 else 1)" \
+    "$TMP/pj.json" && ok "progress on a terminal: --json stdout stays clean" ||
+    notok "progress on a terminal: --json stdout stays clean" "$(head -c 300 "$TMP/pj.json")"
+on_tty "$TMP/ts2" "'$ELDR' rho '$SMALL' --all-variants >/dev/null"
+expect_in "progress with --all-variants names the variant" "$TMP/ts2" "layer selection \(count_idf\)"
+"$ELDR" rho "$SMALL" --layers auto >"$TMP/out" 2>"$TMP/err"
+expect_not_in "no progress bar when stderr is not a terminal" "$TMP/err" "layer selection"

@@ -97,4 +97,6 @@ ok(perm[1] == 2 and perm[2] == 4 and perm[3] == 1 and perm[4] == 3, "align undoe
 
 local okd, msgd = pcall(eldr.attach, dead, {timeout = 2})
 ok(not okd and tostring(msgd):find(dead, 1, true), "attach to a closed port raises naming the URL", msgd)
+ok(not okd and tostring(msgd):find("daemon unreachable", 1, true),
+   "attach to a closed port says 'daemon unreachable', as the commands do", msgd)
 if n_bad > 0 then os.exit(1) end

@@ -144,5 +144,7 @@ expect_status "dash --frame FILE" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/f.txt" 
 if [ "$(wc -l <"$TMP/f.txt")" -eq 24 ] && grep -q 'N\*=' "$TMP/f.txt" && ! ls "$TMP"/f.txt.tmp.* >/dev/null 2>&1; then
     ok "frame file: 24 lines, N* marked, no temporary left"
 else notok "frame file: 24 lines, N* marked, no temporary left"; fi
+expect_fail2 "dash --frame - --json refused: both would be on stdout" "--frame - and --json" \
+    "$ELDR" dash "$SAMPLE" --frame - --json
 expect_status "dash --frame --json" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/g.txt" --json
 expect_out "json has the sizes and the best baseline" '"best_baseline"'

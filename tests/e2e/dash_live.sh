@@ -70,8 +70,14 @@ check "snapshot decisions: live-7 newest first" sh -c "grep -n 'live-' '$TMP/sde
 
 # bad input
 DEAD="http://127.0.0.1:$(free_port)"
-expect_fail2 "unreachable URL: exit 2, one line naming it" "$DEAD" \
-    "$ELDR" dash --attach "$DEAD" --frame - --timeout 2
+# a daemon that does not answer: exit 3 in every command that talks to eldrd
+expect_status "unreachable URL: exit 3 (as replay)" 3 "$ELDR" dash --attach "$DEAD" --frame - --timeout 2
+[ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "$DEAD.*daemon unreachable\|daemon unreachable.*$DEAD" "$TMP/err" &&
+    ok "unreachable URL: one line naming it" || notok "unreachable URL: one line naming it" "$(cat "$TMP/err")"
+script -qec "'$ELDR' dash --attach '$DEAD' --timeout 2" "$TMP/ts" >/dev/null 2>&1 </dev/null
+rc=$?
+[ "$rc" -eq 3 ] && grep -q "daemon unreachable" "$TMP/ts" && ok "unreachable URL on a terminal: exit 3, before the screen" ||
+    notok "unreachable URL on a terminal: exit 3, before the screen" "exit $rc" "$(head -c 300 "$TMP/ts")"
 echo '{"format": "eldr-router-snapshot", "workers": [' >"$TMP/trunc.json"
 expect_fail2 "truncated snapshot file: exit 2" 'trunc\.json: line' \
     "$ELDR" dash --router-snapshot "$TMP/trunc.json" --frame -

@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/e2e/repl.sh - the REPL end to end in tmux: banner, tab completion
-# of fields and methods, multi-line chunks, printing, :help, Ctrl-C at the
+# of fields and methods and of file names inside strings, multi-line
+# chunks, printing, :help (grouped, paged), help(eldr.fit), Ctrl-C at the
 # prompt and during a long k-means fit, Ctrl-D, persistent history; then
 # piped input. Every wait is bounded. Prints "ok - NAME" / "not ok - NAME".
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -83,6 +84,45 @@ type_line "=t"
 check "userdata through __tostring" "^Trace<449 req, L=24 E=32 k=4>$"
 type_line ":help kmeans"
 check ":help NAME" "^eldr\.kmeans\(sigs, \{k ="
+
+# help(value): the documentation of a function itself
+type_line "help(eldr.fit)"
+check "help(eldr.fit) prints the function's documentation" "^eldr\.fit\(trace, \{k ="
+type_line "help(t)"
+check "help(object) lists its methods" "^trace:split\{count = N"
+
+# file names complete inside a string (the pane's directory is the repository)
+$T send-keys -t r -l 'eldr.info("sam'
+$T send-keys -t r Tab
+check "completes a file name inside a string: a directory" 'eldr> eldr\.info\("samples/$'
+$T send-keys -t r -l 'sma'
+$T send-keys -t r Tab
+check "completes a file name inside a string: the file, string closed" 'eldr> eldr\.info\("samples/small\.h5"$'
+$T send-keys -t r C-u
+$T send-keys -t r -l "eldr.rho_c"
+$T send-keys -t r Tab
+check "outside a string it still completes fields" "eldr> eldr\.rho_curve$"
+$T send-keys -t r C-u
+
+# :help is grouped by area and paged (the pane has 50 lines; the listing more)
+type_line ":help"
+check ":help grouped: the first area's title" "^Traces$"
+check ":help paged: a more prompt" "^-- more \([0-9]+%\): Space next page, Enter next line, q quit --"
+if $T capture-pane -t r -p | grep -q "^Reports and help$"; then notok ":help paged: the last area not on the first page"; else
+    ok ":help paged: the last area not on the first page"; fi
+$T send-keys -t r Space
+check ":help paged: Space shows the next page (the last area)" "^Reports and help$"
+sleep 0.3
+# (a narrower pane could need a third page: leave it with q)
+case "$(last_line)" in "-- more"*) $T send-keys -t r q; sleep 0.3 ;; esac
+[ "$(last_line | sed 's/ *$//')" = "eldr>" ] && ok ":help paged: the prompt after the last page" ||
+    notok ":help paged: the prompt after the last page"
+type_line ":help"
+wait_for "^-- more" 5
+$T send-keys -t r q
+sleep 0.3
+[ "$(last_line | sed 's/ *$//')" = "eldr>" ] && ok ":help paged: q returns to the prompt" ||
+    notok ":help paged: q returns to the prompt"
 
 # Ctrl-C at the prompt drops the unfinished chunk
 type_line "for i = 1, 3 do"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/e2e/replay.sh - `eldr replay` against a real eldrd over 127.0.0.1:
 # options and bad input (exit 2, one line), an unreachable daemon (exit
-# 1), the counts adding up (routed = finished = requests; the daemon's
+# 3, as in dash --attach), the counts adding up (routed = finished = requests; the daemon's
 # per-worker totals equal the replay's tally; in-flight back to zero),
 # Poisson arrivals with rows repeating, the time bound, a failing route
 # (409) making the exit status non-zero, and the real gpt-oss-20b trace.
@@ -23,7 +23,7 @@ expect_fail2 "replay bad --concurrency" "--concurrency" "$ELDR" replay "$SMALL" 
 expect_fail2 "replay https URL refused" "give http://HOST:PORT" "$ELDR" replay "$SMALL" --to https://127.0.0.1:1
 expect_fail2 "replay missing trace file" "nope.h5" "$ELDR" replay "$TMP/nope.h5" --to http://127.0.0.1:1
 DEAD="http://127.0.0.1:$(free_port)"
-expect_status "replay to a closed port: exit 1" 1 "$ELDR" replay "$SMALL" --to "$DEAD" --timeout 2
+expect_status "replay to a closed port: exit 3 (daemon unreachable)" 3 "$ELDR" replay "$SMALL" --to "$DEAD" --timeout 2
 [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "$DEAD" "$TMP/err" && ok "unreachable: one line naming the URL" ||
     notok "unreachable: one line naming the URL" "$(head -c 300 "$TMP/err")"
 
@@ -69,6 +69,18 @@ t1=$(date +%s)
 check "bounded run: skipped > 0, routed = finished, nothing left in flight" jq_py "$TMP/out" \
     'j["skipped"] > 0 and j["routed"] == j["finished"] and j["routed"] + j["skipped"] == 600 and j["daemon_inflight_after"] == 0'
 [ $((t1 - t0)) -le 5 ] && ok "bounded run ends near the bound" || notok "bounded run ends near the bound" "$((t1 - t0)) s"
+
+# progress: on a terminal (script gives stderr a pty) the bar shows the routing
+# and then the drain (the wait for the last decodes); stdout, here --json to a
+# file, stays clean; without a terminal stderr has no bar
+script -qec "'$ELDR' replay '$SMALL' --to '$URL' --requests 40 --rate 2000 --tpot-ms 10 --json >'$TMP/pj.json'" \
+    "$TMP/typescript" >/dev/null 2>&1
+check "progress on a terminal: routing, then the drain" grep -q "eldr replay: drain .*40/40" "$TMP/typescript"
+check "progress on a terminal: the routing bar" grep -q "eldr replay: routing .*40/40" "$TMP/typescript"
+check "progress on a terminal: --json on stdout stays clean" jq_py "$TMP/pj.json" 'j["finished"] == 40'
+"$ELDR" replay "$SMALL" --to "$URL" --requests 40 --rate 2000 --tpot-ms 10 >"$TMP/out" 2>"$TMP/err"
+[ ! -s "$TMP/err" ] && ok "no progress bar when stderr is not a terminal" ||
+    notok "no progress bar when stderr is not a terminal" "$(head -c 300 "$TMP/err" | od -c | head -5)"
 
 # a failing route: the id is in flight already (409) -> exit 1, one line, the rest go through
 req POST /v1/route '{"request_id": "dup-0", "sparse": [[0, 1, 5]]}'

@@ -1,0 +1,56 @@
+/* l_progress.c - a Lua progress function behind the core's progress_fn
+ * (l_util.h, "progress callbacks"). */
+#include <lauxlib.h>
+
+#include "l_util.h"
+
+int l_progress_opt(lua_State *L, int opts, const char *fn, l_progress *p)
+{
+    p->L = L;
+    p->fn_idx = p->failed = 0;
+    p->cancel = 0;
+    if (l_getopt(L, opts, "progress") == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (!lua_isfunction(L, -1))
+        l_argerror(L, fn, "progress", "a function(done, total, what) expected, got %s",
+                   luaL_typename(L, -1));
+    p->fn_idx = lua_gettop(L);
+    return 1;
+}
+
+void l_progress_call(void *ctx, const char *what, int64_t done, int64_t total)
+{
+    l_progress *p = ctx;
+    if (l_cancel_flag)
+        p->cancel = 1;
+    if (p->failed || !p->fn_idx)
+        return;
+    lua_State *L = p->L;
+    lua_pushvalue(L, p->fn_idx);
+    lua_pushinteger(L, done);
+    lua_pushinteger(L, total);
+    lua_pushstring(L, what);
+    if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+        p->failed = lua_gettop(L); /* the error value stays on the stack */
+        p->cancel = 1;
+    }
+}
+
+volatile int *l_progress_cancel(l_progress *p)
+{
+    if (!p->fn_idx)
+        return &l_cancel_flag;
+    if (l_cancel_flag)
+        p->cancel = 1;
+    return &p->cancel;
+}
+
+void l_progress_check(lua_State *L, l_progress *p)
+{
+    if (!p->failed)
+        return;
+    lua_pushvalue(L, p->failed);
+    lua_error(L);
+}
