@@ -239,7 +239,13 @@ void ep_healthz(eldrd_t *d, const http_req *r, http_resp *out)
 {
     (void)r;
     mref_t *m = mholder_get(&d->model);
-    out->json = json_pack("{s:s, s:I, s:i}", "status", "ok", "model_generation",
-                          (json_int_t)m->gen, "workers", d->K);
+    json_t *stale = d->vllm ? vllm_degraded(d->vllm, d->st->workers) : NULL;
+    int degraded = stale && json_array_size(stale) > 0;
+    out->json = json_pack("{s:s, s:I, s:i}", "status", degraded ? "degraded" : "ok",
+                          "model_generation", (json_int_t)m->gen, "workers", d->K);
+    if (degraded)   /* still 200: eldrd routes, on the loads it last knew */
+        json_object_set_new(out->json, "stale_load", stale);
+    else
+        json_decref(stale);
     mref_put(m);
 }

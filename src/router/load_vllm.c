@@ -181,18 +181,25 @@ int vllm_resolve_urls(const char *spec, char *const *workers, int K, char ***url
 
 /* ---- the poller ---- */
 
+/* Each worker is polled on its own clock: a transfer starts when its
+ * previous one ended and --poll-ms has passed since that one started, so a
+ * worker whose /metrics hangs (until its timeout) delays nobody else. */
 typedef struct wpoll {
     char *url;
     CURL *h;
     char *buf;
     size_t len, cap;
-    int too_big, done;
-    CURLcode rc;
+    int too_big;
+    int busy;                    /* a transfer is running */
+    double started, next_at;     /* monotonic seconds */
+    uint64_t base;               /* routed count when this transfer went out */
     /* last result, under the poller's lock */
-    int known;
-    double running, waiting;
+    int known;                   /* the last poll gave a load */
+    int ever;                    /* some poll did */
+    double running, waiting;     /* of the last good poll */
     double last_ok;              /* monotonic seconds, 0 never */
-    uint64_t errors;
+    double last_duration;        /* seconds the last poll took */
+    uint64_t errors, polls;
     char error[200];
 } wpoll;
 
@@ -202,13 +209,11 @@ struct vllm_poller {
     long timeout_ms;
     wpoll *w;
     CURLM *multi;
-    uint64_t *base;              /* [K] routed counts when the poll went out */
+    uint64_t *routed;            /* [K] scratch: routed counts */
     pthread_t th;
     int running;
     pthread_mutex_t lock;        /* the results and stop */
-    pthread_cond_t cv;
     int stop;
-    uint64_t polls;
 };
 
 static double mono(void)
@@ -242,105 +247,134 @@ static size_t on_page(char *p, size_t size, size_t n, void *arg)
 }
 
 /* One worker's page into a report, or a reason it has none. */
-static int judge(wpoll *w, vllm_report *r, char *why, size_t whylen)
+static int judge(wpoll *w, CURLcode rc, vllm_report *r, char *why, size_t whylen)
 {
     long status = 0;
     if (w->too_big)
         return eldr_errf(why, whylen, "metrics page over %u bytes", PAGE_MAX);
-    if (w->rc != CURLE_OK)
-        return eldr_errf(why, whylen, "%s", curl_easy_strerror(w->rc));
+    if (rc != CURLE_OK)
+        return eldr_errf(why, whylen, "%s", curl_easy_strerror(rc));
     curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &status);
     if (status != 200)
         return eldr_errf(why, whylen, "HTTP %ld", status);
     return vllm_parse_metrics(w->buf ? w->buf : "", w->len, r, why, whylen);
 }
 
-static void poll_once(vllm_poller *p)
+static void start_poll(vllm_poller *p, int k, double now)
 {
-    state_routed_counts(p->st, p->base);
-    for (int k = 0; k < p->K; k++) {
-        wpoll *w = &p->w[k];
-        w->len = 0;
-        w->too_big = w->done = 0;
-        w->rc = CURLE_OK;
-        curl_multi_add_handle(p->multi, w->h);
+    wpoll *w = &p->w[k];
+    w->len = 0;
+    w->too_big = 0;
+    w->busy = 1;
+    w->started = now;
+    w->next_at = now + (double)p->poll_ms / 1e3;
+    w->base = p->routed[k];
+    curl_multi_add_handle(p->multi, w->h);
+}
+
+/* A transfer ended (rc) or was given up: record it, and hand the state
+ * the report, or the news that there is none this time. */
+static void finish_poll(vllm_poller *p, int k, CURLcode rc, double now)
+{
+    wpoll *w = &p->w[k];
+    curl_multi_remove_handle(p->multi, w->h);
+    w->busy = 0;
+    vllm_report r = {0};
+    char why[sizeof w->error];
+    int ok = judge(w, rc, &r, why, sizeof why) == 0;
+    pthread_mutex_lock(&p->lock);
+    w->known = ok;
+    w->polls++;
+    w->last_duration = now - w->started;
+    if (ok) {
+        w->running = r.running;
+        w->waiting = r.waiting;
+        w->last_ok = now;
+        w->ever = 1;
+        w->error[0] = '\0';
+    } else {
+        w->errors++;
+        snprintf(w->error, sizeof w->error, "%s", why);
     }
-    int active = 1;
-    double deadline = mono() + (double)p->timeout_ms / 1e3 + 1;
-    while (active && mono() < deadline) {
-        if (curl_multi_perform(p->multi, &active) != CURLM_OK)
-            break;
-        if (active)
-            curl_multi_poll(p->multi, NULL, 0, 50, NULL);
-    }
+    pthread_mutex_unlock(&p->lock);
+    state_set_reported(p->st, k, ok, (int64_t)llround(r.running + r.waiting), w->base);
+}
+
+/* One pass: start the transfers that are due, drive libcurl, collect
+ * what ended, give up on what ran past the timeout. */
+static void step(vllm_poller *p, int start_due, int wait_ms)
+{
+    double now = mono();
+    state_routed_counts(p->st, p->routed);
+    for (int k = 0; start_due && k < p->K; k++)
+        if (!p->w[k].busy && now >= p->w[k].next_at)
+            start_poll(p, k, now);
+    int active;
+    curl_multi_perform(p->multi, &active);
     CURLMsg *m;
     int left;
+    now = mono();
     while ((m = curl_multi_info_read(p->multi, &left)))
         if (m->msg == CURLMSG_DONE)
             for (int k = 0; k < p->K; k++)
-                if (p->w[k].h == m->easy_handle) {
-                    p->w[k].rc = m->data.result;
-                    p->w[k].done = 1;
-                }
-    double now = mono();
-    pthread_mutex_lock(&p->lock);
-    for (int k = 0; k < p->K; k++) {
-        wpoll *w = &p->w[k];
-        if (!w->done)  /* still running past the deadline */
-            w->rc = CURLE_OPERATION_TIMEDOUT;
-        curl_multi_remove_handle(p->multi, w->h);
-        vllm_report r = {0};
-        w->known = judge(w, &r, w->error, sizeof w->error) == 0;
-        if (w->known) {
-            w->running = r.running;
-            w->waiting = r.waiting;
-            w->last_ok = now;
-            w->error[0] = '\0';
-        } else {
-            w->errors++;
-        }
-        state_set_reported(p->st, k, w->known, (int64_t)llround(r.running + r.waiting),
-                           p->base[k]);
-    }
-    p->polls++;
-    pthread_mutex_unlock(&p->lock);
+                if (p->w[k].busy && p->w[k].h == m->easy_handle)
+                    finish_poll(p, k, m->data.result, now);
+    for (int k = 0; k < p->K; k++)   /* libcurl times out first; this is a backstop */
+        if (p->w[k].busy && now - p->w[k].started > (double)p->timeout_ms / 1e3 + 1)
+            finish_poll(p, k, CURLE_OPERATION_TIMEDOUT, now);
+    if (wait_ms > 0)
+        curl_multi_poll(p->multi, NULL, 0, wait_ms, NULL);
+}
+
+static int any_busy(const vllm_poller *p)
+{
+    for (int k = 0; k < p->K; k++)
+        if (p->w[k].busy)
+            return 1;
+    return 0;
+}
+
+/* Milliseconds until the next transfer is due (1..50). */
+static int wait_for(const vllm_poller *p)
+{
+    double now = mono(), next = now + 0.05;
+    for (int k = 0; k < p->K; k++)
+        if (!p->w[k].busy && p->w[k].next_at < next)
+            next = p->w[k].next_at;
+    int ms = (int)((next - now) * 1e3);
+    return ms < 1 ? 1 : ms > 50 ? 50 : ms;
 }
 
 static void *poller_main(void *arg)
 {
     vllm_poller *p = arg;
-    pthread_mutex_lock(&p->lock);
-    while (!p->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        long ns = until.tv_nsec + (long)(p->poll_ms % 1000) * 1000000L;
-        until.tv_sec += p->poll_ms / 1000 + ns / 1000000000L;
-        until.tv_nsec = ns % 1000000000L;
-        pthread_cond_timedwait(&p->cv, &p->lock, &until);
-        if (p->stop)
-            break;
-        pthread_mutex_unlock(&p->lock);
-        poll_once(p);
+    for (;;) {
         pthread_mutex_lock(&p->lock);
+        int stop = p->stop;
+        pthread_mutex_unlock(&p->lock);
+        if (stop)
+            break;
+        step(p, 1, wait_for(p));
     }
-    pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
 static void poller_free(vllm_poller *p)
 {
     for (int k = 0; p->w && k < p->K; k++) {
-        if (p->w[k].h)
+        if (p->w[k].h) {
+            if (p->w[k].busy && p->multi)
+                curl_multi_remove_handle(p->multi, p->w[k].h);
             curl_easy_cleanup(p->w[k].h);
+        }
         free(p->w[k].buf);
         free(p->w[k].url);
     }
     if (p->multi)
         curl_multi_cleanup(p->multi);
     pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->cv);
     free(p->w);
-    free(p->base);
+    free(p->routed);
     free(p);
 }
 
@@ -358,11 +392,10 @@ vllm_poller *vllm_start(rstate *st, char **urls, int poll_ms, char *err, size_t 
     p->poll_ms = poll_ms;
     p->timeout_ms = poll_ms * 2 < 500 ? 500 : poll_ms * 2 > 5000 ? 5000 : poll_ms * 2;
     pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->cv, NULL);
     p->w = calloc((size_t)p->K, sizeof *p->w);
-    p->base = calloc((size_t)p->K, sizeof *p->base);
+    p->routed = calloc((size_t)p->K, sizeof *p->routed);
     p->multi = curl_multi_init();
-    int bad = !p->w || !p->base || !p->multi;
+    int bad = !p->w || !p->routed || !p->multi;
     for (int k = 0; k < p->K; k++) {
         if (p->w)
             p->w[k].url = urls[k];
@@ -391,7 +424,11 @@ vllm_poller *vllm_start(rstate *st, char **urls, int poll_ms, char *err, size_t 
         return NULL;
     }
     state_use_reported(st, 1);
-    poll_once(p);
+    /* a first poll of every worker, synchronously: the first routes see
+     * reported loads */
+    step(p, 1, 10);
+    while (any_busy(p))
+        step(p, 0, 10);
     if (pthread_create(&p->th, NULL, poller_main, p) != 0) {
         state_use_reported(st, 0);
         poller_free(p);
@@ -408,34 +445,60 @@ void vllm_stop(vllm_poller *p)
         return;
     pthread_mutex_lock(&p->lock);
     p->stop = 1;
-    pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->lock);
+    curl_multi_wakeup(p->multi);
     if (p->running)
         pthread_join(p->th, NULL);
     poller_free(p);
+}
+
+/* Fresh: the last poll gave a load, at most max(3 polls, 1 s) ago. */
+static int fresh(const vllm_poller *p, const wpoll *w, double now)
+{
+    double limit = 3.0 * p->poll_ms / 1e3 > 1 ? 3.0 * p->poll_ms / 1e3 : 1;
+    return w->known && w->last_ok && now - w->last_ok <= limit + (double)p->timeout_ms / 1e3;
 }
 
 json_t *vllm_json(vllm_poller *p, char *const *workers)
 {
     json_t *a = json_array();
     double now = mono();
+    uint64_t rounds = UINT64_MAX;
     pthread_mutex_lock(&p->lock);
     for (int k = 0; a && k < p->K; k++) {
         wpoll *w = &p->w[k];
-        json_array_append_new(
-            a, json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:I, s:o}", "name", workers[k],
-                         "url", w->url, "known", w->known, "running",
-                         w->known ? json_real(w->running) : json_null(), "waiting",
-                         w->known ? json_real(w->waiting) : json_null(), "reported",
-                         w->known ? json_integer(llround(w->running + w->waiting)) : json_null(),
-                         "age_s", w->last_ok ? json_real(now - w->last_ok) : json_null(),
-                         "poll_errors", (json_int_t)w->errors, "error",
-                         w->known ? json_null() : json_string(w->error)));
+        if (w->polls < rounds)
+            rounds = w->polls;
+        json_t *o = json_pack("{s:s, s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o}",
+                              "name", workers[k], "url", w->url, "known", w->known, "fresh",
+                              fresh(p, w, now), "running",
+                              w->ever ? json_real(w->running) : json_null(), "waiting",
+                              w->ever ? json_real(w->waiting) : json_null(), "reported",
+                              w->ever ? json_integer(llround(w->running + w->waiting))
+                                      : json_null(),
+                              "age_s", w->last_ok ? json_real(now - w->last_ok) : json_null(),
+                              "polls", (json_int_t)w->polls, "poll_errors",
+                              (json_int_t)w->errors, "poll_duration_s",
+                              w->polls ? json_real(w->last_duration) : json_null(), "error",
+                              w->known ? json_null() : json_string(w->error));
+        json_array_append_new(a, o);
     }
     json_t *o = json_pack("{s:s, s:i, s:I, s:o}", "from", "vllm", "poll_ms", p->poll_ms, "polls",
-                          (json_int_t)p->polls, "workers", a);
+                          (json_int_t)(rounds == UINT64_MAX ? 0 : rounds), "workers", a);
     pthread_mutex_unlock(&p->lock);
     return o;
+}
+
+json_t *vllm_degraded(vllm_poller *p, char *const *workers)
+{
+    json_t *a = json_array();
+    double now = mono();
+    pthread_mutex_lock(&p->lock);
+    for (int k = 0; a && k < p->K; k++)
+        if (!fresh(p, &p->w[k], now))
+            json_array_append_new(a, json_string(workers[k]));
+    pthread_mutex_unlock(&p->lock);
+    return a;
 }
 
 static void series_head(strbuf *b, const char *name, const char *type, const char *help)
@@ -445,15 +508,23 @@ static void series_head(strbuf *b, const char *name, const char *type, const cha
 
 void vllm_metrics(vllm_poller *p, char *const *workers, strbuf *b)
 {
-    static const char *names[3] = {"eldr_load_reported", "eldr_vllm_load",
-                                   "eldr_vllm_poll_errors_total"};
-    static const char *types[3] = {"gauge", "gauge", "counter"};
-    static const char *helps[3] = {
-        "1 when the worker's own load report is in use, 0 when eldrd falls back to its count.",
+    enum { N = 6 };
+    static const char *names[N] = {"eldr_load_reported", "eldr_vllm_load",
+                                   "eldr_vllm_poll_errors_total", "eldr_load_stale",
+                                   "eldr_vllm_poll_age_seconds",
+                                   "eldr_vllm_poll_duration_seconds"};
+    static const char *types[N] = {"gauge", "gauge", "counter", "gauge", "gauge", "gauge"};
+    static const char *helps[N] = {
+        "1 when the worker's last poll gave its load.",
         "vllm:num_requests_running + vllm:num_requests_waiting at the last good poll.",
-        "Polls of the worker's /metrics that gave no load."};
+        "Polls of the worker's /metrics that gave no load.",
+        "1 when the worker is routed on an old report (its last poll failed): that report "
+        "plus eldrd's routes since.",
+        "Seconds since the worker's last good poll (NaN: never).",
+        "Seconds the worker's last poll took."};
+    double now = mono();
     pthread_mutex_lock(&p->lock);
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < N; s++) {
         series_head(b, names[s], types[s], helps[s]);
         for (int k = 0; k < p->K; k++) {
             wpoll *w = &p->w[k];
@@ -463,10 +534,16 @@ void vllm_metrics(vllm_poller *p, char *const *workers, strbuf *b)
                 sb_printf(b, "\"} %d\n", w->known);
             else if (s == 1 && w->last_ok)
                 sb_printf(b, "\"} %.9g\n", w->running + w->waiting);
-            else if (s == 1)
-                sb_printf(b, "\"} NaN\n");
-            else
+            else if (s == 2)
                 sb_printf(b, "\"} %llu\n", (unsigned long long)w->errors);
+            else if (s == 3)
+                sb_printf(b, "\"} %d\n", !w->known && w->ever);
+            else if (s == 4 && w->last_ok)
+                sb_printf(b, "\"} %.3f\n", now - w->last_ok);
+            else if (s == 5 && w->polls)
+                sb_printf(b, "\"} %.6f\n", w->last_duration);
+            else
+                sb_printf(b, "\"} NaN\n");
         }
     }
     pthread_mutex_unlock(&p->lock);

@@ -3,13 +3,15 @@
  * proxy agree on load (docs/eldrd.md, "Load signal").
  *
  * A poller thread fetches every worker's Prometheus /metrics each
- * --poll-ms (all workers at once, libcurl multi) and reads
- * vllm:num_requests_running + vllm:num_requests_waiting (summed over
- * their label sets). A worker's routing load is then that report plus the
- * requests this eldrd sent it since the poll went out (they may not be in
- * the report yet). A worker whose report is missing, unreachable, NaN or
- * malformed is "unknown": eldrd falls back to its own in-flight count for
- * that worker, and the snapshot and /metrics say so and why. */
+ * --poll-ms (libcurl multi; each worker on its own clock, so one that
+ * hangs delays nobody) and reads vllm:num_requests_running +
+ * vllm:num_requests_waiting (summed over their label sets). A worker's
+ * routing load is then that report plus the requests this eldrd sent it
+ * since the poll went out (they may not be in the report yet). When a
+ * poll fails (missing, unreachable, NaN, malformed), the worker keeps its
+ * last good report plus every route since - "stale", never "idle"; a
+ * worker never heard from counts eldrd's own in-flight requests. The
+ * snapshot, /healthz ("degraded") and /metrics say which and why. */
 #ifndef ELDR_ROUTER_LOAD_VLLM_H
 #define ELDR_ROUTER_LOAD_VLLM_H
 
@@ -56,9 +58,15 @@ void vllm_stop(vllm_poller *p);
  * error}]}. */
 json_t *vllm_json(vllm_poller *p, char *const *workers);
 
-/* /metrics series: eldr_load_reported{worker} (1 when the worker's own
- * report is in use, 0 on fallback), eldr_vllm_load{worker},
- * eldr_vllm_poll_errors_total{worker}. */
+/* The names of the workers whose load is not fresh (the last poll failed,
+ * or the last good one is older than max(3 polls, 1 s) plus the timeout),
+ * as a JSON array: /healthz is "degraded" when it is not empty. */
+json_t *vllm_degraded(vllm_poller *p, char *const *workers);
+
+/* /metrics series: eldr_load_reported{worker} (1 when the last poll gave
+ * a load), eldr_vllm_load{worker}, eldr_vllm_poll_errors_total{worker},
+ * eldr_load_stale{worker}, eldr_vllm_poll_age_seconds{worker},
+ * eldr_vllm_poll_duration_seconds{worker}. */
 void vllm_metrics(vllm_poller *p, char *const *workers, strbuf *b);
 
 #endif

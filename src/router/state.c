@@ -54,6 +54,7 @@ rstate *state_new(int K, const char *const *workers, double tau, int ring, int w
               !(s->by_rule = calloc((size_t)K * RULE_N, sizeof *s->by_rule)) ||
               !(s->win_nearest = calloc((size_t)K, sizeof *s->win_nearest)) ||
               !(s->rep_known = calloc((size_t)K, sizeof *s->rep_known)) ||
+              !(s->rep_stale = calloc((size_t)K, sizeof *s->rep_stale)) ||
               !(s->rep_load = calloc((size_t)K, sizeof *s->rep_load)) ||
               !(s->rep_base = calloc((size_t)K, sizeof *s->rep_base)) ||
               !(s->win = calloc((size_t)window, sizeof *s->win)) || alloc_ring(s, ring) < 0;
@@ -92,6 +93,7 @@ void state_free(rstate *s)
     free(s->by_rule);
     free(s->win_nearest);
     free(s->rep_known);
+    free(s->rep_stale);
     free(s->rep_load);
     free(s->rep_base);
     idmap_free(&s->ids);
@@ -321,9 +323,17 @@ void state_routed_counts(rstate *s, uint64_t *out)
 void state_set_reported(rstate *s, int k, int known, int64_t load, uint64_t base)
 {
     pthread_mutex_lock(&s->lock);
-    s->rep_known[k] = (uint8_t)!!known;
-    s->rep_load[k] = load;
-    s->rep_base[k] = base;
+    if (known) {
+        s->rep_known[k] = 1;
+        s->rep_stale[k] = 0;
+        s->rep_load[k] = load;
+        s->rep_base[k] = base;
+    } else if (s->rep_known[k]) {
+        /* keep the last report and its base: the worker counts what it
+         * last said plus every route since, never the 0 of a count that
+         * started when the poll broke */
+        s->rep_stale[k] = 1;
+    }
     pthread_mutex_unlock(&s->lock);
 }
 

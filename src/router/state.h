@@ -70,7 +70,8 @@ typedef struct rstate {
      * worker's routing load is rep_load + (routed - rep_base) while
      * rep_known, else its in-flight count. */
     int use_reported;
-    uint8_t *rep_known;          /* [K] */
+    uint8_t *rep_known;          /* [K] a report is in use */
+    uint8_t *rep_stale;          /* [K] ... though the last poll failed */
     int64_t *rep_load;           /* [K] running + waiting at the last good poll */
     uint64_t *rep_base;          /* [K] routed[k] when that poll went out */
 } rstate;
@@ -118,7 +119,8 @@ double state_get_tau(rstate *s);
 void state_set_tau(rstate *s, double tau);
 
 /* --load-from vllm: turn reported loads on; the routed counts a poll
- * starts from; one worker's result (known 0: fall back to in-flight). */
+ * starts from; one worker's result (known 0: keep the last report, now
+ * stale, or stay on the in-flight count when there never was one). */
 void state_use_reported(rstate *s, int on);
 void state_routed_counts(rstate *s, uint64_t *out);
 void state_set_reported(rstate *s, int k, int known, int64_t load, uint64_t base);

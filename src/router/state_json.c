@@ -85,7 +85,9 @@ json_t *state_workers_json(rstate *s)
         if (s->use_reported) {
             int known = s->rep_known[k];
             json_t *w = json_array_get(a, (size_t)k);
-            json_object_set_new(w, "load_source", json_string(known ? "vllm" : "own"));
+            json_object_set_new(w, "load_source",
+                                json_string(!known ? "own" : s->rep_stale[k] ? "vllm-stale"
+                                                                               : "vllm"));
             json_object_set_new(
                 w, "load", json_integer(known ? s->rep_load[k] +
                                                     (json_int_t)(s->routed[k] - s->rep_base[k])

@@ -13,11 +13,13 @@ test can change the loads while eldrd polls. Each entry is one of
   "missing"                      a page without the two series
   "nan"                          num_requests_running is NaN
   "error"                        HTTP 500
+  "hang"                         no answer for 30 s (a stuck worker)
 Exits by itself after MAX_SECONDS (default 120): a test that dies never
 leaves it behind."""
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOADS, PORTFILE = sys.argv[1], sys.argv[2]
@@ -66,6 +68,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         entry = loads[parts[0]]
+        if entry == "hang":
+            time.sleep(30)
+            return
         if entry == "error":
             self.send_error(500)
             return

@@ -15,7 +15,7 @@ loads() {
 import json, os, sys
 out = {}
 for i, v in enumerate(sys.argv[2:]):
-    out["d%d" % i] = v if v in ("missing", "nan", "error") else {"running": int(v) - 1, "waiting": 1}
+    out["d%d" % i] = v if v in ("missing", "nan", "error", "hang") else {"running": int(v) - 1, "waiting": 1}
 tmp = sys.argv[1] + ".tmp"
 json.dump(out, open(tmp, "w"))
 os.replace(tmp, sys.argv[1])
@@ -130,20 +130,63 @@ got="$(route c2)"
 if [ "$got" = "2" ]; then ok "replica B routes by the reports, not its own counts"; else
     notok "replica B routes by the reports, not its own counts" "worker $got, wanted 2"; fi
 
-# --- unusable reports: missing metric, NaN, HTTP 500 -> own count, and said so ---
+# --- unusable reports: missing metric, NaN, HTTP 500 -> the last report stays (stale) ---
+# B last heard 40 60 9 50 and has since routed c2 to d2
 loads 40 missing nan error
 wait_known 1 0 0 0 && ok "unusable reports are marked unknown" || notok "unusable reports are marked unknown" "$(head -c 600 "$TMP/body")"
-expect_http "snapshot says why and falls back to own counts" 200 \
-    '[w["load_source"] for w in j["workers"]] == ["vllm","own","own","own"] and "no vllm:num_requests_running" in j["load"]["workers"][1]["error"] and "nan" in j["load"]["workers"][2]["error"].lower() and "HTTP 500" in j["load"]["workers"][3]["error"] and j["load"]["workers"][1]["poll_errors"] >= 1 and [w["load"] for w in j["workers"]][1:] == [w["inflight"] for w in j["workers"]][1:]'
+expect_http "snapshot says why, and keeps each worker's last report (stale), not 0" 200 \
+    '[w["load_source"] for w in j["workers"]] == ["vllm","vllm-stale","vllm-stale","vllm-stale"] and "no vllm:num_requests_running" in j["load"]["workers"][1]["error"] and "nan" in j["load"]["workers"][2]["error"].lower() and "HTTP 500" in j["load"]["workers"][3]["error"] and j["load"]["workers"][1]["poll_errors"] >= 1 and [w["load"] for w in j["workers"]][1:] == [60, 10, 50]'
 curl -s --max-time 5 "$URL/metrics" >"$TMP/metrics"
 if grep -q 'eldr_load_reported{worker="d0"} 1' "$TMP/metrics" && grep -q 'eldr_load_reported{worker="d1"} 0' "$TMP/metrics" &&
-    grep -q 'eldr_vllm_load{worker="d0"} 40' "$TMP/metrics" && grep -q 'eldr_vllm_poll_errors_total{worker="d3"} [1-9]' "$TMP/metrics"; then
-    ok "metrics: load source, reported load, poll errors"
-else notok "metrics: load source, reported load, poll errors" "$(grep -E 'load_reported|vllm' "$TMP/metrics" | head -12)"; fi
-# B's own in-flight: d0 1 (c1), d2 1 (c2); d1 and d3 fall back to 0 and 0, d0 reports 40
+    grep -q 'eldr_vllm_load{worker="d0"} 40' "$TMP/metrics" && grep -q 'eldr_vllm_poll_errors_total{worker="d3"} [1-9]' "$TMP/metrics" &&
+    grep -q 'eldr_load_stale{worker="d1"} 1' "$TMP/metrics" && grep -q 'eldr_load_stale{worker="d0"} 0' "$TMP/metrics" &&
+    grep -q 'eldr_vllm_poll_age_seconds{worker="d0"} [0-9.]*$' "$TMP/metrics" && grep -q 'eldr_vllm_poll_duration_seconds{worker="d1"} [0-9.]*$' "$TMP/metrics"; then
+    ok "metrics: load source, reported load, poll errors, staleness, poll age and duration"
+else notok "metrics: load source, reported load, poll errors, staleness, poll age and duration" "$(grep -E 'load_|vllm' "$TMP/metrics" | grep -v '^#' | head -30)"; fi
+req GET /healthz
+expect_http "healthz: degraded, naming the stale workers" 200 'j["status"] == "degraded" and j["stale_load"] == ["d1", "d2", "d3"]'
+# the stale workers keep their last load: 40 60 10 50 -> d2 (10) takes the route
 got="$(route c3)"
-if [ "$got" = "1" ]; then ok "fallback workers compete with their own counts"; else
-    notok "fallback workers compete with their own counts" "worker $got, wanted 1 (loads $(head -c 200 "$TMP/body"))"; fi
+if [ "$got" = "2" ]; then ok "stale workers compete with their last report plus routes since"; else
+    notok "stale workers compete with their last report plus routes since" "worker $got, wanted 2 (loads $(head -c 200 "$TMP/body"))"; fi
+loads 40 60 50 50
+i=0; while [ $i -lt 50 ]; do
+    req GET /healthz
+    jq_py "$TMP/body" 'j["status"] == "ok"' && break
+    sleep 0.1; i=$((i + 1))
+done
+expect_http "healthz: ok again once every worker reports" 200 'j["status"] == "ok" and "stale_load" not in j'
+
+# --- a worker that holds 40 and stops answering gets no routes (it used to look idle) ---
+loads 40 10 10 10
+start busy -m "$TMP/m.h5" --workers $W --tau 2 --load-from vllm --worker-urls "$URLS" \
+    --poll-ms 50 --quiet || exit 0
+wait_known 1 1 1 1
+loads error 10 10 10
+wait_known 0 1 1 1
+got=""
+for n in 1 2 3 4 5 6; do got="$got$(route h$n)"; done
+case "$got" in *0*) notok "a worker whose /metrics broke keeps its last load (40): no routes" "workers $got" ;;
+    *) ok "a worker whose /metrics broke keeps its last load (40): no routes" ;; esac
+stop
+
+# --- one hanging /metrics delays nobody else's polls ---
+loads hang 10 10 10
+start hang -m "$TMP/m.h5" --workers $W --tau 2 --load-from vllm --worker-urls "$URLS" \
+    --poll-ms 50 --quiet || exit 0
+req GET "/v1/snapshot?decisions=0"; cp "$TMP/body" "$TMP/h0.json"
+sleep 2
+req GET "/v1/snapshot?decisions=0"; cp "$TMP/body" "$TMP/h1.json"
+if $PY - "$TMP/h0.json" "$TMP/h1.json" <<'PYEOF'; then ok "a hanging worker: the others are still polled about every 50 ms"; else notok "a hanging worker: the others are still polled about every 50 ms" "$(head -c 400 "$TMP/h1.json")"; fi
+import json, sys
+a = json.load(open(sys.argv[1]))["load"]["workers"]; b = json.load(open(sys.argv[2]))["load"]["workers"]
+rates = [(y["polls"] - x["polls"]) / 2.0 for x, y in zip(a, b)]
+print("# polls/s per worker over 2 s:", rates)
+assert all(r >= 5 for r in rates[1:]), rates     # 20/s asked; ~1.5/s when the hang held every poll
+assert not b[0]["known"] and rates[0] <= 5, rates   # its polls end at the 500 ms timeout
+PYEOF
+stop
+[ "$RC" -eq 0 ] && ok "SIGTERM with a transfer hanging: exit 0" || notok "SIGTERM with a transfer hanging: exit 0" "exit $RC"
 
 # --- a worker that does not answer at all (closed port) ---
 DEAD="http://127.0.0.1:$(free_port)"
