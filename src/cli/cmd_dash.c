@@ -13,6 +13,7 @@
 #include "../tui/tui.h"
 #include "atomicfile.h"
 #include "cli.h"
+#include "cli_sim.h"
 #include "err.h"
 
 #define CMD "dash"
@@ -27,12 +28,14 @@ static void usage(void)
         "\n"
         "The operator's dashboard: cluster balance, expert-reuse heatmaps, per-worker\n"
         "queues, a PCA scatter of the signatures and the greedy rho curve, with what-if\n"
-        "controls for tau, K and the policy. The first rows of the trace calibrate\n"
-        "(like `eldr sim`: 1000 rows, at most half); the rest are simulated under the\n"
-        "policy and under the load-balancing baselines (random, rr, jsq, p2c); the\n"
-        "header compares the policy with the best of them. Without -m a model is\n"
-        "fitted with the default recipe (count_idf, greedy layers, K=4). Keys: 1-6 or\n"
-        "Tab views, +/- tau, [/] K, p policy, arrows worker, Enter zoom, ? help, q quit.\n"
+        "controls for tau, K and the policy, and the tau x K trade-off (view 7). The\n"
+        "trace is split like `eldr sim` splits it (a seeded random draw of 1000 rows,\n"
+        "at most half, calibrates); the rest are simulated under the policy and under\n"
+        "the load-balancing baselines (random, rr, jsq, p2c); the header compares the\n"
+        "policy with the best of them: the mean change over --seeds simulation seeds\n"
+        "with its 95%% confidence interval (+-). Without -m a model is fitted with the\n"
+        "default recipe (count_idf, greedy layers, K=4). Keys: 1-7 or Tab views, +/-\n"
+        "tau, [/] K, p policy, arrows worker, Enter zoom, ? help, q quit.\n"
         "\n"
         "Live (--attach): polls eldrd's GET /v1/snapshot every --interval seconds and\n"
         "shows its real in-flight counts and totals per worker (with a history of the\n"
@@ -48,14 +51,18 @@ static void usage(void)
         "                        default fit uses it directly; default 4 or the model's)\n"
         "  --tau T               tau to start with (default: the model's)\n"
         "  --policy P            eldr (default), random, rr, jsq, p2c\n"
-        "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho;\n"
-        "                        live also: decisions, drift\n"
+        "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho,\n"
+        "                        tradeoff (the tau x K grid, computed before the frame);\n"
+        "                        live: decisions, drift instead of tradeoff\n"
         "  --worker I            the selected worker (default 0); --zoom zooms on it\n"
         "  --frame FILE          write one frame as text to FILE ('-': stdout), no terminal\n"
         "  --width W, --height H size of the frame (default 100 x 30)\n"
         "  --help-overlay        draw the help overlay into the frame\n"
-        "  --calib-split N|F     calibration rows: a count (capped at half) or a fraction\n"
-        "                        (default 1000)\n"
+        CLI_SPLIT_HELP
+        "                         (0 is refused: the dashboard needs calibration rows)\n"
+        "  --seeds N             simulation seeds behind the header's +- (95%% CI of the\n"
+        "                        change against the best baseline) and the trade-off grid\n"
+        "                        (default 5; 1 shows no interval)\n"
         "  --rate R              Poisson arrivals at R requests/s (default: the trace's\n"
         "                        arrival_s, or 20/s when it has none)\n"
         "  --seed S              seed of the fit, the baselines and the workload (1)\n"
@@ -76,6 +83,7 @@ typedef struct dash_args {
     tui_start st;
     const char *frame;
     int width, height, json;
+    int split_given;             /* 1: a split option, 2: --seeds (not for live) */
 } dash_args;
 
 /* Live mode takes no trace and none of the what-if options. */
@@ -91,6 +99,9 @@ static int check_live(int argc, char **argv, dash_args *a)
     if (a->st.K > 0 || a->st.tau >= 0 || a->st.policy != ROUTE_ELDR)
         return cli_fail(CMD, "%s: -k, --tau and --policy do not apply (use PUT /v1/config "
                         "on the daemon)", mode);
+    if (a->split_given)
+        return cli_fail(CMD, "%s: --split, --split-seed, --calib-split and --seeds apply to "
+                        "a trace only", mode);
     return 0;
 }
 
@@ -98,7 +109,7 @@ static int parse(int argc, char **argv, dash_args *a)
 {
     enum { O_TAU = 256, O_POLICY, O_VIEW, O_WORKER, O_ZOOM, O_FRAME, O_WIDTH, O_HEIGHT,
            O_HELPOV, O_SPLIT, O_RATE, O_SEED, O_JSON, O_ATTACH, O_SNAP, O_INTERVAL,
-           O_TIMEOUT };
+           O_TIMEOUT, O_SPLITMODE, O_SPLITSEED, O_SEEDS };
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},   {"clusters", required_argument, 0, 'k'},
         {"tau", required_argument, 0, O_TAU},   {"policy", required_argument, 0, O_POLICY},
@@ -107,6 +118,9 @@ static int parse(int argc, char **argv, dash_args *a)
         {"width", required_argument, 0, O_WIDTH}, {"height", required_argument, 0, O_HEIGHT},
         {"help-overlay", no_argument, 0, O_HELPOV},
         {"calib-split", required_argument, 0, O_SPLIT},
+        {"split", required_argument, 0, O_SPLITMODE},
+        {"split-seed", required_argument, 0, O_SPLITSEED},
+        {"seeds", required_argument, 0, O_SEEDS},
         {"rate", required_argument, 0, O_RATE}, {"seed", required_argument, 0, O_SEED},
         {"json", no_argument, 0, O_JSON},       {"attach", required_argument, 0, O_ATTACH},
         {"router-snapshot", required_argument, 0, O_SNAP},
@@ -172,10 +186,24 @@ static int parse(int argc, char **argv, dash_args *a)
             a->height = (int)v;
             break;
         case O_SPLIT:
-            if (cli_parse_double(CMD, "--calib-split", optarg, 0, 1e12, &a->o.calib))
+            if (cli_split_option(CMD, "--calib-split", optarg, &a->o.split))
                 return CLI_BADINPUT;
-            if (a->o.calib == 0)
+            if (a->o.split.size == 0)
                 return cli_fail(CMD, "--calib-split 0: the dashboard needs calibration rows");
+            a->split_given = 1;
+            break;
+        case O_SPLITMODE:
+        case O_SPLITSEED:
+            if (cli_split_option(CMD, c == O_SPLITMODE ? "--split" : "--split-seed", optarg,
+                                 &a->o.split))
+                return CLI_BADINPUT;
+            a->split_given = 1;
+            break;
+        case O_SEEDS:
+            if (cli_parse_int(CMD, "--seeds", optarg, 1, GRID_MAX_SEEDS, &v))
+                return CLI_BADINPUT;
+            a->o.seeds = (int)v;
+            a->split_given |= 2;
             break;
         case O_RATE:
             if (cli_parse_double(CMD, "--rate", optarg, 1e-6, 1e9, &a->o.rate))
@@ -256,6 +284,8 @@ static void print_json(const dash_t *d, const dash_args *a)
     json_object_set_new(o, "view", json_string(dash_view_name(d->view)));
     json_object_set_new(o, "width", json_integer(a->width));
     json_object_set_new(o, "height", json_integer(a->height));
+    json_object_set_new(o, "split", json_pack("{s:s, s:I}", "mode", split_mode_name(d->split_mode),
+                                              "seed", (json_int_t)d->split_seed));
     json_object_set_new(o, "calib_rows", json_integer(d->n_calib));
     json_object_set_new(o, "sim_rows", json_integer(d->n_rows - d->n_calib));
     json_object_set_new(o, "K", json_integer(d->fit->model->K));

@@ -1,8 +1,8 @@
 /* dash.h - the dashboard's state (`eldr dash`) and what its views draw.
  *
- * A dashboard looks at one trace split like the simulator's: the first
- * rows calibrate (fit the model, sizes, scatter, rho curve), the rest are
- * simulated (TPOT, distinct experts per step, routing shares, queues,
+ * A dashboard looks at one trace split like the simulator's (split.h: a
+ * seeded random draw by default) into calibration rows (fit the model,
+ * sizes, scatter, rho curve) and the rest, which are simulated (TPOT, distinct experts per step, routing shares, queues,
  * heat). Its numbers live in three separately owned parts, so that a
  * what-if change recomputes only what it changes:
  *   dash_fit   the model, its calibration cluster sizes and the scatter;
@@ -31,7 +31,9 @@
 #include "model.h"
 #include "pca.h"
 #include "route.h"
+#include "grid.h"
 #include "sim.h"
+#include "split.h"
 #include "trace.h"
 
 typedef enum dash_view {
@@ -54,6 +56,9 @@ int dash_view_parse(const char *name);
 #define DASH_SCATTER_MAX 600     /* signatures sampled for the scatter */
 #define DASH_N_BASE 4            /* baselines: random, rr, jsq, p2c */
 #define DASH_K_MAX 64            /* what-if K range */
+/* Seeds behind every "+-": 5 keeps a header CI (one K, one tau, the four
+ * baselines) at about 0.2 s on the shared 449-row trace on 2 cores. */
+#define DASH_SEEDS 5
 
 /* One simulation run, digested for the views. */
 typedef struct dash_sim {
@@ -87,9 +92,11 @@ typedef struct dash_opts {
     const char *trace_path;
     const char *model_path;      /* NULL: fit with the default recipe */
     int K;                       /* K of the default fit (4) */
-    double calib;                /* calibration split (sim_calib_rows) */
+    split_spec split;            /* calibration rows: seeded random by default */
     double rate;                 /* > 0: Poisson arrivals at this rate */
     uint64_t seed;
+    int seeds;                   /* simulation seeds of the header's CIs and
+                                  * the trade-off grid (DASH_SEEDS) */
 } dash_opts;
 void dash_opts_default(dash_opts *o);
 
@@ -156,7 +163,9 @@ typedef struct dash {
     dash_opts opts;
     char trace_name[256], model_name[256];
     int L, E, k;
-    int64_t n_rows, n_calib;     /* trace rows; the first n_calib calibrate */
+    int64_t n_rows, n_calib;     /* trace rows; n_calib of them calibrate */
+    split_mode split_mode;       /* the split used (split.h), and its seed */
+    uint64_t split_seed;
     trace_t *calib, *eval;
     sim_config cfg;
     sim_workload work;           /* the eval rows, signatures of the recipe */
@@ -204,6 +213,9 @@ int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double t
                   dash_sim **out, char *err, size_t errlen);
 void dash_fit_free(dash_fit *f);
 void dash_sim_free(dash_sim *s);
+
+/* "random (seed 1): 224 calibrate, 225 simulated", for the overview. */
+void dash_split_text(const dash_t *d, char *buf, size_t n);
 
 /* The best baseline: the one with the lowest TPOT p50 (NULL if none). */
 const dash_sim *dash_best_base(const dash_t *d);

@@ -37,8 +37,9 @@ void dash_opts_default(dash_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->K = 4;
-    o->calib = SIM_DEFAULT_CALIB;
+    split_spec_default(&o->split);
     o->seed = 1;
+    o->seeds = DASH_SEEDS;
 }
 
 static void report(dash_progress_fn fn, void *ctx, const char *stage, double frac)
@@ -488,25 +489,38 @@ void dash_free(dash_t *d)
     memset(d, 0, sizeof *d);
 }
 
+/* The core's split (split.h), the same rows `eldr sim` would use with
+ * the same options: seeded random by default, since traces are often
+ * written in label order and "the first rows" would then calibrate on
+ * other domains than the ones simulated. */
 static int split(dash_t *d, trace_t *t, char *err, size_t errlen)
 {
-    int64_t nc = sim_calib_rows(t->n, d->opts.calib, err, errlen);
-    if (nc < 0)
+    split_rows rows;
+    if (split_make(t, &d->opts.split, &rows, err, errlen) < 0)
         return -1;
-    if (nc < 2 || t->n - nc < 1)
+    d->split_mode = rows.mode;
+    d->split_seed = rows.seed;
+    d->n_calib = rows.n_calib;
+    if (rows.n_calib < 2 || rows.n_eval < 1) {
+        split_rows_free(&rows);
         return eldr_errf(err, errlen, "%s: %lld rows are too few to calibrate on some and "
                          "simulate the rest", d->trace_name, (long long)t->n);
-    int64_t *rows = eldr_calloc((size_t)t->n, sizeof *rows);
-    if (!rows)
-        return eldr_errf(err, errlen, "dash: out of memory");
-    for (int64_t i = 0; i < t->n; i++)
-        rows[i] = i;
-    d->calib = trace_select(t, rows, nc, err, errlen);
-    if (d->calib)
-        d->eval = trace_select(t, rows + nc, t->n - nc, err, errlen);
-    free(rows);
-    d->n_calib = nc;
-    return d->calib && d->eval ? 0 : -1;
+    }
+    int rc = split_apply(t, &rows, &d->calib, &d->eval, err, errlen);
+    split_rows_free(&rows);
+    return rc < 0 || !d->calib || !d->eval ? -1 : 0;
+}
+
+void dash_split_text(const dash_t *d, char *buf, size_t n)
+{
+    char how[48];
+    if (d->split_mode == SPLIT_HEAD)
+        snprintf(how, sizeof how, "head (the first rows)");
+    else
+        snprintf(how, sizeof how, "%s (seed %llu)", split_mode_name(d->split_mode),
+                 (unsigned long long)d->split_seed);
+    snprintf(buf, n, "%s: %lld calibrate, %lld simulated", how, (long long)d->n_calib,
+             (long long)(d->n_rows - d->n_calib));
 }
 
 /* The greedy curve for a loaded model's variant on the calibration rows. */

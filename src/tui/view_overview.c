@@ -16,8 +16,10 @@ static int trace_block(const dash_t *d, canvas_t *c, int x, int y)
     canvas_textf(c, x, y++, p, "  model     %s", d->calib && d->calib->model[0]
                                                      ? d->calib->model : "(unnamed)");
     canvas_textf(c, x, y++, p, "  geometry  L=%d layers, E=%d experts, top-%d", d->L, d->E, d->k);
-    canvas_textf(c, x, y++, p, "  requests  %lld: %lld calibrate, %lld simulated",
-                 (long long)d->n_rows, (long long)d->n_calib, (long long)(d->n_rows - d->n_calib));
+    char split[160];
+    dash_split_text(d, split, sizeof split);
+    canvas_textf(c, x, y++, p, "  requests  %lld", (long long)d->n_rows);
+    canvas_textf(c, x, y++, p, "  split     %s", split);
     canvas_textf(c, x, y++, p, "  arrivals  %s", d->arrivals);
     return y - y0;
 }

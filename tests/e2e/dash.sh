@@ -111,5 +111,14 @@ expect_status "dash --frame FILE" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/f.txt" 
 if [ "$(wc -l <"$TMP/f.txt")" -eq 24 ] && grep -q 'N\*=' "$TMP/f.txt" && ! ls "$TMP"/f.txt.tmp.* >/dev/null 2>&1; then
     ok "frame file: 24 lines, N* marked, no temporary left"
 else notok "frame file: 24 lines, N* marked, no temporary left"; fi
+expect_status "dash --split head" 0 "$ELDR" dash "$SAMPLE" --frame - --split head --width 100 --height 30
+expect_out "overview names the head split" 'split +head \(the first rows\): [0-9]+ calibrate'
+expect_status "dash default split" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --height 30
+expect_out "overview names the random split and its seed" 'split +random \(seed 1\): [0-9]+ calibrate, [0-9]+ simulated'
+expect_status "dash --split-seed 7 --calib-split 0.25" 0 "$ELDR" dash "$SAMPLE" --frame - --split-seed 7 --calib-split 0.25
+expect_out "overview shows seed 7 and a quarter" 'split +random \(seed 7\): 150 calibrate, 450 simulated'
+expect_fail2 "dash --split bad" "--split: 'x'" "$ELDR" dash "$SAMPLE" --frame - --split x
+expect_fail2 "dash --seeds 0" "--seeds" "$ELDR" dash "$SAMPLE" --frame - --seeds 0
+expect_fail2 "dash --attach with --split" "apply to a trace" "$ELDR" dash --attach http://127.0.0.1:1 --split head
 expect_status "dash --frame --json" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/g.txt" --json
 expect_out "json has the sizes and the best baseline" '"best_baseline"'

@@ -87,6 +87,50 @@ static void test_open_split(void **state)
     assert_int_equal(D.cur->res.n + D.work.n_skipped, N_ROWS - N_ROWS / 2);
 }
 
+/* The default split is the core's seeded random draw, and the overview
+ * says so; --split head gives other calibration rows (the first ones). */
+static void test_split_random_default(void **state)
+{
+    (void)state;
+    assert_int_equal(D.split_mode, SPLIT_RANDOM);
+    assert_int_equal(D.split_seed, 1);
+    char *s = frame(VIEW_OVERVIEW, 100, 30);
+    assert_non_null(strstr(s, "split     random (seed 1): 120 calibrate, 120 simulated"));
+    free(s);
+    /* the same rows as split_make gives the simulator */
+    trace_t *t = tracefix_make(N_ROWS, 6, 16, 2, 11);
+    assert_non_null(t);
+    split_spec sp;
+    split_spec_default(&sp);
+    split_rows rows;
+    char err[ELDR_ERRLEN];
+    assert_int_equal(split_make(t, &sp, &rows, err, sizeof err), 0);
+    int head = 1;
+    for (int64_t i = 0; i < rows.n_calib; i++) {
+        assert_int_equal(D.calib->prompt_tokens[i], t->prompt_tokens[rows.calib[i]]);
+        head &= rows.calib[i] == i;
+    }
+    assert_false(head);   /* not the first rows */
+    split_rows_free(&rows);
+    dash_opts o;
+    dash_opts_default(&o);
+    o.split.mode = SPLIT_HEAD;
+    o.seeds = 2;
+    dash_t h;
+    assert_int_equal(dash_open_trace(&h, &o, t, NULL, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(h.split_mode, SPLIT_HEAD);
+    assert_int_equal(h.n_calib, N_ROWS / 2);
+    D.view = VIEW_OVERVIEW;
+    canvas_t *c = canvas_new(100, 30, 0, 0);
+    h.view = VIEW_OVERVIEW;
+    dash_render(&h, c);
+    s = canvas_to_string(c);
+    canvas_free(c);
+    assert_non_null(strstr(s, "split     head (the first rows): 120 calibrate"));
+    free(s);
+    dash_free(&h);
+}
+
 /* The digest against the simulator's own totals. */
 static void test_sim_digest(void **state)
 {
@@ -335,6 +379,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_split),
+        cmocka_unit_test(test_split_random_default),
         cmocka_unit_test(test_sim_digest),
         cmocka_unit_test(test_balance_frame),
         cmocka_unit_test(test_rho_frame),
