@@ -298,6 +298,15 @@ static void print_json(const dash_t *d, const dash_args *a)
     const dash_sim *b = dash_best_base(d);
     if (b)
         json_object_set_new(o, "best_baseline", sim_json(b));
+    json_object_set_new(o, "seeds", json_integer(d->opts.seeds));
+    const dash_ci *ci = dash_shown_ci(d);
+    if (ci)
+        json_object_set_new(o, "vs_best_baseline", json_pack(
+            "{s:s, s:f, s:[f,f], s:f, s:[f,f], s:f}", "baseline", route_kind_name(ci->best),
+            "tpot_p50_pct", ci->vs_best_pct.mean, "tpot_p50_pct_ci95", ci->vs_best_pct.lo,
+            ci->vs_best_pct.hi, "distinct_pct", ci->distinct_vs_best_pct.mean,
+            "distinct_pct_ci95", ci->distinct_vs_best_pct.lo, ci->distinct_vs_best_pct.hi,
+            "seconds", ci->seconds));
     cli_print_json(o);
 }
 

@@ -74,6 +74,37 @@ typedef struct dash_sim {
     float *running;              /* [K][nbins] mean batch (decoding) per bin */
 } dash_sim;
 
+/* The header's numbers over seeds: the grid engine (grid.h) run on the
+ * shown (K, policy, tau) and the four baselines under opts.seeds seeds
+ * (common random numbers; seed 0 is the dashboard's own run). The change
+ * against the best baseline is paired per seed, so its 95% CI is the
+ * noise of the comparison, not of each TPOT. valid = 0: not computed
+ * (one seed, or not yet). */
+typedef struct dash_ci {
+    int valid;
+    route_kind policy;
+    double tau;
+    int K, n_seeds;
+    route_kind best;             /* the best baseline by mean TPOT p50 */
+    grid_stat tpot_p50;          /* of the policy */
+    grid_stat vs_best_pct, distinct_vs_best_pct;   /* paired, percent */
+    double p99_vs_best_pct;      /* change of the mean p99 (no CI) */
+    double tpot_p50_first;       /* seed 0: equals the dashboard's run */
+    double seconds;
+} dash_ci;
+
+/* One setting tried this session, in the order applied (the trade-off
+ * view lists them, so a what-if change does not erase what was seen). */
+typedef struct dash_trail {
+    route_kind policy;
+    double tau;
+    int K;
+    double tpot_p50;             /* the shown run, ms */
+    double vs_best, vs_half;     /* mean change vs the best baseline and its
+                                  * CI half-width (NaN without) */
+} dash_trail;
+#define DASH_TRAIL_MAX 64
+
 /* A model and what the views show about its fit. */
 typedef struct dash_fit {
     model_t *model;
@@ -182,6 +213,9 @@ typedef struct dash {
     double tau;
     dash_sim *cur;               /* the current policy's run */
     dash_sim *base[DASH_N_BASE]; /* the baselines at the current K */
+    dash_ci ci;                  /* the header's means and CIs */
+    dash_trail trail[DASH_TRAIL_MAX];
+    int n_trail;                 /* the oldest drop out after DASH_TRAIL_MAX */
 
     /* what the user is looking at */
     int view, worker, zoom;
@@ -213,6 +247,14 @@ int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double t
                   dash_sim **out, char *err, size_t errlen);
 void dash_fit_free(dash_fit *f);
 void dash_sim_free(dash_sim *s);
+/* The header's CIs for (policy, tau) at m's K (grid_run on d's rows and
+ * workload settings); cancel may be NULL. With opts.seeds < 2 it leaves
+ * out->valid 0 and returns 0. Returns -2 when cancelled. */
+int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double tau,
+                    volatile int *cancel, dash_progress_fn progress, void *pctx, dash_ci *out,
+                    char *err, size_t errlen);
+/* Append the shown setting (d->cur, d->ci) to the trail. */
+void dash_trail_add(dash_t *d);
 
 /* "random (seed 1): 224 calibrate, 225 simulated", for the overview. */
 void dash_split_text(const dash_t *d, char *buf, size_t n);
@@ -246,6 +288,10 @@ int dash_cluster_color(int k);                 /* a 256-colour index */
 int dash_heat_color(const canvas_t *c, double level);
 /* "+3.2%" / "-1.0%" change of a against b (a lower-is-better metric). */
 void dash_fmt_change(char *buf, size_t n, double a, double b);
+/* The CIs of the shown run (d->ci when it matches d->cur), or NULL. */
+const dash_ci *dash_shown_ci(const dash_t *d);
+/* " +-1.2" (" \u00b11.2" on a Unicode canvas): a CI's half-width, or "". */
+void dash_fmt_pm(const canvas_t *c, char *buf, size_t n, const grid_stat *st);
 /* A sparkline of n values over width columns, scaled to top (values
  * are averaged per column; NaN shows blank). */
 void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int n,

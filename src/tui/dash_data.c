@@ -226,6 +226,99 @@ done:
     return rc;
 }
 
+/* ---- the header's confidence intervals ---- */
+
+typedef struct ci_progress {
+    dash_progress_fn fn;
+    void *ctx;
+} ci_progress;
+
+static void ci_tick(void *ctx, int64_t done, int64_t total)
+{
+    ci_progress *p = ctx;
+    report(p->fn, p->ctx, "confidence intervals", total > 0 ? (double)done / total : -1);
+}
+
+int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double tau,
+                    volatile int *cancel, dash_progress_fn progress, void *pctx, dash_ci *out,
+                    char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (d->opts.seeds < 2)
+        return 0;
+    grid_spec g;
+    grid_spec_default(&g);
+    g.calib = d->calib;
+    g.eval = d->eval;
+    g.model = m;
+    g.cfg = d->cfg;              /* seed i runs with cfg.seed + i: seed 0 is ours */
+    g.n_seeds = d->opts.seeds;
+    g.workers[0] = m->K;
+    g.n_workers = 1;
+    for (int i = 0; i < DASH_N_BASE; i++)
+        g.baselines[i] = BASE_KINDS[i];
+    g.n_base = DASH_N_BASE;
+    if (policy == ROUTE_ELDR) {
+        g.taus[0] = tau;
+        g.n_taus = 1;
+    }
+    ci_progress cp = {progress, pctx};
+    g.progress = ci_tick;
+    g.progress_ctx = &cp;
+    g.cancel = cancel;
+    grid_result r;
+    int rc = grid_run(&g, &r, err, errlen);
+    if (rc)
+        return rc;
+    int row = -1;
+    for (int i = 0; i < r.n && row < 0; i++)
+        if (r.rows[i].kind == policy)
+            row = i;
+    const grid_row *p = row >= 0 ? &r.rows[row] : NULL;
+    if (p && p->best_baseline >= 0) {
+        const grid_row *b = &r.rows[p->best_baseline];
+        out->valid = 1;
+        out->policy = policy;
+        out->tau = tau;
+        out->K = m->K;
+        out->n_seeds = r.n_seeds;
+        out->best = b->kind;
+        out->tpot_p50 = p->tpot_p50;
+        out->vs_best_pct = p->vs_best_pct;
+        out->distinct_vs_best_pct = p->distinct_vs_best_pct;
+        out->p99_vs_best_pct = b->tpot_p99.mean > 0
+            ? 100.0 * (p->tpot_p99.mean - b->tpot_p99.mean) / b->tpot_p99.mean : NAN;
+        out->tpot_p50_first = p->tpot_p50_ms[0];
+        out->seconds = r.seconds;
+    }
+    grid_result_free(&r);
+    return 0;
+}
+
+void dash_trail_add(dash_t *d)
+{
+    if (!d->cur)
+        return;
+    if (d->n_trail == DASH_TRAIL_MAX) {
+        memmove(d->trail, d->trail + 1, (DASH_TRAIL_MAX - 1) * sizeof *d->trail);
+        d->n_trail--;
+    }
+    dash_trail *t = &d->trail[d->n_trail++];
+    const dash_sim *b = dash_best_base(d);
+    t->policy = d->cur->policy;
+    t->tau = d->cur->tau;
+    t->K = d->cur->K;
+    t->tpot_p50 = d->cur->res.tpot_p50_ms;
+    if (d->ci.valid) {
+        t->vs_best = d->ci.vs_best_pct.mean;
+        t->vs_half = (d->ci.vs_best_pct.hi - d->ci.vs_best_pct.lo) / 2;
+    } else {
+        t->vs_best = b && b->res.tpot_p50_ms > 0
+            ? 100.0 * (t->tpot_p50 - b->res.tpot_p50_ms) / b->res.tpot_p50_ms : NAN;
+        t->vs_half = NAN;
+    }
+}
+
 const dash_sim *dash_best_base(const dash_t *d)
 {
     const dash_sim *best = NULL;
@@ -672,6 +765,9 @@ static int run_all(dash_t *d, dash_progress_fn progress, void *pctx, char *err,
         if (dash_simulate(d, m, BASE_KINDS[i], d->tau, m->K, &d->base[i], err, errlen))
             return -1;
     }
+    if (dash_compute_ci(d, m, d->policy, d->tau, NULL, progress, pctx, &d->ci, err, errlen))
+        return -1;
+    dash_trail_add(d);
     return 0;
 }
 

@@ -144,7 +144,40 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
                      n->uptime_s == n->uptime_s ? n->uptime_s : 0);
 }
 
-/* "eldr tau 0.10 K 4 | TPOT p50 2.71ms -3.1% p99 ... | U/step 17.2 -20% vs jsq" */
+const dash_ci *dash_shown_ci(const dash_t *d)
+{
+    const dash_ci *ci = &d->ci;
+    const dash_sim *s = d->cur;
+    if (!ci->valid || !s || ci->policy != s->policy || ci->K != s->K ||
+        (s->policy == ROUTE_ELDR && fabs(ci->tau - s->tau) > 1e-12))
+        return NULL;
+    return ci;
+}
+
+void dash_fmt_pm(const canvas_t *c, char *buf, size_t n, const grid_stat *st)
+{
+    double half = (st->hi - st->lo) / 2;
+    if (!isfinite(half))
+        snprintf(buf, n, "%s", "");
+    else
+        snprintf(buf, n, c->unicode ? " \u00b1%.1f" : " +-%.1f", half);
+}
+
+/* With the CIs: the changes are the means over the seeds (paired per
+ * seed), each with the half-width of its 95% CI; p99 has no paired CI. */
+static void header_ci(const canvas_t *c, const dash_ci *ci, char *ch50, char *ch99, char *chu,
+                      char *pm50, char *pmu, size_t n)
+{
+    snprintf(ch50, n, "%+.1f%%", ci->vs_best_pct.mean);
+    snprintf(chu, n, "%+.1f%%", ci->distinct_vs_best_pct.mean);
+    if (isfinite(ci->p99_vs_best_pct))
+        snprintf(ch99, n, "%+.1f%%", ci->p99_vs_best_pct);
+    dash_fmt_pm(c, pm50, n, &ci->vs_best_pct);
+    dash_fmt_pm(c, pmu, n, &ci->distinct_vs_best_pct);
+}
+
+/* "eldr tau 0.10 K 4 | TPOT p50 2.71ms -3.1% +-1.0 p99 ... | U/step 17.2 -20% +-2.1
+ * vs jsq": the changes are means over --seeds seeds with their 95% CIs. */
 static void draw_whatif(const dash_t *d, canvas_t *c, int y)
 {
     if (d->live) {
@@ -153,7 +186,8 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
     }
     const dash_sim *s = d->cur, *b = dash_best_base(d);
     int K = d->fit ? d->fit->model->K : 0;
-    char ch50[24], ch99[24], chu[24];
+    char ch50[24], ch99[24], chu[24], pm50[24] = "", pmu[24] = "";
+    const dash_ci *ci = dash_shown_ci(d);
     int x = canvas_textf(c, 0, y, cv_fg(CV_DEFAULT, CV_BOLD), "%s", route_kind_name(d->policy));
     if (d->policy == ROUTE_ELDR)
         x += canvas_textf(c, x, y, cv_plain(), " tau %.2f", d->tau);
@@ -168,12 +202,14 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
     dash_fmt_change(ch99, sizeof ch99, s->res.tpot_p99_ms, b ? b->res.tpot_p99_ms : 0);
     dash_fmt_change(chu, sizeof chu, s->res.distinct_per_step,
                     b ? b->res.distinct_per_step : 0);
-    x += canvas_textf(c, x, y, cv_plain(), " | TPOT p50 %.2fms %s p99 %.2fms %s | "
-                      "U/step %.1f %s", s->res.tpot_p50_ms, ch50, s->res.tpot_p99_ms, ch99,
-                      s->res.distinct_per_step, chu);
+    if (ci)
+        header_ci(c, ci, ch50, ch99, chu, pm50, pmu, sizeof ch50);
+    x += canvas_textf(c, x, y, cv_plain(), " | TPOT p50 %.2fms %s%s p99 %.2fms %s | "
+                      "U/step %.1f %s%s", s->res.tpot_p50_ms, ch50, pm50, s->res.tpot_p99_ms,
+                      ch99, s->res.distinct_per_step, chu, pmu);
     if (b)
         canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), c->w - x >= 10 ? " vs %s" : "",
-                     route_kind_name(b->policy));
+                     route_kind_name(ci ? ci->best : b->policy));
 }
 
 static void draw_footer(const dash_t *d, canvas_t *c)

@@ -117,6 +117,10 @@ expect_status "dash default split" 0 "$ELDR" dash "$SAMPLE" --frame - --width 10
 expect_out "overview names the random split and its seed" 'split +random \(seed 1\): [0-9]+ calibrate, [0-9]+ simulated'
 expect_status "dash --split-seed 7 --calib-split 0.25" 0 "$ELDR" dash "$SAMPLE" --frame - --split-seed 7 --calib-split 0.25
 expect_out "overview shows seed 7 and a quarter" 'split +random \(seed 7\): 150 calibrate, 450 simulated'
+expect_status "dash header with CIs" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --height 30 --rate 60
+expect_out "header: TPOT and U/step changes with +- (5 seeds)" 'TPOT p50 [0-9.]+ms [-+][0-9.]+% \+-[0-9.]+ p99 .*U/step [0-9.]+ [-+][0-9.]+% \+-[0-9.]+ vs '
+expect_status "dash --seeds 1" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --height 30 --rate 60 --seeds 1
+if grep -q -- '+-' "$TMP/out"; then notok "--seeds 1: no +- in the header" "$(sed -n 2p "$TMP/out")"; else ok "--seeds 1: no +- in the header"; fi
 expect_fail2 "dash --split bad" "--split: 'x'" "$ELDR" dash "$SAMPLE" --frame - --split x
 expect_fail2 "dash --seeds 0" "--seeds" "$ELDR" dash "$SAMPLE" --frame - --seeds 0
 expect_fail2 "dash --attach with --split" "apply to a trace" "$ELDR" dash --attach http://127.0.0.1:1 --split head

@@ -127,6 +127,19 @@ static void test_split_random_default(void **state)
     s = canvas_to_string(c);
     canvas_free(c);
     assert_non_null(strstr(s, "split     head (the first rows): 120 calibrate"));
+    assert_non_null(strstr(s, " +-"));   /* two seeds give an interval */
+    free(s);
+    dash_free(&h);
+    /* one seed: no interval, the header shows the one run's change */
+    t = tracefix_make(N_ROWS, 6, 16, 2, 11);
+    o.seeds = 1;
+    assert_int_equal(dash_open_trace(&h, &o, t, NULL, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(h.ci.valid, 0);
+    c = canvas_new(100, 30, 0, 0);
+    dash_render(&h, c);
+    s = canvas_to_string(c);
+    canvas_free(c);
+    assert_null(strstr(s, "+-"));
     free(s);
     dash_free(&h);
 }
@@ -273,6 +286,56 @@ static void test_overview_frame(void **state)
     free(s);
 }
 
+/* The header's +-: the grid engine over 5 seeds; seed 0 is the shown
+ * run (common random numbers), the change is the paired mean with its
+ * 95% CI, and a what-if change brings its own CIs. */
+static void test_header_ci(void **state)
+{
+    (void)state;
+    const dash_ci *ci = dash_shown_ci(&D);
+    assert_non_null(ci);
+    assert_int_equal(ci->n_seeds, DASH_SEEDS);
+    assert_true(ci->tpot_p50_first == D.cur->res.tpot_p50_ms);
+    /* (the light fixture load can make every seed agree: a zero width) */
+    assert_true(ci->vs_best_pct.lo <= ci->vs_best_pct.mean);
+    assert_true(ci->vs_best_pct.mean <= ci->vs_best_pct.hi);
+    char *s = frame(VIEW_BALANCE, 100, 30), want[128], line[256];
+    assert_true(line_with(s, "TPOT p50", line, sizeof line));
+    snprintf(want, sizeof want, "TPOT p50 %.2fms %+.1f%% +-%.1f p99", D.cur->res.tpot_p50_ms,
+             ci->vs_best_pct.mean, (ci->vs_best_pct.hi - ci->vs_best_pct.lo) / 2);
+    assert_non_null(strstr(line, want));
+    snprintf(want, sizeof want, "%+.1f%% +-%.1f vs %s", ci->distinct_vs_best_pct.mean,
+             (ci->distinct_vs_best_pct.hi - ci->distinct_vs_best_pct.lo) / 2,
+             route_kind_name(ci->best));
+    assert_non_null(strstr(line, want));
+    free(s);
+    /* a Unicode canvas says it with the plus-minus sign */
+    canvas_t *c = canvas_new(100, 30, 1, 0);
+    dash_render(&D, c);
+    s = canvas_to_string(c);
+    canvas_free(c);
+    assert_non_null(strstr(s, "\u00b1"));
+    free(s);
+    /* a change: the CI follows the shown tau */
+    whatif_t w;
+    whatif_init(&w);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.0), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_non_null(dash_shown_ci(&D));
+    assert_true(D.ci.tau == 0.0);
+    assert_true(D.ci.tpot_p50_first == D.cur->res.tpot_p50_ms);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    whatif_destroy(&w);
+    /* a stale CI is not shown */
+    D.ci.tau = 0.5;
+    assert_null(dash_shown_ci(&D));
+    s = frame(VIEW_BALANCE, 100, 30);
+    assert_null(strstr(s, "+-"));
+    free(s);
+    D.ci.tau = 0.1;
+}
+
 static void test_every_size(void **state)
 {
     (void)state;
@@ -387,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_queues_frame),
         cmocka_unit_test(test_scatter_frame),
         cmocka_unit_test(test_overview_frame),
+        cmocka_unit_test(test_header_ci),
         cmocka_unit_test(test_every_size),
         cmocka_unit_test(test_whatif_tau_and_policy),
         cmocka_unit_test(test_whatif_refit),
