@@ -159,7 +159,7 @@ static int parse(int argc, char **argv, dash_args *a)
         case O_VIEW:
             if ((a->st.view = dash_view_parse(optarg)) < 0)
                 return cli_fail(CMD, "--view '%s': expected overview, balance, heatmap, "
-                                "queues, scatter, rho, decisions or drift", optarg);
+                                "queues, scatter, rho, tradeoff, decisions or drift", optarg);
             break;
         case O_WORKER:
             if (cli_parse_int(CMD, "--worker", optarg, 0, ROUTE_MAX_WORKERS - 1, &v))

@@ -45,6 +45,7 @@ typedef enum dash_view {
     VIEW_RHO,
     VIEW_DECISIONS,              /* live: the recent decisions and their evidence */
     VIEW_DRIFT,                  /* live: similarity and shares against the calibration */
+    VIEW_TRADEOFF,               /* trace: the tau x K grid (key 7 with a trace) */
     VIEW_N
 } dash_view;
 
@@ -104,6 +105,25 @@ typedef struct dash_trail {
                                   * CI half-width (NaN without) */
 } dash_trail;
 #define DASH_TRAIL_MAX 64
+
+/* The trade-off view's grid (tradeoff.h computes it). */
+typedef enum dash_trade_state {
+    DASH_TRADE_NONE = 0,         /* not asked for yet */
+    DASH_TRADE_RUNNING,
+    DASH_TRADE_DONE,
+    DASH_TRADE_FAILED            /* err says why (or "cancelled") */
+} dash_trade_state;
+typedef struct dash_trade {
+    dash_trade_state state;
+    double progress;             /* running: share of the cells done, < 0 fitting */
+    grid_result g;               /* done */
+    model_t *model;              /* the copy of the model g's current-K rows used */
+    int K0;                      /* the K it is centred on */
+    double tau0;
+    char err[ELDR_ERRLEN];
+    int cursor;                  /* the selected ELDR cell (table order) */
+} dash_trade;
+void dash_trade_clear(dash_trade *t);
 
 /* A model and what the views show about its fit. */
 typedef struct dash_fit {
@@ -216,6 +236,7 @@ typedef struct dash {
     dash_ci ci;                  /* the header's means and CIs */
     dash_trail trail[DASH_TRAIL_MAX];
     int n_trail;                 /* the oldest drop out after DASH_TRAIL_MAX */
+    dash_trade trade;            /* view 7 */
 
     /* what the user is looking at */
     int view, worker, zoom;
@@ -280,6 +301,7 @@ void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_rho(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_drift(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+void view_tradeoff(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 
 /* Shared by the views (view_common.c). */
 int dash_cluster_color(int k);                 /* a 256-colour index */
@@ -296,8 +318,12 @@ void dash_fmt_pm(const canvas_t *c, char *buf, size_t n, const grid_stat *st);
  * are averaged per column; NaN shows blank). */
 void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int n,
                     double top, int mark, int color);
-/* Views the tabs offer: the first six for a trace, all in live mode. */
+/* Views the tabs offer, in tab order: for a trace the first six and the
+ * trade-off (key 7), live the first eight. dash_view_at(d, i) is the view
+ * of tab i (0-based), dash_view_tab(d, v) the tab of view v or -1. */
 int dash_n_views(const dash_t *d);
+int dash_view_at(const dash_t *d, int i);
+int dash_view_tab(const dash_t *d, int v);
 /* Worker name of cluster w (the daemon's names in live mode). */
 const char *dash_worker_name(const dash_t *d, int w);
 

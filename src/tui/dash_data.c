@@ -16,7 +16,8 @@
 #include "rho.h"
 
 static const char *const VIEW_NAMES[VIEW_N] = {"overview", "balance", "heatmap", "queues",
-                                               "scatter", "rho", "decisions", "drift"};
+                                               "scatter", "rho", "decisions", "drift",
+                                               "tradeoff"};
 static const route_kind BASE_KINDS[DASH_N_BASE] = {ROUTE_RANDOM, ROUTE_RR, ROUTE_JSQ,
                                                    ROUTE_P2C};
 
@@ -564,10 +565,19 @@ done:
 
 /* ---- opening ---- */
 
+void dash_trade_clear(dash_trade *t)
+{
+    if (t->state == DASH_TRADE_DONE)
+        grid_result_free(&t->g);
+    model_free(t->model);
+    memset(t, 0, sizeof *t);
+}
+
 void dash_free(dash_t *d)
 {
     if (!d)
         return;
+    dash_trade_clear(&d->trade);
     if (d->have_work)
         sim_workload_free(&d->work);
     trace_free(d->calib);

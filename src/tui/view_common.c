@@ -9,7 +9,7 @@
 
 static const dash_view_fn VIEWS[VIEW_N] = {view_overview, view_balance,   view_heatmap,
                                            view_queues,   view_scatter,   view_rho,
-                                           view_decisions, view_drift};
+                                           view_decisions, view_drift,    view_tradeoff};
 
 int dash_cluster_color(int k)
 {
@@ -72,21 +72,46 @@ const char *dash_worker_name(const dash_t *d, int w)
     return m && w >= 0 && w < m->K ? m->workers[w] : "?";
 }
 
+/* A trace has no decisions or drift (those are the daemon's), and live
+ * mode no grid to simulate: each has its own seventh tab. */
+static const int TRACE_TABS[] = {VIEW_OVERVIEW, VIEW_BALANCE, VIEW_HEATMAP, VIEW_QUEUES,
+                                 VIEW_SCATTER,  VIEW_RHO,     VIEW_TRADEOFF};
+static const int LIVE_TABS[] = {VIEW_OVERVIEW, VIEW_BALANCE,   VIEW_HEATMAP, VIEW_QUEUES,
+                                VIEW_SCATTER,  VIEW_RHO,       VIEW_DECISIONS, VIEW_DRIFT};
+
 int dash_n_views(const dash_t *d)
 {
-    return d->live ? VIEW_N : VIEW_RHO + 1;
+    return d->live ? (int)(sizeof LIVE_TABS / sizeof *LIVE_TABS)
+                   : (int)(sizeof TRACE_TABS / sizeof *TRACE_TABS);
 }
 
-static const char *const SHORT_NAMES[VIEW_N] = {"over", "bal", "heat", "queue",
-                                                "scat", "rho",  "dec",  "drift"};
+int dash_view_at(const dash_t *d, int i)
+{
+    if (i < 0 || i >= dash_n_views(d))
+        return VIEW_OVERVIEW;
+    return d->live ? LIVE_TABS[i] : TRACE_TABS[i];
+}
+
+int dash_view_tab(const dash_t *d, int v)
+{
+    for (int i = 0; i < dash_n_views(d); i++)
+        if (dash_view_at(d, i) == v)
+            return i;
+    return -1;
+}
+
+static const char *const SHORT_NAMES[VIEW_N] = {"over", "bal", "heat", "queue", "scat",
+                                                "rho",  "dec", "drift", "trade"};
 
 /* Width of the tab row after the label; abbrev: short names except the
  * current view's. */
 static int tabs_width(const dash_t *d, int abbrev)
 {
     int n = 0;
-    for (int v = 0; v < dash_n_views(d); v++)
+    for (int i = 0; i < dash_n_views(d); i++) {
+        int v = dash_view_at(d, i);
         n += (int)strlen(abbrev && v != d->view ? SHORT_NAMES[v] : dash_view_name(v)) + 4;
+    }
     return n;
 }
 
@@ -101,10 +126,11 @@ static void draw_tabs(const dash_t *d, canvas_t *c)
     int abbrev = (int)strlen(label) + tabs_width(d, 0) > c->w;
     canvas_fill(c, 0, 0, c->w, 1, ' ', bar);
     int x = canvas_text(c, 0, 0, (cv_style){CV_DEFAULT, CV_DEFAULT, CV_REVERSE | CV_BOLD}, label);
-    for (int v = 0; v < dash_n_views(d); v++) {
+    for (int i = 0; i < dash_n_views(d); i++) {
         char tab[32];
+        int v = dash_view_at(d, i);
         const char *name = abbrev && v != d->view ? SHORT_NAMES[v] : dash_view_name(v);
-        snprintf(tab, sizeof tab, v == d->view ? "[%d %s]" : " %d %s ", v + 1, name);
+        snprintf(tab, sizeof tab, v == d->view ? "[%d %s]" : " %d %s ", i + 1, name);
         cv_style st = v == d->view ? (cv_style){CV_DEFAULT, CV_DEFAULT, CV_BOLD} : bar;
         x += canvas_text(c, x, 0, st, tab);
     }
@@ -242,9 +268,15 @@ static void draw_footer(const dash_t *d, canvas_t *c)
                      d->live->attached ? "live: polls /v1/snapshot" : "saved snapshot");
         return;
     }
-    canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-6/Tab view  +/- tau  [/] K  p policy  "
+    if (d->view == VIEW_TRADEOFF) {
+        canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-7/Tab view  Up/Down cell  Enter apply  "
+                    "r recompute  +/- tau  [/] K  p policy  ? help  q quit"
+                    : " 1-7 view Up/Down cell Enter apply r recompute ? help q quit");
+        return;
+    }
+    canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-7/Tab view  +/- tau  [/] K  p policy  "
                 "arrows worker  Enter zoom  , . time  ? help  q quit"
-                : " 1-6 view +- tau [] K p policy arrows worker Enter zoom ? help q quit");
+                : " 1-7 view +- tau [] K p policy arrows worker Enter zoom ? help q quit");
 }
 
 static void draw_help(const dash_t *d, canvas_t *c)
@@ -262,19 +294,22 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "daemon's: change them with PUT /v1/config and PUT /v1/model.",
     };
     static const char *lines[] = {
-        "1..8, Tab, S-Tab   switch view (overview balance heatmap queues scatter rho;",
-        "                   decisions and drift in live mode: --attach URL)",
+        "1..7, Tab, S-Tab   switch view (overview balance heatmap queues scatter rho",
+        "                   tradeoff; live mode has decisions and drift instead)",
         "+ / -              tau up / down by 0.05 (re-simulates)",
         "[ / ]              K down / up (refits with the model's recipe)",
         "p                  cycle the policy: eldr random rr jsq p2c",
         "Up/Down, Left/Right  select a worker (balance, heatmap, queues)",
         "Enter              zoom on the selected worker / back",
         ", / .              move the time cursor ('now') in the simulation",
+        "7 tradeoff         the tau x K grid (computed in the background):",
+        "                   Up/Down a cell, Enter applies it, r recomputes",
         "Esc                cancel a running refit",
         "?                  this help        q  quit",
         "",
         "Numbers compare the policy with the best load-balancing baseline",
-        "(lowest TPOT p50 of random, rr, jsq, p2c) on the held-out rows.",
+        "(lowest TPOT p50 of random, rr, jsq, p2c) on the held-out rows;",
+        "the header's changes are means over --seeds seeds, +- their 95% CI.",
     };
     const char *const *text = d->live ? live_lines : lines;
     int n = d->live ? (int)(sizeof live_lines / sizeof live_lines[0])

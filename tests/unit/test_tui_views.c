@@ -16,7 +16,10 @@
 #include <string.h>
 
 #include "../../src/tui/dash.h"
+#include "../../src/tui/tradeoff.h"
 #include "../../src/tui/whatif.h"
+#include <time.h>
+#include <unistd.h>
 #include "kmeans.h"
 #include "util_tracefix.h"
 
@@ -430,6 +433,185 @@ static void test_refit_cancel_and_bad_K(void **state)
     whatif_destroy(&w);
 }
 
+static int count_lines_with(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* View 7: the tau x K grid around K 4 (2, 4, 8 x 0, 0.05, 0.1, 0.2),
+ * every cell in the table with its TPOT, the current cell '@', the Pareto
+ * front in capitals, the scatter, the trail; the current cell over the
+ * same seeds is the header's numbers. */
+static void test_tradeoff_frame(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN];
+    D.trade.cursor = 0;
+    assert_int_equal(tradeoff_compute(&D, NULL, err, sizeof err), 0);
+    assert_int_equal(D.trade.state, DASH_TRADE_DONE);
+    const grid_result *g = &D.trade.g;
+    int rows[64], pareto[64];
+    int n = tradeoff_eldr_rows(g, rows, 64);
+    assert_int_equal(n, 3 * 4);
+    assert_int_equal(g->n_seeds, DASH_SEEDS);
+    tradeoff_pareto(g, rows, n, pareto);
+    char *s = frame(VIEW_TRADEOFF, 100, 30), want[128], line[256];
+    assert_non_null(strstr(s, "[7 tradeoff]"));
+    assert_non_null(strstr(s, "tau x K at"));
+    assert_non_null(strstr(s, "TPOT p50 (y) vs imbalance (x)"));
+    int n_front = 0, cur_row = -1;
+    static const int Ks[] = {2, 4, 8};
+    static const double taus[] = {0, 0.05, 0.1, 0.2};
+    for (int i = 0; i < n; i++) {
+        const grid_row *r = &g->rows[rows[i]];
+        assert_int_equal(r->K, Ks[i / 4]);
+        assert_true(fabs(r->tau - taus[i % 4]) < 1e-12);
+        /* "  A@   0.10   4  1.372 +-0.000" : letter, tau, K, TPOT */
+        snprintf(want, sizeof want, "%5.2f %3d  %.3f", r->tau, r->K, r->tpot_p50.mean);
+        assert_true(line_with(s, want, line, sizeof line));
+        char letter = (char)((pareto[i] ? 'A' : 'a') + i);
+        assert_int_equal(line[1], letter);
+        n_front += pareto[i];
+        if (line[2] == '@')
+            cur_row = i;
+        /* the same letter is plotted (unless the current '@' or another
+         * cell at the same spot covers it) */
+    }
+    assert_true(n_front >= 1);
+    assert_int_equal(cur_row, 1 * 4 + 2);   /* K 4, tau 0.1 */
+    assert_int_equal(line_with(s, ">", line, sizeof line), 1);
+    assert_non_null(strstr(s, "Trail:"));
+    assert_non_null(strstr(s, "best baseline: K 2 "));
+    /* the current cell is the header's grid (same model, seeds, workload) */
+    const grid_row *cur = &g->rows[rows[cur_row]];
+    assert_true(fabs(cur->tpot_p50.mean - D.ci.tpot_p50.mean) < 1e-12);
+    assert_true(fabs(cur->vs_best_pct.mean - D.ci.vs_best_pct.mean) < 1e-12);
+    assert_true(cur->tpot_p50_ms[0] == D.cur->res.tpot_p50_ms);
+    free(s);
+    /* every size draws exactly its lines */
+    int sizes[][2] = {{40, 10}, {80, 24}, {99, 40}, {300, 90}};
+    for (int i = 0; i < 4; i++) {
+        s = frame(VIEW_TRADEOFF, sizes[i][0], sizes[i][1]);
+        assert_int_equal(count_lines_with(s, "\n"), sizes[i][1]);
+        if (sizes[i][1] >= 40)
+            assert_non_null(strstr(s, "TPOT p50 (y)"));   /* narrow: under the table */
+        free(s);
+    }
+}
+
+/* The Pareto front of (TPOT, imbalance), both lower-better, ties kept. */
+static void test_tradeoff_pareto(void **state)
+{
+    (void)state;
+    grid_row r[5];
+    memset(r, 0, sizeof r);
+    double tp[5] = {3.0, 2.5, 2.5, 3.5, 2.0}, im[5] = {1.0, 1.5, 1.5, 1.2, 3.0};
+    for (int i = 0; i < 5; i++) {
+        r[i].kind = ROUTE_ELDR;
+        r[i].tpot_p50.mean = tp[i];
+        r[i].imbalance.mean = im[i];
+    }
+    grid_result g = {.rows = r, .n = 5};
+    int rows[5], pareto[5];
+    assert_int_equal(tradeoff_eldr_rows(&g, rows, 5), 5);
+    tradeoff_pareto(&g, rows, 5, pareto);
+    int want[5] = {1, 1, 1, 0, 1};   /* 3.5/1.2 is beaten by 3.0/1.0 */
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(pareto[i], want[i]);
+}
+
+/* The background job: progress, the result, and a cancel that stops it. */
+static void test_tradeoff_job(void **state)
+{
+    (void)state;
+    tradeoff_job j;
+    tradeoff_job_init(&j);
+    assert_int_equal(tradeoff_job_start(&j, &D), 0);
+    assert_int_equal(D.trade.state, DASH_TRADE_RUNNING);
+    char *s = frame(VIEW_TRADEOFF, 100, 30);
+    assert_non_null(strstr(s, "computing the tau x K grid"));
+    free(s);
+    double last = -1;
+    for (int i = 0; i < 1200 && !tradeoff_job_poll(&j, &D); i++) {
+        assert_true(D.trade.progress <= 1.0);
+        assert_true(D.trade.progress >= last || D.trade.progress < 0);
+        last = D.trade.progress;
+        usleep(50000);
+    }
+    assert_int_equal(tradeoff_job_collect(&j, &D), 0);
+    assert_int_equal(D.trade.state, DASH_TRADE_DONE);
+    assert_int_equal(D.trade.g.n, 3 * (4 + 4));
+    /* cancelled: the grid stops and the view says so */
+    volatile int stop = 1;
+    char err[ELDR_ERRLEN];
+    assert_int_equal(tradeoff_compute(&D, &stop, err, sizeof err), -2);
+    assert_int_equal(D.trade.state, DASH_TRADE_FAILED);
+    s = frame(VIEW_TRADEOFF, 100, 30);
+    assert_non_null(strstr(s, "cancelled"));
+    free(s);
+    /* the job's cancel (racing the job: it may have finished first) */
+    assert_int_equal(tradeoff_job_start(&j, &D), 0);
+    tradeoff_job_cancel(&j);
+    int rc = tradeoff_job_collect(&j, &D);
+    assert_true(rc == -2 || rc == 0);
+    assert_int_equal(D.trade.state, rc ? DASH_TRADE_FAILED : DASH_TRADE_DONE);
+    tradeoff_job_destroy(&j);
+    /* a what-if change while the job runs: the job has its own model */
+    whatif_t w;
+    whatif_init(&w);
+    assert_int_equal(tradeoff_job_start(&j, &D), 0);
+    assert_int_equal(whatif_start_change(&w, &D, 3, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    while (!tradeoff_job_poll(&j, &D))
+        usleep(20000);
+    assert_int_equal(tradeoff_job_collect(&j, &D), 0);
+    whatif_destroy(&w);
+    tradeoff_job_destroy(&j);
+}
+
+/* Every setting applied is appended to the trail, shown in view 7. */
+static void test_trail(void **state)
+{
+    (void)state;
+    int n0 = D.n_trail;
+    assert_true(n0 >= 1);
+    assert_int_equal(D.trail[0].K, 4);   /* the opening setting */
+    whatif_t w;
+    whatif_init(&w);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.05), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.0), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(D.n_trail, n0 + 2);
+    assert_true(D.trail[n0].tau == 0.05);
+    assert_true(D.trail[n0 + 1].tau == 0.0);
+    assert_true(D.trail[n0 + 1].tpot_p50 == D.cur->res.tpot_p50_ms);
+    char *s = frame(VIEW_TRADEOFF, 100, 40), want[64];
+    snprintf(want, sizeof want, "Trail: %d settings", D.n_trail);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof want, "%2d  eldr tau 0.05  K 4", n0 + 1);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof want, "%2d  eldr tau 0.00  K 4", n0 + 2);
+    assert_non_null(strstr(s, want));
+    free(s);
+    /* a failed change adds nothing */
+    assert_int_equal(whatif_start_change(&w, &D, 100000, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), -1);
+    assert_int_equal(D.n_trail, n0 + 2);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    whatif_destroy(&w);
+    /* the tabs: a trace's seventh is the trade-off */
+    assert_int_equal(dash_n_views(&D), 7);
+    assert_int_equal(dash_view_at(&D, 6), VIEW_TRADEOFF);
+    assert_int_equal(dash_view_tab(&D, VIEW_DRIFT), -1);
+}
+
 static void test_view_names(void **state)
 {
     (void)state;
@@ -455,6 +637,10 @@ int main(void)
         cmocka_unit_test(test_whatif_tau_and_policy),
         cmocka_unit_test(test_whatif_refit),
         cmocka_unit_test(test_refit_cancel_and_bad_K),
+        cmocka_unit_test(test_tradeoff_frame),
+        cmocka_unit_test(test_tradeoff_pareto),
+        cmocka_unit_test(test_tradeoff_job),
+        cmocka_unit_test(test_trail),
         cmocka_unit_test(test_view_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
