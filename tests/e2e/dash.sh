@@ -101,6 +101,53 @@ case "$st" in
 *) notok "terminal sane after ^C" "$st" ;;
 esac
 
+# View 7: the trade-off grid computes in the background (the real trace
+# at 10 seeds takes a few seconds: long enough to see the progress and
+# to use another view meanwhile); Enter applies a cell; the trail keeps
+# every setting applied.
+TR="$DATA"; [ -f "$TR" ] || TR="$SAMPLE"
+$T send-keys -t dash clear Enter
+$T send-keys -t dash "$ELDR dash $TR --seeds 10; echo EXIT=\$?" Enter
+check "third start (trade-off), the header has its +-" 'TPOT p50 [0-9.]+ms [-+][0-9.]+% (±|\+-)[0-9.]+ p99' 30
+$T send-keys -t dash 7
+check "key 7: trade-off view" '\[7 tradeoff\]' 5
+if [ "$TR" = "$DATA" ]; then
+    check "trade-off shows its progress while computing" 'computing the tau x K grid' 5
+    $T send-keys -t dash 2
+    if wait_for '\[2 balance\]' 2 && ! screen | grep -q 'tau x K at'; then
+        ok "the UI answers keys while the grid computes"
+    else notok "the UI answers keys while the grid computes" "$(screen | head -3)"; fi
+    $T send-keys -t dash 7
+fi
+check "trade-off table appears when done" 'tau x K at .*seeds' 90
+check "trade-off marks the current cell" '^>.@ +0\.10 +4 ' 5
+check "trade-off draws the scatter" 'TPOT p50 \(y\) vs imbalance \(x\)' 5
+check "trail starts with the opening setting" ' 1  eldr tau 0\.10  K 4 ' 5
+$T send-keys -t dash j
+check "j moves the cursor to the next cell" '^>.  +0\.20 +4 ' 5
+$T send-keys -t dash Enter
+check "Enter applies the cell: tau 0.20 in the header" '^eldr tau 0\.20 K 4 \| TPOT' 30
+check "the applied cell joins the trail" ' 2  eldr tau 0\.20  K 4 ' 30
+$T send-keys -t dash j j j j
+check "cursor on tau 0.20 K 8" '^>.  +0\.20 +8 ' 5
+$T send-keys -t dash Enter
+check "Enter with another K refits: K 8 in the header" '^eldr tau 0\.20 K 8 \| TPOT' 60
+check "trail: 3 settings" ' 3  eldr tau 0\.20  K 8 ' 30
+$T send-keys -t dash -
+check "'-' appends to the trail too" ' 4  eldr tau 0\.15  K 8 ' 30
+if screen | grep -q ' 2  eldr tau 0\.20  K 4 '; then ok "the trail keeps what '-' replaced"; else
+    notok "the trail keeps what '-' replaced" "$(screen | grep -A5 Trail)"; fi
+$T send-keys -t dash q
+check "q quits from the trade-off view" 'EXIT=0' 10
+
+expect_status "dash --view tradeoff frame" 0 "$ELDR" dash "$SAMPLE" --frame - --view tradeoff --width 100 --height 30
+expect_out "tradeoff frame is complete (table)" 'tau x K at .*5 seeds'
+expect_out "tradeoff frame has the current cell" '^>.@ +0\.10 +4 '
+expect_out "tradeoff frame has the trail" 'Trail: 1 setting'
+expect_status "dash --view tradeoff --seeds 2 -k 2" 0 "$ELDR" dash "$SAMPLE" --frame - --view tradeoff -k 2 --seeds 2 --width 100 --height 30
+expect_out "tradeoff around K 2: K 1, 2, 4" '0\.20 +1 .*' 
+expect_out "tradeoff around K 2 has K 4" '0\.00 +4 '
+expect_status "dash --attach ... --view tradeoff falls back" 2 "$ELDR" dash --attach http://127.0.0.1:1 --frame - --view tradeoff
 expect_fail2 "dash without a terminal fails cleanly" 'needs a terminal' "$ELDR" dash "$SAMPLE"
 expect_fail2 "dash on a missing trace" 'nope\.h5' "$ELDR" dash /nope.h5 --frame -
 expect_fail2 "dash --view bad" "--view 'x'" "$ELDR" dash "$SAMPLE" --frame - --view x
