@@ -35,7 +35,9 @@ static void usage(void)
         "policy with the best of them: the mean change over --seeds simulation seeds\n"
         "with its 95%% confidence interval (+-). Without -m a model is fitted with the\n"
         "default recipe (count_idf, greedy layers, K=4). Keys: 1-7 or Tab views, +/-\n"
-        "tau, [/] K, p policy, arrows worker, Enter zoom, ? help, q quit.\n"
+        "tau, [/] K, p policy, arrows worker, Enter zoom, ? help, q quit; in view 7\n"
+        "Up/Down pick a cell, Enter applies it, r recomputes; the view keeps a trail\n"
+        "of the settings tried.\n"
         "\n"
         "Live (--attach): polls eldrd's GET /v1/snapshot every --interval seconds and\n"
         "shows its real in-flight counts and totals per worker (with a history of the\n"
@@ -74,6 +76,7 @@ static void usage(void)
         "  -h, --help            this text\n"
         "\n"
         "examples: eldr dash samples/small.h5 --frame - --view balance --width 80 --height 24\n"
+        "          eldr dash samples/small.h5 --rate 60 --frame - --view tradeoff --seeds 3\n"
         "          eldr dash --attach http://127.0.0.1:8470 --frame - --view decisions\n");
 }
 

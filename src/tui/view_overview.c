@@ -87,8 +87,13 @@ static void sim_table(const dash_t *d, canvas_t *c, int x, int y, int w)
     if (d->cur && d->cur->policy != ROUTE_ELDR)
         canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  (policy %s is one of the "
                      "baselines; p cycles back to eldr)", route_kind_name(d->cur->policy));
-    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM),
+    canvas_text(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM),
                 "  * best baseline (lowest TPOT p50); U/step = distinct experts per layer-step");
+    const dash_ci *ci = dash_shown_ci(d);
+    if (ci)   /* the header's changes come from more runs than this table */
+        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  one run (seed %llu); the header's "
+                     "changes: mean of %d seeds, +- 95%% CI (7: tau x K)",
+                     (unsigned long long)d->opts.seed, ci->n_seeds);
 }
 
 static int router_block(const dash_t *d, canvas_t *c, int x, int y)

@@ -154,6 +154,9 @@ expect_fail2 "dash --view bad" "--view 'x'" "$ELDR" dash "$SAMPLE" --frame - --v
 expect_fail2 "dash --width too small" 'width' "$ELDR" dash "$SAMPLE" --frame - --width 5
 expect_status "dash --help" 0 "$ELDR" dash --help
 expect_out "dash --help names --frame" '--frame FILE'
+expect_out "dash --help names --split" '--split MODE'
+expect_out "dash --help names --seeds" '--seeds N'
+expect_out "dash --help names the tradeoff view" 'tradeoff'
 expect_status "dash --frame FILE" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/f.txt" --view rho --width 80 --height 24
 if [ "$(wc -l <"$TMP/f.txt")" -eq 24 ] && grep -q 'N\*=' "$TMP/f.txt" && ! ls "$TMP"/f.txt.tmp.* >/dev/null 2>&1; then
     ok "frame file: 24 lines, N* marked, no temporary left"
