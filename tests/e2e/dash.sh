@@ -48,6 +48,8 @@ $T send-keys -t dash 6
 check "key 6: rho view" '\[6 rho\]'
 check "rho marks N*" 'N\*='
 
+# the start's --tau 0 is a what-if change: wait until it is shown (no "...")
+wait_for 'eldr tau 0\.00 K 4 \| TPOT' 30
 before=$(header)
 $T send-keys -t dash +
 check "'+': tau shown goes to 0.05" 'eldr tau 0\.05 K 4 \| TPOT'
