@@ -2,12 +2,15 @@
  *
  * A dashboard looks at one trace split like the simulator's (split.h: a
  * seeded random draw by default) into calibration rows (fit the model,
- * sizes, scatter, rho curve) and the rest, which are simulated (TPOT, distinct experts per step, routing shares, queues,
- * heat). Its numbers live in three separately owned parts, so that a
- * what-if change recomputes only what it changes:
+ * sizes, scatter, rho curve) and the rest, which are simulated (TPOT,
+ * distinct experts per step, routing shares, queues, heat). Its numbers
+ * live in three separately owned parts, so that a what-if change
+ * recomputes only what it changes:
  *   dash_fit   the model, its calibration cluster sizes and the scatter;
  *   dash_sim   one simulation run (the current policy, or a baseline);
- *   the curve  the greedy rho curve (computed once; it does not depend on K).
+ *   the curve  the greedy rho curve (computed once; it does not depend on K);
+ * plus the header's confidence intervals (dash_ci, with every run), the
+ * trail of settings tried and the trade-off grid (dash_trade, tradeoff.h).
  * Views (view_*.c) read a dash_t and draw on a canvas; they never
  * compute anything slow. The slow parts (dash_data.c) run synchronously
  * for --frame and on the what-if thread (whatif.h) when interactive.

@@ -108,7 +108,8 @@ static void draw_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int 
     }
     if (!(x1 >= x0) || !(y1 >= y0))
         return;
-    canvas_box(c, x, y, pw + 2, ph + 2, cv_fg(CV_DEFAULT, CV_DIM), " TPOT p50 (y) vs imbalance (x) ");
+    canvas_box(c, x, y, pw + 2, ph + 2, cv_fg(CV_DEFAULT, CV_DIM),
+               " TPOT p50 (y) vs imbalance (x) ");
     double sx = x1 > x0 ? (pw - 1) / (x1 - x0) : 0, sy = y1 > y0 ? (ph - 1) / (y1 - y0) : 0;
     /* the cursor last, so it is never hidden under another cell */
     for (int pass = 0; pass < 2; pass++)
