@@ -4,12 +4,14 @@
  * no terminal needed (for docs and tests). This file parses options and
  * writes the frame; the dashboard itself lives in src/tui (tui.h). */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../tui/live.h"
+#include "../tui/tradeoff.h"
 #include "../tui/tui.h"
 #include "atomicfile.h"
 #include "cli.h"
@@ -281,6 +283,34 @@ static json_t *sim_json(const dash_sim *s)
     return o;
 }
 
+static json_t *ci_pair(const grid_stat *s)
+{
+    return isfinite(s->lo) ? json_pack("[f,f]", s->lo, s->hi) : json_null();
+}
+
+/* The trade-off grid's ELDR cells (--view tradeoff), in table order. */
+static json_t *tradeoff_json(const dash_t *d)
+{
+    const grid_result *g = &d->trade.g;
+    int rows[GRID_MAX_LIST * 3], pareto[GRID_MAX_LIST * 3];
+    int n = tradeoff_eldr_rows(g, rows, GRID_MAX_LIST * 3);
+    tradeoff_pareto(g, rows, n, pareto);
+    json_t *cells = json_array();
+    for (int i = 0; i < n; i++) {
+        const grid_row *r = &g->rows[rows[i]];
+        const char *base = r->best_baseline >= 0 ? route_kind_name(g->rows[r->best_baseline].kind)
+                                                 : "";
+        json_array_append_new(cells, json_pack(
+            "{s:f, s:i, s:f, s:o, s:f, s:o, s:s, s:f, s:f, s:b}", "tau", r->tau, "workers", r->K,
+            "tpot_p50_ms", r->tpot_p50.mean, "tpot_p50_ms_ci95", ci_pair(&r->tpot_p50),
+            "vs_best_baseline_pct", r->vs_best_pct.mean, "ci95", ci_pair(&r->vs_best_pct),
+            "best_baseline", base, "imbalance", r->imbalance.mean, "distinct_per_step",
+            r->distinct.mean, "pareto", pareto[i]));
+    }
+    return json_pack("{s:i, s:f, s:o}", "seeds", g->n_seeds, "seconds", g->seconds, "cells",
+                     cells);
+}
+
 static void print_json(const dash_t *d, const dash_args *a)
 {
     json_t *o = json_object();
@@ -302,6 +332,8 @@ static void print_json(const dash_t *d, const dash_args *a)
     if (b)
         json_object_set_new(o, "best_baseline", sim_json(b));
     json_object_set_new(o, "seeds", json_integer(d->opts.seeds));
+    if (d->trade.state == DASH_TRADE_DONE)
+        json_object_set_new(o, "tradeoff", tradeoff_json(d));
     const dash_ci *ci = dash_shown_ci(d);
     if (ci)
         json_object_set_new(o, "vs_best_baseline", json_pack(

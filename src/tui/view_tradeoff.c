@@ -205,9 +205,13 @@ void view_tradeoff(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     int rows[MAX_CELLS], pareto[MAX_CELLS];
     int n = tradeoff_eldr_rows(g, rows, MAX_CELLS);
     tradeoff_pareto(g, rows, n, pareto);
-    canvas_textf(c, x + 1, y, cv_fg(CV_DEFAULT, CV_BOLD), "tau x K at %s, %d seed%s; vs the "
-                 "best baseline of each K, +- 95%% CI (%.1f s)", d->arrivals, g->n_seeds,
-                 g->n_seeds == 1 ? "" : "s", g->seconds);
+    int tx = x + 1 + canvas_textf(c, x + 1, y, cv_fg(CV_DEFAULT, CV_BOLD), "tau x K at %s, %d "
+                                  "seed%s; vs the best baseline of each K, +- 95%% CI (%.1f s)",
+                                  d->arrivals, g->n_seeds, g->n_seeds == 1 ? "" : "s",
+                                  g->seconds);
+    if (d->fit->model->K != t->K0)   /* K moved since: the grid is about the old one */
+        canvas_textf(c, tx, y, cv_fg(CV_DEFAULT, CV_REVERSE), " around K %d; r: around K %d ",
+                     t->K0, d->fit->model->K);
     int side = w >= TABLE_W + 30;
     int trows = n + 1;
     if (trows > h - 4)

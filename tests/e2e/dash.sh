@@ -146,6 +146,10 @@ expect_status "dash --view tradeoff frame" 0 "$ELDR" dash "$SAMPLE" --frame - --
 expect_out "tradeoff frame is complete (table)" 'tau x K at .*5 seeds'
 expect_out "tradeoff frame has the current cell" '^>.@ +0\.10 +4 '
 expect_out "tradeoff frame has the trail" 'Trail: 1 setting'
+expect_status "dash --view tradeoff --json" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/t.txt" --view tradeoff --json
+expect_out "tradeoff json has 12 cells with CIs and the Pareto flag" '"tradeoff"'
+if python3 -c "import json,sys; d=json.load(open('$TMP/out')); c=d['tradeoff']['cells']; sys.exit(not (len(c)==12 and all(len(x['ci95'])==2 for x in c) and any(x['pareto'] for x in c)))" 2>/dev/null; then
+    ok "tradeoff json: 12 cells, ci95 pairs, a Pareto cell"; else notok "tradeoff json: 12 cells, ci95 pairs, a Pareto cell" "$(head -c 300 "$TMP/out")"; fi
 expect_status "dash --view tradeoff --seeds 2 -k 2" 0 "$ELDR" dash "$SAMPLE" --frame - --view tradeoff -k 2 --seeds 2 --width 100 --height 30
 expect_out "tradeoff around K 2: K 1, 2, 4" '0\.20 +1 .*' 
 expect_out "tradeoff around K 2 has K 4" '0\.00 +4 '
