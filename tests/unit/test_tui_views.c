@@ -534,6 +534,9 @@ static void test_tradeoff_job(void **state)
     char *s = frame(VIEW_TRADEOFF, 100, 30);
     assert_non_null(strstr(s, "computing the tau x K grid"));
     free(s);
+    s = frame(VIEW_BALANCE, 100, 30);   /* other views: the footer counts it */
+    assert_non_null(strstr(s, " 7 fits"));
+    free(s);
     double last = -1;
     for (int i = 0; i < 1200 && !tradeoff_job_poll(&j, &D); i++) {
         assert_true(D.trade.progress <= 1.0);
