@@ -278,11 +278,11 @@ static void draw_footer(const dash_t *d, canvas_t *c)
                         "arrows worker  Enter zoom  , . time  ? help  q quit"
                         : " 1-7 view +- tau [] K p policy arrows worker Enter zoom ? help q quit");
     /* the trade-off grid computing behind another view */
-    if (d->trade.state == DASH_TRADE_RUNNING && c->w - x >= 10) {
+    if (d->trade.state == DASH_TRADE_RUNNING && c->w - x >= 8) {
         if (d->trade.progress >= 0)
-            canvas_textf(c, c->w - 10, y, bar, " 7 %3.0f%% ", 100 * d->trade.progress);
+            canvas_textf(c, c->w - 8, y, bar, " 7 %3.0f%%", 100 * d->trade.progress);
         else
-            canvas_text(c, c->w - 10, y, bar, " 7 fits ");
+            canvas_text(c, c->w - 8, y, bar, " 7 fits");
     }
 }
 
