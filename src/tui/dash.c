@@ -267,6 +267,10 @@ static int trade_key(session *s, int ch)
 {
     dash_t *d = &s->d;
     dash_trade *t = &d->trade;
+    if (ch == KEY_ESC && s->tj.running && !s->wf.running) {
+        tradeoff_job_cancel(&s->tj);   /* stops at its next cell or fit stage */
+        return 1;
+    }
     if (ch == 'r' || ch == 'R') {
         if (s->tj.running)
             snprintf(d->status, sizeof d->status, "trade-off: already computing");

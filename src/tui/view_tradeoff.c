@@ -60,10 +60,13 @@ static void draw_table(const dash_t *d, canvas_t *c, int x, int y, int h, const 
         snprintf(tp, sizeof tp, "%.3f%s", r->tpot_p50.mean, pm);
         fmt_half(c, pm, sizeof pm, &r->vs_best_pct, 1, "");
         snprintf(vs, sizeof vs, "%+.1f%%%s", r->vs_best_pct.mean, pm);
+        /* printf pads bytes: the UTF-8 plus-minus is two bytes, one column */
+        int wide = c->unicode && pm[0];
         int attr = (cur ? CV_REVERSE : 0) | (now ? CV_BOLD : 0);
-        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, attr), "%c%c%c  %5.2f %3d  %-16s %-15s %5.2f "
+        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, attr), "%c%c%c  %5.2f %3d  %-*s %-*s %5.2f "
                      "%7.2f", cur ? '>' : ' ', cell_letter(i, pareto[i]), now ? '@' : ' ',
-                     r->tau, r->K, tp, vs, r->imbalance.mean, r->distinct.mean);
+                     r->tau, r->K, 16 + wide, tp, 15 + wide, vs, r->imbalance.mean,
+                     r->distinct.mean);
     }
 }
 
@@ -181,7 +184,7 @@ static void draw_pending(const dash_t *d, canvas_t *c, int x, int y, int w)
         canvas_textf(c, x + n + 3 + bw, y, cv_plain(), "%3.0f%%", 100 * t->progress);
     }
     canvas_text(c, x + 1, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "the other views stay live; the "
-                "table appears here when the grid is done");
+                "table appears here when the grid is done (Esc cancels)");
 }
 
 void view_tradeoff(const dash_t *d, canvas_t *c, int x, int y, int w, int h)

@@ -140,6 +140,15 @@ $T send-keys -t dash -
 check "'-' appends to the trail too" ' 4  eldr tau 0\.15  K 8 ' 30
 if screen | grep -q ' 2  eldr tau 0\.20  K 4 '; then ok "the trail keeps what '-' replaced"; else
     notok "the trail keeps what '-' replaced" "$(screen | grep -A5 Trail)"; fi
+if [ "$TR" = "$DATA" ]; then
+    $T send-keys -t dash r
+    check "r recomputes the grid (around K 8 now)" 'computing the tau x K grid around K 8' 5
+    $T send-keys -t dash Escape
+    check "Esc cancels the grid" 'trade-off grid: cancelled \(r: compute again\)' 10
+    $T send-keys -t dash r
+    check "r after a cancel computes it again" 'tau x K at .*seeds' 90
+    check "the new grid is around K 8 (K 4, 8, 16)" '^...  +0\.20 +16 ' 5
+fi
 $T send-keys -t dash q
 check "q quits from the trade-off view" 'EXIT=0' 10
 
