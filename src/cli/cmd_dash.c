@@ -436,6 +436,8 @@ int cmd_dash(int argc, char **argv)
         dash_free(&d);
         return cli_fail(CMD, "%s", err);
     }
+    if (d.in_sample[0])
+        fprintf(stderr, "eldr dash: warning: %s: %s\n", a.o.model_path, d.in_sample);
     rc = write_frame(a.frame, text);
     if (!rc && a.json)
         print_json(&d, &a);

@@ -220,6 +220,8 @@ typedef struct dash {
     int64_t n_rows, n_calib;     /* trace rows; n_calib of them calibrate */
     split_mode split_mode;       /* the split used (split.h), and its seed */
     uint64_t split_seed;
+    char in_sample[256];         /* -m fitted on this trace file: why the
+                                  * simulated rows may be in-sample; or "" */
     trace_t *calib, *eval;
     sim_config cfg;
     sim_workload work;           /* the eval rows, signatures of the recipe */

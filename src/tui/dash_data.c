@@ -14,6 +14,7 @@
 #include "layersel.h"
 #include "live.h"
 #include "rho.h"
+#include "sha256.h"
 
 static const char *const VIEW_NAMES[VIEW_N] = {"overview", "balance", "heatmap", "queues",
                                                "scatter", "rho", "decisions", "drift",
@@ -715,9 +716,28 @@ static int fit_default(dash_t *d, dash_progress_fn progress, void *pctx, char *e
     return rc;
 }
 
+/* A model fitted on this very trace file (its calibration SHA-256 is the
+ * file's) is simulated on rows it may have been fitted on: the numbers
+ * are then in-sample, and the overview says so (as `eldr sim` warns). */
+static void check_in_sample(dash_t *d, const model_t *m)
+{
+    char hex[SHA256_HEX], err[ELDR_ERRLEN];
+    if (!m->calib_sha256[0] || !d->opts.trace_path ||
+        sha256_file(d->opts.trace_path, hex, err, sizeof err) < 0 ||
+        strcmp(hex, m->calib_sha256) != 0)
+        return;
+    if (m->calib_rows >= d->n_rows)
+        snprintf(d->in_sample, sizeof d->in_sample, "in-sample: the model was fitted on all "
+                 "%lld rows of this trace", (long long)d->n_rows);
+    else
+        snprintf(d->in_sample, sizeof d->in_sample, "maybe in-sample: the model was fitted on "
+                 "%lld rows of this trace", (long long)(m->calib_rows < 0 ? 0 : m->calib_rows));
+}
+
 static int adopt_model(dash_t *d, model_t *m, dash_progress_fn progress, void *pctx,
                        char *err, size_t errlen)
 {
+    check_in_sample(d, m);
     if (m->recipe.L != d->L || m->recipe.E != d->E) {
         int L = m->recipe.L, E = m->recipe.E;
         model_free(m);

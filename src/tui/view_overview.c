@@ -49,6 +49,9 @@ static int model_block(const dash_t *d, canvas_t *c, int x, int y)
     canvas_textf(c, x, y++, p, "  K         %d workers (%s ... %s), %s", m->K, m->workers[0],
                  m->workers[m->K - 1], m->balanced == 0 ? "unbalanced" : "balanced");
     canvas_textf(c, x, y++, p, "  calib     %lld signatures clustered", (long long)d->fit->n_fit);
+    if (d->in_sample[0])
+        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD | CV_REVERSE), "  warning   %s",
+                     d->in_sample);
     return y - y0;
 }
 

@@ -187,6 +187,11 @@ expect_status "dash header with CIs" 0 "$ELDR" dash "$SAMPLE" --frame - --width 
 expect_out "header: TPOT and U/step changes with +- (5 seeds)" 'TPOT p50 [0-9.]+ms [-+][0-9.]+% \+-[0-9.]+ p99 .*U/step [0-9.]+ [-+][0-9.]+% \+-[0-9.]+ vs '
 expect_status "dash --seeds 1" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --height 30 --rate 60 --seeds 1
 if grep -q -- '+-' "$TMP/out"; then notok "--seeds 1: no +- in the header" "$(sed -n 2p "$TMP/out")"; else ok "--seeds 1: no +- in the header"; fi
+"$ELDR" fit "$SAMPLE" -k 4 -o "$TMP/self.h5" >/dev/null 2>&1
+expect_status "dash -m a model fitted on this trace" 0 "$ELDR" dash "$SAMPLE" -m "$TMP/self.h5" --frame - --width 160 --height 30
+expect_out "overview warns: in-sample" 'warning +in-sample: the model was fitted on all 600 rows'
+if grep -q 'warning: .*self.h5: in-sample' "$TMP/err"; then ok "stderr warns: in-sample"; else
+    notok "stderr warns: in-sample" "$(cat "$TMP/err")"; fi
 expect_fail2 "dash --split bad" "--split: 'x'" "$ELDR" dash "$SAMPLE" --frame - --split x
 expect_fail2 "dash --seeds 0" "--seeds" "$ELDR" dash "$SAMPLE" --frame - --seeds 0
 expect_fail2 "dash --attach with --split" "apply to a trace" "$ELDR" dash --attach http://127.0.0.1:1 --split head
