@@ -4,15 +4,18 @@
  * no terminal needed (for docs and tests). This file parses options and
  * writes the frame; the dashboard itself lives in src/tui (tui.h). */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../tui/live.h"
+#include "../tui/tradeoff.h"
 #include "../tui/tui.h"
 #include "atomicfile.h"
 #include "cli.h"
+#include "cli_sim.h"
 #include "err.h"
 
 #define CMD "dash"
@@ -27,13 +30,17 @@ static void usage(void)
         "\n"
         "The operator's dashboard: cluster balance, expert-reuse heatmaps, per-worker\n"
         "queues, a PCA scatter of the signatures and the greedy rho curve, with what-if\n"
-        "controls for tau, K and the policy. The first rows of the trace calibrate\n"
-        "(like `eldr sim`: 1000 rows, at most half); the rest are simulated under the\n"
-        "policy and under the load-balancing baselines (random, rr, jsq, p2c); the\n"
-        "header compares the policy with the best of them. Without -m a model is\n"
-        "fitted with the default recipe (count_idf, greedy layers, K=4). Keys: 1-6 or\n"
-        "Tab views, +/- tau, [/] K, p policy, arrows worker (in the heatmap: its cell\n"
-        "cursor; j/k worker), Enter zoom, ? help, q quit; live: space pauses decisions.\n"
+        "controls for tau, K and the policy, and the tau x K trade-off (view 7). The\n"
+        "trace is split like `eldr sim` splits it (a seeded random draw of 1000 rows,\n"
+        "at most half, calibrates); the rest are simulated under the policy and under\n"
+        "the load-balancing baselines (random, rr, jsq, p2c); the header compares the\n"
+        "policy with the best of them: the mean change over --seeds simulation seeds\n"
+        "with its 95%% confidence interval (+-). Without -m a model is fitted with the\n"
+        "default recipe (count_idf, greedy layers, K=4). Keys: 1-7 or Tab views, +/-\n"
+        "tau, [/] K, p policy, arrows worker (in the heatmap: its cell cursor; j/k\n"
+        "worker), Enter zoom, ? help, q quit; in view 7 Up/Down pick a cell, Enter\n"
+        "applies it, r recomputes; the view keeps a trail of the settings tried; live:\n"
+        "space pauses decisions.\n"
         "\n"
         "Live (--attach): polls eldrd's GET /v1/snapshot every --interval seconds and\n"
         "shows its real in-flight counts and totals per worker (with a history of the\n"
@@ -50,15 +57,19 @@ static void usage(void)
         "                        default fit uses it directly; default 4 or the model's)\n"
         "  --tau T               tau to start with (default: the model's)\n"
         "  --policy P            eldr (default), random, rr, jsq, p2c\n"
-        "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho;\n"
-        "                        live also: decisions, drift\n"
+        "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho,\n"
+        "                        tradeoff (the tau x K grid, computed before the frame);\n"
+        "                        live: decisions, drift instead of tradeoff\n"
         "  --worker I            the selected worker (default 0); --zoom zooms on it\n"
         "  --cell L,E            heatmap: the cell under the cursor (layer, expert; 0,0)\n"
         "  --frame FILE          write one frame as text to FILE ('-': stdout), no terminal\n"
         "  --width W, --height H size of the frame (default 100 x 30)\n"
         "  --help-overlay        draw the help overlay into the frame\n"
-        "  --calib-split N|F     calibration rows: a count (capped at half) or a fraction\n"
-        "                        (default 1000)\n"
+        CLI_SPLIT_HELP
+        "                         (0 is refused: the dashboard needs calibration rows)\n"
+        "  --seeds N             simulation seeds behind the header's +- (95%% CI of the\n"
+        "                        change against the best baseline) and the trade-off grid\n"
+        "                        (default 5; 1 shows no interval)\n"
         "  --rate R              Poisson arrivals at R requests/s (default: the trace's\n"
         "                        arrival_s, or 20/s when it has none)\n"
         "  --seed S              seed of the fit, the baselines and the workload (1)\n"
@@ -74,6 +85,7 @@ static void usage(void)
         "1 other failure.\n"
         "\n"
         "examples: eldr dash samples/small.h5 --frame - --view balance --width 80 --height 24\n"
+        "          eldr dash samples/small.h5 --rate 60 --frame - --view tradeoff --seeds 3\n"
         "          eldr dash --attach http://127.0.0.1:8470 --frame - --view decisions\n");
 }
 
@@ -83,6 +95,7 @@ typedef struct dash_args {
     tui_start st;
     const char *frame;
     int width, height, json;
+    int split_given;             /* 1: a split option, 2: --seeds (not for live) */
 } dash_args;
 
 /* Live mode takes no trace and none of the what-if options. */
@@ -98,6 +111,9 @@ static int check_live(int argc, char **argv, dash_args *a)
     if (a->st.K > 0 || a->st.tau >= 0 || a->st.policy != ROUTE_ELDR)
         return cli_fail(CMD, "%s: -k, --tau and --policy do not apply (use PUT /v1/config "
                         "on the daemon)", mode);
+    if (a->split_given)
+        return cli_fail(CMD, "%s: --split, --split-seed, --calib-split and --seeds apply to "
+                        "a trace only", mode);
     return 0;
 }
 
@@ -105,7 +121,7 @@ static int parse(int argc, char **argv, dash_args *a)
 {
     enum { O_TAU = 256, O_POLICY, O_VIEW, O_WORKER, O_ZOOM, O_FRAME, O_WIDTH, O_HEIGHT,
            O_HELPOV, O_SPLIT, O_RATE, O_SEED, O_JSON, O_ATTACH, O_SNAP, O_INTERVAL,
-           O_TIMEOUT, O_CELL };
+           O_TIMEOUT, O_CELL, O_SPLITMODE, O_SPLITSEED, O_SEEDS };
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},   {"clusters", required_argument, 0, 'k'},
         {"tau", required_argument, 0, O_TAU},   {"policy", required_argument, 0, O_POLICY},
@@ -114,6 +130,9 @@ static int parse(int argc, char **argv, dash_args *a)
         {"width", required_argument, 0, O_WIDTH}, {"height", required_argument, 0, O_HEIGHT},
         {"help-overlay", no_argument, 0, O_HELPOV},
         {"calib-split", required_argument, 0, O_SPLIT},
+        {"split", required_argument, 0, O_SPLITMODE},
+        {"split-seed", required_argument, 0, O_SPLITSEED},
+        {"seeds", required_argument, 0, O_SEEDS},
         {"rate", required_argument, 0, O_RATE}, {"seed", required_argument, 0, O_SEED},
         {"json", no_argument, 0, O_JSON},       {"attach", required_argument, 0, O_ATTACH},
         {"router-snapshot", required_argument, 0, O_SNAP},
@@ -153,7 +172,7 @@ static int parse(int argc, char **argv, dash_args *a)
         case O_VIEW:
             if ((a->st.view = dash_view_parse(optarg)) < 0)
                 return cli_fail(CMD, "--view '%s': expected overview, balance, heatmap, "
-                                "queues, scatter, rho, decisions or drift", optarg);
+                                "queues, scatter, rho, tradeoff, decisions or drift", optarg);
             break;
         case O_WORKER:
             if (cli_parse_int(CMD, "--worker", optarg, 0, ROUTE_MAX_WORKERS - 1, &v))
@@ -189,10 +208,24 @@ static int parse(int argc, char **argv, dash_args *a)
             a->height = (int)v;
             break;
         case O_SPLIT:
-            if (cli_parse_double(CMD, "--calib-split", optarg, 0, 1e12, &a->o.calib))
+            if (cli_split_option(CMD, "--calib-split", optarg, &a->o.split))
                 return CLI_BADINPUT;
-            if (a->o.calib == 0)
+            if (a->o.split.size == 0)
                 return cli_fail(CMD, "--calib-split 0: the dashboard needs calibration rows");
+            a->split_given = 1;
+            break;
+        case O_SPLITMODE:
+        case O_SPLITSEED:
+            if (cli_split_option(CMD, c == O_SPLITMODE ? "--split" : "--split-seed", optarg,
+                                 &a->o.split))
+                return CLI_BADINPUT;
+            a->split_given = 1;
+            break;
+        case O_SEEDS:
+            if (cli_parse_int(CMD, "--seeds", optarg, 1, GRID_MAX_SEEDS, &v))
+                return CLI_BADINPUT;
+            a->o.seeds = (int)v;
+            a->split_given |= 2;
             break;
         case O_RATE:
             if (cli_parse_double(CMD, "--rate", optarg, 1e-6, 1e9, &a->o.rate))
@@ -272,12 +305,42 @@ static json_t *sim_json(const dash_sim *s)
     return o;
 }
 
+static json_t *ci_pair(const grid_stat *s)
+{
+    return isfinite(s->lo) ? json_pack("[f,f]", s->lo, s->hi) : json_null();
+}
+
+/* The trade-off grid's ELDR cells (--view tradeoff), in table order. */
+static json_t *tradeoff_json(const dash_t *d)
+{
+    const grid_result *g = &d->trade.g;
+    int rows[GRID_MAX_LIST * 3], pareto[GRID_MAX_LIST * 3];
+    int n = tradeoff_eldr_rows(g, rows, GRID_MAX_LIST * 3);
+    tradeoff_pareto(g, rows, n, pareto);
+    json_t *cells = json_array();
+    for (int i = 0; i < n; i++) {
+        const grid_row *r = &g->rows[rows[i]];
+        const char *base = r->best_baseline >= 0 ? route_kind_name(g->rows[r->best_baseline].kind)
+                                                 : "";
+        json_array_append_new(cells, json_pack(
+            "{s:f, s:i, s:f, s:o, s:f, s:o, s:s, s:f, s:f, s:b}", "tau", r->tau, "workers", r->K,
+            "tpot_p50_ms", r->tpot_p50.mean, "tpot_p50_ms_ci95", ci_pair(&r->tpot_p50),
+            "vs_best_baseline_pct", r->vs_best_pct.mean, "ci95", ci_pair(&r->vs_best_pct),
+            "best_baseline", base, "imbalance", r->imbalance.mean, "distinct_per_step",
+            r->distinct.mean, "pareto", pareto[i]));
+    }
+    return json_pack("{s:i, s:f, s:o}", "seeds", g->n_seeds, "seconds", g->seconds, "cells",
+                     cells);
+}
+
 static void print_json(const dash_t *d, const dash_args *a)
 {
     json_t *o = json_object();
     json_object_set_new(o, "view", json_string(dash_view_name(d->view)));
     json_object_set_new(o, "width", json_integer(a->width));
     json_object_set_new(o, "height", json_integer(a->height));
+    json_object_set_new(o, "split", json_pack("{s:s, s:I}", "mode", split_mode_name(d->split_mode),
+                                              "seed", (json_int_t)d->split_seed));
     json_object_set_new(o, "calib_rows", json_integer(d->n_calib));
     json_object_set_new(o, "sim_rows", json_integer(d->n_rows - d->n_calib));
     json_object_set_new(o, "K", json_integer(d->fit->model->K));
@@ -304,6 +367,17 @@ static void print_json(const dash_t *d, const dash_args *a)
     const dash_sim *b = dash_best_base(d);
     if (b)
         json_object_set_new(o, "best_baseline", sim_json(b));
+    json_object_set_new(o, "seeds", json_integer(d->opts.seeds));
+    if (d->trade.state == DASH_TRADE_DONE)
+        json_object_set_new(o, "tradeoff", tradeoff_json(d));
+    const dash_ci *ci = dash_shown_ci(d);
+    if (ci)
+        json_object_set_new(o, "vs_best_baseline", json_pack(
+            "{s:s, s:f, s:[f,f], s:f, s:[f,f], s:f}", "baseline", route_kind_name(ci->best),
+            "tpot_p50_pct", ci->vs_best_pct.mean, "tpot_p50_pct_ci95", ci->vs_best_pct.lo,
+            ci->vs_best_pct.hi, "distinct_pct", ci->distinct_vs_best_pct.mean,
+            "distinct_pct_ci95", ci->distinct_vs_best_pct.lo, ci->distinct_vs_best_pct.hi,
+            "seconds", ci->seconds));
     cli_print_json(o);
 }
 
@@ -402,6 +476,8 @@ int cmd_dash(int argc, char **argv)
         dash_free(&d);
         return cli_fail(CMD, "%s", err);
     }
+    if (d.in_sample[0])
+        fprintf(stderr, "eldr dash: warning: %s: %s\n", a.o.model_path, d.in_sample);
     rc = write_frame(a.frame, text);
     if (!rc && a.json)
         print_json(&d, &a);

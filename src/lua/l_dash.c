@@ -28,8 +28,8 @@ static void start_opts(lua_State *L, int idx, const char *fn, tui_start *st)
     tui_start_default(st);
     const char *view = l_optstr(L, idx, fn, "view", "overview");
     if ((st->view = dash_view_parse(view)) < 0)
-        l_argerror(L, fn, "view", "overview, balance, heatmap, queues, scatter, rho, decisions "
-                   "or drift expected, got '%s'", view);
+        l_argerror(L, fn, "view", "overview, balance, heatmap, queues, scatter, rho, tradeoff, "
+                   "decisions or drift expected, got '%s'", view);
     st->worker = (int)l_optint(L, idx, fn, "worker", 1, ROUTE_MAX_WORKERS, 1) - 1;
     st->zoom = l_optbool(L, idx, fn, "zoom", 0);
     /* the heatmap's cell cursor: 0-based ids like the CLI's --cell */

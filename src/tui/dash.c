@@ -17,6 +17,7 @@
 
 #include "kmeans.h"
 #include "live.h"
+#include "tradeoff.h"
 #include "tui.h"
 #include "whatif.h"
 
@@ -49,7 +50,7 @@ static void apply_view(dash_t *d, const tui_start *s)
     d->he = s->cell_e < d->E ? s->cell_e : d->E - 1;
     d->hl = d->hl < 0 ? 0 : d->hl;
     d->he = d->he < 0 ? 0 : d->he;
-    if (d->view >= dash_n_views(d))
+    if (dash_view_tab(d, d->view) < 0)
         d->view = VIEW_OVERVIEW;
 }
 
@@ -103,6 +104,9 @@ static int frame_of(dash_t *d, const tui_start *s, int w, int h, char **text, ch
         d->policy = s->policy;
     }
     apply_view(d, s);
+    /* a frame is complete: the trade-off grid is computed before it */
+    if (d->view == VIEW_TRADEOFF && tradeoff_compute(d, NULL, err, errlen))
+        return -1;
     return render_text(d, w, h, text, err, errlen);
 }
 
@@ -210,6 +214,7 @@ typedef struct session {
     int quit;
     tui_start start;
     live_t *live;                /* live mode: the poller (d.live is set) */
+    tradeoff_job tj;             /* the trade-off grid (view 7) */
 } session;
 
 static int current_K(const session *s)
@@ -232,6 +237,75 @@ static void kick(session *s)
     }
     d->busy = 1;
     snprintf(d->status, sizeof d->status, "%s", s->K != current_K(s) ? "refit" : "simulate");
+}
+
+/* The trade-off grid starts when its view is first shown (it costs a few
+ * seconds of both cores, so not before anyone asks), or on `r`. */
+static void trade_start(session *s)
+{
+    dash_t *d = &s->d;
+    if (!s->ready || d->live || s->tj.running)
+        return;
+    if (tradeoff_job_start(&s->tj, d))
+        snprintf(d->status, sizeof d->status, "trade-off: %s", s->tj.err);
+}
+
+static void trade_poll(session *s)
+{
+    if (!s->tj.running || !tradeoff_job_poll(&s->tj, &s->d))
+        return;
+    if (tradeoff_job_collect(&s->tj, &s->d) == -1)
+        snprintf(s->d.status, sizeof s->d.status, "trade-off grid failed: %s", s->d.trade.err);
+}
+
+static void view_shown(session *s)
+{
+    if (s->ready && s->d.view == VIEW_TRADEOFF && s->d.trade.state == DASH_TRADE_NONE)
+        trade_start(s);
+}
+
+/* Keys of the trade-off view: a cell under the cursor, Enter applies it
+ * as +/-/[/] would (the what-if job refits and re-simulates; the trail
+ * keeps the setting it replaces). Returns 1 when the key was its. */
+static int trade_key(session *s, int ch)
+{
+    dash_t *d = &s->d;
+    dash_trade *t = &d->trade;
+    if (ch == KEY_ESC && s->tj.running && !s->wf.running) {
+        tradeoff_job_cancel(&s->tj);   /* stops at its next cell or fit stage */
+        return 1;
+    }
+    if (ch == 'r' || ch == 'R') {
+        if (s->tj.running)
+            snprintf(d->status, sizeof d->status, "trade-off: already computing");
+        else
+            trade_start(s);
+        return 1;
+    }
+    if (t->state != DASH_TRADE_DONE)
+        return 0;
+    int rows[GRID_MAX_LIST * 3];
+    int n = tradeoff_eldr_rows(&t->g, rows, GRID_MAX_LIST * 3);
+    if (n < 1)
+        return 0;
+    switch (ch) {
+    case KEY_UP: case 'k':
+        t->cursor = t->cursor > 0 ? t->cursor - 1 : n - 1;
+        return 1;
+    case KEY_DOWN: case 'j':
+        t->cursor = t->cursor + 1 < n ? t->cursor + 1 : 0;
+        return 1;
+    case '\n': case '\r': case KEY_ENTER: {
+        const grid_row *r = &t->g.rows[rows[t->cursor < n ? t->cursor : 0]];
+        s->K = r->K;
+        d->tau = r->tau;
+        d->policy = ROUTE_ELDR;
+        kick(s);
+        return 1;
+    }
+    default:
+        return 0;
+    }
 }
 
 static int poll_job(session *s, char *err, size_t errlen)
@@ -265,6 +339,7 @@ static int poll_job(session *s, char *err, size_t errlen)
             s->d.tau = st.tau;
         s->d.progress = -1;
         s->d.status[0] = '\0';
+        view_shown(s);
     } else {
         d->busy = 0;
         d->progress = -1;
@@ -286,8 +361,8 @@ static int poll_job(session *s, char *err, size_t errlen)
 
 static void cycle_view(dash_t *d, int step)
 {
-    int n = dash_n_views(d);
-    d->view = (d->view + step + n) % n;
+    int n = dash_n_views(d), i = dash_view_tab(d, d->view);
+    d->view = dash_view_at(d, ((i < 0 ? 0 : i) + step + n) % n);
 }
 
 static void key(session *s, int ch)
@@ -302,7 +377,7 @@ static void key(session *s, int ch)
         return;
     }
     if (ch >= '1' && ch < '1' + dash_n_views(d))
-        d->view = ch - '1';
+        d->view = dash_view_at(d, ch - '1');
     else if (ch == '\t')
         cycle_view(d, 1);
     else if (ch == KEY_BTAB)
@@ -312,6 +387,9 @@ static void key(session *s, int ch)
     else if (ch == KEY_ESC && s->wf.running && s->ready)
         whatif_cancel(&s->wf);
     if (!s->ready)
+        return;
+    view_shown(s);
+    if (d->view == VIEW_TRADEOFF && !d->live && trade_key(s, ch))
         return;
     int K = current_K(s);
     if (d->live && ch == ' ') {   /* hold the decisions still to read them */
@@ -414,6 +492,7 @@ static int loop(session *s, char *err, size_t errlen)
         }
         if (poll_job(s, err, errlen))
             return -1;
+        trade_poll(s);
         if (s->live)
             live_update(s->live, &s->d);
         draw(s);
@@ -494,6 +573,7 @@ int tui_run_trace(const dash_opts *o, const tui_start *st, trace_t *t, model_t *
              o->trace_path ? o->trace_path : "trace");
     snprintf(s->shell.status, sizeof s->shell.status, "opening");
     whatif_init(&s->wf);
+    tradeoff_job_init(&s->tj);
 
     setlocale(LC_ALL, "");
     install_signals();
@@ -507,6 +587,10 @@ int tui_run_trace(const dash_opts *o, const tui_start *st, trace_t *t, model_t *
     else
         rc = loop(s, err, errlen);
     restore_terminal();
+    if (s->tj.running) {   /* the grid stops at its next cell */
+        tradeoff_job_cancel(&s->tj);
+        tradeoff_job_collect(&s->tj, &s->d);
+    }
 
     int detached = 0;
     if (s->wf.running) {
@@ -523,6 +607,7 @@ int tui_run_trace(const dash_opts *o, const tui_start *st, trace_t *t, model_t *
     if (!detached) {
         dash_free(&s->d);
         whatif_destroy(&s->wf);
+        tradeoff_job_destroy(&s->tj);
         free(s);
     }
     if (rc == 0 && g_signal)
@@ -551,6 +636,7 @@ int tui_run_live(const tui_live *o, const tui_start *st, char *err, size_t errle
     s->ready = 1;
     apply_view(&s->d, st);
     whatif_init(&s->wf);
+    tradeoff_job_init(&s->tj);
 
     setlocale(LC_ALL, "");
     install_signals();
@@ -567,6 +653,7 @@ int tui_run_live(const tui_live *o, const tui_start *st, char *err, size_t errle
     canvas_free(s->c);
     dash_free(&s->d);
     whatif_destroy(&s->wf);
+    tradeoff_job_destroy(&s->tj);
     free(s);
     if (rc == 0 && g_signal)
         rc = 128 + g_signal;

@@ -1,13 +1,16 @@
 /* dash.h - the dashboard's state (`eldr dash`) and what its views draw.
  *
- * A dashboard looks at one trace split like the simulator's: the first
- * rows calibrate (fit the model, sizes, scatter, rho curve), the rest are
- * simulated (TPOT, distinct experts per step, routing shares, queues,
- * heat). Its numbers live in three separately owned parts, so that a
- * what-if change recomputes only what it changes:
+ * A dashboard looks at one trace split like the simulator's (split.h: a
+ * seeded random draw by default) into calibration rows (fit the model,
+ * sizes, scatter, rho curve) and the rest, which are simulated (TPOT,
+ * distinct experts per step, routing shares, queues, heat). Its numbers
+ * live in three separately owned parts, so that a what-if change
+ * recomputes only what it changes:
  *   dash_fit   the model, its calibration cluster sizes and the scatter;
  *   dash_sim   one simulation run (the current policy, or a baseline);
- *   the curve  the greedy rho curve (computed once; it does not depend on K).
+ *   the curve  the greedy rho curve (computed once; it does not depend on K);
+ * plus the header's confidence intervals (dash_ci, with every run), the
+ * trail of settings tried and the trade-off grid (dash_trade, tradeoff.h).
  * Views (view_*.c) read a dash_t and draw on a canvas; they never
  * compute anything slow. The slow parts (dash_data.c) run synchronously
  * for --frame and on the what-if thread (whatif.h) when interactive.
@@ -31,7 +34,9 @@
 #include "model.h"
 #include "pca.h"
 #include "route.h"
+#include "grid.h"
 #include "sim.h"
+#include "split.h"
 #include "trace.h"
 
 typedef enum dash_view {
@@ -43,6 +48,7 @@ typedef enum dash_view {
     VIEW_RHO,
     VIEW_DECISIONS,              /* live: the recent decisions and their evidence */
     VIEW_DRIFT,                  /* live: similarity and shares against the calibration */
+    VIEW_TRADEOFF,               /* trace: the tau x K grid (key 7 with a trace) */
     VIEW_N
 } dash_view;
 
@@ -54,6 +60,9 @@ int dash_view_parse(const char *name);
 #define DASH_SCATTER_MAX 600     /* signatures sampled for the scatter */
 #define DASH_N_BASE 4            /* baselines: random, rr, jsq, p2c */
 #define DASH_K_MAX 64            /* what-if K range */
+/* Seeds behind every "+-": 5 keeps a header CI (one K, one tau, the four
+ * baselines) at about 0.2 s on the shared 449-row trace on 2 cores. */
+#define DASH_SEEDS 5
 
 /* One simulation run, digested for the views. */
 typedef struct dash_sim {
@@ -81,6 +90,56 @@ typedef struct dash_sim {
  * recipe at open, the -m model file as loaded, or refitted here with a
  * what-if K (the recipe of either of the first two). */
 typedef enum dash_origin { DASH_FIT_DEFAULT = 0, DASH_FIT_FILE, DASH_FIT_REFIT } dash_origin;
+
+/* The header's numbers over seeds: the grid engine (grid.h) run on the
+ * shown (K, policy, tau) and the four baselines under opts.seeds seeds
+ * (common random numbers; seed 0 is the dashboard's own run). The change
+ * against the best baseline is paired per seed, so its 95% CI is the
+ * noise of the comparison, not of each TPOT. valid = 0: not computed
+ * (one seed, or not yet). */
+typedef struct dash_ci {
+    int valid;
+    route_kind policy;
+    double tau;
+    int K, n_seeds;
+    route_kind best;             /* the best baseline by mean TPOT p50 */
+    grid_stat tpot_p50;          /* of the policy */
+    grid_stat vs_best_pct, distinct_vs_best_pct;   /* paired, percent */
+    double p99_vs_best_pct;      /* change of the mean p99 (no CI) */
+    double tpot_p50_first;       /* seed 0: equals the dashboard's run */
+    double seconds;
+} dash_ci;
+
+/* One setting tried this session, in the order applied (the trade-off
+ * view lists them, so a what-if change does not erase what was seen). */
+typedef struct dash_trail {
+    route_kind policy;
+    double tau;
+    int K;
+    double tpot_p50;             /* the shown run, ms */
+    double vs_best, vs_half;     /* mean change vs the best baseline and its
+                                  * CI half-width (NaN without) */
+} dash_trail;
+#define DASH_TRAIL_MAX 64
+
+/* The trade-off view's grid (tradeoff.h computes it). */
+typedef enum dash_trade_state {
+    DASH_TRADE_NONE = 0,         /* not asked for yet */
+    DASH_TRADE_RUNNING,
+    DASH_TRADE_DONE,
+    DASH_TRADE_FAILED            /* err says why (or "cancelled") */
+} dash_trade_state;
+typedef struct dash_trade {
+    dash_trade_state state;
+    double progress;             /* running: share of the cells done, < 0 fitting */
+    grid_result g;               /* done */
+    model_t *model;              /* the copy of the model g's current-K rows used */
+    int K0;                      /* the K it is centred on */
+    double tau0;
+    char err[ELDR_ERRLEN];
+    int cursor;                  /* the selected ELDR cell (table order) */
+} dash_trade;
+void dash_trade_clear(dash_trade *t);
 
 /* A model and what the views show about its fit. */
 typedef struct dash_fit {
@@ -111,9 +170,11 @@ typedef struct dash_opts {
     const char *trace_path;
     const char *model_path;      /* NULL: fit with the default recipe */
     int K;                       /* K of the default fit (4) */
-    double calib;                /* calibration split (sim_calib_rows) */
+    split_spec split;            /* calibration rows: seeded random by default */
     double rate;                 /* > 0: Poisson arrivals at this rate */
     uint64_t seed;
+    int seeds;                   /* simulation seeds of the header's CIs and
+                                  * the trade-off grid (DASH_SEEDS) */
 } dash_opts;
 void dash_opts_default(dash_opts *o);
 
@@ -192,7 +253,11 @@ typedef struct dash {
     dash_opts opts;
     char trace_name[256], model_name[256];
     int L, E, k;
-    int64_t n_rows, n_calib;     /* trace rows; the first n_calib calibrate */
+    int64_t n_rows, n_calib;     /* trace rows; n_calib of them calibrate */
+    split_mode split_mode;       /* the split used (split.h), and its seed */
+    uint64_t split_seed;
+    char in_sample[256];         /* -m fitted on this trace file: why the
+                                  * simulated rows may be in-sample; or "" */
     trace_t *calib, *eval;
     sim_config cfg;
     sim_workload work;           /* the eval rows, signatures of the recipe */
@@ -214,6 +279,10 @@ typedef struct dash {
     double tau;
     dash_sim *cur;               /* the current policy's run */
     dash_sim *base[DASH_N_BASE]; /* the baselines at the current K */
+    dash_ci ci;                  /* the header's means and CIs */
+    dash_trail trail[DASH_TRAIL_MAX];
+    int n_trail;                 /* the oldest drop out after DASH_TRAIL_MAX */
+    dash_trade trade;            /* view 7 */
 
     /* what the user is looking at */
     int view, worker, zoom;
@@ -248,6 +317,17 @@ void dash_fit_free(dash_fit *f);
 /* Free f unless it is d's home fit (which dash_free frees). */
 void dash_fit_release(const dash_t *d, dash_fit *f);
 void dash_sim_free(dash_sim *s);
+/* The header's CIs for (policy, tau) at m's K (grid_run on d's rows and
+ * workload settings); cancel may be NULL. With opts.seeds < 2 it leaves
+ * out->valid 0 and returns 0. Returns -2 when cancelled. */
+int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double tau,
+                    volatile int *cancel, dash_progress_fn progress, void *pctx, dash_ci *out,
+                    char *err, size_t errlen);
+/* Append the shown setting (d->cur, d->ci) to the trail. */
+void dash_trail_add(dash_t *d);
+
+/* "random (seed 1): 224 calibrate, 225 simulated", for the overview. */
+void dash_split_text(const dash_t *d, char *buf, size_t n);
 
 /* The best baseline: the one with the lowest TPOT p50 (NULL if none). */
 const dash_sim *dash_best_base(const dash_t *d);
@@ -270,6 +350,7 @@ void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_rho(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_drift(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
+void view_tradeoff(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 
 /* Shared by the views (view_common.c). */
 int dash_cluster_color(int k);                 /* a 256-colour index */
@@ -278,6 +359,10 @@ int dash_cluster_color(int k);                 /* a 256-colour index */
 int dash_heat_color(const canvas_t *c, double level);
 /* "+3.2%" / "-1.0%" change of a against b (a lower-is-better metric). */
 void dash_fmt_change(char *buf, size_t n, double a, double b);
+/* The CIs of the shown run (d->ci when it matches d->cur), or NULL. */
+const dash_ci *dash_shown_ci(const dash_t *d);
+/* " +-1.2" (" \u00b11.2" on a Unicode canvas): a CI's half-width, or "". */
+void dash_fmt_pm(const canvas_t *c, char *buf, size_t n, const grid_stat *st);
 /* A sparkline of n values over width columns, scaled to top (values
  * are averaged per column; NaN shows blank). */
 void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int n,
@@ -286,8 +371,12 @@ void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int 
  * x, a '!' at each poll that found the daemon restarted; returns how many
  * it drew. */
 int dash_restart_marks(const dash_t *d, canvas_t *c, int x, int y, int m);
-/* Views the tabs offer: the first six for a trace, all in live mode. */
+/* Views the tabs offer, in tab order: for a trace the first six and the
+ * trade-off (key 7), live the first eight. dash_view_at(d, i) is the view
+ * of tab i (0-based), dash_view_tab(d, v) the tab of view v or -1. */
 int dash_n_views(const dash_t *d);
+int dash_view_at(const dash_t *d, int i);
+int dash_view_tab(const dash_t *d, int v);
 /* Worker name of cluster w (the daemon's names in live mode). */
 const char *dash_worker_name(const dash_t *d, int w);
 

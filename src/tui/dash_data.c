@@ -14,9 +14,11 @@
 #include "layersel.h"
 #include "live.h"
 #include "rho.h"
+#include "sha256.h"
 
 static const char *const VIEW_NAMES[VIEW_N] = {"overview", "balance", "heatmap", "queues",
-                                               "scatter", "rho", "decisions", "drift"};
+                                               "scatter", "rho", "decisions", "drift",
+                                               "tradeoff"};
 static const route_kind BASE_KINDS[DASH_N_BASE] = {ROUTE_RANDOM, ROUTE_RR, ROUTE_JSQ,
                                                    ROUTE_P2C};
 
@@ -37,8 +39,9 @@ void dash_opts_default(dash_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->K = 4;
-    o->calib = SIM_DEFAULT_CALIB;
+    split_spec_default(&o->split);
     o->seed = 1;
+    o->seeds = DASH_SEEDS;
 }
 
 static void report(dash_progress_fn fn, void *ctx, const char *stage, double frac)
@@ -324,6 +327,99 @@ done:
     return rc;
 }
 
+/* ---- the header's confidence intervals ---- */
+
+typedef struct ci_progress {
+    dash_progress_fn fn;
+    void *ctx;
+} ci_progress;
+
+static void ci_tick(void *ctx, int64_t done, int64_t total)
+{
+    ci_progress *p = ctx;
+    report(p->fn, p->ctx, "confidence intervals", total > 0 ? (double)done / total : -1);
+}
+
+int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double tau,
+                    volatile int *cancel, dash_progress_fn progress, void *pctx, dash_ci *out,
+                    char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (d->opts.seeds < 2)
+        return 0;
+    grid_spec g;
+    grid_spec_default(&g);
+    g.calib = d->calib;
+    g.eval = d->eval;
+    g.model = m;
+    g.cfg = d->cfg;              /* seed i runs with cfg.seed + i: seed 0 is ours */
+    g.n_seeds = d->opts.seeds;
+    g.workers[0] = m->K;
+    g.n_workers = 1;
+    for (int i = 0; i < DASH_N_BASE; i++)
+        g.baselines[i] = BASE_KINDS[i];
+    g.n_base = DASH_N_BASE;
+    if (policy == ROUTE_ELDR) {
+        g.taus[0] = tau;
+        g.n_taus = 1;
+    }
+    ci_progress cp = {progress, pctx};
+    g.progress = ci_tick;
+    g.progress_ctx = &cp;
+    g.cancel = cancel;
+    grid_result r;
+    int rc = grid_run(&g, &r, err, errlen);
+    if (rc)
+        return rc;
+    int row = -1;
+    for (int i = 0; i < r.n && row < 0; i++)
+        if (r.rows[i].kind == policy)
+            row = i;
+    const grid_row *p = row >= 0 ? &r.rows[row] : NULL;
+    if (p && p->best_baseline >= 0) {
+        const grid_row *b = &r.rows[p->best_baseline];
+        out->valid = 1;
+        out->policy = policy;
+        out->tau = tau;
+        out->K = m->K;
+        out->n_seeds = r.n_seeds;
+        out->best = b->kind;
+        out->tpot_p50 = p->tpot_p50;
+        out->vs_best_pct = p->vs_best_pct;
+        out->distinct_vs_best_pct = p->distinct_vs_best_pct;
+        out->p99_vs_best_pct = b->tpot_p99.mean > 0
+            ? 100.0 * (p->tpot_p99.mean - b->tpot_p99.mean) / b->tpot_p99.mean : NAN;
+        out->tpot_p50_first = p->tpot_p50_ms[0];
+        out->seconds = r.seconds;
+    }
+    grid_result_free(&r);
+    return 0;
+}
+
+void dash_trail_add(dash_t *d)
+{
+    if (!d->cur)
+        return;
+    if (d->n_trail == DASH_TRAIL_MAX) {
+        memmove(d->trail, d->trail + 1, (DASH_TRAIL_MAX - 1) * sizeof *d->trail);
+        d->n_trail--;
+    }
+    dash_trail *t = &d->trail[d->n_trail++];
+    const dash_sim *b = dash_best_base(d);
+    t->policy = d->cur->policy;
+    t->tau = d->cur->tau;
+    t->K = d->cur->K;
+    t->tpot_p50 = d->cur->res.tpot_p50_ms;
+    if (d->ci.valid) {
+        t->vs_best = d->ci.vs_best_pct.mean;
+        t->vs_half = (d->ci.vs_best_pct.hi - d->ci.vs_best_pct.lo) / 2;
+    } else {
+        t->vs_best = b && b->res.tpot_p50_ms > 0
+            ? 100.0 * (t->tpot_p50 - b->res.tpot_p50_ms) / b->res.tpot_p50_ms : NAN;
+        t->vs_half = NAN;
+    }
+}
+
 const dash_sim *dash_best_base(const dash_t *d)
 {
     const dash_sim *best = NULL;
@@ -607,10 +703,19 @@ done:
 
 /* ---- opening ---- */
 
+void dash_trade_clear(dash_trade *t)
+{
+    if (t->state == DASH_TRADE_DONE)
+        grid_result_free(&t->g);
+    model_free(t->model);
+    memset(t, 0, sizeof *t);
+}
+
 void dash_free(dash_t *d)
 {
     if (!d)
         return;
+    dash_trade_clear(&d->trade);
     if (d->have_work)
         sim_workload_free(&d->work);
     trace_free(d->calib);
@@ -626,25 +731,38 @@ void dash_free(dash_t *d)
     memset(d, 0, sizeof *d);
 }
 
+/* The core's split (split.h), the same rows `eldr sim` would use with
+ * the same options: seeded random by default, since traces are often
+ * written in label order and "the first rows" would then calibrate on
+ * other domains than the ones simulated. */
 static int split(dash_t *d, trace_t *t, char *err, size_t errlen)
 {
-    int64_t nc = sim_calib_rows(t->n, d->opts.calib, err, errlen);
-    if (nc < 0)
+    split_rows rows;
+    if (split_make(t, &d->opts.split, &rows, err, errlen) < 0)
         return -1;
-    if (nc < 2 || t->n - nc < 1)
+    d->split_mode = rows.mode;
+    d->split_seed = rows.seed;
+    d->n_calib = rows.n_calib;
+    if (rows.n_calib < 2 || rows.n_eval < 1) {
+        split_rows_free(&rows);
         return eldr_errf(err, errlen, "%s: %lld rows are too few to calibrate on some and "
                          "simulate the rest", d->trace_name, (long long)t->n);
-    int64_t *rows = eldr_calloc((size_t)t->n, sizeof *rows);
-    if (!rows)
-        return eldr_errf(err, errlen, "dash: out of memory");
-    for (int64_t i = 0; i < t->n; i++)
-        rows[i] = i;
-    d->calib = trace_select(t, rows, nc, err, errlen);
-    if (d->calib)
-        d->eval = trace_select(t, rows + nc, t->n - nc, err, errlen);
-    free(rows);
-    d->n_calib = nc;
-    return d->calib && d->eval ? 0 : -1;
+    }
+    int rc = split_apply(t, &rows, &d->calib, &d->eval, err, errlen);
+    split_rows_free(&rows);
+    return rc < 0 || !d->calib || !d->eval ? -1 : 0;
+}
+
+void dash_split_text(const dash_t *d, char *buf, size_t n)
+{
+    char how[48];
+    if (d->split_mode == SPLIT_HEAD)
+        snprintf(how, sizeof how, "head (the first rows)");
+    else
+        snprintf(how, sizeof how, "%s (seed %llu)", split_mode_name(d->split_mode),
+                 (unsigned long long)d->split_seed);
+    snprintf(buf, n, "%s: %lld calibrate, %lld simulated", how, (long long)d->n_calib,
+             (long long)(d->n_rows - d->n_calib));
 }
 
 /* The greedy curve for a loaded model's variant on the calibration rows. */
@@ -736,9 +854,28 @@ static int fit_default(dash_t *d, dash_progress_fn progress, void *pctx, char *e
     return rc;
 }
 
+/* A model fitted on this very trace file (its calibration SHA-256 is the
+ * file's) is simulated on rows it may have been fitted on: the numbers
+ * are then in-sample, and the overview says so (as `eldr sim` warns). */
+static void check_in_sample(dash_t *d, const model_t *m)
+{
+    char hex[SHA256_HEX], err[ELDR_ERRLEN];
+    if (!m->calib_sha256[0] || !d->opts.trace_path ||
+        sha256_file(d->opts.trace_path, hex, err, sizeof err) < 0 ||
+        strcmp(hex, m->calib_sha256) != 0)
+        return;
+    if (m->calib_rows >= d->n_rows)
+        snprintf(d->in_sample, sizeof d->in_sample, "in-sample: the model was fitted on all "
+                 "%lld rows of this trace", (long long)d->n_rows);
+    else
+        snprintf(d->in_sample, sizeof d->in_sample, "maybe in-sample: the model was fitted on "
+                 "%lld rows of this trace", (long long)(m->calib_rows < 0 ? 0 : m->calib_rows));
+}
+
 static int adopt_model(dash_t *d, model_t *m, dash_progress_fn progress, void *pctx,
                        char *err, size_t errlen)
 {
+    check_in_sample(d, m);
     if (m->recipe.L != d->L || m->recipe.E != d->E) {
         int L = m->recipe.L, E = m->recipe.E;
         model_free(m);
@@ -796,6 +933,9 @@ static int run_all(dash_t *d, dash_progress_fn progress, void *pctx, char *err,
         if (dash_simulate(d, m, BASE_KINDS[i], d->tau, m->K, &d->base[i], err, errlen))
             return -1;
     }
+    if (dash_compute_ci(d, m, d->policy, d->tau, NULL, progress, pctx, &d->ci, err, errlen))
+        return -1;
+    dash_trail_add(d);
     return 0;
 }
 

@@ -10,7 +10,7 @@
 
 static const dash_view_fn VIEWS[VIEW_N] = {view_overview, view_balance,   view_heatmap,
                                            view_queues,   view_scatter,   view_rho,
-                                           view_decisions, view_drift};
+                                           view_decisions, view_drift,    view_tradeoff};
 
 int dash_cluster_color(int k)
 {
@@ -87,21 +87,46 @@ const char *dash_worker_name(const dash_t *d, int w)
     return m && w >= 0 && w < m->K ? m->workers[w] : "?";
 }
 
+/* A trace has no decisions or drift (those are the daemon's), and live
+ * mode no grid to simulate: each has its own seventh tab. */
+static const int TRACE_TABS[] = {VIEW_OVERVIEW, VIEW_BALANCE, VIEW_HEATMAP, VIEW_QUEUES,
+                                 VIEW_SCATTER,  VIEW_RHO,     VIEW_TRADEOFF};
+static const int LIVE_TABS[] = {VIEW_OVERVIEW, VIEW_BALANCE,   VIEW_HEATMAP, VIEW_QUEUES,
+                                VIEW_SCATTER,  VIEW_RHO,       VIEW_DECISIONS, VIEW_DRIFT};
+
 int dash_n_views(const dash_t *d)
 {
-    return d->live ? VIEW_N : VIEW_RHO + 1;
+    return d->live ? (int)(sizeof LIVE_TABS / sizeof *LIVE_TABS)
+                   : (int)(sizeof TRACE_TABS / sizeof *TRACE_TABS);
 }
 
-static const char *const SHORT_NAMES[VIEW_N] = {"over", "bal", "heat", "queue",
-                                                "scat", "rho",  "dec",  "drift"};
+int dash_view_at(const dash_t *d, int i)
+{
+    if (i < 0 || i >= dash_n_views(d))
+        return VIEW_OVERVIEW;
+    return d->live ? LIVE_TABS[i] : TRACE_TABS[i];
+}
+
+int dash_view_tab(const dash_t *d, int v)
+{
+    for (int i = 0; i < dash_n_views(d); i++)
+        if (dash_view_at(d, i) == v)
+            return i;
+    return -1;
+}
+
+static const char *const SHORT_NAMES[VIEW_N] = {"over", "bal", "heat", "queue", "scat",
+                                                "rho",  "dec", "drift", "trade"};
 
 /* Width of the tab row after the label; abbrev: short names except the
  * current view's. */
 static int tabs_width(const dash_t *d, int abbrev)
 {
     int n = 0;
-    for (int v = 0; v < dash_n_views(d); v++)
+    for (int i = 0; i < dash_n_views(d); i++) {
+        int v = dash_view_at(d, i);
         n += (int)strlen(abbrev && v != d->view ? SHORT_NAMES[v] : dash_view_name(v)) + 4;
+    }
     return n;
 }
 
@@ -116,10 +141,11 @@ static void draw_tabs(const dash_t *d, canvas_t *c)
     int abbrev = (int)strlen(label) + tabs_width(d, 0) > c->w;
     canvas_fill(c, 0, 0, c->w, 1, ' ', bar);
     int x = canvas_text(c, 0, 0, (cv_style){CV_DEFAULT, CV_DEFAULT, CV_REVERSE | CV_BOLD}, label);
-    for (int v = 0; v < dash_n_views(d); v++) {
+    for (int i = 0; i < dash_n_views(d); i++) {
         char tab[32];
+        int v = dash_view_at(d, i);
         const char *name = abbrev && v != d->view ? SHORT_NAMES[v] : dash_view_name(v);
-        snprintf(tab, sizeof tab, v == d->view ? "[%d %s]" : " %d %s ", v + 1, name);
+        snprintf(tab, sizeof tab, v == d->view ? "[%d %s]" : " %d %s ", i + 1, name);
         cv_style st = v == d->view ? (cv_style){CV_DEFAULT, CV_DEFAULT, CV_BOLD} : bar;
         x += canvas_text(c, x, 0, st, tab);
     }
@@ -178,6 +204,25 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
                      n->uptime_s == n->uptime_s ? n->uptime_s : 0);
 }
 
+const dash_ci *dash_shown_ci(const dash_t *d)
+{
+    const dash_ci *ci = &d->ci;
+    const dash_sim *s = d->cur;
+    if (!ci->valid || !s || ci->policy != s->policy || ci->K != s->K ||
+        (s->policy == ROUTE_ELDR && fabs(ci->tau - s->tau) > 1e-12))
+        return NULL;
+    return ci;
+}
+
+void dash_fmt_pm(const canvas_t *c, char *buf, size_t n, const grid_stat *st)
+{
+    double half = (st->hi - st->lo) / 2;
+    if (!isfinite(half))
+        snprintf(buf, n, "%s", "");
+    else
+        snprintf(buf, n, c->unicode ? " \u00b1%.1f" : " +-%.1f", half);
+}
+
 /* A change of a against b (lower is better): -1 better, 1 worse, 0 even
  * (under 0.05%, what "%+.1f%%" prints as +0.0%), 2 unknown. */
 static int verdict(double a, double b)
@@ -206,11 +251,22 @@ static const char *verdict_word(int v, int form)
     return form == HDR_LETTERS ? letters[v + 1] : words[v + 1];
 }
 
+/* With the CIs a change is judged by its interval: better when it lies
+ * below 0, worse above, even (within noise) when it holds 0. */
+static int ci_verdict(const grid_stat *g)
+{
+    if (!isfinite(g->lo) || !isfinite(g->hi))
+        return g->mean <= -0.05 ? -1 : g->mean >= 0.05 ? 1 : 0;
+    return g->hi < 0 ? -1 : g->lo > 0 ? 1 : 0;
+}
+
 /* Draws (or, with draw 0, measures) the numbers part from x; returns the
- * columns it takes. */
+ * columns it takes. With the CIs (dash_shown_ci) the changes are the means
+ * over the seeds, paired per seed, each with its 95% half-width. */
 static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, int form, int draw)
 {
     const dash_sim *s = d->cur, *b = dash_best_base(d);
+    const dash_ci *ci = dash_shown_ci(d);
     double v[3] = {s->res.tpot_p50_ms, s->res.tpot_p99_ms, s->res.distinct_per_step};
     double r[3] = {b ? b->res.tpot_p50_ms : 0, b ? b->res.tpot_p99_ms : 0,
                    b ? b->res.distinct_per_step : 0};
@@ -226,10 +282,20 @@ static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, int form, 
     int green = c->colors >= 256 ? 40 : 2, red = c->colors >= 256 ? 196 : 1;
     int n = 0;
     for (int i = 0; i < 3; i++) {
-        char num[32], ch[24], buf[96];
+        char num[32], ch[24], pm[24] = "", buf[96];
         snprintf(num, sizeof num, i < 2 ? "%.2f%s" : "%.1f", v[i], unit);
         dash_fmt_change(ch, sizeof ch, v[i], r[i]);
         int vd = verdict(v[i], r[i]);
+        const grid_stat *g = !ci ? NULL : i == 0 ? &ci->vs_best_pct
+                                        : i == 2 ? &ci->distinct_vs_best_pct : NULL;
+        if (g) {
+            snprintf(ch, sizeof ch, "%+.1f%%", g->mean);
+            dash_fmt_pm(c, pm, sizeof pm, g);
+            vd = ci_verdict(g);
+        } else if (ci && isfinite(ci->p99_vs_best_pct)) {
+            snprintf(ch, sizeof ch, "%+.1f%%", ci->p99_vs_best_pct);
+            vd = ci->p99_vs_best_pct <= -0.05 ? -1 : ci->p99_vs_best_pct >= 0.05 ? 1 : 0;
+        }
         snprintf(buf, sizeof buf, "%s%s ", label[i], num);
         if (draw)
             canvas_text(c, x + n, y, cv_plain(), buf);
@@ -239,6 +305,9 @@ static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, int form, 
         if (draw)
             canvas_text(c, x + n, y, st, ch);
         n += (int)strlen(ch);
+        if (draw && *pm)
+            canvas_text(c, x + n, y, cv_plain(), pm);
+        n += (int)strlen(pm);
         const char *w = verdict_word(vd, form);
         if (*w) {
             snprintf(buf, sizeof buf, " %s", w);
@@ -249,7 +318,7 @@ static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, int form, 
     }
     if (b && form != HDR_WORDS_NOVS && form < HDR_SHORT) {
         char vs[32];
-        snprintf(vs, sizeof vs, " vs %s", route_kind_name(b->policy));
+        snprintf(vs, sizeof vs, " vs %s", route_kind_name(ci ? ci->best : b->policy));
         if (draw && (form != HDR_COLOUR || c->w - x - n >= 10))
             canvas_text(c, x + n, y, cv_fg(CV_DEFAULT, CV_DIM), vs);
         if (form != HDR_COLOUR)
@@ -258,7 +327,8 @@ static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, int form, 
     return n;
 }
 
-/* "eldr tau 0.10 K 4 | TPOT p50 2.71ms -3.1% p99 ... | U/step 17.2 -20% vs jsq" */
+/* "eldr tau 0.10 K 4 | TPOT p50 2.71ms -3.1% +-1.0 p99 ... | U/step 17.2 -20% +-2.1
+ * vs jsq": with --seeds the changes are means with their 95% CIs. */
 static void draw_whatif(const dash_t *d, canvas_t *c, int y)
 {
     if (d->live) {
@@ -321,9 +391,22 @@ static void draw_footer(const dash_t *d, canvas_t *c)
                          ? "live: polls /v1/snapshot" : "saved snapshot");
         return;
     }
-    canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-6/Tab view  +/- tau  [/] K  p policy  "
-                "arrows worker  Enter zoom  , . time  ? help  q quit"
-                : " 1-6 view +- tau [] K p policy arrows worker Enter zoom ? help q quit");
+    if (d->view == VIEW_TRADEOFF) {
+        canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-7/Tab view  Up/Down cell  Enter apply  "
+                    "r recompute  +/- tau  [/] K  p policy  ? help  q quit"
+                    : " 1-7 view Up/Down cell Enter apply r recompute ? help q quit");
+        return;
+    }
+    int x = canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-7/Tab view  +/- tau  [/] K  p policy  "
+                        "arrows worker  Enter zoom  , . time  ? help  q quit"
+                        : " 1-7 view +- tau [] K p policy arrows worker Enter zoom ? help q quit");
+    /* the trade-off grid computing behind another view */
+    if (d->trade.state == DASH_TRADE_RUNNING && c->w - x >= 8) {
+        if (d->trade.progress >= 0)
+            canvas_textf(c, c->w - 8, y, bar, " 7 %3.0f%%", 100 * d->trade.progress);
+        else
+            canvas_text(c, c->w - 8, y, bar, " 7 fits");
+    }
 }
 
 static void draw_help(const dash_t *d, canvas_t *c)
@@ -342,8 +425,8 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "daemon's: change them with PUT /v1/config and PUT /v1/model.",
     };
     static const char *lines[] = {
-        "1..8, Tab, S-Tab   switch view (overview balance heatmap queues scatter rho;",
-        "                   decisions and drift in live mode: --attach URL)",
+        "1..7, Tab, S-Tab   switch view (overview balance heatmap queues scatter rho",
+        "                   tradeoff; live mode has decisions and drift instead)",
         "+ / -              tau up / down by 0.05 (re-simulates)",
         "[ / ]              K down / up (refits with the model's recipe; at the",
         "                   model's own K the model itself comes back)",
@@ -352,11 +435,15 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "                   heatmap: move the cell cursor; j / k the worker",
         "Enter              zoom on the selected worker / back",
         ", / .              move the time cursor ('now') in the simulation",
+        "7 tradeoff         the tau x K grid (computed in the background):",
+        "                   Up/Down a cell, Enter applies it, r recomputes,",
+        "                   Esc cancels the grid while it computes",
         "Esc                cancel a running refit",
         "?                  this help        q  quit",
         "",
         "Numbers compare the policy with the best load-balancing baseline",
-        "(lowest TPOT p50 of random, rr, jsq, p2c) on the held-out rows.",
+        "(lowest TPOT p50 of random, rr, jsq, p2c) on the held-out rows;",
+        "the header's changes are means over --seeds seeds, +- their 95% CI.",
     };
     const char *const *text = d->live ? live_lines : lines;
     int n = d->live ? (int)(sizeof live_lines / sizeof live_lines[0])

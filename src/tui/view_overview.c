@@ -16,8 +16,10 @@ static int trace_block(const dash_t *d, canvas_t *c, int x, int y)
     canvas_textf(c, x, y++, p, "  model     %s", d->calib && d->calib->model[0]
                                                      ? d->calib->model : "(unnamed)");
     canvas_textf(c, x, y++, p, "  geometry  L=%d layers, E=%d experts, top-%d", d->L, d->E, d->k);
-    canvas_textf(c, x, y++, p, "  requests  %lld: %lld calibrate, %lld simulated",
-                 (long long)d->n_rows, (long long)d->n_calib, (long long)(d->n_rows - d->n_calib));
+    char split[160];
+    dash_split_text(d, split, sizeof split);
+    canvas_textf(c, x, y++, p, "  requests  %lld", (long long)d->n_rows);
+    canvas_textf(c, x, y++, p, "  split     %s", split);
     canvas_textf(c, x, y++, p, "  arrivals  %s", d->arrivals);
     return y - y0;
 }
@@ -77,6 +79,9 @@ static int model_block(const dash_t *d, canvas_t *c, int x, int y)
     else
         canvas_textf(c, x, y++, p, "  calib     the model file has no cluster sizes; %lld "
                      "calibration rows here re-assigned", (long long)f->n_reassigned);
+    if (d->in_sample[0])
+        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD | CV_REVERSE), "  warning   %s",
+                     d->in_sample);
     return y - y0;
 }
 
@@ -115,8 +120,13 @@ static void sim_table(const dash_t *d, canvas_t *c, int x, int y, int w)
     if (d->cur && d->cur->policy != ROUTE_ELDR)
         canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  (policy %s is one of the "
                      "baselines; p cycles back to eldr)", route_kind_name(d->cur->policy));
-    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM),
+    canvas_text(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM),
                 "  * best baseline (lowest TPOT p50); U/step = distinct experts per layer-step");
+    const dash_ci *ci = dash_shown_ci(d);
+    if (ci)   /* the header's changes come from more runs than this table */
+        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  one run (seed %llu); the header's "
+                     "changes: mean of %d seeds, +- 95%% CI (7: tau x K)",
+                     (unsigned long long)d->opts.seed, ci->n_seeds);
 }
 
 static int router_block(const dash_t *d, canvas_t *c, int x, int y)

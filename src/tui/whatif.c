@@ -65,9 +65,7 @@ static int run_change(whatif_t *w)
     on_progress(w, "simulate", 0);
     if (dash_simulate(d, m, w->policy, w->tau, w->K, &w->cur, w->err, sizeof w->err))
         return -1;
-    if (!w->fit)
-        return 0;
-    for (int i = 0; i < DASH_N_BASE; i++) {
+    for (int i = 0; w->fit && i < DASH_N_BASE; i++) {
         if (cancelled(w))
             return KMEANS_CANCELLED;
         on_progress(w, "simulate baselines", (i + 1.0) / (DASH_N_BASE + 1));
@@ -75,7 +73,11 @@ static int run_change(whatif_t *w)
                           sizeof w->err))
             return -1;
     }
-    return 0;
+    /* the header's +-: every change gets its own CIs, so a number is
+     * never shown with the interval of another setting */
+    int rc = dash_compute_ci(d, m, w->policy, w->tau, &w->cancel, on_progress, w, &w->ci,
+                             w->err, sizeof w->err);
+    return rc == -2 ? KMEANS_CANCELLED : rc;
 }
 
 static void *thread_main(void *arg)
@@ -105,6 +107,7 @@ static int start(whatif_t *w)
     w->fit = NULL;
     w->cur = NULL;
     memset(w->base, 0, sizeof w->base);
+    memset(&w->ci, 0, sizeof w->ci);
     if (pthread_create(&w->th, NULL, thread_main, w)) {
         snprintf(w->err, sizeof w->err, "cannot start the what-if thread");
         return -1;
@@ -181,6 +184,8 @@ int whatif_collect(whatif_t *w)
         }
         dash_sim_free(d->cur);
         d->cur = w->cur;
+        d->ci = w->ci;
+        dash_trail_add(d);
     }
     w->fit = NULL;
     w->cur = NULL;

@@ -43,6 +43,7 @@ typedef struct whatif {
     dash_fit *fit;               /* change: new fit (NULL: K unchanged) */
     dash_sim *cur;
     dash_sim *base[DASH_N_BASE]; /* change: new baselines when K changed */
+    dash_ci ci;                  /* change: the header's CIs of the new setting */
 } whatif_t;
 
 void whatif_init(whatif_t *w);

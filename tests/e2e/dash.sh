@@ -66,6 +66,8 @@ $T send-keys -t dash 6
 check "key 6: rho view" '\[6 rho\]'
 check "rho marks N*" 'N\*='
 
+# the start's --tau 0 is a what-if change: wait until it is shown (no "...")
+wait_for 'eldr tau 0\.00 K 4 \| TPOT' 30
 before=$(header)
 $T send-keys -t dash +
 check "'+': tau shown goes to 0.05" 'eldr tau 0\.05 K 4 \| TPOT'
@@ -129,6 +131,67 @@ case "$st" in
 *) notok "terminal sane after ^C" "$st" ;;
 esac
 
+# View 7: the trade-off grid computes in the background (the real trace
+# at 10 seeds takes a few seconds: long enough to see the progress and
+# to use another view meanwhile); Enter applies a cell; the trail keeps
+# every setting applied.
+TR="$DATA"; [ -f "$TR" ] || TR="$SAMPLE"
+$T send-keys -t dash clear Enter
+$T send-keys -t dash "$ELDR dash $TR --seeds 10; echo EXIT=\$?" Enter
+check "third start (trade-off), the header has its +-" 'TPOT p50 [0-9.]+ms [-+][0-9.]+% (±|\+-)[0-9.]+ p99' 30
+$T send-keys -t dash 7
+check "key 7: trade-off view" '\[7 tradeoff\]' 5
+if [ "$TR" = "$DATA" ]; then
+    check "trade-off shows its progress while computing" 'computing the tau x K grid' 5
+    $T send-keys -t dash 2
+    # the balance view is drawn while the footer still counts the grid
+    if wait_for '\[2 balance\]' 2 && screen | tail -1 | grep -Eq ' 7 +([0-9]+%|fits) *$'; then
+        ok "the UI answers keys while the grid computes (footer: its progress)"
+    else notok "the UI answers keys while the grid computes (footer: its progress)" "$(screen | tail -1)"; fi
+    $T send-keys -t dash 7
+fi
+check "trade-off table appears when done" 'tau x K at .*seeds' 90
+check "trade-off marks the current cell" '^>.@ +0\.10 +4 ' 5
+check "trade-off draws the scatter" 'TPOT p50 \(y\) vs imbalance \(x\)' 5
+check "trail starts with the opening setting" ' 1  eldr tau 0\.10  K 4 ' 5
+$T send-keys -t dash j
+check "j moves the cursor to the next cell" '^>.  +0\.20 +4 ' 5
+$T send-keys -t dash Enter
+check "Enter applies the cell: tau 0.20 in the header" '^eldr tau 0\.20 K 4 \| TPOT' 30
+check "the applied cell joins the trail" ' 2  eldr tau 0\.20  K 4 ' 30
+$T send-keys -t dash j j j j
+check "cursor on tau 0.20 K 8" '^>.  +0\.20 +8 ' 5
+$T send-keys -t dash Enter
+check "Enter with another K refits: K 8 in the header" '^eldr tau 0\.20 K 8 \| TPOT' 60
+check "trail: 3 settings" ' 3  eldr tau 0\.20  K 8 ' 30
+$T send-keys -t dash -
+check "'-' appends to the trail too" ' 4  eldr tau 0\.15  K 8 ' 30
+if screen | grep -q ' 2  eldr tau 0\.20  K 4 '; then ok "the trail keeps what '-' replaced"; else
+    notok "the trail keeps what '-' replaced" "$(screen | grep -A5 Trail)"; fi
+if [ "$TR" = "$DATA" ]; then
+    $T send-keys -t dash r
+    check "r recomputes the grid (around K 8 now)" 'computing the tau x K grid around K 8' 5
+    $T send-keys -t dash Escape
+    check "Esc cancels the grid" 'trade-off grid: cancelled \(r: compute again\)' 10
+    $T send-keys -t dash r
+    check "r after a cancel computes it again" 'tau x K at .*seeds' 90
+    check "the new grid is around K 8 (K 4, 8, 16)" '^...  +0\.20 +16 ' 5
+fi
+$T send-keys -t dash q
+check "q quits from the trade-off view" 'EXIT=0' 10
+
+expect_status "dash --view tradeoff frame" 0 "$ELDR" dash "$SAMPLE" --frame - --view tradeoff --width 100 --height 30
+expect_out "tradeoff frame is complete (table)" 'tau x K at .*5 seeds'
+expect_out "tradeoff frame has the current cell" '^>.@ +0\.10 +4 '
+expect_out "tradeoff frame has the trail" 'Trail: 1 setting'
+expect_status "dash --view tradeoff --json" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/t.txt" --view tradeoff --json
+expect_out "tradeoff json has 12 cells with CIs and the Pareto flag" '"tradeoff"'
+if python3 -c "import json,sys; d=json.load(open('$TMP/out')); c=d['tradeoff']['cells']; sys.exit(not (len(c)==12 and all(len(x['ci95'])==2 for x in c) and any(x['pareto'] for x in c)))" 2>/dev/null; then
+    ok "tradeoff json: 12 cells, ci95 pairs, a Pareto cell"; else notok "tradeoff json: 12 cells, ci95 pairs, a Pareto cell" "$(head -c 300 "$TMP/out")"; fi
+expect_status "dash --view tradeoff --seeds 2 -k 2" 0 "$ELDR" dash "$SAMPLE" --frame - --view tradeoff -k 2 --seeds 2 --width 100 --height 30
+expect_out "tradeoff around K 2: K 1, 2, 4" '0\.20 +1 .*' 
+expect_out "tradeoff around K 2 has K 4" '0\.00 +4 '
+expect_status "dash --attach ... --view tradeoff falls back" 2 "$ELDR" dash --attach http://127.0.0.1:1 --frame - --view tradeoff
 expect_fail2 "dash without a terminal fails cleanly" 'needs a terminal' "$ELDR" dash "$SAMPLE"
 expect_fail2 "dash on a missing trace" 'nope\.h5' "$ELDR" dash /nope.h5 --frame -
 expect_fail2 "dash --view bad" "--view 'x'" "$ELDR" dash "$SAMPLE" --frame - --view x
@@ -140,11 +203,32 @@ if grep -q 'cursor L3 E7' "$TMP/out"; then ok "--cell puts the heatmap cursor th
 else notok "--cell puts the heatmap cursor there" "$(grep cursor "$TMP/out")"; fi
 expect_status "dash --help" 0 "$ELDR" dash --help
 expect_out "dash --help names --frame" '--frame FILE'
+expect_out "dash --help names --split" '--split MODE'
+expect_out "dash --help names --seeds" '--seeds N'
+expect_out "dash --help names the tradeoff view" 'tradeoff'
 expect_status "dash --frame FILE" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/f.txt" --view rho --width 80 --height 24
 if [ "$(wc -l <"$TMP/f.txt")" -eq 24 ] && grep -q 'N\*=' "$TMP/f.txt" && ! ls "$TMP"/f.txt.tmp.* >/dev/null 2>&1; then
     ok "frame file: 24 lines, N* marked, no temporary left"
 else notok "frame file: 24 lines, N* marked, no temporary left"; fi
 expect_fail2 "dash --frame - --json refused: both would be on stdout" "--frame - and --json" \
     "$ELDR" dash "$SAMPLE" --frame - --json
+expect_status "dash --split head" 0 "$ELDR" dash "$SAMPLE" --frame - --split head --width 100 --height 30
+expect_out "overview names the head split" 'split +head \(the first rows\): [0-9]+ calibrate'
+expect_status "dash default split" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --height 30
+expect_out "overview names the random split and its seed" 'split +random \(seed 1\): [0-9]+ calibrate, [0-9]+ simulated'
+expect_status "dash --split-seed 7 --calib-split 0.25" 0 "$ELDR" dash "$SAMPLE" --frame - --split-seed 7 --calib-split 0.25
+expect_out "overview shows seed 7 and a quarter" 'split +random \(seed 7\): 150 calibrate, 450 simulated'
+expect_status "dash header with CIs" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --height 30 --rate 60
+expect_out "header: TPOT and U/step changes with +- (5 seeds)" 'TPOT p50 [0-9.]+ms [-+][0-9.]+% \+-[0-9.]+ p99 .*U/step [0-9.]+ [-+][0-9.]+% \+-[0-9.]+ vs '
+expect_status "dash --seeds 1" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --height 30 --rate 60 --seeds 1
+if grep -q -- '+-' "$TMP/out"; then notok "--seeds 1: no +- in the header" "$(sed -n 2p "$TMP/out")"; else ok "--seeds 1: no +- in the header"; fi
+"$ELDR" fit "$SAMPLE" -k 4 -o "$TMP/self.h5" >/dev/null 2>&1
+expect_status "dash -m a model fitted on this trace" 0 "$ELDR" dash "$SAMPLE" -m "$TMP/self.h5" --frame - --width 160 --height 30
+expect_out "overview warns: in-sample" 'warning +in-sample: the model was fitted on all 600 rows'
+if grep -q 'warning: .*self.h5: in-sample' "$TMP/err"; then ok "stderr warns: in-sample"; else
+    notok "stderr warns: in-sample" "$(cat "$TMP/err")"; fi
+expect_fail2 "dash --split bad" "--split: 'x'" "$ELDR" dash "$SAMPLE" --frame - --split x
+expect_fail2 "dash --seeds 0" "--seeds" "$ELDR" dash "$SAMPLE" --frame - --seeds 0
+expect_fail2 "dash --attach with --split" "apply to a trace" "$ELDR" dash --attach http://127.0.0.1:1 --split head
 expect_status "dash --frame --json" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/g.txt" --json
 expect_out "json has the sizes and the best baseline" '"best_baseline"'

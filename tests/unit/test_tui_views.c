@@ -16,7 +16,10 @@
 #include <string.h>
 
 #include "../../src/tui/dash.h"
+#include "../../src/tui/tradeoff.h"
 #include "../../src/tui/whatif.h"
+#include <time.h>
+#include <unistd.h>
 #include "kmeans.h"
 #include "util_tracefix.h"
 
@@ -85,6 +88,63 @@ static void test_open_split(void **state)
     for (int i = 0; i < DASH_N_BASE; i++)
         assert_non_null(D.base[i]);
     assert_int_equal(D.cur->res.n + D.work.n_skipped, N_ROWS - N_ROWS / 2);
+}
+
+/* The default split is the core's seeded random draw, and the overview
+ * says so; --split head gives other calibration rows (the first ones). */
+static void test_split_random_default(void **state)
+{
+    (void)state;
+    assert_int_equal(D.split_mode, SPLIT_RANDOM);
+    assert_int_equal(D.split_seed, 1);
+    char *s = frame(VIEW_OVERVIEW, 100, 30);
+    assert_non_null(strstr(s, "split     random (seed 1): 120 calibrate, 120 simulated"));
+    free(s);
+    /* the same rows as split_make gives the simulator */
+    trace_t *t = tracefix_make(N_ROWS, 6, 16, 2, 11);
+    assert_non_null(t);
+    split_spec sp;
+    split_spec_default(&sp);
+    split_rows rows;
+    char err[ELDR_ERRLEN];
+    assert_int_equal(split_make(t, &sp, &rows, err, sizeof err), 0);
+    int head = 1;
+    for (int64_t i = 0; i < rows.n_calib; i++) {
+        assert_int_equal(D.calib->prompt_tokens[i], t->prompt_tokens[rows.calib[i]]);
+        head &= rows.calib[i] == i;
+    }
+    assert_false(head);   /* not the first rows */
+    split_rows_free(&rows);
+    dash_opts o;
+    dash_opts_default(&o);
+    o.split.mode = SPLIT_HEAD;
+    o.seeds = 2;
+    dash_t h;
+    assert_int_equal(dash_open_trace(&h, &o, t, NULL, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(h.split_mode, SPLIT_HEAD);
+    assert_int_equal(h.n_calib, N_ROWS / 2);
+    D.view = VIEW_OVERVIEW;
+    canvas_t *c = canvas_new(100, 30, 0, 0);
+    h.view = VIEW_OVERVIEW;
+    dash_render(&h, c);
+    s = canvas_to_string(c);
+    canvas_free(c);
+    assert_non_null(strstr(s, "split     head (the first rows): 120 calibrate"));
+    assert_non_null(strstr(s, " +-"));   /* two seeds give an interval */
+    free(s);
+    dash_free(&h);
+    /* one seed: no interval, the header shows the one run's change */
+    t = tracefix_make(N_ROWS, 6, 16, 2, 11);
+    o.seeds = 1;
+    assert_int_equal(dash_open_trace(&h, &o, t, NULL, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(h.ci.valid, 0);
+    c = canvas_new(100, 30, 0, 0);
+    dash_render(&h, c);
+    s = canvas_to_string(c);
+    canvas_free(c);
+    assert_null(strstr(s, "+-"));
+    free(s);
+    dash_free(&h);
 }
 
 /* The digest against the simulator's own totals. */
@@ -220,7 +280,7 @@ static void test_scatter_frame(void **state)
 static void test_overview_frame(void **state)
 {
     (void)state;
-    char *s = frame(VIEW_OVERVIEW, 100, 30);
+    char *s = frame(VIEW_OVERVIEW, 160, 30);   /* wide: the header's long labels */
     assert_non_null(strstr(s, "eldr t=0.10"));
     const char *names[] = {"random", "rr", "jsq", "p2c"};
     for (int i = 0; i < 4; i++)
@@ -231,6 +291,58 @@ static void test_overview_frame(void **state)
     snprintf(want, sizeof want, "TPOT p50 %.2fms", D.cur->res.tpot_p50_ms);
     assert_non_null(strstr(s, want));
     free(s);
+}
+
+/* The header's +-: the grid engine over 5 seeds; seed 0 is the shown
+ * run (common random numbers), the change is the paired mean with its
+ * 95% CI, and a what-if change brings its own CIs. */
+static void test_header_ci(void **state)
+{
+    (void)state;
+    const dash_ci *ci = dash_shown_ci(&D);
+    assert_non_null(ci);
+    assert_int_equal(ci->n_seeds, DASH_SEEDS);
+    assert_true(ci->tpot_p50_first == D.cur->res.tpot_p50_ms);
+    /* (the light fixture load can make every seed agree: a zero width) */
+    assert_true(ci->vs_best_pct.lo <= ci->vs_best_pct.mean);
+    assert_true(ci->vs_best_pct.mean <= ci->vs_best_pct.hi);
+    char *s = frame(VIEW_BALANCE, 160, 30), want[128], line[256];
+    assert_true(line_with(s, "TPOT p50", line, sizeof line));
+    /* (a word - better, worse, even - follows each change on a text canvas) */
+    snprintf(want, sizeof want, "TPOT p50 %.2fms %+.1f%% +-%.1f ", D.cur->res.tpot_p50_ms,
+             ci->vs_best_pct.mean, (ci->vs_best_pct.hi - ci->vs_best_pct.lo) / 2);
+    assert_non_null(strstr(line, want));
+    snprintf(want, sizeof want, "%+.1f%% +-%.1f ", ci->distinct_vs_best_pct.mean,
+             (ci->distinct_vs_best_pct.hi - ci->distinct_vs_best_pct.lo) / 2);
+    assert_non_null(strstr(line, want));
+    snprintf(want, sizeof want, " vs %s", route_kind_name(ci->best));
+    assert_non_null(strstr(line, want));
+    free(s);
+    /* a Unicode canvas says it with the plus-minus sign */
+    canvas_t *c = canvas_new(100, 30, 1, 0);
+    dash_render(&D, c);
+    s = canvas_to_string(c);
+    canvas_free(c);
+    assert_non_null(strstr(s, "\u00b1"));
+    free(s);
+    /* a change: the CI follows the shown tau */
+    whatif_t w;
+    whatif_init(&w);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.0), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_non_null(dash_shown_ci(&D));
+    assert_true(D.ci.tau == 0.0);
+    assert_true(D.ci.tpot_p50_first == D.cur->res.tpot_p50_ms);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    whatif_destroy(&w);
+    /* a stale CI is not shown */
+    D.ci.tau = 0.5;
+    assert_null(dash_shown_ci(&D));
+    s = frame(VIEW_BALANCE, 100, 30);
+    assert_null(strstr(s, "+-"));
+    free(s);
+    D.ci.tau = 0.1;
 }
 
 static void test_every_size(void **state)
@@ -477,6 +589,9 @@ static void test_header_deltas(void **state)
 {
     (void)state;
     const dash_sim *b = dash_best_base(&D);
+    /* the single run's deltas: the seeds' CIs off (test_header_ci has them) */
+    int ci_was = D.ci.valid;
+    D.ci.valid = 0;
     /* one worse, one better, one even, whatever the fixture gives */
     sim_result saved = D.cur->res;
     D.cur->res.tpot_p50_ms = b->res.tpot_p50_ms * 1.10;
@@ -536,6 +651,7 @@ static void test_header_deltas(void **state)
         free(s);
     }
     D.cur->res = saved;
+    D.ci.valid = ci_was;
 }
 
 /* An independent reckoning of the random-batch expectation: p[l][e] the
@@ -664,6 +780,188 @@ static void test_heatmap_issue14(void **state)
     canvas_free(c);
 }
 
+static int count_lines_with(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* View 7: the tau x K grid around K 4 (2, 4, 8 x 0, 0.05, 0.1, 0.2),
+ * every cell in the table with its TPOT, the current cell '@', the Pareto
+ * front in capitals, the scatter, the trail; the current cell over the
+ * same seeds is the header's numbers. */
+static void test_tradeoff_frame(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN];
+    D.trade.cursor = 0;
+    assert_int_equal(tradeoff_compute(&D, NULL, err, sizeof err), 0);
+    assert_int_equal(D.trade.state, DASH_TRADE_DONE);
+    const grid_result *g = &D.trade.g;
+    int rows[64], pareto[64];
+    int n = tradeoff_eldr_rows(g, rows, 64);
+    assert_int_equal(n, 3 * 4);
+    assert_int_equal(g->n_seeds, DASH_SEEDS);
+    tradeoff_pareto(g, rows, n, pareto);
+    char *s = frame(VIEW_TRADEOFF, 100, 30), want[128], line[256];
+    assert_non_null(strstr(s, "[7 tradeoff]"));
+    assert_non_null(strstr(s, "tau x K at"));
+    assert_non_null(strstr(s, "TPOT p50 (y) vs imbalance (x)"));
+    int n_front = 0, cur_row = -1;
+    static const int Ks[] = {2, 4, 8};
+    static const double taus[] = {0, 0.05, 0.1, 0.2};
+    for (int i = 0; i < n; i++) {
+        const grid_row *r = &g->rows[rows[i]];
+        assert_int_equal(r->K, Ks[i / 4]);
+        assert_true(fabs(r->tau - taus[i % 4]) < 1e-12);
+        /* "  A@   0.10   4  1.372 +-0.000" : letter, tau, K, TPOT */
+        snprintf(want, sizeof want, "%5.2f %3d  %.3f", r->tau, r->K, r->tpot_p50.mean);
+        assert_true(line_with(s, want, line, sizeof line));
+        char letter = (char)((pareto[i] ? 'A' : 'a') + i);
+        assert_int_equal(line[1], letter);
+        n_front += pareto[i];
+        if (line[2] == '@')
+            cur_row = i;
+        /* the same letter is plotted (unless the current '@' or another
+         * cell at the same spot covers it) */
+    }
+    assert_true(n_front >= 1);
+    assert_int_equal(cur_row, 1 * 4 + 2);   /* K 4, tau 0.1 */
+    assert_int_equal(line_with(s, ">", line, sizeof line), 1);
+    assert_non_null(strstr(s, "Trail:"));
+    assert_non_null(strstr(s, "best baseline: K 2 "));
+    /* the current cell is the header's grid (same model, seeds, workload) */
+    const grid_row *cur = &g->rows[rows[cur_row]];
+    assert_true(fabs(cur->tpot_p50.mean - D.ci.tpot_p50.mean) < 1e-12);
+    assert_true(fabs(cur->vs_best_pct.mean - D.ci.vs_best_pct.mean) < 1e-12);
+    assert_true(cur->tpot_p50_ms[0] == D.cur->res.tpot_p50_ms);
+    free(s);
+    /* every size draws exactly its lines */
+    int sizes[][2] = {{40, 10}, {80, 24}, {99, 40}, {300, 90}};
+    for (int i = 0; i < 4; i++) {
+        s = frame(VIEW_TRADEOFF, sizes[i][0], sizes[i][1]);
+        assert_int_equal(count_lines_with(s, "\n"), sizes[i][1]);
+        if (sizes[i][1] >= 40)
+            assert_non_null(strstr(s, "TPOT p50 (y)"));   /* narrow: under the table */
+        free(s);
+    }
+}
+
+/* The Pareto front of (TPOT, imbalance), both lower-better, ties kept. */
+static void test_tradeoff_pareto(void **state)
+{
+    (void)state;
+    grid_row r[5];
+    memset(r, 0, sizeof r);
+    double tp[5] = {3.0, 2.5, 2.5, 3.5, 2.0}, im[5] = {1.0, 1.5, 1.5, 1.2, 3.0};
+    for (int i = 0; i < 5; i++) {
+        r[i].kind = ROUTE_ELDR;
+        r[i].tpot_p50.mean = tp[i];
+        r[i].imbalance.mean = im[i];
+    }
+    grid_result g = {.rows = r, .n = 5};
+    int rows[5], pareto[5];
+    assert_int_equal(tradeoff_eldr_rows(&g, rows, 5), 5);
+    tradeoff_pareto(&g, rows, 5, pareto);
+    int want[5] = {1, 1, 1, 0, 1};   /* 3.5/1.2 is beaten by 3.0/1.0 */
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(pareto[i], want[i]);
+}
+
+/* The background job: progress, the result, and a cancel that stops it. */
+static void test_tradeoff_job(void **state)
+{
+    (void)state;
+    tradeoff_job j;
+    tradeoff_job_init(&j);
+    assert_int_equal(tradeoff_job_start(&j, &D), 0);
+    assert_int_equal(D.trade.state, DASH_TRADE_RUNNING);
+    char *s = frame(VIEW_TRADEOFF, 100, 30);
+    assert_non_null(strstr(s, "computing the tau x K grid"));
+    free(s);
+    s = frame(VIEW_BALANCE, 100, 30);   /* other views: the footer counts it */
+    assert_non_null(strstr(s, " 7 fits"));
+    free(s);
+    double last = -1;
+    for (int i = 0; i < 1200 && !tradeoff_job_poll(&j, &D); i++) {
+        assert_true(D.trade.progress <= 1.0);
+        assert_true(D.trade.progress >= last || D.trade.progress < 0);
+        last = D.trade.progress;
+        usleep(50000);
+    }
+    assert_int_equal(tradeoff_job_collect(&j, &D), 0);
+    assert_int_equal(D.trade.state, DASH_TRADE_DONE);
+    assert_int_equal(D.trade.g.n, 3 * (4 + 4));
+    /* cancelled: the grid stops and the view says so */
+    volatile int stop = 1;
+    char err[ELDR_ERRLEN];
+    assert_int_equal(tradeoff_compute(&D, &stop, err, sizeof err), -2);
+    assert_int_equal(D.trade.state, DASH_TRADE_FAILED);
+    s = frame(VIEW_TRADEOFF, 100, 30);
+    assert_non_null(strstr(s, "cancelled"));
+    free(s);
+    /* the job's cancel (racing the job: it may have finished first) */
+    assert_int_equal(tradeoff_job_start(&j, &D), 0);
+    tradeoff_job_cancel(&j);
+    int rc = tradeoff_job_collect(&j, &D);
+    assert_true(rc == -2 || rc == 0);
+    assert_int_equal(D.trade.state, rc ? DASH_TRADE_FAILED : DASH_TRADE_DONE);
+    tradeoff_job_destroy(&j);
+    /* a what-if change while the job runs: the job has its own model */
+    whatif_t w;
+    whatif_init(&w);
+    assert_int_equal(tradeoff_job_start(&j, &D), 0);
+    assert_int_equal(whatif_start_change(&w, &D, 3, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    while (!tradeoff_job_poll(&j, &D))
+        usleep(20000);
+    assert_int_equal(tradeoff_job_collect(&j, &D), 0);
+    whatif_destroy(&w);
+    tradeoff_job_destroy(&j);
+}
+
+/* Every setting applied is appended to the trail, shown in view 7. */
+static void test_trail(void **state)
+{
+    (void)state;
+    int n0 = D.n_trail;
+    assert_true(n0 >= 1);
+    assert_int_equal(D.trail[0].K, 4);   /* the opening setting */
+    whatif_t w;
+    whatif_init(&w);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.05), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.0), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(D.n_trail, n0 + 2);
+    assert_true(D.trail[n0].tau == 0.05);
+    assert_true(D.trail[n0 + 1].tau == 0.0);
+    assert_true(D.trail[n0 + 1].tpot_p50 == D.cur->res.tpot_p50_ms);
+    char *s = frame(VIEW_TRADEOFF, 100, 40), want[64];
+    snprintf(want, sizeof want, "Trail: %d settings", D.n_trail);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof want, "%2d  eldr tau 0.05  K 4", n0 + 1);
+    assert_non_null(strstr(s, want));
+    snprintf(want, sizeof want, "%2d  eldr tau 0.00  K 4", n0 + 2);
+    assert_non_null(strstr(s, want));
+    free(s);
+    /* a failed change adds nothing */
+    assert_int_equal(whatif_start_change(&w, &D, 100000, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), -1);
+    assert_int_equal(D.n_trail, n0 + 2);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    whatif_destroy(&w);
+    /* the tabs: a trace's seventh is the trade-off */
+    assert_int_equal(dash_n_views(&D), 7);
+    assert_int_equal(dash_view_at(&D, 6), VIEW_TRADEOFF);
+    assert_int_equal(dash_view_tab(&D, VIEW_DRIFT), -1);
+}
+
 static void test_view_names(void **state)
 {
     (void)state;
@@ -676,6 +974,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_split),
+        cmocka_unit_test(test_split_random_default),
         cmocka_unit_test(test_sim_digest),
         cmocka_unit_test(test_balance_frame),
         cmocka_unit_test(test_rho_frame),
@@ -683,10 +982,15 @@ int main(void)
         cmocka_unit_test(test_queues_frame),
         cmocka_unit_test(test_scatter_frame),
         cmocka_unit_test(test_overview_frame),
+        cmocka_unit_test(test_header_ci),
         cmocka_unit_test(test_every_size),
         cmocka_unit_test(test_whatif_tau_and_policy),
         cmocka_unit_test(test_whatif_refit),
         cmocka_unit_test(test_refit_cancel_and_bad_K),
+        cmocka_unit_test(test_tradeoff_frame),
+        cmocka_unit_test(test_tradeoff_pareto),
+        cmocka_unit_test(test_tradeoff_job),
+        cmocka_unit_test(test_trail),
         cmocka_unit_test(test_view_names),
         cmocka_unit_test(test_model_sizes),
         cmocka_unit_test(test_header_deltas),

@@ -1,0 +1,245 @@
+/* tradeoff.c - the trade-off grid and its background job (tradeoff.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "tradeoff.h"
+
+static const double TAUS[] = {0, 0.05, 0.1, 0.2};
+#define N_TAUS ((int)(sizeof TAUS / sizeof TAUS[0]))
+
+/* A copy of m's recipe and centroids: the job must not read the
+ * dashboard's model, which a what-if change may free meanwhile. */
+static model_t *model_dup(const model_t *m, char *err, size_t errlen)
+{
+    model_t *c = model_new(&m->recipe, m->k, m->K, err, errlen);
+    if (!c)
+        return NULL;
+    memcpy(c->centroids, m->centroids, (size_t)m->K * sig_dim(&m->recipe) * sizeof *c->centroids);
+    c->tau = m->tau;
+    c->seed = m->seed;
+    c->rho = m->rho;
+    c->n_star = m->n_star;
+    c->balanced = m->balanced;
+    return c;
+}
+
+static void add_tau(grid_spec *g, double tau)
+{
+    for (int i = 0; i < g->n_taus; i++)
+        if (fabs(g->taus[i] - tau) < 1e-9)
+            return;
+    int i = g->n_taus++;
+    while (i > 0 && g->taus[i - 1] > tau) {   /* keep them ascending */
+        g->taus[i] = g->taus[i - 1];
+        i--;
+    }
+    g->taus[i] = tau;
+}
+
+int tradeoff_input_make(const dash_t *d, tradeoff_input *in, char *err, size_t errlen)
+{
+    memset(in, 0, sizeof *in);
+    const model_t *m = d->fit->model;
+    in->model = model_dup(m, err, errlen);
+    if (!in->model)
+        return -1;
+    in->layers = malloc((size_t)(m->recipe.n_layers > 0 ? m->recipe.n_layers : 1) *
+                        sizeof *in->layers);
+    if (!in->layers) {
+        tradeoff_input_free(in);
+        return eldr_errf(err, errlen, "dash: out of memory");
+    }
+    memcpy(in->layers, m->recipe.layers, (size_t)m->recipe.n_layers * sizeof *in->layers);
+    in->K0 = m->K;
+    in->tau0 = d->tau;
+    grid_spec *g = &in->spec;
+    grid_spec_default(g);
+    g->calib = d->calib;
+    g->eval = d->eval;
+    g->model = in->model;
+    g->cfg = d->cfg;
+    g->n_seeds = d->opts.seeds;
+    /* the other K are fitted as a refit would: same variant, layers, seed */
+    model_fit_opts_default(&g->fit, m->K);
+    g->fit.variant = m->recipe.variant;
+    g->fit.layers = MODEL_LAYERS_LIST;
+    g->fit.layer_list = in->layers;
+    g->fit.n_layer_list = m->recipe.n_layers;
+    g->fit.seed = m->seed ? m->seed : d->opts.seed;
+    g->fit.balanced = m->balanced != 0;
+    int64_t kmax = d->fit->n_fit < DASH_K_MAX ? d->fit->n_fit : DASH_K_MAX;
+    if (kmax > ROUTE_MAX_WORKERS)
+        kmax = ROUTE_MAX_WORKERS;
+    int Ks[3] = {m->K / 2, m->K, 2 * m->K};
+    for (int i = 0; i < 3; i++)
+        if (Ks[i] >= 1 && Ks[i] <= kmax && (i == 1 || Ks[i] != m->K))
+            g->workers[g->n_workers++] = Ks[i];
+    for (int i = 0; i < N_TAUS; i++)
+        add_tau(g, TAUS[i]);
+    add_tau(g, d->tau);
+    return 0;
+}
+
+void tradeoff_input_free(tradeoff_input *in)
+{
+    model_free(in->model);
+    free(in->layers);
+    memset(in, 0, sizeof *in);
+}
+
+/* Move a finished grid into d->trade: it keeps the model copy the
+ * current-K rows borrowed. */
+static void adopt(dash_t *d, tradeoff_input *in, grid_result *g, int rc, const char *err)
+{
+    dash_trade_clear(&d->trade);
+    dash_trade *t = &d->trade;
+    t->K0 = in->K0;
+    t->tau0 = in->tau0;
+    if (rc == 0) {
+        t->state = DASH_TRADE_DONE;
+        t->g = *g;
+        t->model = in->model;
+        in->model = NULL;
+        /* the cursor starts on the current setting */
+        int rows[GRID_MAX_LIST * 3];
+        int n = tradeoff_eldr_rows(&t->g, rows, GRID_MAX_LIST * 3);
+        for (int i = 0; i < n; i++)
+            if (t->g.rows[rows[i]].K == in->K0 && fabs(t->g.rows[rows[i]].tau - in->tau0) < 1e-9)
+                t->cursor = i;
+    } else {
+        t->state = DASH_TRADE_FAILED;
+        snprintf(t->err, sizeof t->err, "%s", rc == -2 ? "cancelled" : err);
+    }
+    memset(g, 0, sizeof *g);
+    tradeoff_input_free(in);
+}
+
+int tradeoff_compute(dash_t *d, volatile int *cancel, char *err, size_t errlen)
+{
+    tradeoff_input in;
+    if (tradeoff_input_make(d, &in, err, errlen))
+        return -1;
+    in.spec.cancel = cancel;
+    grid_result g;
+    int rc = grid_run(&in.spec, &g, err, errlen);
+    adopt(d, &in, &g, rc, err);
+    return rc;
+}
+
+/* ---- the job ---- */
+
+void tradeoff_job_init(tradeoff_job *j)
+{
+    memset(j, 0, sizeof *j);
+    pthread_mutex_init(&j->mu, NULL);
+}
+
+void tradeoff_job_destroy(tradeoff_job *j)
+{
+    pthread_mutex_destroy(&j->mu);
+}
+
+static void on_cells(void *ctx, int64_t done, int64_t total)
+{
+    tradeoff_job *j = ctx;
+    pthread_mutex_lock(&j->mu);
+    j->n_done = done;
+    j->n_total = total;
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void *job_main(void *arg)
+{
+    tradeoff_job *j = arg;
+    int rc = grid_run(&j->in.spec, &j->res, j->err, sizeof j->err);
+    pthread_mutex_lock(&j->mu);
+    j->rc = rc;
+    j->done = 1;
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+int tradeoff_job_start(tradeoff_job *j, dash_t *d)
+{
+    if (j->running)
+        return -1;
+    j->done = 0;
+    j->n_done = j->n_total = 0;
+    j->cancel = 0;
+    j->rc = 0;
+    j->err[0] = '\0';
+    memset(&j->res, 0, sizeof j->res);
+    if (tradeoff_input_make(d, &j->in, j->err, sizeof j->err))
+        return -1;
+    j->in.spec.progress = on_cells;
+    j->in.spec.progress_ctx = j;
+    j->in.spec.cancel = &j->cancel;
+    if (pthread_create(&j->th, NULL, job_main, j)) {
+        tradeoff_input_free(&j->in);
+        snprintf(j->err, sizeof j->err, "cannot start the trade-off thread");
+        return -1;
+    }
+    j->running = 1;
+    dash_trade_clear(&d->trade);
+    d->trade.state = DASH_TRADE_RUNNING;
+    d->trade.progress = -1;
+    d->trade.K0 = j->in.K0;
+    d->trade.tau0 = j->in.tau0;
+    return 0;
+}
+
+int tradeoff_job_poll(tradeoff_job *j, dash_t *d)
+{
+    if (!j->running)
+        return 0;
+    pthread_mutex_lock(&j->mu);
+    int done = j->done;
+    d->trade.progress = j->n_total > 0 ? (double)j->n_done / (double)j->n_total : -1;
+    pthread_mutex_unlock(&j->mu);
+    return done;
+}
+
+int tradeoff_job_collect(tradeoff_job *j, dash_t *d)
+{
+    if (!j->running)
+        return -1;
+    pthread_join(j->th, NULL);
+    j->running = 0;
+    int rc = j->rc;
+    adopt(d, &j->in, &j->res, rc, j->err);
+    return rc;
+}
+
+void tradeoff_job_cancel(tradeoff_job *j)
+{
+    j->cancel = 1;
+}
+
+/* ---- reading the grid ---- */
+
+int tradeoff_eldr_rows(const grid_result *g, int *rows, int max)
+{
+    int n = 0;
+    for (int i = 0; i < g->n && n < max; i++)
+        if (g->rows[i].kind == ROUTE_ELDR)
+            rows[n++] = i;
+    return n;
+}
+
+void tradeoff_pareto(const grid_result *g, const int *rows, int n, int *pareto)
+{
+    for (int i = 0; i < n; i++) {
+        const grid_row *a = &g->rows[rows[i]];
+        double at = a->tpot_p50.mean, ai = a->imbalance.mean;
+        pareto[i] = isfinite(at) && isfinite(ai);
+        for (int j = 0; j < n && pareto[i]; j++) {
+            const grid_row *b = &g->rows[rows[j]];
+            double bt = b->tpot_p50.mean, bi = b->imbalance.mean;
+            if (j != i && bt <= at && bi <= ai && (bt < at || bi < ai))
+                pareto[i] = 0;
+        }
+    }
+}

@@ -1,0 +1,75 @@
+/* tradeoff.h - the numbers of the trade-off view (view 7): the tau x K
+ * grid around the dashboard's current setting, simulated with the grid
+ * engine (grid.h: every cell against the baselines, over opts.seeds
+ * seeds), and the background job that computes it so the screen stays
+ * live.
+ *
+ * Which cells: tau in {0, 0.05, 0.1, 0.2} plus the current tau; K in
+ * {K/2, K, 2K} where valid (1 <= K, K <= DASH_K_MAX and the calibration
+ * rows); the current arrivals. The current K uses the dashboard's own
+ * model, so its cells are the header's numbers over the same seeds; the
+ * other K are fitted on the calibration rows with the model's variant,
+ * layers and seed (what `]` / `[` would refit).
+ *
+ * Sharing: the job works on its own copy of the model, and reads only
+ * the dashboard's calibration and evaluation traces and its sim_config,
+ * which never change after the open; so what-if changes (which replace
+ * the model) may run alongside it. */
+#ifndef ELDR_TRADEOFF_H
+#define ELDR_TRADEOFF_H
+
+#include <pthread.h>
+
+#include "dash.h"
+
+/* Build the job's inputs from d's current setting (copies what may
+ * change). The spec's model, layer list and the copies are owned by
+ * in; free with tradeoff_input_free. */
+typedef struct tradeoff_input {
+    grid_spec spec;
+    model_t *model;              /* copy of d's model (spec.model) */
+    int *layers;                 /* the fit's layer list */
+    int K0;
+    double tau0;
+} tradeoff_input;
+int tradeoff_input_make(const dash_t *d, tradeoff_input *in, char *err, size_t errlen);
+void tradeoff_input_free(tradeoff_input *in);
+
+/* Run the grid of `in` synchronously (for --frame) and store it in
+ * d->trade (freeing an older one). Returns 0, -1 with err, -2 cancelled;
+ * the result or the error is in d->trade either way. */
+int tradeoff_compute(dash_t *d, volatile int *cancel, char *err, size_t errlen);
+
+/* The background job: one at a time. */
+typedef struct tradeoff_job {
+    pthread_t th;
+    int running;                 /* started and not yet collected */
+    pthread_mutex_t mu;
+    int done;                    /* under mu */
+    int64_t n_done, n_total;     /* under mu: grid cells finished */
+    volatile int cancel;
+    tradeoff_input in;
+    grid_result res;
+    int rc;
+    char err[ELDR_ERRLEN];
+} tradeoff_job;
+
+void tradeoff_job_init(tradeoff_job *j);
+void tradeoff_job_destroy(tradeoff_job *j);
+/* Start on d's current setting; sets d->trade to running. */
+int tradeoff_job_start(tradeoff_job *j, dash_t *d);
+/* While running: copy the progress into d->trade. 1 when finished. */
+int tradeoff_job_poll(tradeoff_job *j, dash_t *d);
+/* Join the finished (or cancelled) job and move its result into d->trade. */
+int tradeoff_job_collect(tradeoff_job *j, dash_t *d);
+void tradeoff_job_cancel(tradeoff_job *j);
+
+/* Rows of the ELDR cells of a grid, in table order (K, then tau): their
+ * indices into g->rows; returns how many (at most max). */
+int tradeoff_eldr_rows(const grid_result *g, int *rows, int max);
+/* pareto[i] = 1 when ELDR row rows[i] is on the Pareto front of (mean
+ * TPOT p50, mean imbalance), both lower-better: no other row is at
+ * least as good in both and better in one. */
+void tradeoff_pareto(const grid_result *g, const int *rows, int n, int *pareto);
+
+#endif
