@@ -251,10 +251,22 @@ static const char *verdict_word(int v, int form)
     return form == HDR_LETTERS ? letters[v + 1] : words[v + 1];
 }
 
+/* Columns a UTF-8 string takes (the plus-minus sign is two bytes, one
+ * column). */
+static int cols_of(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
 /* With the CIs a change is judged by its interval: better when it lies
  * below 0, worse above, even (within noise) when it holds 0. */
 static int ci_verdict(const grid_stat *g)
 {
+    if (fabs(g->mean) < 0.05)   /* what prints as +0.0% */
+        return 0;
     if (!isfinite(g->lo) || !isfinite(g->hi))
         return g->mean <= -0.05 ? -1 : g->mean >= 0.05 ? 1 : 0;
     return g->hi < 0 ? -1 : g->lo > 0 ? 1 : 0;
@@ -307,7 +319,7 @@ static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, int form, 
         n += (int)strlen(ch);
         if (draw && *pm)
             canvas_text(c, x + n, y, cv_plain(), pm);
-        n += (int)strlen(pm);
+        n += cols_of(pm);
         const char *w = verdict_word(vd, form);
         if (*w) {
             snprintf(buf, sizeof buf, " %s", w);
