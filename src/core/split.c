@@ -104,13 +104,23 @@ int split_make(const trace_t *t, const split_spec *s, split_rows *out, char *err
                size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    int64_t n = t->n;
-    int64_t c = split_calib_count(n, s->size, err, errlen);
+    int64_t c = split_calib_count(t->n, s->size, err, errlen);
     if (c < 0)
         return -1;
-    out->mode = s->mode;
-    out->seed = s->seed;
-    if (s->mode == SPLIT_STRATIFIED && (!t->label || t->n_labels < 1))
+    return split_make_count(t, s->mode, s->seed, c, out, err, errlen);
+}
+
+int split_make_count(const trace_t *t, split_mode mode, uint64_t seed, int64_t c,
+                     split_rows *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    int64_t n = t->n;
+    if (c < 0 || c > n)
+        return eldr_errf(err, errlen, "split: %lld calibration rows of %lld", (long long)c,
+                         (long long)n);
+    out->mode = mode;
+    out->seed = seed;
+    if (mode == SPLIT_STRATIFIED && (!t->label || t->n_labels < 1))
         out->mode = SPLIT_RANDOM;
     uint8_t *calib = calloc((size_t)n + 1, 1);
     int64_t *pool = malloc(((size_t)n + 1) * sizeof *pool);
@@ -118,7 +128,7 @@ int split_make(const trace_t *t, const split_spec *s, split_rows *out, char *err
     out->eval = malloc(((size_t)(n - c) + 1) * sizeof *out->eval);
     int rc = (calib && pool && out->calib && out->eval) ? 0 : -1;
     rng_t rng;
-    rng_seed(&rng, s->seed);
+    rng_seed(&rng, seed);
     if (rc == 0 && out->mode == SPLIT_HEAD) {
         memset(calib, 1, (size_t)c);
     } else if (rc == 0 && out->mode == SPLIT_RANDOM) {

@@ -55,6 +55,10 @@ typedef struct split_rows {
  * every machine. Fails with err on a bad size or out of memory. */
 int split_make(const trace_t *t, const split_spec *s, split_rows *out, char *err,
                size_t errlen);
+/* The same with an exact calibration count c in [0, n] (no cap): what
+ * Trace:split{count = N | fraction = F} uses in Lua. */
+int split_make_count(const trace_t *t, split_mode mode, uint64_t seed, int64_t c,
+                     split_rows *out, char *err, size_t errlen);
 void split_rows_free(split_rows *r);
 
 /* The two parts as new traces (trace_select); *calib is NULL when the
