@@ -35,12 +35,19 @@ local function set(...)
   return s
 end
 
---- calibrate.split(trace, spec) -> calib, eval. spec: a number (the
---- first rows, as `eldr sim --calib-split`: a count capped at half, or a
---- fraction) or a table for trace:split ({count}, {fraction, seed}, {time}).
+--- calibrate.split(trace [, spec]) -> calib, eval. The simulator's split
+--- (eldr.calib_split: a seeded random draw by default, so that a trace
+--- sorted by label is not calibrated on one domain and evaluated on
+--- another). spec: a number (a count capped at half, or a fraction), a
+--- table {size, mode = 'random'|'head'|'stratified', seed} for
+--- eldr.calib_split, or a table with count, fraction or time for
+--- trace:split ({fraction = F, seed = S, mode = M}, ...).
 function M.split(trace, spec)
-  if type(spec) == "table" then return trace:split(spec) end
-  return eldr.calib_split(trace, spec)
+  if type(spec) == "table" and (spec.count or spec.fraction or spec.time) then
+    return trace:split(spec)
+  end
+  local calib, eval = eldr.calib_split(trace, spec)
+  return calib, eval
 end
 
 --- calibrate.idf(calib [, {variant}]) -> Recipe over all layers, IDF on calib.
@@ -139,8 +146,9 @@ function M.run(trace, opts)
 end
 
 M._help = {
-  ["eldr.calibrate.split"] = "eldr.calibrate.split(trace, spec) -> calib, eval: first rows "
-    .. "(count or fraction), or trace:split options",
+  ["eldr.calibrate.split"] = "eldr.calibrate.split(trace [, spec]) -> calib, eval: a seeded "
+    .. "random split by default (eldr.calib_split size or {size, mode, seed}), or trace:split "
+    .. "options",
   ["eldr.calibrate.idf"] = "eldr.calibrate.idf(calib [, {variant}]) -> Recipe: IDF on the "
     .. "calibration rows, all layers",
   ["eldr.calibrate.mask"] = "eldr.calibrate.mask(calib [, {variant, pairs, seed}]) -> greedy "
