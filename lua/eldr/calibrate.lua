@@ -41,13 +41,16 @@ end
 --- another). spec: a number (a count capped at half, or a fraction), a
 --- table {size, mode = 'random'|'head'|'stratified', seed} for
 --- eldr.calib_split, or a table with count, fraction or time for
---- trace:split ({fraction = F, seed = S, mode = M}, ...).
+--- trace:split ({fraction = F, seed = S, mode = M}, ...). With
+--- eldr.calib_split a third value says which split: {mode, seed,
+--- calib_rows, eval_rows, text}.
 function M.split(trace, spec)
   if type(spec) == "table" and (spec.count or spec.fraction or spec.time) then
     return trace:split(spec)
   end
-  local calib, eval = eldr.calib_split(trace, spec)
-  return calib, eval
+  local calib, eval, info = eldr.calib_split(trace, spec)
+  info.calib, info.eval = nil, nil
+  return calib, eval, info
 end
 
 --- calibrate.idf(calib [, {variant}]) -> Recipe over all layers, IDF on calib.
@@ -133,15 +136,17 @@ function M.report(model, eval)
 end
 
 --- calibrate.run(trace, {k, split = 0.5, ...fit options}) -> {calib,
---- eval, model, fit, eval_report}: the whole pipeline.
+--- eval, split, model, fit, eval_report}: the whole pipeline (split: a
+--- seeded random half by default; `split` says which unless trace:split
+--- options were given).
 function M.run(trace, opts)
   opts = opts_of(opts, "run", set("k", "split", "variant", "layers", "seed", "iters",
                                   "balanced", "pairs", "tau", "workers"))
-  local calib, eval = M.split(trace, opts.split or 0.5)
+  local calib, eval, split = M.split(trace, opts.split or 0.5)
   local fit_opts = {}
   for k, v in pairs(opts) do if k ~= "split" then fit_opts[k] = v end end
   local model, fit = M.fit(calib, fit_opts)
-  return {calib = calib, eval = eval, model = model, fit = fit,
+  return {calib = calib, eval = eval, split = split, model = model, fit = fit,
           eval_report = #eval > 0 and M.report(model, eval) or nil}
 end
 

@@ -85,7 +85,8 @@ end
 --- calib_split, seeds, progress, variant, layers, baselines, seed, ...}) ->
 --- rows {K, rate, policy, tau, tpot_p50_ms, tpot_p99_ms, distinct_per_step,
 --- imbalance, vs_best_pct, ...; with seeds > 1 also seeds,
---- tpot_p50_ms_ci95, vs_best_pct_ci95, tpot_p50_ms_per_seed}
+--- tpot_p50_ms_ci95, vs_best_pct_ci95, tpot_p50_ms_per_seed}, info {split,
+--- seeds, calib_rows, eval_rows}
 function M.sweep(trace, opts)
   local fn = "sweep"
   opts = check(opts, fn, {"model", "tau", "workers", "rate", "calib_split", "split",
@@ -104,8 +105,9 @@ function M.sweep(trace, opts)
   if opts.progress ~= nil and type(opts.progress) ~= "function" then
     error("eldr.sweep: bad argument 'progress' (function(done, total) expected)", 2)
   end
-  local calib, eval = eldr.calib_split(trace, {size = opts.calib_split, mode = opts.split,
-                                               seed = opts.split_seed})
+  local calib, eval, split = eldr.calib_split(trace, {size = opts.calib_split, mode = opts.split,
+                                                      seed = opts.split_seed})
+  split.calib, split.eval = nil, nil
   if #calib == 0 then
     error("eldr.sweep: bad argument 'calib_split' (0 leaves no calibration rows)", 2)
   end
@@ -132,7 +134,7 @@ function M.sweep(trace, opts)
       if opts.progress then opts.progress(done, cells) end
     end
   end
-  return rows
+  return rows, {split = split, seeds = opts.seeds or 1, calib_rows = #calib, eval_rows = #eval}
 end
 
 --- experiments.tau_grid(trace, {taus, model, workers, rate, ...}) -> rows:

@@ -117,4 +117,13 @@ T.eq(rows_of(ch2)[224], 224, "calibrate.split {size, mode}")
 local cf = eldr.calibrate.split(t, {fraction = 0.3, seed = 7})
 T.ok(same(rows_of(cf), rows_of(c7)), "calibrate.split with trace:split options")
 
+-- eldr.sweep and eldr.calibrate.run say which split they used
+local _, sw = eldr.sweep(t, {workers = {2}, tau = {0.1}, rate = {60}, output_tokens = 16,
+                             split = "head", calib_split = 100})
+T.ok(sw.split.mode == "head" and sw.split.calib_rows == 100 and sw.calib_rows == 100 and sw.seeds == 1,
+     "sweep: info says the split")
+local run = eldr.calibrate.run(t, {k = 2})
+T.ok(run.split and run.split.mode == "random" and run.split.seed == 1 and same(rows_of(run.calib), rows_of(c)),
+     "calibrate.run: a seeded random half by default, and says so")
+
 T.done()
