@@ -81,6 +81,22 @@ local function fit_k(recipe, calib, K, seed, tau)
   return eldr.model(recipe, km.centroids, {top_k = k, tau = tau or 0.1, seed = seed}), km
 end
 
+-- The split of opts (split, split_seed, calib_split) by eldr.calib_split;
+-- its errors name fn's options.
+local SPLIT_ARGS = {size = "calib_split", mode = "split", seed = "split_seed", spec = "calib_split"}
+local function split_of(trace, opts, fn)
+  local ok, calib, eval, info = pcall(eldr.calib_split, trace, {
+    size = opts.calib_split, mode = opts.split, seed = opts.split_seed})
+  if not ok then
+    local msg = tostring(calib):gsub("^eldr%.calib_split: bad argument '(%w+)'", function(a)
+      return string.format("eldr.%s: bad argument '%s'", fn, SPLIT_ARGS[a] or a)
+    end)
+    error(msg, 3)
+  end
+  info.calib, info.eval = nil, nil
+  return calib, eval, info
+end
+
 --- experiments.sweep(trace, {model, tau, workers, rate, split, split_seed,
 --- calib_split, seeds, progress, variant, layers, baselines, seed, ...}) ->
 --- rows {K, rate, policy, tau, tpot_p50_ms, tpot_p99_ms, distinct_per_step,
@@ -102,12 +118,14 @@ function M.sweep(trace, opts)
   local rates = list_of(opts.rate, fn, "rate") or {false}
   local baselines = list_of(opts.baselines, fn, "baselines") or {"jsq", "rr", "p2c"}
   local seed = opts.seed or 1
+  if opts.seeds ~= nil and (math.type(opts.seeds) ~= "integer" or opts.seeds < 1) then
+    error("eldr.sweep: bad argument 'seeds' (integer >= 1 expected, got " .. tostring(opts.seeds)
+          .. ")", 2)
+  end
   if opts.progress ~= nil and type(opts.progress) ~= "function" then
     error("eldr.sweep: bad argument 'progress' (function(done, total) expected)", 2)
   end
-  local calib, eval, split = eldr.calib_split(trace, {size = opts.calib_split, mode = opts.split,
-                                                      seed = opts.split_seed})
-  split.calib, split.eval = nil, nil
+  local calib, eval, split = split_of(trace, opts, fn)
   if #calib == 0 then
     error("eldr.sweep: bad argument 'calib_split' (0 leaves no calibration rows)", 2)
   end

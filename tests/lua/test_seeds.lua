@@ -145,8 +145,14 @@ T.ok(rows_h[1].tpot_p50_ms ~= rows_r[1].tpot_p50_ms, "sweep split passes through
 local rows_s = eldr.sweep(t, {workers = {4}, tau = {0.1}, rate = {60}, split_seed = 5})
 T.ok(rows_s[1].tpot_p50_ms ~= rows_r[1].tpot_p50_ms, "sweep split_seed passes through")
 T.ok(rows_r[1].seeds == nil and rows_r[1].tpot_p50_ms_ci95 == nil, "sweep one seed: no CI")
-T.err(function() eldr.sweep(t, {workers = {4}, rate = {60}, split = "last"}) end, "bad argument 'mode'",
-      "sweep bad split")
+T.err(function() eldr.sweep(t, {workers = {4}, rate = {60}, split = "last"}) end,
+      "eldr.sweep: bad argument 'split'", "sweep bad split")
+T.err(function() eldr.sweep(t, {workers = {4}, rate = {60}, split_seed = -2}) end,
+      "eldr.sweep: bad argument 'split_seed'", "sweep bad split_seed")
+T.err(function() eldr.experiments.tau_grid(t, {workers = 4, rate = 60, calib_split = -1}) end,
+      "eldr.sweep: bad argument 'calib_split'", "tau_grid bad calib_split")
+T.err(function() eldr.sweep(t, {workers = {4}, rate = {60}, seeds = 0}) end,
+      "eldr.sweep: bad argument 'seeds'", "sweep bad seeds")
 
 -- eldr.advise: the recommendation and the grid, as eldr advise --json
 local pc, plast = 0, 0
