@@ -80,7 +80,10 @@ grid_result *l_grid_run(lua_State *L, grid_spec *s, int progress, const char *fn
     p.cancel = l_cancel_flag;
     s->progress = on_progress;
     s->progress_ctx = &p;
-    s->cancel = &p.cancel;
+    /* without a Lua function, Ctrl-C reaches the fits and cells directly;
+     * with one, on_progress mirrors it into p.cancel (an error raised in
+     * the function cancels too) */
+    s->cancel = progress ? &p.cancel : &l_cancel_flag;
     char err[ELDR_ERRLEN];
     int rc = grid_run(s, &u->g, err, sizeof err);
     u->have = rc == 0;
@@ -90,7 +93,7 @@ grid_result *l_grid_run(lua_State *L, grid_spec *s, int progress, const char *fn
         lua_pushvalue(L, p.failed);
         lua_error(L);
     }
-    if (rc == -2 || (rc < 0 && p.cancel))
+    if (rc == -2 || (rc < 0 && (p.cancel || l_cancel_flag)))
         luaL_error(L, "eldr.%s: interrupted", fn);
     if (rc < 0)
         l_fail(L, fn, err);
