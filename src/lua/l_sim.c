@@ -14,6 +14,7 @@
  * through the same core path as `eldr sim --prefix-mode` (sim_prefix_build,
  * sim_prefix_run) and info.prefix holds the replay's statistics. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
