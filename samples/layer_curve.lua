@@ -3,7 +3,7 @@
 -- plot with N* marked.
 --   eldr run samples/layer_curve.lua [trace.h5 [variant]]
 local path = arg[1] or "../shared/data/gptoss20b-routing.h5"
-local variant = arg[3] or "count_idf"
+local variant = arg[2] or "count_idf"
 local t = eldr.load(path)
 local curve, n_star, order = eldr.rho_curve(t, {variant = variant})
 print(string.format("%s, %s: greedy layer selection, N* = %d\n", path, variant, n_star))

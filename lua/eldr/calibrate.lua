@@ -35,12 +35,22 @@ local function set(...)
   return s
 end
 
---- calibrate.split(trace, spec) -> calib, eval. spec: a number (the
---- first rows, as `eldr sim --calib-split`: a count capped at half, or a
---- fraction) or a table for trace:split ({count}, {fraction, seed}, {time}).
+--- calibrate.split(trace [, spec]) -> calib, eval. The simulator's split
+--- (eldr.calib_split: a seeded random draw by default, so that a trace
+--- sorted by label is not calibrated on one domain and evaluated on
+--- another). spec: a number (a count capped at half, or a fraction), a
+--- table {size, mode = 'random'|'head'|'stratified', seed} for
+--- eldr.calib_split, or a table with count, fraction or time for
+--- trace:split ({fraction = F, seed = S, mode = M}, ...). With
+--- eldr.calib_split a third value says which split: {mode, seed,
+--- calib_rows, eval_rows, text}.
 function M.split(trace, spec)
-  if type(spec) == "table" then return trace:split(spec) end
-  return eldr.calib_split(trace, spec)
+  if type(spec) == "table" and (spec.count or spec.fraction or spec.time) then
+    return trace:split(spec)
+  end
+  local calib, eval, info = eldr.calib_split(trace, spec)
+  info.calib, info.eval = nil, nil
+  return calib, eval, info
 end
 
 --- calibrate.idf(calib [, {variant}]) -> Recipe over all layers, IDF on calib.
@@ -139,21 +149,24 @@ function M.report(model, eval)
 end
 
 --- calibrate.run(trace, {k, split = 0.5, ...fit options}) -> {calib,
---- eval, model, fit, eval_report}: the whole pipeline.
+--- eval, split, model, fit, eval_report}: the whole pipeline (split: a
+--- seeded random half by default; `split` says which unless trace:split
+--- options were given).
 function M.run(trace, opts)
   opts = opts_of(opts, "run", set("k", "split", "variant", "layers", "seed", "iters",
                                   "balanced", "pairs", "tau", "workers", "progress"))
-  local calib, eval = M.split(trace, opts.split or 0.5)
+  local calib, eval, split = M.split(trace, opts.split or 0.5)
   local fit_opts = {}
   for k, v in pairs(opts) do if k ~= "split" then fit_opts[k] = v end end
   local model, fit = M.fit(calib, fit_opts)
-  return {calib = calib, eval = eval, model = model, fit = fit,
+  return {calib = calib, eval = eval, split = split, model = model, fit = fit,
           eval_report = #eval > 0 and M.report(model, eval) or nil}
 end
 
 M._help = {
-  ["eldr.calibrate.split"] = "eldr.calibrate.split(trace, spec) -> calib, eval: first rows "
-    .. "(count or fraction), or trace:split options",
+  ["eldr.calibrate.split"] = "eldr.calibrate.split(trace [, spec]) -> calib, eval: a seeded "
+    .. "random split by default (eldr.calib_split size or {size, mode, seed}), or trace:split "
+    .. "options",
   ["eldr.calibrate.idf"] = "eldr.calibrate.idf(calib [, {variant}]) -> Recipe: IDF on the "
     .. "calibration rows, all layers",
   ["eldr.calibrate.mask"] = "eldr.calibrate.mask(calib [, {variant, pairs, seed, progress}]) -> greedy "

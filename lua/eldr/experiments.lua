@@ -1,13 +1,16 @@
 -- eldr.experiments - grids of simulations: tau (the locality band), K
 -- (the number of decode workers), and the full sweep of `eldr sweep`.
 --
--- Every grid splits the trace the way `eldr sim` does (the first rows
--- calibrate, eldr.calib_split), fits on the calibration rows and
--- simulates the held-out rows, so no request is routed by centroids
--- fitted on itself. Within one (K, rate) cell every policy runs on the
--- same workload (eldr.simulate's common random numbers), and each row
--- carries the change of TPOT p50 against the best load-balancing
--- baseline of its cell (vs_best_pct; negative is better).
+-- Every grid splits the trace the way `eldr sim` does (eldr.calib_split:
+-- a seeded random split by default; `split`, `split_seed`, `calib_split`),
+-- fits on the calibration rows and simulates the held-out rows, so no
+-- request is routed by centroids fitted on itself. Each (K, rate) cell is
+-- one eldr.simulate call (the baselines and ELDR at every tau on the same
+-- workload: common random numbers), and each row carries the change of
+-- TPOT p50 against the best load-balancing baseline of its cell
+-- (vs_best_pct; negative is better). With seeds = N > 1 the rows hold
+-- means over N seeds with 95% confidence intervals (tpot_p50_ms_ci95,
+-- vs_best_pct_ci95), computed by the core grid as `eldr sim --seeds N`.
 local eldr = require "eldr"
 
 local M = {}
@@ -48,29 +51,18 @@ local function sim_opts(opts, extra)
   return o
 end
 
+local ROW_KEYS = {"policy", "tau", "tpot_p50_ms", "tpot_p99_ms", "queue_p50_ms",
+                  "distinct_per_step", "reuse", "imbalance", "tokens_per_s", "vs_best_pct",
+                  "seeds", "tpot_p50_ms_ci95", "tpot_p50_ms_per_seed", "vs_best_pct_ci95",
+                  "distinct_vs_best_pct"}
+
 -- Rows of one simulate call, tagged with the grid coordinates.
 local function rows_of(results, tags, out)
   for _, r in ipairs(results) do
-    local row = {policy = r.policy, tpot_p50_ms = r.tpot_p50_ms, tpot_p99_ms = r.tpot_p99_ms,
-                 queue_p50_ms = r.queue_p50_ms, distinct_per_step = r.distinct_per_step,
-                 reuse = r.reuse, imbalance = r.imbalance, tokens_per_s = r.tokens_per_s,
-                 vs_best_pct = r.vs_best_pct}
+    local row = {}
+    for _, k in ipairs(ROW_KEYS) do row[k] = r[k] end
     for k, v in pairs(tags) do row[k] = v end
-    if r.policy ~= "eldr" then row.tau = nil end
     out[#out + 1] = row
-  end
-end
-
--- Fill vs_best_pct of rows[first..] against the best balancer among them.
-local BALANCERS = {random = true, rr = true, jsq = true, p2c = true}
-local function versus_best(rows, first)
-  local best
-  for i = first, #rows do
-    local r = rows[i]
-    if BALANCERS[r.policy] and (not best or r.tpot_p50_ms < best) then best = r.tpot_p50_ms end
-  end
-  for i = first, #rows do
-    rows[i].vs_best_pct = best and best > 0 and (rows[i].tpot_p50_ms - best) / best * 100 or nil
   end
 end
 
@@ -89,13 +81,33 @@ local function fit_k(recipe, calib, K, seed, tau)
   return eldr.model(recipe, km.centroids, {top_k = k, tau = tau or 0.1, seed = seed}), km
 end
 
---- experiments.sweep(trace, {model, tau, workers, rate, calib_split,
---- variant, layers, baselines, seed, ...}) -> rows {K, rate, policy, tau,
---- tpot_p50_ms, tpot_p99_ms, distinct_per_step, imbalance, vs_best_pct, ...}
+-- The split of opts (split, split_seed, calib_split) by eldr.calib_split;
+-- its errors name fn's options.
+local SPLIT_ARGS = {size = "calib_split", mode = "split", seed = "split_seed", spec = "calib_split"}
+local function split_of(trace, opts, fn)
+  local ok, calib, eval, info = pcall(eldr.calib_split, trace, {
+    size = opts.calib_split, mode = opts.split, seed = opts.split_seed})
+  if not ok then
+    local msg = tostring(calib):gsub("^eldr%.calib_split: bad argument '(%w+)'", function(a)
+      return string.format("eldr.%s: bad argument '%s'", fn, SPLIT_ARGS[a] or a)
+    end)
+    error(msg, 3)
+  end
+  info.calib, info.eval = nil, nil
+  return calib, eval, info
+end
+
+--- experiments.sweep(trace, {model, tau, workers, rate, split, split_seed,
+--- calib_split, seeds, progress, variant, layers, baselines, seed, ...}) ->
+--- rows {K, rate, policy, tau, tpot_p50_ms, tpot_p99_ms, distinct_per_step,
+--- imbalance, vs_best_pct, ...; with seeds > 1 also seeds,
+--- tpot_p50_ms_ci95, vs_best_pct_ci95, tpot_p50_ms_per_seed}, info {split,
+--- seeds, calib_rows, eval_rows}
 function M.sweep(trace, opts)
   local fn = "sweep"
-  opts = check(opts, fn, {"model", "tau", "workers", "rate", "calib_split", "variant",
-                          "layers", "baselines", "seed"})
+  opts = check(opts, fn, {"model", "tau", "workers", "rate", "calib_split", "split",
+                          "split_seed", "seeds", "progress", "variant", "layers", "baselines",
+                          "seed"})
   local model = opts.model
   local info = model and model:info()
   local taus = list_of(opts.tau, fn, "tau") or (info and {info.tau}) or {0, 0.05, 0.1, 0.2}
@@ -106,40 +118,49 @@ function M.sweep(trace, opts)
   local rates = list_of(opts.rate, fn, "rate") or {false}
   local baselines = list_of(opts.baselines, fn, "baselines") or {"jsq", "rr", "p2c"}
   local seed = opts.seed or 1
-  local calib, eval = eldr.calib_split(trace, opts.calib_split)
+  if opts.seeds ~= nil and (math.type(opts.seeds) ~= "integer" or opts.seeds < 1) then
+    error("eldr.sweep: bad argument 'seeds' (integer >= 1 expected, got " .. tostring(opts.seeds)
+          .. ")", 2)
+  end
+  if opts.progress ~= nil and type(opts.progress) ~= "function" then
+    error("eldr.sweep: bad argument 'progress' (function(done, total) expected)", 2)
+  end
+  local calib, eval, split = split_of(trace, opts, fn)
   if #calib == 0 then
     error("eldr.sweep: bad argument 'calib_split' (0 leaves no calibration rows)", 2)
   end
+  local policies = {}
+  for _, b in ipairs(baselines) do
+    if b == "eldr" then
+      error("eldr.sweep: bad argument 'baselines' (eldr is not a baseline)", 2)
+    end
+    policies[#policies + 1] = b
+  end
+  policies[#policies + 1] = "eldr"
   -- one recipe for every K: the model's, or fitted once on calib
   local recipe = model and model:recipe() or eldr.recipe(calib, {
     variant = opts.variant or "count_idf", layers = opts.layers or "auto", seed = seed})
   local rows = {}
+  local cells, done = #ks * #rates, 0
   for _, K in ipairs(ks) do
     local m = fit_k(recipe, calib, K, seed, info and info.tau)
     for _, rate in ipairs(rates) do
-      local first = #rows + 1
-      local cell = {K = K, rate = rate or "trace"}
-      local base = eldr.simulate(eval, sim_opts(opts, {calib = calib, model = m,
-        policy = baselines, rate = rate or nil, seed = seed}))
-      rows_of(base, cell, rows)
-      for _, tau in ipairs(taus) do
-        local r = eldr.simulate(eval, sim_opts(opts, {calib = calib, model = m,
-          policy = "eldr", tau = tau, rate = rate or nil, seed = seed}))
-        cell.tau = tau
-        rows_of(r, cell, rows)
-        cell.tau = nil
-      end
-      versus_best(rows, first)
+      local res = eldr.simulate(eval, sim_opts(opts, {calib = calib, model = m,
+        policy = policies, tau = taus, rate = rate or nil, seed = seed, seeds = opts.seeds}))
+      rows_of(res, {K = K, rate = rate or "trace"}, rows)
+      done = done + 1
+      if opts.progress then opts.progress(done, cells) end
     end
   end
-  return rows
+  return rows, {split = split, seeds = opts.seeds or 1, calib_rows = #calib, eval_rows = #eval}
 end
 
 --- experiments.tau_grid(trace, {taus, model, workers, rate, ...}) -> rows:
 --- ELDR at each tau beside the baselines, on one K.
 function M.tau_grid(trace, opts)
   opts = check(opts, "experiments.tau_grid", {"taus", "model", "workers", "rate",
-                                               "calib_split", "variant", "layers",
+                                               "calib_split", "split", "split_seed", "seeds",
+                                               "progress", "variant", "layers",
                                                "baselines", "seed"})
   local o = {}
   for k, v in pairs(opts) do if k ~= "taus" then o[k] = v end end
@@ -153,7 +174,8 @@ end
 --- with the K-means objective and cluster sizes beside the simulation of
 --- ELDR and the baselines.
 function M.k_grid(trace, opts)
-  opts = check(opts, "experiments.k_grid", {"ks", "tau", "rate", "calib_split", "variant",
+  opts = check(opts, "experiments.k_grid", {"ks", "tau", "rate", "calib_split", "split",
+                                             "split_seed", "seeds", "progress", "variant",
                                              "layers", "baselines", "seed"})
   local o = {}
   for k, v in pairs(opts) do if k ~= "ks" then o[k] = v end end

@@ -92,7 +92,7 @@ static int64_t overlap_of(const model_t *m, const trace_t *all, const split_rows
         return -1;
     split_rows theirs;
     char err[ELDR_ERRLEN];
-    if (split_make_n(all, mode, seed, n_calib, &theirs, err, sizeof err) < 0)
+    if (split_make_count(all, mode, seed, n_calib, &theirs, err, sizeof err) < 0)
         return -1;
     int64_t both = 0, i = 0, j = 0;  /* both lists ascending */
     while (i < theirs.n_calib && j < rows->n_eval) {

@@ -428,7 +428,7 @@ static int load_calibration(fit_args *a, trace_t **t, int64_t *n_total, char *sh
     split_rows rows;
     if (trace_load(a->trace, &all, err, sizeof err) < 0)
         return cli_fail(CMD, "%s", err);
-    rc = split_make_n(all, a->split.mode, a->split.seed, a->calib_n, &rows, err, sizeof err);
+    rc = split_make_count(all, a->split.mode, a->split.seed, a->calib_n, &rows, err, sizeof err);
     if (rc == 0) {
         *t = trace_select(all, rows.calib, rows.n_calib, err, sizeof err);
         split_provenance(&rows, a->provenance, sizeof a->provenance);

@@ -107,11 +107,11 @@ int split_make(const trace_t *t, const split_spec *s, split_rows *out, char *err
     int64_t c = split_calib_count(t->n, s->size, err, errlen);
     if (c < 0)
         return -1;
-    return split_make_n(t, s->mode, s->seed, c, out, err, errlen);
+    return split_make_count(t, s->mode, s->seed, c, out, err, errlen);
 }
 
-int split_make_n(const trace_t *t, split_mode mode, uint64_t seed, int64_t c,
-                 split_rows *out, char *err, size_t errlen)
+int split_make_count(const trace_t *t, split_mode mode, uint64_t seed, int64_t c,
+                     split_rows *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     int64_t n = t->n;

@@ -55,17 +55,17 @@ typedef struct split_rows {
  * every machine. Fails with err on a bad size or out of memory. */
 int split_make(const trace_t *t, const split_spec *s, split_rows *out, char *err,
                size_t errlen);
+/* The same with an exact calibration count c in [0, n] (no cap): what
+ * Trace:split{count = N | fraction = F} uses in Lua, and what a model's
+ * provenance (split_provenance) names. */
+int split_make_count(const trace_t *t, split_mode mode, uint64_t seed, int64_t c,
+                     split_rows *out, char *err, size_t errlen);
 void split_rows_free(split_rows *r);
 
 /* The two parts as new traces (trace_select); *calib is NULL when the
  * split has no calibration row. */
 int split_apply(const trace_t *t, const split_rows *r, trace_t **calib, trace_t **eval,
                 char *err, size_t errlen);
-
-/* The same with the number of calibration rows given exactly (no cap):
- * what a model's provenance names. */
-int split_make_n(const trace_t *t, split_mode mode, uint64_t seed, int64_t n_calib,
-                 split_rows *out, char *err, size_t errlen);
 
 /* A split as provenance text, for a model: "head 224", "random 224 seed
  * 1" (the exact row count); parse reads it back: 0, or 1 for "all" (every

@@ -1,21 +1,26 @@
 /* l_sim.c - the decode routing simulator in Lua: eldr.simulate (what
  * `eldr sim` does, results as Lua tables) and eldr.sweep (the grid of
  * `eldr sweep`, written in Lua in lua/eldr/experiments.lua on top of
- * eldr.simulate and eldr.kmeans; bound here so help and docs list it).
+ * eldr.simulate; bound here so help and docs list it).
  *
- * eldr.simulate splits the trace like the CLI (the first rows calibrate:
- * sim_calib_rows), or takes the calibration trace as `calib`; uses the
- * given Model or fits one on the calibration rows; builds one workload of
- * the evaluation rows (common random numbers) and runs every policy. With
- * prefix_mode, ELDR runs once per prefix-caching mode through the same
- * core path as `eldr sim --prefix-mode` (sim_prefix_build, sim_prefix_run)
- * and info.prefix holds the replay's statistics. */
+ * eldr.simulate splits the trace like the CLI (src/core/split.h: a seeded
+ * random split by default), or takes the calibration trace as `calib`;
+ * uses the given Model or fits one on the calibration rows; builds one
+ * workload of the evaluation rows (common random numbers) and runs every
+ * policy, ELDR once per tau. With seeds = N > 1 the same policies run
+ * again under N seeds on the grid engine (src/core/grid.h, as `eldr sim
+ * --seeds N`), and each result carries the means and 95% confidence
+ * intervals. With prefix_mode, ELDR runs once per prefix-caching mode
+ * through the same core path as `eldr sim --prefix-mode` (sim_prefix_build,
+ * sim_prefix_run) and info.prefix holds the replay's statistics. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "costmodel.h"
 #include "err.h"
+#include "l_sim.h"
 #include "l_types.h"
 #include "l_util.h"
 #include "model.h"
@@ -61,22 +66,7 @@ static int state_gc(lua_State *L)
     return 0;
 }
 
-static trace_t *rows_of(lua_State *L, const trace_t *t, int64_t r0, int64_t r1, const char *fn)
-{
-    int64_t n = r1 - r0;
-    int64_t *rows = l_box(L, (size_t)(n > 0 ? n : 1) * sizeof *rows);
-    for (int64_t i = 0; i < n; i++)
-        rows[i] = r0 + i;
-    char err[ELDR_ERRLEN];
-    trace_t *s = trace_select(t, rows, n, err, sizeof err);
-    lua_pop(L, 1);
-    if (!s)
-        l_fail(L, fn, err);
-    return s;
-}
-
-/* The cost option: a cost file path, or a table of coefficients. */
-static void opt_cost(lua_State *L, int opts, cost_model *c, const char *fn)
+void l_optcost(lua_State *L, int opts, cost_model *c, const char *fn)
 {
     int t = l_getopt(L, opts, "cost");
     int idx = lua_gettop(L);
@@ -95,6 +85,42 @@ static void opt_cost(lua_State *L, int opts, cost_model *c, const char *fn)
     } else if (t != LUA_TNIL)
         l_argerror(L, fn, "cost", "cost file path or {t0, a, b, c, d} expected");
     lua_pop(L, 1);
+}
+
+int l_optnumlist(lua_State *L, int opts, const char *fn, const char *key, double lo,
+                 double hi, double *out, int max)
+{
+    int t = l_getopt(L, opts, key), n = 0;
+    int idx = lua_gettop(L);
+    if (t == LUA_TNUMBER) {
+        lua_createtable(L, 1, 0);
+        lua_pushvalue(L, idx);
+        lua_rawseti(L, -2, 1);
+        lua_replace(L, idx);
+    } else if (t != LUA_TNIL && t != LUA_TTABLE) {
+        char got[48];
+        l_argerror(L, fn, key, "a number or a list of numbers expected, got %s",
+                   l_got(L, idx, got, sizeof got));
+    }
+    if (t != LUA_TNIL) {
+        n = (int)lua_rawlen(L, idx);
+        if (n < 1 || n > max)
+            l_argerror(L, fn, key, "a number or a list of 1..%d numbers expected", max);
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, idx, i + 1);
+            int ok = lua_type(L, -1) == LUA_TNUMBER;
+            double v = lua_tonumber(L, -1);
+            if (!ok || !(v >= lo && v <= hi)) {
+                char got[48];
+                l_argerror(L, fn, key, "numbers in [%g, %g] expected, got %s at [%d]", lo, hi,
+                           l_got(L, -1, got, sizeof got), i + 1);
+            }
+            out[i] = v;
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    return n;
 }
 
 /* policy: a name or a list of names -> kinds */
@@ -332,9 +358,72 @@ static void push_prefix_info(lua_State *L, const sim_prefix *px)
 
 static const char *const sim_keys[] = {
     "model", "calib", "policy", "workers", "tau", "min2", "rate", "concurrency",
-    "output_tokens", "max_batch", "calib_split", "cost", "sample_pool", "seed", "requests",
-    "series", "prefix_mode", "prefix_cache", "prefill_workers", "prefill_route",
-    "block_size", NULL};
+    "output_tokens", "max_batch", "calib_split", "split", "split_seed", "seeds", "progress",
+    "cost", "sample_pool", "seed", "requests", "series", "prefix_mode", "prefix_cache",
+    "prefill_workers", "prefill_route", "block_size", NULL};
+
+/* One policy (ELDR at tau) on the workload; pushes its result table. */
+static void run_policy(lua_State *L, sim_state *s, route_kind kind, int K, uint64_t seed,
+                       const model_t *model, double tau, int min2, const double *share,
+                       int n_labels, const trace_t *eval, int want_req, int want_series,
+                       const char *fn)
+{
+    char err[ELDR_ERRLEN];
+    if (route_policy_init(&s->p, kind, K, seed, err, sizeof err))
+        l_fail(L, fn, err);
+    s->have_p = 1;
+    int rc = 0;
+    if (kind == ROUTE_ELDR)
+        rc = route_policy_set_centroids(&s->p, model->centroids, s->w.dim, tau, min2, err,
+                                        sizeof err);
+    else if (kind == ROUTE_DOMAIN)
+        rc = route_policy_set_domains(&s->p, share, n_labels, err, sizeof err);
+    if (rc == 0)
+        rc = sim_run(&s->w, &s->p, NULL, NULL, &s->r, err, sizeof err);
+    route_policy_free(&s->p);
+    s->have_p = 0;
+    if (rc)
+        l_fail(L, fn, err);
+    s->have_r = 1;
+    push_result(L, &s->r, eval, want_req, want_series);
+    if (kind == ROUTE_ELDR)
+        l_setnum(L, "tau", tau);
+    sim_result_free(&s->r);
+    s->have_r = 0;
+}
+
+/* Replace the first seed's metrics of the result on top by the means of
+ * grid row r, and add the confidence intervals (eldr sim --seeds N). */
+static void set_seed_stats(lua_State *L, const grid_row *r)
+{
+    l_setint(L, "seeds", r->n_seeds);
+    l_setnum(L, "tpot_p50_ms", r->tpot_p50.mean);
+    l_setci(L, "tpot_p50_ms_ci95", &r->tpot_p50);
+    l_pushnums(L, r->tpot_p50_ms, r->n_seeds);
+    lua_setfield(L, -2, "tpot_p50_ms_per_seed");
+    l_setnum(L, "tpot_p99_ms", r->tpot_p99.mean);
+    l_setnum(L, "queue_p50_ms", r->queue_p50.mean);
+    l_setnum(L, "distinct_per_step", r->distinct.mean);
+    l_setnum(L, "reuse", r->reuse.mean);
+    l_setnum(L, "imbalance", r->imbalance.mean);
+    l_setnum(L, "tokens_per_s", r->tokens_per_s.mean);
+    l_setnum(L, "vs_best_pct", r->vs_best_pct.mean);
+    l_setci(L, "vs_best_pct_ci95", &r->vs_best_pct);
+    l_setnum(L, "distinct_vs_best_pct", r->distinct_vs_best_pct.mean);
+}
+
+/* progress(done, total) after one policy run of a single-seed simulation */
+static void step_progress(lua_State *L, int progress, int done, int total)
+{
+    if (!progress)
+        return;
+    lua_pushvalue(L, progress);
+    lua_pushinteger(L, done);
+    lua_pushinteger(L, total);
+    lua_call(L, 2, 0);
+}
+
+#define MAX_OUT (ROUTE_N_KINDS + GRID_MAX_LIST + SIM_PREFIX_N_MODES)
 
 /* eldr.simulate(trace [, opts]) -> results (list, one per policy), info */
 static int l_simulate(lua_State *L)
@@ -348,7 +437,8 @@ static int l_simulate(lua_State *L)
     int kinds[ROUTE_N_KINDS];
     int nk = opt_policies(L, 2, kinds, fn);
     int K = (int)l_optint(L, 2, fn, "workers", 1, ROUTE_MAX_WORKERS, 0);
-    double tau = l_optnum(L, 2, fn, "tau", 0, 1e9, NAN);
+    double taus[GRID_MAX_LIST];
+    int ntau = l_optnumlist(L, 2, fn, "tau", 0, 1e9, taus, GRID_MAX_LIST);
     int min2 = l_optbool(L, 2, fn, "min2", 1);
     cfg.rate = l_optnum(L, 2, fn, "rate", 1e-9, 1e12, 0);
     cfg.concurrency = (int)l_optint(L, 2, fn, "concurrency", 1, 1 << 30, 0);
@@ -359,11 +449,13 @@ static int l_simulate(lua_State *L)
     cfg.output_tokens = (int32_t)l_optint(L, 2, fn, "output_tokens", 1, 1 << 30, 0);
     cfg.max_batch = (int)l_optint(L, 2, fn, "max_batch", 1, 1 << 20, cfg.max_batch);
     cfg.sample_pool = (int)l_optint(L, 2, fn, "sample_pool", 1, 1 << 20, cfg.sample_pool);
-    cfg.seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX, 1);
-    double split = l_optnum(L, 2, fn, "calib_split", 0, 1e15, SIM_DEFAULT_CALIB);
+    cfg.seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX / 2, 1);
+    split_spec sp;
+    int split_given = l_optsplit(L, 2, fn, &sp);
+    int seeds = (int)l_optint(L, 2, fn, "seeds", 1, GRID_MAX_SEEDS, 1);
     int want_req = l_optbool(L, 2, fn, "requests", 0);
     int want_series = l_optbool(L, 2, fn, "series", 0);
-    opt_cost(L, 2, &cfg.cost, fn);
+    l_optcost(L, 2, &cfg.cost, fn);
     prefix_opts po;
     opt_prefix(L, 2, &po, fn);
     model_t *model = NULL;
@@ -374,6 +466,16 @@ static int l_simulate(lua_State *L)
     if (l_getopt(L, 2, "calib") != LUA_TNIL)
         calib_given = l_checktrace(L, -1, fn, "calib");
     lua_pop(L, 1);
+    int progress = 0;
+    if (l_getopt(L, 2, "progress") != LUA_TNIL) {
+        if (!lua_isfunction(L, -1)) {
+            char got[48];
+            l_argerror(L, fn, "progress", "function(done, total) expected, got %s",
+                       l_got(L, -1, got, sizeof got));
+        }
+        progress = lua_gettop(L);
+    } else
+        lua_pop(L, 1);
     int wants_eldr = 0, wants_domain = 0;
     for (int i = 0; i < nk; i++) {
         wants_eldr |= kinds[i] == ROUTE_ELDR;
@@ -382,27 +484,41 @@ static int l_simulate(lua_State *L)
     char err[ELDR_ERRLEN];
     if (po.n_modes && !wants_eldr)
         l_argerror(L, fn, "prefix_mode", "needs the eldr policy in 'policy'");
+    if (po.n_modes && seeds > 1)
+        l_argerror(L, fn, "seeds", "%d, but the prefix-caching what-if runs one seed; drop "
+                   "seeds or prefix_mode", seeds);
+    if (po.n_modes && ntau > 1)
+        l_argerror(L, fn, "tau", "one tau with prefix_mode, got %d", ntau);
+    if (calib_given && split_given)
+        l_argerror(L, fn, "calib", "a calibration trace and split, split_seed or calib_split "
+                   "exclude each other");
     if (po.n_modes && sim_prefix_check_trace(all, po.cfg.block_size, err, sizeof err))
         return l_fail(L, fn, err);
 
+    /* the split: calibration = the given trace, or the core split */
+    split_rows rows;
+    memset(&rows, 0, sizeof rows);
+    if (!calib_given) {
+        l_split_rows(L, all, &sp, -1, fn, "calib_split", &rows);
+        if (rows.n_calib > 0 && rows.n_eval < 1)
+            l_argerror(L, fn, "calib_split", "%lld calibration rows leave none of %lld to "
+                       "simulate", (long long)rows.n_calib, (long long)all->n);
+    }
     sim_state *s = lua_newuserdatauv(L, sizeof *s, 0);
     memset(s, 0, sizeof *s);
     luaL_setmetatable(L, L_SIMSTATE);
-    /* the split: calibration = the given trace, or the first rows */
     const trace_t *calib, *eval;
-    int64_t n_calib = 0;
     if (calib_given) {
         calib = calib_given;
         eval = all;
     } else {
-        n_calib = sim_calib_rows(all->n, split, err, sizeof err);
-        if (n_calib < 0)
-            l_argerror(L, fn, "calib_split", "%s", err);
-        if (n_calib > 0 && n_calib >= all->n)
-            l_argerror(L, fn, "calib_split", "%lld calibration rows leave none of %lld to "
-                       "simulate", (long long)n_calib, (long long)all->n);
-        s->eval = rows_of(L, all, n_calib, all->n, fn);
-        s->calib = rows_of(L, all, 0, n_calib ? n_calib : all->n, fn);
+        if (!(s->eval = trace_select(all, rows.eval, rows.n_eval, err, sizeof err)))
+            return l_fail(L, fn, err);
+        /* no split (size 0): calibrate on the simulated rows (in-sample) */
+        s->calib = rows.n_calib ? trace_select(all, rows.calib, rows.n_calib, err, sizeof err)
+                                : trace_select(all, rows.eval, rows.n_eval, err, sizeof err);
+        if (!s->calib)
+            return l_fail(L, fn, err);
         calib = s->calib;
         eval = s->eval;
     }
@@ -431,8 +547,10 @@ static int l_simulate(lua_State *L)
             model = s->fitted;
         }
     }
-    if (!isfinite(tau))
-        tau = model ? model->tau : MODEL_TAU_DEFAULT;
+    if (!ntau) {
+        taus[0] = model ? model->tau : MODEL_TAU_DEFAULT;
+        ntau = 1;
+    }
     double *share = wants_domain ? shares_of(L, calib, fn) : NULL;
     if (sim_workload_init(&s->w, eval, &cfg, model ? &model->recipe : NULL, err, sizeof err))
         return l_fail(L, fn, err);
@@ -443,13 +561,19 @@ static int l_simulate(lua_State *L)
         s->have_px = 1;
     }
 
-    lua_createtable(L, nk, 0);
-    int results = lua_gettop(L), out = 0;
+    int total = 0;
+    for (int i = 0; i < nk; i++)
+        total += kinds[i] == ROUTE_ELDR && !po.n_modes ? ntau : 1;
+    route_kind *out_kind = l_box(L, MAX_OUT * sizeof *out_kind);
+    double *out_tau = l_box(L, MAX_OUT * sizeof *out_tau);
+    lua_createtable(L, total, 0);
+    int results = lua_gettop(L), out = 0, done = 0;
     double best = INFINITY;
+    int best_at = -1;
     for (int i = 0; i < nk; i++) {
         if (kinds[i] == ROUTE_ELDR && po.n_modes) {
             double same[SIM_PREFIX_N_MODES];
-            sim_prefix_router router = {K, cfg.seed, model->centroids, tau, min2};
+            sim_prefix_router router = {K, cfg.seed, model->centroids, taus[0], min2};
             s->have_mres = 1;
             if (sim_prefix_run(&s->px, &s->w, po.modes, po.n_modes, &router, NULL, NULL,
                                s->mres, same, err, sizeof err))
@@ -457,34 +581,33 @@ static int l_simulate(lua_State *L)
             for (int j = 0; j < po.n_modes; j++) {
                 push_result(L, &s->mres[j], eval, want_req, want_series);
                 set_mode_fields(L, &s->px, po.modes[j], same[j]);
+                l_setnum(L, "tau", taus[0]);
                 sim_result_free(&s->mres[j]);
+                out_kind[out] = ROUTE_ELDR;
+                out_tau[out] = taus[0];
                 lua_rawseti(L, results, ++out);
             }
             s->have_mres = 0;
+            step_progress(L, seeds > 1 ? 0 : progress, ++done, total);
             continue;
         }
-        if (route_policy_init(&s->p, (route_kind)kinds[i], K, cfg.seed, err, sizeof err))
-            return l_fail(L, fn, err);
-        s->have_p = 1;
-        int rc = 0;
-        if (kinds[i] == ROUTE_ELDR)
-            rc = route_policy_set_centroids(&s->p, model->centroids, s->w.dim, tau, min2, err,
-                                            sizeof err);
-        else if (kinds[i] == ROUTE_DOMAIN)
-            rc = route_policy_set_domains(&s->p, share, calib->n_labels, err, sizeof err);
-        if (rc == 0)
-            rc = sim_run(&s->w, &s->p, NULL, NULL, &s->r, err, sizeof err);
-        route_policy_free(&s->p);
-        s->have_p = 0;
-        if (rc)
-            return l_fail(L, fn, err);
-        s->have_r = 1;
-        push_result(L, &s->r, eval, want_req, want_series);
-        if (route_kind_is_balancer((route_kind)kinds[i]) && s->r.tpot_p50_ms < best)
-            best = s->r.tpot_p50_ms;
-        sim_result_free(&s->r);
-        s->have_r = 0;
-        lua_rawseti(L, results, ++out);
+        int nt = kinds[i] == ROUTE_ELDR ? ntau : 1;
+        for (int j = 0; j < nt; j++) {
+            double tau = kinds[i] == ROUTE_ELDR ? taus[j] : NAN;
+            run_policy(L, s, (route_kind)kinds[i], K, cfg.seed, model, tau, min2, share,
+                       calib->n_labels, eval, want_req, want_series, fn);
+            lua_getfield(L, -1, "tpot_p50_ms");
+            double v = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+            if (route_kind_is_balancer((route_kind)kinds[i]) && v < best) {
+                best = v;
+                best_at = out;
+            }
+            out_kind[out] = (route_kind)kinds[i];
+            out_tau[out] = tau;
+            lua_rawseti(L, results, ++out);
+            step_progress(L, seeds > 1 ? 0 : progress, ++done, total);
+        }
     }
     /* change of TPOT p50 against the best load-balancing baseline */
     for (int i = 0; i < out && isfinite(best) && best > 0; i++) {
@@ -495,12 +618,75 @@ static int l_simulate(lua_State *L)
         l_setnum(L, "vs_best_pct", (v - best) / best * 100.0);
         lua_pop(L, 1);
     }
+    /* seeds > 1: every policy under seeds seed .. seed + N - 1 (the first
+     * repeats the run above), means and 95% CIs, as eldr sim --seeds N */
+    const char *baseline = best_at >= 0 ? route_kind_name(out_kind[best_at]) : NULL;
+    if (seeds > 1) {
+        grid_spec g;
+        grid_spec_default(&g);
+        g.calib = calib;
+        g.eval = eval;
+        g.model = model;
+        g.cfg = cfg;
+        g.n_seeds = seeds;
+        g.workers[0] = K;
+        g.n_workers = 1;
+        g.n_base = 0;
+        for (int i = 0; i < nk; i++) {
+            if (kinds[i] != ROUTE_ELDR) {
+                g.baselines[g.n_base++] = (route_kind)kinds[i];
+                continue;
+            }
+            memcpy(g.taus, taus, (size_t)ntau * sizeof *taus);
+            g.n_taus = ntau;
+        }
+        g.min2 = min2;
+        grid_result *gr = l_grid_run(L, &g, progress, fn);
+        baseline = NULL;
+        for (int o = 0; o < out; o++) {
+            for (int j = 0; j < gr->n; j++) {
+                const grid_row *r = &gr->rows[j];
+                if (r->kind != out_kind[o] || (r->kind == ROUTE_ELDR && r->tau != out_tau[o]))
+                    continue;
+                lua_rawgeti(L, results, o + 1);
+                set_seed_stats(L, r);
+                lua_pop(L, 1);
+                if (r->best_baseline >= 0)
+                    baseline = route_kind_name(gr->rows[r->best_baseline].kind);
+                break;
+            }
+        }
+        lua_pop(L, 1);    /* the grid result */
+    }
     lua_newtable(L);
     l_setint(L, "K", K);
-    l_setnum(L, "tau", tau);
+    l_setnum(L, "tau", taus[0]);
+    l_pushnums(L, taus, ntau);
+    lua_setfield(L, -2, "taus");
     l_setint(L, "calib_rows", calib->n);
     l_setint(L, "eval_rows", s->w.n);
     l_setint(L, "skipped_rows", s->w.n_skipped);
+    l_setint(L, "seeds", seeds);
+    l_setint(L, "seed", (lua_Integer)cfg.seed);
+    if (baseline) {
+        lua_pushstring(L, baseline);
+        lua_setfield(L, -2, "baseline");
+    }
+    if (calib_given) {
+        char text[160];
+        snprintf(text, sizeof text, "calibration trace given: %lld calibration, %lld "
+                 "evaluation rows", (long long)calib->n, (long long)eval->n);
+        lua_createtable(L, 0, 4);
+        lua_pushstring(L, "given");
+        lua_setfield(L, -2, "mode");
+        l_setint(L, "calib_rows", calib->n);
+        l_setint(L, "eval_rows", eval->n);
+        lua_pushstring(L, text);
+        lua_setfield(L, -2, "text");
+    } else {
+        l_pushsplit(L, &rows);
+    }
+    lua_setfield(L, -2, "split");
     lua_pushboolean(L, s->fitted != NULL);
     lua_setfield(L, -2, "fitted");
     lua_pushboolean(L, s->w.recorded);
@@ -515,24 +701,8 @@ static int l_simulate(lua_State *L)
         push_prefix_info(L, &s->px);
         lua_setfield(L, -2, "prefix");
     }
-    return 2;
-}
-
-/* eldr.calib_split(trace [, spec]) -> calib, eval: the simulator's split */
-static int l_calib_split(lua_State *L)
-{
-    const char *fn = "calib_split";
-    lua_settop(L, 2);
-    trace_t *t = l_checktrace(L, 1, fn, "trace");
-    double spec = lua_isnil(L, 2) ? SIM_DEFAULT_CALIB : l_checknum(L, 2, fn, "spec");
-    char err[ELDR_ERRLEN];
-    int64_t c = sim_calib_rows(t->n, spec, err, sizeof err);
-    if (c < 0)
-        l_argerror(L, fn, "spec", "%s", err);
-    l_trace *a = l_newtrace(L);
-    a->t = rows_of(L, t, 0, c, fn);
-    l_trace *b = l_newtrace(L);
-    b->t = rows_of(L, t, c, t->n, fn);
+    lua_pushvalue(L, results);
+    lua_insert(L, -2);
     return 2;
 }
 
@@ -551,16 +721,15 @@ static int l_sweep(lua_State *L)
 
 static const l_fn module_fns[] = {
     {"simulate", l_simulate,
-     "eldr.simulate(trace [, {model, calib, policy, workers, tau, min2, rate, concurrency, "
-     "output_tokens, max_batch, calib_split, cost, sample_pool, seed, requests, series, "
+     "eldr.simulate(trace [, {model, calib, policy, workers, tau (a number or a list), min2, "
+     "rate, concurrency, output_tokens, max_batch, split = 'random'|'head'|'stratified', "
+     "split_seed, calib_split, seeds, progress, cost, sample_pool, seed, requests, series, "
      "prefix_mode, prefix_cache, prefill_workers, prefill_route, block_size}]) -> "
      "results, info"},
-    {"calib_split", l_calib_split,
-     "eldr.calib_split(trace [, spec = 1000]) -> calib, eval: the first rows (a count capped at "
-     "half, a fraction, or 0 = none) as eldr sim splits"},
     {"sweep", l_sweep,
-     "eldr.sweep(trace, {model, tau = {...}, workers = {...}, rate = {...}, calib_split, "
-     "variant, layers, baselines, output_tokens, max_batch, cost, min2, seed}) -> rows"},
+     "eldr.sweep(trace, {model, tau = {...}, workers = {...}, rate = {...}, split, split_seed, "
+     "calib_split, seeds, progress, variant, layers, baselines, output_tokens, max_batch, "
+     "cost, min2, seed}) -> rows"},
     {NULL, NULL, NULL},
 };
 

@@ -9,9 +9,9 @@
 #include "err.h"
 #include "gen.h"
 #include "import.h"
+#include "l_sim.h"
 #include "l_types.h"
 #include "l_util.h"
-#include "rng.h"
 
 /* ---- the userdata ---- */
 
@@ -424,62 +424,69 @@ static int m_select(lua_State *L)
     return 1;
 }
 
-/* trace:split{count = N} | {fraction = F [, seed = S]} | {time = T}
- * -> calibration, evaluation */
+/* trace:split{count = N | fraction = F | time = T [, mode, seed, stratified]}
+ * -> calibration, evaluation. count and fraction are the core split
+ * (split_make_count: head by default for a count, a seeded random draw by
+ * default for a fraction, or `mode`); time splits on arrival. */
 static int m_split(lua_State *L)
 {
     lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "Trace:split";
-    static const char *const known[] = {"count", "fraction", "seed", "time", NULL};
+    static const char *const known[] = {"count", "fraction", "seed", "time", "mode",
+                                        "stratified", NULL};
     trace_t *t = l_checktrace(L, 1, fn, "self");
     luaL_checktype(L, 2, LUA_TTABLE);
     l_checkopts(L, 2, fn, known);
     int has_count = l_getopt(L, 2, "count") != LUA_TNIL;
     int has_frac = l_getopt(L, 2, "fraction") != LUA_TNIL;
     int has_time = l_getopt(L, 2, "time") != LUA_TNIL;
-    lua_pop(L, 3);
+    int has_mode = l_getopt(L, 2, "mode") != LUA_TNIL;
+    lua_pop(L, 4);
     if (has_count + has_frac + has_time != 1)
         return luaL_error(L, "eldr.%s: give exactly one of count, fraction, time", fn);
-    uint8_t *calib = l_box(L, (size_t)t->n + 1);
-    if (has_count) {
-        int64_t c = l_optint(L, 2, fn, "count", 0, t->n, 0);
-        memset(calib, 1, (size_t)c);
-    } else if (has_frac) {
-        double f = l_optnum(L, 2, fn, "fraction", 0, 1, 0);
-        uint64_t seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX, 1);
-        int64_t c = (int64_t)floor(f * (double)t->n);
-        /* a seeded partial Fisher-Yates picks c rows; both parts keep
-         * trace order */
-        int64_t *perm = l_box(L, (size_t)t->n * sizeof *perm);
-        for (int64_t i = 0; i < t->n; i++)
-            perm[i] = i;
-        rng_t rng;
-        rng_seed(&rng, seed);
-        for (int64_t i = 0; i < c; i++) {
-            int64_t j = i + (int64_t)rng_below(&rng, (uint64_t)(t->n - i));
-            int64_t tmp = perm[i];
-            perm[i] = perm[j];
-            perm[j] = tmp;
-            calib[perm[i]] = 1;
-        }
-    } else {
+    int strat = l_optbool(L, 2, fn, "stratified", 0);
+    if (has_time) {
+        if (has_mode || strat)
+            l_argerror(L, fn, has_mode ? "mode" : "stratified", "a time split has no mode");
         if (!t->arrival_s)
             l_argerror(L, fn, "time", "the trace has no arrival_s");
         double when = l_optnum(L, 2, fn, "time", -HUGE_VAL, HUGE_VAL, 0);
+        int64_t *rows = l_box(L, ((size_t)t->n + 1) * sizeof *rows);
+        int64_t nc = 0;
         for (int64_t r = 0; r < t->n; r++)
-            calib[r] = t->arrival_s[r] < when;
+            if (t->arrival_s[r] < when)
+                rows[nc++] = r;
+        int64_t ne = nc;
+        for (int64_t r = 0; r < t->n; r++)
+            if (!(t->arrival_s[r] < when))
+                rows[ne++] = r;
+        push_selected(L, t, rows, nc, fn);
+        push_selected(L, t, rows + nc, ne - nc, fn);
+        return 2;
     }
-    int64_t *rows = l_box(L, ((size_t)t->n + 1) * sizeof *rows);
-    int64_t nc = 0;
-    for (int64_t r = 0; r < t->n; r++)
-        if (calib[r])
-            rows[nc++] = r;
-    int64_t ne = nc;
-    for (int64_t r = 0; r < t->n; r++)
-        if (!calib[r])
-            rows[ne++] = r;
-    push_selected(L, t, rows, nc, fn);
-    push_selected(L, t, rows + nc, ne - nc, fn);
+    split_spec s;
+    split_spec_default(&s);
+    s.mode = has_count ? SPLIT_HEAD : SPLIT_RANDOM;
+    if (has_mode) {
+        const char *m = l_optstr(L, 2, fn, "mode", "random");
+        int mode = split_mode_parse(m);
+        if (mode < 0)
+            l_argerror(L, fn, "mode", "'random', 'head' or 'stratified' expected, got '%s'", m);
+        if (strat && mode != SPLIT_STRATIFIED)
+            l_argerror(L, fn, "stratified", "contradicts mode '%s'", m);
+        s.mode = (split_mode)mode;
+    }
+    if (strat)
+        s.mode = SPLIT_STRATIFIED;
+    s.seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX, 1);
+    int64_t c;
+    if (has_count)
+        c = l_optint(L, 2, fn, "count", 0, t->n, 0);
+    else
+        c = (int64_t)floor(l_optnum(L, 2, fn, "fraction", 0, 1, 0) * (double)t->n);
+    split_rows r;
+    l_split_rows(L, t, &s, c, fn, has_count ? "count" : "fraction", &r);
+    l_push_split_traces(L, t, &r, fn);
     return 2;
 }
 
@@ -554,8 +561,10 @@ static const l_fn methods[] = {
     {"save", m_save, "trace:save(path) -> trace: write an eldr-trace file atomically"},
     {"select", m_select, "trace:select(rows | {label = name|{names}} | function(row) -> bool) -> "
                          "Trace: the chosen rows (1-based), in that order"},
-    {"split", m_split, "trace:split{count = N | fraction = F, seed = S | time = T} -> calib, "
-                       "eval: the first N rows, a seeded random fraction, or arrival < T"},
+    {"split", m_split, "trace:split{count = N | fraction = F | time = T [, mode = "
+     "'head'|'random'|'stratified', seed = 1]} -> calib, "
+                       "eval: the first N rows, a seeded random fraction (the core split), "
+                       "or arrival < T"},
     {"row", m_row, "trace:row(i) -> {row, prompt_tokens, decode_tokens, label, arrival, id}"},
     {"counts", m_counts, "trace:counts(i, layer [, 'prefill'|'decode']) -> {E counts} of row i "
                          "in a 0-based layer"},

@@ -69,6 +69,8 @@ void l_open_calib(lua_State *L);
 void l_open_kmeans(lua_State *L);
 void l_open_model(lua_State *L);
 void l_open_sim(lua_State *L);
+void l_open_split(lua_State *L);   /* l_split.c: eldr.calib_split */
+void l_open_grid(lua_State *L);    /* l_grid.c: eldr.advise */
 void l_open_cost(lua_State *L);
 void l_open_pca(lua_State *L);
 void l_open_attach(lua_State *L);  /* l_attach.c: eldr.attach, live router */

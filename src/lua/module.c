@@ -297,6 +297,8 @@ int luaopen_eldr(lua_State *L)
     l_open_kmeans(L);
     l_open_model(L);
     l_open_sim(L);
+    l_open_split(L);
+    l_open_grid(L);
     l_open_cost(L);
     l_open_pca(L);
     l_open_attach(L);

@@ -23,11 +23,12 @@ for t in tests/lua/test_*.lua; do
     fi
 done
 
-# samples: small arguments so that the whole set stays quick
+# samples on the shared trace with their own defaults (arg[1] is the
+# trace, as `eldr run` fills arg); test_samples.lua checks their output
 for s in samples/*.lua; do
     [ -f "$s" ] || continue
     name=$(basename "$s" .lua)
-    if timeout 300 "$ELDR" run "$s" "$DATA" "$TMP" >"$TMP/out" 2>"$TMP/err" && [ -s "$TMP/out" ]; then
+    if timeout 300 "$ELDR" run "$s" "$DATA" >"$TMP/out" 2>"$TMP/err" && [ -s "$TMP/out" ]; then
         echo "ok - sample $name"
     else
         echo "not ok - sample $name"
@@ -66,3 +67,24 @@ grep -q true "$TMP/out"; check $? "eldr run -: script from stdin"
 "$ELDR" repl --bogus >"$TMP/out" 2>"$TMP/err"
 [ $? -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ]
 check $? "eldr repl, bad option: exit 2 with one stderr line"
+
+# Ctrl-C stops eldr.advise's grid (its threads poll the cancel flag):
+# a grid of minutes ends within seconds of SIGINT
+printf 'local t = eldr.load(arg[1])\nio.write("started\\n"); io.flush()\neldr.advise(t, {rate = 60, seeds = 400})\nprint("finished")\n' >"$TMP/int.lua"
+"$ELDR" run "$TMP/int.lua" "$DATA" >"$TMP/int.out" 2>"$TMP/int.err" &
+pid=$!
+n=0
+while [ "$n" -lt 100 ] && ! grep -q started "$TMP/int.out" 2>/dev/null; do sleep 0.1; n=$((n + 1)); done
+sleep 1
+kill -INT "$pid" 2>/dev/null
+n=0
+while [ "$n" -lt 50 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; n=$((n + 1)); done
+if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"; wait "$pid" 2>/dev/null
+    echo "not ok - Ctrl-C stops eldr.advise within 5 s"
+else
+    wait "$pid"
+    rc=$?
+    [ "$rc" -eq 1 ] && grep -q interrupted "$TMP/int.err" && ! grep -q finished "$TMP/int.out"
+    check $? "Ctrl-C stops eldr.advise within 5 s"
+fi

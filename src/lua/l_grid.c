@@ -1,0 +1,387 @@
+/* l_grid.c - the policy grid over seeds in Lua (src/core/grid.h):
+ * eldr.advise, which answers "which tau and K?" as `eldr advise` does
+ * (grid_run, then grid_advise and grid_advice_sentence), and the runner
+ * that eldr.simulate{seeds = N} shares with it.
+ *
+ * Threads and Lua. grid_run simulates cells on several threads; only the
+ * calling thread may touch the Lua state. The progress function therefore
+ * runs when a cell finishes on the calling thread (the others only record
+ * the count), through pcall: an error there, or Ctrl-C, raises the grid's
+ * cancel flag, and the error is raised once grid_run has returned and
+ * every thread has stopped. The result lives in a userdata, freed by __gc
+ * whatever happens next. */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "err.h"
+#include "l_sim.h"
+#include "l_types.h"
+#include "l_util.h"
+#include "model.h"
+#include "route.h"
+
+#define L_GRIDRES "eldr.GridResult"
+
+typedef struct l_gridres {
+    grid_result g;
+    int have;
+} l_gridres;
+
+static int gridres_gc(lua_State *L)
+{
+    l_gridres *u = luaL_checkudata(L, 1, L_GRIDRES);
+    if (u->have)
+        grid_result_free(&u->g);
+    u->have = 0;
+    return 0;
+}
+
+typedef struct grid_progress {
+    lua_State *L;
+    int fn_idx;                 /* 0: no Lua function */
+    pthread_t self;             /* the thread that owns L */
+    int failed;                 /* stack index of the error, 0 */
+    int64_t reported;           /* last done count given to Lua */
+    volatile int cancel;
+} grid_progress;
+
+static void call_progress(grid_progress *p, int64_t done, int64_t total)
+{
+    lua_State *L = p->L;
+    lua_pushvalue(L, p->fn_idx);
+    lua_pushinteger(L, done);
+    lua_pushinteger(L, total);
+    p->reported = done;
+    if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+        p->failed = lua_gettop(L);   /* the message stays on the stack */
+        p->cancel = 1;
+    }
+}
+
+/* grid_spec.progress: called under the grid's lock, from any thread. */
+static void on_progress(void *ctx, int64_t done, int64_t total)
+{
+    grid_progress *p = ctx;
+    if (l_cancel_flag)
+        p->cancel = 1;
+    if (p->fn_idx && !p->failed && !p->cancel && pthread_equal(pthread_self(), p->self))
+        call_progress(p, done, total);
+}
+
+grid_result *l_grid_run(lua_State *L, grid_spec *s, int progress, const char *fn)
+{
+    if (progress)
+        luaL_checktype(L, progress, LUA_TFUNCTION);
+    l_gridres *u = lua_newuserdatauv(L, sizeof *u, 0);
+    memset(u, 0, sizeof *u);
+    luaL_setmetatable(L, L_GRIDRES);
+    grid_progress p = {L, progress, pthread_self(), 0, 0, 0};
+    p.cancel = l_cancel_flag;
+    s->progress = on_progress;
+    s->progress_ctx = &p;
+    /* without a Lua function, Ctrl-C reaches the fits and cells directly;
+     * with one, on_progress mirrors it into p.cancel (an error raised in
+     * the function cancels too) */
+    s->cancel = progress ? &p.cancel : &l_cancel_flag;
+    char err[ELDR_ERRLEN];
+    int rc = grid_run(s, &u->g, err, sizeof err);
+    u->have = rc == 0;
+    s->progress = NULL;
+    s->cancel = NULL;
+    if (p.failed) {
+        lua_pushvalue(L, p.failed);
+        lua_error(L);
+    }
+    if (rc == -2 || (rc < 0 && (p.cancel || l_cancel_flag)))
+        luaL_error(L, "eldr.%s: interrupted", fn);
+    if (rc < 0)
+        l_fail(L, fn, err);
+    /* the last cell may have finished on another thread */
+    int64_t total = (int64_t)s->n_workers * (s->n_rates ? s->n_rates : 1) * s->n_seeds;
+    if (progress && p.reported < total) {
+        call_progress(&p, total, total);
+        if (p.failed) {
+            lua_pushvalue(L, p.failed);
+            lua_error(L);
+        }
+    }
+    return &u->g;
+}
+
+void l_setci(lua_State *L, const char *k, const grid_stat *s)
+{
+    if (!isfinite(s->lo) || !isfinite(s->hi))
+        return;
+    lua_createtable(L, 2, 0);
+    lua_pushnumber(L, s->lo);
+    lua_rawseti(L, -2, 1);
+    lua_pushnumber(L, s->hi);
+    lua_rawseti(L, -2, 2);
+    lua_setfield(L, -2, k);
+}
+
+void l_push_grid_row(lua_State *L, const grid_result *g, int i)
+{
+    const grid_row *r = &g->rows[i];
+    lua_createtable(L, 0, 24);
+    lua_pushstring(L, route_kind_name(r->kind));
+    lua_setfield(L, -2, "policy");
+    l_setint(L, "K", r->K);
+    l_setint(L, "workers", r->K);
+    if (r->rate > 0)
+        l_setnum(L, "rate", r->rate);
+    else {
+        lua_pushstring(L, "trace");
+        lua_setfield(L, -2, "rate");
+    }
+    l_setnum(L, "tau", r->tau);            /* NaN (a baseline): nil */
+    l_setint(L, "seeds", r->n_seeds);
+    l_setnum(L, "tpot_p50_ms", r->tpot_p50.mean);
+    l_setci(L, "tpot_p50_ms_ci95", &r->tpot_p50);
+    l_pushnums(L, r->tpot_p50_ms, r->n_seeds);
+    lua_setfield(L, -2, "tpot_p50_ms_per_seed");
+    l_setnum(L, "tpot_p99_ms", r->tpot_p99.mean);
+    l_setnum(L, "queue_p50_ms", r->queue_p50.mean);
+    l_setnum(L, "distinct_per_step", r->distinct.mean);
+    l_setnum(L, "reuse", r->reuse.mean);
+    l_setnum(L, "imbalance", r->imbalance.mean);
+    l_setnum(L, "tokens_per_s", r->tokens_per_s.mean);
+    l_setnum(L, "vs_best_pct", r->vs_best_pct.mean);
+    l_setci(L, "vs_best_pct_ci95", &r->vs_best_pct);
+    l_setnum(L, "distinct_vs_best_pct", r->distinct_vs_best_pct.mean);
+    if (r->best_baseline >= 0) {
+        lua_pushstring(L, route_kind_name(g->rows[r->best_baseline].kind));
+        lua_setfield(L, -2, "best_baseline");
+    }
+}
+
+/* ---- eldr.advise ---- */
+
+/* workers: an integer or a list of integers 1..ROUTE_MAX_WORKERS */
+static int opt_workers(lua_State *L, int opts, const char *fn, int *out)
+{
+    double v[GRID_MAX_LIST];
+    int n = l_optnumlist(L, opts, fn, "workers", 1, ROUTE_MAX_WORKERS, v, GRID_MAX_LIST);
+    for (int i = 0; i < n; i++) {
+        if (v[i] != floor(v[i]))
+            l_argerror(L, fn, "workers", "integers expected, got %g", v[i]);
+        out[i] = (int)v[i];
+    }
+    return n;
+}
+
+/* baselines: a name or a list of random, rr, jsq, p2c, domain */
+static int opt_baselines(lua_State *L, int opts, const char *fn, route_kind *out)
+{
+    int t = l_getopt(L, opts, "baselines");
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        out[0] = ROUTE_JSQ, out[1] = ROUTE_RR, out[2] = ROUTE_P2C;
+        return 3;
+    }
+    int idx = lua_gettop(L);
+    int len = t == LUA_TSTRING ? 1 : t == LUA_TTABLE ? (int)lua_rawlen(L, idx) : 0;
+    if (len < 1 || len >= ROUTE_N_KINDS)
+        l_argerror(L, fn, "baselines", "a baseline name or a list of 1..%d names expected",
+                   ROUTE_N_KINDS - 1);
+    for (int i = 0; i < len; i++) {
+        if (t == LUA_TTABLE)
+            lua_rawgeti(L, idx, i + 1);
+        else
+            lua_pushvalue(L, idx);
+        const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "?";
+        int k = route_kind_parse(name);
+        if (k < 0 || k == ROUTE_ELDR)
+            l_argerror(L, fn, "baselines", "random, rr, jsq, p2c or domain expected, got '%s'",
+                       name);
+        for (int j = 0; j < i; j++)
+            if (out[j] == (route_kind)k)
+                l_argerror(L, fn, "baselines", "'%s' appears twice", name);
+        out[i] = (route_kind)k;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return len;
+}
+
+static void push_recommendation(lua_State *L, const grid_result *g, const grid_advice *a,
+                                const char *sentence)
+{
+    const grid_row *r = &g->rows[a->row];
+    lua_createtable(L, 0, 14);
+    lua_pushstring(L, route_kind_name(r->kind));
+    lua_setfield(L, -2, "policy");
+    l_setnum(L, "tau", r->tau);
+    l_setint(L, "workers", r->K);
+    l_setint(L, "K", r->K);
+    if (r->rate > 0)
+        l_setnum(L, "rate", r->rate);
+    else {
+        lua_pushstring(L, "trace");
+        lua_setfield(L, -2, "rate");
+    }
+    l_setnum(L, "tpot_p50_ms", r->tpot_p50.mean);
+    l_setci(L, "tpot_p50_ms_ci95", &r->tpot_p50);
+    l_setnum(L, "vs_best_baseline_pct", r->vs_best_pct.mean);
+    l_setci(L, "ci95", &r->vs_best_pct);
+    if (r->best_baseline >= 0) {
+        lua_pushstring(L, route_kind_name(g->rows[r->best_baseline].kind));
+        lua_setfield(L, -2, "best_baseline");
+    }
+    lua_pushboolean(L, a->eldr_wins);
+    lua_setfield(L, -2, "eldr_beats_baseline");
+    l_setint(L, "grid_index", a->row + 1);
+    lua_pushstring(L, sentence);
+    lua_setfield(L, -2, "sentence");
+}
+
+static const char *const advise_keys[] = {
+    "model", "workers", "tau", "rate", "seeds", "seed", "split", "split_seed", "calib_split",
+    "variant", "layers", "baselines", "output_tokens", "max_batch", "cost", "min2",
+    "sample_pool", "threads", "progress", NULL};
+
+/* eldr.advise(trace [, opts]) -> {recommendation, grid, split, ...} */
+static int l_advise(lua_State *L)
+{
+    const char *fn = "advise";
+    lua_settop(L, 2);
+    trace_t *t = l_checktrace(L, 1, fn, "trace");
+    l_checkopts(L, 2, fn, advise_keys);
+    grid_spec g;
+    grid_spec_default(&g);
+    model_t *model = NULL;
+    if (l_getopt(L, 2, "model") != LUA_TNIL)
+        model = l_checkmodel(L, -1, fn, "model");
+    lua_pop(L, 1);
+    if (model && (model->recipe.L != t->L || model->recipe.E != t->E || model->k != t->k))
+        l_argerror(L, fn, "model", "geometry %d x %d top-%d does not match the trace's "
+                   "%d x %d top-%d", model->recipe.L, model->recipe.E, model->k, t->L, t->E,
+                   t->k);
+    g.n_workers = opt_workers(L, 2, fn, g.workers);
+    if (!g.n_workers && model)
+        g.workers[g.n_workers++] = model->K;
+    if (!g.n_workers) {
+        g.workers[0] = 4, g.workers[1] = 8;
+        g.n_workers = 2;
+    }
+    g.n_taus = l_optnumlist(L, 2, fn, "tau", 0, 1e9, g.taus, GRID_MAX_LIST);
+    if (!g.n_taus) {
+        static const double def[] = {0, 0.05, 0.1, 0.2};
+        memcpy(g.taus, def, sizeof def);
+        g.n_taus = 4;
+    }
+    g.n_rates = l_optnumlist(L, 2, fn, "rate", 1e-9, 1e9, g.rates, GRID_MAX_LIST);
+    if (!g.n_rates && !t->arrival_s)
+        l_argerror(L, fn, "rate", "the trace has no arrival_s; give the rates");
+    g.n_seeds = (int)l_optint(L, 2, fn, "seeds", 2, GRID_MAX_SEEDS, 5);
+    g.cfg.seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX / 2, 1);
+    g.cfg.output_tokens = (int32_t)l_optint(L, 2, fn, "output_tokens", 1, 1 << 24, 0);
+    g.cfg.max_batch = (int)l_optint(L, 2, fn, "max_batch", 1, 1 << 20, g.cfg.max_batch);
+    g.cfg.sample_pool = (int)l_optint(L, 2, fn, "sample_pool", 1, 1 << 20, g.cfg.sample_pool);
+    g.min2 = l_optbool(L, 2, fn, "min2", 1);
+    g.threads = (int)l_optint(L, 2, fn, "threads", 0, 64, 0);
+    l_optcost(L, 2, &g.cfg.cost, fn);
+    g.n_base = opt_baselines(L, 2, fn, g.baselines);
+    /* the recipe: the model's variant and mask, else variant and layers */
+    g.fit.seed = g.cfg.seed;
+    if (model) {
+        static const char *const own[] = {"variant", "layers", NULL};
+        for (int i = 0; own[i]; i++) {
+            int ty = l_getopt(L, 2, own[i]);
+            lua_pop(L, 1);
+            if (ty != LUA_TNIL)
+                l_argerror(L, fn, own[i], "the model gives the recipe; drop '%s' or 'model'",
+                           own[i]);
+        }
+        g.fit.variant = model->recipe.variant;
+        g.fit.layers = MODEL_LAYERS_LIST;
+        g.fit.layer_list = model->recipe.layers;
+        g.fit.n_layer_list = model->recipe.n_layers;
+    } else {
+        g.fit.variant = l_checkvariant(L, fn, l_optstr(L, 2, fn, "variant", "count_idf"));
+        int *list = NULL, nl = 0;
+        int mode = l_checklayers(L, 2, fn, "layers", t->L, "auto", &list, &nl);
+        if (mode == 1 && !t->decode_counts)
+            l_argerror(L, fn, "layers", "'auto' needs decode_counts; give 'all' or a list");
+        g.fit.layers = mode == 0 ? MODEL_LAYERS_ALL : mode == 1 ? MODEL_LAYERS_AUTO
+                                                                : MODEL_LAYERS_LIST;
+        g.fit.layer_list = list;          /* a box on the stack */
+        g.fit.n_layer_list = nl;
+    }
+    split_spec sp;
+    l_optsplit(L, 2, fn, &sp);
+    if (sp.size == 0)
+        l_argerror(L, fn, "calib_split", "0 leaves no calibration rows to fit on");
+    int progress = 0;
+    if (l_getopt(L, 2, "progress") != LUA_TNIL) {
+        if (!lua_isfunction(L, -1))
+            l_argerror(L, fn, "progress", "function(done, total) expected");
+        progress = lua_gettop(L);
+    } else
+        lua_pop(L, 1);
+    split_rows rows;
+    l_split_rows(L, t, &sp, -1, fn, "calib_split", &rows);
+    if (rows.n_calib < 1 || rows.n_eval < 1)
+        l_argerror(L, fn, "calib_split", "%lld calibration and %lld evaluation rows of %lld; "
+                   "both need rows", (long long)rows.n_calib, (long long)rows.n_eval,
+                   (long long)t->n);
+    for (int i = 0; i < g.n_workers; i++)
+        if (g.workers[i] > rows.n_calib)
+            l_argerror(L, fn, "workers", "K = %d exceeds the %lld calibration rows",
+                       g.workers[i], (long long)rows.n_calib);
+    l_push_split_traces(L, t, &rows, fn);
+    g.calib = ((l_trace *)lua_touserdata(L, -2))->t;
+    g.eval = ((l_trace *)lua_touserdata(L, -1))->t;
+    grid_result *res = l_grid_run(L, &g, progress, fn);
+    grid_advice a;
+    if (grid_advise(res, &a) < 0)
+        return l_fail(L, fn, "no recommendation: the grid has no finite result");
+    char sentence[512];
+    grid_advice_sentence(res, &a, sentence, sizeof sentence);
+
+    lua_createtable(L, 0, 10);
+    push_recommendation(L, res, &a, sentence);
+    lua_setfield(L, -2, "recommendation");
+    lua_createtable(L, res->n, 0);
+    for (int i = 0; i < res->n; i++) {
+        l_push_grid_row(L, res, i);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "grid");
+    l_pushsplit(L, &rows);
+    lua_setfield(L, -2, "split");
+    l_setint(L, "calib_rows", rows.n_calib);
+    l_setint(L, "eval_rows", rows.n_eval);
+    l_setint(L, "seeds", res->n_seeds);
+    l_setint(L, "first_seed", (lua_Integer)g.cfg.seed);
+    l_setnum(L, "seconds", res->seconds);
+    const model_t *m = NULL;
+    for (int i = 0; i < res->n_models && !m; i++)
+        m = res->models[i];
+    if (m) {
+        lua_pushstring(L, sig_variant_name(m->recipe.variant));
+        lua_setfield(L, -2, "variant");
+        l_pushints(L, m->recipe.layers, m->recipe.n_layers, 0);
+        lua_setfield(L, -2, "mask");
+    }
+    return 1;
+}
+
+static const l_fn module_fns[] = {
+    {"advise", l_advise,
+     "eldr.advise(trace [, {workers = {4, 8}, tau = {0, 0.05, 0.1, 0.2}, rate, seeds = 5, "
+     "model, split, split_seed, calib_split, variant, layers, baselines, output_tokens, "
+     "max_batch, cost, min2, seed, sample_pool, threads, progress}]) -> {recommendation, "
+     "grid, split, ...}: which tau and K, as eldr advise --json"},
+    {NULL, NULL, NULL},
+};
+
+void l_open_grid(lua_State *L)
+{
+    luaL_newmetatable(L, L_GRIDRES);
+    lua_pushcfunction(L, gridres_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+    l_register(L, module_fns, "eldr.");
+}
