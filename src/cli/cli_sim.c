@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "err.h"
-#include "sha256.h"
+#include "insample.h"
 
 int cli_split_option(const char *cmd, const char *opt, const char *arg, split_spec *s)
 {
@@ -78,59 +78,24 @@ int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_
     return 0;
 }
 
-/* Evaluated rows that the model's recorded split put in its calibration:
- * -1 when the record is missing or does not fit this trace. */
-static int64_t overlap_of(const model_t *m, const trace_t *all, const split_rows *rows)
-{
-    split_mode mode;
-    int64_t n_calib;
-    uint64_t seed;
-    int kind = split_provenance_parse(m->calib_split, &mode, &n_calib, &seed);
-    if (kind == 1)
-        return rows->n_eval;
-    if (kind < 0 || !all || n_calib > all->n)
-        return -1;
-    split_rows theirs;
-    char err[ELDR_ERRLEN];
-    if (split_make_count(all, mode, seed, n_calib, &theirs, err, sizeof err) < 0)
-        return -1;
-    int64_t both = 0, i = 0, j = 0;  /* both lists ascending */
-    while (i < theirs.n_calib && j < rows->n_eval) {
-        if (theirs.calib[i] == rows->eval[j])
-            both++, i++, j++;
-        else if (theirs.calib[i] < rows->eval[j])
-            i++;
-        else
-            j++;
-    }
-    split_rows_free(&theirs);
-    return both;
-}
-
 int64_t cli_warn_in_sample(const char *cmd, const char *trace_path, const char *model_path,
                            const model_t *m, const trace_t *all, const split_rows *rows)
 {
-    char hex[SHA256_HEX], err[ELDR_ERRLEN];
-    if (!m || !m->calib_sha256[0] || sha256_file(trace_path, hex, err, sizeof err) < 0)
-        return 0;
-    if (strcmp(hex, m->calib_sha256) != 0)
-        return 0;
-    int64_t both = overlap_of(m, all, rows);
-    if (both == 0)
-        return 0;
+    char sha[13];
+    int64_t both = insample_rows(m, trace_path, all, rows->eval, rows->n_eval, sha);
     if (both > 0)
         fprintf(stderr, "eldr %s: warning: model %s was fitted on this trace (calibration "
-                "SHA-256 %.12s matches, rows: %s); %lld of the %lld evaluated rows are among "
-                "its calibration rows, so the results are %sin-sample\n", cmd, model_path, hex,
+                "SHA-256 %s matches, rows: %s); %lld of the %lld evaluated rows are among "
+                "its calibration rows, so the results are %sin-sample\n", cmd, model_path, sha,
                 m->calib_split, (long long)both, (long long)rows->n_eval,
                 both == rows->n_eval ? "" : "partly ");
-    else
+    else if (both < 0)
         fprintf(stderr, "eldr %s: warning: model %s was fitted on %lld rows of this trace "
-                "(calibration SHA-256 %.12s matches); the %lld evaluated rows may include them, "
+                "(calibration SHA-256 %s matches); the %lld evaluated rows may include them, "
                 "so the results may be in-sample\n", cmd, model_path,
-                (long long)(m->calib_rows < 0 ? 0 : m->calib_rows), hex,
+                (long long)(m->calib_rows < 0 ? 0 : m->calib_rows), sha,
                 (long long)rows->n_eval);
-    return both > 0 ? both : 1;
+    return both;
 }
 
 static json_t *num_or_null(double v)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dash.h"
+#include "insample.h"
 #include "err.h"
 #include "kmeans.h"
 #include "layersel.h"
@@ -731,15 +732,33 @@ void dash_free(dash_t *d)
     memset(d, 0, sizeof *d);
 }
 
+/* A model fitted on this very trace file (its calibration SHA-256 is the
+ * file's) may be simulated on rows it was fitted on: the numbers are then
+ * in-sample, and the overview says how many (insample.h, as `eldr sim`
+ * warns). */
+static void check_in_sample(dash_t *d, const model_t *m, const trace_t *t, const split_rows *r)
+{
+    char sha[13];
+    int64_t both = insample_rows(m, d->opts.trace_path, t, r->eval, r->n_eval, sha);
+    if (both > 0)
+        snprintf(d->in_sample, sizeof d->in_sample, "%s: %lld of %lld simulated rows "
+                 "calibrated it (%s)", both == r->n_eval ? "in-sample" : "partly in-sample",
+                 (long long)both, (long long)r->n_eval, m->calib_split);
+    else if (both < 0)
+        snprintf(d->in_sample, sizeof d->in_sample, "maybe in-sample: the model was fitted on "
+                 "%lld rows of this trace", (long long)(m->calib_rows < 0 ? 0 : m->calib_rows));
+}
+
 /* The core's split (split.h), the same rows `eldr sim` would use with
  * the same options: seeded random by default, since traces are often
  * written in label order and "the first rows" would then calibrate on
  * other domains than the ones simulated. */
-static int split(dash_t *d, trace_t *t, char *err, size_t errlen)
+static int split(dash_t *d, trace_t *t, const model_t *m, char *err, size_t errlen)
 {
     split_rows rows;
     if (split_make(t, &d->opts.split, &rows, err, errlen) < 0)
         return -1;
+    check_in_sample(d, m, t, &rows);
     d->split_mode = rows.mode;
     d->split_seed = rows.seed;
     d->n_calib = rows.n_calib;
@@ -854,28 +873,9 @@ static int fit_default(dash_t *d, dash_progress_fn progress, void *pctx, char *e
     return rc;
 }
 
-/* A model fitted on this very trace file (its calibration SHA-256 is the
- * file's) is simulated on rows it may have been fitted on: the numbers
- * are then in-sample, and the overview says so (as `eldr sim` warns). */
-static void check_in_sample(dash_t *d, const model_t *m)
-{
-    char hex[SHA256_HEX], err[ELDR_ERRLEN];
-    if (!m->calib_sha256[0] || !d->opts.trace_path ||
-        sha256_file(d->opts.trace_path, hex, err, sizeof err) < 0 ||
-        strcmp(hex, m->calib_sha256) != 0)
-        return;
-    if (m->calib_rows >= d->n_rows)
-        snprintf(d->in_sample, sizeof d->in_sample, "in-sample: the model was fitted on all "
-                 "%lld rows of this trace", (long long)d->n_rows);
-    else
-        snprintf(d->in_sample, sizeof d->in_sample, "maybe in-sample: the model was fitted on "
-                 "%lld rows of this trace", (long long)(m->calib_rows < 0 ? 0 : m->calib_rows));
-}
-
 static int adopt_model(dash_t *d, model_t *m, dash_progress_fn progress, void *pctx,
                        char *err, size_t errlen)
 {
-    check_in_sample(d, m);
     if (m->recipe.L != d->L || m->recipe.E != d->E) {
         int L = m->recipe.L, E = m->recipe.E;
         model_free(m);
@@ -961,7 +961,7 @@ int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
     d->E = t->E;
     d->k = t->k;
     d->n_rows = t->n;
-    int rc = split(d, t, err, errlen);
+    int rc = split(d, t, m, err, errlen);
     trace_free(t);
     if (rc) {
         model_free(m);

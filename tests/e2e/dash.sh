@@ -224,7 +224,7 @@ expect_status "dash --seeds 1" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --
 if grep -q -- '+-' "$TMP/out"; then notok "--seeds 1: no +- in the header" "$(sed -n 2p "$TMP/out")"; else ok "--seeds 1: no +- in the header"; fi
 "$ELDR" fit "$SAMPLE" -k 4 -o "$TMP/self.h5" >/dev/null 2>&1
 expect_status "dash -m a model fitted on this trace" 0 "$ELDR" dash "$SAMPLE" -m "$TMP/self.h5" --frame - --width 160 --height 30
-expect_out "overview warns: in-sample" 'warning +in-sample: the model was fitted on all 600 rows'
+expect_out "overview warns: in-sample" 'warning +in-sample: 300 of 300 simulated rows calibrated it \(all\)'
 if grep -q 'warning: .*self.h5: in-sample' "$TMP/err"; then ok "stderr warns: in-sample"; else
     notok "stderr warns: in-sample" "$(cat "$TMP/err")"; fi
 expect_fail2 "dash --split bad" "--split: 'x'" "$ELDR" dash "$SAMPLE" --frame - --split x

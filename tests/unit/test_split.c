@@ -18,9 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "rng.h"
+#include "insample.h"
+#include "sha256.h"
 #include "split.h"
 #include "util_tracefix.h"
 
@@ -238,6 +241,60 @@ static void test_one_row(void **state)
     trace_free(t);
 }
 
+/* insample_rows: a model fitted on this file with a recorded split is
+ * compared row by row; another file, or an unknown SHA-256, is 0; this
+ * file without the record is -1 (unknown). */
+static void test_insample(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/eldr-test-insample-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    trace_t *t = tracefix_make(50, 2, 6, 2, 4);
+    assert_non_null(t);
+    assert_int_equal(trace_save(t, path, err, sizeof err), 0);
+    sig_recipe r;
+    memset(&r, 0, sizeof r);
+    model_t m;
+    memset(&m, 0, sizeof m);
+    char hex[SHA256_HEX];
+    assert_int_equal(sha256_file(path, hex, err, sizeof err), 0);
+    snprintf(m.calib_sha256, sizeof m.calib_sha256, "%s", hex);
+    /* the model: 20 random rows (seed 3); evaluated: the rest, then all */
+    split_rows mine, other;
+    assert_int_equal(split_make_count(t, SPLIT_RANDOM, 3, 20, &mine, err, sizeof err), 0);
+    snprintf(m.calib_split, sizeof m.calib_split, "random 20 seed 3");
+    char sha[13];
+    assert_int_equal(insample_rows(&m, path, t, mine.eval, mine.n_eval, sha), 0);
+    assert_int_equal(strlen(sha), 12);
+    int64_t all[50];
+    for (int i = 0; i < 50; i++)
+        all[i] = i;
+    assert_int_equal(insample_rows(&m, path, t, all, 50, NULL), 20);
+    /* another seed: the overlap counted by brute force */
+    assert_int_equal(split_make_count(t, SPLIT_RANDOM, 4, 25, &other, err, sizeof err), 0);
+    int64_t want = 0;
+    for (int64_t i = 0; i < other.n_eval; i++)
+        for (int64_t j = 0; j < mine.n_calib; j++)
+            want += other.eval[i] == mine.calib[j];
+    assert_int_equal(insample_rows(&m, path, t, other.eval, other.n_eval, NULL), want);
+    snprintf(m.calib_split, sizeof m.calib_split, "all");
+    assert_int_equal(insample_rows(&m, path, t, other.eval, other.n_eval, NULL), other.n_eval);
+    snprintf(m.calib_split, sizeof m.calib_split, "head 10");
+    assert_int_equal(insample_rows(&m, path, t, all, 50, NULL), 10);
+    m.calib_split[0] = '\0';
+    assert_int_equal(insample_rows(&m, path, t, all, 50, NULL), -1);
+    m.calib_sha256[0] = 'x';
+    assert_int_equal(insample_rows(&m, path, t, all, 50, NULL), 0);
+    m.calib_sha256[0] = '\0';
+    assert_int_equal(insample_rows(&m, path, t, all, 50, NULL), 0);
+    split_rows_free(&mine);
+    split_rows_free(&other);
+    trace_free(t);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_stratified),
         cmocka_unit_test(test_apply_and_describe),
         cmocka_unit_test(test_one_row),
+        cmocka_unit_test(test_insample),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
