@@ -136,20 +136,7 @@ void l_push_grid_row(lua_State *L, const grid_result *g, int i)
         lua_setfield(L, -2, "rate");
     }
     l_setnum(L, "tau", r->tau);            /* NaN (a baseline): nil */
-    l_setint(L, "seeds", r->n_seeds);
-    l_setnum(L, "tpot_p50_ms", r->tpot_p50.mean);
-    l_setci(L, "tpot_p50_ms_ci95", &r->tpot_p50);
-    l_pushnums(L, r->tpot_p50_ms, r->n_seeds);
-    lua_setfield(L, -2, "tpot_p50_ms_per_seed");
-    l_setnum(L, "tpot_p99_ms", r->tpot_p99.mean);
-    l_setnum(L, "queue_p50_ms", r->queue_p50.mean);
-    l_setnum(L, "distinct_per_step", r->distinct.mean);
-    l_setnum(L, "reuse", r->reuse.mean);
-    l_setnum(L, "imbalance", r->imbalance.mean);
-    l_setnum(L, "tokens_per_s", r->tokens_per_s.mean);
-    l_setnum(L, "vs_best_pct", r->vs_best_pct.mean);
-    l_setci(L, "vs_best_pct_ci95", &r->vs_best_pct);
-    l_setnum(L, "distinct_vs_best_pct", r->distinct_vs_best_pct.mean);
+    l_set_seed_stats(L, r);
     if (r->best_baseline >= 0) {
         lua_pushstring(L, route_kind_name(g->rows[r->best_baseline].kind));
         lua_setfield(L, -2, "best_baseline");

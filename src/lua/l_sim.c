@@ -392,9 +392,7 @@ static void run_policy(lua_State *L, sim_state *s, route_kind kind, int K, uint6
     s->have_r = 0;
 }
 
-/* Replace the first seed's metrics of the result on top by the means of
- * grid row r, and add the confidence intervals (eldr sim --seeds N). */
-static void set_seed_stats(lua_State *L, const grid_row *r)
+void l_set_seed_stats(lua_State *L, const grid_row *r)
 {
     l_setint(L, "seeds", r->n_seeds);
     l_setnum(L, "tpot_p50_ms", r->tpot_p50.mean);
@@ -649,7 +647,7 @@ static int l_simulate(lua_State *L)
                 if (r->kind != out_kind[o] || (r->kind == ROUTE_ELDR && r->tau != out_tau[o]))
                     continue;
                 lua_rawgeti(L, results, o + 1);
-                set_seed_stats(L, r);
+                l_set_seed_stats(L, r);
                 lua_pop(L, 1);
                 if (r->best_baseline >= 0)
                     baseline = route_kind_name(gr->rows[r->best_baseline].kind);

@@ -60,4 +60,9 @@ int l_optnumlist(lua_State *L, int opts, const char *fn, const char *key, double
                  double hi, double *out, int max);
 
 
+/* Set grid row r's statistics on the table on top: seeds, the means of
+ * the metrics, tpot_p50_ms_ci95, tpot_p50_ms_per_seed, vs_best_pct and its
+ * CI, distinct_vs_best_pct (eldr sim --seeds N; the rows of eldr.advise). */
+void l_set_seed_stats(lua_State *L, const grid_row *r);
+
 #endif
