@@ -222,8 +222,11 @@ $PY -c 'print("[" * 40 + "]" * 40)' >"$TMP/deep.json"
 req POST /v1/kv-events "@$TMP/deep.json"
 expect_http "JSON 40 levels deep: 413" 413 '"deeper" in j["error"]'
 h1=$(hwm); r1=$(rss)
-check "peak RSS grew by less than 64 MB ($h0 -> $h1 kB)" test $((h1 - h0)) -lt 65536
-check "RSS back within 32 MB after the big bodies ($r0 -> $r1 kB)" test $((r1 - r0)) -lt 32768
+case "$BIN" in
+*asan*) ok "RSS: not judged under ASan (its quarantine keeps freed memory)" ;;
+*) check "peak RSS grew by less than 64 MB ($h0 -> $h1 kB)" test $((h1 - h0)) -lt 65536
+   check "RSS back within 32 MB after the big bodies ($r0 -> $r1 kB)" test $((r1 - r0)) -lt 32768 ;;
+esac
 req POST /v1/route "$(route_body after-json)"
 expect_http "routes still served" 200
 stop

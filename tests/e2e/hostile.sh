@@ -86,7 +86,10 @@ done
 echo "# hostile: $rounds rounds from 127.0.0.2, $fails failed, $slow slow; RSS $R0 -> max $maxrss kB"
 check "another address: every healthz, route and finish answered within 1 s ($rounds rounds)" test "$fails" -eq 0
 check "at least 10 rounds got through" test "$rounds" -ge 10
-check "RSS within 100 MB of its start ($R0 -> max $maxrss kB)" test $((maxrss - R0)) -lt 102400
+case "$BIN" in
+*asan*) ok "RSS: not judged under ASan (its quarantine keeps freed memory; $R0 -> max $maxrss kB)" ;;
+*) check "RSS within 100 MB of its start ($R0 -> max $maxrss kB)" test $((maxrss - R0)) -lt 102400 ;;
+esac
 curl -s --max-time 2 --interface 127.0.0.2 -o "$TMP/body" -w '%{http_code}' "$URL/healthz" >"$TMP/status"
 expect_http "healthz says degraded (d0's /metrics hangs)" 200 'j["status"] == "degraded" and j["stale_load"] == ["d0"]'
 stop
