@@ -6,8 +6,11 @@
 # generated trace; route bodies are the trace's dense prefill counts.
 # Prints TSV rows (what, size, seconds, rate) on stdout, notes on stderr;
 # the last row is eldrd's CPU time per route+finish pair.
+# Then the same run with --window 16384 while a reader GETs /v1/window
+# (all 16384 signatures) in a loop: the route p99 shows whether serving
+# the window holds the routing lock (issue 15, item 8).
 # Environment: BIN (default bin), WRK_SECONDS (10), WRK_CONNECTIONS (16),
-# ELDRD_THREADS (2).
+# ELDRD_THREADS (2), ELDRD (the eldrd to measure; default $BIN/eldrd).
 BIN=${BIN:-bin}
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 SECS=${WRK_SECONDS:-10}
@@ -42,14 +45,18 @@ PYEOF
 
 PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 URL="http://127.0.0.1:$PORT"
-"$ROOT/$BIN/eldrd" -m "$TMP/m.h5" --listen "127.0.0.1:$PORT" --threads "$THREADS" --quiet &
-DPID=$!
-i=0
-until curl -s --max-time 1 "$URL/healthz" >/dev/null 2>&1; do
-    i=$((i + 1))
-    [ $i -gt 100 ] && { echo "wrk_route: eldrd did not start" >&2; exit 1; }
-    sleep 0.1
-done
+ELDRD=${ELDRD:-$ROOT/$BIN/eldrd}
+serve() { # ARGS...: eldrd on $PORT
+    "$ELDRD" -m "$TMP/m.h5" --listen "127.0.0.1:$PORT" --threads "$THREADS" --quiet "$@" &
+    DPID=$!
+    i=0
+    until curl -s --max-time 1 "$URL/healthz" >/dev/null 2>&1; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && { echo "wrk_route: eldrd did not start" >&2; exit 1; }
+        sleep 0.1
+    done
+}
+serve
 # eldrd's own CPU time (user + system ticks) over the run: per route it is
 # steadier than the rate on a machine whose cores are shared
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$DPID/stat" 2>/dev/null || echo 0; }
@@ -66,6 +73,27 @@ awk -F'\t' -v t0="$T0" -v t1="$T1" -v hz="$(getconf CLK_TCK)" 'NR == 1 {
     if (routes > 0)
         printf "eldrd CPU per route+finish (user+sys)\t%s\t%.3f\t%.1f us\n", $2, $3,
                (t1 - t0) / hz / routes * 1e6 }' "$TMP/rows"
+kill -TERM $DPID 2>/dev/null
+i=0; while kill -0 $DPID 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+DPID=""
+
+# routes while the newest 256 signatures of the window (of 16384, 2560 floats
+# each: 7 MB of JSON) are read in a loop
+serve --window 16384
+WRK_BODIES="$TMP/bodies" WRK_ROWS="$TMP/rows2" WRK_SIZE="--window 16384, GET /v1/window?n=256 looping" \
+    timeout $((SECS + 30)) wrk -t2 -c"$CONNS" -d"${SECS}s" --latency \
+    -s "$ROOT/tests/bench/wrk_route.lua" "$URL" >"$TMP/wrk2.out" 2>&1 &
+WPID=$!
+sleep 2                          # the window fills with routed signatures
+end=$(( $(date +%s) + SECS - 3 ))
+reads=0
+while [ "$(date +%s)" -lt "$end" ]; do
+    curl -s --max-time 10 -o /dev/null "$URL/v1/window?n=256" && reads=$((reads + 1))
+done
+wait $WPID
+sed 's/^/wrk_route (window): /' "$TMP/wrk2.out" >&2
+echo "wrk_route: $reads window reads during the run" >&2
+sed 's/^eldrd route+finish/eldrd route+finish, window reads/' "$TMP/rows2"
 kill -TERM $DPID 2>/dev/null
 i=0; while kill -0 $DPID 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 DPID=""
