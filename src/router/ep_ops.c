@@ -10,6 +10,7 @@
 #include "endpoints.h"
 #include "err.h"
 #include "load_vllm.h"
+#include "window_stream.h"
 
 /* ?name=N as an int in [lo, hi], def when absent; -1 (and 400) when bad. */
 static int query_int(const http_req *r, http_resp *out, const char *name, int def, int lo,
@@ -130,9 +131,16 @@ void ep_window(eldrd_t *d, const http_req *r, http_resp *out)
     int n;
     if (query_int(r, out, "n", d->o->window, 0, d->o->window, &n) < 0)
         return;
-    out->json = state_window_json(d->st, n);
-    if (!out->json)
+    window_copy w;
+    window_stream *s = state_window_copy(d->st, n, &w) < 0 ? NULL : window_stream_new(&w);
+    if (!s) {
         http_error(out, 503, "window", "out of memory");
+        return;
+    }
+    out->stream_read = window_stream_read;
+    out->stream_free = window_stream_free;
+    out->stream_ctx = s;
+    out->content_type = "application/json";
 }
 
 void ep_put_model(eldrd_t *d, const http_req *r, http_resp *out)

@@ -146,9 +146,17 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_re
         }
     }
     size_t len = text ? strlen(text) : 0;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, text ? text : (char *)"", text ? MHD_RESPMEM_MUST_FREE
-                                                                             : MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r;
+    if (out->stream_read) {     /* written as the socket drains (chunked) */
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, out->stream_read,
+                                              out->stream_ctx, out->stream_free);
+        if (!r)
+            out->stream_free(out->stream_ctx);
+    } else {
+        r = MHD_create_response_from_buffer(len, text ? text : (char *)"",
+                                            text ? MHD_RESPMEM_MUST_FREE
+                                                 : MHD_RESPMEM_PERSISTENT);
+    }
     if (!r) {
         free(text);
         return MHD_NO;

@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "body.h"
 #include "daemon.h"
@@ -39,7 +41,12 @@ typedef struct http_resp {
     int status;
     json_t *json;                /* owned; or */
     char *text;                  /* owned, malloc'd */
-    const char *content_type;    /* for text */
+    const char *content_type;    /* for text and stream */
+    /* or a stream: read(ctx, pos, buf, max) as libmicrohttpd's content
+     * reader (-1 at the end), free(ctx) when the answer is done */
+    ssize_t (*stream_read)(void *ctx, uint64_t pos, char *buf, size_t max);
+    void (*stream_free)(void *ctx);
+    void *stream_ctx;
 } http_resp;
 
 /* A query argument (?key=value), NULL when absent. */

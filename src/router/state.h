@@ -133,7 +133,17 @@ void state_model_changed(rstate *s, const mref_t *r);
 json_t *state_workers_json(rstate *s);                   /* per-worker loads, totals */
 json_t *state_decisions_json(rstate *s, int n);          /* newest first */
 json_t *state_explain_json(rstate *s, const char *id);   /* NULL: not in the ring */
-json_t *state_window_json(rstate *s, int n);
+/* The newest n window records (newest first) with their signatures,
+ * copied out under the lock; -1 out of memory. */
+typedef struct window_copy {
+    uint64_t gen;                /* model generation of the signatures */
+    size_t dim;
+    int cap, n;
+    wrec *rec;                   /* [n]; rec[i].sig points into sigs */
+    float *sigs;                 /* [n][dim] */
+} window_copy;
+int state_window_copy(rstate *s, int n, window_copy *out);
+void window_copy_free(window_copy *w);
 json_t *state_drift_json(rstate *s, const mref_t *r);
 json_t *drec_json(const rstate *s, const drec *d);
 

@@ -125,51 +125,42 @@ json_t *state_explain_json(rstate *s, const char *id)
     return o;
 }
 
-static json_t *sig_array(const float *v, size_t n)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++)
-        if (json_array_append_new(a, json_real(v[i])) < 0) {
-            json_decref(a);
-            return NULL;
-        }
-    return a;
-}
-
 /* Copy the newest n window records out under the lock (one memcpy per
- * signature), then build the JSON outside it: serialising 1024 x 2560
- * floats under the lock held every route for tens of milliseconds. */
-json_t *state_window_json(rstate *s, int n)
+ * signature); the caller serialises outside it (window_stream.c): building
+ * the JSON of 1024 x 2560 floats under the lock held every route for tens
+ * of milliseconds. */
+int state_window_copy(rstate *s, int n, window_copy *out)
 {
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->lock);
     int m = s->win_n < n ? s->win_n : n;
     size_t dim = s->win_dim;
-    uint64_t gen = s->win_gen;
-    int cap = s->win_cap;
-    wrec *copy = calloc((size_t)(m > 0 ? m : 1), sizeof *copy);
-    float *sigs = malloc((size_t)(m > 0 ? m : 1) * (dim ? dim : 1) * sizeof *sigs);
-    if (copy && sigs)
+    out->gen = s->win_gen;
+    out->dim = dim;
+    out->cap = s->win_cap;
+    out->rec = calloc((size_t)(m > 0 ? m : 1), sizeof *out->rec);
+    out->sigs = malloc((size_t)(m > 0 ? m : 1) * (dim ? dim : 1) * sizeof *out->sigs);
+    if (out->rec && out->sigs)
         for (int i = 0, j = s->win_head; i < m; i++) {
             j = (j - 1 + s->win_cap) % s->win_cap;
-            copy[i] = s->win[j];
-            copy[i].sig = sigs + (size_t)i * dim;
-            memcpy(copy[i].sig, s->win[j].sig, dim * sizeof *sigs);
+            out->rec[i] = s->win[j];
+            out->rec[i].sig = out->sigs + (size_t)i * dim;
+            memcpy(out->rec[i].sig, s->win[j].sig, dim * sizeof *out->sigs);
         }
     pthread_mutex_unlock(&s->lock);
-    json_t *items = copy && sigs ? json_array() : NULL;
-    for (int i = 0; items && i < m; i++) {
-        const wrec *w = &copy[i];
-        json_array_append_new(items, json_pack("{s:s, s:I, s:i, s:f, s:o*}", "request_id",
-                                               w->id, "seq", (json_int_t)w->seq, "nearest",
-                                               w->nearest, "sim_max", w->sim_max, "signature",
-                                               sig_array(w->sig, dim)));
+    if (!out->rec || !out->sigs) {
+        window_copy_free(out);
+        return -1;
     }
-    free(copy);
-    free(sigs);
-    if (!items)
-        return NULL;
-    return json_pack("{s:I, s:I, s:i, s:o}", "model_generation", (json_int_t)gen, "dim",
-                     (json_int_t)dim, "capacity", cap, "signatures", items);
+    out->n = m;
+    return 0;
+}
+
+void window_copy_free(window_copy *w)
+{
+    free(w->rec);
+    free(w->sigs);
+    memset(w, 0, sizeof *w);
 }
 
 /* Drift over the window: mean best similarity and nearest-cluster shares,

@@ -23,6 +23,7 @@
 #include "../../src/router/body.h"
 #include "../../src/router/body_fast.h"
 #include "../../src/router/g9.h"
+#include "../../src/router/window_stream.h"
 #include "rng.h"
 
 /* ---- base64 ---- */
@@ -637,8 +638,44 @@ static void test_state_window_swaps(void **state)
     assert_int_equal(state_route(st, &zero, &o, &e), 0);
     assert_ptr_equal(zero.sig, mine);
     free(mine);
-    /* newest first: q9, q8, q7 with their own signatures */
-    json_t *win = state_window_json(st, 10), *sigs = json_object_get(win, "signatures");
+    /* newest first: q9, q8, q7 with their own signatures; the streamed
+     * text (read 7 bytes at a time) is byte for byte jansson's compact dump
+     * of the same records */
+    window_copy wc;
+    assert_int_equal(state_window_copy(st, 10, &wc), 0);
+    json_t *items = json_array();
+    for (int i = 0; i < wc.n; i++) {
+        json_t *sig = json_array();
+        for (size_t j = 0; j < wc.dim; j++)
+            json_array_append_new(sig, json_real(wc.rec[i].sig[j]));
+        json_array_append_new(items, json_pack("{s:s, s:I, s:i, s:f, s:o}", "request_id",
+                                               wc.rec[i].id, "seq", (json_int_t)wc.rec[i].seq,
+                                               "nearest", wc.rec[i].nearest, "sim_max",
+                                               wc.rec[i].sim_max, "signature", sig));
+    }
+    json_t *ref = json_pack("{s:I, s:I, s:i, s:o}", "model_generation", (json_int_t)wc.gen,
+                            "dim", (json_int_t)wc.dim, "capacity", wc.cap, "signatures", items);
+    char *want_text = json_dumps(ref, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(ref);
+    window_stream *ws = window_stream_new(&wc);
+    assert_non_null(ws);
+    char *text = NULL;
+    size_t len = 0;
+    for (;;) {
+        char buf[7];
+        ssize_t n = window_stream_read(ws, len, buf, sizeof buf);
+        if (n < 0)
+            break;
+        text = realloc(text, len + (size_t)n + 1);
+        memcpy(text + len, buf, (size_t)n);
+        len += (size_t)n;
+        text[len] = '\0';
+    }
+    window_stream_free(ws);
+    assert_string_equal(text, want_text);
+    free(want_text);
+    json_t *win = json_loads(text, 0, NULL), *sigs = json_object_get(win, "signatures");
+    free(text);
     assert_int_equal(json_array_size(sigs), 3);
     for (int k = 0; k < 3; k++) {
         json_t *one = json_array_get(sigs, (size_t)k);
