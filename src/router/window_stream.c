@@ -6,33 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
+
 struct window_stream {
     window_copy w;
     int next;                    /* the next record to format; n: the tail */
     int done;                    /* the tail is formatted */
-    char *text;                  /* formatted, not yet sent: [off, len) */
-    size_t off, len, cap;
-    int oom;
+    strbuf b;                    /* formatted, not yet sent: [off, b.len) */
+    size_t off;
 };
 
 static void put(window_stream *s, const char *p, size_t n)
 {
-    if (s->oom)
-        return;
-    if (s->len + n > s->cap) {
-        size_t cap = s->cap ? s->cap : 65536;
-        while (cap < s->len + n)
-            cap *= 2;
-        char *t = realloc(s->text, cap);
-        if (!t) {
-            s->oom = 1;
-            return;
-        }
-        s->text = t;
-        s->cap = cap;
-    }
-    memcpy(s->text + s->len, p, n);
-    s->len += n;
+    sb_printf(&s->b, "%.*s", (int)n, p);
 }
 
 /* A real as jansson writes it with JSON_REAL_PRECISION(9): %.9g, and a
@@ -80,7 +66,7 @@ void window_stream_free(void *ws)
     if (!s)
         return;
     window_copy_free(&s->w);
-    free(s->text);
+    free(s->b.s);
     free(s);
 }
 
@@ -114,16 +100,16 @@ ssize_t window_stream_read(void *ws, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     window_stream *s = ws;
-    if (s->off == s->len) {
-        s->off = s->len = 0;
-        if (s->done || s->oom)
+    if (s->off == s->b.len) {
+        s->off = s->b.len = 0;
+        if (s->done || s->b.oom)
             return -1;       /* MHD_CONTENT_READER_END_OF_STREAM */
         format_next(s);
-        if (s->oom)
+        if (s->b.oom)
             return -2;       /* MHD_CONTENT_READER_END_WITH_ERROR */
     }
-    size_t n = s->len - s->off < max ? s->len - s->off : max;
-    memcpy(buf, s->text + s->off, n);
+    size_t n = s->b.len - s->off < max ? s->b.len - s->off : max;
+    memcpy(buf, s->b.s + s->off, n);
     s->off += n;
     return (ssize_t)n;
 }
