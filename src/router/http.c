@@ -109,16 +109,15 @@ static int path_matches(const struct endpoint *e, const char *path)
     return !strcmp(path, e->path);
 }
 
-/* Find the handler; 404 or 405 (with the allowed methods) otherwise. */
-static http_handler lookup(const char *method, const char *path, http_resp *out, char *allow,
-                           size_t allowlen)
+/* No endpoint for this method and path: 404, or 405 with the methods
+ * the path allows. */
+static void no_endpoint(const char *method, const char *path, http_resp *out, char *allow,
+                        size_t allowlen)
 {
     allow[0] = '\0';
     for (size_t i = 0; i < N_ENDPOINTS; i++) {
         if (!path_matches(&endpoints[i], path))
             continue;
-        if (method_is(method, endpoints[i].method))
-            return endpoints[i].fn;
         size_t n = strlen(allow);
         snprintf(allow + n, allowlen - n, "%s%s", n ? ", " : "", endpoints[i].method);
     }
@@ -126,7 +125,6 @@ static http_handler lookup(const char *method, const char *path, http_resp *out,
         http_error(out, 405, path, "method %s not allowed (allowed: %s)", method, allow);
     else
         http_error(out, 404, path, "no such endpoint");
-    return NULL;
 }
 
 static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_resp *out,
@@ -174,6 +172,8 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, eldrd_t *d, http_re
     return rc;
 }
 
+/* The endpoint a request goes to, found once when its headers arrive:
+ * its index, or -1. */
 static int endpoint_index(const char *method, const char *url)
 {
     for (size_t i = 0; i < N_ENDPOINTS; i++)
@@ -182,16 +182,13 @@ static int endpoint_index(const char *method, const char *url)
     return -1;
 }
 
-/* The body limit of the endpoint a request goes to (the small ones take
- * HTTP_SMALL_BODY, so that a megabyte of JSON never reaches their
- * parsers); an unknown path gets the small limit too. */
-static long long body_limit(const eldrd_t *d, const char *method, const char *url)
+/* The body limit of endpoint e (the small ones take HTTP_SMALL_BODY, so
+ * that a megabyte of JSON never reaches their parsers); no endpoint (-1)
+ * gets the small limit too. */
+static long long body_limit(const eldrd_t *d, int e)
 {
-    for (size_t i = 0; i < N_ENDPOINTS; i++)
-        if (path_matches(&endpoints[i], url) && method_is(method, endpoints[i].method))
-            return endpoints[i].max_body && endpoints[i].max_body < d->o->max_body
-                       ? endpoints[i].max_body : d->o->max_body;
-    return HTTP_SMALL_BODY < d->o->max_body ? HTTP_SMALL_BODY : d->o->max_body;
+    long long own = e < 0 ? HTTP_SMALL_BODY : endpoints[e].max_body;
+    return own && own < d->o->max_body ? own : d->o->max_body;
 }
 
 /* The client's address as text ("?" when unknown). */
@@ -215,26 +212,24 @@ static void peer_of(struct MHD_Connection *c, char *buf, size_t n)
 static int needs_token(eldrd_t *d, struct MHD_Connection *c, const char *method,
                        const char *url, conn_ctx *x, http_resp *out)
 {
-    for (size_t i = 0; i < N_ENDPOINTS; i++) {
-        if (!path_matches(&endpoints[i], url) || !method_is(method, endpoints[i].method))
-            continue;
-        const char *token = auth_token_for(&d->auth, endpoints[i].auth);
-        if (!token)
-            return 0;
-        const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                    MHD_HTTP_HEADER_AUTHORIZATION);
-        if (auth_bearer_ok(h, token)) {
-            x->authed = 1;
-            return 0;
-        }
-        atomic_fetch_add(&d->met.auth_failures, 1);
-        daemon_log(d, "401 %s %s from %s: %s", method, url, x->peer,
-                   h ? "wrong token" : "no Authorization header");
-        http_error(out, 401, "authorization", "%s %s needs 'Authorization: Bearer <%s token>'",
-                   method, url, endpoints[i].auth == AUTH_KV && d->auth.kv[0] ? "kv" : "admin");
-        return 1;
+    if (x->endpoint < 0)
+        return 0;
+    auth_need need = endpoints[x->endpoint].auth;
+    const char *token = auth_token_for(&d->auth, need);
+    if (!token)
+        return 0;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                MHD_HTTP_HEADER_AUTHORIZATION);
+    if (auth_bearer_ok(h, token)) {
+        x->authed = 1;
+        return 0;
     }
-    return 0;
+    atomic_fetch_add(&d->met.auth_failures, 1);
+    daemon_log(d, "401 %s %s from %s: %s", method, url, x->peer,
+               h ? "wrong token" : "no Authorization header");
+    http_error(out, 401, "authorization", "%s %s needs 'Authorization: Bearer <%s token>'",
+               method, url, need == AUTH_KV && d->auth.kv[0] ? "kv" : "admin");
+    return 1;
 }
 
 static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -263,8 +258,8 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *m
     clock_gettime(CLOCK_MONOTONIC, &ts);
     x->t_begin = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
     peer_of(c, x->peer, sizeof x->peer);
-    x->limit = body_limit(d, method, url);
     x->endpoint = endpoint_index(method, url);
+    x->limit = body_limit(d, x->endpoint);
     http_resp deny = {0};
     int lengths = 0;
     MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, &lengths);
@@ -369,7 +364,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                    x->limit);
         return send_answer(c, d, &out, NULL, 1, NULL, x->endpoint);
     }
-    http_handler fn = lookup(method, url, &out, allow, sizeof allow);
+    http_handler fn = x->endpoint >= 0 ? endpoints[x->endpoint].fn : NULL;
+    if (!fn)
+        no_endpoint(method, url, &out, allow, sizeof allow);
     if (fn == ep_route && x->late) {     /* one already being uploaded is served */
         http_error(&out, 503, "route", "eldrd is draining (shutting down): route this request "
                    "through another router");
