@@ -98,7 +98,7 @@ int64_t cli_warn_in_sample(const char *cmd, const char *trace_path, const char *
     return both;
 }
 
-static json_t *num_or_null(double v)
+json_t *cli_num_json(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
 }
@@ -125,16 +125,16 @@ json_t *cli_split_json(const split_rows *rows)
 void cli_grid_stats_json(json_t *o, const grid_row *g)
 {
     json_object_set_new(o, "seeds", json_integer(g->n_seeds));
-    json_object_set_new(o, "tpot_p50_ms", num_or_null(g->tpot_p50.mean));
+    json_object_set_new(o, "tpot_p50_ms", cli_num_json(g->tpot_p50.mean));
     json_object_set_new(o, "tpot_p50_ms_ci95", cli_ci_json(&g->tpot_p50));
     json_t *per = json_array();
     for (int i = 0; i < g->n_seeds; i++)
-        json_array_append_new(per, num_or_null(g->tpot_p50_ms[i]));
+        json_array_append_new(per, cli_num_json(g->tpot_p50_ms[i]));
     json_object_set_new(o, "tpot_p50_ms_per_seed", per);
-    json_object_set_new(o, "tpot_p99_ms", num_or_null(g->tpot_p99.mean));
-    json_object_set_new(o, "queue_p50_ms", num_or_null(g->queue_p50.mean));
-    json_object_set_new(o, "distinct_experts_per_step", num_or_null(g->distinct.mean));
-    json_object_set_new(o, "reuse", num_or_null(g->reuse.mean));
-    json_object_set_new(o, "imbalance", num_or_null(g->imbalance.mean));
-    json_object_set_new(o, "tokens_per_s", num_or_null(g->tokens_per_s.mean));
+    json_object_set_new(o, "tpot_p99_ms", cli_num_json(g->tpot_p99.mean));
+    json_object_set_new(o, "queue_p50_ms", cli_num_json(g->queue_p50.mean));
+    json_object_set_new(o, "distinct_experts_per_step", cli_num_json(g->distinct.mean));
+    json_object_set_new(o, "reuse", cli_num_json(g->reuse.mean));
+    json_object_set_new(o, "imbalance", cli_num_json(g->imbalance.mean));
+    json_object_set_new(o, "tokens_per_s", cli_num_json(g->tokens_per_s.mean));
 }

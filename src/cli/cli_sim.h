@@ -53,6 +53,9 @@ json_t *cli_split_json(const split_rows *rows);
  * and tpot_p50_ms_per_seed. */
 void cli_grid_stats_json(json_t *o, const grid_row *g);
 
+/* A real, or null when it is not finite (NaN: unknown). */
+json_t *cli_num_json(double v);
+
 /* [lo, hi] of s, or null (one seed). */
 json_t *cli_ci_json(const grid_stat *s);
 

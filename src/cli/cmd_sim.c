@@ -830,11 +830,6 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
         printf("wrote time series to %s/\n", a->csv_dir);
 }
 
-static json_t *num(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
 static json_t *policy_json(const run_set *rs, int i)
 {
     const sim_result *r = &rs->res[i];
@@ -842,35 +837,35 @@ static json_t *policy_json(const run_set *rs, int i)
     json_t *wdist = json_array(), *rules = json_object();
     for (int k = 0; k < r->K; k++) {
         json_array_append_new(served, json_integer(r->served[k]));
-        json_array_append_new(infl, num(r->inflight_mean[k]));
-        json_array_append_new(wdist, num(r->worker_distinct[k]));
+        json_array_append_new(infl, cli_num_json(r->inflight_mean[k]));
+        json_array_append_new(wdist, cli_num_json(r->worker_distinct[k]));
     }
     for (int u = 0; u < RULE_N; u++)
         if (r->rule_count[u])
             json_object_set_new(rules, route_rule_name((route_rule)u),
                                 json_integer(r->rule_count[u]));
     json_object_set_new(o, "name", json_string(r->policy));
-    json_object_set_new(o, "tpot_p50_ms", num(r->tpot_p50_ms));
-    json_object_set_new(o, "tpot_p95_ms", num(r->tpot_p95_ms));
-    json_object_set_new(o, "tpot_p99_ms", num(r->tpot_p99_ms));
-    json_object_set_new(o, "tpot_mean_ms", num(r->tpot_mean_ms));
-    json_object_set_new(o, "queue_p50_ms", num(r->queue_p50_ms));
-    json_object_set_new(o, "queue_p99_ms", num(r->queue_p99_ms));
-    json_object_set_new(o, "distinct_experts_per_step", num(r->distinct_per_step));
-    json_object_set_new(o, "reuse", num(r->reuse));
-    json_object_set_new(o, "imbalance", num(r->imbalance));
+    json_object_set_new(o, "tpot_p50_ms", cli_num_json(r->tpot_p50_ms));
+    json_object_set_new(o, "tpot_p95_ms", cli_num_json(r->tpot_p95_ms));
+    json_object_set_new(o, "tpot_p99_ms", cli_num_json(r->tpot_p99_ms));
+    json_object_set_new(o, "tpot_mean_ms", cli_num_json(r->tpot_mean_ms));
+    json_object_set_new(o, "queue_p50_ms", cli_num_json(r->queue_p50_ms));
+    json_object_set_new(o, "queue_p99_ms", cli_num_json(r->queue_p99_ms));
+    json_object_set_new(o, "distinct_experts_per_step", cli_num_json(r->distinct_per_step));
+    json_object_set_new(o, "reuse", cli_num_json(r->reuse));
+    json_object_set_new(o, "imbalance", cli_num_json(r->imbalance));
     json_object_set_new(o, "served", served);
     json_object_set_new(o, "inflight_mean", infl);
     json_object_set_new(o, "worker_distinct_experts_per_step", wdist);
     json_object_set_new(o, "rules", rules);
     json_object_set_new(o, "steps", json_integer(r->steps));
-    json_object_set_new(o, "mean_batch", num(r->mean_batch));
+    json_object_set_new(o, "mean_batch", cli_num_json(r->mean_batch));
     json_object_set_new(o, "tokens", json_integer(r->tokens));
-    json_object_set_new(o, "makespan_s", num(r->makespan_s));
-    json_object_set_new(o, "throughput_rps", num(r->throughput_rps));
-    json_object_set_new(o, "tokens_per_s", num(r->tokens_per_s));
-    json_object_set_new(o, "mean_in_system", num(r->mean_in_system));
-    json_object_set_new(o, "vs_baseline_tpot_p50_pct", num(change_pct(rs, i)));
+    json_object_set_new(o, "makespan_s", cli_num_json(r->makespan_s));
+    json_object_set_new(o, "throughput_rps", cli_num_json(r->throughput_rps));
+    json_object_set_new(o, "tokens_per_s", cli_num_json(r->tokens_per_s));
+    json_object_set_new(o, "mean_in_system", cli_num_json(r->mean_in_system));
+    json_object_set_new(o, "vs_baseline_tpot_p50_pct", cli_num_json(change_pct(rs, i)));
     const grid_row *g = rs->stat[i];
     json_object_set_new(o, "tpot_p50_ms_ci95", json_null());
     json_object_set_new(o, "vs_baseline_tpot_p50_pct_ci95",
@@ -881,11 +876,11 @@ static json_t *policy_json(const run_set *rs, int i)
     if (m >= 0) {
         const sim_prefix *px = &rs->px;
         json_object_set_new(o, "prefix_mode", json_string(sim_prefix_mode_name(m)));
-        json_object_set_new(o, "signature_cosine_vs_cold", num(px->cos_mean[m]));
-        json_object_set_new(o, "same_worker_as_cold", num(rs->same[i]));
+        json_object_set_new(o, "signature_cosine_vs_cold", cli_num_json(px->cos_mean[m]));
+        json_object_set_new(o, "same_worker_as_cold", cli_num_json(rs->same[i]));
         json_object_set_new(o, "zero_signatures", json_integer(px->n_zero[m]));
-        json_object_set_new(o, "prefix_hit_rate", num(px->hit_rate));
-        json_object_set_new(o, "cached_token_fraction", num(px->cached_frac_mean));
+        json_object_set_new(o, "prefix_hit_rate", cli_num_json(px->hit_rate));
+        json_object_set_new(o, "cached_token_fraction", cli_num_json(px->cached_frac_mean));
     }
     return o;
 }
@@ -900,10 +895,10 @@ static json_t *prefix_json(const sim_args *a, const sim_prefix *px)
     json_object_set_new(o, "block_size", json_integer(a->prefix.block_size));
     json_object_set_new(o, "blocks", json_integer(px->blocks));
     json_object_set_new(o, "hit_blocks", json_integer(px->hit_blocks));
-    json_object_set_new(o, "hit_rate", num(px->hit_rate));
+    json_object_set_new(o, "hit_rate", cli_num_json(px->hit_rate));
     json_object_set_new(o, "prompt_tokens", json_integer(px->tokens));
     json_object_set_new(o, "cached_tokens", json_integer(px->cached_tokens));
-    json_object_set_new(o, "cached_token_fraction", num(px->cached_frac_mean));
+    json_object_set_new(o, "cached_token_fraction", cli_num_json(px->cached_frac_mean));
     json_object_set_new(o, "evictions", json_integer(px->evictions));
     json_object_set_new(o, "recovered_equal_cold", json_integer(px->n - px->mismatches));
     json_object_set_new(o, "recovered_mismatches", json_integer(px->mismatches));
@@ -926,7 +921,7 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
     json_object_set_new(o, "max_batch", json_integer(a->cfg.max_batch));
     json_object_set_new(o, "activations", json_string(w->recorded ? "recorded" : "sampled"));
     json_object_set_new(o, "seed", json_integer((json_int_t)a->cfg.seed));
-    json_object_set_new(o, "tau", num(in->tau));
+    json_object_set_new(o, "tau", cli_num_json(in->tau));
     json_object_set_new(o, "min2", json_boolean(a->min2));
     json_object_set_new(o, "model", in->model ? json_string(in->fitted ? "fitted"
                                                                          : a->model_path)

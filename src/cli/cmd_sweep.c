@@ -388,21 +388,16 @@ static int write_csv(const char *path, const grid_result *g, char *err, size_t e
     return atomic_file_commit(&out, err, errlen);
 }
 
-static json_t *num_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
 static json_t *row_json(const grid_row *r)
 {
     json_t *o = json_pack("{s:i, s:s}", "workers", r->K, "policy", route_kind_name(r->kind));
     json_object_set_new(o, "K", json_integer(r->K));
-    json_object_set_new(o, "tau", num_or_null(r->tau));
+    json_object_set_new(o, "tau", cli_num_json(r->tau));
     json_object_set_new(o, "rate", r->rate > 0 ? json_real(r->rate) : json_string("trace"));
     cli_grid_stats_json(o, r);
-    json_object_set_new(o, "vs_best_pct", num_or_null(r->vs_best_pct.mean));
+    json_object_set_new(o, "vs_best_pct", cli_num_json(r->vs_best_pct.mean));
     json_object_set_new(o, "vs_best_pct_ci95", cli_ci_json(&r->vs_best_pct));
-    json_object_set_new(o, "distinct_vs_best_pct", num_or_null(r->distinct_vs_best_pct.mean));
+    json_object_set_new(o, "distinct_vs_best_pct", cli_num_json(r->distinct_vs_best_pct.mean));
     return o;
 }
 
@@ -433,12 +428,12 @@ static void print_json(const sweep_opts *o, const grid_result *g, const split_ro
         const grid_row *r = &g->rows[a->row];
         json_t *rec = json_object();
         json_object_set_new(rec, "policy", json_string(route_kind_name(r->kind)));
-        json_object_set_new(rec, "tau", num_or_null(r->tau));
+        json_object_set_new(rec, "tau", cli_num_json(r->tau));
         json_object_set_new(rec, "workers", json_integer(r->K));
         json_object_set_new(rec, "rate", r->rate > 0 ? json_real(r->rate) : json_string("trace"));
-        json_object_set_new(rec, "tpot_p50_ms", num_or_null(r->tpot_p50.mean));
+        json_object_set_new(rec, "tpot_p50_ms", cli_num_json(r->tpot_p50.mean));
         json_object_set_new(rec, "tpot_p50_ms_ci95", cli_ci_json(&r->tpot_p50));
-        json_object_set_new(rec, "vs_best_baseline_pct", num_or_null(r->vs_best_pct.mean));
+        json_object_set_new(rec, "vs_best_baseline_pct", cli_num_json(r->vs_best_pct.mean));
         json_object_set_new(rec, "ci95", cli_ci_json(&r->vs_best_pct));
         json_object_set_new(rec, "best_baseline",
                             r->best_baseline >= 0

@@ -9,7 +9,6 @@
 
 #include "err.h"
 #include "sim_internal.h"
-#include "split.h"
 
 void sim_config_default(sim_config *c)
 {
@@ -20,11 +19,6 @@ void sim_config_default(sim_config *c)
     c->sample_pool = SIM_DEFAULT_SAMPLE_POOL;
     c->pool_cache = SIM_DEFAULT_POOL_CACHE;
     cost_model_default(&c->cost);
-}
-
-int64_t sim_calib_rows(int64_t n, double spec, char *err, size_t errlen)
-{
-    return split_calib_count(n, spec, err, errlen);
 }
 
 /* ---- workload ---- */

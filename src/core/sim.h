@@ -67,10 +67,6 @@ typedef struct sim_config {
  * cache 256 MiB, the documented cost model. */
 void sim_config_default(sim_config *c);
 
-/* The number of calibration rows of an n-row trace for size spec: the
- * same as split_calib_count (split.h, which also says which rows). */
-int64_t sim_calib_rows(int64_t n, double spec, char *err, size_t errlen);
-
 /* Everything the policies share: the requests in arrival order, their
  * lengths, arrival times and signatures. */
 typedef struct sim_workload {

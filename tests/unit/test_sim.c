@@ -26,6 +26,7 @@
 #include "route.h"
 #include "sim.h"
 #include "sim_internal.h"
+#include "split.h"
 #include "util_tracefix.h"
 
 #define REAL_DATA "../shared/data/gptoss20b-routing.h5"
@@ -433,7 +434,7 @@ static void test_disjoint_domains(void **state)
 {
     (void)state;
     trace_t *t = disjoint_trace(800, 3, 32, 2, 4, 0, 17);
-    int64_t nc = sim_calib_rows(t->n, 400, err, sizeof err);
+    int64_t nc = split_calib_count(t->n, 400, err, sizeof err);
     assert_int_equal(nc, 400);
     int64_t *rows = malloc((size_t)t->n * sizeof *rows);
     for (int64_t i = 0; i < t->n; i++)
@@ -627,11 +628,11 @@ static void test_quantile(void **state)
     double one[] = {7};
     assert_true(sim_quantile(one, 1, 0.99) == 7);
     assert_true(isnan(sim_quantile(v, 0, 0.5)));
-    assert_int_equal(sim_calib_rows(449, 1000, err, sizeof err), 224);
-    assert_int_equal(sim_calib_rows(10000, 1000, err, sizeof err), 1000);
-    assert_int_equal(sim_calib_rows(1000, 0.25, err, sizeof err), 250);
-    assert_int_equal(sim_calib_rows(1000, 0, err, sizeof err), 0);
-    assert_int_equal(sim_calib_rows(1000, -1, err, sizeof err), -1);
+    assert_int_equal(split_calib_count(449, 1000, err, sizeof err), 224);
+    assert_int_equal(split_calib_count(10000, 1000, err, sizeof err), 1000);
+    assert_int_equal(split_calib_count(1000, 0.25, err, sizeof err), 250);
+    assert_int_equal(split_calib_count(1000, 0, err, sizeof err), 0);
+    assert_int_equal(split_calib_count(1000, -1, err, sizeof err), -1);
 }
 
 static void test_refusals(void **state)
@@ -686,7 +687,7 @@ static void test_real_trace(void **state)
     trace_t *t = NULL;
     if (trace_load(REAL_DATA, &t, err, sizeof err))
         fail_msg("%s", err);
-    int64_t nc = sim_calib_rows(t->n, SIM_DEFAULT_CALIB, err, sizeof err);
+    int64_t nc = split_calib_count(t->n, SIM_DEFAULT_CALIB, err, sizeof err);
     int64_t *rows = malloc((size_t)t->n * sizeof *rows);
     for (int64_t i = 0; i < t->n; i++)
         rows[i] = i;
