@@ -402,6 +402,33 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
+/* libmicrohttpd answers some requests itself, before on_request runs: a
+ * malformed Content-Length or chunk (400), headers over the connection's
+ * memory (431). Version 0.9.75 has no hook to replace those HTML pages, but
+ * it reports each one here, with its status first: count them, so that
+ * /metrics accounts for every answer. Other messages (socket errors and
+ * the like) go to the log, at most one a second, so that a hostile client
+ * cannot flood it. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    eldrd_t *d = cls;
+    if (strstr(fmt, "HTTP response code is %u")) {
+        unsigned code = va_arg(ap, unsigned);
+        atomic_fetch_add(&d->met.protocol_errors, 1);
+        metrics_response_at(&d->met, -1, (int)code);
+        return;
+    }
+    static _Atomic long last_logged;
+    long now = (long)time(NULL);
+    long prev = atomic_load(&last_logged);
+    if (now == prev || !atomic_compare_exchange_strong(&last_logged, &prev, now))
+        return;
+    char msg[256];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = 0;
+    daemon_log(d, "libmicrohttpd: %s", msg);
+}
+
 struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen)
 {
     static char names[N_ENDPOINTS][48];
@@ -418,11 +445,12 @@ struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen)
         eldr_errf(err, errlen, "--listen %s:%d: %s", d->o->host, d->o->port, gai_strerror(gai));
         return NULL;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     struct MHD_Daemon *mhd = MHD_start_daemon(
-        flags, (uint16_t)d->o->port, NULL, NULL, on_request, d, MHD_OPTION_SOCK_ADDR,
+        flags, (uint16_t)d->o->port, NULL, NULL, on_request, d, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, d, MHD_OPTION_SOCK_ADDR,
         ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, d,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->o->timeout, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)d->o->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->o->max_conns,

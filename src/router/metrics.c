@@ -12,7 +12,7 @@ const double metrics_bounds[METRICS_BUCKETS] = {
 };
 
 const int metrics_codes[METRICS_CODES - 1] = {200, 400, 401, 404, 405, 409, 413,
-                                               415, 422, 500, 502, 503, 504, 429};
+                                               415, 422, 500, 502, 503, 504, 429, 431};
 
 void metrics_init(metrics_t *m)
 {
@@ -23,6 +23,7 @@ void metrics_init(metrics_t *m)
     }
     atomic_init(&m->reload_failures, 0);
     atomic_init(&m->deadline_cuts, 0);
+    atomic_init(&m->protocol_errors, 0);
     atomic_init(&m->persist_failures, 0);
     for (int i = 0; i <= METRICS_BUCKETS; i++)
         atomic_init(&m->route_bucket[i], 0);
@@ -157,6 +158,12 @@ void metrics_render(const metrics_t *m, strbuf *b)
                  "longer than --request-deadline.\n# TYPE eldr_deadline_cuts_total counter\n"
                  "eldr_deadline_cuts_total %llu\n",
               (unsigned long long)atomic_load(&m->deadline_cuts));
+    sb_printf(b, "# HELP eldr_http_protocol_errors_total Requests refused by the HTTP layer "
+                 "(libmicrohttpd) before eldrd saw them: a malformed Content-Length or "
+                 "chunk, headers over the memory limit. Also counted under "
+                 "endpoint=\"other\".\n# TYPE eldr_http_protocol_errors_total counter\n"
+                 "eldr_http_protocol_errors_total %llu\n",
+              (unsigned long long)atomic_load(&m->protocol_errors));
     sb_printf(b, "# HELP eldr_reload_failures_total SIGHUP reloads that failed (the model "
                  "was kept).\n# TYPE eldr_reload_failures_total counter\n"
                  "eldr_reload_failures_total %llu\n",

@@ -8,7 +8,7 @@
 
 #define METRICS_BUCKETS 21
 #define METRICS_ENDPOINTS 16     /* endpoint slots; the last is "other" */
-#define METRICS_CODES 15         /* the status codes counted one by one */
+#define METRICS_CODES 16         /* the status codes counted one by one */
 
 /* the codes of eldr_http_responses_by_endpoint_total (then "other") */
 extern const int metrics_codes[METRICS_CODES - 1];
@@ -28,6 +28,7 @@ typedef struct metrics_t {
     atomic_uint_least64_t reload_failures;  /* SIGHUP reloads that failed */
     atomic_uint_least64_t deadline_cuts;    /* bodies cut at --request-deadline */
     atomic_uint_least64_t persist_failures; /* PUT /v1/model not written to the state dir */
+    atomic_uint_least64_t protocol_errors;  /* answered by libmicrohttpd itself (bad framing) */
     atomic_uint_least64_t by_endpoint[METRICS_ENDPOINTS][METRICS_CODES];
     const char *endpoint_names[METRICS_ENDPOINTS]; /* "POST /v1/route", ...; NULL unused */
 } metrics_t;
