@@ -216,7 +216,8 @@ json_t *refit_json(refitter *rf)
 {
     const eldrd_opts *o = rf->d->o;
     double now = state_mono_now();
-    int window = state_online_count(rf->d->st, now);
+    uint64_t busy;
+    int window = state_online_count(rf->d->st, now, &busy);
     pthread_mutex_lock(&rf->lock);
     int any = !isnan(rf->last_mono);
     json_t *j = json_pack("{s:f, s:f, s:i, s:i, s:I, s:I, s:I, s:f}", "every_s", o->refit_every,
@@ -233,6 +234,7 @@ json_t *refit_json(refitter *rf)
     json_t *error = rf->last_error[0] ? json_string(rf->last_error) : json_null();
     pthread_mutex_unlock(&rf->lock);
     if (j) {
+        json_object_set_new(j, "busy_skipped", json_integer((json_int_t)busy));
         json_object_set_new(j, "last", last);
         json_object_set_new(j, "last_error", error);
     } else {
@@ -254,7 +256,8 @@ static void series(strbuf *b, const char *name, const char *type, const char *he
 void refit_metrics(refitter *rf, strbuf *b)
 {
     double now = state_mono_now();
-    int window = state_online_count(rf->d->st, now);
+    uint64_t busy;
+    int window = state_online_count(rf->d->st, now, &busy);
     pthread_mutex_lock(&rf->lock);
     double v[6] = {(double)rf->refits, (double)rf->failures, (double)rf->discarded,
                    rf->seconds_total, isnan(rf->last_mono) ? NAN : now - rf->last_mono,
@@ -271,4 +274,7 @@ void refit_metrics(refitter *rf, strbuf *b)
            "Seconds since the last refit was installed (NaN: none yet).", v[4]);
     series(b, "eldr_refit_window_signatures", "gauge", "Signatures in the refit window.",
            (double)window);
+    series(b, "eldr_refit_window_busy_total", "counter",
+           "Routes whose signature stayed out of the window while a refit copied it.",
+           (double)busy);
 }

@@ -5,9 +5,12 @@
  * Hungarian alignment so each worker keeps the traffic most like its
  * own) and installs the result as a new model generation.
  *
- * Off the routing path: the routing lock is held only to copy the window
- * out (state_online_take) and, at install, for the pointer swap and the
- * window bookkeeping that every swap does (state_model_changed). The fit
+ * Off the routing path: the window has its own lock, which a route only
+ * tries (a route that finds it taken leaves its signature out rather
+ * than wait); the refit takes it to copy the window out
+ * (state_online_take). The routing lock is held only at install, for the
+ * pointer swap and the window bookkeeping every swap does
+ * (state_model_changed). The fit
  * runs on one thread, so it takes one CPU from the HTTP threads at most.
  *
  * With a hot swap (PUT /v1/model, SIGHUP): the operator's model wins. A

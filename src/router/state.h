@@ -78,7 +78,13 @@ typedef struct rstate {
     uint64_t *rep_base;          /* [K] routed[k] when that poll went out */
     /* --refit-every (refit.h): the online refit's window and clock
      * (online.h) on the monotonic clock, holding the signatures routed
-     * under models of recipe epoch online_epoch; online NULL when off. */
+     * under models of recipe epoch online_epoch; online NULL when off.
+     * Its own lock (taken after `lock` when both are): the refit thread
+     * copies the window out under it, and a route that finds it busy
+     * leaves its signature out rather than wait (online_busy counts
+     * those), so routes never wait for a refit. */
+    pthread_mutex_t online_lock;
+    uint64_t online_busy;
     online_window *online;
     online_clock online_clk;
     int online_max_rows;
@@ -148,7 +154,8 @@ int state_online_enable(rstate *s, double every, double window, int max_rows, ch
                         size_t errlen);
 void state_online_free(rstate *s);
 /* In a route's critical section: keep the route's signature (a copy)
- * when its model is of the current epoch. */
+ * when its model is of the current epoch and the window is not being
+ * copied out right now. */
 void state_online_push(rstate *s, const route_in *in);
 /* A new epoch (in state_model_changed, under the lock). */
 void state_online_epoch(rstate *s, const mref_t *r);
@@ -157,8 +164,9 @@ void state_online_epoch(rstate *s, const mref_t *r);
  * signatures is due, start it and copy the window out (*rows malloc'd,
  * *n of them). 1 copied, 0 not due, -1 out of memory. */
 int state_online_take(rstate *s, double now, int K, uint64_t epoch, float **rows, int *n);
-/* Signatures in the window now (after dropping the old ones). */
-int state_online_count(rstate *s, double now);
+/* Signatures in the window now (after dropping the old ones); *busy
+ * (may be NULL) the routes that left theirs out while it was busy. */
+int state_online_count(rstate *s, double now, uint64_t *busy);
 /* The monotonic clock the window's times are on, in seconds. */
 double state_mono_now(void);
 
