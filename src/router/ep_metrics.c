@@ -10,6 +10,7 @@
 
 #include "endpoints.h"
 #include "load_vllm.h"
+#include "refit.h"
 
 static void worker_series(eldrd_t *d, strbuf *b)
 {
@@ -199,6 +200,8 @@ void ep_metrics(eldrd_t *d, const http_req *r, http_resp *out)
     metrics_render(&d->met, &b);
     cache_series(d, &b);
     drift_series(d, &b);
+    if (d->refit)
+        refit_metrics(d->refit, &b);
     if (d->vllm)
         vllm_metrics(d->vllm, d->st->workers, &b);
     if (b.oom) {

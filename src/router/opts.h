@@ -35,6 +35,9 @@ typedef struct eldrd_opts {
     int max_conns_per_ip;        /* --max-conns-per-ip */
     int deadline;                /* --request-deadline: seconds from headers to body end */
     double drain;                /* --drain: seconds SIGTERM waits for requests */
+    double refit_every;          /* --refit-every seconds, 0 = no online refit */
+    double refit_window;         /* --refit-window seconds (default 5) */
+    int refit_max_rows;          /* --refit-max-rows (default 4096) */
     int help;                    /* --help given */
     int version;                 /* --version given */
 } eldrd_opts;
