@@ -37,7 +37,7 @@ static void usage(void)
         "  -k, --clusters K      clusters = decode workers (1 <= K <= requests)\n"
         "  -o, --output FILE     model file to write (optional with --iters 0)\n"
         "  --variant V           count_idf (default), count, sqrt_count, binary,\n"
-        "                        gate_prob, gate_logit\n"
+        "                        gate_prob (also: gate_prob_all), gate_logit\n"
         "  --layers auto|all|LIST  mask: greedy selection (default; needs\n"
         "                        decode_counts), all layers, or e.g. 0,3,5-7\n"
         "  --calib-split N|F     calibrate on N rows, or a fraction F in (0, 1] of\n"
@@ -120,7 +120,8 @@ static int parse_options(int argc, char **argv, fit_args *a)
         case O_VARIANT:
             if ((c = sig_variant_parse(optarg)) < 0)
                 return cli_fail(CMD, "--variant: '%s' is not a variant (count, count_idf, "
-                                "sqrt_count, binary, gate_prob, gate_logit)", optarg);
+                                "sqrt_count, binary, gate_prob (alias gate_prob_all), "
+                                "gate_logit)", optarg);
             a->o.variant = (sig_variant)c;
             break;
         case O_LAYERS: a->layers_arg = optarg; break;

@@ -15,6 +15,8 @@
 #include "cli.h"
 #include "err.h"
 #include "h5util.h"
+#include "import.h"
+#include "model.h"
 #include "trace.h"
 
 /* Weak until the model side provides it: a build without it still links
@@ -236,6 +238,12 @@ int cmd_info(int argc, char **argv)
         return cli_usage_error(CMD, "expected one FILE, got %d", argc - optind);
     const char *path = argv[optind];
     char format[64], err[ELDR_ERRLEN];
+    /* the reference's fit JSON is a model; its captures (and JSON lines)
+     * are traces, imported in memory */
+    if (model_file_is_json(path) && info_model)
+        return info_model(path, json);
+    if (import_sniff(path) != IMPORT_UNKNOWN)
+        return info_trace(path, json);
     if (h5u_file_format(path, format, sizeof format, err, sizeof err))
         return cli_fail(CMD, "%s", err);
     if (!strcmp(format, "eldr-model")) {

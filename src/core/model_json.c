@@ -1,11 +1,14 @@
-/* model_json.c - the reference implementation's centroid JSON: import and
- * export (model.h; key mapping in docs/model-format.md).
+/* model_json.c - the reference implementation's fit JSON (the centroid
+ * file their fitter writes and their loader reads): import and export
+ * (model.h; the key mapping is in docs/model-format.md).
  *
- * Reference keys: L (layers), e (experts), k (top-k), variant, layer_mask
- * (0-based layer list, or a 0/1 list of length L), sig_idf (idf over the
- * mask, or the full L x E idf, or null) and centroids (K rows of |S|*e).
- * Everything else eldr writes (K, tau, workers, provenance) is an extra key
- * the reference ignores; on import unknown keys are ignored too. */
+ * Their keys: L, e, k and m (both K, the number of centroids: the file
+ * has no top-k), variant (count, count_idf, gate_prob_all), layer_mask,
+ * sig_idf (count_idf only), sig_dtype ("<i2" counts, "<f4" gates),
+ * centroids, and provenance (model, algo, n_fit, layer_select,
+ * fit_peak_rho, seed, training_sha256, calibration_format,
+ * transform_sha256). eldr adds its own keys (top_k, K, tau, workers, ...),
+ * which their loader ignores; on import unknown keys are ignored too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -21,6 +24,11 @@
 
 /* Floats survive a round trip with 9 significant digits. */
 #define JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(9))
+
+/* eldr's layer_select values and the reference's names for them */
+static const struct { const char *eldr, *ref; } layer_select_names[] = {
+    {"auto", "forward_greedy"}, {"all", "all"}, {"list", "list"},
+};
 
 /* ---- export ---- */
 
@@ -41,6 +49,56 @@ static json_t *real_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* The variant as the reference names it (gate_prob is their gate_prob_all). */
+static const char *ref_variant_name(sig_variant v)
+{
+    return v == SIG_GATE_PROB ? SIG_GATE_PROB_ALL : sig_variant_name(v);
+}
+
+/* The dtype of the signal on the wire: int16 counts or float32 gates. */
+static const char *sig_dtype_of(sig_variant v)
+{
+    return sig_variant_uses_gate(v) ? "<f4" : "<i2";
+}
+
+int model_reference_expressible(const model_t *m, char *err, size_t errlen)
+{
+    const sig_recipe *r = &m->recipe;
+    const char *name = sig_variant_name(r->variant);
+    switch (r->variant) {
+    case SIG_COUNT:
+        if (r->n_layers != r->L)
+            return eldr_errf(err, errlen, "variant count over %d of %d layers: the reference "
+                             "fit JSON's count uses every layer (fit with --layers all, or "
+                             "use count_idf)", r->n_layers, r->L);
+        return 0;
+    case SIG_COUNT_IDF: {
+        size_t dim = sig_dim(r);
+        int any = 0;
+        for (size_t i = 0; i < dim; i++) {
+            if (r->idf[i] < 0)
+                return eldr_errf(err, errlen, "variant count_idf: idf[%zu] = %g is negative, "
+                                 "which the reference fit JSON refuses", i, r->idf[i]);
+            any |= r->idf[i] > 0;
+        }
+        if (!any)
+            return eldr_errf(err, errlen, "variant count_idf: every idf weight is 0, which "
+                             "the reference fit JSON refuses");
+        return 0;
+    }
+    case SIG_GATE_PROB:
+        return 0;
+    default:
+        return eldr_errf(err, errlen, "variant %s: the reference fit JSON cannot express it "
+                         "(it knows count over all layers, count_idf and gate_prob_all)", name);
+    }
+}
+
+static int set_str_if(json_t *o, const char *key, const char *v)
+{
+    return v[0] ? json_object_set_new(o, key, json_string(v)) : 0;
+}
+
 static int set_reference_keys(json_t *o, const model_t *m)
 {
     const sig_recipe *r = &m->recipe;
@@ -51,13 +109,31 @@ static int set_reference_keys(json_t *o, const model_t *m)
         bad = json_array_append_new(mask, json_integer(r->layers[i])) < 0;
     for (int c = 0; !bad && c < m->K; c++)
         bad = json_array_append_new(cent, float_array(m->centroids + (size_t)c * dim, dim)) < 0;
+    /* k and m are both K; the top-k goes to eldr's own key top_k */
     bad = bad || json_object_set_new(o, "L", json_integer(r->L)) < 0 ||
           json_object_set_new(o, "e", json_integer(r->E)) < 0 ||
-          json_object_set_new(o, "k", json_integer(m->k)) < 0 ||
-          json_object_set_new(o, "variant", json_string(sig_variant_name(r->variant))) < 0 ||
+          json_object_set_new(o, "k", json_integer(m->K)) < 0 ||
+          json_object_set_new(o, "m", json_integer(m->K)) < 0 ||
+          json_object_set_new(o, "variant", json_string(ref_variant_name(r->variant))) < 0 ||
           json_object_set_new(o, "layer_mask", mask) < 0 ||
-          json_object_set_new(o, "sig_idf", r->idf ? float_array(r->idf, dim) : json_null()) < 0 ||
-          json_object_set_new(o, "centroids", cent) < 0;
+          json_object_set_new(o, "sig_dtype", json_string(sig_dtype_of(r->variant))) < 0 ||
+          (r->idf && json_object_set_new(o, "sig_idf", float_array(r->idf, dim)) < 0) ||
+          json_object_set_new(o, "centroids", cent) < 0 ||
+          json_object_set_new(o, "seed", json_integer((json_int_t)m->seed)) < 0;
+    /* provenance under the reference's names, when known */
+    const char *sel = NULL;
+    for (size_t i = 0; i < sizeof layer_select_names / sizeof layer_select_names[0]; i++)
+        if (!strcmp(m->layer_select, layer_select_names[i].eldr))
+            sel = layer_select_names[i].ref;
+    bad = bad || set_str_if(o, "model", m->model_name) < 0 ||
+          (m->balanced >= 0 &&
+           json_object_set_new(o, "algo", json_string(m->balanced ? "kmbal" : "km")) < 0) ||
+          (m->fit_rows >= 0 && json_object_set_new(o, "n_fit", json_integer(m->fit_rows)) < 0) ||
+          set_str_if(o, "layer_select", sel ? sel : m->layer_select) < 0 ||
+          (isfinite(m->rho) && json_object_set_new(o, "fit_peak_rho", json_real(m->rho)) < 0) ||
+          set_str_if(o, "training_sha256", m->calib_sha256) < 0 ||
+          set_str_if(o, "calibration_format", m->calib_format) < 0 ||
+          set_str_if(o, "transform_sha256", m->transform_sha256) < 0;
     return bad ? -1 : 0;
 }
 
@@ -68,21 +144,16 @@ static int set_extra_keys(json_t *o, const model_t *m)
     for (int i = 0; !bad && i < m->K; i++)
         bad = json_array_append_new(workers, json_string(m->workers[i])) < 0 ||
               (m->sizes && json_array_append_new(sizes, json_integer(m->sizes[i])) < 0);
-    bad = bad || json_object_set_new(o, "K", json_integer(m->K)) < 0 ||
+    bad = bad || (m->k > 0 && json_object_set_new(o, "top_k", json_integer(m->k)) < 0) ||
+          json_object_set_new(o, "K", json_integer(m->K)) < 0 ||
           json_object_set_new(o, "tau", json_real(m->tau)) < 0 ||
           json_object_set_new(o, "workers", workers) < 0 ||
           json_object_set_new(o, "sizes", sizes) < 0 ||
-          json_object_set_new(o, "seed", json_integer((json_int_t)m->seed)) < 0 ||
-          json_object_set_new(o, "rho", real_or_null(m->rho)) < 0 ||
           json_object_set_new(o, "n_star", json_integer(m->n_star)) < 0 ||
           json_object_set_new(o, "objective", real_or_null(m->objective)) < 0 ||
           json_object_set_new(o, "calib_rows", json_integer(m->calib_rows)) < 0 ||
-          json_object_set_new(o, "fit_rows", json_integer(m->fit_rows)) < 0 ||
           json_object_set_new(o, "zero_rows", json_integer(m->zero_rows)) < 0 ||
           json_object_set_new(o, "iters", json_integer(m->iters)) < 0 ||
-          json_object_set_new(o, "balanced", json_integer(m->balanced)) < 0 ||
-          json_object_set_new(o, "layer_select", json_string(m->layer_select)) < 0 ||
-          json_object_set_new(o, "calib_sha256", json_string(m->calib_sha256)) < 0 ||
           json_object_set_new(o, "calib_file", json_string(m->calib_file)) < 0 ||
           json_object_set_new(o, "calib_split", json_string(m->calib_split)) < 0 ||
           json_object_set_new(o, "created", json_string(m->created)) < 0 ||
@@ -108,13 +179,28 @@ int model_to_json_text(const model_t *m, char **text, char *err, size_t errlen)
 
 int model_save_json(const model_t *m, const char *path, char *err, size_t errlen)
 {
-    char *text;
-    if (model_validate(m, path, MODEL_NAMES_JSON, err, errlen) < 0 ||
-        model_to_json_text(m, &text, err, errlen) < 0)
+    char *text, msg[ELDR_ERRLEN];
+    if (model_validate(m, path, MODEL_NAMES_JSON, err, errlen) < 0)
+        return -1;
+    if (model_reference_expressible(m, msg, sizeof msg) < 0)
+        return eldr_errf(err, errlen, "%s: %s", path, msg);
+    if (model_to_json_text(m, &text, err, errlen) < 0)
         return -1;
     int rc = atomic_write_text(path, text, 1, err, errlen);
     free(text);
     return rc;
+}
+
+int model_file_is_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    int c;
+    while ((c = fgetc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r')
+        ;
+    fclose(f);
+    return c == '{';
 }
 
 /* ---- import ---- */
@@ -257,10 +343,9 @@ static int get_idf(const json_t *o, const model_t *m, float **idf, const char *w
     return 0;
 }
 
-static int get_centroids(const json_t *o, model_t *m, const char *where, char *err,
+static int get_centroids(const json_t *a, model_t *m, const char *where, char *err,
                          size_t errlen)
 {
-    json_t *a = json_object_get(o, "centroids");
     size_t dim = sig_dim(&m->recipe);
     for (int c = 0; c < m->K; c++) {
         json_t *row = json_array_get(a, (size_t)c);
@@ -276,6 +361,13 @@ static int get_centroids(const json_t *o, model_t *m, const char *where, char *e
             return -1;
     }
     return 0;
+}
+
+/* The centroid rows: "centroids", or (older reference fits) "micro_centroids". */
+static json_t *centroid_rows(const json_t *o)
+{
+    json_t *a = json_object_get(o, "centroids");
+    return a && !json_is_null(a) ? a : json_object_get(o, "micro_centroids");
 }
 
 /* Optional extras; a wrong type is an error, absence keeps the default. */
@@ -314,6 +406,8 @@ static int get_extras(const json_t *o, model_t *m, const char *where, char *err,
             m->sizes[i] = json_integer_value(s);
         }
     }
+    /* "rho" and "fit_rows" are the names older eldr exports used for
+     * fit_peak_rho and n_fit (read in get_provenance, which wins) */
     struct { const char *key; double *v; } dbl[] = {{"rho", &m->rho},
                                                      {"objective", &m->objective}};
     for (size_t i = 0; i < 2; i++)
@@ -330,10 +424,7 @@ static int get_extras(const json_t *o, model_t *m, const char *where, char *err,
         if ((v = json_object_get(o, i32[i].key)) && json_is_integer(v) &&
             json_integer_value(v) >= -1 && json_integer_value(v) <= INT32_MAX)
             *i32[i].v = (int)json_integer_value(v);
-    if ((v = json_object_get(o, "seed")) && json_is_integer(v))
-        m->seed = (uint64_t)json_integer_value(v);
     struct { const char *key; char *v; size_t len; } str[] = {
-        {"layer_select", m->layer_select, sizeof m->layer_select},
         {"calib_sha256", m->calib_sha256, sizeof m->calib_sha256},
         {"calib_file", m->calib_file, sizeof m->calib_file},
         {"calib_split", m->calib_split, sizeof m->calib_split},
@@ -349,41 +440,195 @@ static int get_extras(const json_t *o, model_t *m, const char *where, char *err,
     return 0;
 }
 
+/* A string key of at most len - 1 bytes into out; absent or null keeps out. */
+static int get_str(const json_t *o, const char *key, char *out, size_t len, const char *where,
+                   char *err, size_t errlen)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || strlen(json_string_value(v)) >= len)
+        return eldr_errf(err, errlen, "%s: key %s must be a string of at most %zu bytes", where,
+                         key, len - 1);
+    snprintf(out, len, "%s", json_string_value(v));
+    return 0;
+}
+
+/* The reference's provenance keys (docs/model-format.md has the mapping). */
+static int get_provenance(const json_t *o, model_t *m, const char *where, char *err,
+                          size_t errlen)
+{
+    json_t *v;
+    if ((v = json_object_get(o, "fit_peak_rho")) && !json_is_null(v)) {
+        if (!json_is_number(v))
+            return eldr_errf(err, errlen, "%s: key fit_peak_rho must be a number", where);
+        m->rho = json_number_value(v);
+    }
+    if ((v = json_object_get(o, "n_fit")) && !json_is_null(v)) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return eldr_errf(err, errlen, "%s: key n_fit must be an integer >= 0", where);
+        m->fit_rows = json_integer_value(v);
+    }
+    if ((v = json_object_get(o, "seed")) && !json_is_null(v)) {
+        if (!json_is_integer(v))
+            return eldr_errf(err, errlen, "%s: key seed must be an integer", where);
+        m->seed = (uint64_t)json_integer_value(v);
+    }
+    if ((v = json_object_get(o, "algo")) && !json_is_null(v)) {
+        const char *a = json_string_value(v);
+        if (!a || (strcmp(a, "kmbal") && strcmp(a, "km")))
+            return eldr_errf(err, errlen, "%s: key algo must be \"kmbal\" (balanced) or \"km\"",
+                             where);
+        m->balanced = !strcmp(a, "kmbal");
+    }
+    char sel[sizeof m->layer_select] = "";
+    if (get_str(o, "layer_select", sel, sizeof sel, where, err, errlen) < 0 ||
+        get_str(o, "model", m->model_name, sizeof m->model_name, where, err, errlen) < 0 ||
+        get_str(o, "calibration_format", m->calib_format, sizeof m->calib_format, where, err,
+                errlen) < 0 ||
+        get_str(o, "training_sha256", m->calib_sha256, sizeof m->calib_sha256, where, err,
+                errlen) < 0 ||
+        get_str(o, "transform_sha256", m->transform_sha256, sizeof m->transform_sha256, where,
+                err, errlen) < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof layer_select_names / sizeof layer_select_names[0]; i++)
+        if (!strcmp(sel, layer_select_names[i].ref))
+            snprintf(sel, sizeof sel, "%s", layer_select_names[i].eldr);
+    if (sel[0])
+        snprintf(m->layer_select, sizeof m->layer_select, "%s", sel);
+    return 0;
+}
+
+/* K from the centroid rows; k (and m) must equal it, except in the files
+ * of eldr before 0.3, which wrote the top-k as k (they carry K and
+ * eldr_version, and no m). *top_k gets that legacy top-k, else eldr's own
+ * top_k key, else 0 (unknown). */
+static int get_k(const json_t *o, int E, size_t rows, int *top_k, const char *where, char *err,
+                 size_t errlen)
+{
+    json_t *k = json_object_get(o, "k"), *mk = json_object_get(o, "m"),
+           *K = json_object_get(o, "K"), *tk = json_object_get(o, "top_k");
+    *top_k = 0;
+    if (k && !json_is_integer(k))
+        return eldr_errf(err, errlen, "%s: key k must be an integer", where);
+    int legacy = k && !mk && json_is_integer(K) && (size_t)json_integer_value(K) == rows &&
+                 json_object_get(o, "eldr_version") && !tk;
+    if (k && (size_t)json_integer_value(k) != rows) {
+        if (!legacy)
+            return eldr_errf(err, errlen, "%s: key k = %lld differs from the %zu rows of "
+                             "centroids (k is K, the number of centroids, not the top-k)",
+                             where, (long long)json_integer_value(k), rows);
+        json_int_t v = json_integer_value(k);
+        if (v < 1 || v > E)
+            return eldr_errf(err, errlen, "%s: key k = %lld (an older eldr export's top-k) is "
+                             "out of range [1, %d]", where, (long long)v, E);
+        *top_k = (int)v;
+    }
+    if (mk && (!json_is_integer(mk) || (size_t)json_integer_value(mk) != rows))
+        return eldr_errf(err, errlen, "%s: key m differs from the %zu rows of centroids", where,
+                         rows);
+    if (tk && !json_is_null(tk)) {
+        if (!json_is_integer(tk) || json_integer_value(tk) < 0 || json_integer_value(tk) > E)
+            return eldr_errf(err, errlen, "%s: key top_k must be an integer in [0, %d]", where, E);
+        *top_k = (int)json_integer_value(tk);
+    }
+    return 0;
+}
+
+/* What the reference loader refuses and eldr cannot express either: a
+ * mean-centred or per-layer-normalised signature, or a dtype that does
+ * not belong to the variant. */
+static int check_transform(const json_t *o, sig_variant v, const char *where, char *err,
+                           size_t errlen)
+{
+    static const char *const mean[] = {"sig_mean", "_mean"};
+    static const char *const per_layer[] = {"sig_per_layer_norm", "_per_layer_norm"};
+    for (int i = 0; i < 2; i++) {
+        json_t *x = json_object_get(o, mean[i]);
+        if (x && !json_is_null(x))
+            return eldr_errf(err, errlen, "%s: key %s: mean-centred signatures are not "
+                             "supported (eldr, like the reference, uses one global L2 norm)",
+                             where, mean[i]);
+        x = json_object_get(o, per_layer[i]);
+        if (x && !json_is_null(x) && !json_is_false(x) &&
+            !(json_is_integer(x) && json_integer_value(x) == 0))
+            return eldr_errf(err, errlen, "%s: key %s: per-layer normalisation is not "
+                             "supported (eldr, like the reference, uses one global L2 norm)",
+                             where, per_layer[i]);
+    }
+    json_t *dt = json_object_get(o, "sig_dtype");
+    if (dt && !json_is_null(dt) &&
+        (!json_is_string(dt) || strcmp(json_string_value(dt), sig_dtype_of(v))))
+        return eldr_errf(err, errlen, "%s: key sig_dtype is %s%s%s, expected \"%s\" for variant %s",
+                         where, json_is_string(dt) ? "\"" : "",
+                         json_is_string(dt) ? json_string_value(dt) : "not a string",
+                         json_is_string(dt) ? "\"" : "", sig_dtype_of(v), ref_variant_name(v));
+    return 0;
+}
+
+/* count_idf weights as the reference requires them: non-negative, not all 0. */
+static int check_idf(const model_t *m, const char *where, char *err, size_t errlen)
+{
+    const sig_recipe *r = &m->recipe;
+    if (r->variant != SIG_COUNT_IDF || !r->idf)
+        return 0;
+    int any = 0;
+    for (size_t i = 0; i < sig_dim(r); i++) {
+        if (r->idf[i] < 0)
+            return eldr_errf(err, errlen, "%s: sig_idf[%zu] = %g is negative", where, i,
+                             r->idf[i]);
+        any |= r->idf[i] > 0;
+    }
+    return any ? 0 : eldr_errf(err, errlen, "%s: sig_idf is all zero", where);
+}
+
 static model_t *from_object(const json_t *o, const char *where, char *err, size_t errlen)
 {
     int L, E, k, *mask = NULL, n_mask = 0;
     float *idf = NULL;
     model_t *m = NULL;
-    json_t *var = json_object_get(o, "variant"), *cent = json_object_get(o, "centroids");
     if (!json_is_object(o)) {
         eldr_errf(err, errlen, "%s: top level must be a JSON object", where);
         return NULL;
     }
+    json_t *var = json_object_get(o, "variant"), *cent = centroid_rows(o);
     if (get_int(o, "L", 1, 1 << 20, &L, where, err, errlen) < 0 ||
-        get_int(o, "e", 1, 1 << 20, &E, where, err, errlen) < 0 ||
-        get_int(o, "k", 1, E, &k, where, err, errlen) < 0)
+        get_int(o, "e", 1, 1 << 20, &E, where, err, errlen) < 0)
         return NULL;
-    if (!json_is_string(var) || sig_variant_parse(json_string_value(var)) < 0) {
-        eldr_errf(err, errlen, "%s: key variant %s", where,
-                  !var ? "missing" : "is not a known variant (count, count_idf, sqrt_count, "
-                                     "binary, gate_prob, gate_logit)");
+    /* no variant means count, as in the reference loader */
+    const char *vname = var ? json_string_value(var) : "count";
+    if (!vname || sig_variant_parse(vname) < 0) {
+        eldr_errf(err, errlen, "%s: key variant is not a known variant (count, count_idf, "
+                  "sqrt_count, binary, gate_prob or gate_prob_all, gate_logit)", where);
         return NULL;
     }
+    sig_variant v = (sig_variant)sig_variant_parse(vname);
     if (!json_is_array(cent) || json_array_size(cent) < 1 || json_array_size(cent) > INT32_MAX) {
         eldr_errf(err, errlen, "%s: key centroids %s", where,
                   !cent ? "missing" : "must be a non-empty list of rows");
         return NULL;
     }
-    if (get_mask(o, L, &mask, &n_mask, where, err, errlen) < 0)
+    if (get_k(o, E, json_array_size(cent), &k, where, err, errlen) < 0 ||
+        check_transform(o, v, where, err, errlen) < 0)
+        return NULL;
+    if (!json_object_get(o, "layer_mask") && v == SIG_COUNT) {
+        /* the reference's count signature: every layer */
+        if (!(mask = eldr_calloc((size_t)L, sizeof *mask))) {
+            eldr_errf(err, errlen, "%s: out of memory for layer_mask", where);
+            return NULL;
+        }
+        for (n_mask = 0; n_mask < L; n_mask++)
+            mask[n_mask] = n_mask;
+    } else if (get_mask(o, L, &mask, &n_mask, where, err, errlen) < 0)
         goto out;
-    sig_variant v = (sig_variant)sig_variant_parse(json_string_value(var));
     m = model_new_raw(v, L, E, k, (int)json_array_size(cent), mask, n_mask, NULL, err, errlen);
     /* the mask must be sound before the idf can be sliced by it */
     if (!m || model_validate_mask(m, where, MODEL_NAMES_JSON, err, errlen) < 0 ||
         get_idf(o, m, &idf, where, err, errlen) < 0)
         goto fail;
     m->recipe.idf = idf;
-    if (get_centroids(o, m, where, err, errlen) < 0 || get_extras(o, m, where, err, errlen) < 0 ||
+    if (get_centroids(cent, m, where, err, errlen) < 0 || get_extras(o, m, where, err, errlen) < 0 ||
+        get_provenance(o, m, where, err, errlen) < 0 || check_idf(m, where, err, errlen) < 0 ||
         model_validate(m, where, MODEL_NAMES_JSON, err, errlen) < 0)
         goto fail;
     goto out;

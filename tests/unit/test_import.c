@@ -106,6 +106,18 @@ static void check_good(const char *file, json_t *e, const trace_t *t)
         assert_true(t->arrival_s[i] == json_number_value(json_array_get(arr, i)));
 }
 
+/* What a bare count file does not say (expected.json "geometry"), or NULL. */
+static const import_geometry *geometry_of(json_t *e, const char *file, import_geometry *g)
+{
+    json_t *o = json_object_get(json_object_get(e, "geometry"), file);
+    if (!o)
+        return NULL;
+    g->top_k = (int)json_integer_value(json_object_get(o, "top_k"));
+    g->layers = (int)json_integer_value(json_object_get(o, "layers"));
+    g->experts = (int)json_integer_value(json_object_get(o, "experts"));
+    return g;
+}
+
 static void test_good_fixtures(void **state)
 {
     (void)state;
@@ -117,7 +129,9 @@ static void test_good_fixtures(void **state)
         char path[512], err[ELDR_ERRLEN] = "";
         snprintf(path, sizeof path, FIXDIR "%s", file);
         trace_t *t = NULL;
-        if (import_file(path, IMPORT_UNKNOWN, &t, err, sizeof err))
+        import_geometry g;
+        if (import_file_geometry(path, IMPORT_UNKNOWN, geometry_of(e, file, &g), &t, err,
+                                 sizeof err))
             fail_msg("%s: %s", file, err);
         check_good(file, want, t);
         assert_int_equal(trace_validate(t, file, err, sizeof err), 0);
@@ -139,7 +153,9 @@ static void test_bad_fixtures(void **state)
         char path[512], err[ELDR_ERRLEN] = "";
         snprintf(path, sizeof path, FIXDIR "%s", file);
         trace_t *t = (trace_t *)1;
-        if (import_file(path, IMPORT_UNKNOWN, &t, err, sizeof err) == 0)
+        import_geometry g;
+        if (import_file_geometry(path, IMPORT_UNKNOWN, geometry_of(e, file, &g), &t, err,
+                                 sizeof err) == 0)
             fail_msg("%s: imported, but it is bad", file);
         assert_null(t);
         assert_null(strchr(err, '\n'));
