@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cli_sim.h"
 #include "err.h"
+#include "import.h"
 #include "model.h"
 #include "sha256.h"
 #include "trace.h"
@@ -477,6 +478,11 @@ int cmd_fit(int argc, char **argv)
         goto out;
     }
     snprintf(m->calib_split, sizeof m->calib_split, "%s", a.provenance);
+    /* what the calibration file was: eldr's trace or their capture */
+    import_format fmt = import_sniff(a.trace);
+    snprintf(m->calib_format, sizeof m->calib_format, "%s",
+             fmt == IMPORT_NPZ ? IMPORT_NPZ_FORMAT : fmt == IMPORT_JSONL ? IMPORT_JSONL_FORMAT
+                                                                        : TRACE_FORMAT);
     report_zero(&rep);
     double tw = cli_now();
     if (a.output && model_save(m, a.output, err, sizeof err) < 0) {

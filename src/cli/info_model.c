@@ -151,11 +151,11 @@ static void print_text(const char *path, const model_t *m, const centroid_stats 
     if (isfinite(m->objective) && m->fit_rows > 0)
         printf(" (mean cosine distance %.4f over %lld signatures)\n",
                m->objective / (double)m->fit_rows, (long long)m->fit_rows);
-    if (m->calib_rows < 0 && (m->fit_rows >= 0 || m->balanced >= 0))
-        printf("  calibration  %lld signatures fitted, %s K-means, seed %llu\n",
-               (long long)m->fit_rows, m->balanced == 0 ? "unbalanced" : "balanced",
-               (unsigned long long)m->seed);
-    if (m->calib_rows >= 0)
+    if (m->calib_rows >= 0 && m->iters < 0) /* a reference fit: rows and algorithm only */
+        printf("  calibration  %lld rows%s%s, %s K-means, seed %llu\n", (long long)m->calib_rows,
+               m->calib_file[0] ? " of " : "", m->calib_file,
+               m->balanced == 0 ? "unbalanced" : "balanced", (unsigned long long)m->seed);
+    else if (m->calib_rows >= 0)
         printf("  calibration  %lld rows of %s, %lld all-zero left out, %s K-means, "
                "%d iterations, seed %llu\n",
                (long long)m->calib_rows, m->calib_file[0] ? m->calib_file : "?",

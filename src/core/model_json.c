@@ -496,6 +496,11 @@ static int get_provenance(const json_t *o, model_t *m, const char *where, char *
             snprintf(sel, sizeof sel, "%s", layer_select_names[i].eldr);
     if (sel[0])
         snprintf(m->layer_select, sizeof m->layer_select, "%s", sel);
+    /* the reference fits on every row of its training file */
+    if (json_object_get(o, "training_sha256") && !json_object_get(o, "calib_split"))
+        snprintf(m->calib_split, sizeof m->calib_split, "all");
+    if (json_object_get(o, "n_fit") && !json_object_get(o, "calib_rows"))
+        m->calib_rows = m->fit_rows;
     return 0;
 }
 
@@ -627,6 +632,8 @@ static model_t *from_object(const json_t *o, const char *where, char *err, size_
         get_idf(o, m, &idf, where, err, errlen) < 0)
         goto fail;
     m->recipe.idf = idf;
+    /* a given mask keeps all its layers */
+    m->n_star = m->recipe.n_layers;
     if (get_centroids(cent, m, where, err, errlen) < 0 || get_extras(o, m, where, err, errlen) < 0 ||
         get_provenance(o, m, where, err, errlen) < 0 || check_idf(m, where, err, errlen) < 0 ||
         model_validate(m, where, MODEL_NAMES_JSON, err, errlen) < 0)
