@@ -249,6 +249,21 @@ static void header_of(const trace_t *t, trace_header_t *h)
     h->n_labels = t->n_labels;
 }
 
+/* Rows [r0, r1) of t, as a new trace. */
+static trace_t *select_range(const trace_t *t, int64_t r0, int64_t r1, char *err, size_t errlen)
+{
+    int64_t n = r1 - r0, *rows = eldr_calloc((size_t)n + 1, sizeof *rows);
+    if (!rows) {
+        eldr_errf(err, errlen, "out of memory for %lld rows", (long long)n);
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++)
+        rows[i] = r0 + i;
+    trace_t *part = trace_select(t, rows, n, err, errlen);
+    free(rows);
+    return part;
+}
+
 /* Load rows [r0, r1) (r1 < 0: all) of an importable file. */
 static int foreign_load(const char *path, import_format fmt, int64_t r0, int64_t r1,
                         trace_progress_fn fn, void *ctx, trace_t **out, char *err, size_t errlen)
@@ -258,19 +273,14 @@ static int foreign_load(const char *path, import_format fmt, int64_t r0, int64_t
         return -1;
     if (r1 < 0)
         r1 = t->n;
-    if (r0 != 0 || r1 != t->n) {
-        int64_t n = r1 - r0, *rows = r0 >= 0 && r1 <= t->n && n >= 0
-                                         ? eldr_calloc((size_t)n + 1, sizeof *rows)
-                                         : NULL;
-        trace_t *part = NULL;
-        for (int64_t i = 0; rows && i < n; i++)
-            rows[i] = r0 + i;
-        if (rows)
-            part = trace_select(t, rows, n, err, errlen);
-        else
-            eldr_errf(err, errlen, "%s: rows [%lld, %lld) outside the file's [0, %lld)", path,
-                      (long long)r0, (long long)r1, (long long)t->n);
-        free(rows);
+    if (r0 < 0 || r1 < r0 || r1 > t->n) {
+        eldr_errf(err, errlen, "%s: rows [%lld, %lld) outside the file's [0, %lld)", path,
+                  (long long)r0, (long long)r1, (long long)t->n);
+        trace_free(t);
+        return -1;
+    }
+    if (r0 > 0 || r1 < t->n) {
+        trace_t *part = select_range(t, r0, r1, err, errlen);
         trace_free(t);
         if (!part)
             return -1;

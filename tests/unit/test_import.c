@@ -459,6 +459,45 @@ static void test_find_duplicate(void **state)
     assert_int_equal(j, 3);
 }
 
+/* A capture or JSON lines opens wherever a trace does: trace_load,
+ * trace_load_rows and trace_read_header import it in memory; a bare .npy
+ * (no top-k) is refused with a pointer to eldr import. */
+static void test_trace_load_routes(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN] = "";
+    trace_t *t = NULL, *direct = NULL, *part = NULL;
+    assert_int_equal(import_sniff(FIXDIR "good_reference.npz"), IMPORT_NPZ);
+    assert_int_equal(import_sniff(FIXDIR "good.jsonl"), IMPORT_JSONL);
+    assert_int_equal(import_sniff(FIXDIR "good_counts.npy"), IMPORT_NPY);
+    assert_int_equal(import_sniff(FIXDIR "good_capture.frames"), IMPORT_UNKNOWN);
+    if (trace_load(FIXDIR "good_reference.npz", &t, err, sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(import_npz(FIXDIR "good_reference.npz", &direct, err, sizeof err), 0);
+    assert_int_equal(t->n, direct->n);
+    assert_memory_equal(t->prefill_counts, direct->prefill_counts,
+                        (size_t)t->n * TRACE_CELLS(t) * sizeof *t->prefill_counts);
+    trace_header_t h;
+    assert_int_equal(trace_read_header(FIXDIR "good_reference.npz", &h, err, sizeof err), 0);
+    assert_int_equal(h.n, t->n);
+    assert_int_equal(h.k, t->k);
+    assert_true(h.has & TRACE_HAS_DECODE && h.has & TRACE_HAS_GATE_PROB);
+    assert_int_equal(trace_load_rows(FIXDIR "good_reference.npz", 2, 5, &part, err, sizeof err), 0);
+    assert_int_equal(part->n, 3);
+    assert_string_equal(part->request_id[0], t->request_id[2]);
+    assert_memory_equal(part->prefill_counts, trace_prefill_row(t, 2),
+                        3 * TRACE_CELLS(t) * sizeof *t->prefill_counts);
+    trace_free(part);
+    assert_int_equal(trace_load_rows(FIXDIR "good_reference.npz", 4, 99, &part, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "outside the file's [0, 6)"));
+    assert_int_equal(trace_load(FIXDIR "good_counts.npy", &part, err, sizeof err), -1);
+    assert_null(part);
+    assert_non_null(strstr(err, "--top-k K"));
+    trace_free(t);
+    trace_free(direct);
+}
+
 static void test_format_names(void **state)
 {
     (void)state;
@@ -658,6 +697,7 @@ int main(void)
         cmocka_unit_test(test_npy_integers),   cmocka_unit_test(test_npy_strings),
         cmocka_unit_test(test_npy_fortran),    cmocka_unit_test(test_npy_rejects),
         cmocka_unit_test(test_find_duplicate), cmocka_unit_test(test_format_names),
+        cmocka_unit_test(test_trace_load_routes),
         cmocka_unit_test(test_jsonl_long_line), cmocka_unit_test(test_jsonl_by_hand),
         cmocka_unit_test(test_npy_damaged),    cmocka_unit_test(test_damaged_npz),
         cmocka_unit_test(test_damaged_jsonl),
