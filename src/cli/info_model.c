@@ -128,7 +128,8 @@ static void print_text(const char *path, const model_t *m, const centroid_stats 
                r->L, r->E);
     if (m->model_name[0])
         printf("  model        %s\n", m->model_name);
-    printf("  recipe       %s over %d layer%s (%s):", sig_variant_name(r->variant),
+    printf("  recipe       %s%s over %d layer%s (%s):", sig_variant_name(r->variant),
+           r->variant == SIG_GATE_PROB ? " (the reference's gate_prob_all)" : "",
            r->n_layers, r->n_layers == 1 ? "" : "s",
            m->layer_select[0] ? m->layer_select : "given");
     for (int i = 0; i < r->n_layers; i++)
