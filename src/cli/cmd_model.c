@@ -19,7 +19,7 @@
 static void usage(void)
 {
     printf(
-        "usage: eldr model export MODEL.h5 -o CENTROIDS.json [--json]\n"
+        "usage: eldr model export MODEL.h5 -o CENTROIDS.json [--any-variant] [--json]\n"
         "       eldr model import CENTROIDS.json -o MODEL.h5 [--tau T]\n"
         "                         [--workers A,B,...] [--top-k K | --trace T] [--json]\n"
         "\n"
@@ -42,6 +42,8 @@ static void usage(void)
         "  --tau T             import: set the band width tau (default: the\n"
         "                      JSON's tau, else 0.1)\n"
         "  --workers A,B,...   import: worker names, one per centroid\n"
+        "  --any-variant       export: write any variant (eldr's own JSON, e.g. for\n"
+        "                      PUT /v1/model), even one the reference cannot load\n"
         "  --top-k K           import: the router's top-k\n"
         "  --trace T           import: take the top-k from trace T (its layers and\n"
         "                      experts must match the model's)\n"
@@ -141,8 +143,9 @@ static void print_summary(const char *verb, const char *in, const char *out, con
 
 int cmd_model(int argc, char **argv)
 {
-    enum { O_TAU = 256, O_WORKERS, O_JSON, O_TOPK, O_TRACE };
+    enum { O_TAU = 256, O_WORKERS, O_JSON, O_TOPK, O_TRACE, O_ANY };
     static const struct option opts[] = {
+        {"any-variant", no_argument, 0, O_ANY},
         {"output", required_argument, 0, 'o'}, {"tau", required_argument, 0, O_TAU},
         {"top-k", required_argument, 0, O_TOPK}, {"trace", required_argument, 0, O_TRACE},
         {"workers", required_argument, 0, O_WORKERS}, {"json", no_argument, 0, O_JSON},
@@ -150,7 +153,7 @@ int cmd_model(int argc, char **argv)
     };
     const char *output = NULL, *workers = NULL, *trace = NULL;
     double tau = NAN;
-    int json = 0, c, top_k = 0;
+    int json = 0, c, top_k = 0, any_variant = 0;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
@@ -169,6 +172,7 @@ int cmd_model(int argc, char **argv)
             break;
         }
         case O_TRACE: trace = optarg; break;
+        case O_ANY: any_variant = 1; break;
         case O_JSON: json = 1; break;
         case 'h': usage(); return CLI_OK;
         case ':': return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
@@ -185,6 +189,8 @@ int cmd_model(int argc, char **argv)
         return cli_usage_error(CMD, "-o FILE is required");
     if (exporting && (workers || !isnan(tau) || top_k || trace))
         return cli_usage_error(CMD, "--tau, --workers, --top-k and --trace apply to import only");
+    if (!exporting && any_variant)
+        return cli_usage_error(CMD, "--any-variant applies to export only");
     if (top_k && trace)
         return cli_usage_error(CMD, "--top-k and --trace both give the top-k: use one");
 
@@ -204,8 +210,9 @@ int cmd_model(int argc, char **argv)
         model_free(m);
         return rc;
     }
-    rc = exporting ? model_save_json(m, output, err, sizeof err)
-                   : model_save(m, output, err, sizeof err);
+    rc = !exporting     ? model_save(m, output, err, sizeof err)
+         : any_variant ? model_save_json_any(m, output, err, sizeof err)
+                       : model_save_json(m, output, err, sizeof err);
     if (rc < 0) {
         model_free(m);
         return cli_fail(CMD, "%s", err);

@@ -122,7 +122,9 @@ int model_nearest(const model_t *m, const float *sig, double *sim);
 
 /* eldr-model v1 HDF5 file (model_io.c). Save validates first, then
  * writes atomically (temp + rename). Load validates; on failure *out is
- * NULL and err names the file and the dataset or attribute (and row). */
+ * NULL and err names the file and the dataset or attribute (and row).
+ * Load also reads a fit JSON (model_file_is_json: model_load_json), and
+ * the probe says yes to one. */
 int model_save(const model_t *m, const char *path, char *err, size_t errlen);
 int model_load(const char *path, model_t **out, char *err, size_t errlen);
 
@@ -140,6 +142,9 @@ int model_from_json_text(const char *text, const char *where, model_t **out,
                          char *err, size_t errlen);
 int model_save_json(const model_t *m, const char *path, char *err, size_t errlen);
 int model_load_json(const char *path, model_t **out, char *err, size_t errlen);
+/* model_save_json without the refusal: every variant, for eldr's own use
+ * (PUT /v1/model takes this JSON); the reference may not load it. */
+int model_save_json_any(const model_t *m, const char *path, char *err, size_t errlen);
 
 /* 0 when the reference implementation's loader can express m (variant
  * count over every layer, count_idf with non-negative, not all-zero idf,

@@ -177,18 +177,25 @@ int model_to_json_text(const model_t *m, char **text, char *err, size_t errlen)
     return 0;
 }
 
-int model_save_json(const model_t *m, const char *path, char *err, size_t errlen)
+int model_save_json_any(const model_t *m, const char *path, char *err, size_t errlen)
 {
-    char *text, msg[ELDR_ERRLEN];
-    if (model_validate(m, path, MODEL_NAMES_JSON, err, errlen) < 0)
-        return -1;
-    if (model_reference_expressible(m, msg, sizeof msg) < 0)
-        return eldr_errf(err, errlen, "%s: %s", path, msg);
-    if (model_to_json_text(m, &text, err, errlen) < 0)
+    char *text;
+    if (model_validate(m, path, MODEL_NAMES_JSON, err, errlen) < 0 ||
+        model_to_json_text(m, &text, err, errlen) < 0)
         return -1;
     int rc = atomic_write_text(path, text, 1, err, errlen);
     free(text);
     return rc;
+}
+
+int model_save_json(const model_t *m, const char *path, char *err, size_t errlen)
+{
+    char msg[ELDR_ERRLEN];
+    if (model_validate(m, path, MODEL_NAMES_JSON, err, errlen) < 0)
+        return -1;
+    if (model_reference_expressible(m, msg, sizeof msg) < 0)
+        return eldr_errf(err, errlen, "%s: %s", path, msg);
+    return model_save_json_any(m, path, err, errlen);
 }
 
 int model_file_is_json(const char *path)

@@ -148,3 +148,10 @@ export_refused sqrt_count "variant sqrt_count: the reference fit JSON cannot exp
     --variant sqrt_count
 export_refused binary "variant binary" --variant binary --layers all
 export_refused count_subset "variant count over 2 of 6 layers" --variant count --layers 1,4
+# eldr's own JSON of any variant (PUT /v1/model takes it): --any-variant
+expect_status "export --any-variant writes sqrt_count" 0 \
+    "$ELDR" model export "$R/sqrt_count.h5" -o "$R/sqrt_any.json" --any-variant
+expect_status "eldr reads it back" 0 "$ELDR" info "$R/sqrt_any.json"
+expect_out "as sqrt_count" "recipe +sqrt_count"
+$PY "$PEER" load "$R/sqrt_any.json" >"$TMP/out" 2>&1
+expect_out "their loader refuses it, naming the variant" "^refused: variant 'sqrt_count'"

@@ -26,4 +26,5 @@ vg "gen --tokens --prefix-groups" 0 "$ELDR" gen -o "$TMP/p.h5" --requests 50 --l
     --experts 16 --top-k 2 --prefix-groups 3 --prefix-blocks 2 --tokens
 vg "run a Lua script" 0 "$ELDR" run "$ROOT/tests/lua/test_kmeans.lua"
 vg "Lua seeds, advise, progress errors" 0 "$ELDR" run "$ROOT/tests/lua/vg_seeds.lua" "$SAMPLE"
-vg "a bad file (the exit-2 path)" 2 "$ELDR" info "$TMP/m.json"
+printf 'neither a trace nor a model\n' >"$TMP/junk.h5"
+vg "a bad file (the exit-2 path)" 2 "$ELDR" info "$TMP/junk.h5"
