@@ -32,14 +32,17 @@ import_format import_format_of(const char *path)
 
 import_format import_sniff(const char *path)
 {
-    unsigned char magic[6] = {0};
+    unsigned char magic[8] = {0};
     FILE *f = fopen(path, "rb");
     size_t got = f ? fread(magic, 1, sizeof magic, f) : 0;
     if (f)
         fclose(f);
+    /* an HDF5 file is a trace whatever its name */
+    if (got == 8 && !memcmp(magic, "\x89HDF\r\n\x1a\n", 8))
+        return IMPORT_UNKNOWN;
     if (got >= 4 && !memcmp(magic, "PK\x03\x04", 4))
         return IMPORT_NPZ;
-    if (got == 6 && !memcmp(magic, "\x93NUMPY", 6))
+    if (got >= 6 && !memcmp(magic, "\x93NUMPY", 6))
         return IMPORT_NPY;
     import_format by_name = import_format_of(path);
     return by_name == IMPORT_FRAMES ? IMPORT_UNKNOWN : by_name;

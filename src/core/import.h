@@ -52,7 +52,8 @@ import_format import_format_of(const char *path);
 /* The format of a file that is not an HDF5 trace but opens wherever a
  * trace does (trace_load routes these): a zip archive (by its magic) or a
  * .npz is IMPORT_NPZ, a .jsonl/.ndjson IMPORT_JSONL, a .npy image (by
- * magic or name) IMPORT_NPY; anything else IMPORT_UNKNOWN. */
+ * magic or name) IMPORT_NPY; an HDF5 file (by its magic, whatever its
+ * name) and anything else IMPORT_UNKNOWN. */
 import_format import_sniff(const char *path);
 
 /* "npz" / "jsonl" / "npy" / "frames" and back; IMPORT_UNKNOWN for an

@@ -471,6 +471,22 @@ static void test_trace_load_routes(void **state)
     assert_int_equal(import_sniff(FIXDIR "good.jsonl"), IMPORT_JSONL);
     assert_int_equal(import_sniff(FIXDIR "good_counts.npy"), IMPORT_NPY);
     assert_int_equal(import_sniff(FIXDIR "good_capture.frames"), IMPORT_UNKNOWN);
+    /* an HDF5 trace stays one whatever its name */
+    char h5[64];
+    snprintf(h5, sizeof h5, "/tmp/eldr_test_import_%d.npz", (int)getpid());
+    FILE *in = fopen("samples/small.h5", "rb"), *out = fopen(h5, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+    assert_int_equal(import_sniff(h5), IMPORT_UNKNOWN);
+    assert_int_equal(trace_load(h5, &t, err, sizeof err), 0);
+    trace_free(t);
+    unlink(h5);
     if (trace_load(FIXDIR "good_reference.npz", &t, err, sizeof err))
         fail_msg("%s", err);
     assert_int_equal(import_npz(FIXDIR "good_reference.npz", &direct, err, sizeof err), 0);
