@@ -53,12 +53,35 @@ static int use_cache(eldrd_t *d, const route_body *b, uint16_t *total, cache_use
     return 0;
 }
 
-/* Signature and similarities outside the lock; *zero when no signature. */
-static int similarities(const mref_t *r, const uint16_t *total, float *sig, double *sim,
-                        int *zero, rb_err *e)
+/* The body must carry what the served model's variant reads: a gate
+ * model's request sends gates (probabilities are never negative), every
+ * other model's counts. 422 otherwise, naming what to send. */
+static int check_signal(const mref_t *r, const route_body *b, int E, rb_err *e)
+{
+    sig_variant v = r->m->recipe.variant;
+    const char *name = sig_variant_name(v);
+    if (sig_variant_uses_gate(v) && !b->gates)
+        return rb_fail(e, 422, b->counts ? "counts" : "gates",
+                       "the served model (variant %s) routes on gate values: send \"gates\" "
+                       "(base64 float32 LE [L*E], or [[layer, expert, value], ...])", name);
+    if (!sig_variant_uses_gate(v) && b->gates)
+        return rb_fail(e, 422, "gates",
+                       "the served model (variant %s) routes on expert counts: send \"counts\" "
+                       "or \"sparse\", not gates", name);
+    for (size_t i = 0; v == SIG_GATE_PROB && i < (size_t)r->m->recipe.L * (size_t)E; i++)
+        if (b->gates[i] < 0)
+            return rb_fail(e, 422, "gates", "negative probability %g at layer %zu expert %zu",
+                           (double)b->gates[i], i / (size_t)E, i % (size_t)E);
+    return 0;
+}
+
+/* Signature and similarities outside the lock; *zero when no signature.
+ * total: the counts (count models), gates: the gate values (gate models). */
+static int similarities(const mref_t *r, const uint16_t *total, const float *gates, float *sig,
+                        double *sim, int *zero, rb_err *e)
 {
     char err[ELDR_ERRLEN];
-    int rc = sig_from_counts(&r->m->recipe, total, NULL, sig, err, sizeof err);
+    int rc = sig_from_counts(&r->m->recipe, gates ? NULL : total, gates, sig, err, sizeof err);
     if (rc < 0)
         return rb_fail(e, 500, "model", "%s", err);
     *zero = rc == 1;
@@ -105,8 +128,9 @@ void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
         if (u.prefill < 0)
             http_error(out, 404, "prefill_worker", "unknown prefill worker '%s'",
                        b.prefill_worker);
-        else if (use_cache(d, &b, total, &u, &e) < 0 ||
-                 similarities(m, total, sig, sim, &zero, &e) < 0)
+        else if (check_signal(m, &b, d->E, &e) < 0 ||
+                 (!b.gates && use_cache(d, &b, total, &u, &e) < 0) ||
+                 similarities(m, total, b.gates, sig, sim, &zero, &e) < 0)
             http_rb_error(out, &e);
         else {
             route_in in = {b.request_id, m, zero ? NULL : sim, sig, u.prefill, u.hit,
