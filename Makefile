@@ -34,6 +34,8 @@ BUILD ?= build
 BIN ?= bin
 CORE_SRC := $(wildcard src/core/*.c)
 CLI_SRC := $(wildcard src/cli/*.c src/lua/*.c src/repl/*.c src/tui/*.c src/client/*.c)
+# eldr capture decodes base64 answers with eldrd's decoder
+CLI_SRC += src/router/b64.c
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
