@@ -222,8 +222,10 @@ static uint8_t *unbase64(const char *p, size_t n, size_t *outlen, const char *na
                          size_t errlen)
 {
     size_t want = b64_decoded_len(p, n), bad = 0;
+    char q[64];
     if (want == (size_t)-1) {
-        eldr_errf(err, errlen, "%s: %zu base64 characters cannot encode whole bytes", name, n);
+        eldr_errf(err, errlen, "%s: found \"%s\", not base64 (%zu characters cannot encode "
+                  "whole bytes)", name, quote(p, n, q, sizeof q), n);
         return NULL;
     }
     uint8_t *d = malloc(want ? want : 1);
@@ -233,7 +235,8 @@ static uint8_t *unbase64(const char *p, size_t n, size_t *outlen, const char *na
     }
     if (b64_decode(p, n, d, outlen, &bad) < 0) {
         free(d);
-        eldr_errf(err, errlen, "%s: not base64 (character %zu)", name, bad);
+        eldr_errf(err, errlen, "%s: found \"%s\", not base64 (character %zu)", name,
+                  quote(p, n, q, sizeof q), bad);
         return NULL;
     }
     return d;
