@@ -100,6 +100,13 @@ $(BIN)/test_tui_%: $(BUILD)/tests/unit/test_tui_%.o $(TEST_UTIL_OBJ) $(TUI_OBJ) 
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) $(TEST_LIBS)
 
+# test_capture_*: the engine-answer decoder of eldr capture (src/client)
+CAPTURE_DECODE_OBJ := $(BUILD)/src/client/capture_decode.o $(BUILD)/src/client/capture_json.o \
+	$(BUILD)/src/router/b64.o
+$(BIN)/test_capture_%: $(BUILD)/tests/unit/test_capture_%.o $(TEST_UTIL_OBJ) $(CAPTURE_DECODE_OBJ) $(CORE_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
+
 $(BIN)/test_router_%: $(BUILD)/tests/unit/test_router_%.o $(TEST_UTIL_OBJ) $(ROUTER_LIB) $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(ROUTER_LIBS) $(TEST_LIBS)

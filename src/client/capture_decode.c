@@ -19,7 +19,6 @@ typedef struct idbuf {
     int64_t rows, cap;          /* rows held, rows allocated */
     int L, k;                   /* 0 until known */
     const char *encoding;
-    int max_id;
 } idbuf;
 
 typedef struct span {
@@ -74,7 +73,7 @@ static int grow(idbuf *b, int64_t rows, char *err, size_t errlen)
     return 0;
 }
 
-/* Check one id and keep track of the largest. */
+/* Check one id. */
 static inline int check_id(idbuf *b, int64_t v, int E, const char *name, int64_t row, int l,
                            char *err, size_t errlen)
 {
@@ -87,8 +86,7 @@ static inline int check_id(idbuf *b, int64_t v, int E, const char *name, int64_t
         return eldr_errf(err, errlen, "%s token %lld layer %d: expert id %lld is not below %d%s",
                          name, (long long)row, l, (long long)v, E > 0 ? E : 65536,
                          E > 0 ? " (--experts)" : "");
-    if (v > b->max_id)
-        b->max_id = (int)v;
+    (void)b;
     return 0;
 }
 
@@ -405,7 +403,6 @@ static int decode_field(span f, const capture_hint *h, const int64_t *want, int 
     cj_t s;
     char q[64];
     memset(b, 0, sizeof *b);
-    b->max_id = -1;
     cj_init(&s, f.p, f.n);
     int c = cj_peek(&s), rc;
     if (c == '[') {
@@ -560,13 +557,18 @@ static int walk(cj_t *s, found *f)
 
 /* ---- putting the rows together ---- */
 
-static int check_distinct(const capture_routes *o, char *err, size_t errlen)
+/* The k ids of a token in a layer are distinct; max_id is over the rows
+ * kept (not the dropped last generated row, whose contents are junk). */
+static int check_ids(capture_routes *o, char *err, size_t errlen)
 {
     int64_t rows = o->prompt_tokens + o->decode_rows;
     const uint16_t *x = o->ids;
+    o->max_id = -1;
     for (int64_t t = 0; t < rows; t++)
         for (int l = 0; l < o->L; l++, x += o->k)
-            for (int a = 1; a < o->k; a++)
+            for (int a = 0; a < o->k; a++) {
+                if (x[a] > o->max_id)
+                    o->max_id = x[a];
                 for (int c = 0; c < a; c++)
                     if (x[a] == x[c])
                         return eldr_errf(err, errlen, "%s token %lld layer %d: expert %d picked "
@@ -574,6 +576,7 @@ static int check_distinct(const capture_routes *o, char *err, size_t errlen)
                                          t < o->prompt_tokens ? "prompt" : "decode",
                                          (long long)(t < o->prompt_tokens ? t : t - o->prompt_tokens),
                                          l, x[a]);
+            }
     return 0;
 }
 
@@ -589,7 +592,6 @@ static int assemble(capture_routes *o, const idbuf *a, int64_t P, const idbuf *g
     o->prompt_tokens = P;
     o->completion_tokens = C;
     o->decode_rows = C > 0 ? C - 1 : 0;
-    o->max_id = a->max_id > g->max_id ? a->max_id : g->max_id;
     o->encoding = a->encoding ? a->encoding : g->encoding;
     size_t row = (size_t)o->L * (size_t)o->k;
     o->ids = malloc(((size_t)(P + o->decode_rows) * row + 1) * sizeof *o->ids);
@@ -601,7 +603,7 @@ static int assemble(capture_routes *o, const idbuf *a, int64_t P, const idbuf *g
     if (o->decode_rows)
         memcpy(o->ids + (size_t)P * row, g->ids + (size_t)g0 * row,
                (size_t)o->decode_rows * row * sizeof *o->ids);
-    return check_distinct(o, err, errlen);
+    return check_ids(o, err, errlen);
 }
 
 /* vLLM with separate prompt and generation arrays. */

@@ -93,8 +93,8 @@ static int skip_number(cj_t *s)
     const char *d0 = q;
     while (q < s->end && *q >= '0' && *q <= '9')
         q++;
-    if (q == d0)
-        return -1;
+    if (q == d0 || (*d0 == '0' && q - d0 > 1))
+        return -1;   /* no digits, or a leading zero */
     if (q < s->end && *q == '.') {
         const char *f = ++q;
         while (q < s->end && *q >= '0' && *q <= '9')
