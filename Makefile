@@ -119,6 +119,11 @@ $(BIN)/bench_%: $(BUILD)/tests/bench/bench_%.o $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+# the stand-in engine of the capture benchmark (tests/bench/capture.sh)
+$(BIN)/capture_engine: tests/bench/capture_engine.c $(BUILD)/src/router/b64.o
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^
+
 unit-tests: $(TEST_BIN)
 
 $(SAMPLE): | $(BIN)/eldr
@@ -165,7 +170,7 @@ asan: deps
 bench: deps
 	@$(MAKE) --no-print-directory bench-built
 
-bench-built: all $(BENCH_BIN)
+bench-built: all $(BENCH_BIN) $(BIN)/capture_engine
 	@BIN=$(BIN) sh tests/bench/run.sh
 
 # Fuzzing (tests/fuzz/, docs/reliability.md): clang's libFuzzer with ASan

@@ -107,6 +107,33 @@ static int set_geometry(idbuf *b, int64_t L, int64_t k, const capture_hint *h, c
     return 0;
 }
 
+/* The k ids of one layer, after its '[': plain decimal ids below limit,
+ * separated by commas (spaces allowed), then ']'. 1 and s past the ']'
+ * when so; 0 and s untouched for anything else, which the general path
+ * then parses to say what is wrong. The tight loop of a lists answer. */
+static int ids_fast(cj_t *s, uint16_t *dst, int k, uint32_t limit)
+{
+    const char *p = s->p, *end = s->end;
+    for (int j = 0; j < k; j++) {
+        while (p < end && *p == ' ')
+            p++;
+        const char *d0 = p;
+        uint32_t v = 0;
+        while (p < end && *p >= '0' && *p <= '9' && p - d0 < 6)
+            v = v * 10 + (uint32_t)(*p++ - '0');
+        if (p == d0 || (*d0 == '0' && p - d0 > 1) || v >= limit)
+            return 0;
+        while (p < end && *p == ' ')
+            p++;
+        if (p >= end || *p != (j == k - 1 ? ']' : ','))
+            return 0;
+        p++;
+        dst[j] = (uint16_t)v;
+    }
+    s->p = p;
+    return 1;
+}
+
 /* Nested lists [[[id, ...] x k] x L] x T. */
 static int decode_lists(cj_t *s, const capture_hint *h, const char *name, idbuf *b, char *err,
                         size_t errlen)
@@ -126,6 +153,12 @@ static int decode_lists(cj_t *s, const capture_hint *h, const char *name, idbuf 
             if (cj_expect(s, '[') < 0)
                 return eldr_errf(err, errlen, "%s token %lld layer %d: not a list of ids", name,
                                  (long long)row, l);
+            if (b->L && l < b->L &&
+                ids_fast(s, b->ids + ((size_t)row * (size_t)b->L + (size_t)l) * (size_t)b->k,
+                         b->k, h->E > 0 ? (uint32_t)h->E : 65536)) {
+                l++;
+                continue;
+            }
             while ((rk = cj_next_item(s, &nk)) == 1) {
                 int64_t v;
                 if (cj_int(s, &v) < 0)
@@ -188,25 +221,50 @@ static int decode_lists(cj_t *s, const capture_hint *h, const char *name, idbuf 
     return r < 0 ? -1 : 0;
 }
 
-/* Raw little-endian integers of itemsize bytes (signed), rows x L x k. */
+/* Element i of raw integers of itemsize bytes, as int64. */
+static int64_t raw_at(const uint8_t *d, size_t i, int itemsize, int is_signed, int big)
+{
+    const uint8_t *q = d + i * (size_t)itemsize;
+    uint64_t u = 0;
+    for (int j = 0; j < itemsize; j++)
+        u |= (uint64_t)q[big ? itemsize - 1 - j : j] << (8 * j);
+    if (is_signed && itemsize < 8 && (u >> (8 * itemsize - 1)) & 1)
+        return (int64_t)(u | (~UINT64_C(0) << (8 * itemsize)));
+    if (!is_signed && itemsize == 8 && u > (uint64_t)INT64_MAX)
+        return INT64_MAX;
+    return (int64_t)u;
+}
+
+/* Raw integers of itemsize bytes, rows x L x k. The common cases (little-
+ * endian int16 from vLLM, int32 from SGLang) take a tight loop that only
+ * notes whether some id is out of range; the general loop then finds it
+ * and says which. */
 static int store_raw(idbuf *b, const uint8_t *d, int itemsize, int is_signed, int big,
                      const capture_hint *h, const char *name, char *err, size_t errlen)
 {
     size_t row = (size_t)b->L * (size_t)b->k, n = (size_t)b->rows * row;
     if (grow(b, b->rows ? b->rows : 1, err, errlen) < 0)
         return -1;
+    uint32_t limit = h->E > 0 ? (uint32_t)h->E : 65536;
+    if (!big && is_signed && (itemsize == 2 || itemsize == 4)) {
+        uint32_t over = 0;
+        for (size_t i = 0; i < n; i++) {
+            int32_t v;
+            if (itemsize == 2) {
+                int16_t x;
+                memcpy(&x, d + 2 * i, 2);
+                v = x;
+            } else {
+                memcpy(&v, d + 4 * i, 4);
+            }
+            over |= (uint32_t)v >= limit;   /* negative ids wrap above the limit */
+            b->ids[i] = (uint16_t)v;
+        }
+        if (!over)
+            return 0;
+    }
     for (size_t i = 0; i < n; i++) {
-        const uint8_t *q = d + i * (size_t)itemsize;
-        uint64_t u = 0;
-        for (int j = 0; j < itemsize; j++)
-            u |= (uint64_t)q[big ? itemsize - 1 - j : j] << (8 * j);
-        int64_t v;
-        if (is_signed && itemsize < 8 && (u >> (8 * itemsize - 1)) & 1)
-            v = (int64_t)(u | (~UINT64_C(0) << (8 * itemsize)));
-        else
-            v = (int64_t)u;
-        if (!is_signed && itemsize == 8 && u > (uint64_t)INT64_MAX)
-            v = INT64_MAX;
+        int64_t v = raw_at(d, i, itemsize, is_signed, big);
         if (check_id(b, v, h->E, name, (int64_t)(i / row), (int)(i % row / (size_t)b->k), err,
                      errlen) < 0)
             return -1;
@@ -459,7 +517,7 @@ static int read_counts(cj_t *s, int64_t *p, int64_t *c, span *routes)
                 return -1;
         } else if (routes && cj_key_is(key, kl, "routed_experts")) {
             const char *v = s->p;
-            if (cj_skip(s) < 0)
+            if (cj_skip_span(s) < 0)
                 return -1;
             routes->p = v;
             routes->n = (size_t)(s->p - v);
@@ -491,7 +549,7 @@ static int walk_choice(cj_t *s, found *f)
     while ((r = cj_next_key(s, &n, &key, &kl)) == 1) {
         const char *v = s->p;
         if (cj_key_is(key, kl, "routed_experts")) {
-            if (cj_skip(s) < 0)
+            if (cj_skip_span(s) < 0)
                 return -1;
             keep(&f->gen, v, s);
         } else if (cj_key_is(key, kl, "sgl_ext") && cj_peek(s) == '{') {
@@ -522,7 +580,7 @@ static int walk(cj_t *s, found *f)
     while ((r = cj_next_key(s, &n, &key, &kl)) == 1) {
         const char *v = s->p;
         if (cj_key_is(key, kl, "prompt_routed_experts")) {
-            if (cj_skip(s) < 0)
+            if (cj_skip_span(s) < 0)
                 return -1;
             keep(&f->prompt, v, s);
         } else if (cj_key_is(key, kl, "choices") && cj_peek(s) == '[') {
@@ -558,25 +616,35 @@ static int walk(cj_t *s, found *f)
 /* ---- putting the rows together ---- */
 
 /* The k ids of a token in a layer are distinct; max_id is over the rows
- * kept (not the dropped last generated row, whose contents are junk). */
+ * kept (not the dropped last generated row, whose contents are junk).
+ * Distinctness with a bitset over the id range: k marks and k clears per
+ * token and layer, not k^2 comparisons. */
 static int check_ids(capture_routes *o, char *err, size_t errlen)
 {
+    static _Thread_local uint64_t seen[65536 / 64];
     int64_t rows = o->prompt_tokens + o->decode_rows;
     const uint16_t *x = o->ids;
-    o->max_id = -1;
+    unsigned max = 0;
     for (int64_t t = 0; t < rows; t++)
-        for (int l = 0; l < o->L; l++, x += o->k)
+        for (int l = 0; l < o->L; l++, x += o->k) {
+            int dup = -1;
             for (int a = 0; a < o->k; a++) {
-                if (x[a] > o->max_id)
-                    o->max_id = x[a];
-                for (int c = 0; c < a; c++)
-                    if (x[a] == x[c])
-                        return eldr_errf(err, errlen, "%s token %lld layer %d: expert %d picked "
-                                         "twice (top-k ids must be distinct)",
-                                         t < o->prompt_tokens ? "prompt" : "decode",
-                                         (long long)(t < o->prompt_tokens ? t : t - o->prompt_tokens),
-                                         l, x[a]);
+                uint64_t bit = UINT64_C(1) << (x[a] & 63), *w = &seen[x[a] >> 6];
+                if (*w & bit)
+                    dup = x[a];
+                *w |= bit;
+                max = x[a] > max ? x[a] : max;
             }
+            for (int a = 0; a < o->k; a++)
+                seen[x[a] >> 6] = 0;
+            if (dup >= 0)
+                return eldr_errf(err, errlen, "%s token %lld layer %d: expert %d picked "
+                                 "twice (top-k ids must be distinct)",
+                                 t < o->prompt_tokens ? "prompt" : "decode",
+                                 (long long)(t < o->prompt_tokens ? t : t - o->prompt_tokens), l,
+                                 dup);
+        }
+    o->max_id = rows ? (int)max : -1;
     return 0;
 }
 

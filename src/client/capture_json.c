@@ -4,14 +4,6 @@
 
 #include "capture_json.h"
 
-int cj_peek(cj_t *s)
-{
-    while (s->p < s->end &&
-           (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
-        s->p++;
-    return s->p < s->end ? (unsigned char)*s->p : -1;
-}
-
 int cj_expect(cj_t *s, char c)
 {
     if (cj_peek(s) != (unsigned char)c)
@@ -25,34 +17,50 @@ static int is_hex(char c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+/* Whether n bytes hold a control character (which JSON wants escaped).
+ * A plain reduction, so that the compiler can vectorise it: base64
+ * strings of tens of kilobytes pass through here. */
+static int has_control(const unsigned char *p, size_t n)
+{
+    unsigned bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad |= p[i] < 0x20;
+    return bad != 0;
+}
+
 int cj_string(cj_t *s, const char **str, size_t *len)
 {
     if (cj_expect(s, '"') < 0)
         return -1;
     const char *q = s->p;
-    while (q < s->end && *q != '"') {
-        if ((unsigned char)*q < 0x20)
+    for (;;) {
+        /* the next quote; an escape before it is checked and stepped over */
+        const char *quote = memchr(q, '"', (size_t)(s->end - q));
+        const char *bs = quote ? memchr(q, '\\', (size_t)(quote - q)) : NULL;
+        if (!quote)
+            return s->p = s->end, -1;
+        const char *stop = bs ? bs : quote;
+        if (has_control((const unsigned char *)q, (size_t)(stop - q)))
             return s->p = q, -1;   /* control characters must be escaped */
-        if (*q == '\\') {
-            if (q + 1 >= s->end)
-                return s->p = q, -1;
-            char e = q[1];
-            if (e == 'u') {
-                if (s->end - q < 6 || !is_hex(q[2]) || !is_hex(q[3]) || !is_hex(q[4]) ||
-                    !is_hex(q[5]))
-                    return s->p = q, -1;
-                q += 6;
-                continue;
-            }
-            if (!strchr("\"\\/bfnrt", e) || e == 0)
-                return s->p = q, -1;
-            q += 2;
-            continue;
+        if (!bs) {
+            q = quote;
+            break;
         }
-        q++;
+        q = bs;
+        if (q + 1 >= s->end)
+            return s->p = q, -1;
+        char e = q[1];
+        if (e == 'u') {
+            if (s->end - q < 6 || !is_hex(q[2]) || !is_hex(q[3]) || !is_hex(q[4]) ||
+                !is_hex(q[5]))
+                return s->p = q, -1;
+            q += 6;
+        } else if (e && strchr("\"\\/bfnrt", e)) {
+            q += 2;
+        } else {
+            return s->p = q, -1;
+        }
     }
-    if (q >= s->end)
-        return s->p = q, -1;
     *str = s->p;
     *len = (size_t)(q - s->p);
     s->p = q + 1;
@@ -193,4 +201,29 @@ static int skip_at(cj_t *s, int depth)
 int cj_skip(cj_t *s)
 {
     return skip_at(s, 0);
+}
+
+int cj_skip_span(cj_t *s)
+{
+    int c = cj_peek(s), depth = 0;
+    const char *k;
+    size_t kl;
+    if (c != '[' && c != '{')
+        return cj_skip(s);
+    while (s->p < s->end) {
+        c = (unsigned char)*s->p;
+        if (c == '"') {
+            if (cj_string(s, &k, &kl) < 0)
+                return -1;
+            continue;
+        }
+        s->p++;
+        if (c == '[' || c == '{') {
+            if (++depth > CJ_MAX_DEPTH)
+                return -1;
+        } else if ((c == ']' || c == '}') && --depth == 0) {
+            return 0;
+        }
+    }
+    return -1;
 }

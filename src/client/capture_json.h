@@ -36,14 +36,27 @@ static inline size_t cj_where(const cj_t *s)
 }
 
 /* The next character that is not white space (the scanner stops before
- * it), or -1 at the end of the text. */
-int cj_peek(cj_t *s);
+ * it), or -1 at the end of the text. Inline: it runs between every two
+ * numbers of a routing array. */
+static inline int cj_peek(cj_t *s)
+{
+    while (s->p < s->end &&
+           (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
+        s->p++;
+    return s->p < s->end ? (unsigned char)*s->p : -1;
+}
 
 /* Consume character c (after white space); -1 when something else is next. */
 int cj_expect(cj_t *s, char c);
 
 /* Skip one value of any kind. */
 int cj_skip(cj_t *s);
+
+/* Skip one value by matching its brackets and strings only, without
+ * checking what lies between: for a value that is parsed in full later
+ * (a routing array: one strict pass instead of two). -1 when the
+ * brackets do not close before the end, or nest beyond CJ_MAX_DEPTH. */
+int cj_skip_span(cj_t *s);
 
 /* A string: *str and *len get the raw bytes between the quotes (escape
  * sequences are checked but left as they are). */
