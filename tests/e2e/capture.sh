@@ -168,3 +168,22 @@ expect_fail2 "-o in a missing directory" "cannot write in that directory" \
 expect_fail2 "--server missing" "are required" "$ELDR" capture --prompts "$TMP/p.jsonl" -o "$TMP/x.h5"
 check "no file from any of them" test ! -e "$TMP/x.h5"
 halt
+
+# --- the Lua binding: the same capture, through eldr.capture{} ---
+engine --encoding object
+cat >"$TMP/cap.lua" <<LUAEOF
+local t, s = eldr.capture{server = "$EURL", prompts = "$TMP/p.jsonl", experts = 16,
+                          max_tokens = 8, concurrency = 4, output = "$TMP/lua.h5"}
+print(t:info().n, s.captured, s.failed, s.engine, s.encoding)
+local ok, err = pcall(eldr.capture, {server = "$EURL", prompts = "$TMP/p.jsonl", experts = 4,
+                                      max_tokens = 8})
+print(ok, err)
+ok, err = pcall(eldr.capture, {server = "$EURL", prompts = "$TMP/p.jsonl", layer = 3})
+print(ok, err)
+LUAEOF
+"$ELDR" run "$TMP/cap.lua" >"$TMP/lua.out" 2>&1
+expect_in "eldr.capture: Trace and summary" "$TMP/lua.out" "^48	48	0	vllm	base64"
+exact "eldr.capture: equal the engine's" "$TMP/lua.h5" "$TMP/p.jsonl" --all
+expect_in "eldr.capture: a bad answer is a Lua error" "$TMP/lua.out" "false	eldr.capture: .*expert id [0-9]+ is not below 4"
+expect_in "eldr.capture: unknown options are refused" "$TMP/lua.out" "false	eldr.capture: .*layer"
+halt
