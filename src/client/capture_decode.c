@@ -455,7 +455,7 @@ static int decode_flat(const uint8_t *d, size_t len, const capture_hint *h, cons
 }
 
 /* Decode one field's span. want: the row counts a flat buffer may have. */
-static int decode_field(span f, const capture_hint *h, const int64_t *want, int nwant,
+static int decode_field_in(span f, const capture_hint *h, const int64_t *want, int nwant,
                         const char *name, idbuf *b, char *err, size_t errlen)
 {
     cj_t s;
@@ -470,7 +470,7 @@ static int decode_field(span f, const capture_hint *h, const int64_t *want, int 
         }
         if (rc < 0 && !err[0])
             eldr_errf(err, errlen, "%s: bad JSON at byte %zu of the field", name, cj_where(&s));
-        if (rc == 0 && b->rows == 0 && !b->L) {
+        if (rc == 0 && b->rows == 0 && !b->L && h->L && h->k) {
             b->L = h->L;   /* [] : no tokens; the geometry comes from elsewhere */
             b->k = h->k;
         }
@@ -500,6 +500,16 @@ static int decode_field(span f, const capture_hint *h, const int64_t *want, int 
     }
     return eldr_errf(err, errlen, "%s: found %s, not routed experts (lists, a base64 object or "
                      "string)", name, quote(f.p, f.n, q, sizeof q));
+}
+
+/* The same; on failure b holds nothing. */
+static int decode_field(span f, const capture_hint *h, const int64_t *want, int nwant,
+                        const char *name, idbuf *b, char *err, size_t errlen)
+{
+    int rc = decode_field_in(f, h, want, nwant, name, b, err, errlen);
+    if (rc < 0)
+        idbuf_free(b);
+    return rc;
 }
 
 /* ---- the walk ---- */

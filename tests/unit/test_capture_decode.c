@@ -17,6 +17,10 @@
 #include "../../src/client/capture_json.h"
 #include "../../src/router/b64.h"
 #include "err.h"
+#include "util_replay.h"
+
+#define FUZZ_NO_MAIN
+#include "../fuzz/fuzz_capture.c"
 
 /* The routing used throughout: P prompt tokens, G generated rows, L = 2
  * layers, top-2; token t layer l picks experts (t + l) % 8 and (t + l + 3) % 8. */
@@ -370,13 +374,40 @@ static void scanner(void **state)
     assert_true(v64 == INT64_MIN);
 }
 
+/* The harness's corpus (tests/fuzz/corpus/capture) through its checks;
+ * the seeds themselves decode (they are meant to reach deep). */
+static void fuzz_corpus(void **state)
+{
+    (void)state;
+    assert_true(corpus_replay("capture", fuzz_capture_one) >= 5);
+    const char *seeds[] = {"vllm_lists", "vllm_object", "vllm_npy", "sglang_raw", "sglang_openai"};
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/fuzz/corpus/capture/%s", seeds[i]);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        size_t n = fread(body, 1, sizeof body - 1, f);
+        fclose(f);
+        capture_hint h = {0};
+        if (body[0] & 1)
+            h.L = 1 + (body[0] >> 1 & 3);
+        if (body[0] & 8)
+            h.k = 1 + (body[0] >> 4 & 3);
+        capture_routes r;
+        if (capture_decode(body + 1, n - 1, &h, &r, err, sizeof err) < 0)
+            fail_msg("seed %s refused: %s", seeds[i], err);
+        expect_routes(&r, 3, 3);
+        capture_routes_free(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(vllm_lists_and_object), cmocka_unit_test(vllm_one_token),
         cmocka_unit_test(vllm_npy_whole_sequence), cmocka_unit_test(sglang_raw),
         cmocka_unit_test(malformed), cmocka_unit_test(deep_and_truncated),
-        cmocka_unit_test(scanner),
+        cmocka_unit_test(scanner), cmocka_unit_test(fuzz_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
