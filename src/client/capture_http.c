@@ -255,9 +255,10 @@ int capture_drive_run(capture_drive *d, char *err, size_t errlen)
             if (m->msg == CURLMSG_DONE)
                 rc = finish(&r, m, err, errlen);
         report(&r, 0);
-        if (rc == 0 && r.inflight > 0)
+        if (rc == 0 && r.inflight > 0) {
             curl_multi_poll(r.multi, NULL, 0, (int)wait_ms, NULL);
-        else if (rc == 0 && r.nretry > 0) {
+        } else if (rc == 0) {
+            /* nothing in flight: sleep until the next send (paced, or a retry) */
             struct timespec ts = {0, wait_ms * 1000000L};
             nanosleep(&ts, NULL);
         }

@@ -87,6 +87,21 @@ check "captured trace fits" "$ELDR" fit "$TMP/lists.h5" -k 2 -o "$TMP/m.h5" --se
 check "captured trace simulates" "$ELDR" sim "$TMP/lists.h5" -m "$TMP/m.h5" --policy eldr,rr --rate 20
 check "captured trace: eldr info says valid" sh -c "'$ELDR' info '$TMP/npy.h5' | grep -q 'validation valid'"
 
+# --- pacing and the progress bar ---
+engine
+head -12 "$TMP/p.jsonl" >"$TMP/p12.jsonl"
+cap "$TMP/rate.h5" --prompts "$TMP/p12.jsonl" --rate 20 --concurrency 8
+check "--rate 20: request i is never sent before i/20 s" $PY -c "
+import h5py, numpy as np, sys
+a = h5py.File(sys.argv[1], 'r')['arrival_s'][:]
+sys.exit(0 if len(a) == 12 and np.all(a - a[0] >= np.arange(12) / 20 - 0.002) else 1)" "$TMP/rate.h5"
+on_tty "$TMP/tty.txt" "'$ELDR' capture --server $EURL --prompts '$TMP/p.jsonl' -o '$TMP/tty.h5' --experts 16 --rate 40 >/dev/null"
+expect_in "a progress bar on a terminal: done/total" "$TMP/tty.txt" "eldr capture: requests \\[#*\\.*\\] +[0-9]+/48"
+expect_in "  ... with req/s and errors" "$TMP/tty.txt" "req/s  0 errors"
+cap "$TMP/notty.h5" --prompts "$TMP/p12.jsonl" --experts 16
+check "no progress bar without a terminal" test ! -s "$TMP/err"
+halt
+
 # --- retries ---
 engine --fail-first 2 --fail-match beta
 cap "$TMP/r.h5" --prompts "$TMP/p.jsonl" --experts 16 --json
