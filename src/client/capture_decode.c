@@ -391,10 +391,10 @@ static int decode_object(cj_t *s, const capture_hint *h, const char *name, idbuf
     int rc = set_geometry(b, shape[1], shape[2], h, name, err, errlen);
     if (rc == 0 && (shape[0] > (int64_t)(SIZE_MAX / 8 / 4096 / 4096) ||
                     (size_t)shape[0] * (size_t)shape[1] * (size_t)shape[2] * (size_t)isz != len))
-        rc = eldr_errf(err, errlen, "%s: shape [%lld, %lld, %lld] of %d-byte ids needs %lld "
+        rc = eldr_errf(err, errlen, "%s: shape [%lld, %lld, %lld] of %d-byte ids needs %.0f "
                        "bytes, data has %zu (inconsistent shapes)", name, (long long)shape[0],
                        (long long)shape[1], (long long)shape[2], isz,
-                       (long long)(shape[0] * shape[1] * shape[2] * isz), len);
+                       (double)shape[0] * (double)shape[1] * (double)shape[2] * isz, len);
     if (rc == 0) {
         b->rows = shape[0];
         rc = store_raw(b, d, isz, sgn, big, h, name, err, errlen);
