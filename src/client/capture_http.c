@@ -93,9 +93,7 @@ static void attempt_failed(run *r, capture_job *job, int64_t j)
 static int finish(run *r, CURLMsg *m, char *err, size_t errlen)
 {
     slot *s = NULL;
-    for (int i = 0; i < r->d->concurrency && !s; i++)
-        if (r->slots[i].curl == m->easy_handle)
-            s = &r->slots[i];
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&s);
     if (!s)
         return 0;
     capture_drive *d = r->d;
@@ -206,6 +204,7 @@ static int setup(run *r, char *err, size_t errlen)
         curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, r->headers);
         curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, s);
+        curl_easy_setopt(s->curl, CURLOPT_PRIVATE, (char *)s);
         curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
         curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000);
         curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);

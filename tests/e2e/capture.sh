@@ -37,7 +37,7 @@ engine() {
     i=0; while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
     EURL="http://127.0.0.1:$(cat "$TMP/port")"
 }
-halt() { kill $EPID 2>/dev/null; wait $EPID 2>/dev/null; }
+halt() { kill $EPID 2>/dev/null; wait $EPID 2>/dev/null; return 0; }
 cap() { # OUT ARGS...: eldr capture into OUT; status in $RC
     out=$1; shift
     "$ELDR" capture --server "$EURL" -o "$out" --max-tokens 8 "$@" >"$TMP/out" 2>"$TMP/err"
