@@ -249,11 +249,15 @@ int capture_drive_run(capture_drive *d, char *err, size_t errlen)
         int running;
         curl_multi_perform(r.multi, &running);
         CURLMsg *m;
-        int left;
+        int left, done = 0;
         while (rc == 0 && (m = curl_multi_info_read(r.multi, &left)))
-            if (m->msg == CURLMSG_DONE)
+            if (m->msg == CURLMSG_DONE) {
                 rc = finish(&r, m, err, errlen);
+                done++;
+            }
         report(&r, 0);
+        if (done)
+            continue;   /* slots came free: start what may start before waiting */
         if (rc == 0 && r.inflight > 0) {
             curl_multi_poll(r.multi, NULL, 0, (int)wait_ms, NULL);
         } else if (rc == 0) {
