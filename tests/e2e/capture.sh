@@ -129,7 +129,10 @@ engine --delay 0.1
 "$ELDR" capture --server "$EURL" -o "$TMP/c.h5" --prompts "$TMP/p.jsonl" --experts 16 \
     --concurrency 2 --json >"$TMP/out" 2>"$TMP/err" &
 CPID=$!
-sleep 0.8
+i=0   # until a few answers are in (bounded), so that the stop comes mid-run
+while [ "$(cat "$TMP/truth.jsonl" 2>/dev/null | wc -l)" -lt 4 ] && [ $i -lt 100 ]; do
+    sleep 0.1; i=$((i + 1))
+done
 kill -INT $CPID
 wait $CPID; RC=$?
 check "Ctrl-C: exit 130" test $RC -eq 130
