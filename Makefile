@@ -34,6 +34,8 @@ BUILD ?= build
 BIN ?= bin
 CORE_SRC := $(wildcard src/core/*.c)
 CLI_SRC := $(wildcard src/cli/*.c src/lua/*.c src/repl/*.c src/tui/*.c src/client/*.c)
+# eldr capture decodes base64 answers with eldrd's decoder
+CLI_SRC += src/router/b64.c
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
@@ -98,6 +100,14 @@ $(BIN)/test_tui_%: $(BUILD)/tests/unit/test_tui_%.o $(TEST_UTIL_OBJ) $(TUI_OBJ) 
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) $(TEST_LIBS)
 
+# test_capture_*: the engine-answer decoder of eldr capture (src/client)
+CAPTURE_DECODE_OBJ := $(BUILD)/src/client/capture_decode.o $(BUILD)/src/client/capture_field.o \
+	$(BUILD)/src/client/capture_json.o \
+	$(BUILD)/src/router/b64.o
+$(BIN)/test_capture_%: $(BUILD)/tests/unit/test_capture_%.o $(TEST_UTIL_OBJ) $(CAPTURE_DECODE_OBJ) $(CORE_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
+
 $(BIN)/test_router_%: $(BUILD)/tests/unit/test_router_%.o $(TEST_UTIL_OBJ) $(ROUTER_LIB) $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(ROUTER_LIBS) $(TEST_LIBS)
@@ -109,6 +119,11 @@ $(BIN)/test_%: $(BUILD)/tests/unit/test_%.o $(TEST_UTIL_OBJ) $(CORE_LIB)
 $(BIN)/bench_%: $(BUILD)/tests/bench/bench_%.o $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# the stand-in engine of the capture benchmark (tests/bench/capture.sh)
+$(BIN)/capture_engine: tests/bench/capture_engine.c $(BUILD)/src/router/b64.o
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 unit-tests: $(TEST_BIN)
 
@@ -156,7 +171,7 @@ asan: deps
 bench: deps
 	@$(MAKE) --no-print-directory bench-built
 
-bench-built: all $(BENCH_BIN)
+bench-built: all $(BENCH_BIN) $(BIN)/capture_engine
 	@BIN=$(BIN) sh tests/bench/run.sh
 
 # Fuzzing (tests/fuzz/, docs/reliability.md): clang's libFuzzer with ASan
@@ -169,7 +184,8 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD := build-fuzz
 FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
-FUZZ_SRC := $(CORE_SRC) $(wildcard src/router/b64.c src/router/body_*.c)
+FUZZ_SRC := $(CORE_SRC) $(wildcard src/router/b64.c src/router/body_*.c) \
+	src/client/capture_decode.c src/client/capture_field.c src/client/capture_json.c
 FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_HARNESS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_HARNESS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)

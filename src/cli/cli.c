@@ -142,3 +142,25 @@ double cli_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *longopts, void (*help)(void),
+               int (*one)(int c, const char *arg, void *ctx), void *ctx)
+{
+    optind = 1;
+    opterr = 0;
+    int c, rc;
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        if (c == 'h') {
+            help();
+            return -1;
+        }
+        if (c == ':')
+            return cli_usage_error(cmd, "option %s needs a value", argv[optind - 1]);
+        if (c == '?')
+            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        if ((rc = one(c, optarg, ctx)))
+            return rc;
+    }
+    return 0;
+}

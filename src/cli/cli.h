@@ -9,6 +9,7 @@
 #ifndef ELDR_CLI_H
 #define ELDR_CLI_H
 
+#include <getopt.h>
 #include <jansson.h>
 #include <stdint.h>
 
@@ -38,6 +39,15 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
 /* Comma-separated integer list with ranges ("0,3,5-7"); *out malloc'd. */
 int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long long lo,
                        long long hi, long long **out, int *n);
+
+/* The getopt_long loop of a subcommand: -h/--help calls help() and
+ * returns -1; a missing value or an unknown option is a usage error
+ * (CLI_BADINPUT); every other option goes to one(c, optarg, ctx), whose
+ * non-zero status ends the loop and is returned. 0 when all parsed;
+ * optind is then the first operand. */
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *longopts, void (*help)(void),
+               int (*one)(int c, const char *arg, void *ctx), void *ctx);
 
 /* Before a command talks to eldrd: GET url/healthz within timeout_s.
  * 0 when the daemon answered (even with an error status: what that means

@@ -68,8 +68,9 @@ static void usage(void)
 enum { O_TO = 256, O_RATE, O_SPEED, O_REQ, O_CONC, O_TPOT, O_DTOK, O_MAXS, O_TIMEOUT,
        O_SEED, O_PREFIX, O_JSON };
 
-static int one_opt(int c, const char *a, replay_opts *o)
+static int one_opt(int c, const char *a, void *ctx)
 {
+    replay_opts *o = ctx;
     switch (c) {
     case O_TO: o->url = a; return 0;
     case O_RATE: return cli_parse_double(CMD, "--rate", a, 1e-6, 1e7, &o->rate);
@@ -108,21 +109,9 @@ static int parse_args(int argc, char **argv, replay_opts *o)
     };
     *o = (replay_opts){.speed = 1, .tpot_ms = 20, .max_seconds = 120, .timeout_s = 5,
                        .concurrency = 4, .seed = 1, .decode_tokens = 64};
-    optind = 1;
-    opterr = 0;
-    int c, rc;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage();
-            return -1;
-        }
-        if (c == ':')
-            return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
-        if (c == '?')
-            return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
-        if ((rc = one_opt(c, optarg, o)))
-            return rc;
-    }
+    int rc = cli_getopt(CMD, argc, argv, ":h", longopts, usage, one_opt, o);
+    if (rc)
+        return rc;
     if (optind >= argc)
         return cli_usage_error(CMD, "no trace file given");
     if (optind + 1 < argc)

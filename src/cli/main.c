@@ -19,6 +19,7 @@ int cmd_repl(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_dash(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
 
 static const struct command {
     const char *name;
@@ -28,6 +29,7 @@ static const struct command {
     /* traces */
     {"gen", cmd_gen, "generate a synthetic MoE activation trace"},
     {"import", cmd_import, "import a calibration capture (.npz) or JSON lines into a trace"},
+    {"capture", cmd_capture, "record a trace from a running vLLM or SGLang engine (routed experts)"},
     {"info", cmd_info, "geometry, counts, labels and validation of a trace or model"},
     /* calibration */
     {"rho", cmd_rho, "signature quality rho, greedy layer selection, variant comparison"},

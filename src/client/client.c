@@ -28,24 +28,29 @@ static void global_init(void)
     global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+int client_buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 4096;
+        while (c < *len + n + 1)
+            c *= 2;
+        char *b = realloc(*buf, c);
+        if (!b)
+            return -1;
+        *buf = b;
+        *cap = c;
+    }
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    (*buf)[*len] = '\0';
+    return 0;
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
     client_t *c = arg;
-    size_t add = size * n;
-    if (c->len + add + 1 > c->cap) {
-        size_t cap = c->cap ? c->cap : 4096;
-        while (cap < c->len + add + 1)
-            cap *= 2;
-        char *b = realloc(c->buf, cap);
-        if (!b)
-            return 0;  /* curl reports a write error */
-        c->buf = b;
-        c->cap = cap;
-    }
-    memcpy(c->buf + c->len, p, add);
-    c->len += add;
-    c->buf[c->len] = '\0';
-    return add;
+    /* 0 bytes taken: curl reports a write error */
+    return client_buf_append(&c->buf, &c->len, &c->cap, p, size * n) < 0 ? 0 : size * n;
 }
 
 client_t *client_new(const char *url, double timeout_s, char *err, size_t errlen)

@@ -82,6 +82,11 @@ int client_put_model(client_t *c, const model_t *m, json_t **out, char *err, siz
 /* GET /v1/window?n=N (n < 0: the daemon's default). */
 int client_window(client_t *c, int n, json_t **out, char *err, size_t errlen);
 
+/* Append n bytes to a growable, NUL-terminated buffer (*buf may be
+ * NULL at first): the answer bodies of this client and of eldr capture.
+ * 0, or -1 when out of memory (the buffer is left as it was). */
+int client_buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n);
+
 /* Base64 (RFC 4648, padded) of n bytes into dst, which holds
  * client_b64_len(n) bytes (NUL included). */
 static inline size_t client_b64_len(size_t n)

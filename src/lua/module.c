@@ -126,7 +126,8 @@ static const struct help_area {
     const char *title;
     const char *const pat[12];
 } help_areas[] = {
-    {"Traces", {"eldr.load", "eldr.gen", "eldr.import", "eldr.info", "Trace:", NULL}},
+    {"Traces", {"eldr.load", "eldr.gen", "eldr.import", "eldr.capture", "eldr.info", "Trace:",
+                NULL}},
     {"Signatures", {"eldr.recipe", "eldr.signatures", "eldr.matrix", "eldr.pca", "Recipe:",
                     "Signatures:", NULL}},
     {"Calibration", {"eldr.rho", "eldr.rho_variants", "eldr.select_layers", "eldr.rho_curve",
@@ -287,6 +288,7 @@ static int l_help(lua_State *L)
 }
 
 void l_open_dash(lua_State *L);   /* l_dash.c (helper M2): eldr.dash */
+void l_open_capture(lua_State *L);   /* l_capture.c: eldr.capture */
 
 int luaopen_eldr(lua_State *L)
 {
@@ -303,6 +305,7 @@ int luaopen_eldr(lua_State *L)
     l_open_pca(L);
     l_open_attach(L);
     l_open_dash(L);   /* l_dash.c: eldr.dash, the dashboard */
+    l_open_capture(L);
     static const l_fn fns[] = {
         {"help", l_help, "eldr.help([name | value]) -> text: every function's one-line help "
                          "grouped by area, those called name, or the help of a function, "

@@ -1,0 +1,310 @@
+/* capture_decode.c - routed experts out of an engine answer
+ * (capture_decode.h). The answer is walked once with the in-place scanner
+ * (capture_json.h), keeping only the spans of the fields that matter; the
+ * spans are decoded afterwards (capture_field.c), when the token counts
+ * are known (a raw SGLang buffer needs them to find its item size, and
+ * the keys may come in any order), and put together here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture_decode.h"
+#include "capture_field.h"
+#include "capture_json.h"
+#include "err.h"
+
+/* What the walk found. */
+typedef struct found {
+    span prompt, gen, full;     /* vLLM prompt/generation arrays; a whole-sequence array */
+    int full_is_sglang;         /* full covers P + C - 1 (SGLang) rather than P + C or P + C - 1 */
+    int64_t usage_p, usage_c, meta_p, meta_c; /* -1: absent */
+    const char *full_name;      /* the field's name, for messages */
+} found;
+
+/* ---- the walk ---- */
+
+static int read_counts(cj_t *s, int64_t *p, int64_t *c, span *routes)
+{
+    const char *key;
+    size_t kl;
+    int n = 0, r;
+    cj_expect(s, '{');
+    while ((r = cj_next_key(s, &n, &key, &kl)) == 1) {
+        int is_p = cj_key_is(key, kl, "prompt_tokens"), is_c = cj_key_is(key, kl, "completion_tokens");
+        if ((is_p || is_c) && cj_peek(s) != 'n') {
+            if (cj_int(s, is_p ? p : c) < 0)
+                return -1;
+        } else if (routes && cj_key_is(key, kl, "routed_experts")) {
+            const char *v = s->p;
+            if (cj_skip_span(s) < 0)
+                return -1;
+            routes->p = v;
+            routes->n = (size_t)(s->p - v);
+        } else if (cj_skip(s) < 0) {
+            return -1;
+        }
+    }
+    return r;
+}
+
+static void keep(span *sp, const char *from, const cj_t *s)
+{
+    while (from < s->p && (*from == ' ' || *from == '\n' || *from == '\r' || *from == '\t'))
+        from++;
+    sp->p = from;
+    sp->n = (size_t)(s->p - from);
+    if (sp->n == 4 && !memcmp(from, "null", 4))
+        sp->n = 0;
+}
+
+static int walk_choice(cj_t *s, found *f)
+{
+    const char *key;
+    size_t kl;
+    int n = 0, r;
+    if (cj_peek(s) != '{')
+        return cj_skip(s);
+    cj_expect(s, '{');
+    while ((r = cj_next_key(s, &n, &key, &kl)) == 1) {
+        const char *v = s->p;
+        if (cj_key_is(key, kl, "routed_experts")) {
+            if (cj_skip_span(s) < 0)
+                return -1;
+            keep(&f->gen, v, s);
+        } else if (cj_key_is(key, kl, "sgl_ext") && cj_peek(s) == '{') {
+            span sg = {0};
+            int64_t dummy_p = -1, dummy_c = -1;
+            if (read_counts(s, &dummy_p, &dummy_c, &sg) < 0)
+                return -1;
+            if (sg.n) {
+                cj_t t = {sg.p, sg.p + sg.n, sg.p + sg.n};
+                keep(&f->full, sg.p, &t);
+                f->full_is_sglang = 1;
+                f->full_name = "choices[0].sgl_ext.routed_experts";
+            }
+        } else if (cj_skip(s) < 0) {
+            return -1;
+        }
+    }
+    return r;
+}
+
+static int walk(cj_t *s, found *f)
+{
+    const char *key;
+    size_t kl;
+    int n = 0, r;
+    if (cj_expect(s, '{') < 0)
+        return -1;
+    while ((r = cj_next_key(s, &n, &key, &kl)) == 1) {
+        const char *v = s->p;
+        if (cj_key_is(key, kl, "prompt_routed_experts")) {
+            if (cj_skip_span(s) < 0)
+                return -1;
+            keep(&f->prompt, v, s);
+        } else if (cj_key_is(key, kl, "choices") && cj_peek(s) == '[') {
+            int m = 0, ri;
+            cj_expect(s, '[');
+            while ((ri = cj_next_item(s, &m)) == 1)
+                if ((m == 1 ? walk_choice(s, f) : cj_skip(s)) < 0)
+                    return -1;
+            if (ri < 0)
+                return -1;
+        } else if (cj_key_is(key, kl, "usage") && cj_peek(s) == '{') {
+            if (read_counts(s, &f->usage_p, &f->usage_c, NULL) < 0)
+                return -1;
+        } else if (cj_key_is(key, kl, "meta_info") && cj_peek(s) == '{') {
+            span sg = {0};
+            if (read_counts(s, &f->meta_p, &f->meta_c, &sg) < 0)
+                return -1;
+            if (sg.n) {
+                cj_t t = {sg.p, sg.p + sg.n, sg.p + sg.n};
+                keep(&f->full, sg.p, &t);
+                f->full_is_sglang = 1;
+                f->full_name = "meta_info.routed_experts";
+            }
+        } else if (cj_skip(s) < 0) {
+            return -1;
+        }
+    }
+    if (r < 0)
+        return -1;
+    return cj_peek(s) == -1 ? 0 : -1;
+}
+
+/* ---- putting the rows together ---- */
+
+/* The k ids of a token in a layer are distinct; max_id is over the rows
+ * kept (not the dropped last generated row, whose contents are junk).
+ * Distinctness with a bitset over the id range: k marks and k clears per
+ * token and layer, not k^2 comparisons. */
+static int check_ids(capture_routes *o, char *err, size_t errlen)
+{
+    static _Thread_local uint64_t seen[65536 / 64];
+    int64_t rows = o->prompt_tokens + o->decode_rows;
+    const uint16_t *x = o->ids;
+    unsigned max = 0;
+    for (int64_t t = 0; t < rows; t++)
+        for (int l = 0; l < o->L; l++, x += o->k) {
+            int dup = -1;
+            for (int a = 0; a < o->k; a++) {
+                uint64_t bit = UINT64_C(1) << (x[a] & 63), *w = &seen[x[a] >> 6];
+                if (*w & bit)
+                    dup = x[a];
+                *w |= bit;
+                max = x[a] > max ? x[a] : max;
+            }
+            for (int a = 0; a < o->k; a++)
+                seen[x[a] >> 6] = 0;
+            if (dup >= 0)
+                return eldr_errf(err, errlen, "%s token %lld layer %d: expert %d picked "
+                                 "twice (top-k ids must be distinct)",
+                                 t < o->prompt_tokens ? "prompt" : "decode",
+                                 (long long)(t < o->prompt_tokens ? t : t - o->prompt_tokens), l,
+                                 dup);
+        }
+    o->max_id = rows ? (int)max : -1;
+    return 0;
+}
+
+/* out gets P prompt rows from a and D decode rows from g starting at row g0. */
+static int assemble(capture_routes *o, const idbuf *a, int64_t P, const idbuf *g, int64_t g0,
+                    int64_t C, char *err, size_t errlen)
+{
+    if (g->L != a->L || g->k != a->k)
+        return eldr_errf(err, errlen, "prompt routing is %d layers x top-%d, generation %d x "
+                         "top-%d (inconsistent shapes)", a->L, a->k, g->L, g->k);
+    o->L = a->L;
+    o->k = a->k;
+    o->prompt_tokens = P;
+    o->completion_tokens = C;
+    o->decode_rows = C > 0 ? C - 1 : 0;
+    o->encoding = a->encoding ? a->encoding : g->encoding;
+    size_t row = (size_t)o->L * (size_t)o->k;
+    o->ids = malloc(((size_t)(P + o->decode_rows) * row + 1) * sizeof *o->ids);
+    if (!o->ids)
+        return eldr_errf(err, errlen, "out of memory for %lld tokens",
+                         (long long)(P + o->decode_rows));
+    if (P)
+        memcpy(o->ids, a->ids, (size_t)P * row * sizeof *o->ids);
+    if (o->decode_rows)
+        memcpy(o->ids + (size_t)P * row, g->ids + (size_t)g0 * row,
+               (size_t)o->decode_rows * row * sizeof *o->ids);
+    return check_ids(o, err, errlen);
+}
+
+/* vLLM with separate prompt and generation arrays. */
+static int split_two(const found *f, const capture_hint *h, capture_routes *o, char *err,
+                     size_t errlen)
+{
+    idbuf a, g;
+    const char *pn = "prompt_routed_experts", *gn = "choices[0].routed_experts";
+    int64_t pw[1] = {f->usage_p}, gw[2] = {f->usage_c >= 1 ? f->usage_c - 1 : f->usage_c,
+                                           f->usage_c};
+    int rc = capture_decode_field(f->prompt, h, pw, 1, pn, &a, err, errlen);
+    if (rc == 0) {
+        capture_hint h2 = *h;
+        h2.L = a.L;
+        h2.k = a.k;
+        h2.from = pn;
+        rc = capture_decode_field(f->gen, a.L ? &h2 : h, gw, 2, gn, &g, err, errlen);
+        if (rc < 0) {
+            capture_idbuf_free(&a);
+            return -1;
+        }
+    } else {
+        return -1;
+    }
+    int64_t C = f->usage_c >= 0 ? f->usage_c : g.rows;
+    if (f->usage_p >= 0 && a.rows != f->usage_p)
+        rc = eldr_errf(err, errlen, "%s has %lld tokens, usage.prompt_tokens says %lld "
+                       "(inconsistent shapes)", pn, (long long)a.rows, (long long)f->usage_p);
+    else if (g.rows > C || g.rows < (C > 0 ? C - 1 : 0))
+        rc = eldr_errf(err, errlen, "%s has %lld tokens for %lld completion tokens (expected %lld "
+                       "or %lld; inconsistent shapes)", gn, (long long)g.rows, (long long)C,
+                       (long long)(C > 0 ? C - 1 : 0), (long long)C);
+    else if (!a.L && !g.L)
+        rc = eldr_errf(err, errlen, "%s and %s are both empty", pn, gn);
+    else {
+        if (!a.L)
+            a.L = g.L, a.k = g.k;
+        if (!g.L)
+            g.L = a.L, g.k = a.k;
+        rc = assemble(o, &a, a.rows, &g, 0, C, err, errlen);
+    }
+    capture_idbuf_free(&a);
+    capture_idbuf_free(&g);
+    return rc;
+}
+
+/* One array over the whole sequence: prompt rows, then generated ones. */
+static int split_full(const found *f, span full, const char *name, int64_t P, int64_t C,
+                      const char *pname, const capture_hint *h, capture_routes *o, char *err,
+                      size_t errlen)
+{
+    if (P < 0 || C < 0)
+        return eldr_errf(err, errlen, "%s covers prompt and completion, but the answer has no "
+                         "%s.prompt_tokens and completion_tokens to split it", name, pname);
+    int64_t want[2] = {C > 0 ? P + C - 1 : P, P + C};
+    idbuf b;
+    if (capture_decode_field(full, h, want, f->full_is_sglang ? 1 : 2, name, &b, err, errlen) < 0)
+        return -1;
+    int rc;
+    if (b.rows != want[0] && b.rows != want[1])
+        rc = eldr_errf(err, errlen, "%s has %lld tokens; %lld prompt + %lld completion tokens "
+                       "make %lld (or %lld) (inconsistent shapes)", name, (long long)b.rows,
+                       (long long)P, (long long)C, (long long)want[0], (long long)want[1]);
+    else if (!b.L)
+        rc = eldr_errf(err, errlen, "%s is empty", name);
+    else
+        rc = assemble(o, &b, P, &b, P, C, err, errlen);
+    capture_idbuf_free(&b);
+    return rc;
+}
+
+int capture_decode(const char *body, size_t len, const capture_hint *hint, capture_routes *out,
+                   char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->max_id = -1;
+    found f = {.usage_p = -1, .usage_c = -1, .meta_p = -1, .meta_c = -1};
+    cj_t s;
+    cj_init(&s, body, len);
+    if (cj_peek(&s) != '{') {
+        char q[64];
+        return eldr_errf(err, errlen, "the answer is not a JSON object: %s",
+                         capture_quote(body, len, q, sizeof q));
+    }
+    if (walk(&s, &f) < 0)
+        return eldr_errf(err, errlen, "the answer is not valid JSON (byte %zu of %zu)",
+                         cj_where(&s), len);
+    err[0] = 0;
+    int rc;
+    if (f.full.n && f.full_is_sglang && f.meta_p >= 0)
+        rc = split_full(&f, f.full, f.full_name, f.meta_p, f.meta_c, "meta_info", hint, out, err,
+                        errlen);
+    else if (f.full.n)
+        rc = split_full(&f, f.full, f.full_name, f.usage_p, f.usage_c, "usage", hint, out, err,
+                        errlen);
+    else if (f.gen.n && f.prompt.n)
+        rc = split_two(&f, hint, out, err, errlen);
+    else if (f.gen.n) {
+        f.full_is_sglang = 0;
+        rc = split_full(&f, f.gen, "choices[0].routed_experts", f.usage_p, f.usage_c, "usage",
+                        hint, out, err, errlen);
+    } else
+        return eldr_errf(err, errlen, "the answer has no routed experts (%s)",
+                         CAPTURE_NO_ROUTES_HINT);
+    if (rc < 0) {
+        capture_routes_free(out);
+        if (!err[0])
+            eldr_errf(err, errlen, "routed experts: bad answer");
+    }
+    return rc;
+}
+
+void capture_routes_free(capture_routes *r)
+{
+    free(r->ids);
+    memset(r, 0, sizeof *r);
+    r->max_id = -1;
+}

@@ -1,0 +1,62 @@
+/* capture_decode.h - the routed experts in one engine answer: which
+ * encoding it is, and the expert ids of every prompt token and of the
+ * generated tokens that were fed forward (`eldr capture`, docs/capture.md).
+ *
+ * Answers understood (the field is found by where it sits):
+ *   vLLM /v1/completions and /v1/chat/completions: the response-level
+ *     `prompt_routed_experts` [prompt, L, k] and `choices[0].routed_experts`
+ *     [generated, L, k]; or, without the former, `choices[0].routed_experts`
+ *     covering prompt + generated tokens (split at usage.prompt_tokens).
+ *   SGLang /generate: `meta_info.routed_experts`, prompt + completion - 1
+ *     tokens, with meta_info.prompt_tokens / completion_tokens; SGLang's
+ *     OpenAI endpoints: `choices[0].sgl_ext.routed_experts` (or
+ *     `choices[0].routed_experts`), same coverage, with `usage`.
+ * Each field may be encoded as
+ *   - nested JSON lists [[[id, ...], ...], ...];
+ *   - an object {"encoding": "base64", "dtype": "int16", "shape": [T, L, k],
+ *     "data": BASE64} (dtype int8..int64, unsigned too; "encoding" optional);
+ *   - a base64 string of a .npy file (integer dtype, shape [T, L, k]);
+ *   - a base64 string of raw little-endian integers [T * L * k] (SGLang):
+ *     L and k must be known (hints), T follows from the token counts, and
+ *     the item size from the byte length (tokens x L x k x itemsize).
+ * Anything else is refused with a message that quotes what was there.
+ *
+ * Token alignment: the last generated token is never fed forward, so an
+ * answer with C generated tokens gives C - 1 decode rows (0 when C is 0);
+ * a generation array of C rows loses its last row.
+ *
+ * Ids are checked: >= 0 (vLLM marks positions it has no routing for with
+ * -1), below 65536 and below E when E is given, and the k ids of a token in
+ * a layer distinct. No printing, no HTTP; one line in err on failure. */
+#ifndef ELDR_CAPTURE_DECODE_H
+#define ELDR_CAPTURE_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct capture_hint {
+    int L, k;          /* layers and top-k when known (0: take the answer's) */
+    int E;             /* experts when known (0: any id below 65536) */
+    const char *from;  /* where L and k came from, for messages ("--layers/--top-k") */
+} capture_hint;
+
+typedef struct capture_routes {
+    int L, k;
+    int64_t prompt_tokens;      /* P: prefill rows */
+    int64_t completion_tokens;  /* C: as the engine reported it */
+    int64_t decode_rows;        /* D = max(C - 1, 0) */
+    uint16_t *ids;              /* [(P + D)][L][k]: prompt rows, then decode rows */
+    int max_id;                 /* largest id seen (-1 when there were none) */
+    const char *encoding;       /* "json", "base64", "npy", "raw-int32", ... (static) */
+} capture_routes;
+
+/* Decode one answer body. 0, or -1 with err (and *out zeroed). */
+int capture_decode(const char *body, size_t len, const capture_hint *hint,
+                   capture_routes *out, char *err, size_t errlen);
+
+void capture_routes_free(capture_routes *r);
+
+/* What to tell the operator when an answer has no routed experts. */
+#define CAPTURE_NO_ROUTES_HINT "start the engine with --enable-return-routed-experts"
+
+#endif

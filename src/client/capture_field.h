@@ -1,0 +1,38 @@
+/* capture_field.h - one routed-experts field of an engine answer
+ * (capture_decode.h lists the encodings), decoded into rows of L x k ids.
+ * Internal to the capture decoder: capture_decode.c finds the fields in
+ * an answer and puts their rows together; this decodes one field. */
+#ifndef ELDR_CAPTURE_FIELD_H
+#define ELDR_CAPTURE_FIELD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture_decode.h"
+
+/* One decoded field: rows of L x k ids. */
+typedef struct idbuf {
+    uint16_t *ids;
+    int64_t rows, cap;          /* rows held, rows allocated */
+    int L, k;                   /* 0 until known */
+    const char *encoding;
+} idbuf;
+
+typedef struct span {
+    const char *p;
+    size_t n;                   /* 0: absent (or null) */
+} span;
+
+/* Decode the field whose JSON value is f. want[0..nwant): the token
+ * counts a flat buffer (which carries no shape) may cover. name: the
+ * field, for messages. 0, or -1 with err and b empty. An empty list
+ * leaves L and k 0 unless the hint has both. */
+int capture_decode_field(span f, const capture_hint *h, const int64_t *want, int nwant,
+                         const char *name, idbuf *b, char *err, size_t errlen);
+void capture_idbuf_free(idbuf *b);
+
+/* The first bytes of a value, printable and cut at 48, for "found ..."
+ * messages; returns buf. */
+const char *capture_quote(const char *p, size_t n, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,207 @@
+#!/bin/sh
+# tests/e2e/capture.sh - eldr capture against a stand-in engine
+# (tests/e2e/fake_engine.py) that answers like vLLM and SGLang with
+# routing drawn from the prompt: the captured trace equals the engine's
+# routing exactly for every encoding (tests/e2e/capture_check.py, h5py),
+# failed requests are retried and then named, a server that dies mid-run
+# and Ctrl-C leave a trace of what was captured, bad answers exit 2 with
+# no file, and the trace fits and simulates.
+. "$ROOT/tests/cli/lib.sh"
+. "$ROOT/tests/e2e/daemon.inc"
+[ -x "$ELDR" ] || ELDR="$ROOT/bin/eldr"
+if ! $PY -c 'import numpy, h5py' 2>/dev/null; then
+    notok "capture prerequisites" "need numpy/h5py under $PY"; exit 0
+fi
+FAKE="$ROOT/tests/e2e/fake_engine.py"
+CHECK="$ROOT/tests/e2e/capture_check.py"
+
+# prompts: 48 lines, 4 first words (domains), labels, ids; a chat set too
+$PY - "$TMP/p.jsonl" "$TMP/chat.jsonl" <<'PYEOF'
+import json, sys
+words = ["alpha", "beta", "gamma", "delta"]
+with open(sys.argv[1], "w") as f, open(sys.argv[2], "w") as g:
+    for i in range(48):
+        w = words[i % 4]
+        text = w + " q%d " % i + " ".join("t%d" % j for j in range(1 + (i * 7) % 11))
+        f.write(json.dumps({"id": "r%02d" % i, "prompt": text, "label": w}) + "\n")
+        g.write(json.dumps({"id": "c%02d" % i, "messages": [{"role": "system", "content": w},
+                            {"role": "user", "content": text}], "label": w}) + "\n")
+PYEOF
+
+# engine ARGS...: a fresh stand-in ($EURL, $EPID); truth in $TMP/truth.jsonl
+engine() {
+    rm -f "$TMP/port" "$TMP/truth.jsonl"
+    $PY "$FAKE" "$TMP/port" "$TMP/truth.jsonl" --max-seconds 100 "$@" 2>"$TMP/engine.log" &
+    EPID=$!
+    PIDS="$PIDS $EPID"
+    i=0; while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    EURL="http://127.0.0.1:$(cat "$TMP/port")"
+}
+halt() { kill $EPID 2>/dev/null; wait $EPID 2>/dev/null; return 0; }
+cap() { # OUT ARGS...: eldr capture into OUT; status in $RC
+    out=$1; shift
+    "$ELDR" capture --server "$EURL" -o "$out" --max-tokens 8 "$@" >"$TMP/out" 2>"$TMP/err"
+    RC=$?
+}
+# exact NAME FILE PROMPTS [--all]: the trace equals the engine's routing
+exact() {
+    if $PY "$CHECK" "$2" "$3" "$TMP/truth.jsonl" $4 >"$TMP/chk" 2>&1; then ok "$1"; else
+        notok "$1" "$(cat "$TMP/chk" | head -c 400)" "$(head -c 300 "$TMP/err")"; fi
+}
+
+# --- every encoding, captured exactly ---
+for enc in lists object npy; do
+    engine --encoding $enc --experts 16 --layers 6 --topk 2
+    cap "$TMP/$enc.h5" --prompts "$TMP/p.jsonl" --experts 16
+    check "vllm $enc: exit 0" test $RC -eq 0
+    exact "vllm $enc: counts, tokens and ids equal the engine's" "$TMP/$enc.h5" "$TMP/p.jsonl" --all
+    halt
+done
+expect_in "vllm: summary names the encoding" "$TMP/out" "encoding npy"
+engine --encoding object --layers 4 --topk 3 --experts 24
+cap "$TMP/chat.h5" --prompts "$TMP/chat.jsonl" --experts 24 --json
+check "vllm chat (messages): exit 0" test $RC -eq 0
+exact "vllm chat: equal the engine's" "$TMP/chat.h5" "$TMP/chat.jsonl" --all
+check "--json summary" jq_py "$TMP/out" "j['captured'] == 48 and j['failed'] == 0 and j['engine'] == 'vllm' and j['encoding'] == 'base64' and j['layers'] == 4 and j['top_k'] == 3 and j['experts'] == 24 and j['model'] == 'fake/moe-tiny'"
+halt
+engine --engine sglang --layers 5 --topk 2 --experts 12
+cap "$TMP/sg.h5" --prompts "$TMP/p.jsonl"
+check "sglang /generate, geometry from /get_model_info: exit 0" test $RC -eq 0
+exact "sglang raw int32: equal the engine's" "$TMP/sg.h5" "$TMP/p.jsonl" --all
+expect_in "E inferred: a warning says so" "$TMP/err" "warning: E = 12 is the largest expert id seen"
+halt
+engine --engine sglang --layers 5 --topk 2 --experts 12 --no-geometry
+cap "$TMP/sg2.h5" --prompts "$TMP/p.jsonl"
+check "sglang without geometry or --layers: exit 2" test $RC -eq 2
+expect_in "  ... asks for --layers and --top-k" "$TMP/err" "give --layers and --top-k"
+check "  ... and writes nothing" test ! -e "$TMP/sg2.h5"
+cap "$TMP/sg2.h5" --prompts "$TMP/p.jsonl" --layers 5 --top-k 2 --experts 12 --engine sglang
+check "sglang with --layers/--top-k: exit 0" test $RC -eq 0
+exact "  ... equal the engine's" "$TMP/sg2.h5" "$TMP/p.jsonl" --all
+cap "$TMP/sg3.h5" --prompts "$TMP/p.jsonl" --layers 6 --top-k 2 --engine sglang
+check "sglang with the wrong --layers: exit 2" test $RC -eq 2
+halt
+
+# --- the trace is usable ---
+check "captured trace fits" "$ELDR" fit "$TMP/lists.h5" -k 2 -o "$TMP/m.h5" --seed 1
+check "captured trace simulates" "$ELDR" sim "$TMP/lists.h5" -m "$TMP/m.h5" --policy eldr,rr --rate 20
+check "captured trace: eldr info says valid" sh -c "'$ELDR' info '$TMP/npy.h5' | grep -q 'validation valid'"
+
+# --- pacing and the progress bar ---
+engine
+head -12 "$TMP/p.jsonl" >"$TMP/p12.jsonl"
+cap "$TMP/rate.h5" --prompts "$TMP/p12.jsonl" --rate 20 --concurrency 8
+check "--rate 20: request i is never sent before i/20 s" $PY -c "
+import h5py, numpy as np, sys
+a = h5py.File(sys.argv[1], 'r')['arrival_s'][:]
+sys.exit(0 if len(a) == 12 and np.all(a - a[0] >= np.arange(12) / 20 - 0.002) else 1)" "$TMP/rate.h5"
+on_tty "$TMP/tty.txt" "'$ELDR' capture --server $EURL --prompts '$TMP/p.jsonl' -o '$TMP/tty.h5' --experts 16 --rate 40 >/dev/null"
+expect_in "a progress bar on a terminal: done/total" "$TMP/tty.txt" "eldr capture: requests \\[#*\\.*\\] +[0-9]+/48"
+expect_in "  ... with req/s and errors" "$TMP/tty.txt" "req/s  0 errors"
+cap "$TMP/notty.h5" --prompts "$TMP/p12.jsonl" --experts 16
+check "no progress bar without a terminal" test ! -s "$TMP/err"
+halt
+
+# --- retries ---
+engine --fail-first 2 --fail-match beta
+cap "$TMP/r.h5" --prompts "$TMP/p.jsonl" --experts 16 --json
+check "two failed attempts are retried: every prompt captured" jq_py "$TMP/out" "j['captured'] == 48 and j['failed'] == 0 and j['failed_attempts'] == 24"
+exact "  ... and equal the engine's" "$TMP/r.h5" "$TMP/p.jsonl" --all
+halt
+engine --fail-first 3 --fail-match beta
+cap "$TMP/r3.h5" --prompts "$TMP/p.jsonl" --experts 16
+check "three failed attempts: exit 1" test $RC -eq 1
+expect_in "  ... the summary names a failed request" "$TMP/out" "failed: r01 \(line 2\): HTTP 500"
+check "  ... the trace holds the 36 others" sh -c "'$ELDR' info '$TMP/r3.h5' | grep -Eq '^requests +36'"
+exact "  ... equal the engine's" "$TMP/r3.h5" "$TMP/p.jsonl"
+halt
+
+# --- a server that dies mid-run ---
+engine --die-after 20
+cap "$TMP/d.h5" --prompts "$TMP/p.jsonl" --experts 16 --concurrency 1 --json
+check "server dies after 20: exit 1" test $RC -eq 1
+check "  ... 20 captured, 28 failed, all named" jq_py "$TMP/out" "j['captured'] == 20 and j['failed'] == 28 and len(j['failures']) == 28"
+exact "  ... the 20 equal the engine's" "$TMP/d.h5" "$TMP/p.jsonl"
+halt
+
+# --- Ctrl-C: stop sending, wait for what is in flight, write it ---
+engine --delay 0.1
+"$ELDR" capture --server "$EURL" -o "$TMP/c.h5" --prompts "$TMP/p.jsonl" --experts 16 \
+    --concurrency 2 --json >"$TMP/out" 2>"$TMP/err" &
+CPID=$!
+i=0   # until a few answers are in (bounded), so that the stop comes mid-run
+while [ "$(cat "$TMP/truth.jsonl" 2>/dev/null | wc -l)" -lt 4 ] && [ $i -lt 100 ]; do
+    sleep 0.1; i=$((i + 1))
+done
+kill -INT $CPID
+wait $CPID; RC=$?
+check "Ctrl-C: exit 130" test $RC -eq 130
+check "  ... some captured, the rest unsent, none failed" jq_py "$TMP/out" "0 < j['captured'] < 48 and j['unsent'] == 48 - j['captured'] and j['failed'] == 0 and j['interrupted']"
+exact "  ... what was captured is written and exact" "$TMP/c.h5" "$TMP/p.jsonl"
+halt
+
+# --- bad answers: exit 2, one line, no file (an old file stays as it was) ---
+bad() { # NAME PATTERN ENGINE-ARGS...
+    n=$1; pat=$2; shift 2
+    engine "$@"
+    cp "$TMP/lists.h5" "$TMP/keep.h5"
+    expect_fail2 "$n" "$pat" "$ELDR" capture --server "$EURL" -o "$TMP/keep.h5" \
+        --prompts "$TMP/p.jsonl" --max-tokens 8
+    check "  ... the old file is untouched" cmp -s "$TMP/lists.h5" "$TMP/keep.h5"
+    halt
+}
+bad "no routed experts" "enable-return-routed-experts" --bad noroutes
+bad "no routed experts (sglang)" "enable-return-routed-experts" --engine sglang --bad noroutes
+bad "inconsistent shapes mid-run" "request [0-9]+\).*inconsistent shapes" --bad shape --bad-after 10
+bad "inconsistent shapes (sglang)" "inconsistent shapes" --engine sglang --bad shape
+bad "unknown encoding quoted" "found \"hello, world\"" --bad garbage
+bad "a number where routes should be (sglang)" "found 42" --engine sglang --bad garbage
+bad "expert id -1" "expert id -1" --bad minus1
+engine
+expect_fail2 "ids above --experts" "expert id [0-9]+ is not below 4 \(--experts\)" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl" --experts 4
+check "  ... no file" test ! -e "$TMP/x.h5"
+halt
+PORT=$(free_port)
+expect_fail2 "unreachable server" "server unreachable" \
+    "$ELDR" capture --server "http://127.0.0.1:$PORT" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl"
+check "  ... no file" test ! -e "$TMP/x.h5"
+
+# --- bad input ---
+engine
+printf '{"prompt": "a b"}\n{"prompt": 3}\n' >"$TMP/bad.jsonl"
+expect_fail2 "prompt not a string: names the line" "bad.jsonl line 2: \"prompt\" is not a string" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/bad.jsonl"
+printf '{"prompt": "a", "label": "x"}\n{"prompt": "b"}\n' >"$TMP/bad.jsonl"
+expect_fail2 "labels on some lines only" "line 2: has no a label" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/bad.jsonl"
+expect_fail2 "messages to /v1/completions" "\"messages\" need the chat endpoint" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/chat.jsonl" --endpoint completions
+expect_fail2 "missing prompts file" "nope.jsonl: No such file" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/nope.jsonl"
+expect_fail2 "--engine unknown" "--engine: 'tgi'" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl" --engine tgi
+expect_fail2 "-o in a missing directory" "cannot write in that directory" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/no/x.h5" --prompts "$TMP/p.jsonl"
+expect_fail2 "--server missing" "are required" "$ELDR" capture --prompts "$TMP/p.jsonl" -o "$TMP/x.h5"
+check "no file from any of them" test ! -e "$TMP/x.h5"
+halt
+
+# --- the Lua binding: the same capture, through eldr.capture{} ---
+engine --encoding object
+cat >"$TMP/cap.lua" <<LUAEOF
+local t, s = eldr.capture{server = "$EURL", prompts = "$TMP/p.jsonl", experts = 16,
+                          max_tokens = 8, concurrency = 4, output = "$TMP/lua.h5"}
+print(t:info().n, s.captured, s.failed, s.engine, s.encoding)
+local ok, err = pcall(eldr.capture, {server = "$EURL", prompts = "$TMP/p.jsonl", experts = 4,
+                                      max_tokens = 8})
+print(ok, err)
+ok, err = pcall(eldr.capture, {server = "$EURL", prompts = "$TMP/p.jsonl", layer = 3})
+print(ok, err)
+LUAEOF
+"$ELDR" run "$TMP/cap.lua" >"$TMP/lua.out" 2>&1
+expect_in "eldr.capture: Trace and summary" "$TMP/lua.out" "^48	48	0	vllm	base64"
+exact "eldr.capture: equal the engine's" "$TMP/lua.h5" "$TMP/p.jsonl" --all
+expect_in "eldr.capture: a bad answer is a Lua error" "$TMP/lua.out" "false	eldr.capture: .*expert id [0-9]+ is not below 4"
+expect_in "eldr.capture: unknown options are refused" "$TMP/lua.out" "false	eldr.capture: .*layer"
+halt

@@ -1,0 +1,59 @@
+/* fuzz_capture.c - libFuzzer harness: the routed-experts decoder of
+ * `eldr capture` (src/client/capture_decode.h) on arbitrary engine
+ * answers. The first byte picks the hints (layers, top-k, experts known or
+ * not); the rest is the answer body.
+ *
+ * Promises checked: never a crash or an overread (ASan); a refusal is one
+ * line and leaves no ids; an accepted answer has a routing shape, P + D
+ * rows with D = max(C - 1, 0), every id below E (or 65536), the k ids of
+ * a token and layer distinct, and max_id the largest of them. */
+#include "../../src/client/capture_decode.h"
+#include "err.h"
+#include "fuzz.h"
+
+static int fuzz_capture_one(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    capture_hint h = {0};
+    if (data[0] & 1)
+        h.L = 1 + (data[0] >> 1 & 3);
+    if (data[0] & 8)
+        h.k = 1 + (data[0] >> 4 & 3);
+    if (data[0] & 64)
+        h.E = 8;
+    capture_routes r;
+    char err[ELDR_ERRLEN] = "";
+    if (capture_decode((const char *)data + 1, size - 1, &h, &r, err, sizeof err) < 0) {
+        fuzz_check_err(err, sizeof err);
+        fuzz_check(r.ids == NULL);
+        return 0;
+    }
+    fuzz_check(r.L >= 1 && r.k >= 1 && r.ids);
+    fuzz_check((!h.L || r.L == h.L) && (!h.k || r.k == h.k));
+    fuzz_check(r.prompt_tokens >= 0 && r.completion_tokens >= 0);
+    fuzz_check(r.decode_rows == (r.completion_tokens > 0 ? r.completion_tokens - 1 : 0));
+    int64_t rows = r.prompt_tokens + r.decode_rows;
+    int max = -1;
+    for (int64_t t = 0; t < rows; t++)
+        for (int l = 0; l < r.L; l++) {
+            const uint16_t *x = r.ids + ((size_t)t * (size_t)r.L + (size_t)l) * (size_t)r.k;
+            for (int a = 0; a < r.k; a++) {
+                fuzz_check(!h.E || x[a] < h.E);
+                max = x[a] > max ? x[a] : max;
+                for (int c = 0; c < a; c++)
+                    fuzz_check(x[a] != x[c]);
+            }
+        }
+    fuzz_check(max == r.max_id);
+    capture_routes_free(&r);
+    return 0;
+}
+
+#ifndef FUZZ_NO_MAIN
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    return fuzz_capture_one(data, size);
+}
+#endif
