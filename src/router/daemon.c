@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "err.h"
 #include "load_vllm.h"
+#include "proxy.h"
 
 static int file_exists(const char *path)
 {
@@ -230,11 +231,17 @@ int daemon_init(eldrd_t *d, eldrd_opts *o, char *err, size_t errlen)
                    path, o->model_path);
     if (o->inflight_ttl > 0 && start_reaper(d, err, errlen) < 0)
         return -1;
-    return o->load_vllm ? start_vllm(d, err, errlen) : 0;
+    if (o->load_vllm && start_vllm(d, err, errlen) < 0)
+        return -1;
+    if (o->proxy && !(d->proxy = proxy_start(d, err, errlen)))
+        return -1;
+    return 0;
 }
 
 void daemon_free(eldrd_t *d)
 {
+    proxy_free(d->proxy);
+    d->proxy = NULL;
     stop_reaper(d);
     vllm_stop(d->vllm);
     d->vllm = NULL;

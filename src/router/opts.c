@@ -57,6 +57,14 @@ void opts_usage(FILE *f)
             "                            progress (default 10); exit 1 if any was cut\n"
             "  --inflight-ttl S          forget an in-flight request after S seconds\n"
             "                            when its finish never comes (default 0: never)\n"
+            "  --proxy                   proxy mode: serve POST /v1/completions and\n"
+            "                            /v1/chat/completions in the request path, prefill\n"
+            "                            then decode (docs/eldrd.md, \"Proxy mode\")\n"
+            "  --prefill URL,...         proxy mode: the prefill instances\n"
+            "  --decode URL,...          proxy mode: the decode instances, K of them, in\n"
+            "                            worker order\n"
+            "  --upstream-timeout S      proxy mode: seconds for one upstream answer,\n"
+            "                            a stream included (default 600); 504 past it\n"
             "  --quiet                   no log lines on stderr\n"
             "  -V, --version             print \"eldrd VERSION\" and exit\n"
             "  -h, --help                this text\n"
@@ -201,11 +209,13 @@ static void defaults(eldrd_opts *o)
     o->max_conns_per_ip = 64;
     o->deadline = 30;
     o->drain = 10;
+    o->upstream_timeout = 600;
 }
 
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
        O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
-       O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN };
+       O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
+       O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT };
 
 static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
@@ -317,6 +327,25 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
             return -1;
         o->deadline = (int)v;
         return 0;
+    case O_PROXY:
+        o->proxy = 1;
+        return 0;
+    case O_PFURLS:
+        o->prefill_urls = arg;
+        return 0;
+    case O_DECURLS:
+        o->decode_urls = arg;
+        return 0;
+    case O_UPTIMEOUT: {
+        char *end;
+        errno = 0;
+        double t = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(t) || t < 0.01 || t > 86400)
+            return eldr_errf(err, errlen, "--upstream-timeout: '%s' is not a number of "
+                             "seconds in 0.01..86400", arg);
+        o->upstream_timeout = t;
+        return 0;
+    }
     case O_TTL: {
         char *end;
         errno = 0;
@@ -356,6 +385,10 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"max-conns-per-ip", required_argument, 0, O_PERIP},
         {"request-deadline", required_argument, 0, O_DEADLINE},
         {"drain", required_argument, 0, O_DRAIN},
+        {"proxy", no_argument, 0, O_PROXY},
+        {"prefill", required_argument, 0, O_PFURLS},
+        {"decode", required_argument, 0, O_DECURLS},
+        {"upstream-timeout", required_argument, 0, O_UPTIMEOUT},
         {0, 0, 0, 0},
     };
     defaults(o);
@@ -386,6 +419,15 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         opts_free(o);
         return eldr_errf(err, errlen, o->load_vllm ? "--load-from vllm needs --worker-urls"
                                                    : "--worker-urls needs --load-from vllm");
+    }
+    if (o->proxy && (!o->prefill_urls || !o->decode_urls)) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--proxy needs --prefill URL,... and --decode URL,...");
+    }
+    if (!o->proxy && (o->prefill_urls || o->decode_urls)) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--%s is for proxy mode: add --proxy",
+                         o->prefill_urls ? "prefill" : "decode");
     }
     if (o->max_conns_per_ip > o->max_conns) {
         opts_free(o);

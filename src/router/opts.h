@@ -35,6 +35,10 @@ typedef struct eldrd_opts {
     int max_conns_per_ip;        /* --max-conns-per-ip */
     int deadline;                /* --request-deadline: seconds from headers to body end */
     double drain;                /* --drain: seconds SIGTERM waits for requests */
+    int proxy;                   /* --proxy: serve the OpenAI paths in the request path */
+    const char *prefill_urls;    /* --prefill URL,... (proxy mode) */
+    const char *decode_urls;     /* --decode URL,..., K of them in worker order */
+    double upstream_timeout;     /* --upstream-timeout: seconds for one upstream answer */
     int help;                    /* --help given */
     int version;                 /* --version given */
 } eldrd_opts;
