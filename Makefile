@@ -110,6 +110,11 @@ $(BIN)/bench_%: $(BUILD)/tests/bench/bench_%.o $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+# instant prefill/decode stand-ins for the proxy benchmark (tests/bench/proxy.sh)
+$(BIN)/pd_instant: $(BUILD)/tests/bench/pd_instant.o
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(ROUTER_LIBS)
+
 unit-tests: $(TEST_BIN)
 
 $(SAMPLE): | $(BIN)/eldr
@@ -156,7 +161,7 @@ asan: deps
 bench: deps
 	@$(MAKE) --no-print-directory bench-built
 
-bench-built: all $(BENCH_BIN)
+bench-built: all $(BENCH_BIN) $(BIN)/pd_instant
 	@BIN=$(BIN) sh tests/bench/run.sh
 
 # Fuzzing (tests/fuzz/, docs/reliability.md): clang's libFuzzer with ASan

@@ -296,9 +296,11 @@ static CURL *easy_get(proxy_t *p)
     return curl_easy_init();
 }
 
+/* Kept without curl_easy_reset: every transfer sets the same options
+ * again, and a reset would free the handle's buffers only for the next
+ * transfer to allocate them again. */
 static void easy_put(proxy_t *p, CURL *e)
 {
-    curl_easy_reset(e);
     if (p->n_idle == p->cap_idle) {
         int cap = p->cap_idle ? p->cap_idle * 2 : 64;
         CURL **b = realloc(p->idle, (size_t)cap * sizeof *b);

@@ -150,12 +150,78 @@ static int bad(char *why, size_t n, const char *msg)
     return -1;
 }
 
+/* Find eldr_sig in the answer's kv_transfer_params, decode it and cut the
+ * member out of p->text (with one comma). 0 (also when absent), -1 with
+ * why. */
+static int cut_sig(pm_prefill *p, size_t *len, char *why, size_t whylen)
+{
+    jspan all = {p->text, *len}, kvm, kv, sm, sv;
+    const char *start = js_ws(p->text, p->text + *len);
+    all.n -= (size_t)(start - p->text);
+    all.p = start;
+    if (js_member(all, "kv_transfer_params", &kvm, &kv) != 1 || kv.n == 0 || *kv.p != '{')
+        return 0;   /* judged by the full parse */
+    int found = js_member(kv, "eldr_sig", &sm, &sv);
+    if (found < 0)
+        return bad(why, whylen, "the prefill's kv_transfer_params are malformed");
+    if (found == 0 || (sv.n == 4 && !memcmp(sv.p, "null", 4)))
+        return 0;
+    size_t at;
+    if (sv.n < 2 || *sv.p != '"' || !(p->sig = malloc(b64_decoded_max(sv.n) + 1)) ||
+        b64_decode(sv.p + 1, sv.n - 2, p->sig, &p->sig_len, &at) < 0)
+        return bad(why, whylen, "the prefill's eldr_sig is not a base64 string");
+    /* the member and a comma: the one after it, or else the one before */
+    char *from = (char *)sm.p, *to = (char *)sm.p + sm.n;
+    const char *end = p->text + *len;
+    const char *after = js_ws(to, end);
+    if (after < end && *after == ',') {
+        to = (char *)after + 1;
+    } else {
+        char *b = from;
+        while (b > kv.p && (b[-1] == ' ' || b[-1] == '\n' || b[-1] == '\r' || b[-1] == '\t'))
+            b--;
+        if (b > kv.p && b[-1] == ',')
+            from = b - 1;
+    }
+    memmove(from, to, (size_t)(end - to));
+    *len -= (size_t)(to - from);
+    p->text[*len] = '\0';
+    return 0;
+}
+
+/* The spans the decode body is spliced from. */
+static void find_spans(pm_prefill *p, size_t len)
+{
+    jspan all = {p->text, len}, m, choices;
+    const char *start = js_ws(p->text, p->text + len);
+    all.n -= (size_t)(start - p->text);
+    all.p = start;
+    js_member(all, "kv_transfer_params", &m, &p->kv);
+    js_member(all, "created", &m, &p->created);
+    if (js_member(all, "choices", &m, &choices) == 1 && choices.n > 1 && *choices.p == '[') {
+        jspan first = {js_ws(choices.p + 1, choices.p + choices.n), 0};
+        const char *e = js_value(first.p, choices.p + choices.n);
+        if (e) {
+            first.n = (size_t)(e - first.p);
+            js_member(first, "prompt_token_ids", &m, &p->ids);
+        }
+    }
+}
+
 int pm_prefill_parse(const char *text, size_t len, pm_kind kind, pm_prefill *p, char *why,
                      size_t whylen)
 {
     memset(p, 0, sizeof *p);
+    if (!(p->text = malloc(len + 1)))
+        return bad(why, whylen, "out of memory");
+    memcpy(p->text, text, len);
+    p->text[len] = '\0';
+    if (cut_sig(p, &len, why, whylen) < 0) {
+        pm_prefill_free(p);
+        return -1;
+    }
     json_error_t je;
-    p->result = json_loadb(text, len, 0, &je);
+    p->result = json_loadb(p->text, len, 0, &je);
     if (!json_is_object(p->result)) {
         snprintf(why, whylen, "the prefill's answer is not a JSON object (%s)",
                  p->result ? "another JSON value" : je.text);
@@ -187,27 +253,20 @@ int pm_prefill_parse(const char *text, size_t len, pm_kind kind, pm_prefill *p, 
             rc = bad(why, whylen, "the prefill's prompt_token_ids do not hold "
                      "prefill_prompt_tokens ids");
     }
-    json_t *sig = rc ? NULL : json_object_get(p->transfer, "eldr_sig");
-    if (sig && !json_is_null(sig)) {
-        const char *s = json_string_value(sig);
-        size_t n = s ? json_string_length(sig) : 0, got, at;
-        if (!s || !(p->sig = malloc(b64_decoded_max(n) + 1)) ||
-            b64_decode(s, n, p->sig, &got, &at) < 0)
-            rc = bad(why, whylen, "the prefill's eldr_sig is not base64");
-        else
-            p->sig_len = got;
-    }
+    if (!rc && json_object_get(p->transfer, "eldr_sig"))
+        rc = bad(why, whylen, "the prefill's kv_transfer_params hold eldr_sig twice");
     if (rc < 0) {
         pm_prefill_free(p);
         return -1;
     }
-    json_object_del(p->transfer, "eldr_sig");
+    find_spans(p, len);
     p->continues = json_is_true(cont);
     return 0;
 }
 
 void pm_prefill_free(pm_prefill *p)
 {
+    free(p->text);
     json_decref(p->result);
     free(p->sig);
     memset(p, 0, sizeof *p);
@@ -300,30 +359,55 @@ char *pm_first_answer(const pm_prefill *p, const pm_client *c, size_t *len)
     return s;
 }
 
+/* Spliced, not printed: the client's own keys from jansson (small), the
+ * prompt ids and the KV handoff as the prefill's text had them. */
 char *pm_decode_body(const pm_client *c, const pm_prefill *p, const char *request_id)
 {
     json_t *b = json_copy(c->payload);
-    if (!b)
-        return NULL;
-    if (c->kind == PM_COMPLETIONS) {
+    if (!b || !p->kv.n)
+        return json_decref(b), NULL;
+    int ids = c->kind == PM_COMPLETIONS && p->ids.n;
+    if (ids) {
         /* the exact prompt ids the prefill computed KV for, never a
          * retokenised text */
-        json_object_set(b, "prompt", p->prompt_ids);
+        json_object_del(b, "prompt");
         json_object_set_new(b, "add_special_tokens", json_false());
         json_object_del(b, "truncate_prompt_tokens");
     }
     json_object_set_new(b, "request_id", json_string(request_id));
-    json_t *t = json_copy(p->transfer);
-    json_t *created = json_object_get(p->result, "created");
-    if (created)
-        json_object_set(t, "prefill_created", created);
-    json_object_set_new(b, "kv_transfer_params", t);
-    char *text = json_dumps(b, DUMP_FLAGS);
+    char *head = json_dumps(b, DUMP_FLAGS);   /* {...} */
     json_decref(b);
-    return text;
+    if (!head)
+        return NULL;
+    size_t hn = strlen(head) - 1;             /* without its '}' */
+    size_t kn = p->kv.n - 1;                  /* without its '}' */
+    int kv_empty = js_ws(p->kv.p + 1, p->kv.p + kn) == p->kv.p + kn;
+    size_t cap = hn + p->ids.n + kn + p->created.n + 96;
+    char *out = malloc(cap);
+    if (out) {
+        char *o = out;
+        memcpy(o, head, hn);
+        o += hn;
+        if (ids) {
+            o += sprintf(o, "%s\"prompt\":", hn > 1 ? "," : "");
+            memcpy(o, p->ids.p, p->ids.n);
+            o += p->ids.n;
+        }
+        o += sprintf(o, "%s\"kv_transfer_params\":", hn > 1 || ids ? "," : "");
+        memcpy(o, p->kv.p, kn);
+        o += kn;
+        if (p->created.n) {
+            o += sprintf(o, "%s\"prefill_created\":", kv_empty ? "" : ",");
+            memcpy(o, p->created.p, p->created.n);
+            o += p->created.n;
+        }
+        memcpy(o, "}}", 3);
+    }
+    free(head);
+    return out;
 }
 
 char *pm_release_body(const pm_prefill *p)
 {
-    return p->transfer ? json_dumps(p->transfer, DUMP_FLAGS) : NULL;
+    return p->kv.n ? strndup(p->kv.p, p->kv.n) : NULL;
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "body.h"
+#include "jspan.h"
 
 typedef enum pm_kind { PM_COMPLETIONS = 0, PM_CHAT } pm_kind;
 
@@ -47,7 +48,10 @@ char *pm_prefill_body(const pm_client *c, const char *request_id);
 
 /* What the prefill's answer gives. */
 typedef struct pm_prefill {
-    json_t *result;              /* owned: the answer, eldr_sig removed */
+    char *text;                  /* owned: the answer's text, eldr_sig cut out */
+    jspan kv, ids, created;      /* spans in text: kv_transfer_params, the prompt's
+                                  * token ids (n = 0: none), created (n = 0: none) */
+    json_t *result;              /* owned: text parsed */
     json_t *transfer;            /* borrowed from result: kv_transfer_params */
     json_t *prompt_ids;          /* borrowed: choices[0].prompt_token_ids (completions) */
     int continues;               /* prefill_continues */
@@ -59,8 +63,10 @@ typedef struct pm_prefill {
  * an object, one choice, token_ids == [prefill_first_token_id], the
  * prompt ids a list of prefill_prompt_tokens entries (completions),
  * prefill_continues a boolean; eldr_sig (optional) valid base64. Takes
- * eldr_sig out of the transfer. -1 with why (the answer is then bad:
- * 502). */
+ * eldr_sig out of the transfer: it is found and cut from the text before
+ * the rest is parsed (a long string that jansson would copy and check
+ * character by character), and decoded straight from the text. -1 with
+ * why (the answer is then bad: 502). */
 int pm_prefill_parse(const char *text, size_t len, pm_kind kind, pm_prefill *p, char *why,
                      size_t whylen);
 void pm_prefill_free(pm_prefill *p);
