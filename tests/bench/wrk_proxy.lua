@@ -2,6 +2,8 @@
 -- non-streaming completions (a 64-token prompt) through eldrd --proxy.
 -- done() writes TSV rows (what, size, seconds, rate) to $WRK_ROWS.
 
+dofile(os.getenv("ROOT") .. "/tests/bench/wrk_rows.lua")
+
 local threads = {}
 
 function setup(thread)
@@ -25,21 +27,6 @@ function response(status, hdrs, b)
 end
 
 function done(summary, latency, requests)
-  local n, bad = 0, 0
-  for _, t in ipairs(threads) do
-    n = n + t:get("ok_n")
-    bad = bad + t:get("failures")
-  end
-  local e = summary.errors
-  bad = bad + e.connect + e.read + e.write + e.timeout
-  local secs = summary.duration / 1e6
-  local size = os.getenv("WRK_SIZE") or ""
-  local out = assert(io.open(os.getenv("WRK_ROWS"), "w"))
-  out:write(string.format("eldrd --proxy completions, instant upstreams (wrk)\t%s\t%.3f\t%.0f requests/s\n",
-                          size, secs, n / secs))
-  out:write(string.format("eldrd --proxy completion latency p99 (wrk)\t%s\t%.3f\t%.3f ms\n",
-                          size, secs, latency:percentile(99) / 1000))
-  out:write(string.format("eldrd --proxy failed requests (wrk)\t%s\t%.3f\t%d of %d\n",
-                          size, secs, bad, summary.requests))
-  out:close()
+  wrk_write_rows(summary, latency, "eldrd --proxy completions, instant upstreams",
+                 wrk_sum(threads, "ok_n"), "requests/s", wrk_sum(threads, "failures"))
 end
