@@ -63,8 +63,12 @@ void opts_usage(FILE *f)
             "  --prefill URL,...         proxy mode: the prefill instances\n"
             "  --decode URL,...          proxy mode: the decode instances, K of them, in\n"
             "                            worker order\n"
-            "  --upstream-timeout S      proxy mode: seconds for one upstream answer,\n"
-            "                            a stream included (default 600); 504 past it\n"
+            "  --upstream-timeout S      proxy mode: an upstream silent this long (before\n"
+            "                            its answer or between stream chunks) is cut:\n"
+            "                            504 (default 600)\n"
+            "  --pd-protocol eldr|vllm   proxy mode: the prefill handoff; eldr (default):\n"
+            "                            prefill-first, as the ELDR reference deployment;\n"
+            "                            vllm: stock vLLM's (prefill max_tokens 1)\n"
             "  --quiet                   no log lines on stderr\n"
             "  -V, --version             print \"eldrd VERSION\" and exit\n"
             "  -h, --help                this text\n"
@@ -215,7 +219,7 @@ static void defaults(eldrd_opts *o)
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
        O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
        O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
-       O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT };
+       O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO };
 
 static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
@@ -330,6 +334,11 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     case O_PROXY:
         o->proxy = 1;
         return 0;
+    case O_PDPROTO:
+        if (strcmp(arg, "eldr") && strcmp(arg, "vllm"))
+            return eldr_errf(err, errlen, "--pd-protocol: '%s' is neither eldr nor vllm", arg);
+        o->pd_vllm = !strcmp(arg, "vllm");
+        return 0;
     case O_PFURLS:
         o->prefill_urls = arg;
         return 0;
@@ -389,6 +398,7 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"prefill", required_argument, 0, O_PFURLS},
         {"decode", required_argument, 0, O_DECURLS},
         {"upstream-timeout", required_argument, 0, O_UPTIMEOUT},
+        {"pd-protocol", required_argument, 0, O_PDPROTO},
         {0, 0, 0, 0},
     };
     defaults(o);

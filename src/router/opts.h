@@ -38,7 +38,8 @@ typedef struct eldrd_opts {
     int proxy;                   /* --proxy: serve the OpenAI paths in the request path */
     const char *prefill_urls;    /* --prefill URL,... (proxy mode) */
     const char *decode_urls;     /* --decode URL,..., K of them in worker order */
-    double upstream_timeout;     /* --upstream-timeout: seconds for one upstream answer */
+    double upstream_timeout;     /* --upstream-timeout: seconds an upstream may stay silent */
+    int pd_vllm;                 /* --pd-protocol vllm (0: eldr, the prefill-first handoff) */
     int help;                    /* --help given */
     int version;                 /* --version given */
 } eldrd_opts;

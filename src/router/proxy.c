@@ -282,6 +282,11 @@ static size_t relay(char *data, size_t size, size_t nmemb, void *cls)
     size_t n = size * nmemb;
     x->last = mono();
     pthread_mutex_lock(&r->lock);
+    if (!r->streaming) {   /* stock vLLM: the decoder's stream is the whole answer */
+        r->streaming = 1;
+        r->status = 200;
+        r->ready = 1;
+    }
     int ok = !r->gone && out_append(r, data, n) == 0;
     if (ok)
         wake(r);
@@ -493,7 +498,7 @@ static void start_decode(proxy_t *p, pxreq *r)
 static void after_prefill(proxy_t *p, pxreq *r, xfer *x)
 {
     char why[512];
-    if (pm_prefill_parse(x->resp ? x->resp : "", x->resp_len, r->client.kind, &r->pre, why,
+    if (pm_prefill_parse(x->resp ? x->resp : "", x->resp_len, &r->client, &r->pre, why,
                          sizeof why) < 0) {
         fail(r, 502, "prefill %s: %s", p->prefill[x->upstream], why);
         conclude(p, r, -1);
@@ -507,7 +512,7 @@ static void after_prefill(proxy_t *p, pxreq *r, xfer *x)
         conclude(p, r, -1);
         return;
     }
-    if (r->client.stream) {
+    if (r->client.stream && r->client.protocol == PM_ELDR) {
         /* the first token goes out before the decision and the KV
          * transfer: neither may move the client's time to first token */
         size_t n;
@@ -776,6 +781,7 @@ pxreq *proxy_begin(proxy_t *p, struct MHD_Connection *c, const char *body, size_
         free(r);
         return NULL;
     }
+    r->client.protocol = p->d->o->pd_vllm ? PM_VLLM : PM_ELDR;
     pthread_mutex_init(&r->lock, NULL);
     atomic_init(&r->refs, 2);    /* the connection and the upstream thread */
     r->p = p;

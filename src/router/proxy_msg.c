@@ -132,13 +132,25 @@ char *pm_prefill_body(const pm_client *c, const char *request_id)
     char xfer[RB_ID_MAX + 8];
     snprintf(xfer, sizeof xfer, "xfer-%s", request_id);
     json_object_set_new(b, "stream", json_false());
-    json_object_set_new(b, "return_token_ids", json_true());
     json_object_del(b, "stream_options");
     json_object_set_new(b, "request_id", json_string(request_id));
-    json_object_set_new(b, "kv_transfer_params",
-                        json_pack("{s:b, s:b, s:s, s:b}", "do_remote_decode", 1,
-                                  "do_remote_prefill", 0, "transfer_id", xfer, "prefill_first",
-                                  1));
+    if (c->protocol == PM_VLLM) {
+        json_object_set_new(b, "max_tokens", json_integer(1));
+        if (json_object_get(b, "max_completion_tokens"))
+            json_object_set_new(b, "max_completion_tokens", json_integer(1));
+        json_object_del(b, "min_tokens");
+        json_object_del(b, "min_completion_tokens");
+        json_object_set_new(b, "kv_transfer_params",
+                            json_pack("{s:b, s:b, s:n, s:n, s:n, s:n}", "do_remote_decode", 1,
+                                      "do_remote_prefill", 0, "remote_engine_id",
+                                      "remote_block_ids", "remote_host", "remote_port"));
+    } else {
+        json_object_set_new(b, "return_token_ids", json_true());
+        json_object_set_new(b, "kv_transfer_params",
+                            json_pack("{s:b, s:b, s:s, s:b}", "do_remote_decode", 1,
+                                      "do_remote_prefill", 0, "transfer_id", xfer,
+                                      "prefill_first", 1));
+    }
     char *text = json_dumps(b, DUMP_FLAGS);
     json_decref(b);
     return text;
@@ -208,9 +220,27 @@ static void find_spans(pm_prefill *p, size_t len)
     }
 }
 
-int pm_prefill_parse(const char *text, size_t len, pm_kind kind, pm_prefill *p, char *why,
-                     size_t whylen)
+/* Stock vLLM: an object, eldr_sig out; the handoff as it comes. */
+static int vllm_answer(pm_prefill *p, size_t len, char *why, size_t whylen)
 {
+    p->transfer = json_object_get(p->result, "kv_transfer_params");
+    if (p->transfer && !json_is_object(p->transfer) && !json_is_null(p->transfer))
+        return bad(why, whylen, "the prefill's kv_transfer_params is not an object");
+    if (!json_is_object(p->transfer))
+        p->transfer = NULL;
+    if (json_object_get(p->transfer, "eldr_sig"))
+        return bad(why, whylen, "the prefill's kv_transfer_params hold eldr_sig twice");
+    find_spans(p, len);
+    if (!p->transfer)
+        p->kv.n = 0;
+    p->continues = 1;
+    return 0;
+}
+
+int pm_prefill_parse(const char *text, size_t len, const pm_client *c, pm_prefill *p,
+                     char *why, size_t whylen)
+{
+    pm_kind kind = c->kind;
     memset(p, 0, sizeof *p);
     if (!(p->text = malloc(len + 1)))
         return bad(why, whylen, "out of memory");
@@ -227,6 +257,13 @@ int pm_prefill_parse(const char *text, size_t len, pm_kind kind, pm_prefill *p, 
                  p->result ? "another JSON value" : je.text);
         pm_prefill_free(p);
         return -1;
+    }
+    if (c->protocol == PM_VLLM) {
+        if (vllm_answer(p, len, why, whylen) < 0) {
+            pm_prefill_free(p);
+            return -1;
+        }
+        return 0;
     }
     p->transfer = json_object_get(p->result, "kv_transfer_params");
     json_t *choices = json_object_get(p->result, "choices");
@@ -364,9 +401,9 @@ char *pm_first_answer(const pm_prefill *p, const pm_client *c, size_t *len)
 char *pm_decode_body(const pm_client *c, const pm_prefill *p, const char *request_id)
 {
     json_t *b = json_copy(c->payload);
-    if (!b || !p->kv.n)
+    if (!b || (!p->kv.n && c->protocol == PM_ELDR))
         return json_decref(b), NULL;
-    int ids = c->kind == PM_COMPLETIONS && p->ids.n;
+    int ids = c->protocol == PM_ELDR && c->kind == PM_COMPLETIONS && p->ids.n;
     if (ids) {
         /* the exact prompt ids the prefill computed KV for, never a
          * retokenised text */
@@ -380,6 +417,8 @@ char *pm_decode_body(const pm_client *c, const pm_prefill *p, const char *reques
     if (!head)
         return NULL;
     size_t hn = strlen(head) - 1;             /* without its '}' */
+    if (!p->kv.n)                             /* vLLM without a handoff */
+        return head;
     size_t kn = p->kv.n - 1;                  /* without its '}' */
     int kv_empty = js_ws(p->kv.p + 1, p->kv.p + kn) == p->kv.p + kn;
     size_t cap = hn + p->ids.n + kn + p->created.n + 96;
@@ -396,7 +435,7 @@ char *pm_decode_body(const pm_client *c, const pm_prefill *p, const char *reques
         o += sprintf(o, "%s\"kv_transfer_params\":", hn > 1 || ids ? "," : "");
         memcpy(o, p->kv.p, kn);
         o += kn;
-        if (p->created.n) {
+        if (p->created.n && c->protocol == PM_ELDR) {
             o += sprintf(o, "%s\"prefill_created\":", kv_empty ? "" : ",");
             memcpy(o, p->created.p, p->created.n);
             o += p->created.n;

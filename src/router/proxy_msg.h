@@ -20,10 +20,22 @@
 
 typedef enum pm_kind { PM_COMPLETIONS = 0, PM_CHAT } pm_kind;
 
+/* The handoff the prefill instances speak (--pd-protocol):
+ * PM_ELDR  the reference deployment's prefill-first handoff: the prefill
+ *          generates the first token, which eldrd streams at once, and
+ *          says whether the request continues; the decode resumes from the
+ *          prompt's token ids.
+ * PM_VLLM  stock vLLM's P/D handoff (its NixlConnector proxy example): the
+ *          prefill runs with max_tokens 1 and answers the KV handoff; the
+ *          decode gets the client's request as sent plus that handoff and
+ *          answers everything. */
+typedef enum pm_protocol { PM_ELDR = 0, PM_VLLM } pm_protocol;
+
 /* A client's request, parsed and checked. */
 typedef struct pm_client {
     json_t *payload;             /* owned: the body as sent */
     pm_kind kind;
+    pm_protocol protocol;        /* PM_ELDR unless the caller sets it */
     int stream;                  /* "stream": true */
     char *key;                   /* malloc'd prompt key for the prefill ring */
     size_t key_len;
@@ -41,9 +53,14 @@ int pm_client_parse(const char *text, size_t len, pm_kind kind, pm_client *c, rb
 void pm_client_free(pm_client *c);
 
 /* The body for the prefill instance: the payload with stream false,
- * return_token_ids true, stream_options dropped, request_id set, and
- * kv_transfer_params {do_remote_decode: true, do_remote_prefill: false,
- * transfer_id: "xfer-ID", prefill_first: true}. malloc'd text or NULL. */
+ * stream_options dropped and request_id set; for PM_ELDR return_token_ids
+ * true and kv_transfer_params {do_remote_decode: true, do_remote_prefill:
+ * false, transfer_id: "xfer-ID", prefill_first: true}; for PM_VLLM
+ * max_tokens (and max_completion_tokens when given) 1, min_tokens and
+ * min_completion_tokens dropped, and kv_transfer_params
+ * {do_remote_decode: true, do_remote_prefill: false, remote_engine_id,
+ * remote_block_ids, remote_host, remote_port: null}. malloc'd text or
+ * NULL. */
 char *pm_prefill_body(const pm_client *c, const char *request_id);
 
 /* What the prefill's answer gives. */
@@ -67,8 +84,8 @@ typedef struct pm_prefill {
  * the rest is parsed (a long string that jansson would copy and check
  * character by character), and decoded straight from the text. -1 with
  * why (the answer is then bad: 502). */
-int pm_prefill_parse(const char *text, size_t len, pm_kind kind, pm_prefill *p, char *why,
-                     size_t whylen);
+int pm_prefill_parse(const char *text, size_t len, const pm_client *c, pm_prefill *p,
+                     char *why, size_t whylen);
 void pm_prefill_free(pm_prefill *p);
 
 /* The client's first answer from the prefill's: kv_transfer_params
@@ -86,10 +103,14 @@ char *pm_first_events(const pm_prefill *p, const pm_client *c, size_t *len);
 /* The non-streaming answer when the prefill ended the request. */
 char *pm_first_answer(const pm_prefill *p, const pm_client *c, size_t *len);
 
-/* The body for the decode instance: the payload with, for a completion,
- * prompt = the prompt's token ids, add_special_tokens false and
- * truncate_prompt_tokens dropped; request_id set; kv_transfer_params =
- * the prefill's transfer (eldr_sig already out) plus prefill_created. */
+/* The body for the decode instance: the payload with, for a completion
+ * under PM_ELDR, prompt = the prompt's token ids, add_special_tokens
+ * false and truncate_prompt_tokens dropped; request_id set;
+ * kv_transfer_params = the prefill's transfer (eldr_sig already out)
+ * plus, under PM_ELDR, prefill_created. PM_VLLM checks only that the
+ * answer is an object; a missing or null transfer is forwarded as
+ * absent (the decoder then computes the prompt itself), and the request
+ * always continues. */
 char *pm_decode_body(const pm_client *c, const pm_prefill *p, const char *request_id);
 
 /* The release body (the transfer) when decode was never sent. */

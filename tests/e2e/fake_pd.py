@@ -5,7 +5,7 @@ proxy mode follows (the reference deployment's prefill-first handoff;
 docs/eldrd.md, "Proxy mode"). Test-only; never part of eldr.
 
     fake_pd.py TRACE.h5 PORTFILE RECORD.jsonl [--prefill N] [--decode K]
-               [--no-sig] [--decode-delay S] [--chunks C] [--chunk-gap S]
+               [--no-sig] [--stock] [--decode-delay S] [--chunks C] [--chunk-gap S]
                [--max-seconds T]
 
 Serves N prefill and K decode instances on 127.0.0.1 (free ports, written
@@ -16,7 +16,11 @@ carries the handoff request (stream false, return_token_ids true,
 kv_transfer_params with do_remote_decode and prefill_first), then answers
 with one generated token, the prompt's token ids and kv_transfer_params:
 remote block ids, engine, host, port, and eldr_sig = base64 of the
-prompt's expert counts as little-endian int16 [L*E]. The counts are row
+prompt's expert counts as little-endian int16 [L*E]. With --stock the
+prefill speaks stock vLLM's handoff instead (its NixlConnector proxy
+example): it wants max_tokens 1 and null remote fields, and answers a
+plain completion with kv_transfer_params (and eldr_sig, unless --no-sig).
+The counts are row
 (sha256(prompt) mod N) of the trace's prefill_counts, so the prompt
 decides them. max_tokens 1 ends the request at the prefill
 (prefill_continues false). --no-sig leaves eldr_sig out (a stock engine).
@@ -43,9 +47,10 @@ TRACE, PORTFILE, RECORD = args[0], args[1], args[2]
 opt = {"--prefill": 1, "--decode": 4, "--decode-delay": 0.0, "--chunks": 3,
        "--chunk-gap": 0.2, "--max-seconds": 120.0}
 NO_SIG = "--no-sig" in args
+STOCK = "--stock" in args
 i = 3
 while i < len(args):
-    if args[i] == "--no-sig":
+    if args[i] in ("--no-sig", "--stock"):
         i += 1
         continue
     opt[args[i]] = type(opt[args[i]])(args[i + 1])
@@ -109,7 +114,27 @@ class Handler(BaseHTTPRequestHandler):
             return self.prefill(body)
         return self.decode(body)
 
+    def stock_prefill(self, body):
+        kv = body.get("kv_transfer_params") or {}
+        if (body.get("max_tokens") != 1 or body.get("stream") is not False
+                or kv.get("do_remote_decode") is not True or "prefill_first" in kv
+                or kv.get("remote_engine_id", 0) is not None or "stream_options" in body):
+            return self.send_json(400, {"error": "not a vLLM P/D prefill request", "got": body})
+        transfer = {"do_remote_prefill": True, "do_remote_decode": False,
+                    "remote_engine_id": "p%d" % self.index, "remote_block_ids": [7, 8],
+                    "remote_host": "127.0.0.1", "remote_port": 5600 + self.index,
+                    "tp_size": 1}
+        if not NO_SIG:
+            transfer["eldr_sig"] = base64.b64encode(
+                counts_of(prompt_text(body)).tobytes()).decode()
+        self.send_json(200, {"id": "cmpl-%s" % body.get("request_id"),
+                             "object": "text_completion", "created": 1700000000,
+                             "choices": [{"index": 0, "text": "T", "finish_reason": "length"}],
+                             "kv_transfer_params": transfer})
+
     def prefill(self, body):
+        if STOCK:
+            return self.stock_prefill(body)
         kv = body.get("kv_transfer_params") or {}
         if (body.get("stream") is not False or body.get("return_token_ids") is not True
                 or kv.get("do_remote_decode") is not True or kv.get("prefill_first") is not True

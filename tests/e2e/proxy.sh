@@ -62,9 +62,15 @@ DEADPF=$URL
 DC_DEAD=$(echo "$DC1" | awk -F, -v d="$DEAD" '{print $1","$2","$3","d}')
 start deaddc -m "$TMP/m.h5" --proxy --prefill "$PF1" --decode "$DC_DEAD" --tau 0 || exit 0
 DEADDC=$URL
+# stock vLLM's handoff (--pd-protocol vllm), tau 0 for the oracle
+standins stock --prefill 1 --decode 4 --stock --chunks 3 --chunk-gap 0.1
+start stock -m "$TMP/m.h5" --proxy --pd-protocol vllm --prefill "$PF" --decode "$DC" --tau 0 || exit 0
+STOCK=$URL
+expect_fail2 "--pd-protocol other" "--pd-protocol: 'sglang' is neither eldr nor vllm" \
+    "$ELDRD" -m "$TMP/m.h5" --proxy --pd-protocol sglang --prefill "$PF" --decode "$DC" --listen 127.0.0.1:1
 
 $PY "$ROOT/tests/e2e/proxy_check.py" "$TMP" "$TMP/m.h5" "$SMALL" "$MAIN" "$TAU0" "$NOSIG" \
-    "$DEADPF" "$DEADDC" "$TMP/pd.jsonl" "$TMP/nosig.jsonl"
+    "$DEADPF" "$DEADDC" "$TMP/pd.jsonl" "$TMP/nosig.jsonl" "$STOCK" "$TMP/stock.jsonl"
 
 # drain: SIGTERM with a stream in flight ends it and exits
 URL=$MAIN; PID=$MAINPID

@@ -4,6 +4,7 @@ eldrd proxies and the stand-ins of fake_pd.py. Prints "ok - NAME" or
 "not ok - NAME" lines. Test-only.
 
     proxy_check.py TMP MODEL.h5 TRACE.h5 MAIN TAU0 NOSIG DEADPF DEADDC PD.jsonl NOSIG.jsonl
+                   STOCK STOCK.jsonl
 """
 import hashlib
 import http.client
@@ -17,7 +18,8 @@ import urllib.parse
 import h5py
 import numpy as np
 
-TMP, MODEL, TRACE, MAIN, TAU0, NOSIG, DEADPF, DEADDC, PD_REC, NOSIG_REC = sys.argv[1:11]
+TMP, MODEL, TRACE, MAIN, TAU0, NOSIG, DEADPF, DEADDC, PD_REC, NOSIG_REC, STOCK, STOCK_REC = \
+    sys.argv[1:13]
 
 
 def ok(name, cond, *why):
@@ -163,6 +165,27 @@ ok("a chat completion is proxied; its decode keeps the messages",
    st == 200 and len(rec) == 1 and rec[0]["body"].get("messages") and
    "kv_transfer_params" in rec[0]["body"], st, data, rec)
 
+# ---- stock vLLM's handoff (--pd-protocol vllm) -----------------------------
+wrong = []
+for i, p in enumerate(prompts[:12]):
+    st, data, _ = post(STOCK, "/v1/completions", {"prompt": p, "max_tokens": 9, "min_tokens": 2},
+                       {"X-Request-Id": "stock-%d" % i})
+    got = json.loads(data).get("decoder") if st == 200 else None
+    if got != oracle(p):
+        wrong.append((st, got, oracle(p), data[:200]))
+ok("--pd-protocol vllm: each request reaches the worker the band picks", not wrong, wrong[:2])
+rec = [r for r in records(STOCK_REC) if r.get("request_id") == "stock-0"]
+if rec:
+    b = rec[0]["body"]
+    ok("... the decoder gets the client's request (prompt text, max_tokens, min_tokens) and "
+       "the handoff without eldr_sig",
+       b.get("prompt") == prompts[0] and b.get("max_tokens") == 9 and b.get("min_tokens") == 2
+       and b["kv_transfer_params"].get("remote_block_ids") == [7, 8] and
+       "eldr_sig" not in b["kv_transfer_params"] and "prefill_created" not in
+       b["kv_transfer_params"], b)
+else:
+    ok("... the decoder gets the client's request", False, "no record for stock-0")
+
 # ---- 3. streams -------------------------------------------------------------
 
 
@@ -222,6 +245,11 @@ ok("a slow decoder does not hold back the first token (it arrives at once)",
 ok("... and past --upstream-timeout the stream ends with an error event (504)",
    len(ev) >= 2 and "error" in ev[-1][1] and "504" in ev[-1][1], [e[1][:120] for e in ev])
 ok("in flight back to zero after streams", wait_idle(MAIN), inflight(MAIN))
+st, ev = stream(STOCK, {"prompt": "stock stream", "max_tokens": 8, "stream": True}, "stock-s")
+ok("--pd-protocol vllm streams the decoder's answer whole: 3 chunks and [DONE]",
+   st == 200 and [e[1] for e in ev][-1:] == ["[DONE]"] and len(ev) == 4 and
+   json.loads(ev[0][1])["chunk"] == 0, st, [e[1][:80] for e in ev])
+ok("... in flight back to zero", wait_idle(STOCK), inflight(STOCK))
 
 # a client that leaves mid-stream is finished
 before = metrics(MAIN)

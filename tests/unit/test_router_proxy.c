@@ -243,7 +243,7 @@ static void test_prefill_sig_cut_everywhere(void **state)
             char *a = prefill_answer(where, indent, sig, 1);
             pm_prefill p;
             char why[256];
-            if (pm_prefill_parse(a, strlen(a), PM_COMPLETIONS, &p, why, sizeof why) < 0)
+            if (pm_prefill_parse(a, strlen(a), &c, &p, why, sizeof why) < 0)
                 fail_msg("eldr_sig at %d (indent %d): %s\n%s", where, indent, why, a);
             assert_int_equal(p.sig_len, 6);
             assert_memory_equal(p.sig, raw, 6);
@@ -285,7 +285,7 @@ static void test_prefill_sig_cut_everywhere(void **state)
     char *a = prefill_answer(3, 0, sig, 1);
     pm_prefill p;
     char why[256];
-    assert_int_equal(pm_prefill_parse(a, strlen(a), PM_COMPLETIONS, &p, why, sizeof why), -1);
+    assert_int_equal(pm_prefill_parse(a, strlen(a), &c, &p, why, sizeof why), -1);
     assert_non_null(strstr(why, "token history"));   /* it lacks the rest of the handoff */
     free(a);
     pm_client_free(&c);
@@ -294,6 +294,7 @@ static void test_prefill_sig_cut_everywhere(void **state)
 static void test_prefill_refusals(void **state)
 {
     (void)state;
+    pm_client c = {.kind = PM_COMPLETIONS, .protocol = PM_ELDR};
     const char *cases[][2] = {
         {"not json", "not a JSON object"},
         {"[1]", "not a JSON object"},
@@ -316,7 +317,7 @@ static void test_prefill_refusals(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pm_prefill p;
         char why[256] = "";
-        if (pm_prefill_parse(cases[i][0], strlen(cases[i][0]), PM_COMPLETIONS, &p, why,
+        if (pm_prefill_parse(cases[i][0], strlen(cases[i][0]), &c, &p, why,
                              sizeof why) != -1 ||
             !strstr(why, cases[i][1]))
             fail_msg("case %zu: wanted a refusal naming '%s', got '%s'", i, cases[i][1], why);
@@ -334,7 +335,7 @@ static void test_first_events(void **state)
     char *a = prefill_answer(1, 0, "AQA=", 0);
     pm_prefill p;
     char why[256];
-    assert_int_equal(pm_prefill_parse(a, strlen(a), PM_COMPLETIONS, &p, why, sizeof why), 0);
+    assert_int_equal(pm_prefill_parse(a, strlen(a), &c, &p, why, sizeof why), 0);
     size_t n;
     char *ev = pm_first_events(&p, &c, &n);
     assert_int_equal(strlen(ev), n);
@@ -362,6 +363,69 @@ static void test_first_events(void **state)
     pm_client_free(&c);
 }
 
+/* Stock vLLM's handoff: the prefill asked for one token with null remote
+ * fields; the decode gets the request as the client sent it plus the
+ * prefill's transfer (or none). */
+static void test_vllm_protocol(void **state)
+{
+    (void)state;
+    const char *client = "{\"prompt\": \"abc\", \"max_tokens\": 40, \"min_tokens\": 5, "
+                         "\"max_completion_tokens\": 40, \"stream\": true, "
+                         "\"stream_options\": {\"include_usage\": true}}";
+    pm_client c;
+    rb_err e;
+    assert_int_equal(pm_client_parse(client, strlen(client), PM_COMPLETIONS, &c, &e), 0);
+    c.protocol = PM_VLLM;
+    char *pb = pm_prefill_body(&c, "r1");
+    json_error_t je;
+    json_t *j = json_loads(pb, 0, &je);
+    json_t *kv = json_object_get(j, "kv_transfer_params");
+    assert_int_equal(json_integer_value(json_object_get(j, "max_tokens")), 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "max_completion_tokens")), 1);
+    assert_null(json_object_get(j, "min_tokens"));
+    assert_null(json_object_get(j, "stream_options"));
+    assert_null(json_object_get(j, "return_token_ids"));
+    assert_true(json_is_true(json_object_get(kv, "do_remote_decode")));
+    assert_true(json_is_null(json_object_get(kv, "remote_engine_id")));
+    assert_null(json_object_get(kv, "prefill_first"));
+    json_decref(j);
+    free(pb);
+    const char *answer = "{\"id\": \"x\", \"created\": 5, \"choices\": [{\"text\": \"a\"}], "
+                         "\"kv_transfer_params\": {\"do_remote_prefill\": true, \"eldr_sig\": "
+                         "\"AQA=\", \"remote_engine_id\": \"e1\", \"remote_block_ids\": [4]}}";
+    pm_prefill p;
+    char why[256];
+    assert_int_equal(pm_prefill_parse(answer, strlen(answer), &c, &p, why, sizeof why), 0);
+    assert_int_equal(p.continues, 1);
+    assert_int_equal(p.sig_len, 2);
+    char *db = pm_decode_body(&c, &p, "r1");
+    j = json_loads(db, JSON_REJECT_DUPLICATES, &je);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "prompt")), "abc");
+    assert_int_equal(json_integer_value(json_object_get(j, "max_tokens")), 40);
+    assert_int_equal(json_integer_value(json_object_get(j, "min_tokens")), 5);
+    assert_true(json_is_true(json_object_get(j, "stream")));
+    kv = json_object_get(j, "kv_transfer_params");
+    assert_int_equal(json_object_size(kv), 3);      /* eldr_sig out, no prefill_created */
+    assert_string_equal(json_string_value(json_object_get(kv, "remote_engine_id")), "e1");
+    json_decref(j);
+    free(db);
+    pm_prefill_free(&p);
+    /* no handoff: the decode gets the plain request */
+    const char *bare = "{\"id\": \"x\", \"choices\": [], \"kv_transfer_params\": null}";
+    assert_int_equal(pm_prefill_parse(bare, strlen(bare), &c, &p, why, sizeof why), 0);
+    db = pm_decode_body(&c, &p, "r1");
+    j = json_loads(db, 0, &je);
+    assert_non_null(j);
+    assert_null(json_object_get(j, "kv_transfer_params"));
+    json_decref(j);
+    free(db);
+    pm_prefill_free(&p);
+    const char *badkv = "{\"kv_transfer_params\": [1]}";
+    assert_int_equal(pm_prefill_parse(badkv, strlen(badkv), &c, &p, why, sizeof why), -1);
+    pm_client_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -373,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_prefill_sig_cut_everywhere),
         cmocka_unit_test(test_prefill_refusals),
         cmocka_unit_test(test_first_events),
+        cmocka_unit_test(test_vllm_protocol),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
