@@ -72,7 +72,17 @@ expect_fail2 "--pd-protocol other" "--pd-protocol: 'sglang' is neither eldr nor 
 $PY "$ROOT/tests/e2e/proxy_check.py" "$TMP" "$TMP/m.h5" "$SMALL" "$MAIN" "$TAU0" "$NOSIG" \
     "$DEADPF" "$DEADDC" "$TMP/pd.jsonl" "$TMP/nosig.jsonl" "$STOCK" "$TMP/stock.jsonl"
 
-# drain: SIGTERM with a stream in flight ends it and exits
+# live attach shows the proxied traffic: the dashboard's decisions view
+# (tau 0 replica: the oracle's requests and the 256 streams went there)
+expect_status "dash --attach on the proxy: a frame of its decisions" 0 "$ELDR" dash --attach "$TAU0" \
+    --frame "$TMP/dec.txt" --view decisions --width 120 --height 30
+check "... lists proxied requests by id" grep -q "many-" "$TMP/dec.txt"
+expect_status "dash --attach on the proxy: the balance view" 0 "$ELDR" dash --attach "$TAU0" \
+    --frame "$TMP/bal.txt" --view balance --width 120 --height 30
+check "... counts them: in flight 0, routed >= 300" \
+    $PY -c 'import re,sys; t=open(sys.argv[1]).read(); m=re.search(r"in-flight (\d+), routed (\d+)", t); sys.exit(0 if m and m.group(1) == "0" and int(m.group(2)) >= 300 else 1)' "$TMP/bal.txt"
+
+# SIGTERM: nothing proxied is left upstream, so it drains at once and exits 0
 URL=$MAIN; PID=$MAINPID
 stop
 [ "$RC" -eq 0 ] && ok "the proxy drains and exits 0" || notok "the proxy drains and exits 0" "exit $RC"

@@ -336,4 +336,4 @@ m = metrics(MAIN)
 ok("/metrics counts proxied requests by outcome",
    'eldr_proxy_requests_total{outcome="ok"}' in m and "eldr_proxy_open 0" in m)
 
-# the drain test (proxy.sh) follows: leave a stream open on MAIN
+# proxy.sh then attaches the dashboard and stops MAIN
