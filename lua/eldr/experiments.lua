@@ -15,7 +15,8 @@ local eldr = require "eldr"
 
 local M = {}
 
-local SIM_KEYS = {"output_tokens", "max_batch", "cost", "sample_pool", "min2", "concurrency"}
+local SIM_KEYS = {"output_tokens", "max_batch", "cost", "sample_pool", "min2", "concurrency",
+                  "refit_every", "refit_window"}
 
 local function check(opts, fn, known)
   opts = opts or {}
@@ -54,7 +55,7 @@ end
 local ROW_KEYS = {"policy", "tau", "tpot_p50_ms", "tpot_p99_ms", "queue_p50_ms",
                   "distinct_per_step", "reuse", "imbalance", "tokens_per_s", "vs_best_pct",
                   "seeds", "tpot_p50_ms_ci95", "tpot_p50_ms_per_seed", "vs_best_pct_ci95",
-                  "distinct_vs_best_pct"}
+                  "distinct_vs_best_pct", "refits"}
 
 -- Rows of one simulate call, tagged with the grid coordinates.
 local function rows_of(results, tags, out)
@@ -98,7 +99,7 @@ local function split_of(trace, opts, fn)
 end
 
 --- experiments.sweep(trace, {model, tau, workers, rate, split, split_seed,
---- calib_split, seeds, progress, variant, layers, baselines, seed, ...}) ->
+--- calib_split, seeds, progress, variant, layers, baselines, seed, online, ...}) ->
 --- rows {K, rate, policy, tau, tpot_p50_ms, tpot_p99_ms, distinct_per_step,
 --- imbalance, vs_best_pct, ...; with seeds > 1 also seeds,
 --- tpot_p50_ms_ci95, vs_best_pct_ci95, tpot_p50_ms_per_seed}, info {split,
@@ -107,7 +108,7 @@ function M.sweep(trace, opts)
   local fn = "sweep"
   opts = check(opts, fn, {"model", "tau", "workers", "rate", "calib_split", "split",
                           "split_seed", "seeds", "progress", "variant", "layers", "baselines",
-                          "seed"})
+                          "seed", "online", "refit_every", "refit_window"})
   local model = opts.model
   local info = model and model:info()
   local taus = list_of(opts.tau, fn, "tau") or (info and {info.tau}) or {0, 0.05, 0.1, 0.2}
@@ -131,12 +132,14 @@ function M.sweep(trace, opts)
   end
   local policies = {}
   for _, b in ipairs(baselines) do
-    if b == "eldr" then
-      error("eldr.sweep: bad argument 'baselines' (eldr is not a baseline)", 2)
+    if b == "eldr" or b == "eldr-online" then
+      error("eldr.sweep: bad argument 'baselines' (" .. b .. " is not a baseline; eldr-online "
+            .. "is online = true)", 2)
     end
     policies[#policies + 1] = b
   end
   policies[#policies + 1] = "eldr"
+  if opts.online then policies[#policies + 1] = "eldr-online" end
   -- one recipe for every K: the model's, or fitted once on calib
   local recipe = model and model:recipe() or eldr.recipe(calib, {
     variant = opts.variant or "count_idf", layers = opts.layers or "auto", seed = seed})

@@ -55,6 +55,7 @@ static const flag_t FLAGS[] = {
     {"arrival-rate", K_DBL, 0, 1e9, F(arrival_rate), "R", "Poisson arrivals in req/s (0 = no arrival_s)"},
     {"burst-factor", K_DBL, 1e-6, 1e6, F(burst_factor), "F", "hot domain's share multiplier in each burst period"},
     {"burst-period", K_DBL, 1e-6, 1e12, F(burst_period), "S", "seconds per hot domain"},
+    {"drift", K_DBL, 0, 1, F(drift), "F", "domain mix drifts across the trace: weight x (1-F + F*max(0, 1-|d-focus|)), focus from domain 0 to D-1"},
     {"gates", K_GATES, 0, 0, 0, NULL, "store gate_prob and gate_logit (4 bytes per cell each)"},
     {"gate-prob", K_ON, 0, 0, F(gate_prob), NULL, "store gate_prob only"},
     {"gate-logit", K_ON, 0, 0, F(gate_logit), NULL, "store gate_logit only"},

@@ -52,8 +52,12 @@ static void usage(void)
         "options:\n"
         "  -m, --model FILE       routing model (eldr-model); default: fit one on the\n"
         "                         calibration rows (count_idf, greedy layers, K)\n"
-        "  --policy LIST          of eldr, random, rr, jsq, p2c, domain\n"
+        "  --policy LIST          of eldr, eldr-online, random, rr, jsq, p2c, domain\n"
         "                         (default " DEFAULT_POLICIES ")\n"
+        "  --refit-every S        eldr-online: refit the centroids every S seconds of\n"
+        "                         simulated time (default 2.5)\n"
+        "  --refit-window W       eldr-online: on the signatures of the last W seconds\n"
+        "                         (default 5); it starts from the model's centroids\n"
         "  --workers K            decode workers (default: the model's K, else 4)\n"
         "  --tau T                locality band width (default: the model's, else 0.1)\n"
         "  --no-min2              turn off the min-two band rule\n"
@@ -127,8 +131,8 @@ static int parse_policies(sim_args *a, const char *list)
          tok = strtok_r(NULL, ",", &save)) {
         int k = route_kind_parse(tok);
         if (k < 0)
-            return cli_fail(CMD, "--policy: '%s' is not a policy (eldr, random, rr, jsq, "
-                            "p2c, domain)", tok);
+            return cli_fail(CMD, "--policy: '%s' is not a policy (eldr, eldr-online, random, "
+                            "rr, jsq, p2c, domain)", tok);
         for (int i = 0; i < a->n_kinds; i++)
             if (a->kinds[i] == k)
                 return cli_fail(CMD, "--policy: '%s' appears twice", tok);
@@ -159,7 +163,7 @@ static int parse_options(int argc, char **argv, sim_args *a)
 {
     enum { O_POLICY = 256, O_WORKERS, O_TAU, O_NOMIN2, O_RATE, O_CONC, O_OUT, O_BATCH,
            O_SPLIT, O_COST, O_POOL, O_SEED, O_CSV, O_JSON, O_PMODE, O_PCACHE, O_PWORKERS,
-           O_PROUTE, O_BSIZE, O_SPLITMODE, O_SPLITSEED, O_SEEDS };
+           O_PROUTE, O_BSIZE, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_REVERY, O_RWINDOW };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'}, {"policy", required_argument, 0, O_POLICY},
         {"workers", required_argument, 0, O_WORKERS}, {"tau", required_argument, 0, O_TAU},
@@ -178,6 +182,8 @@ static int parse_options(int argc, char **argv, sim_args *a)
         {"split", required_argument, 0, O_SPLITMODE},
         {"split-seed", required_argument, 0, O_SPLITSEED},
         {"seeds", required_argument, 0, O_SEEDS},
+        {"refit-every", required_argument, 0, O_REVERY},
+        {"refit-window", required_argument, 0, O_RWINDOW},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     long long v;
@@ -241,6 +247,14 @@ static int parse_options(int argc, char **argv, sim_args *a)
             if (cli_parse_int(CMD, "--seeds", optarg, 1, GRID_MAX_SEEDS, &v))
                 return CLI_BADINPUT;
             a->seeds = (int)v;
+            break;
+        case O_REVERY:
+            if (cli_parse_double(CMD, "--refit-every", optarg, 1e-6, 1e9, &a->cfg.refit_every))
+                return CLI_BADINPUT;
+            break;
+        case O_RWINDOW:
+            if (cli_parse_double(CMD, "--refit-window", optarg, 1e-6, 1e9, &a->cfg.refit_window))
+                return CLI_BADINPUT;
             break;
         case O_COST: a->cost_path = optarg; break;
         case O_POOL:
@@ -316,6 +330,12 @@ static int wants(const sim_args *a, route_kind k)
     return 0;
 }
 
+/* eldr or eldr-online: a model is needed. */
+static int wants_model(const sim_args *a)
+{
+    return wants(a, ROUTE_ELDR) || wants(a, ROUTE_ELDR_ONLINE);
+}
+
 /* ---- the inputs: trace split, model, label shares ---- */
 
 typedef struct sim_inputs {
@@ -376,7 +396,7 @@ static int get_model(const sim_args *a, sim_inputs *in)
     char err[ELDR_ERRLEN];
     in->K = a->workers ? a->workers : 4;
     if (!a->model_path)
-        return wants(a, ROUTE_ELDR) ? fit_model(a, in) : 0;
+        return wants_model(a) ? fit_model(a, in) : 0;
     if (model_load(a->model_path, &in->model, err, sizeof err))
         return cli_fail(CMD, "%s", err);
     const model_t *m = in->model;
@@ -548,7 +568,7 @@ static int run_one(const sim_args *a, const sim_inputs *in, const sim_workload *
     if (route_policy_init(&p, kind, in->K, a->cfg.seed, err, sizeof err))
         return cli_fail(CMD, "%s", err);
     int rc = 0;
-    if (kind == ROUTE_ELDR)
+    if (route_kind_has_centroids(kind))
         rc = route_policy_set_centroids(&p, in->model->centroids, w->dim, in->tau, a->min2,
                                         err, sizeof err);
     else if (kind == ROUTE_DOMAIN)
@@ -651,9 +671,11 @@ static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
     g.n_workers = 1;
     g.n_base = 0;
     for (int i = 0; i < a->n_kinds; i++) {
-        if (a->kinds[i] == ROUTE_ELDR)
-            g.taus[g.n_taus++] = in->tau;
-        else
+        if (route_kind_has_centroids((route_kind)a->kinds[i])) {
+            g.n_taus = 1;      /* one tau: eldr, and eldr-online beside it */
+            g.taus[0] = in->tau;
+            g.online |= a->kinds[i] == ROUTE_ELDR_ONLINE;
+        } else
             g.baselines[g.n_base++] = (route_kind)a->kinds[i];
     }
     g.min2 = a->min2;
@@ -795,7 +817,12 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
     if (w->n_sig_zero)
         printf("%lld requests have an all-zero signature (routed by load)\n",
                (long long)w->n_sig_zero);
-    int pw = a->n_modes ? 13 : 8;   /* eldr-uncached */
+    for (int i = 0; i < rs->n; i++)
+        if (!strcmp(rs->res[i].policy, route_kind_name(ROUTE_ELDR_ONLINE)))
+            printf("eldr-online: refit every %g s on the last %g s of signatures, %lld refits%s\n",
+                   a->cfg.refit_every, a->cfg.refit_window, (long long)rs->res[i].refits,
+                   rs->seeds.n ? " (first seed)" : "");
+    int pw = a->n_modes ? 13 : wants(a, ROUTE_ELDR_ONLINE) ? 11 : 8; /* eldr-uncached */
     if (rs->seeds.n) {
         print_seeds_table(rs, pw);
     } else {
@@ -854,6 +881,8 @@ static json_t *policy_json(const run_set *rs, int i)
     json_object_set_new(o, "distinct_experts_per_step", cli_num_json(r->distinct_per_step));
     json_object_set_new(o, "reuse", cli_num_json(r->reuse));
     json_object_set_new(o, "imbalance", cli_num_json(r->imbalance));
+    if (!strcmp(r->policy, route_kind_name(ROUTE_ELDR_ONLINE)))
+        json_object_set_new(o, "refits", json_integer(r->refits));
     json_object_set_new(o, "served", served);
     json_object_set_new(o, "inflight_mean", infl);
     json_object_set_new(o, "worker_distinct_experts_per_step", wdist);
@@ -923,6 +952,10 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
     json_object_set_new(o, "seed", json_integer((json_int_t)a->cfg.seed));
     json_object_set_new(o, "tau", cli_num_json(in->tau));
     json_object_set_new(o, "min2", json_boolean(a->min2));
+    if (wants(a, ROUTE_ELDR_ONLINE)) {
+        json_object_set_new(o, "refit_every_s", cli_num_json(a->cfg.refit_every));
+        json_object_set_new(o, "refit_window_s", cli_num_json(a->cfg.refit_window));
+    }
     json_object_set_new(o, "model", in->model ? json_string(in->fitted ? "fitted"
                                                                          : a->model_path)
                                               : json_null());
@@ -1003,7 +1036,7 @@ int cmd_sim(int argc, char **argv)
     char err[ELDR_ERRLEN];
     if ((rc = prepare(&a, &in)))
         goto out;
-    const sig_recipe *recipe = in.model && wants(&a, ROUTE_ELDR) ? &in.model->recipe : NULL;
+    const sig_recipe *recipe = in.model && wants_model(&a) ? &in.model->recipe : NULL;
     if (sim_workload_init(&w, in.eval, &a.cfg, recipe, err, sizeof err)) {
         rc = cli_fail(CMD, "%s: %s", a.trace, err);
         goto out;

@@ -23,6 +23,7 @@
 #include "costmodel.h"
 #include "err.h"
 #include "grid.h"
+#include "online.h"
 #include "model.h"
 #include "route.h"
 #include "sim.h"
@@ -42,6 +43,8 @@ typedef struct sweep_opts {
     split_spec split;
     int variant, min2, json;
     int baselines[ROUTE_N_KINDS], n_base;
+    int online;                /* --online: eldr-online beside eldr at each tau */
+    double refit_every, refit_window;
     long long output_tokens, max_batch, seed, seeds, threads;
 } sweep_opts;
 
@@ -83,6 +86,10 @@ static void usage(int advise)
            "  --layers auto|all|L    layer mask without -m (default auto: greedy, chosen\n"
            "                         once and reused for every K)\n"
            "  --baselines LIST       from random,rr,jsq,p2c,domain (default jsq,rr,p2c)\n"
+           "  --online               also run eldr-online (centroids refitted as simulated\n"
+           "                         time passes) at each tau, in the row after eldr\n"
+           "  --refit-every S        eldr-online: seconds between refits (default 2.5)\n"
+           "  --refit-window W       eldr-online: seconds of signatures per refit (default 5)\n"
            "  --output-tokens N      tokens per request (default: the trace's decode_tokens)\n"
            "  --max-batch B          requests decoding at once per worker (default %d)\n"
            "  --cost FILE            step-latency cost file (eldr costfit; default the\n"
@@ -131,9 +138,9 @@ static int parse_baselines(const char *s, sweep_opts *o)
     o->n_base = 0;
     for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
         int k = route_kind_parse(tok);
-        if (k < 0 || k == ROUTE_ELDR)
+        if (k < 0 || route_kind_has_centroids((route_kind)k))
             rc = cli_fail(o->cmd, "--baselines: unknown baseline '%s' (random, rr, jsq, p2c, "
-                          "domain)", tok);
+                          "domain; eldr-online is --online)", tok);
         else {
             for (int i = 0; i < o->n_base && !rc; i++)
                 if (o->baselines[i] == k)
@@ -163,7 +170,8 @@ static int parse_workers(const char *s, sweep_opts *o)
 }
 
 enum { O_TAU = 256, O_WORKERS, O_RATE, O_SPLIT, O_SPLITMODE, O_SPLITSEED, O_VARIANT, O_LAYERS,
-       O_BASE, O_OUT, O_BATCH, O_COST, O_NOMIN2, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_JSON };
+       O_BASE, O_OUT, O_BATCH, O_COST, O_NOMIN2, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_JSON,
+       O_ONLINE, O_REVERY, O_RWINDOW };
 
 static int parse_option(int c, const char *arg, sweep_opts *o)
 {
@@ -194,6 +202,10 @@ static int parse_option(int c, const char *arg, sweep_opts *o)
         o->csv = arg;
         return 0;
     case O_JSON: o->json = 1; return 0;
+    case O_ONLINE: o->online = 1; return 0;
+    case O_REVERY: return cli_parse_double(cmd, "--refit-every", arg, 1e-6, 1e9, &o->refit_every);
+    case O_RWINDOW:
+        return cli_parse_double(cmd, "--refit-window", arg, 1e-6, 1e9, &o->refit_window);
     }
     return CLI_BADINPUT;
 }
@@ -213,6 +225,8 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
         {"no-min2", no_argument, 0, O_NOMIN2}, {"seed", required_argument, 0, O_SEED},
         {"seeds", required_argument, 0, O_SEEDS}, {"threads", required_argument, 0, O_THREADS},
         {"csv", required_argument, 0, O_CSV}, {"json", no_argument, 0, O_JSON},
+        {"online", no_argument, 0, O_ONLINE}, {"refit-every", required_argument, 0, O_REVERY},
+        {"refit-window", required_argument, 0, O_RWINDOW},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->advise = advise;
@@ -224,6 +238,8 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
     o->seeds = advise ? 5 : 1;
     o->max_batch = SIM_DEFAULT_MAX_BATCH;
     o->layers_arg = "auto";
+    o->refit_every = ONLINE_DEFAULT_EVERY;
+    o->refit_window = ONLINE_DEFAULT_WINDOW;
     parse_baselines("jsq,rr,p2c", o);
     opterr = 0;
     optind = 1;
@@ -325,10 +341,14 @@ static void fmt_pm(char *buf, size_t n, const grid_stat *s, const char *fmt)
 
 static void print_table(const grid_result *g, const grid_advice *a)
 {
-    printf("%4s %6s %-7s %5s %9s %7s %9s %9s %9s %6s %6s %8s %7s\n", "K", "rate", "policy",
+    int pw = 7;
+    for (int i = 0; i < g->n; i++)
+        if (g->rows[i].kind == ROUTE_ELDR_ONLINE)
+            pw = 11;
+    printf("%4s %6s %-*s %5s %9s %7s %9s %9s %9s %6s %6s %8s %7s\n", "K", "rate", pw, "policy",
            "tau", "TPOT p50", "95% CI", "TPOT p99", "queue p50", "distinct", "reuse", "imbal",
            "vs best", "95% CI");
-    printf("%4s %6s %-7s %5s %9s %7s %9s %9s %9s %6s %6s %8s %7s\n", "", "req/s", "", "", "ms",
+    printf("%4s %6s %-*s %5s %9s %7s %9s %9s %9s %6s %6s %8s %7s\n", "", "req/s", pw, "", "", "ms",
            "ms", "ms", "ms", "/layer-st", "", "", "TPOT", "pct pt");
     for (int i = 0; i < g->n; i++) {
         const grid_row *r = &g->rows[i];
@@ -340,8 +360,8 @@ static void print_table(const grid_result *g, const grid_advice *a)
         fmt_pm(ci, sizeof ci, &r->tpot_p50, "%.3f");
         fmt_pm(vci, sizeof vci, &r->vs_best_pct, "%.1f");
         const char *mark = a && a->row == i ? " <- advised" : "";
-        printf("%4d %6s %-7s %5s %9.3f %7s %9.3f %9.3f %9.2f %6.2f %6.3f %8s %7s%s\n", r->K,
-               rate, route_kind_name(r->kind), tau, r->tpot_p50.mean, ci, r->tpot_p99.mean,
+        printf("%4d %6s %-*s %5s %9.3f %7s %9.3f %9.3f %9.2f %6.2f %6.3f %8s %7s%s\n", r->K,
+               rate, pw, route_kind_name(r->kind), tau, r->tpot_p50.mean, ci, r->tpot_p99.mean,
                r->queue_p50.mean, r->distinct.mean, r->reuse.mean, r->imbalance.mean, vs, vci,
                mark);
     }
@@ -549,6 +569,9 @@ static int run_grid(const sweep_opts *o, sweep_state *s, const model_fit_opts *f
     for (int i = 0; i < o->n_base; i++)
         g.baselines[i] = (route_kind)o->baselines[i];
     g.min2 = o->min2;
+    g.online = o->online;
+    g.cfg.refit_every = o->refit_every;
+    g.cfg.refit_window = o->refit_window;
     g.threads = (int)o->threads;
     cli_progress bar;
     cli_progress_start(&bar, o->cmd);

@@ -53,6 +53,9 @@ typedef struct gen_params {
     double arrival_rate;       /* --arrival-rate: req/s, 0 = no arrival_s */
     double burst_factor;       /* --burst-factor: hot domain's share multiplier */
     double burst_period;       /* --burst-period: seconds per hot domain */
+    double drift;              /* --drift: 0 none .. 1 only the domains near a focus
+                                * that moves from domain 0 to domain D-1 across
+                                * the trace's rows */
 
     /* optional outputs */
     int gate_prob, gate_logit; /* --gates / --gate-prob / --gate-logit */

@@ -44,6 +44,18 @@ static int hot_domain(uint64_t key, int64_t j, int D)
     return (int)rng_below(&h, (uint64_t)D);
 }
 
+/* --drift F: the weight factor of domain d at row r of n. A focus moves
+ * evenly from domain 0 (first row) to domain D-1 (last row); domain d
+ * keeps 1 - F of its weight plus F times its closeness to the focus,
+ * max(0, 1 - |d - focus|), so with F = 1 only the one or two domains
+ * next to the focus are drawn. */
+static double drift_factor(double F, int64_t r, int64_t n, int d, int D)
+{
+    double focus = n > 1 ? (double)r / (double)(n - 1) * (D - 1) : 0.0;
+    double near = 1.0 - fabs(d - focus);
+    return 1.0 - F + F * (near > 0 ? near : 0.0);
+}
+
 static float clamp01(double x)
 {
     return (float)(x < 0 ? 0 : x > 1 ? 1 : x);
@@ -81,8 +93,13 @@ int gen_plan(const gen_params_t *p, gen_req_t *req, double *arrival,
         double total = 0;
         for (int d = 0; d < D; d++) {
             w[d] = share[d] * (d == hot ? p->burst_factor : 1.0);
+            if (p->drift > 0)
+                w[d] *= drift_factor(p->drift, r, p->requests, d, D);
             total += w[d];
         }
+        if (total <= 0)          /* the focus sits on domains of share 0: undrifted */
+            for (int d = 0; d < D; d++)
+                total += w[d] = share[d] * (d == hot ? p->burst_factor : 1.0);
         gen_req_t *q = &req[r];
         rng_seed_stream(&q->rng, p->seed, (uint64_t)r);
         rng_t *rq = &q->rng;

@@ -60,7 +60,8 @@ static int check_spec(const grid_spec *s, char *err, size_t errlen)
     if (s->n_taus + s->n_base < 1)
         return eldr_errf(err, errlen, "grid: no policy (give taus or baselines)");
     for (int i = 0; i < s->n_base; i++)
-        if (s->baselines[i] == ROUTE_ELDR || (unsigned)s->baselines[i] >= ROUTE_N_KINDS)
+        if ((unsigned)s->baselines[i] >= ROUTE_N_KINDS ||
+            route_kind_has_centroids(s->baselines[i]))
             return eldr_errf(err, errlen, "grid: baseline %d is not a baseline", i);
     for (int i = 0; i < s->n_taus; i++)
         if (!isfinite(s->taus[i]) || s->taus[i] < 0)
@@ -134,6 +135,19 @@ static int domain_shares(grid_run_state *st, char *err, size_t errlen)
     return 0;
 }
 
+/* Policy p of a cell: the baselines, then per tau eldr (and eldr-online
+ * after it with s->online). */
+static route_kind policy_at(const grid_spec *s, int p, double *tau)
+{
+    if (p < s->n_base) {
+        *tau = NAN;
+        return s->baselines[p];
+    }
+    int q = p - s->n_base, per = s->online ? 2 : 1;
+    *tau = s->taus[q / per];
+    return q % per ? ROUTE_ELDR_ONLINE : ROUTE_ELDR;
+}
+
 static int run_policy(grid_run_state *st, const sim_workload *w, route_kind kind, int K,
                       double tau, const model_t *m, uint64_t seed, sim_result *res,
                       char *err, size_t errlen)
@@ -142,7 +156,7 @@ static int run_policy(grid_run_state *st, const sim_workload *w, route_kind kind
     if (route_policy_init(&p, kind, K, seed, err, errlen) < 0)
         return -1;
     int rc = 0;
-    if (kind == ROUTE_ELDR)
+    if (route_kind_has_centroids(kind))
         rc = route_policy_set_centroids(&p, m->centroids, sig_dim(&m->recipe), tau,
                                         st->s->min2, err, errlen);
     else if (kind == ROUTE_DOMAIN)
@@ -173,8 +187,8 @@ static int run_task(grid_run_state *st, int64_t task, char *err, size_t errlen)
         return -1;
     int rc = 0;
     for (int p = 0; p < nP && rc == 0; p++) {
-        route_kind kind = p < s->n_base ? s->baselines[p] : ROUTE_ELDR;
-        double tau = p < s->n_base ? NAN : s->taus[p - s->n_base];
+        double tau;
+        route_kind kind = policy_at(s, p, &tau);
         sim_result res;
         rc = run_policy(st, &w, kind, K, tau, m, cfg.seed, &res, err, errlen);
         if (rc < 0)
@@ -257,8 +271,7 @@ static int summarise(grid_run_state *st, char *err, size_t errlen)
         int p = row % nP, ri = row / nP % st->n_rates, ki = row / nP / st->n_rates;
         g->K = s->workers[ki];
         g->rate = s->n_rates && s->rates[ri] > 0 ? s->rates[ri] : 0;
-        g->kind = p < s->n_base ? s->baselines[p] : ROUTE_ELDR;
-        g->tau = p < s->n_base ? NAN : s->taus[p - s->n_base];
+        g->kind = policy_at(s, p, &g->tau);
         g->n_seeds = nS;
         g->tpot_p50_ms = malloc((size_t)nS * sizeof *g->tpot_p50_ms);
         if (!g->tpot_p50_ms)
@@ -316,7 +329,7 @@ int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
     if (check_spec(s, err, errlen) < 0)
         return -1;
     grid_run_state st = {.s = s, .r = out};
-    st.n_policies = s->n_base + s->n_taus;
+    st.n_policies = s->n_base + s->n_taus * (s->online ? 2 : 1);
     st.n_rates = s->n_rates ? s->n_rates : 1;
     out->n_seeds = s->n_seeds;
     out->n = s->n_workers * st.n_rates * st.n_policies;
@@ -378,7 +391,7 @@ int grid_advise(const grid_result *r, grid_advice *a)
     int best = -1;
     for (int i = 0; i < r->n; i++) {
         const grid_row *g = &r->rows[i];
-        if (g->kind != ROUTE_ELDR || !isfinite(g->vs_best_pct.mean))
+        if (!route_kind_has_centroids(g->kind) || !isfinite(g->vs_best_pct.mean))
             continue;
         if (a->closest_eldr < 0 || g->vs_best_pct.mean < r->rows[a->closest_eldr].vs_best_pct.mean)
             a->closest_eldr = i;
@@ -393,7 +406,8 @@ int grid_advise(const grid_result *r, grid_advice *a)
         int pick = best;
         for (int i = 0; i < r->n; i++) {
             const grid_row *g = &r->rows[i];
-            if (g->kind != ROUTE_ELDR || !(isfinite(g->vs_best_pct.hi) && g->vs_best_pct.hi < 0))
+            if (!route_kind_has_centroids(g->kind) ||
+                !(isfinite(g->vs_best_pct.hi) && g->vs_best_pct.hi < 0))
                 continue;
             if (g->vs_best_pct.lo <= r->rows[best].vs_best_pct.hi &&
                 g->vs_best_pct.hi < r->rows[pick].vs_best_pct.hi)
@@ -409,7 +423,7 @@ int grid_advise(const grid_result *r, grid_advice *a)
     }
     /* no ELDR row: the baseline with the lowest mean TPOT */
     for (int i = 0; i < r->n; i++)
-        if (r->rows[i].kind != ROUTE_ELDR && isfinite(r->rows[i].tpot_p50.mean) &&
+        if (!route_kind_has_centroids(r->rows[i].kind) && isfinite(r->rows[i].tpot_p50.mean) &&
             (a->row < 0 || r->rows[i].tpot_p50.mean < r->rows[a->row].tpot_p50.mean))
             a->row = i;
     return a->row >= 0 ? 0 : -1;
@@ -423,6 +437,12 @@ static void fmt_rate(char *buf, size_t n, double rate)
         snprintf(buf, n, "the trace's arrivals");
 }
 
+/* An eldr-online setting says so; plain eldr is the default reading. */
+static const char *online_prefix(const grid_row *g)
+{
+    return g->kind == ROUTE_ELDR_ONLINE ? "eldr-online, " : "";
+}
+
 void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf, size_t n)
 {
     if (a->row < 0) {
@@ -434,9 +454,8 @@ void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf,
     fmt_rate(rate, sizeof rate, g->rate);
     if (a->eldr_wins) {
         const grid_row *b = &r->rows[g->best_baseline];
-        snprintf(buf, n, "tau %g, K %d: TPOT p50 %+.1f%% +-%.1f%% vs %s at %s; distinct "
-                 "experts %+.1f%%; imbalance %.2f",
-                 g->tau, g->K, g->vs_best_pct.mean, (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2,
+        snprintf(buf, n, "%stau %g, K %d: TPOT p50 %+.1f%% +-%.1f%% vs %s at %s; distinct "
+                 "experts %+.1f%%; imbalance %.2f", online_prefix(g), g->tau, g->K, g->vs_best_pct.mean, (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2,
                  route_kind_name(b->kind), rate, g->distinct_vs_best_pct.mean, g->imbalance.mean);
         return;
     }
@@ -448,11 +467,11 @@ void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf,
     const grid_row *e = &r->rows[a->closest_eldr];
     if (isfinite(e->vs_best_pct.hi))
         snprintf(buf, n, "keep %s (K %d, %s): no ELDR setting beats it beyond noise; the "
-                 "closest, tau %g, gives TPOT p50 %+.1f%% +-%.1f%%",
-                 route_kind_name(g->kind), g->K, rate, e->tau, e->vs_best_pct.mean,
+                 "closest, %stau %g, gives TPOT p50 %+.1f%% +-%.1f%%",
+                 route_kind_name(g->kind), g->K, rate, online_prefix(e), e->tau, e->vs_best_pct.mean,
                  (e->vs_best_pct.hi - e->vs_best_pct.lo) / 2);
     else
         snprintf(buf, n, "keep %s (K %d, %s): one seed cannot tell ELDR from noise; the "
-                 "closest, tau %g, gives TPOT p50 %+.1f%% (use --seeds 5 or more)",
-                 route_kind_name(g->kind), g->K, rate, e->tau, e->vs_best_pct.mean);
+                 "closest, %stau %g, gives TPOT p50 %+.1f%% (use --seeds 5 or more)",
+                 route_kind_name(g->kind), g->K, rate, online_prefix(e), e->tau, e->vs_best_pct.mean);
 }

@@ -11,6 +11,10 @@
  * policy's TPOT is over seeds, and the improvement over the best baseline
  * is a paired difference per seed, so the common noise cancels.
  *
+ * With `online`, every tau gives two rows: eldr, then eldr-online (the
+ * same model as its start, refitted as simulated time passes); advise
+ * weighs both kinds as ELDR settings.
+ *
  * Models: for each K, the given model when its K matches, else one fitted
  * on the calibration rows with spec->fit (greedy layers are selected once,
  * on the first K fitted, and reused for the others, as `eldr sweep`
@@ -44,6 +48,9 @@ typedef struct grid_spec {
     route_kind baselines[ROUTE_N_KINDS];
     int n_base;
     int min2;
+    int online;                 /* 1: each tau also runs eldr-online (refits per
+                                 * cfg.refit_every / refit_window), in the row
+                                 * after that tau's eldr */
     int threads;                /* 0 = the online CPUs */
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;         /* progress is called under a lock */
@@ -73,7 +80,8 @@ typedef struct grid_row {
 } grid_row;
 
 typedef struct grid_result {
-    grid_row *rows;             /* K-major, then rate, then baselines, taus */
+    grid_row *rows;             /* K-major, then rate, then baselines, taus
+                                 * (eldr[, eldr-online] per tau) */
     int n;
     int n_seeds;
     model_t **models;           /* [n_workers] the model of each K */

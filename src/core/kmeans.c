@@ -49,6 +49,14 @@ static double dot_fd(const float *a, const float *b, int d)
     return s;
 }
 
+/* dst = src / |src| (src finite and not zero: check_opts saw to it). */
+static void unit_copy(float *dst, const float *src, int d)
+{
+    double nrm = sqrt(dot_fd(src, src, d));
+    for (int j = 0; j < d; j++)
+        dst[j] = (float)((double)src[j] / nrm);
+}
+
 /* The norms first (one threaded pass over X), then the verdicts in row
  * order, so the first bad row is the one named. */
 static int check_rows(const float *x, int n, int d, int threads, char *err, size_t errlen)
@@ -91,8 +99,20 @@ static int check_opts(int n, int d, const kmeans_opts *o, char *err, size_t errl
         return eldr_errf(err, errlen, "kmeans: k = %d must be between 1 and the %d rows", o->k, n);
     if (o->iters < 0)
         return eldr_errf(err, errlen, "kmeans: iters = %d is negative", o->iters);
-    if (o->iters == 0 && !o->init_rows)
-        return eldr_errf(err, errlen, "kmeans: iters = 0 needs init_rows (it only assigns to given centroids)");
+    if (o->iters == 0 && !o->init_rows && !o->init_centroids)
+        return eldr_errf(err, errlen, "kmeans: iters = 0 needs init_rows or init_centroids (it only "
+                         "assigns to given centroids)");
+    if (o->init_rows && o->init_centroids)
+        return eldr_errf(err, errlen, "kmeans: give init_rows or init_centroids, not both");
+    for (int c = 0; o->init_centroids && c < o->k; c++) {
+        const float *mu = o->init_centroids + (size_t)c * (size_t)d;
+        double nrm2 = 0.0;
+        for (int j = 0; j < d; j++)
+            nrm2 += (double)mu[j] * (double)mu[j];
+        if (!isfinite(nrm2) || nrm2 == 0.0)
+            return eldr_errf(err, errlen, "kmeans: initial centroid %d is %s", c,
+                             isfinite(nrm2) ? "all zero" : "not finite");
+    }
     if (o->init_rows)
         for (int c = 0; c < o->k; c++) {
             if (o->init_rows[c] < 0 || o->init_rows[c] >= n)
@@ -449,6 +469,10 @@ int kmeans_fit(const float *x, int n, int d, const kmeans_opts *o,
         for (int c = 0; c < o->k; c++)
             memcpy(res->centroids + (size_t)c * (size_t)d, x + (size_t)o->init_rows[c] * (size_t)d,
                    (size_t)d * sizeof *x);
+    } else if (o->init_centroids) {
+        for (int c = 0; c < o->k; c++)
+            unit_copy(res->centroids + (size_t)c * (size_t)d,
+                      o->init_centroids + (size_t)c * (size_t)d, d);
     } else {
         rc = plusplus(x, n, d, o, res->centroids, err, errlen);
     }

@@ -39,6 +39,9 @@ typedef struct kmeans_opts {
     uint64_t seed;          /* k-means++ seed */
     int balanced;           /* 1: capacity ceil(n/k); 0: plain spherical K-means */
     const int *init_rows;   /* k distinct row indices for the initial centroids, or NULL */
+    const float *init_centroids; /* or [k][d] finite rows to start from (renormalised to
+                               unit length; e.g. the current centroids of a refit), or NULL;
+                               not both */
     kmeans_progress_fn progress; /* may be NULL */
     void *progress_ctx;
     volatile int *cancel;   /* when non-NULL and set, the fit stops at the next check */
@@ -61,7 +64,7 @@ typedef struct kmeans_result {
     int converged;      /* 1 when it stopped because nothing moved */
 } kmeans_result;
 
-/* Fit. iters = 0 requires init_rows and computes only the assignment for
+/* Fit. iters = 0 requires init_rows or init_centroids and computes only the assignment for
  * those centroids (balanced: the optimal one) and its objective; the
  * centroids returned are the initial ones. Returns 0; -1 with err on bad
  * input (zero, non-unit or non-finite row, bad k or init row) or out of

@@ -11,7 +11,7 @@
 #define ROUTE_STREAM_BASE 0x726f757465000000ull /* "route" */
 
 static const char *const kind_names[ROUTE_N_KINDS] = {
-    "eldr", "random", "rr", "jsq", "p2c", "domain",
+    "eldr", "random", "rr", "jsq", "p2c", "domain", "eldr-online",
 };
 
 static const char *const rule_names[RULE_N] = {
@@ -35,6 +35,11 @@ int route_kind_parse(const char *name)
 int route_kind_is_balancer(route_kind k)
 {
     return k == ROUTE_RANDOM || k == ROUTE_RR || k == ROUTE_JSQ || k == ROUTE_P2C;
+}
+
+int route_kind_has_centroids(route_kind k)
+{
+    return k == ROUTE_ELDR || k == ROUTE_ELDR_ONLINE;
 }
 
 const char *route_rule_name(route_rule r)
@@ -313,6 +318,7 @@ int route_decide(route_policy *p, const float *sig, int label, const int64_t *lo
 {
     switch (p->kind) {
     case ROUTE_ELDR:
+    case ROUTE_ELDR_ONLINE:
         return decide_eldr(p, sig, load, d);
     case ROUTE_RANDOM:
         begin(d, p->K, load);

@@ -40,14 +40,20 @@ typedef enum route_kind {
     ROUTE_JSQ,
     ROUTE_P2C,
     ROUTE_DOMAIN,
+    ROUTE_ELDR_ONLINE,         /* ELDR whose centroids are refitted as it runs
+                                * (online.h; the simulator refits, route.c
+                                * decides exactly as for ELDR) */
     ROUTE_N_KINDS
 } route_kind;
 
-/* "eldr", "random", "rr", "jsq", "p2c", "domain"; -1 when unknown. */
+/* "eldr", "random", "rr", "jsq", "p2c", "domain", "eldr-online"; -1 when
+ * unknown. */
 const char *route_kind_name(route_kind k);
 int route_kind_parse(const char *name);
 /* 1 for the load-balancing baselines (random, rr, jsq, p2c). */
 int route_kind_is_balancer(route_kind k);
+/* 1 for the kinds that route on centroids (eldr, eldr-online). */
+int route_kind_has_centroids(route_kind k);
 
 typedef enum route_rule {
     RULE_LOCALITY = 0,   /* band of one: the most similar worker */

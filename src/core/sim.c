@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "online.h"
 #include "sim_internal.h"
 
 void sim_config_default(sim_config *c)
@@ -19,6 +20,8 @@ void sim_config_default(sim_config *c)
     c->sample_pool = SIM_DEFAULT_SAMPLE_POOL;
     c->pool_cache = SIM_DEFAULT_POOL_CACHE;
     cost_model_default(&c->cost);
+    c->refit_every = ONLINE_DEFAULT_EVERY;
+    c->refit_window = ONLINE_DEFAULT_WINDOW;
 }
 
 /* ---- workload ---- */
@@ -138,6 +141,7 @@ typedef struct run {
     int64_t next_arrival, finished;
     double u_total, batch_total;
     route_decision dec;
+    sim_online *online;        /* eldr-online, else NULL */
     char *err;
     size_t errlen;
 } run;
@@ -255,6 +259,8 @@ static int arrive(run *R, int64_t i, double t)
     R->res->rule_count[R->dec.rule]++;
     sim_load_change(&R->load, t, wk, +1);
     enqueue(R, wk, i);
+    if (R->online && sig && sim_online_observe(R->online, t, sig, R->err, R->errlen) < 0)
+        return -1;
     worker_state *s = &R->ws[wk];
     if (!s->busy) {
         /* wake the idle worker with an empty step ending now: arrivals at
@@ -435,11 +441,18 @@ int sim_run(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *c
             sim_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
-    if (p->kind == ROUTE_ELDR && (!w->sig || !p->centroids || p->dim != w->dim))
-        return eldr_errf(err, errlen, "sim: the eldr policy needs a model whose signatures "
-                         "match the workload's");
+    if (route_kind_has_centroids(p->kind) && (!w->sig || !p->centroids || p->dim != w->dim))
+        return eldr_errf(err, errlen, "sim: the %s policy needs a model whose signatures "
+                         "match the workload's", route_kind_name(p->kind));
     run R = {.w = w, .p = p, .res = res, .on_step = on_step, .ctx = ctx, .K = p->K,
              .L = w->L, .E = w->E, .k = w->k, .err = err, .errlen = errlen};
+    sim_online online;
+    const float *given = p->centroids;
+    if (p->kind == ROUTE_ELDR_ONLINE) {
+        if (sim_online_init(&online, w, p, err, errlen) < 0)
+            return -1;
+        R.online = &online;
+    }
     snprintf(res->policy, sizeof res->policy, "%s", route_kind_name(p->kind));
     res->K = p->K;
     res->L = w->L;
@@ -451,6 +464,11 @@ int sim_run(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *c
         rc = loop(&R);
     if (!rc)
         rc = summarise(&R);
+    if (R.online) {
+        res->refits = online.refits;
+        sim_online_free(&online);
+        p->centroids = given;
+    }
     free_run(&R);
     if (rc)
         sim_result_free(res);

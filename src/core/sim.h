@@ -61,10 +61,13 @@ typedef struct sim_config {
                                 * (reused by every run); above it, rows
                                 * are sampled on admission. 0 = never */
     cost_model cost;
+    double refit_every;        /* eldr-online: seconds of simulated time between
+                                * refits (online.h) */
+    double refit_window;       /* eldr-online: seconds of signatures a refit sees */
 } sim_config;
 
 /* max_batch 256, trace lengths, trace arrivals, seed 1, pool 32, pool
- * cache 256 MiB, the documented cost model. */
+ * cache 256 MiB, the documented cost model, refits every 2.5 s over 5 s. */
 void sim_config_default(sim_config *c);
 
 /* Everything the policies share: the requests in arrival order, their
@@ -137,6 +140,7 @@ typedef struct sim_result {
     double mean_sojourn_s;     /* mean finish - arrival */
     double imbalance;          /* time average of max/mean in-flight */
     int64_t rule_count[RULE_N];
+    int64_t refits;            /* eldr-online: centroid refits made */
 
     /* per worker */
     int64_t *served;           /* [K] requests finished */
@@ -150,8 +154,12 @@ typedef struct sim_result {
 } sim_result;
 
 /* Simulate the workload under policy p (K = p->K workers); the policy
- * must be ready (centroids for ELDR, which also needs w->sig; label
- * shares for domain). on_step/ctx may be NULL. res is filled and owned
+ * must be ready (centroids for ELDR and eldr-online, which also need
+ * w->sig; label shares for domain). eldr-online starts from p's
+ * centroids and refits a copy of them as simulated time passes (at an
+ * arrival: the request is routed first, then its signature joins the
+ * window, then a refit that is due runs at once and the next arrival
+ * sees its centroids); p's own centroids are left as they were. on_step/ctx may be NULL. res is filled and owned
  * by the caller (sim_result_free). Deterministic for the workload and
  * the policy's seed. */
 int sim_run(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *ctx,

@@ -5,6 +5,7 @@
 #ifndef ELDR_SIM_INTERNAL_H
 #define ELDR_SIM_INTERNAL_H
 
+#include "online.h"
 #include "rng.h"
 #include "sim.h"
 
@@ -101,5 +102,27 @@ double sim_quantile(double *v, int64_t n, double q);
 
 /* TPOT, queue wait and sojourn statistics from res->req. */
 int sim_metrics_requests(sim_result *res, char *err, size_t errlen);
+
+/* ---- eldr-online (sim_online.c) ---- */
+
+/* The refit state of one eldr-online run: its window and clock
+ * (online.h) in simulated time, and the centroids the policy routes on
+ * (a copy of the ones it came with, refitted in place). */
+typedef struct sim_online {
+    online_window win;
+    online_clock clk;
+    route_policy *p;
+    float *cur;                /* [K][dim], what p->centroids points to */
+    float *next;               /* [K][dim], a refit's result */
+    int64_t refits;
+} sim_online;
+
+/* Take over p's centroids (a copy) for the workload's signatures. */
+int sim_online_init(sim_online *o, const sim_workload *w, route_policy *p, char *err,
+                    size_t errlen);
+void sim_online_free(sim_online *o);
+/* A request with signature sig arrived at t (after it was routed): the
+ * window takes it, and a refit that is due runs now. */
+int sim_online_observe(sim_online *o, double t, const float *sig, char *err, size_t errlen);
 
 #endif

@@ -146,8 +146,8 @@ static int opt_policies(lua_State *L, int opts, int *kinds, const char *fn)
         const char *name = lua_tostring(L, -1);
         int k = name ? route_kind_parse(name) : -1;
         if (k < 0)
-            l_argerror(L, fn, "policy", "eldr, random, rr, jsq, p2c or domain expected, got "
-                       "'%s'", name ? name : "?");
+            l_argerror(L, fn, "policy", "eldr, eldr-online, random, rr, jsq, p2c or domain "
+                       "expected, got '%s'", name ? name : "?");
         for (int j = 0; j < n; j++)
             if (kinds[j] == k)
                 l_argerror(L, fn, "policy", "'%s' appears twice", name);
@@ -360,7 +360,7 @@ static const char *const sim_keys[] = {
     "model", "calib", "policy", "workers", "tau", "min2", "rate", "concurrency",
     "output_tokens", "max_batch", "calib_split", "split", "split_seed", "seeds", "progress",
     "cost", "sample_pool", "seed", "requests", "series", "prefix_mode", "prefix_cache",
-    "prefill_workers", "prefill_route", "block_size", NULL};
+    "prefill_workers", "prefill_route", "block_size", "refit_every", "refit_window", NULL};
 
 /* One policy (ELDR at tau) on the workload; pushes its result table. */
 static void run_policy(lua_State *L, sim_state *s, route_kind kind, int K, uint64_t seed,
@@ -373,7 +373,7 @@ static void run_policy(lua_State *L, sim_state *s, route_kind kind, int K, uint6
         l_fail(L, fn, err);
     s->have_p = 1;
     int rc = 0;
-    if (kind == ROUTE_ELDR)
+    if (route_kind_has_centroids(kind))
         rc = route_policy_set_centroids(&s->p, model->centroids, s->w.dim, tau, min2, err,
                                         sizeof err);
     else if (kind == ROUTE_DOMAIN)
@@ -386,8 +386,10 @@ static void run_policy(lua_State *L, sim_state *s, route_kind kind, int K, uint6
         l_fail(L, fn, err);
     s->have_r = 1;
     push_result(L, &s->r, eval, want_req, want_series);
-    if (kind == ROUTE_ELDR)
+    if (route_kind_has_centroids(kind))
         l_setnum(L, "tau", tau);
+    if (kind == ROUTE_ELDR_ONLINE)
+        l_setint(L, "refits", s->r.refits);
     sim_result_free(&s->r);
     s->have_r = 0;
 }
@@ -448,6 +450,8 @@ static int l_simulate(lua_State *L)
     cfg.max_batch = (int)l_optint(L, 2, fn, "max_batch", 1, 1 << 20, cfg.max_batch);
     cfg.sample_pool = (int)l_optint(L, 2, fn, "sample_pool", 1, 1 << 20, cfg.sample_pool);
     cfg.seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX / 2, 1);
+    cfg.refit_every = l_optnum(L, 2, fn, "refit_every", 1e-6, 1e9, cfg.refit_every);
+    cfg.refit_window = l_optnum(L, 2, fn, "refit_window", 1e-6, 1e9, cfg.refit_window);
     split_spec sp;
     int split_given = l_optsplit(L, 2, fn, &sp);
     int seeds = (int)l_optint(L, 2, fn, "seeds", 1, GRID_MAX_SEEDS, 1);
@@ -474,9 +478,10 @@ static int l_simulate(lua_State *L)
         progress = lua_gettop(L);
     } else
         lua_pop(L, 1);
-    int wants_eldr = 0, wants_domain = 0;
+    int wants_eldr = 0, wants_domain = 0, wants_model = 0;
     for (int i = 0; i < nk; i++) {
         wants_eldr |= kinds[i] == ROUTE_ELDR;
+        wants_model |= route_kind_has_centroids((route_kind)kinds[i]);
         wants_domain |= kinds[i] == ROUTE_DOMAIN;
     }
     char err[ELDR_ERRLEN];
@@ -531,7 +536,7 @@ static int l_simulate(lua_State *L)
         K = model->K;
     } else {
         K = K ? K : 4;
-        if (wants_eldr) {
+        if (wants_model) {
             model_fit_opts o;
             model_fit_opts_default(&o, K);
             o.seed = cfg.seed;
@@ -561,7 +566,7 @@ static int l_simulate(lua_State *L)
 
     int total = 0;
     for (int i = 0; i < nk; i++)
-        total += kinds[i] == ROUTE_ELDR && !po.n_modes ? ntau : 1;
+        total += route_kind_has_centroids((route_kind)kinds[i]) && !po.n_modes ? ntau : 1;
     route_kind *out_kind = l_box(L, MAX_OUT * sizeof *out_kind);
     double *out_tau = l_box(L, MAX_OUT * sizeof *out_tau);
     lua_createtable(L, total, 0);
@@ -589,9 +594,10 @@ static int l_simulate(lua_State *L)
             step_progress(L, seeds > 1 ? 0 : progress, ++done, total);
             continue;
         }
-        int nt = kinds[i] == ROUTE_ELDR ? ntau : 1;
+        int eldr_kind = route_kind_has_centroids((route_kind)kinds[i]);
+        int nt = eldr_kind ? ntau : 1;
         for (int j = 0; j < nt; j++) {
-            double tau = kinds[i] == ROUTE_ELDR ? taus[j] : NAN;
+            double tau = eldr_kind ? taus[j] : NAN;
             run_policy(L, s, (route_kind)kinds[i], K, cfg.seed, model, tau, min2, share,
                        calib->n_labels, eval, want_req, want_series, fn);
             lua_getfield(L, -1, "tpot_p50_ms");
@@ -631,10 +637,11 @@ static int l_simulate(lua_State *L)
         g.n_workers = 1;
         g.n_base = 0;
         for (int i = 0; i < nk; i++) {
-            if (kinds[i] != ROUTE_ELDR) {
+            if (!route_kind_has_centroids((route_kind)kinds[i])) {
                 g.baselines[g.n_base++] = (route_kind)kinds[i];
                 continue;
             }
+            g.online |= kinds[i] == ROUTE_ELDR_ONLINE;
             memcpy(g.taus, taus, (size_t)ntau * sizeof *taus);
             g.n_taus = ntau;
         }
@@ -644,7 +651,8 @@ static int l_simulate(lua_State *L)
         for (int o = 0; o < out; o++) {
             for (int j = 0; j < gr->n; j++) {
                 const grid_row *r = &gr->rows[j];
-                if (r->kind != out_kind[o] || (r->kind == ROUTE_ELDR && r->tau != out_tau[o]))
+                if (r->kind != out_kind[o] ||
+                    (route_kind_has_centroids(r->kind) && r->tau != out_tau[o]))
                     continue;
                 lua_rawgeti(L, results, o + 1);
                 l_set_seed_stats(L, r);
@@ -722,12 +730,12 @@ static const l_fn module_fns[] = {
      "eldr.simulate(trace [, {model, calib, policy, workers, tau (a number or a list), min2, "
      "rate, concurrency, output_tokens, max_batch, split = 'random'|'head'|'stratified', "
      "split_seed, calib_split, seeds, progress, cost, sample_pool, seed, requests, series, "
-     "prefix_mode, prefix_cache, prefill_workers, prefill_route, block_size}]) -> "
-     "results, info"},
+     "prefix_mode, prefix_cache, prefill_workers, prefill_route, block_size, refit_every, "
+     "refit_window}]) -> results, info (policy eldr-online: refits as simulated time passes)"},
     {"sweep", l_sweep,
      "eldr.sweep(trace, {model, tau = {...}, workers = {...}, rate = {...}, split, split_seed, "
      "calib_split, seeds, progress, variant, layers, baselines, output_tokens, max_batch, "
-     "cost, min2, seed}) -> rows"},
+     "cost, min2, seed, online}) -> rows (online = true: eldr-online beside eldr)"},
     {NULL, NULL, NULL},
 };
 

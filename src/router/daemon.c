@@ -15,6 +15,7 @@
 #include "err.h"
 #include "load_vllm.h"
 #include "proxy.h"
+#include "refit.h"
 
 static int file_exists(const char *path)
 {
@@ -99,7 +100,12 @@ static int init_workers(eldrd_t *d, const model_t *m, const char *path, char *er
                              d->o->workers ? "--workers" : path, k + 1);
     double tau = isfinite(d->o->tau) ? d->o->tau : m->tau;
     d->st = state_new(m->K, names, tau, d->o->decisions, d->o->window, err, errlen);
-    return d->st ? 0 : -1;
+    if (!d->st)
+        return -1;
+    return d->o->refit_every > 0 ? state_online_enable(d->st, d->o->refit_every,
+                                                       d->o->refit_window, d->o->refit_max_rows,
+                                                       err, errlen)
+                                 : 0;
 }
 
 /* --load-from vllm: the workers' /metrics URLs, a first poll, the thread. */
@@ -145,6 +151,16 @@ int daemon_check_security(eldrd_t *d, char *err, size_t errlen)
     return 0;
 }
 
+void daemon_wait_for(pthread_cond_t *c, pthread_mutex_t *m, double seconds)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    double t = (double)until.tv_sec + until.tv_nsec * 1e-9 + seconds;
+    until.tv_sec = (time_t)t;
+    until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
+    pthread_cond_timedwait(c, m, &until);
+}
+
 /* --inflight-ttl: every quarter of the ttl (at most a second apart),
  * forget the requests older than the ttl. */
 static void *reaper_main(void *arg)
@@ -153,12 +169,7 @@ static void *reaper_main(void *arg)
     double ttl = d->o->inflight_ttl, period = ttl / 4 < 1 ? ttl / 4 : 1;
     pthread_mutex_lock(&d->reaper_lock);
     while (!d->reaper_stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        double t = (double)until.tv_sec + until.tv_nsec * 1e-9 + period;
-        until.tv_sec = (time_t)t;
-        until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
-        pthread_cond_timedwait(&d->reaper_wake, &d->reaper_lock, &until);
+        daemon_wait_for(&d->reaper_wake, &d->reaper_lock, period);
         if (d->reaper_stop)
             break;
         pthread_mutex_unlock(&d->reaper_lock);
@@ -231,6 +242,8 @@ int daemon_init(eldrd_t *d, eldrd_opts *o, char *err, size_t errlen)
                    path, o->model_path);
     if (o->inflight_ttl > 0 && start_reaper(d, err, errlen) < 0)
         return -1;
+    if (o->refit_every > 0 && !(d->refit = refit_start(d, err, errlen)))
+        return -1;
     if (o->load_vllm && start_vllm(d, err, errlen) < 0)
         return -1;
     if (o->proxy && !(d->proxy = proxy_start(d, err, errlen)))
@@ -242,6 +255,8 @@ void daemon_free(eldrd_t *d)
 {
     proxy_free(d->proxy);
     d->proxy = NULL;
+    refit_stop(d->refit);
+    d->refit = NULL;
     stop_reaper(d);
     vllm_stop(d->vllm);
     d->vllm = NULL;

@@ -53,6 +53,7 @@ typedef struct eldrd {
     pthread_mutex_t reaper_lock;
     pthread_cond_t reaper_wake;
     int reaper_stop;
+    struct refitter *refit;      /* --refit-every (refit.h), else NULL */
 } eldrd_t;
 
 /* One log line on stderr ("eldrd: ..."), unless --quiet. */
@@ -76,6 +77,10 @@ int daemon_install(eldrd_t *d, model_t *m, const char *source, int persist, char
 
 /* SIGHUP: reload the state dir's model.h5 if it exists, else -m. */
 int daemon_reload(eldrd_t *d, char *err, size_t errlen);
+
+/* For the daemon's periodic threads: wait on c (m held) at most
+ * `seconds`, or until signalled. */
+void daemon_wait_for(pthread_cond_t *c, pthread_mutex_t *m, double seconds);
 
 /* Index of a prefill worker by name; "" = the first; -1 when unknown. */
 int daemon_prefill_index(const eldrd_t *d, const char *name);

@@ -11,6 +11,7 @@
 #include "endpoints.h"
 #include "load_vllm.h"
 #include "proxy.h"
+#include "refit.h"
 
 static void worker_series(eldrd_t *d, strbuf *b)
 {
@@ -200,6 +201,8 @@ void ep_metrics(eldrd_t *d, const http_req *r, http_resp *out)
     metrics_render(&d->met, &b);
     cache_series(d, &b);
     drift_series(d, &b);
+    if (d->refit)
+        refit_metrics(d->refit, &b);
     if (d->vllm)
         vllm_metrics(d->vllm, d->st->workers, &b);
     if (d->proxy)

@@ -10,6 +10,7 @@
 #include "endpoints.h"
 #include "err.h"
 #include "load_vllm.h"
+#include "refit.h"
 #include "window_stream.h"
 
 /* ?name=N as an int in [lo, hi], def when absent; -1 (and 400) when bad. */
@@ -58,6 +59,12 @@ static json_t *model_summary(const mref_t *r, int with_centroids)
         m->k, "K", m->K, "dim", (json_int_t)r->dim, "layer_mask", layers, "sizes", sizes, "rho",
         isfinite(m->rho) ? json_real(m->rho) : json_null(), "calib_sha256", m->calib_sha256,
         "created", m->created, "model_tau", json_real(m->tau));
+    if (o) {
+        json_object_set_new(o, "origin", json_string(r->refit_of ? "refit" : "loaded"));
+        json_object_set_new(o, "refit_of", r->refit_of ? json_integer((json_int_t)r->refit_of)
+                                                       : json_null());
+        json_object_set_new(o, "epoch", json_integer((json_int_t)r->epoch));
+    }
     if (o && with_centroids) {
         /* with the idf, a saved snapshot is a whole model (src/core/snapshot.h) */
         json_object_set_new(o, "centroids", float_rows(m->centroids, m->K, r->dim));
@@ -104,6 +111,8 @@ void ep_snapshot(eldrd_t *d, const http_req *r, http_resp *out)
                           model_summary(m, cent), "workers", state_workers_json(d->st),
                           "decisions", state_decisions_json(d->st, n), "drift",
                           state_drift_json(d->st, m), "caches", cache_summary(d));
+    if (out->json)
+        json_object_set_new(out->json, "refit", d->refit ? refit_json(d->refit) : json_null());
     if (out->json)
         json_object_set_new(out->json, "load",
                             d->vllm ? vllm_json(d->vllm, d->st->workers)

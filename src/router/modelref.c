@@ -84,6 +84,8 @@ void mholder_swap(mholder *h, mref_t *r)
     pthread_mutex_lock(&h->lock);
     mref_t *old = h->cur;
     r->gen = h->next_gen++;
+    if (!r->refit_of)
+        r->epoch = r->gen;
     h->cur = r;
     pthread_mutex_unlock(&h->lock);
     mref_put(old);

@@ -18,6 +18,11 @@ typedef struct mref {
     model_t *m;                  /* owned */
     size_t dim;                  /* signature length |S|*E */
     uint64_t gen;                /* 1 for the first model, +1 per swap */
+    uint64_t refit_of;           /* an online refit (refit.h) of that generation;
+                                  * 0 for a loaded model (-m, PUT, SIGHUP) */
+    uint64_t epoch;              /* the loaded model's generation this descends
+                                  * from: one recipe, so its signatures compare */
+    int refit_rows;              /* signatures the refit saw; 0 loaded */
     double *calib_share;         /* [K] sizes / total, NULL when unknown */
     double calib_sim;            /* mean similarity of the fit's points to
                                   * their centroid, NaN when unknown */
@@ -41,7 +46,8 @@ void mholder_init(mholder *h);
 void mholder_destroy(mholder *h);
 /* A new reference to the current model (never NULL once one is set). */
 mref_t *mholder_get(mholder *h);
-/* Install r (the holder takes over the caller's reference); sets r->gen. */
+/* Install r (the holder takes over the caller's reference); sets r->gen,
+ * and r->epoch = r->gen for a loaded model (refit_of 0). */
 void mholder_swap(mholder *h, mref_t *r);
 
 /* Whether m can replace the daemon's model: a count variant (eldrd routes

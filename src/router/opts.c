@@ -8,6 +8,7 @@
 
 #include "body.h"
 #include "err.h"
+#include "online.h"
 #include "opts.h"
 
 void opts_usage(FILE *f)
@@ -69,6 +70,14 @@ void opts_usage(FILE *f)
             "  --pd-protocol eldr|vllm   proxy mode: the prefill handoff; eldr (default):\n"
             "                            prefill-first, as the ELDR reference deployment;\n"
             "                            vllm: stock vLLM's (prefill max_tokens 1)\n"
+            "  --refit-every S           online refit (off by default): every S seconds,\n"
+            "                            refit the centroids on the recent signatures, each\n"
+            "                            worker keeping the new centroid nearest its old\n"
+            "                            one; each refit is a model generation\n"
+            "  --refit-window W          with --refit-every: the signatures of the last W\n"
+            "                            seconds (default 5)\n"
+            "  --refit-max-rows N        with --refit-every: at most N signatures in that\n"
+            "                            window, the newest (default 4096)\n"
             "  --quiet                   no log lines on stderr\n"
             "  -V, --version             print \"eldrd VERSION\" and exit\n"
             "  -h, --help                this text\n"
@@ -214,12 +223,29 @@ static void defaults(eldrd_opts *o)
     o->deadline = 30;
     o->drain = 10;
     o->upstream_timeout = 600;
+    o->refit_window = NAN;       /* given or not: --refit-window needs --refit-every */
+    o->refit_max_rows = -1;
 }
 
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
        O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
        O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
-       O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO };
+       O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO,
+       O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS };
+
+/* --refit-every S, --refit-window W: seconds, finite, > 0. */
+static int parse_refit_seconds(const char *opt, const char *arg, double *out, char *err,
+                               size_t errlen)
+{
+    char *end;
+    errno = 0;
+    double t = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(t) || t <= 0 || t > 86400)
+        return eldr_errf(err, errlen, "%s: '%s' is not a number of seconds in (0, 86400]", opt,
+                         arg);
+    *out = t;
+    return 0;
+}
 
 static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
@@ -355,6 +381,15 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
         o->upstream_timeout = t;
         return 0;
     }
+    case O_REFIT_EVERY:
+        return parse_refit_seconds("--refit-every", arg, &o->refit_every, err, errlen);
+    case O_REFIT_WINDOW:
+        return parse_refit_seconds("--refit-window", arg, &o->refit_window, err, errlen);
+    case O_REFIT_ROWS:
+        if (parse_ll("--refit-max-rows", arg, 1, 1 << 20, &v, err, errlen) < 0)
+            return -1;
+        o->refit_max_rows = (int)v;
+        return 0;
     case O_TTL: {
         char *end;
         errno = 0;
@@ -399,6 +434,9 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"decode", required_argument, 0, O_DECURLS},
         {"upstream-timeout", required_argument, 0, O_UPTIMEOUT},
         {"pd-protocol", required_argument, 0, O_PDPROTO},
+        {"refit-every", required_argument, 0, O_REFIT_EVERY},
+        {"refit-window", required_argument, 0, O_REFIT_WINDOW},
+        {"refit-max-rows", required_argument, 0, O_REFIT_ROWS},
         {0, 0, 0, 0},
     };
     defaults(o);
@@ -450,6 +488,16 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         return eldr_errf(err, errlen, "--kv-token-file needs --admin-token-file too (the "
                          "model and config endpoints would be open)");
     }
+    if (o->refit_every == 0 && (!isnan(o->refit_window) || o->refit_max_rows > 0)) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "%s needs --refit-every (the online refit is off "
+                         "without it)", isnan(o->refit_window) ? "--refit-max-rows"
+                                                               : "--refit-window");
+    }
+    if (isnan(o->refit_window))
+        o->refit_window = ONLINE_DEFAULT_WINDOW;
+    if (o->refit_max_rows < 0)
+        o->refit_max_rows = ONLINE_DEFAULT_MAX_ROWS;
     if (!o->model_path && !o->state_dir) {
         opts_free(o);
         return eldr_errf(err, errlen, "-m MODEL is required (or --state-dir holding model.h5)");

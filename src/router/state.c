@@ -97,6 +97,7 @@ void state_free(rstate *s)
     free(s->rep_load);
     free(s->rep_base);
     idmap_free(&s->ids);
+    state_online_free(s);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -110,6 +111,7 @@ static void record_decision(rstate *s, const route_in *in, const route_out *out)
     r->t = unix_now();
     r->tau = out->tau;
     r->model_gen = in->model->gen;
+    r->model_refit_of = in->model->refit_of;
     r->worker = d->worker;
     r->rule = (int)d->rule;
     r->prefill = in->prefill;
@@ -216,6 +218,7 @@ int state_route(rstate *s, route_in *in, route_out *out, rb_err *e)
     s->routed[out->d.worker]++;
     s->by_rule[(size_t)out->d.worker * RULE_N + out->d.rule]++;
     record_decision(s, in, out);
+    state_online_push(s, in);  /* before the window may swap in->sig away */
     record_window(s, in, out);
     pthread_mutex_unlock(&s->lock);
     return 0;
@@ -350,5 +353,6 @@ void state_model_changed(rstate *s, const mref_t *r)
     s->win_n = s->win_head = 0;
     s->win_sim_sum = 0;
     memset(s->win_nearest, 0, (size_t)s->K * sizeof *s->win_nearest);
+    state_online_epoch(s, r);
     pthread_mutex_unlock(&s->lock);
 }

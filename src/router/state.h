@@ -17,6 +17,7 @@
 #include "body.h"
 #include "idmap.h"
 #include "modelref.h"
+#include "online.h"
 #include "route.h"
 
 #define STATE_INFLIGHT_MAX (1 << 22)  /* in-flight requests before 503 */
@@ -28,6 +29,7 @@ typedef struct drec {
     double t;                    /* unix seconds */
     double tau;
     uint64_t model_gen;
+    uint64_t model_refit_of;     /* that generation was refitted from this one; 0 loaded */
     int worker, rule, prefill;
     int finished;                /* 0 in flight, 1 finished, 2 expired (ttl), 3 cleared */
     int hit_blocks, missing_blocks, stored_blocks;
@@ -74,6 +76,20 @@ typedef struct rstate {
     uint8_t *rep_stale;          /* [K] ... though the last poll failed */
     int64_t *rep_load;           /* [K] running + waiting at the last good poll */
     uint64_t *rep_base;          /* [K] routed[k] when that poll went out */
+    /* --refit-every (refit.h): the online refit's window and clock
+     * (online.h) on the monotonic clock, holding the signatures routed
+     * under models of recipe epoch online_epoch; online NULL when off.
+     * Its own lock (taken after `lock` when both are): the refit thread
+     * copies the window out under it, and a route that finds it busy
+     * leaves its signature out rather than wait (online_busy counts
+     * those), so routes never wait for a refit. */
+    pthread_mutex_t online_lock;
+    uint64_t online_busy;
+    online_window *online;
+    online_clock online_clk;
+    int online_max_rows;
+    uint64_t online_epoch;
+    uint64_t online_oom;         /* signatures the window had no memory for */
 } rstate;
 
 rstate *state_new(int K, const char *const *workers, double tau, int ring, int window,
@@ -126,8 +142,33 @@ void state_routed_counts(rstate *s, uint64_t *out);
 void state_set_reported(rstate *s, int k, int known, int64_t load, uint64_t base);
 
 /* A new model generation: the window (signatures of the old recipe) and
- * its drift sums start over. */
+ * its drift sums start over; so do the online refit's window and clock
+ * when the recipe epoch changed (a loaded model, not a refit). */
 void state_model_changed(rstate *s, const mref_t *r);
+
+/* ---- the online refit's window (state_online.c) ---- */
+
+/* Turn it on: refits every `every` s over the last `window` s, at most
+ * max_rows signatures kept. Before the first model is installed. */
+int state_online_enable(rstate *s, double every, double window, int max_rows, char *err,
+                        size_t errlen);
+void state_online_free(rstate *s);
+/* In a route's critical section: keep the route's signature (a copy)
+ * when its model is of the current epoch and the window is not being
+ * copied out right now. */
+void state_online_push(rstate *s, const route_in *in);
+/* A new epoch (in state_model_changed, under the lock). */
+void state_online_epoch(rstate *s, const mref_t *r);
+/* The refit thread, at monotonic time now: under the lock drop what is
+ * older than the window and, when a refit of K workers on epoch's
+ * signatures is due, start it and copy the window out (*rows malloc'd,
+ * *n of them). 1 copied, 0 not due, -1 out of memory. */
+int state_online_take(rstate *s, double now, int K, uint64_t epoch, float **rows, int *n);
+/* Signatures in the window now (after dropping the old ones); *busy
+ * (may be NULL) the routes that left theirs out while it was busy. */
+int state_online_count(rstate *s, double now, uint64_t *busy);
+/* The monotonic clock the window's times are on, in seconds. */
+double state_mono_now(void);
 
 /* JSON views, each built under the lock (state_json.c). */
 json_t *state_workers_json(rstate *s);                   /* per-worker loads, totals */

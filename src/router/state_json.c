@@ -52,6 +52,10 @@ json_t *drec_json(const rstate *s, const drec *d)
     json_object_set_new(o, "seq", json_integer((json_int_t)d->seq));
     json_object_set_new(o, "time_ms", json_integer((json_int_t)(d->t * 1e3)));
     json_object_set_new(o, "model_generation", json_integer((json_int_t)d->model_gen));
+    json_object_set_new(o, "model_origin", json_string(d->model_refit_of ? "refit" : "loaded"));
+    json_object_set_new(o, "model_refit_of", d->model_refit_of
+                                                 ? json_integer((json_int_t)d->model_refit_of)
+                                                 : json_null());
     json_object_set_new(o, "prefill_index", json_integer(d->prefill));
     static const char *const ended[] = {NULL, "finished", "expired", "cleared"};
     json_object_set_new(o, "finished", json_boolean(d->finished == 1));

@@ -339,7 +339,7 @@ static void test_k1_all_equal(void **state)
         route_policy p;
         sim_result res;
         policy(&p, (route_kind)kind, 1);
-        if (kind == ROUTE_ELDR)
+        if (route_kind_has_centroids((route_kind)kind))
             assert_int_equal(route_policy_set_centroids(&p, mu, 48, 0.1, 1, err, sizeof err), 0);
         if (kind == ROUTE_DOMAIN)
             assert_int_equal(route_policy_set_domains(&p, share, 4, err, sizeof err), 0);
@@ -495,6 +495,87 @@ static void test_disjoint_domains(void **state)
     model_free(m);
     trace_free(calib);
     trace_free(eval);
+    trace_free(t);
+}
+
+/* Refits of eldr-online at the arrivals where the clock (online.h) says
+ * so, counted here from the arrival times alone. */
+static int64_t refits_expected(const sim_workload *w, double every, double window)
+{
+    int64_t n = 0;
+    double last = NAN;
+    for (int64_t i = 0; i < w->n; i++) {
+        double t = w->arrival[i];
+        if (t - w->arrival[0] >= window && (isnan(last) || t - last >= every)) {
+            n++;
+            last = t;
+        }
+    }
+    return n;
+}
+
+/* eldr-online: with a window longer than the run it never refits and
+ * routes exactly as eldr; with short periods it refits where the clock
+ * says, deterministically, conserving work, and hands the caller's
+ * centroids back untouched. */
+static void test_eldr_online(void **state)
+{
+    (void)state;
+    trace_t *t = disjoint_trace(600, 3, 32, 2, 4, 0, 23);
+    model_fit_opts o;
+    model_fit_opts_default(&o, 4);
+    model_t *m = NULL;
+    if (model_fit(t, &o, &m, NULL, err, sizeof err))
+        fail_msg("model_fit: %s", err);
+    size_t size = (size_t)m->K * sig_dim(&m->recipe) * sizeof(float);
+    float *given = malloc(size);
+    memcpy(given, m->centroids, size);
+    sim_config c;
+    sim_config_default(&c);
+    test_cost(&c);
+    c.arrivals = SIM_ARRIVE_POISSON;
+    c.rate = 200;
+    c.refit_window = 1e6;        /* never a full window: no refit */
+    sim_workload w;
+    workload(&w, t, &c, &m->recipe);
+    route_policy pe, po;
+    sim_result re, ro, ro2;
+    policy(&pe, ROUTE_ELDR, 4);
+    policy(&po, ROUTE_ELDR_ONLINE, 4);
+    assert_int_equal(route_policy_set_centroids(&pe, m->centroids, w.dim, 0.1, 1, err,
+                                                sizeof err), 0);
+    assert_int_equal(route_policy_set_centroids(&po, m->centroids, w.dim, 0.1, 1, err,
+                                                sizeof err), 0);
+    run(&w, &pe, &re);
+    run(&w, &po, &ro);
+    assert_int_equal(ro.refits, 0);
+    same_result(&re, &ro);
+    assert_string_equal(ro.policy, "eldr-online");
+    sim_result_free(&ro);
+    sim_workload_free(&w);
+
+    c.refit_every = 0.25;
+    c.refit_window = 0.5;
+    workload(&w, t, &c, &m->recipe);
+    run(&w, &po, &ro);
+    run(&w, &po, &ro2);
+    int64_t want = refits_expected(&w, 0.25, 0.5);
+    print_message("eldr-online: %lld refits over %.2f s\n", (long long)ro.refits,
+                  w.arrival[w.n - 1]);
+    assert_true(want >= 5);
+    assert_int_equal(ro.refits, want);
+    same_result(&ro, &ro2);
+    check_conservation(&w, &ro);
+    assert_ptr_equal(po.centroids, m->centroids);
+    assert_memory_equal(m->centroids, given, size);
+    sim_result_free(&re);
+    sim_result_free(&ro);
+    sim_result_free(&ro2);
+    route_policy_free(&pe);
+    route_policy_free(&po);
+    sim_workload_free(&w);
+    free(given);
+    model_free(m);
     trace_free(t);
 }
 
@@ -741,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_k1_all_equal),
         cmocka_unit_test(test_determinism_and_crn),
         cmocka_unit_test(test_disjoint_domains),
+        cmocka_unit_test(test_eldr_online),
         cmocka_unit_test(test_littles_law),
         cmocka_unit_test(test_sampler),
         cmocka_unit_test(test_quantile),
