@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cli_sim.h"
 #include "err.h"
+#include "import.h"
 #include "model.h"
 #include "sha256.h"
 #include "trace.h"
@@ -37,7 +38,7 @@ static void usage(void)
         "  -k, --clusters K      clusters = decode workers (1 <= K <= requests)\n"
         "  -o, --output FILE     model file to write (optional with --iters 0)\n"
         "  --variant V           count_idf (default), count, sqrt_count, binary,\n"
-        "                        gate_prob, gate_logit\n"
+        "                        gate_prob (also: gate_prob_all), gate_logit\n"
         "  --layers auto|all|LIST  mask: greedy selection (default; needs\n"
         "                        decode_counts), all layers, or e.g. 0,3,5-7\n"
         "  --calib-split N|F     calibrate on N rows, or a fraction F in (0, 1] of\n"
@@ -120,7 +121,8 @@ static int parse_options(int argc, char **argv, fit_args *a)
         case O_VARIANT:
             if ((c = sig_variant_parse(optarg)) < 0)
                 return cli_fail(CMD, "--variant: '%s' is not a variant (count, count_idf, "
-                                "sqrt_count, binary, gate_prob, gate_logit)", optarg);
+                                "sqrt_count, binary, gate_prob (alias gate_prob_all), "
+                                "gate_logit)", optarg);
             a->o.variant = (sig_variant)c;
             break;
         case O_LAYERS: a->layers_arg = optarg; break;
@@ -476,6 +478,11 @@ int cmd_fit(int argc, char **argv)
         goto out;
     }
     snprintf(m->calib_split, sizeof m->calib_split, "%s", a.provenance);
+    /* what the calibration file was: eldr's trace or their capture */
+    import_format fmt = import_sniff(a.trace);
+    snprintf(m->calib_format, sizeof m->calib_format, "%s",
+             fmt == IMPORT_NPZ ? IMPORT_NPZ_FORMAT : fmt == IMPORT_JSONL ? IMPORT_JSONL_FORMAT
+                                                                        : TRACE_FORMAT);
     report_zero(&rep);
     double tw = cli_now();
     if (a.output && model_save(m, a.output, err, sizeof err) < 0) {

@@ -21,20 +21,30 @@ static const char *CMD = "import";
 
 static void usage(void)
 {
-    printf("usage: eldr import FILE.npz|FILE.jsonl -o TRACE.h5 [--format npz|jsonl] [--json]\n"
+    printf("usage: eldr import FILE -o TRACE.h5 [--format npz|jsonl|npy|frames]\n"
+           "                   [--top-k K] [--layers L --experts E] [--json]\n"
            "\n"
            "Convert an outside capture into an eldr trace (docs/import.md):\n"
-           "  .npz    the reference implementation's calibration capture, format\n"
-           "          eldr-calibration-v1 (np.savez or np.savez_compressed): arrays\n"
-           "          request_ids, prefill_counts, gate_probabilities, decode_counts,\n"
-           "          prompt_tokens, decode_tokens, metadata\n"
-           "  .jsonl  a header line, then one request per line\n"
-           "The input is validated in full (unique ids, counts conservation, shapes,\n"
-           "finite values, decode_tokens == output_tokens - 1) before the trace is\n"
-           "written, atomically.\n"
+           "  .npz     the reference implementation's calibration capture, format\n"
+           "           eldr-calibration-v1 (np.savez or np.savez_compressed): arrays\n"
+           "           request_ids, prefill_counts, gate_probabilities, decode_counts,\n"
+           "           prompt_tokens, decode_tokens, metadata\n"
+           "  .jsonl   a header line, then one request per line\n"
+           "  .npy     a plain [N, L, E] integer array of prefill counts (needs --top-k)\n"
+           "  .frames  (or .bin) the reference proxy's --capture-output file: frames of a\n"
+           "           little-endian uint32 length, then int16 [L, E] prefill counts\n"
+           "           (needs --layers, --experts and --top-k)\n"
+           "The input is validated in full (unique SHA-256 ids, counts conservation,\n"
+           "gate sums, shapes, finite values, decode_tokens == output_tokens - 1)\n"
+           "before the trace is written, atomically. A .npy or frames trace holds\n"
+           "prefill counts and prompt_tokens (= each row's layer sum / top-k) only.\n"
            "\n"
            "  -o, --output FILE   the trace to write (required)\n"
-           "  --format npz|jsonl  the input format (default: from the extension)\n"
+           "  --format F          npz, jsonl, npy or frames (default: from the\n"
+           "                      extension)\n"
+           "  --top-k K           the router's top-k (npy, frames)\n"
+           "  --layers L          MoE layers (frames; npy: checked against the shape)\n"
+           "  --experts E         experts per layer (frames; npy: checked)\n"
            "  --json              the summary as JSON on stdout\n"
            "  -h, --help          this text\n"
            "\n"
@@ -130,21 +140,36 @@ static int check_output(const char *in, const char *out)
     return rc;
 }
 
+/* --top-k, --layers or --experts (option letter opt) into g. */
+static int parse_geometry(import_geometry *g, int opt, const char *arg)
+{
+    long long v;
+    const char *name = opt == 'k' ? "--top-k" : opt == 'L' ? "--layers" : "--experts";
+    if (cli_parse_int(CMD, name, arg, 1, opt == 'L' ? 1 << 20 : 65535, &v))
+        return CLI_BADINPUT;
+    *(opt == 'k' ? &g->top_k : opt == 'L' ? &g->layers : &g->experts) = (int)v;
+    return 0;
+}
+
 int cmd_import(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, 'f'},
+        {"top-k", required_argument, NULL, 'k'},
+        {"layers", required_argument, NULL, 'L'},
+        {"experts", required_argument, NULL, 'E'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     const char *out = NULL;
     import_format fmt = IMPORT_UNKNOWN;
+    import_geometry geo = {0, 0, 0};
     int json = 0, c;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":o:f:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:f:k:L:E:h", opts, NULL)) != -1) {
         switch (c) {
         case 'o':
             out = optarg;
@@ -152,7 +177,13 @@ int cmd_import(int argc, char **argv)
         case 'f':
             fmt = import_format_parse(optarg);
             if (fmt == IMPORT_UNKNOWN)
-                return cli_fail(CMD, "--format '%s': want npz or jsonl", optarg);
+                return cli_fail(CMD, "--format '%s': want npz, jsonl, npy or frames", optarg);
+            break;
+        case 'k':
+        case 'L':
+        case 'E':
+            if (parse_geometry(&geo, c, optarg))
+                return CLI_BADINPUT;
             break;
         case 'j':
             json = 1;
@@ -167,7 +198,7 @@ int cmd_import(int argc, char **argv)
         }
     }
     if (optind >= argc)
-        return cli_usage_error(CMD, "missing the input file (FILE.npz or FILE.jsonl)");
+        return cli_usage_error(CMD, "missing the input file (FILE.npz, .jsonl, .npy or .frames)");
     if (optind + 1 < argc)
         return cli_usage_error(CMD, "one input file only, got also '%s'", argv[optind + 1]);
     if (!out)
@@ -176,8 +207,11 @@ int cmd_import(int argc, char **argv)
     if (fmt == IMPORT_UNKNOWN)
         fmt = import_format_of(in);
     if (fmt == IMPORT_UNKNOWN)
-        return cli_fail(CMD, "%s: cannot tell the format from the name (want .npz or .jsonl, "
-                        "or say --format npz|jsonl)", in);
+        return cli_fail(CMD, "%s: cannot tell the format from the name (want .npz, .jsonl, "
+                        ".npy or .frames, or say --format npz|jsonl|npy|frames)", in);
+    if ((fmt == IMPORT_NPZ || fmt == IMPORT_JSONL) && (geo.top_k || geo.layers || geo.experts))
+        return cli_usage_error(CMD, "--top-k, --layers and --experts are for npy and frames "
+                               "(a %s file says its own geometry)", import_format_name(fmt));
     int rc = check_output(in, out);
     if (rc)
         return rc;
@@ -185,7 +219,7 @@ int cmd_import(int argc, char **argv)
     char err[ELDR_ERRLEN];
     double t0 = cli_now();
     trace_t *t;
-    if (import_file(in, fmt, &t, err, sizeof err))
+    if (import_file_geometry(in, fmt, &geo, &t, err, sizeof err))
         return cli_fail(CMD, "%s", err);
     if (trace_save(t, out, err, sizeof err)) {
         trace_free(t);

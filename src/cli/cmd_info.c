@@ -15,6 +15,8 @@
 #include "cli.h"
 #include "err.h"
 #include "h5util.h"
+#include "import.h"
+#include "model.h"
 #include "trace.h"
 
 /* Weak until the model side provides it: a build without it still links
@@ -112,6 +114,10 @@ static json_t *report(const char *path, const trace_header_t *h, const trace_t *
     json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:i, s:i, s:i, s:I}", "file", path, "format",
                           TRACE_FORMAT, "version", TRACE_VERSION, "model", h->model, "layers",
                           h->L, "experts", h->E, "top_k", h->k, "requests", (json_int_t)h->n);
+    /* a capture or JSON lines, converted in memory */
+    import_format from = import_sniff(path);
+    json_object_set_new(o, "imported_from",
+                        from == IMPORT_UNKNOWN ? json_null() : json_string(import_format_name(from)));
     json_object_set_new(o, "datasets", optional_datasets(h));
     if (h->has_tokens_prefill || h->has_tokens_decode)
         json_object_set_new(o, "token_rows",
@@ -154,7 +160,9 @@ static void print_text(json_t *o)
 {
     const char *model = json_string_value(json_object_get(o, "model"));
     printf("file       %s\n", json_string_value(json_object_get(o, "file")));
-    printf("format     %s v%d\n", TRACE_FORMAT, TRACE_VERSION);
+    const char *from = json_string_value(json_object_get(o, "imported_from"));
+    printf("format     %s v%d%s%s%s\n", TRACE_FORMAT, TRACE_VERSION,
+           from ? " (imported in memory from " : "", from ? from : "", from ? ")" : "");
     printf("model      %s\n", model && *model ? model : "(unknown)");
     printf("geometry   %lld layers x %lld experts, top-%lld\n",
            (long long)json_integer_value(json_object_get(o, "layers")),
@@ -236,6 +244,12 @@ int cmd_info(int argc, char **argv)
         return cli_usage_error(CMD, "expected one FILE, got %d", argc - optind);
     const char *path = argv[optind];
     char format[64], err[ELDR_ERRLEN];
+    /* the reference's fit JSON is a model; its captures (and JSON lines)
+     * are traces, imported in memory */
+    if (model_file_is_json(path) && info_model)
+        return info_model(path, json);
+    if (import_sniff(path) != IMPORT_UNKNOWN)
+        return info_trace(path, json);
     if (h5u_file_format(path, format, sizeof format, err, sizeof err))
         return cli_fail(CMD, "%s", err);
     if (!strcmp(format, "eldr-model")) {

@@ -64,7 +64,7 @@ static void usage(void)
            "Needs a trace with decode_counts. IDF (count_idf) is fitted on all rows.\n"
            "\n"
            "  --variant V       count, count_idf (default), sqrt_count, binary, gate_prob,\n"
-           "                    gate_logit\n"
+           "                    gate_logit (gate_prob_all: gate_prob)\n"
            "  --layers M        all (default): every layer; LIST: e.g. 0,3,8-11 (0-based);\n"
            "                    auto: greedy forward selection, keeping the layers up to\n"
            "                    the peak N* of the cumulative rho curve\n"
@@ -118,7 +118,8 @@ static int parse_args(int argc, char **argv, rho_opts *o)
             o->variant = sig_variant_parse(optarg);
             if (o->variant < 0)
                 return cli_fail(CMD, "--variant: unknown variant '%s' (count, count_idf, "
-                                "sqrt_count, binary, gate_prob, gate_logit)", optarg);
+                                "sqrt_count, binary, gate_prob (alias gate_prob_all), "
+                                "gate_logit)", optarg);
             variant_given = 1;
             break;
         case 'A': o->all_variants = 1; break;

@@ -406,7 +406,7 @@ static int get_model(const sim_args *a, sim_inputs *in)
     if (m->K > ROUTE_MAX_WORKERS)
         return cli_fail(CMD, "%s: K = %d is above %d workers", a->model_path, m->K,
                         ROUTE_MAX_WORKERS);
-    if (m->recipe.L != in->all->L || m->recipe.E != in->all->E || m->k != in->all->k)
+    if (!model_fits_geometry(m, in->all->L, in->all->E, in->all->k))
         return cli_fail(CMD, "%s: model geometry %d layers x %d experts top-%d does not match "
                         "the trace's %d x %d top-%d", a->model_path, m->recipe.L, m->recipe.E,
                         m->k, in->all->L, in->all->E, in->all->k);

@@ -73,7 +73,7 @@ static void print_json(const char *path, const model_t *m, const centroid_stats 
     json_object_set_new(o, "variant", json_string(sig_variant_name(r->variant)));
     json_object_set_new(o, "layers", json_integer(r->L));
     json_object_set_new(o, "experts", json_integer(r->E));
-    json_object_set_new(o, "top_k", json_integer(m->k));
+    json_object_set_new(o, "top_k", m->k ? json_integer(m->k) : json_null());
     json_object_set_new(o, "mask", mask);
     json_object_set_new(o, "layer_select", json_string(m->layer_select));
     json_object_set_new(o, "signature_dim", json_integer((json_int_t)sig_dim(r)));
@@ -102,6 +102,9 @@ static void print_json(const char *path, const model_t *m, const centroid_stats 
     json_object_set_new(o, "calib_split", json_string(m->calib_split));
     json_object_set_new(o, "created", json_string(m->created));
     json_object_set_new(o, "eldr_version", json_string(m->eldr_version));
+    json_object_set_new(o, "model_name", json_string(m->model_name));
+    json_object_set_new(o, "calibration_format", json_string(m->calib_format));
+    json_object_set_new(o, "transform_sha256", json_string(m->transform_sha256));
     json_t *norms = json_object();
     json_object_set_new(norms, "min", json_real(s->norm_min));
     json_object_set_new(norms, "max", json_real(s->norm_max));
@@ -114,9 +117,19 @@ static void print_json(const char *path, const model_t *m, const centroid_stats 
 static void print_text(const char *path, const model_t *m, const centroid_stats *s)
 {
     const sig_recipe *r = &m->recipe;
-    printf("%s: eldr-model v%d\n", path, MODEL_VERSION);
-    printf("  geometry     %d layers x %d experts, top-%d\n", r->L, r->E, m->k);
-    printf("  recipe       %s over %d layer%s (%s):", sig_variant_name(r->variant),
+    if (model_file_is_json(path))
+        printf("%s: reference fit JSON\n", path);
+    else
+        printf("%s: eldr-model v%d\n", path, MODEL_VERSION);
+    if (m->k)
+        printf("  geometry     %d layers x %d experts, top-%d\n", r->L, r->E, m->k);
+    else
+        printf("  geometry     %d layers x %d experts, top-k unknown (any trace's is accepted)\n",
+               r->L, r->E);
+    if (m->model_name[0])
+        printf("  model        %s\n", m->model_name);
+    printf("  recipe       %s%s over %d layer%s (%s):", sig_variant_name(r->variant),
+           r->variant == SIG_GATE_PROB ? " (the reference's gate_prob_all)" : "",
            r->n_layers, r->n_layers == 1 ? "" : "s",
            m->layer_select[0] ? m->layer_select : "given");
     for (int i = 0; i < r->n_layers; i++)
@@ -139,7 +152,11 @@ static void print_text(const char *path, const model_t *m, const centroid_stats 
     if (isfinite(m->objective) && m->fit_rows > 0)
         printf(" (mean cosine distance %.4f over %lld signatures)\n",
                m->objective / (double)m->fit_rows, (long long)m->fit_rows);
-    if (m->calib_rows >= 0)
+    if (m->calib_rows >= 0 && m->iters < 0) /* a reference fit: rows and algorithm only */
+        printf("  calibration  %lld rows%s%s, %s K-means, seed %llu\n", (long long)m->calib_rows,
+               m->calib_file[0] ? " of " : "", m->calib_file,
+               m->balanced == 0 ? "unbalanced" : "balanced", (unsigned long long)m->seed);
+    else if (m->calib_rows >= 0)
         printf("  calibration  %lld rows of %s, %lld all-zero left out, %s K-means, "
                "%d iterations, seed %llu\n",
                (long long)m->calib_rows, m->calib_file[0] ? m->calib_file : "?",
@@ -148,6 +165,10 @@ static void print_text(const char *path, const model_t *m, const centroid_stats 
                (unsigned long long)m->seed);
     printf("  calib sha256 %s\n", m->calib_sha256[0] ? m->calib_sha256 : "unknown");
     printf("  calib rows   %s\n", m->calib_split[0] ? m->calib_split : "unknown");
+    if (m->calib_format[0])
+        printf("  calib format %s\n", m->calib_format);
+    if (m->transform_sha256[0])
+        printf("  transform    sha256 %s (recipe reused from that fit)\n", m->transform_sha256);
     printf("  created      %s by eldr %s\n", m->created[0] ? m->created : "?",
            m->eldr_version[0] ? m->eldr_version : "?");
     printf("  centroids    norms %.6f..%.6f (unit: ok)", s->norm_min, s->norm_max);

@@ -251,17 +251,28 @@ static int check_meta_geometry(npz *z, char *err, size_t errlen)
 
 /* ---- arrays ------------------------------------------------------------ */
 
-/* request_ids: [N] strings (or integers, written in decimal); non-empty,
- * unique. Fixes N. */
+/* The reference's request id: 64 lowercase hex digits. */
+static int is_sha256_hex(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+            return 0;
+    return n == IMPORT_SHA256_ID_LEN;
+}
+
+/* request_ids: [N] strings, each the SHA-256 hex of its prompt, unique.
+ * Fixes N. */
 static int read_ids(npz *z, entry *e, char ***ids_out, char *err, size_t errlen)
 {
     const npy_array_t *a = &e->a;
     if (a->ndim != 1)
         return eldr_errf(err, errlen, "%s: entry 'request_ids.npy': want a 1-d array [N], got "
                          "%d dimensions", z->path, a->ndim);
-    if (!npy_is_string(a) && !npy_is_integer(a))
+    if (!npy_is_string(a))
         return eldr_errf(err, errlen, "%s: entry 'request_ids.npy': dtype '%s' is not a string "
-                         "or integer type", z->path, a->descr);
+                         "type (the ids are SHA-256 hex digests of the prompts)", z->path,
+                         a->descr);
     z->n = a->shape[0];
     if (z->n == 0)
         return eldr_errf(err, errlen, "%s: entry 'request_ids.npy': the capture holds no requests",
@@ -271,27 +282,17 @@ static int read_ids(npz *z, entry *e, char ***ids_out, char *err, size_t errlen)
         return eldr_errf(err, errlen, "%s: out of memory for %lld request ids", z->path,
                          (long long)z->n);
     *ids_out = ids;
-    size_t cap = npy_is_string(a) ? (size_t)a->itemsize + 1 : 24;
+    size_t cap = (size_t)a->itemsize + 1;
     char msg[ELDR_ERRLEN];
     for (int64_t r = 0; r < z->n; r++) {
         if (!(ids[r] = malloc(cap)))
             return eldr_errf(err, errlen, "%s: out of memory for request ids", z->path);
-        if (npy_is_string(a)) {
-            if (npy_string_at(a, r, ids[r], cap, msg, sizeof msg))
-                return eldr_errf(err, errlen, "%s: entry 'request_ids.npy': %s", z->path, msg);
-        } else {
-            int64_t v;
-            if (npy_int_at(a, r, &v))
-                return eldr_errf(err, errlen, "%s: entry 'request_ids.npy' row %lld: id out of "
-                                 "range", z->path, (long long)r);
-            snprintf(ids[r], cap, "%lld", (long long)v);
-        }
-        if (!ids[r][0])
-            return eldr_errf(err, errlen, "%s: entry 'request_ids.npy' row %lld: empty request id",
-                             z->path, (long long)r);
-        if (strlen(ids[r]) > IMPORT_MAX_STRING)
-            return eldr_errf(err, errlen, "%s: entry 'request_ids.npy' row %lld: id longer than "
-                             "%d bytes", z->path, (long long)r, IMPORT_MAX_STRING);
+        if (npy_string_at(a, r, ids[r], cap, msg, sizeof msg))
+            return eldr_errf(err, errlen, "%s: entry 'request_ids.npy': %s", z->path, msg);
+        if (!is_sha256_hex(ids[r]))
+            return eldr_errf(err, errlen, "%s: entry 'request_ids.npy' row %lld: id '%.80s' is "
+                             "not a SHA-256 hex digest (64 of 0-9a-f)", z->path, (long long)r,
+                             ids[r]);
     }
     int64_t i, j;
     int dup = import_find_duplicate(ids, z->n, &i, &j);
@@ -345,9 +346,14 @@ static int copy_tokens(npz *z, entry *e, int64_t lo, int32_t *dst, char *err, si
 }
 
 /* [N, L, E] finite non-negative numbers into float32. */
+static int is_float(const npy_array_t *a)
+{
+    return a->kind == 'f';
+}
+
 static int copy_gates(npz *z, entry *e, float *dst, char *err, size_t errlen)
 {
-    if (need_kind(z, e, npy_is_number, "a numeric type", err, errlen) ||
+    if (need_kind(z, e, is_float, "a float type", err, errlen) ||
         need_shape(z, e, 3, err, errlen))
         return -1;
     size_t cells = TRACE_CELLS(z->t);
@@ -382,6 +388,30 @@ static int check_conservation(npz *z, const char *name, const uint16_t *counts,
     return 0;
 }
 
+/* The summed prefill softmax of every layer adds up to prompt_tokens (each
+ * token's probabilities sum to 1), within the reference's tolerance:
+ * |sum - tokens| <= GATE_ATOL + GATE_RTOL * tokens, as numpy's allclose. */
+#define GATE_RTOL 1e-4
+#define GATE_ATOL 1e-3
+static int check_gate_sums(npz *z, char *err, size_t errlen)
+{
+    const trace_t *t = z->t;
+    char rn[IMPORT_MAX_STRING + 64];
+    for (int64_t r = 0; r < t->n; r++)
+        for (int l = 0; l < t->L; l++) {
+            const float *g = t->gate_prob + ((size_t)r * (size_t)t->L + (size_t)l) * (size_t)t->E;
+            double sum = 0, tokens = t->prompt_tokens[r];
+            for (int e = 0; e < t->E; e++)
+                sum += g[e];
+            if (fabs(sum - tokens) > GATE_ATOL + GATE_RTOL * tokens)
+                return eldr_errf(err, errlen, "%s: entry 'gate_probabilities.npy' %s layer %d: "
+                                 "probabilities sum to %.6g, expected prompt_tokens %d (within "
+                                 "rtol %g, atol %g)", z->path, row_name(z, r, rn, sizeof rn),
+                                 l, sum, t->prompt_tokens[r], GATE_RTOL, GATE_ATOL);
+        }
+    return 0;
+}
+
 /* output_tokens comes from an entry or from metadata, never both; where
  * known, decode_tokens == output_tokens - 1 (the prefill emits the first
  * output token; every later one is a decode step). */
@@ -403,16 +433,24 @@ static int check_output_tokens(npz *z, char *err, size_t errlen)
     if (have && (need_kind(z, &e, npy_is_integer, "an integer type", err, errlen) ||
                  need_shape(z, &e, 1, err, errlen)))
         goto out;
-    if (jm && (!json_is_array(jm) || (int64_t)json_array_size(jm) != z->n)) {
-        eldr_errf(err, errlen, "%s: entry 'metadata.npy': key 'output_tokens' is not an array "
-                  "of %lld integers", z->path, (long long)z->n);
+    /* the reference writes one integer: every request generated that many */
+    int scalar = jm && json_is_integer(jm);
+    if (scalar && json_integer_value(jm) < 2) {
+        eldr_errf(err, errlen, "%s: entry 'metadata.npy': key 'output_tokens' is %lld, need >= 2 "
+                  "(the prefill's token and at least one decode step)", z->path,
+                  (long long)json_integer_value(jm));
+        goto out;
+    }
+    if (jm && !scalar && (!json_is_array(jm) || (int64_t)json_array_size(jm) != z->n)) {
+        eldr_errf(err, errlen, "%s: entry 'metadata.npy': key 'output_tokens' is neither an "
+                  "integer nor an array of %lld integers", z->path, (long long)z->n);
         goto out;
     }
     const char *src = have ? "entry 'output_tokens.npy'" : "metadata key 'output_tokens'";
     for (int64_t r = 0; r < z->n; r++) {
         int64_t out = 0;
         char rn[IMPORT_MAX_STRING + 64];
-        json_t *v = jm ? json_array_get(jm, (size_t)r) : NULL;
+        json_t *v = scalar ? jm : jm ? json_array_get(jm, (size_t)r) : NULL;
         if (jm && !json_is_integer(v)) {
             eldr_errf(err, errlen, "%s: %s %s: not an integer", z->path, src,
                       row_name(z, r, rn, sizeof rn));
@@ -590,11 +628,11 @@ static int load(npz *z, char *err, size_t errlen)
     entry_free(&e);
 
     if (read_entry(z, "prompt_tokens", 1, &e, err, errlen) < 0 ||
-        copy_tokens(z, &e, 0, z->t->prompt_tokens, err, errlen))
+        copy_tokens(z, &e, 1, z->t->prompt_tokens, err, errlen))
         goto fail_entry;
     entry_free(&e);
     if (read_entry(z, "decode_tokens", 1, &e, err, errlen) < 0 ||
-        copy_tokens(z, &e, 0, z->t->decode_tokens, err, errlen))
+        copy_tokens(z, &e, 1, z->t->decode_tokens, err, errlen))
         goto fail_entry;
     entry_free(&e);
     if (read_entry(z, "decode_counts", 1, &e, err, errlen) < 0 ||
@@ -610,7 +648,8 @@ static int load(npz *z, char *err, size_t errlen)
                            errlen) ||
         check_conservation(z, "decode_counts", z->t->decode_counts, z->t->decode_tokens, err,
                            errlen) ||
-        check_output_tokens(z, err, errlen) || read_arrival(z, err, errlen) ||
+        check_gate_sums(z, err, errlen) || check_output_tokens(z, err, errlen) ||
+        read_arrival(z, err, errlen) ||
         read_labels(z, err, errlen) ||
         trace_validate(z->t, z->path, err, errlen))
         return -1;

@@ -166,6 +166,11 @@ int model_set_sizes(model_t *m, const int64_t *sizes, char *err, size_t errlen)
     return 0;
 }
 
+int model_fits_geometry(const model_t *m, int L, int E, int k)
+{
+    return m->recipe.L == L && m->recipe.E == E && (m->k == 0 || m->k == k);
+}
+
 static int validate_geometry(const model_t *m, const char *where, const struct part_names *nm,
                              char *err, size_t errlen)
 {
@@ -174,9 +179,9 @@ static int validate_geometry(const model_t *m, const char *where, const struct p
         return eldr_errf(err, errlen, "%s: %s = %d, need at least 1 layer", where, nm->L, r->L);
     if (r->E < 1)
         return eldr_errf(err, errlen, "%s: %s = %d, need at least 1 expert", where, nm->E, r->E);
-    if (m->k < 1 || m->k > r->E)
-        return eldr_errf(err, errlen, "%s: %s = %d, top-k must be in [1, %d]", where, nm->k,
-                         m->k, r->E);
+    if (m->k < 0 || m->k > r->E)
+        return eldr_errf(err, errlen, "%s: %s = %d, top-k must be in [1, %d] (or 0: unknown)",
+                         where, nm->k, m->k, r->E);
     if (m->K < 1)
         return eldr_errf(err, errlen, "%s: %s: K = %d clusters, need at least 1", where,
                          nm->centroids, m->K);

@@ -30,7 +30,9 @@
 
 typedef struct model {
     sig_recipe recipe;           /* variant, L, E, mask, idf over the mask */
-    int k;                       /* top-k of the MoE router */
+    int k;                       /* top-k of the MoE router; 0 unknown (a
+                                  * reference fit JSON has none): any
+                                  * trace's top-k is then accepted */
     int K;                       /* clusters = decode workers */
     float *centroids;            /* [K][sig_dim(&recipe)], unit rows */
     char **workers;              /* [K] owned names, unique, non-empty */
@@ -58,6 +60,13 @@ typedef struct model {
                                   * spec (split.h split_spec_format, e.g.
                                   * "random 200 seed 1"); "" unknown */
     char created[32];            /* ISO 8601 UTC time of the fit; "" */
+    /* Provenance the reference implementation's fit JSON carries
+     * (docs/model-format.md); "" unknown */
+    char model_name[128];        /* the MoE model calibrated on ("model") */
+    char calib_format[64];       /* format of the calibration input,
+                                  * e.g. "eldr-calibration-v1" */
+    char transform_sha256[SHA256_HEX]; /* SHA-256 of the fit whose recipe
+                                        * was reused (a transform template) */
     char eldr_version[32];       /* eldr that wrote it; "" */
 } model_t;
 
@@ -103,13 +112,19 @@ int model_validate(const model_t *m, const char *where, model_naming naming,
 int model_validate_mask(const model_t *m, const char *where, model_naming naming, char *err,
                         size_t errlen);
 
+/* 1 when a trace of L layers, E experts and top-k k can be routed by m:
+ * L and E equal, and the top-k equal unless the model's is unknown (0). */
+int model_fits_geometry(const model_t *m, int L, int E, int k);
+
 /* Index of the most similar centroid (cosine) for a unit signature of
  * sig_dim floats, with its similarity; a convenience for reports. */
 int model_nearest(const model_t *m, const float *sig, double *sim);
 
 /* eldr-model v1 HDF5 file (model_io.c). Save validates first, then
  * writes atomically (temp + rename). Load validates; on failure *out is
- * NULL and err names the file and the dataset or attribute (and row). */
+ * NULL and err names the file and the dataset or attribute (and row).
+ * Load also reads a fit JSON (model_file_is_json: model_load_json), and
+ * the probe says yes to one. */
 int model_save(const model_t *m, const char *path, char *err, size_t errlen);
 int model_load(const char *path, model_t **out, char *err, size_t errlen);
 
@@ -127,6 +142,20 @@ int model_from_json_text(const char *text, const char *where, model_t **out,
                          char *err, size_t errlen);
 int model_save_json(const model_t *m, const char *path, char *err, size_t errlen);
 int model_load_json(const char *path, model_t **out, char *err, size_t errlen);
+/* model_save_json without the refusal: every variant, for eldr's own use
+ * (PUT /v1/model takes this JSON); the reference may not load it. */
+int model_save_json_any(const model_t *m, const char *path, char *err, size_t errlen);
+
+/* 0 when the reference implementation's loader can express m (variant
+ * count over every layer, count_idf with non-negative, not all-zero idf,
+ * or gate_prob, i.e. their gate_prob_all); else -1 with one line naming
+ * what it cannot express. model_save_json (a file for their tools) checks
+ * it; model_to_json_text (eldr to eldr: eldrd, the dashboard) does not. */
+int model_reference_expressible(const model_t *m, char *err, size_t errlen);
+
+/* 1 when the file at path starts (after white space) with '{': a centroid
+ * JSON, which model_load then reads with model_load_json. */
+int model_file_is_json(const char *path);
 
 /* ---- fitting (model_fit.c) ----
  *

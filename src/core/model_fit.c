@@ -308,6 +308,7 @@ static model_t *assemble(const trace_t *t, const model_fit_opts *o, fit_state *s
     snprintf(m->layer_select, sizeof m->layer_select, "%s", sel[o->layers % 3]);
     snprintf(m->calib_sha256, sizeof m->calib_sha256, "%s", o->calib_sha256 ? o->calib_sha256 : "");
     snprintf(m->calib_file, sizeof m->calib_file, "%s", o->calib_file ? o->calib_file : "");
+    snprintf(m->model_name, sizeof m->model_name, "%s", t->model);
     rep->iterations = s->km.iterations;
     rep->converged = s->km.converged;
     return m;

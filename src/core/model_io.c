@@ -31,7 +31,8 @@ static int save_attrs(hid_t f, const model_t *m, const char *path, char *err, si
         {"layer_select", m->layer_select}, {"calib_sha256", m->calib_sha256},
         {"calib_file", m->calib_file}, {"calib_split", m->calib_split},
         {"created", m->created},
-        {"eldr_version", m->eldr_version},
+        {"eldr_version", m->eldr_version}, {"model_name", m->model_name},
+        {"calibration_format", m->calib_format}, {"transform_sha256", m->transform_sha256},
     };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (h5u_write_str_attr(f, strs[i].name, strs[i].v, path, err, errlen) < 0)
@@ -110,7 +111,7 @@ static int read_head(hid_t f, head_t *h, const char *path, char *err, size_t err
     if (h5u_check_format(f, MODEL_FORMAT, MODEL_VERSION, path, err, errlen) < 0 ||
         read_int_in(f, "layers", 1, INT_MAX, &h->L, path, err, errlen) < 0 ||
         read_int_in(f, "experts", 1, INT_MAX, &h->E, path, err, errlen) < 0 ||
-        read_int_in(f, "top_k", 1, h->E, &h->k, path, err, errlen) < 0 ||
+        read_int_in(f, "top_k", 0, h->E, &h->k, path, err, errlen) < 0 ||
         h5u_read_str_attr(f, "variant", variant, sizeof variant, path, err, errlen) < 0 ||
         h5u_read_double_attr(f, "tau", &h->tau, path, err, errlen) < 0)
         return -1;
@@ -142,6 +143,9 @@ static int read_optional(hid_t f, model_t *m, const char *path, char *err, size_
         {"calib_split", m->calib_split, sizeof m->calib_split},
         {"created", m->created, sizeof m->created},
         {"eldr_version", m->eldr_version, sizeof m->eldr_version},
+        {"model_name", m->model_name, sizeof m->model_name},
+        {"calibration_format", m->calib_format, sizeof m->calib_format},
+        {"transform_sha256", m->transform_sha256, sizeof m->transform_sha256},
     };
     int64_t v;
     for (size_t i = 0; i < sizeof i64 / sizeof i64[0]; i++)
@@ -306,6 +310,9 @@ out:
 int model_load(const char *path, model_t **out, char *err, size_t errlen)
 {
     *out = NULL;
+    /* the reference implementation's fit JSON opens wherever a model does */
+    if (model_file_is_json(path))
+        return model_load_json(path, out, err, errlen);
     h5u_silence();
     hid_t f = h5u_open_read(path, err, errlen);
     if (f < 0)
@@ -317,6 +324,8 @@ int model_load(const char *path, model_t **out, char *err, size_t errlen)
 
 int model_file_probe(const char *path)
 {
+    if (model_file_is_json(path))
+        return 1;
     char fmt[64];
     h5u_silence();
     hid_t f = h5u_open_read(path, NULL, 0);

@@ -33,6 +33,10 @@ int sig_variant_parse(const char *name)
     for (int v = 0; v < SIG_N_VARIANTS; v++)
         if (strcmp(name, variant_names[v]) == 0)
             return v;
+    /* the reference implementation's name for the same recipe: the summed
+     * prefill softmax over all experts, masked, no idf, one global norm */
+    if (strcmp(name, SIG_GATE_PROB_ALL) == 0)
+        return SIG_GATE_PROB;
     return -1;
 }
 

@@ -26,7 +26,9 @@ typedef enum sig_variant {
 
 /* "count", "count_idf", ... */
 const char *sig_variant_name(sig_variant v);
-/* -1 when unknown */
+/* -1 when unknown. "gate_prob_all", the reference implementation's name
+ * of the gate_prob recipe, parses as SIG_GATE_PROB. */
+#define SIG_GATE_PROB_ALL "gate_prob_all"
 int sig_variant_parse(const char *name);
 /* 1 when the variant reads gate_prob/gate_logit instead of counts */
 int sig_variant_uses_gate(sig_variant v);

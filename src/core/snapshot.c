@@ -13,7 +13,7 @@ static json_t *as_centroid_json(const json_t *snap, const json_t *m)
     size_t i;
     json_array_foreach(json_object_get(snap, "workers"), i, w)
         json_array_append(names, json_object_get(w, "name"));
-    static const char *const same[] = {"L", "k", "K", "variant", "layer_mask", "sig_idf",
+    static const char *const same[] = {"L", "K", "variant", "layer_mask", "sig_idf",
                                        "centroids", "rho", "sizes", "created"};
     for (size_t j = 0; o && j < sizeof same / sizeof same[0]; j++) {
         json_t *v = json_object_get(m, same[j]);
@@ -21,6 +21,9 @@ static json_t *as_centroid_json(const json_t *snap, const json_t *m)
             json_object_set(o, same[j], v);
     }
     json_object_set(o, "e", json_object_get(m, "E"));
+    /* the snapshot's k is the top-k; the centroid JSON's k is K */
+    if (json_object_get(m, "k"))
+        json_object_set(o, "top_k", json_object_get(m, "k"));
     if (json_is_number(json_object_get(snap, "tau")))
         json_object_set(o, "tau", json_object_get(snap, "tau"));
     if (json_array_size(names))

@@ -8,11 +8,13 @@
  * (trace_validate.c) before it is handed out; on any failure everything
  * is freed and *out stays NULL. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 #include "h5util.h"
+#include "import.h"
 #include "trace.h"
 
 #define MAX_GEOM 65535
@@ -219,8 +221,88 @@ static int read_header(hid_t f, trace_header_t *h, const char *path, char *err, 
                : 0;
 }
 
+/* --- files that are not HDF5 traces ----------------------------------- */
+
+/* A capture (.npz) or JSON-lines trace opens wherever a trace does: it is
+ * imported in memory (validated as `eldr import` would). A bare .npy has
+ * no top-k, so it must go through `eldr import --top-k` first. */
+static int foreign_import(const char *path, import_format fmt, trace_t **t, char *err,
+                          size_t errlen)
+{
+    if (fmt == IMPORT_NPY)
+        return eldr_errf(err, errlen, "%s: a bare .npy count array holds no top-k: convert it "
+                         "with 'eldr import %s --top-k K -o TRACE.h5'", path, path);
+    return import_file(path, fmt, t, err, errlen);
+}
+
+static void header_of(const trace_t *t, trace_header_t *h)
+{
+    memset(h, 0, sizeof *h);
+    snprintf(h->model, sizeof h->model, "%s", t->model);
+    h->L = t->L;
+    h->E = t->E;
+    h->k = t->k;
+    h->n = t->n;
+    h->has = (t->decode_counts ? TRACE_HAS_DECODE : 0) | (t->gate_prob ? TRACE_HAS_GATE_PROB : 0) |
+             (t->gate_logit ? TRACE_HAS_GATE_LOGIT : 0) | (t->label ? TRACE_HAS_LABEL : 0) |
+             (t->arrival_s ? TRACE_HAS_ARRIVAL : 0) | (t->request_id ? TRACE_HAS_REQUEST_ID : 0);
+    h->n_labels = t->n_labels;
+}
+
+/* Rows [r0, r1) of t, as a new trace. */
+static trace_t *select_range(const trace_t *t, int64_t r0, int64_t r1, char *err, size_t errlen)
+{
+    int64_t n = r1 - r0, *rows = eldr_calloc((size_t)n + 1, sizeof *rows);
+    if (!rows) {
+        eldr_errf(err, errlen, "out of memory for %lld rows", (long long)n);
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++)
+        rows[i] = r0 + i;
+    trace_t *part = trace_select(t, rows, n, err, errlen);
+    free(rows);
+    return part;
+}
+
+/* Load rows [r0, r1) (r1 < 0: all) of an importable file. */
+static int foreign_load(const char *path, import_format fmt, int64_t r0, int64_t r1,
+                        trace_progress_fn fn, void *ctx, trace_t **out, char *err, size_t errlen)
+{
+    trace_t *t;
+    if (foreign_import(path, fmt, &t, err, errlen))
+        return -1;
+    if (r1 < 0)
+        r1 = t->n;
+    if (r0 < 0 || r1 < r0 || r1 > t->n) {
+        eldr_errf(err, errlen, "%s: rows [%lld, %lld) outside the file's [0, %lld)", path,
+                  (long long)r0, (long long)r1, (long long)t->n);
+        trace_free(t);
+        return -1;
+    }
+    if (r0 > 0 || r1 < t->n) {
+        trace_t *part = select_range(t, r0, r1, err, errlen);
+        trace_free(t);
+        if (!part)
+            return -1;
+        t = part;
+    }
+    if (fn)
+        fn(ctx, 1.0);
+    *out = t;
+    return 0;
+}
+
 int trace_read_header(const char *path, trace_header_t *h, char *err, size_t errlen)
 {
+    import_format fmt = import_sniff(path);
+    if (fmt != IMPORT_UNKNOWN) {
+        trace_t *t;
+        if (foreign_import(path, fmt, &t, err, errlen))
+            return -1;
+        header_of(t, h);
+        trace_free(t);
+        return 0;
+    }
     hid_t f = h5u_open_read(path, err, errlen);
     if (f < 0)
         return -1;
@@ -480,6 +562,9 @@ static int load(const char *path, int64_t r0, int64_t r1, trace_progress_fn fn, 
     trace_t *t = NULL;
     int rc = -1;
     *out = NULL;
+    import_format fmt = import_sniff(path);
+    if (fmt != IMPORT_UNKNOWN)
+        return foreign_load(path, fmt, r0, r1, fn, ctx, out, err, errlen);
     ld.f = h5u_open_read(path, err, errlen);
     if (ld.f < 0)
         return -1;

@@ -241,7 +241,7 @@ static int l_advise(lua_State *L)
     if (l_getopt(L, 2, "model") != LUA_TNIL)
         model = l_checkmodel(L, -1, fn, "model");
     lua_pop(L, 1);
-    if (model && (model->recipe.L != t->L || model->recipe.E != t->E || model->k != t->k))
+    if (model && !model_fits_geometry(model, t->L, t->E, t->k))
         l_argerror(L, fn, "model", "geometry %d x %d top-%d does not match the trace's "
                    "%d x %d top-%d", model->recipe.L, model->recipe.E, model->k, t->L, t->E,
                    t->k);

@@ -529,7 +529,7 @@ static int l_simulate(lua_State *L)
     if (model) {
         if (K && K != model->K)
             l_argerror(L, fn, "workers", "%d, but the model has K = %d workers", K, model->K);
-        if (model->recipe.L != all->L || model->recipe.E != all->E || model->k != all->k)
+        if (!model_fits_geometry(model, all->L, all->E, all->k))
             l_argerror(L, fn, "model", "geometry %d x %d top-%d does not match the trace's "
                        "%d x %d top-%d", model->recipe.L, model->recipe.E, model->k, all->L,
                        all->E, all->k);

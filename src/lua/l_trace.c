@@ -220,16 +220,21 @@ static int l_import(lua_State *L)
 {
     lua_settop(L, 2); /* optional arguments stay at fixed slots */
     const char *fn = "import";
-    static const char *const known[] = {"format", NULL};
+    static const char *const known[] = {"format", "top_k", "layers", "experts", NULL};
     const char *path = l_checkstr(L, 1, fn, "path");
     l_checkopts(L, 2, fn, known);
     const char *fmt_name = l_optstr(L, 2, fn, "format", NULL);
     import_format fmt = IMPORT_UNKNOWN;
     if (fmt_name && (fmt = import_format_parse(fmt_name)) == IMPORT_UNKNOWN)
-        l_argerror(L, fn, "format", "'npz' or 'jsonl' expected, got '%s'", fmt_name);
+        l_argerror(L, fn, "format", "'npz', 'jsonl', 'npy' or 'frames' expected, got '%s'",
+                   fmt_name);
+    /* what a bare count file does not say (npy, frames) */
+    import_geometry g = {(int)l_optint(L, 2, fn, "top_k", 1, 65535, 0),
+                         (int)l_optint(L, 2, fn, "layers", 1, 1 << 20, 0),
+                         (int)l_optint(L, 2, fn, "experts", 1, 65535, 0)};
     char err[ELDR_ERRLEN];
     l_trace *u = l_newtrace(L);
-    if (import_file(path, fmt, &u->t, err, sizeof err))
+    if (import_file_geometry(path, fmt, &g, &u->t, err, sizeof err))
         return l_fail(L, fn, err);
     return 1;
 }
@@ -549,8 +554,9 @@ static const l_fn module_fns[] = {
                      "file, validated (all rows or a 1-based inclusive row range)"},
     {"gen", l_gen, "eldr.gen{requests=, layers=, experts=, top_k=, domains=, seed=, ...} -> "
                    "Trace: synthetic trace (every option of `eldr gen`, '-' -> '_')"},
-    {"import", l_import, "eldr.import(path [, {format = 'npz'|'jsonl'}]) -> Trace: import a "
-                         "calibration capture or JSON lines"},
+    {"import", l_import, "eldr.import(path [, {format = 'npz'|'jsonl'|'npy'|'frames', top_k =, "
+                         "layers =, experts =}]) -> Trace: import a calibration capture, JSON "
+                         "lines, a count array or proxy frames"},
     {"info", l_info, "eldr.info(path | Trace | Model) -> table: geometry, counts, labels, "
                      "datasets, validation verdict (valid, error)"},
     {NULL, NULL, NULL},

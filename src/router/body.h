@@ -30,11 +30,15 @@ int rb_fail(rb_err *e, int status, const char *where, const char *fmt, ...)
 /* POST /v1/route. counts covers the prompt tokens the prefill computed
  * (all of them when no block was served from cache); block i < cached
  * came from the prefix cache; block_counts[j] are the counts of block
- * cached + j, newly computed, for the signature cache to keep. */
+ * cached + j, newly computed, for the signature cache to keep.
+ * A gate model's request sends "gates" instead: the summed prefill router
+ * probabilities (or logits) [L*E], finite; then counts is NULL and there
+ * are no block fields (the signature cache keeps counts). */
 typedef struct route_body {
     char request_id[RB_ID_MAX];  /* "" when absent */
     char prefill_worker[RB_NAME_MAX]; /* "" when absent */
-    uint16_t *counts;            /* [L*E] */
+    uint16_t *counts;            /* [L*E], or NULL when gates were sent */
+    float *gates;                /* [L*E], or NULL when counts were sent */
     uint64_t *hashes;            /* [n_hashes] the prompt's block hash chain */
     int n_hashes;
     int cached_blocks;           /* leading hashes served from the prefix cache */

@@ -12,14 +12,16 @@ typedef void (*http_handler)(eldrd_t *d, const http_req *r, http_resp *out);
 void ep_route(eldrd_t *d, const http_req *r, http_resp *out);
 void ep_finish(eldrd_t *d, const http_req *r, http_resp *out);
 
-/* The one decision path for counts, whoever brings them (POST /v1/route,
- * the proxy): signature, similarities, the locality band and state_route.
- * total = the prompt's counts [L*E]; u = the signature cache's use (NULL:
- * none); *no_signature (if non-NULL) = 1 when the counts were all zero on
- * the mask (the no-signature rule decided). -1 with e (409, 503, ...). */
-int route_decide_counts(eldrd_t *d, mref_t *m, const char *request_id, const uint16_t *total,
-                        int prefill, const cache_use *u, route_out *o, int *no_signature,
-                        rb_err *e);
+/* The one decision path, whoever brings the prompt's signal (POST
+ * /v1/route, the proxy): signature, similarities, the locality band and
+ * state_route. counts = the prompt's counts [L*E] for a count model, or
+ * gates = its gate values [L*E] for a gate model (the other NULL); u =
+ * the signature cache's use (NULL: none); *no_signature (if non-NULL) = 1
+ * when the signal was all zero on the mask (the no-signature rule
+ * decided). -1 with e (409, 503, ...). */
+int route_request(eldrd_t *d, mref_t *m, const char *request_id, const uint16_t *counts,
+                  const float *gates, int prefill, const cache_use *u, route_out *o,
+                  int *no_signature, rb_err *e);
 void ep_kv_events(eldrd_t *d, const http_req *r, http_resp *out);
 void ep_snapshot(eldrd_t *d, const http_req *r, http_resp *out);
 void ep_explain(eldrd_t *d, const http_req *r, http_resp *out);

@@ -53,12 +53,35 @@ static int use_cache(eldrd_t *d, const route_body *b, uint16_t *total, cache_use
     return 0;
 }
 
-/* Signature and similarities outside the lock; *zero when no signature. */
-static int similarities(const mref_t *r, const uint16_t *total, float *sig, double *sim,
-                        int *zero, rb_err *e)
+/* The body must carry what the served model's variant reads: a gate
+ * model's request sends gates (probabilities are never negative), every
+ * other model's counts. 422 otherwise, naming what to send. */
+static int check_signal(const mref_t *r, const route_body *b, int E, rb_err *e)
+{
+    sig_variant v = r->m->recipe.variant;
+    const char *name = sig_variant_name(v);
+    if (sig_variant_uses_gate(v) && !b->gates)
+        return rb_fail(e, 422, b->counts ? "counts" : "gates",
+                       "the served model (variant %s) routes on gate values: send \"gates\" "
+                       "(base64 float32 LE [L*E], or [[layer, expert, value], ...])", name);
+    if (!sig_variant_uses_gate(v) && b->gates)
+        return rb_fail(e, 422, "gates",
+                       "the served model (variant %s) routes on expert counts: send \"counts\" "
+                       "or \"sparse\", not gates", name);
+    for (size_t i = 0; v == SIG_GATE_PROB && i < (size_t)r->m->recipe.L * (size_t)E; i++)
+        if (b->gates[i] < 0)
+            return rb_fail(e, 422, "gates", "negative probability %g at layer %zu expert %zu",
+                           (double)b->gates[i], i / (size_t)E, i % (size_t)E);
+    return 0;
+}
+
+/* Signature and similarities outside the lock; *zero when no signature.
+ * total: the counts (count models), gates: the gate values (gate models). */
+static int similarities(const mref_t *r, const uint16_t *total, const float *gates, float *sig,
+                        double *sim, int *zero, rb_err *e)
 {
     char err[ELDR_ERRLEN];
-    int rc = sig_from_counts(&r->m->recipe, total, NULL, sig, err, sizeof err);
+    int rc = sig_from_counts(&r->m->recipe, gates ? NULL : total, gates, sig, err, sizeof err);
     if (rc < 0)
         return rb_fail(e, 500, "model", "%s", err);
     *zero = rc == 1;
@@ -83,16 +106,16 @@ static void route_answer(eldrd_t *d, const route_out *o, const cache_use *u,
         http_error(out, 503, "route", "out of memory for the answer");
 }
 
-int route_decide_counts(eldrd_t *d, mref_t *m, const char *request_id, const uint16_t *total,
-                        int prefill, const cache_use *u, route_out *o, int *no_signature,
-                        rb_err *e)
+int route_request(eldrd_t *d, mref_t *m, const char *request_id, const uint16_t *counts,
+                  const float *gates, int prefill, const cache_use *u, route_out *o,
+                  int *no_signature, rb_err *e)
 {
     float *sig = malloc(m->dim * sizeof *sig);
     double sim[ROUTE_MAX_WORKERS];
     int zero = 0, rc = -1;
     if (!sig)
         return rb_fail(e, 503, "route", "out of memory");
-    if (similarities(m, total, sig, sim, &zero, e) == 0) {
+    if (similarities(m, counts, gates, sig, sim, &zero, e) == 0) {
         route_in in = {request_id, m, zero ? NULL : sim, sig, prefill,
                        u ? u->hit : 0, u ? u->missing : 0, u ? u->stored : 0};
         rc = state_route(d->st, &in, o, e);
@@ -123,8 +146,10 @@ void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
         if (u.prefill < 0)
             http_error(out, 404, "prefill_worker", "unknown prefill worker '%s'",
                        b.prefill_worker);
-        else if (use_cache(d, &b, total, &u, &e) < 0 ||
-                 route_decide_counts(d, m, b.request_id, total, u.prefill, &u, o, NULL, &e) < 0)
+        else if (check_signal(m, &b, d->E, &e) < 0 ||
+                 (!b.gates && use_cache(d, &b, total, &u, &e) < 0) ||
+                 route_request(d, m, b.request_id, b.gates ? NULL : total, b.gates, u.prefill,
+                               &u, o, NULL, &e) < 0)
             http_rb_error(out, &e);
         else
             route_answer(d, o, &u, &b, m->gen, out);

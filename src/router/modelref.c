@@ -93,10 +93,6 @@ void mholder_swap(mholder *h, mref_t *r)
 
 int mref_check_servable(const model_t *m, int K, char *err, size_t errlen)
 {
-    if (sig_variant_uses_gate(m->recipe.variant))
-        return eldr_errf(err, errlen,
-                         "variant %s needs gate values; eldrd routes on expert counts",
-                         sig_variant_name(m->recipe.variant));
     if (m->K != K)
         return eldr_errf(err, errlen, "model has K = %d centroids, the daemon serves %d workers",
                          m->K, K);

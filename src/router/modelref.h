@@ -50,8 +50,9 @@ mref_t *mholder_get(mholder *h);
  * and r->epoch = r->gen for a loaded model (refit_of 0). */
 void mholder_swap(mholder *h, mref_t *r);
 
-/* Whether m can replace the daemon's model: a count variant (eldrd routes
- * on counts, not gate values) with K workers. */
+/* Whether m can replace the daemon's model: K workers (at most 256). Any
+ * variant: count models route on the body's counts, gate models
+ * (gate_prob, gate_logit) on its gates (docs/http-api.md). */
 int mref_check_servable(const model_t *m, int K, char *err, size_t errlen);
 
 #endif

@@ -2,6 +2,7 @@
 #include "proxy.h"
 
 #include <curl/curl.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -424,6 +425,34 @@ static void conclude(proxy_t *p, pxreq *r, int avoid)
     unref(r);
 }
 
+/* The gate values in eldr_sig (<f4 [L*E], a gate model's): finite and,
+ * for probabilities, >= 0. */
+static int sig_gates(const proxy_t *p, const pm_prefill *pre, int probs, float *gates,
+                     char *why, size_t whylen)
+{
+    size_t cells = (size_t)p->d->L * (size_t)p->d->E;
+    if (!pre->sig) {
+        memset(gates, 0, cells * sizeof *gates);
+        return 0;
+    }
+    if (pre->sig_len != cells * 4)
+        return eldr_errf(why, whylen, "the prefill's eldr_sig holds %zu bytes; the gate model's "
+                         "%d layers x %d experts need %zu (little-endian float32)",
+                         pre->sig_len, p->d->L, p->d->E, cells * 4);
+    for (size_t i = 0; i < cells; i++) {
+        const uint8_t *b = pre->sig + 4 * i;
+        uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                     (uint32_t)b[3] << 24;
+        memcpy(&gates[i], &u, sizeof u);
+        if (!isfinite(gates[i]) || (probs && gates[i] < 0))
+            return eldr_errf(why, whylen, "the prefill's eldr_sig has %s %g at layer %zu "
+                             "expert %zu", probs ? "a negative or non-finite probability"
+                                                 : "a non-finite value",
+                             (double)gates[i], i / (size_t)p->d->E, i % (size_t)p->d->E);
+    }
+    return 0;
+}
+
 /* The counts in eldr_sig (<i2 [L*E]) as the router's uint16 counts. */
 static int sig_counts(const proxy_t *p, const pm_prefill *pre, uint16_t *counts, char *why,
                       size_t whylen)
@@ -448,24 +477,29 @@ static int sig_counts(const proxy_t *p, const pm_prefill *pre, uint16_t *counts,
     return 0;
 }
 
-/* Decide the decode worker from the prefill's counts: the same path as
- * POST /v1/route. */
+/* Decide the decode worker from the prefill's eldr_sig: the same path as
+ * POST /v1/route. The served model says how to read it: counts, or gate
+ * values for a gate model (its variant can change with a hot swap). */
 static int decide(proxy_t *p, pxreq *r)
 {
     char why[256];
     size_t cells = (size_t)p->d->L * (size_t)p->d->E;
-    uint16_t *counts = malloc(cells * sizeof *counts);
+    mref_t *m = mholder_get(&p->d->model);
+    sig_variant v = m->m->recipe.variant;
+    int gate = sig_variant_uses_gate(v);
+    uint16_t *counts = gate ? NULL : malloc(cells * sizeof *counts);
+    float *gates = gate ? malloc(cells * sizeof *gates) : NULL;
     route_out *o = malloc(sizeof *o);
     int rc = -1;
-    if (!counts || !o) {
+    if ((!counts && !gates) || !o) {
         fail(r, 503, "out of memory");
-    } else if (sig_counts(p, &r->pre, counts, why, sizeof why) < 0) {
+    } else if ((gate ? sig_gates(p, &r->pre, v == SIG_GATE_PROB, gates, why, sizeof why)
+                     : sig_counts(p, &r->pre, counts, why, sizeof why)) < 0) {
         fail(r, 502, "%s", why);
     } else {
-        mref_t *m = mholder_get(&p->d->model);
         rb_err e;
         int nosig = 0;
-        if (route_decide_counts(p->d, m, r->id, counts, -1, NULL, o, &nosig, &e) < 0) {
+        if (route_request(p->d, m, r->id, counts, gates, -1, NULL, o, &nosig, &e) < 0) {
             fail(r, e.status, "%s (%s)", e.error, e.where);
         } else {
             r->worker = o->d.worker;
@@ -474,9 +508,10 @@ static int decide(proxy_t *p, pxreq *r)
                 atomic_fetch_add(&p->no_signature, 1);
             rc = 0;
         }
-        mref_put(m);
     }
+    mref_put(m);
     free(counts);
+    free(gates);
     free(o);
     return rc;
 }

@@ -26,4 +26,13 @@ vg "gen --tokens --prefix-groups" 0 "$ELDR" gen -o "$TMP/p.h5" --requests 50 --l
     --experts 16 --top-k 2 --prefix-groups 3 --prefix-blocks 2 --tokens
 vg "run a Lua script" 0 "$ELDR" run "$ROOT/tests/lua/test_kmeans.lua"
 vg "Lua seeds, advise, progress errors" 0 "$ELDR" run "$ROOT/tests/lua/vg_seeds.lua" "$SAMPLE"
-vg "a bad file (the exit-2 path)" 2 "$ELDR" info "$TMP/m.json"
+FIX="$ROOT/tests/fixtures/import"
+vg "info of the reference's capture (.npz in memory)" 0 "$ELDR" info "$FIX/good_reference.npz"
+vg "import of proxy frames" 0 "$ELDR" import "$FIX/good_capture.frames" --top-k 2 --layers 3 \
+    --experts 8 -o "$TMP/frames.h5"
+"$ELDR" model export "$TMP/m.h5" -o "$TMP/r.json" >/dev/null
+vg "import of a fit JSON, top-k from a trace" 0 "$ELDR" model import "$TMP/r.json" \
+    --trace "$SAMPLE" -o "$TMP/r.h5"
+vg "a refused capture (the exit-2 path)" 2 "$ELDR" import "$FIX/bad_gate_sum.npz" -o "$TMP/x.h5"
+printf 'neither a trace nor a model\n' >"$TMP/junk.h5"
+vg "a bad file (the exit-2 path)" 2 "$ELDR" info "$TMP/junk.h5"

@@ -5,7 +5,7 @@ proxy mode follows (the reference deployment's prefill-first handoff;
 docs/eldrd.md, "Proxy mode"). Test-only; never part of eldr.
 
     fake_pd.py TRACE.h5 PORTFILE RECORD.jsonl [--prefill N] [--decode K]
-               [--no-sig] [--stock] [--decode-delay S] [--chunks C] [--chunk-gap S]
+               [--no-sig] [--stock] [--gate] [--decode-delay S] [--chunks C] [--chunk-gap S]
                [--max-seconds T]
 
 Serves N prefill and K decode instances on 127.0.0.1 (free ports, written
@@ -20,6 +20,8 @@ prompt's expert counts as little-endian int16 [L*E]. With --stock the
 prefill speaks stock vLLM's handoff instead (its NixlConnector proxy
 example): it wants max_tokens 1 and null remote fields, and answers a
 plain completion with kv_transfer_params (and eldr_sig, unless --no-sig).
+With --gate, eldr_sig is the prompt's gate_prob row instead, as
+little-endian float32 [L*E] (what the reference sends for a gate model).
 The counts are row
 (sha256(prompt) mod N) of the trace's prefill_counts, so the prompt
 decides them. max_tokens 1 ends the request at the prefill
@@ -48,16 +50,17 @@ opt = {"--prefill": 1, "--decode": 4, "--decode-delay": 0.0, "--chunks": 3,
        "--chunk-gap": 0.2, "--max-seconds": 120.0}
 NO_SIG = "--no-sig" in args
 STOCK = "--stock" in args
+GATE = "--gate" in args
 i = 3
 while i < len(args):
-    if args[i] in ("--no-sig", "--stock"):
+    if args[i] in ("--no-sig", "--stock", "--gate"):
         i += 1
         continue
     opt[args[i]] = type(opt[args[i]])(args[i + 1])
     i += 2
 
 with h5py.File(TRACE, "r") as f:
-    COUNTS = f["prefill_counts"][:].astype("<i2")
+    COUNTS = f["gate_prob"][:].astype("<f4") if GATE else f["prefill_counts"][:].astype("<i2")
 N_ROWS = COUNTS.shape[0]
 LOCK = threading.Lock()
 

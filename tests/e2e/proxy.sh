@@ -72,6 +72,45 @@ expect_fail2 "--pd-protocol other" "--pd-protocol: 'sglang' is neither eldr nor 
 $PY "$ROOT/tests/e2e/proxy_check.py" "$TMP" "$TMP/m.h5" "$SMALL" "$MAIN" "$TAU0" "$NOSIG" \
     "$DEADPF" "$DEADDC" "$TMP/pd.jsonl" "$TMP/nosig.jsonl" "$STOCK" "$TMP/stock.jsonl"
 
+# a gate model: eldr_sig is float32 gate_prob [L*E]
+"$ELDR" gen -o "$TMP/g.h5" --requests 300 --layers 6 --experts 16 --top-k 2 --domains 3 \
+    --gate-prob --seed 4 >/dev/null 2>&1 &&
+    "$ELDR" fit "$TMP/g.h5" -k 3 --variant gate_prob --layers all -o "$TMP/gm.h5" >/dev/null 2>&1
+check "fixture: a K=3 gate_prob model" test -s "$TMP/gm.h5"
+$PY "$ROOT/tests/e2e/fake_pd.py" "$TMP/g.h5" "$TMP/gate.ports" "$TMP/gate.jsonl" --prefill 1 \
+    --decode 3 --gate --max-seconds 300 &
+PIDS="$PIDS $!"
+i=0; while [ ! -s "$TMP/gate.ports" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+GPF=$($PY -c "import json,sys; print(','.join('http://127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['prefill']))" "$TMP/gate.ports")
+GDC=$($PY -c "import json,sys; print(','.join('http://127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['decode']))" "$TMP/gate.ports")
+start gate -m "$TMP/gm.h5" --proxy --prefill "$GPF" --decode "$GDC" --tau 0 || exit 0
+check "a gate model routes on eldr_sig as float32 gates: 24 requests on the oracle's worker" \
+    $PY - "$URL" "$TMP/g.h5" "$TMP/gm.h5" <<'PYEOF'
+import hashlib, json, sys, urllib.request
+import h5py, numpy as np
+url, trace, model = sys.argv[1:4]
+G = h5py.File(trace, "r")["gate_prob"][:].astype(np.float64)
+C = h5py.File(model, "r")["centroids"][:].astype(np.float64)
+bad, used = [], set()
+for i in range(24):
+    p = "gate prompt %d" % i
+    s = G[int(hashlib.sha256(p.encode()).hexdigest(), 16) % G.shape[0]].ravel()
+    want = int(np.argmax(C @ (s / np.linalg.norm(s))))
+    used.add(want)
+    req = urllib.request.Request(url + "/v1/completions", json.dumps({"prompt": p, "max_tokens": 4}).encode(),
+                                 {"Content-Type": "application/json"})
+    got = json.load(urllib.request.urlopen(req, timeout=10))["decoder"]
+    if got != want:
+        bad.append((p, got, want))
+print(bad, used)
+sys.exit(0 if not bad and len(used) >= 2 else 1)
+PYEOF
+# the same gate model behind a prefill that sends int16 counts: 502 naming float32
+start gatebad -m "$TMP/gm.h5" --proxy --prefill "$PF1" --decode "$GDC" || exit 0
+req POST /v1/completions '{"prompt": "counts to a gate model", "max_tokens": 4}'
+expect_http "a gate model given int16 counts in eldr_sig: 502 naming float32" 502 \
+    '"float32" in j["error"]'
+
 # live attach shows the proxied traffic: the dashboard's decisions view
 # (tau 0 replica: the oracle's requests and the 256 streams went there)
 expect_status "dash --attach on the proxy: a frame of its decisions" 0 "$ELDR" dash --attach "$TAU0" \

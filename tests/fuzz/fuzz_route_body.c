@@ -1,5 +1,5 @@
 /* fuzz_route_body.c - libFuzzer harness: the eldrd request bodies
- * route_body_parse (POST /v1/route, dense and sparse counts), and, on the
+ * route_body_parse (POST /v1/route, dense and sparse counts or gates), and, on the
  * same text, finish_body_parse and config_body_parse.
  *
  * Input: byte 0 picks L (1..4), byte 1 picks E (1..8), the rest is the
@@ -62,9 +62,21 @@ static void route_round_trip(const route_body *b, int L, int E)
     route_expect_counts(text, L, E, b->counts);
 }
 
+/* A gate body: finite values, no counts, no block fields. */
+static void route_check_gates(const route_body *b, size_t cells)
+{
+    fuzz_check(!b->counts && !b->n_hashes && !b->cached_blocks && !b->n_block_counts);
+    for (size_t i = 0; i < cells; i++)
+        fuzz_check(isfinite(b->gates[i]));
+}
+
 static void route_check_ok(const route_body *b, int L, int E)
 {
     size_t cells = (size_t)L * (size_t)E;
+    if (b->gates) {
+        route_check_gates(b, cells);
+        return;
+    }
     fuzz_check(b->counts != NULL);
     fuzz_check(memchr(b->request_id, '\0', RB_ID_MAX) && memchr(b->prefill_worker, '\0', RB_NAME_MAX));
     fuzz_check(b->n_hashes >= 0 && b->n_hashes <= RB_HASHES_MAX);
@@ -97,7 +109,9 @@ static void route_same_as_json(const char *text, size_t len, int L, int E, int r
     size_t cells = (size_t)L * (size_t)E;
     fuzz_check(!strcmp(j.request_id, b->request_id) &&
                !strcmp(j.prefill_worker, b->prefill_worker));
-    fuzz_check(!memcmp(j.counts, b->counts, cells * sizeof *b->counts));
+    fuzz_check(!j.counts == !b->counts && !j.gates == !b->gates);
+    fuzz_check(!j.counts || !memcmp(j.counts, b->counts, cells * sizeof *b->counts));
+    fuzz_check(!j.gates || !memcmp(j.gates, b->gates, cells * sizeof *b->gates));
     fuzz_check(j.n_hashes == b->n_hashes && j.cached_blocks == b->cached_blocks &&
                j.n_block_counts == b->n_block_counts);
     fuzz_check(!j.n_hashes || !memcmp(j.hashes, b->hashes, (size_t)j.n_hashes * sizeof *j.hashes));
@@ -123,7 +137,7 @@ static int fuzz_route_body_one(const uint8_t *data, size_t size)
         route_body_free(&b);
     } else {
         route_check_fail(&e);
-        fuzz_check(!b.counts && !b.hashes && !b.block_counts);
+        fuzz_check(!b.counts && !b.gates && !b.hashes && !b.block_counts);
     }
 
     char id[RB_ID_MAX];

@@ -103,6 +103,19 @@ local imp = eldr.import(T.root .. "/tests/fixtures/import/good.jsonl")
 T.ok(#imp >= 1 and imp:info().k >= 1, "import jsonl")
 T.err(function() eldr.import(T.root .. "/tests/fixtures/import/bad_conservation.jsonl") end,
       "eldr.import: ", "import reports a bad file")
+-- the reference's other forms: a count array and proxy frames need the
+-- top-k (and the frames L and E); a capture opens with eldr.load too
+local fix = T.root .. "/tests/fixtures/import/"
+local npy = eldr.import(fix .. "good_counts.npy", {top_k = 2})
+local frames = eldr.import(fix .. "good_capture.frames", {top_k = 2, layers = 3, experts = 8})
+local cap = eldr.load(fix .. "good_reference.npz")
+T.ok(#npy == 6 and #frames == 6 and #cap == 6 and npy:info().k == 2,
+     "import npy and frames, load a capture")
+T.ok(npy:row(1).prompt_tokens == cap:row(1).prompt_tokens and
+     frames:row(6).prompt_tokens == cap:row(6).prompt_tokens,
+     "npy and frames prompt lengths are the capture's")
+T.err(function() eldr.import(fix .. "good_counts.npy") end, "holds no top-k",
+      "a count array without top_k")
 
 -- errors
 T.err(function() eldr.load("/nonexistent.h5") end, "eldr.load: ", "load of a missing file")

@@ -106,6 +106,18 @@ static void check_good(const char *file, json_t *e, const trace_t *t)
         assert_true(t->arrival_s[i] == json_number_value(json_array_get(arr, i)));
 }
 
+/* What a bare count file does not say (expected.json "geometry"), or NULL. */
+static const import_geometry *geometry_of(json_t *e, const char *file, import_geometry *g)
+{
+    json_t *o = json_object_get(json_object_get(e, "geometry"), file);
+    if (!o)
+        return NULL;
+    g->top_k = (int)json_integer_value(json_object_get(o, "top_k"));
+    g->layers = (int)json_integer_value(json_object_get(o, "layers"));
+    g->experts = (int)json_integer_value(json_object_get(o, "experts"));
+    return g;
+}
+
 static void test_good_fixtures(void **state)
 {
     (void)state;
@@ -117,7 +129,9 @@ static void test_good_fixtures(void **state)
         char path[512], err[ELDR_ERRLEN] = "";
         snprintf(path, sizeof path, FIXDIR "%s", file);
         trace_t *t = NULL;
-        if (import_file(path, IMPORT_UNKNOWN, &t, err, sizeof err))
+        import_geometry g;
+        if (import_file_geometry(path, IMPORT_UNKNOWN, geometry_of(e, file, &g), &t, err,
+                                 sizeof err))
             fail_msg("%s: %s", file, err);
         check_good(file, want, t);
         assert_int_equal(trace_validate(t, file, err, sizeof err), 0);
@@ -139,7 +153,9 @@ static void test_bad_fixtures(void **state)
         char path[512], err[ELDR_ERRLEN] = "";
         snprintf(path, sizeof path, FIXDIR "%s", file);
         trace_t *t = (trace_t *)1;
-        if (import_file(path, IMPORT_UNKNOWN, &t, err, sizeof err) == 0)
+        import_geometry g;
+        if (import_file_geometry(path, IMPORT_UNKNOWN, geometry_of(e, file, &g), &t, err,
+                                 sizeof err) == 0)
             fail_msg("%s: imported, but it is bad", file);
         assert_null(t);
         assert_null(strchr(err, '\n'));
@@ -443,6 +459,61 @@ static void test_find_duplicate(void **state)
     assert_int_equal(j, 3);
 }
 
+/* A capture or JSON lines opens wherever a trace does: trace_load,
+ * trace_load_rows and trace_read_header import it in memory; a bare .npy
+ * (no top-k) is refused with a pointer to eldr import. */
+static void test_trace_load_routes(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN] = "";
+    trace_t *t = NULL, *direct = NULL, *part = NULL;
+    assert_int_equal(import_sniff(FIXDIR "good_reference.npz"), IMPORT_NPZ);
+    assert_int_equal(import_sniff(FIXDIR "good.jsonl"), IMPORT_JSONL);
+    assert_int_equal(import_sniff(FIXDIR "good_counts.npy"), IMPORT_NPY);
+    assert_int_equal(import_sniff(FIXDIR "good_capture.frames"), IMPORT_UNKNOWN);
+    /* an HDF5 trace stays one whatever its name */
+    char h5[64];
+    snprintf(h5, sizeof h5, "/tmp/eldr_test_import_%d.npz", (int)getpid());
+    FILE *in = fopen("samples/small.h5", "rb"), *out = fopen(h5, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+    assert_int_equal(import_sniff(h5), IMPORT_UNKNOWN);
+    assert_int_equal(trace_load(h5, &t, err, sizeof err), 0);
+    trace_free(t);
+    unlink(h5);
+    if (trace_load(FIXDIR "good_reference.npz", &t, err, sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(import_npz(FIXDIR "good_reference.npz", &direct, err, sizeof err), 0);
+    assert_int_equal(t->n, direct->n);
+    assert_memory_equal(t->prefill_counts, direct->prefill_counts,
+                        (size_t)t->n * TRACE_CELLS(t) * sizeof *t->prefill_counts);
+    trace_header_t h;
+    assert_int_equal(trace_read_header(FIXDIR "good_reference.npz", &h, err, sizeof err), 0);
+    assert_int_equal(h.n, t->n);
+    assert_int_equal(h.k, t->k);
+    assert_true(h.has & TRACE_HAS_DECODE && h.has & TRACE_HAS_GATE_PROB);
+    assert_int_equal(trace_load_rows(FIXDIR "good_reference.npz", 2, 5, &part, err, sizeof err), 0);
+    assert_int_equal(part->n, 3);
+    assert_string_equal(part->request_id[0], t->request_id[2]);
+    assert_memory_equal(part->prefill_counts, trace_prefill_row(t, 2),
+                        3 * TRACE_CELLS(t) * sizeof *t->prefill_counts);
+    trace_free(part);
+    assert_int_equal(trace_load_rows(FIXDIR "good_reference.npz", 4, 99, &part, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "outside the file's [0, 6)"));
+    assert_int_equal(trace_load(FIXDIR "good_counts.npy", &part, err, sizeof err), -1);
+    assert_null(part);
+    assert_non_null(strstr(err, "--top-k K"));
+    trace_free(t);
+    trace_free(direct);
+}
+
 static void test_format_names(void **state)
 {
     (void)state;
@@ -642,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_npy_integers),   cmocka_unit_test(test_npy_strings),
         cmocka_unit_test(test_npy_fortran),    cmocka_unit_test(test_npy_rejects),
         cmocka_unit_test(test_find_duplicate), cmocka_unit_test(test_format_names),
+        cmocka_unit_test(test_trace_load_routes),
         cmocka_unit_test(test_jsonl_long_line), cmocka_unit_test(test_jsonl_by_hand),
         cmocka_unit_test(test_npy_damaged),    cmocka_unit_test(test_damaged_npz),
         cmocka_unit_test(test_damaged_jsonl),

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,8 @@ static model_t *make_model(sig_variant v)
     snprintf(m->layer_select, sizeof m->layer_select, "auto");
     sha256_buf_hex("abc", 3, m->calib_sha256);
     snprintf(m->calib_file, sizeof m->calib_file, "calib.h5");
+    snprintf(m->model_name, sizeof m->model_name, "toy-moe");
+    snprintf(m->calib_format, sizeof m->calib_format, "eldr-trace");
     return m;
 }
 
@@ -171,6 +174,9 @@ static void expect_same(const model_t *a, const model_t *b, int exact_doubles)
     assert_string_equal(a->calib_file, b->calib_file);
     assert_string_equal(a->created, b->created);
     assert_string_equal(a->eldr_version, b->eldr_version);
+    assert_string_equal(a->model_name, b->model_name);
+    assert_string_equal(a->calib_format, b->calib_format);
+    assert_string_equal(a->transform_sha256, b->transform_sha256);
 }
 
 static char *tmp_path(const char *suffix)
@@ -452,12 +458,27 @@ static void test_json_round_trip(void **state)
         expect_same(m, back, 0);
         model_free(back);
         free(text);
-        /* and through a file */
+        /* and through a file, for the reference's tools: only what their
+         * format expresses (the test model's mask is a subset, so count
+         * is refused too) */
         char *path = tmp_path(".json");
-        assert_int_equal(model_save_json(m, path, ERR, sizeof ERR), 0);
-        assert_int_equal(model_load_json(path, &back, ERR, sizeof ERR), 0);
-        expect_same(m, back, 0);
-        model_free(back);
+        int expressible = v == SIG_COUNT_IDF || v == SIG_GATE_PROB;
+        if (!expressible) {
+            assert_int_equal(model_save_json(m, path, ERR, sizeof ERR), -1);
+            assert_non_null(strstr(ERR, sig_variant_name((sig_variant)v)));
+            assert_null(strchr(ERR, '\n'));
+            assert_int_equal(access(path, F_OK), -1);
+        } else {
+            assert_int_equal(model_save_json(m, path, ERR, sizeof ERR), 0);
+            assert_int_equal(model_load_json(path, &back, ERR, sizeof ERR), 0);
+            expect_same(m, back, 0);
+            model_free(back);
+            /* a fit JSON opens wherever a model does */
+            assert_true(model_file_probe(path));
+            assert_int_equal(model_load(path, &back, ERR, sizeof ERR), 0);
+            expect_same(m, back, 0);
+            model_free(back);
+        }
         model_free(m);
         unlink(path);
         free(path);
@@ -481,7 +502,7 @@ static void test_json_reference(void **state)
         fail_msg("%s", ERR);
     assert_int_equal(m->recipe.L, 4);
     assert_int_equal(m->recipe.E, 3);
-    assert_int_equal(m->k, 2);
+    assert_int_equal(m->k, 0); /* "k" is K; the reference has no top-k */
     assert_int_equal(m->K, 2);
     assert_int_equal(m->recipe.variant, SIG_COUNT_IDF);
     assert_int_equal(m->recipe.n_layers, 2);
@@ -541,7 +562,7 @@ static void expect_json_fails(const char *text, const char *part)
 static void test_json_errors(void **state)
 {
     (void)state;
-#define HEAD "{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count_idf\","
+#define HEAD "{\"L\":3,\"e\":2,\"variant\":\"count_idf\","
     expect_json_fails("{\"L\":3,", "line 1");
     expect_json_fails("[1,2]", "top level must be a JSON object");
     expect_json_fails("{\"e\":2}", "key L missing");
@@ -559,15 +580,136 @@ static void test_json_errors(void **state)
     expect_json_fails("{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"cosine\",\"layer_mask\":[0],"
                       "\"centroids\":[[1,0]]}", "variant is not a known variant");
     expect_json_fails("{\"L\":3,\"e\":2,\"k\":3,\"variant\":\"count\",\"layer_mask\":[0],"
-                      "\"centroids\":[[1,0]]}", "key k = 3 is out of range [1, 2]");
-    expect_json_fails("{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count\",\"layer_mask\":[0],"
+                      "\"centroids\":[[1,0]]}", "key k = 3 differs from the 1 rows of centroids");
+    expect_json_fails("{\"L\":3,\"e\":2,\"k\":1,\"m\":2,\"layer_mask\":[0],"
+                      "\"centroids\":[[1,0]]}", "key m differs");
+    expect_json_fails("{\"L\":3,\"e\":2,\"k\":2,\"variant\":\"count\",\"layer_mask\":[0],"
                       "\"centroids\":[[1,0],[0,1]],\"workers\":[\"x\",\"x\"]}",
                       "workers[1] 'x' repeats workers[0]");
     expect_json_fails("{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count\",\"layer_mask\":[0],"
                       "\"centroids\":[[1,null]]}", "centroids[0][1] is not a number");
     expect_json_fails("{\"L\":3,\"e\":2,\"k\":1,\"variant\":\"count\",\"layer_mask\":[0],"
                       "\"centroids\":[]}", "centroids must be a non-empty list");
+    /* what the reference loader refuses, eldr refuses too */
+    expect_json_fails("{\"L\":1,\"e\":2,\"variant\":\"gate_prob_all\",\"sig_dtype\":\"<i2\","
+                      "\"layer_mask\":[0],\"centroids\":[[1,0]]}",
+                      "sig_dtype is \"<i2\", expected \"<f4\" for variant gate_prob_all");
+    expect_json_fails("{\"L\":1,\"e\":2,\"variant\":\"count\",\"sig_dtype\":\"<f4\","
+                      "\"centroids\":[[1,0]]}", "expected \"<i2\"");
+    expect_json_fails("{\"L\":1,\"e\":2,\"sig_mean\":[0,0],\"centroids\":[[1,0]]}",
+                      "sig_mean: mean-centred");
+    expect_json_fails("{\"L\":1,\"e\":2,\"sig_per_layer_norm\":true,\"centroids\":[[1,0]]}",
+                      "sig_per_layer_norm");
+    expect_json_fails("{\"L\":2,\"e\":2,\"variant\":\"gate_prob_all\",\"centroids\":[[1,0]]}",
+                      "layer_mask missing");
+    expect_json_fails(HEAD "\"layer_mask\":[0],\"sig_idf\":[1,-2],\"centroids\":[[1,0]]}",
+                      "sig_idf[1] = -2 is negative");
+    expect_json_fails(HEAD "\"layer_mask\":[0],\"sig_idf\":[0,0],\"centroids\":[[1,0]]}",
+                      "sig_idf is all zero");
+    expect_json_fails("{\"L\":1,\"e\":2,\"algo\":\"kmeans\",\"centroids\":[[1,0]]}",
+                      "key algo must be");
+    expect_json_fails("{\"L\":1,\"e\":2,\"top_k\":3,\"centroids\":[[1,0]]}",
+                      "key top_k must be an integer in [0, 2]");
 #undef HEAD
+}
+
+/* A fit JSON exactly as the reference's fitter writes one (indent=2),
+ * with every provenance key: they map onto the model (docs/model-format.md)
+ * and come back out under the same names. */
+static const char *REF_FIT =
+    "{\n  \"model\": \"qwen\",\n  \"algo\": \"kmbal\",\n  \"k\": 2,\n  \"m\": 2,\n"
+    "  \"L\": 3,\n  \"e\": 2,\n  \"n_fit\": 40,\n  \"variant\": \"gate_prob_all\",\n"
+    "  \"layer_select\": \"forward_greedy\",\n  \"layer_mask\": [\n    0,\n    2\n  ],\n"
+    "  \"fit_peak_rho\": 0.6125,\n  \"seed\": 1,\n  \"sig_dtype\": \"<f4\",\n"
+    "  \"centroids\": [[0.5, 0.5, 0.5, 0.5], [1.0, 0.0, 0.0, 0.0]],\n"
+    "  \"training_sha256\": \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\",\n"
+    "  \"calibration_format\": \"eldr-calibration-v1\",\n"
+    "  \"transform_sha256\": \"fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210\"\n}\n";
+
+static void test_json_reference_fit(void **state)
+{
+    (void)state;
+    model_t *m = NULL;
+    if (model_from_json_text(REF_FIT, "fit.json", &m, ERR, sizeof ERR) != 0)
+        fail_msg("%s", ERR);
+    assert_int_equal(m->recipe.variant, SIG_GATE_PROB);
+    assert_int_equal(m->K, 2);
+    assert_int_equal(m->k, 0);
+    assert_int_equal(m->balanced, 1);
+    assert_int_equal(m->fit_rows, 40);
+    assert_true(m->rho == 0.6125);
+    assert_true(m->seed == 1);
+    assert_string_equal(m->layer_select, "auto");
+    assert_string_equal(m->model_name, "qwen");
+    assert_string_equal(m->calib_format, "eldr-calibration-v1");
+    assert_string_equal(m->calib_sha256,
+                        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+    assert_string_equal(m->transform_sha256,
+                        "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210");
+    /* the provenance survives the HDF5 file */
+    char *path = tmp_path(".h5");
+    model_t *back = NULL;
+    assert_int_equal(model_save(m, path, ERR, sizeof ERR), 0);
+    assert_int_equal(model_load(path, &back, ERR, sizeof ERR), 0);
+    expect_same(m, back, 1);
+    assert_string_equal(back->model_name, "qwen");
+    assert_string_equal(back->calib_format, "eldr-calibration-v1");
+    assert_string_equal(back->transform_sha256, m->transform_sha256);
+    assert_int_equal(back->k, 0);
+    /* and goes back out under the reference's names, with k = m = K */
+    char *text;
+    assert_int_equal(model_to_json_text(back, &text, ERR, sizeof ERR), 0);
+    json_error_t je;
+    json_t *o = json_loads(text, 0, &je);
+    assert_non_null(o);
+    assert_int_equal(json_integer_value(json_object_get(o, "k")), 2);
+    assert_int_equal(json_integer_value(json_object_get(o, "m")), 2);
+    assert_null(json_object_get(o, "top_k"));
+    assert_string_equal(json_string_value(json_object_get(o, "variant")), "gate_prob_all");
+    assert_string_equal(json_string_value(json_object_get(o, "sig_dtype")), "<f4");
+    assert_string_equal(json_string_value(json_object_get(o, "algo")), "kmbal");
+    assert_string_equal(json_string_value(json_object_get(o, "layer_select")), "forward_greedy");
+    assert_string_equal(json_string_value(json_object_get(o, "model")), "qwen");
+    assert_int_equal(json_integer_value(json_object_get(o, "n_fit")), 40);
+    assert_true(json_real_value(json_object_get(o, "fit_peak_rho")) == 0.6125);
+    assert_string_equal(json_string_value(json_object_get(o, "training_sha256")), m->calib_sha256);
+    assert_null(json_object_get(o, "sig_idf"));
+    json_decref(o);
+    free(text);
+    model_free(back);
+    model_free(m);
+    unlink(path);
+    free(path);
+}
+
+/* Exports of eldr before k meant K wrote the top-k as k, with K and
+ * eldr_version beside it: they still read as top-k. A count fit without a
+ * layer_mask uses every layer; micro_centroids stand in for centroids. */
+static void test_json_legacy_and_defaults(void **state)
+{
+    (void)state;
+    model_t *m = NULL;
+    const char *legacy = "{\"L\":1,\"e\":4,\"k\":2,\"K\":3,\"variant\":\"count\","
+                         "\"layer_mask\":[0],\"eldr_version\":\"0.2.0\","
+                         "\"centroids\":[[1,0,0,0],[0,1,0,0],[0,0,1,0]]}";
+    if (model_from_json_text(legacy, "old.json", &m, ERR, sizeof ERR) != 0)
+        fail_msg("%s", ERR);
+    assert_int_equal(m->k, 2);
+    assert_int_equal(m->K, 3);
+    model_free(m);
+    const char *bare = "{\"L\":3,\"e\":2,\"k\":1,\"micro_centroids\":[[1,0,0,0,0,0]]}";
+    if (model_from_json_text(bare, "bare.json", &m, ERR, sizeof ERR) != 0)
+        fail_msg("%s", ERR);
+    assert_int_equal(m->recipe.variant, SIG_COUNT);
+    assert_int_equal(m->recipe.n_layers, 3);
+    assert_int_equal(m->K, 1);
+    /* top-k unknown: any trace's top-k fits, L and E must still match */
+    assert_true(model_fits_geometry(m, 3, 2, 1) && model_fits_geometry(m, 3, 2, 2));
+    assert_false(model_fits_geometry(m, 3, 3, 1));
+    m->k = 2;
+    assert_false(model_fits_geometry(m, 3, 2, 1));
+    model_free(m);
+    assert_int_equal(sig_variant_parse("gate_prob_all"), SIG_GATE_PROB);
 }
 
 /* ---- fitting ---- */
@@ -735,6 +877,8 @@ int main(void)
         cmocka_unit_test(test_json_reference),
         cmocka_unit_test(test_json_mask_forms),
         cmocka_unit_test(test_json_errors),
+        cmocka_unit_test(test_json_reference_fit),
+        cmocka_unit_test(test_json_legacy_and_defaults),
         cmocka_unit_test(test_fit_deterministic),
         cmocka_unit_test(test_fit_edges),
     };

@@ -212,6 +212,56 @@ static void test_route_blocks(void **state)
     }
 }
 
+/* A gate model's body: "gates", dense (base64 LE float32) or sparse. */
+static void test_route_gates(void **state)
+{
+    (void)state;
+    float g[L * E];
+    uint8_t raw[4 * L * E];
+    for (int i = 0; i < L * E; i++) {
+        g[i] = (float)i / 3.0f - 1.0f;   /* negative too: logits are gates */
+        uint32_t bits;
+        memcpy(&bits, &g[i], 4);
+        for (int j = 0; j < 4; j++)
+            raw[4 * i + j] = (uint8_t)(bits >> (8 * j));
+    }
+    char enc[4 * L * E * 2], json[1024];
+    b64_encode(raw, sizeof raw, enc);
+    snprintf(json, sizeof json, "{\"request_id\":\"g1\",\"gates\":\"%s\"}", enc);
+    route_body b;
+    rb_err e;
+    assert_int_equal(parse(json, &b, &e), 0);
+    assert_null(b.counts);
+    assert_memory_equal(b.gates, g, sizeof g);
+    route_body_free(&b);
+
+    assert_int_equal(parse("{\"gates\":[[0,1,0.5],[1,2,0.25],[0,1,0.25]]}", &b, &e), 0);
+    for (int i = 0; i < L * E; i++)
+        assert_true(b.gates[i] == (i == 1 ? 0.75f : i == E + 2 ? 0.25f : 0.0f));
+    route_body_free(&b);
+
+    static const struct { const char *body, *where, *word; int status; } bad[] = {
+        {"{\"gates\":\"AAAA\"}", "gates", "expected L*E*4", 422},
+        {"{\"gates\":\"A!AA\"}", "gates", "invalid base64", 400},
+        {"{\"gates\":[[0,9,1]]}", "gates[0][1]", "expert 9 outside", 422},
+        {"{\"gates\":[[0,1,\"x\"]]}", "gates[0]", "value must be a number", 400},
+        {"{\"gates\":[[0,1]]}", "gates[0]", "[layer, expert, value]", 400},
+        {"{\"gates\":[[0,1,1e39]]}", "gates[0]", "not finite", 422},
+        {"{\"gates\":7}", "gates", "base64 string", 400},
+        {"{\"gates\":[],\"counts\":\"AAAA\"}", "gates", "not both", 400},
+        {"{\"gates\":[],\"cached_blocks\":0}", "cached_blocks", "keeps counts", 422},
+        {"{}", "counts", "or gates", 400},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&e, 0, sizeof e);
+        assert_int_equal(parse(bad[i].body, &b, &e), -1);
+        if (e.status != bad[i].status || strcmp(e.where, bad[i].where) ||
+            !strstr(e.error, bad[i].word))
+            fail_msg("%s: got %d at '%s': %s", bad[i].body, e.status, e.where, e.error);
+        assert_null(b.gates);
+    }
+}
+
 static void test_finish_config(void **state)
 {
     (void)state;
@@ -378,6 +428,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_b64_round_trip), cmocka_unit_test(test_route_dense),
         cmocka_unit_test(test_route_sparse),   cmocka_unit_test(test_route_blocks),
+        cmocka_unit_test(test_route_gates),
         cmocka_unit_test(test_finish_config),  cmocka_unit_test(test_kv_events),
         cmocka_unit_test(test_idmap_shadow),   cmocka_unit_test(test_opts),
     };

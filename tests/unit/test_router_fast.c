@@ -139,7 +139,12 @@ static void same_body(const route_body *a, const route_body *b, size_t cells)
 {
     assert_string_equal(a->request_id, b->request_id);
     assert_string_equal(a->prefill_worker, b->prefill_worker);
-    assert_memory_equal(a->counts, b->counts, cells * sizeof *a->counts);
+    assert_int_equal(!a->counts, !b->counts);
+    assert_int_equal(!a->gates, !b->gates);
+    if (a->counts)
+        assert_memory_equal(a->counts, b->counts, cells * sizeof *a->counts);
+    if (a->gates)
+        assert_memory_equal(a->gates, b->gates, cells * sizeof *a->gates);
     assert_int_equal(a->n_hashes, b->n_hashes);
     assert_int_equal(a->cached_blocks, b->cached_blocks);
     assert_int_equal(a->n_block_counts, b->n_block_counts);
@@ -276,6 +281,9 @@ static void test_route_corpus(void **state)
         "{\"Counts\":\"%C\"}",
         "{\"counts\":\"%C\",\"foo\":1}",                      /* unknown key */
         "{\"counts\":\"%C\",\"sparse\":[]}",
+        "{\"gates\":[[0,1,0.5]]}",                          /* a gate model's body */
+        "{\"request_id\":\"g\",\"gates\":\"%C\"}",            /* wrong length for float32 */
+        "{\"counts\":\"%C\",\"gates\":[]}",
         "{\"counts\":\"%C\",\"block_hashes\":[1,2],\"cached_blocks\":0}",
         "{\"counts\":\"%C\",\"block_hashes\":null}",
         "{\"counts\":\"%C\"}x",                               /* trailing garbage */
