@@ -125,6 +125,11 @@ $(BIN)/capture_engine: tests/bench/capture_engine.c $(BUILD)/src/router/b64.o
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
+# instant prefill/decode stand-ins for the proxy benchmark (tests/bench/proxy.sh)
+$(BIN)/pd_instant: $(BUILD)/tests/bench/pd_instant.o
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(ROUTER_LIBS)
+
 unit-tests: $(TEST_BIN)
 
 $(SAMPLE): | $(BIN)/eldr
@@ -171,7 +176,7 @@ asan: deps
 bench: deps
 	@$(MAKE) --no-print-directory bench-built
 
-bench-built: all $(BENCH_BIN) $(BIN)/capture_engine
+bench-built: all $(BENCH_BIN) $(BIN)/capture_engine $(BIN)/pd_instant
 	@BIN=$(BIN) sh tests/bench/run.sh
 
 # Fuzzing (tests/fuzz/, docs/reliability.md): clang's libFuzzer with ASan

@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "err.h"
 #include "load_vllm.h"
+#include "proxy.h"
 #include "refit.h"
 
 static int file_exists(const char *path)
@@ -243,11 +244,17 @@ int daemon_init(eldrd_t *d, eldrd_opts *o, char *err, size_t errlen)
         return -1;
     if (o->refit_every > 0 && !(d->refit = refit_start(d, err, errlen)))
         return -1;
-    return o->load_vllm ? start_vllm(d, err, errlen) : 0;
+    if (o->load_vllm && start_vllm(d, err, errlen) < 0)
+        return -1;
+    if (o->proxy && !(d->proxy = proxy_start(d, err, errlen)))
+        return -1;
+    return 0;
 }
 
 void daemon_free(eldrd_t *d)
 {
+    proxy_free(d->proxy);
+    d->proxy = NULL;
     refit_stop(d->refit);
     d->refit = NULL;
     stop_reaper(d);

@@ -43,6 +43,7 @@ typedef struct eldrd {
     char persist_path[PATH_MAX]; /* state-dir/model.h5, "" without --state-dir */
     double started;              /* unix seconds */
     struct vllm_poller *vllm;    /* --load-from vllm, else NULL */
+    struct proxy *proxy;         /* --proxy, else NULL */
     auth_t auth;                 /* tokens (auth.h); "" = open */
     _Atomic(struct MHD_Daemon *) mhd; /* set once serving, for /metrics */
     atomic_int draining;         /* SIGTERM: no new routes, close connections */

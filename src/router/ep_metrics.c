@@ -10,6 +10,7 @@
 
 #include "endpoints.h"
 #include "load_vllm.h"
+#include "proxy.h"
 #include "refit.h"
 
 static void worker_series(eldrd_t *d, strbuf *b)
@@ -204,6 +205,8 @@ void ep_metrics(eldrd_t *d, const http_req *r, http_resp *out)
         refit_metrics(d->refit, &b);
     if (d->vllm)
         vllm_metrics(d->vllm, d->st->workers, &b);
+    if (d->proxy)
+        proxy_metrics(d->proxy, &b);
     if (b.oom) {
         free(b.s);
         http_error(out, 503, "metrics", "out of memory");

@@ -106,6 +106,27 @@ static void route_answer(eldrd_t *d, const route_out *o, const cache_use *u,
         http_error(out, 503, "route", "out of memory for the answer");
 }
 
+int route_request(eldrd_t *d, mref_t *m, const char *request_id, const uint16_t *counts,
+                  const float *gates, int prefill, const cache_use *u, route_out *o,
+                  int *no_signature, rb_err *e)
+{
+    float *sig = malloc(m->dim * sizeof *sig);
+    double sim[ROUTE_MAX_WORKERS];
+    int zero = 0, rc = -1;
+    if (!sig)
+        return rb_fail(e, 503, "route", "out of memory");
+    if (similarities(m, counts, gates, sig, sim, &zero, e) == 0) {
+        route_in in = {request_id, m, zero ? NULL : sim, sig, prefill,
+                       u ? u->hit : 0, u ? u->missing : 0, u ? u->stored : 0};
+        rc = state_route(d->st, &in, o, e);
+        sig = in.sig;   /* the window may have swapped it for an old one */
+    }
+    if (no_signature)
+        *no_signature = zero;
+    free(sig);
+    return rc;
+}
+
 void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
 {
     double t0 = mono_now();
@@ -115,11 +136,8 @@ void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
     cache_use u = {0};
     size_t cells = (size_t)d->L * (size_t)d->E;
     uint16_t *total = malloc(cells * sizeof *total);
-    float *sig = malloc(m->dim * sizeof *sig);
-    double sim[ROUTE_MAX_WORKERS];
     route_out *o = malloc(sizeof *o);
-    int zero = 0;
-    if (!total || !sig || !o) {
+    if (!total || !o) {
         http_error(out, 503, "route", "out of memory");
     } else if (route_body_parse(r->body, r->len, d->L, d->E, &b, &e) < 0) {
         http_rb_error(out, &e);
@@ -130,21 +148,14 @@ void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
                        b.prefill_worker);
         else if (check_signal(m, &b, d->E, &e) < 0 ||
                  (!b.gates && use_cache(d, &b, total, &u, &e) < 0) ||
-                 similarities(m, total, b.gates, sig, sim, &zero, &e) < 0)
+                 route_request(d, m, b.request_id, b.gates ? NULL : total, b.gates, u.prefill,
+                               &u, o, NULL, &e) < 0)
             http_rb_error(out, &e);
-        else {
-            route_in in = {b.request_id, m, zero ? NULL : sim, sig, u.prefill, u.hit,
-                           u.missing, u.stored};
-            if (state_route(d->st, &in, o, &e) < 0)
-                http_rb_error(out, &e);
-            else
-                route_answer(d, o, &u, &b, m->gen, out);
-            sig = in.sig;   /* the window may have swapped it for an old one */
-        }
+        else
+            route_answer(d, o, &u, &b, m->gen, out);
         route_body_free(&b);
     }
     free(total);
-    free(sig);
     free(o);
     mref_put(m);
     metrics_route(&d->met, mono_now() - (r->t_begin > 0 ? r->t_begin : t0));

@@ -18,6 +18,7 @@
 #include "err.h"
 #include "http.h"
 #include "opts.h"
+#include "proxy.h"
 
 static const struct endpoint {
     const char *method;
@@ -38,6 +39,9 @@ static const struct endpoint {
     {"POST", "/v1/inflight/clear", 0, ep_inflight_clear, AUTH_ADMIN, HTTP_SMALL_BODY},
     {"GET", "/metrics", 0, ep_metrics, AUTH_NONE, HTTP_SMALL_BODY},
     {"GET", "/healthz", 0, ep_healthz, AUTH_NONE, HTTP_SMALL_BODY},
+    /* proxy mode (proxy.h): answered by the proxy, not by fn */
+    {"POST", "/v1/completions", 0, ep_proxied, AUTH_NONE, 0},
+    {"POST", "/v1/chat/completions", 0, ep_proxied, AUTH_NONE, 0},
 };
 #define N_ENDPOINTS (sizeof endpoints / sizeof endpoints[0])
 
@@ -55,6 +59,7 @@ typedef struct conn_ctx {
     int too_large;
     int authed;                  /* a required token was given */
     char peer[64];
+    pxreq *px;                   /* a proxied request (proxy mode) */
 } conn_ctx;
 
 const char *http_query(const http_req *r, const char *key)
@@ -330,6 +335,55 @@ static void append(eldrd_t *d, conn_ctx *x, const char *data, size_t n)
     x->len += n;
 }
 
+/* The OpenAI paths without --proxy. */
+void ep_proxied(eldrd_t *d, const http_req *r, http_resp *out)
+{
+    (void)d;
+    http_error(out, 404, r->path, "eldrd serves %s only in proxy mode (start it with --proxy "
+               "--prefill URL,... --decode URL,...)", r->path);
+}
+
+/* A proxied request: hand it to the proxy once its body is in, then
+ * answer when the proxy has an answer (the connection is suspended
+ * until then, and resumed by the upstream thread). */
+static enum MHD_Result proxied(eldrd_t *d, struct MHD_Connection *c, conn_ctx *x,
+                               const char *url)
+{
+    http_resp out = {.status = 200};
+    if (!x->px) {
+        rb_err e;
+        int chat = 0;
+        proxy_path("POST", url, &chat);
+        if (x->late) {
+            http_error(&out, 503, url, "eldrd is draining (shutting down): send this request "
+                       "through another router");
+            return send_answer(c, d, &out, NULL, 1, NULL, x->endpoint);
+        }
+        if (x->buf)
+            x->buf[x->len] = '\0';
+        const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+        x->px = proxy_begin(d->proxy, c, x->buf ? x->buf : "", x->len, chat, id, &e);
+        if (!x->px) {
+            http_rb_error(&out, &e);
+            return send_answer(c, d, &out, NULL, 0, NULL, x->endpoint);
+        }
+    }
+    px_answer a;
+    proxy_poll(x->px, &a);
+    if (!a.ready)
+        return MHD_YES;          /* suspended; resumed when the answer comes */
+    out.status = a.status;
+    out.content_type = a.content_type;
+    if (a.stream) {
+        out.stream_read = proxy_stream_read;
+        out.stream_free = proxy_stream_free;
+        out.stream_ctx = x->px;
+    } else {
+        out.text = a.body;
+    }
+    return send_answer(c, d, &out, NULL, 0, NULL, x->endpoint);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -365,6 +419,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return send_answer(c, d, &out, NULL, 1, NULL, x->endpoint);
     }
     http_handler fn = x->endpoint >= 0 ? endpoints[x->endpoint].fn : NULL;
+    if (fn == ep_proxied && d->proxy)
+        return proxied(d, c, x, url);
     if (!fn)
         no_endpoint(method, url, &out, allow, sizeof allow);
     if (fn == ep_route && x->late) {     /* one already being uploaded is served */
@@ -387,9 +443,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     eldrd_t *d = cls;
     (void)c;
-    (void)toe;
     conn_ctx *x = *con_cls;
     if (x) {
+        if (x->px)
+            proxy_release(x->px, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
         atomic_fetch_sub(&d->active, 1);
         int big = x->cap >= TRIM_AFTER;
         free(x->buf);
@@ -448,6 +505,8 @@ struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    if (d->proxy)
+        flags |= MHD_ALLOW_SUSPEND_RESUME;   /* a proxied request waits upstream */
     struct MHD_Daemon *mhd = MHD_start_daemon(
         flags, (uint16_t)d->o->port, NULL, NULL, on_request, d, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, d, MHD_OPTION_SOCK_ADDR,
@@ -479,6 +538,9 @@ int http_stop(eldrd_t *d, struct MHD_Daemon *mhd, double drain_secs)
         nanosleep(&nap, NULL);
     }
     int cut = atomic_load(&d->active);
+    /* proxied requests still upstream fail (503) and their connections
+     * resume: libmicrohttpd must find none suspended when it stops */
+    proxy_stop(d->proxy);
     MHD_stop_daemon(mhd);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);

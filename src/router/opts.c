@@ -59,6 +59,18 @@ void opts_usage(FILE *f)
             "                            progress (default 10); exit 1 if any was cut\n"
             "  --inflight-ttl S          forget an in-flight request after S seconds\n"
             "                            when its finish never comes (default 0: never)\n"
+            "  --proxy                   proxy mode: serve POST /v1/completions and\n"
+            "                            /v1/chat/completions in the request path, prefill\n"
+            "                            then decode (docs/eldrd.md, \"Proxy mode\")\n"
+            "  --prefill URL,...         proxy mode: the prefill instances\n"
+            "  --decode URL,...          proxy mode: the decode instances, K of them, in\n"
+            "                            worker order\n"
+            "  --upstream-timeout S      proxy mode: an upstream silent this long (before\n"
+            "                            its answer or between stream chunks) is cut:\n"
+            "                            504 (default 600)\n"
+            "  --pd-protocol eldr|vllm   proxy mode: the prefill handoff; eldr (default):\n"
+            "                            prefill-first, as the ELDR reference deployment;\n"
+            "                            vllm: stock vLLM's (prefill max_tokens 1)\n"
             "  --refit-every S           online refit (off by default): every S seconds,\n"
             "                            refit the centroids on the recent signatures, each\n"
             "                            worker keeping the new centroid nearest its old\n"
@@ -211,6 +223,7 @@ static void defaults(eldrd_opts *o)
     o->max_conns_per_ip = 64;
     o->deadline = 30;
     o->drain = 10;
+    o->upstream_timeout = 600;
     o->refit_window = NAN;       /* given or not: --refit-window needs --refit-every */
     o->refit_max_rows = -1;
 }
@@ -218,6 +231,7 @@ static void defaults(eldrd_opts *o)
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
        O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
        O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
+       O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO,
        O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS };
 
 /* --refit-every S, --refit-window W: seconds, finite, > 0. */
@@ -344,6 +358,30 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
             return -1;
         o->deadline = (int)v;
         return 0;
+    case O_PROXY:
+        o->proxy = 1;
+        return 0;
+    case O_PDPROTO:
+        if (strcmp(arg, "eldr") && strcmp(arg, "vllm"))
+            return eldr_errf(err, errlen, "--pd-protocol: '%s' is neither eldr nor vllm", arg);
+        o->pd_vllm = !strcmp(arg, "vllm");
+        return 0;
+    case O_PFURLS:
+        o->prefill_urls = arg;
+        return 0;
+    case O_DECURLS:
+        o->decode_urls = arg;
+        return 0;
+    case O_UPTIMEOUT: {
+        char *end;
+        errno = 0;
+        double t = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(t) || t < 0.01 || t > 86400)
+            return eldr_errf(err, errlen, "--upstream-timeout: '%s' is not a number of "
+                             "seconds in 0.01..86400", arg);
+        o->upstream_timeout = t;
+        return 0;
+    }
     case O_REFIT_EVERY:
         return parse_refit_seconds("--refit-every", arg, &o->refit_every, err, errlen);
     case O_REFIT_WINDOW:
@@ -392,6 +430,11 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"max-conns-per-ip", required_argument, 0, O_PERIP},
         {"request-deadline", required_argument, 0, O_DEADLINE},
         {"drain", required_argument, 0, O_DRAIN},
+        {"proxy", no_argument, 0, O_PROXY},
+        {"prefill", required_argument, 0, O_PFURLS},
+        {"decode", required_argument, 0, O_DECURLS},
+        {"upstream-timeout", required_argument, 0, O_UPTIMEOUT},
+        {"pd-protocol", required_argument, 0, O_PDPROTO},
         {"refit-every", required_argument, 0, O_REFIT_EVERY},
         {"refit-window", required_argument, 0, O_REFIT_WINDOW},
         {"refit-max-rows", required_argument, 0, O_REFIT_ROWS},
@@ -425,6 +468,15 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         opts_free(o);
         return eldr_errf(err, errlen, o->load_vllm ? "--load-from vllm needs --worker-urls"
                                                    : "--worker-urls needs --load-from vllm");
+    }
+    if (o->proxy && (!o->prefill_urls || !o->decode_urls)) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--proxy needs --prefill URL,... and --decode URL,...");
+    }
+    if (!o->proxy && (o->prefill_urls || o->decode_urls)) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--%s is for proxy mode: add --proxy",
+                         o->prefill_urls ? "prefill" : "decode");
     }
     if (o->max_conns_per_ip > o->max_conns) {
         opts_free(o);

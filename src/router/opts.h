@@ -35,6 +35,11 @@ typedef struct eldrd_opts {
     int max_conns_per_ip;        /* --max-conns-per-ip */
     int deadline;                /* --request-deadline: seconds from headers to body end */
     double drain;                /* --drain: seconds SIGTERM waits for requests */
+    int proxy;                   /* --proxy: serve the OpenAI paths in the request path */
+    const char *prefill_urls;    /* --prefill URL,... (proxy mode) */
+    const char *decode_urls;     /* --decode URL,..., K of them in worker order */
+    double upstream_timeout;     /* --upstream-timeout: seconds an upstream may stay silent */
+    int pd_vllm;                 /* --pd-protocol vllm (0: eldr, the prefill-first handoff) */
     double refit_every;          /* --refit-every seconds, 0 = no online refit */
     double refit_window;         /* --refit-window seconds (default 5) */
     int refit_max_rows;          /* --refit-max-rows (default 4096) */

@@ -5,6 +5,8 @@
 -- has routed. done() writes TSV rows (what, size, seconds, rate) to
 -- $WRK_ROWS: routes/s, p50/p99 latency of all requests, and failures.
 
+dofile(os.getenv("ROOT") .. "/tests/bench/wrk_rows.lua")
+
 local threads = {}
 
 function setup(thread)
@@ -48,24 +50,6 @@ function response(status, hdrs, body)
 end
 
 function done(summary, latency, requests)
-  local r, f, bad = 0, 0, 0
-  for _, t in ipairs(threads) do
-    r = r + t:get("routes")
-    f = f + t:get("finishes")
-    bad = bad + t:get("failures")
-  end
-  local e = summary.errors
-  bad = bad + e.connect + e.read + e.write + e.timeout
-  local secs = summary.duration / 1e6
-  local size = os.getenv("WRK_SIZE") or ""
-  local out = assert(io.open(os.getenv("WRK_ROWS"), "w"))
-  out:write(string.format("eldrd route+finish over HTTP (wrk)\t%s\t%.3f\t%.0f routes/s\n",
-                          size, secs, r / secs))
-  out:write(string.format("eldrd route+finish latency p50 (wrk)\t%s\t%.3f\t%.3f ms\n",
-                          size, secs, latency:percentile(50) / 1000))
-  out:write(string.format("eldrd route+finish latency p99 (wrk)\t%s\t%.3f\t%.3f ms\n",
-                          size, secs, latency:percentile(99) / 1000))
-  out:write(string.format("eldrd route+finish failed requests (wrk)\t%s\t%.3f\t%d of %d\n",
-                          size, secs, bad, summary.requests))
-  out:close()
+  wrk_write_rows(summary, latency, "eldrd route+finish", wrk_sum(threads, "routes"), "routes/s",
+                 wrk_sum(threads, "failures"))
 end

@@ -57,22 +57,10 @@ serve() { # ARGS...: eldrd on $PORT
     done
 }
 serve
-# eldrd's own CPU time (user + system ticks) over the run: per route it is
-# steadier than the rate on a machine whose cores are shared
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$DPID/stat" 2>/dev/null || echo 0; }
-T0=$(cpu_ticks)
-WRK_BODIES="$TMP/bodies" WRK_ROWS="$TMP/rows" WRK_SIZE="S*E=2560 K=16 c=$CONNS" \
-    timeout $((SECS + 30)) wrk -t2 -c"$CONNS" -d"${SECS}s" --latency \
-    -s "$ROOT/tests/bench/wrk_route.lua" "$URL" >"$TMP/wrk.out" 2>&1 || {
-    echo "wrk_route: wrk failed:" >&2; cat "$TMP/wrk.out" >&2; exit 1; }
-T1=$(cpu_ticks)
-sed 's/^/wrk_route: /' "$TMP/wrk.out" >&2
-cat "$TMP/rows"
-awk -F'\t' -v t0="$T0" -v t1="$T1" -v hz="$(getconf CLK_TCK)" 'NR == 1 {
-    routes = $3 * ($4 + 0)
-    if (routes > 0)
-        printf "eldrd CPU per route+finish (user+sys)\t%s\t%.3f\t%.1f us\n", $2, $3,
-               (t1 - t0) / hz / routes * 1e6 }' "$TMP/rows"
+. "$ROOT/tests/bench/wrk.inc"
+export WRK_BODIES="$TMP/bodies"
+wrk_cpu wrk_route wrk_route.lua "S*E=2560 K=16 c=$CONNS" "$URL" \
+    "eldrd CPU per route+finish (user+sys)"
 kill -TERM $DPID 2>/dev/null
 i=0; while kill -0 $DPID 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 DPID=""

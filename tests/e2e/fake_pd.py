@@ -1,0 +1,217 @@
+#!/usr/bin/python3
+"""fake_pd.py - stand-ins for the prefill and decode instances of a
+prefill/decode-disaggregated deployment, speaking the protocol eldrd's
+proxy mode follows (the reference deployment's prefill-first handoff;
+docs/eldrd.md, "Proxy mode"). Test-only; never part of eldr.
+
+    fake_pd.py TRACE.h5 PORTFILE RECORD.jsonl [--prefill N] [--decode K]
+               [--no-sig] [--stock] [--gate] [--decode-delay S] [--chunks C] [--chunk-gap S]
+               [--max-seconds T]
+
+Serves N prefill and K decode instances on 127.0.0.1 (free ports, written
+to PORTFILE as JSON {"prefill": [ports], "decode": [ports]}).
+
+Prefill (POST /v1/completions, /v1/chat/completions): checks the body
+carries the handoff request (stream false, return_token_ids true,
+kv_transfer_params with do_remote_decode and prefill_first), then answers
+with one generated token, the prompt's token ids and kv_transfer_params:
+remote block ids, engine, host, port, and eldr_sig = base64 of the
+prompt's expert counts as little-endian int16 [L*E]. With --stock the
+prefill speaks stock vLLM's handoff instead (its NixlConnector proxy
+example): it wants max_tokens 1 and null remote fields, and answers a
+plain completion with kv_transfer_params (and eldr_sig, unless --no-sig).
+With --gate, eldr_sig is the prompt's gate_prob row instead, as
+little-endian float32 [L*E] (what the reference sends for a gate model).
+The counts are row
+(sha256(prompt) mod N) of the trace's prefill_counts, so the prompt
+decides them. max_tokens 1 ends the request at the prefill
+(prefill_continues false). --no-sig leaves eldr_sig out (a stock engine).
+
+Decode (same paths): records {"instance", "request_id", "body"} to
+RECORD.jsonl, then answers as JSON, or with "stream": true as an SSE
+stream of C chunks C-gap seconds apart and "data: [DONE]". A body whose
+prompt is "slow ..." waits --decode-delay seconds first.
+POST /v1/kv_transfer/release: recorded with "release": true.
+"""
+import base64
+import hashlib
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import h5py
+import numpy as np
+
+args = sys.argv[1:]
+TRACE, PORTFILE, RECORD = args[0], args[1], args[2]
+opt = {"--prefill": 1, "--decode": 4, "--decode-delay": 0.0, "--chunks": 3,
+       "--chunk-gap": 0.2, "--max-seconds": 120.0}
+NO_SIG = "--no-sig" in args
+STOCK = "--stock" in args
+GATE = "--gate" in args
+i = 3
+while i < len(args):
+    if args[i] in ("--no-sig", "--stock", "--gate"):
+        i += 1
+        continue
+    opt[args[i]] = type(opt[args[i]])(args[i + 1])
+    i += 2
+
+with h5py.File(TRACE, "r") as f:
+    COUNTS = f["gate_prob"][:].astype("<f4") if GATE else f["prefill_counts"][:].astype("<i2")
+N_ROWS = COUNTS.shape[0]
+LOCK = threading.Lock()
+
+
+def record(obj):
+    with LOCK, open(RECORD, "a") as f:
+        f.write(json.dumps(obj) + "\n")
+
+
+def prompt_text(body):
+    if "messages" in body:
+        return "".join(m.get("content", "") for m in body["messages"]
+                       if isinstance(m.get("content"), str))
+    p = body.get("prompt")
+    return p if isinstance(p, str) else "".join(str(t) for t in p)
+
+
+def counts_of(text):
+    row = int(hashlib.sha256(text.encode()).hexdigest(), 16) % N_ROWS
+    return COUNTS[row]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    role = "prefill"
+    index = 0
+
+    def log_message(self, *a):
+        pass
+
+    def body(self):
+        n = int(self.headers.get("Content-Length", 0))
+        return json.loads(self.rfile.read(n) or b"{}")
+
+    def send_json(self, code, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass   # the proxy gave up on us (a timeout test)
+
+    def do_POST(self):
+        body = self.body()
+        if self.path == "/v1/kv_transfer/release":
+            record({"instance": self.index, "release": True, "body": body})
+            return self.send_json(200, {"released": True})
+        if self.path not in ("/v1/completions", "/v1/chat/completions"):
+            return self.send_json(404, {"error": "no such path"})
+        if self.role == "prefill":
+            return self.prefill(body)
+        return self.decode(body)
+
+    def stock_prefill(self, body):
+        kv = body.get("kv_transfer_params") or {}
+        if (body.get("max_tokens") != 1 or body.get("stream") is not False
+                or kv.get("do_remote_decode") is not True or "prefill_first" in kv
+                or kv.get("remote_engine_id", 0) is not None or "stream_options" in body):
+            return self.send_json(400, {"error": "not a vLLM P/D prefill request", "got": body})
+        transfer = {"do_remote_prefill": True, "do_remote_decode": False,
+                    "remote_engine_id": "p%d" % self.index, "remote_block_ids": [7, 8],
+                    "remote_host": "127.0.0.1", "remote_port": 5600 + self.index,
+                    "tp_size": 1}
+        if not NO_SIG:
+            transfer["eldr_sig"] = base64.b64encode(
+                counts_of(prompt_text(body)).tobytes()).decode()
+        self.send_json(200, {"id": "cmpl-%s" % body.get("request_id"),
+                             "object": "text_completion", "created": 1700000000,
+                             "choices": [{"index": 0, "text": "T", "finish_reason": "length"}],
+                             "kv_transfer_params": transfer})
+
+    def prefill(self, body):
+        if STOCK:
+            return self.stock_prefill(body)
+        kv = body.get("kv_transfer_params") or {}
+        if (body.get("stream") is not False or body.get("return_token_ids") is not True
+                or kv.get("do_remote_decode") is not True or kv.get("prefill_first") is not True
+                or "stream_options" in body):
+            return self.send_json(400, {"error": "not a prefill-first handoff request",
+                                        "got": body})
+        text = prompt_text(body)
+        ids = body["prompt"] if isinstance(body.get("prompt"), list) else \
+            [ord(c) % 1000 for c in text]
+        first = sum(ids) % 50000
+        transfer = {"do_remote_prefill": True, "do_remote_decode": False,
+                    "remote_block_ids": [1, 2, 3], "remote_engine_id": "p%d" % self.index,
+                    "remote_host": "127.0.0.1", "remote_port": 5600 + self.index,
+                    "tp_size": 1, "remote_num_tokens": len(ids),
+                    "prefill_first_token_id": first, "prefill_prompt_tokens": len(ids),
+                    "prefill_continues": body.get("max_tokens", 16) > 1,
+                    "transfer_id": kv.get("transfer_id")}
+        if not NO_SIG:
+            transfer["eldr_sig"] = base64.b64encode(counts_of(text).tobytes()).decode()
+        self.send_json(200, {
+            "id": "cmpl-%s" % body.get("request_id"), "object": "text_completion",
+            "created": 1700000000, "model": "stand-in",
+            "choices": [{"index": 0, "text": "T%d" % first, "token_ids": [first],
+                         "prompt_token_ids": ids, "finish_reason": "length",
+                         "stop_reason": None}],
+            "usage": {"prompt_tokens": len(ids), "completion_tokens": 1,
+                      "total_tokens": len(ids) + 1},
+            "kv_transfer_params": transfer})
+
+    def decode(self, body):
+        rid = self.headers.get("X-Request-Id")
+        record({"instance": self.index, "request_id": rid, "body": body})
+        if isinstance(body.get("messages"), list) and prompt_text(body).startswith("slow"):
+            time.sleep(opt["--decode-delay"])
+        if body.get("slow"):
+            time.sleep(opt["--decode-delay"])
+        if not body.get("stream"):
+            return self.send_json(200, {
+                "id": "cmpl-%s" % rid, "object": "text_completion", "model": "stand-in",
+                "choices": [{"index": 0, "text": " decoded by %d" % self.index,
+                             "finish_reason": "length"}],
+                "decoder": self.index, "request_id": rid})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for c in range(opt["--chunks"]):
+                ev = {"id": "cmpl-%s" % rid, "decoder": self.index, "chunk": c,
+                      "sent": time.time(), "choices": [{"index": 0, "text": " t%d" % c}]}
+                self.chunk(("data: " + json.dumps(ev) + "\n\n").encode())
+                time.sleep(opt["--chunk-gap"])
+            self.chunk(b"data: [DONE]\n\n")
+            self.chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            record({"instance": self.index, "request_id": rid, "cut": True})
+
+    def chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+
+def serve(role, index):
+    h = type("H%s%d" % (role, index), (Handler,), {"role": role, "index": index})
+    s = ThreadingHTTPServer(("127.0.0.1", 0), h)
+    s.daemon_threads = True
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+    return s.server_address[1]
+
+
+ports = {"prefill": [serve("prefill", i) for i in range(opt["--prefill"])],
+         "decode": [serve("decode", i) for i in range(opt["--decode"])]}
+with open(PORTFILE + ".tmp", "w") as f:
+    json.dump(ports, f)
+import os  # noqa: E402
+os.rename(PORTFILE + ".tmp", PORTFILE)
+time.sleep(opt["--max-seconds"])

@@ -1,0 +1,127 @@
+#!/bin/sh
+# tests/e2e/proxy.sh - eldrd --proxy in the request path, against stand-in
+# prefill and decode instances (tests/e2e/fake_pd.py, driven by
+# tests/e2e/proxy_check.py): answers relayed intact (JSON and SSE, chunks
+# in order and before the stream ends), the decode instance gets the
+# prefill's KV handoff without eldr_sig, each request reaches the worker
+# the locality band picks, in-flight counts return to zero, a client that
+# leaves mid-stream is finished, dead and slow upstreams give 502/504
+# while others are served, 256 concurrent streams, stock engines without
+# eldr_sig, and bad options exit 2.
+. "$ROOT/tests/cli/lib.sh"
+. "$ROOT/tests/e2e/daemon.inc"
+[ -x "$ELDR" ] || ELDR="$ROOT/bin/eldr"
+
+"$ELDR" fit "$SMALL" -k 4 -o "$TMP/m.h5" --variant count --layers all --seed 1 >/dev/null 2>&1
+check "fixture: a K=4 count model over every layer" test -s "$TMP/m.h5"
+
+# stand-ins: 2 prefill, 4 decode; and a second set whose prefill has no eldr_sig
+standins() { # NAME ARGS...: ports in $TMP/NAME.ports; sets PF and DC (URL lists)
+    n=$1; shift
+    $PY "$ROOT/tests/e2e/fake_pd.py" "$SMALL" "$TMP/$n.ports" "$TMP/$n.jsonl" "$@" --max-seconds 300 &
+    PIDS="$PIDS $!"
+    i=0; while [ ! -s "$TMP/$n.ports" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    PF=$($PY -c "import json,sys; print(','.join('http://127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['prefill']))" "$TMP/$n.ports")
+    DC=$($PY -c "import json,sys; print(','.join('http://127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['decode']))" "$TMP/$n.ports")
+}
+standins pd --prefill 2 --decode 4 --chunks 3 --chunk-gap 0.3 --decode-delay 3
+PF1=$PF; DC1=$DC
+DEAD="http://127.0.0.1:$(free_port)"
+
+# --- options -----------------------------------------------------------------
+expect_fail2 "--proxy without --prefill/--decode" "--proxy needs --prefill" \
+    "$ELDRD" -m "$TMP/m.h5" --proxy --listen 127.0.0.1:1
+expect_fail2 "--decode without --proxy" "--decode is for proxy mode" \
+    "$ELDRD" -m "$TMP/m.h5" --decode "$DC" --listen 127.0.0.1:1
+expect_fail2 "--decode with 3 URLs for K = 4" "--decode lists 3 URLs.*K = 4" \
+    "$ELDRD" -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DEAD,$DEAD/a,$DEAD/b" --listen 127.0.0.1:1
+expect_fail2 "--prefill with a non-http URL" "--prefill: 'ftp://x' is not an http" \
+    "$ELDRD" -m "$TMP/m.h5" --proxy --prefill ftp://x --decode "$DC" --listen 127.0.0.1:1
+expect_fail2 "--upstream-timeout 0" "--upstream-timeout" \
+    "$ELDRD" -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" --upstream-timeout 0 --listen 127.0.0.1:1
+"$ELDRD" --help >"$TMP/out"; expect_out "eldrd --help lists --proxy" "--proxy"
+
+start plain -m "$TMP/m.h5" || exit 0
+req POST /v1/completions '{"prompt": "x"}'
+expect_http "without --proxy, /v1/completions is 404 naming --proxy" 404 '"--proxy" in j["error"]'
+stop
+
+# --- the main run: tau from the model, and a tau 0 replica for the oracle ----
+start proxy -m "$TMP/m.h5" --proxy --prefill "$PF1" --decode "$DC1" --upstream-timeout 1.5 --threads 4 \
+    --max-conns-per-ip 400 || exit 0
+MAIN=$URL; MAINPID=$PID
+start proxy0 -m "$TMP/m.h5" --proxy --prefill "$PF1" --decode "$DC1" --tau 0 --threads 4 \
+    --max-conns-per-ip 400 || exit 0
+TAU0=$URL
+standins nosig --prefill 1 --decode 4 --no-sig
+start nosig -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" || exit 0
+NOSIG=$URL
+start deadpf -m "$TMP/m.h5" --proxy --prefill "$DEAD" --decode "$DC1" || exit 0
+DEADPF=$URL
+# decode worker 3 is a dead address; tau 0 so the oracle knows who goes there
+DC_DEAD=$(echo "$DC1" | awk -F, -v d="$DEAD" '{print $1","$2","$3","d}')
+start deaddc -m "$TMP/m.h5" --proxy --prefill "$PF1" --decode "$DC_DEAD" --tau 0 || exit 0
+DEADDC=$URL
+# stock vLLM's handoff (--pd-protocol vllm), tau 0 for the oracle
+standins stock --prefill 1 --decode 4 --stock --chunks 3 --chunk-gap 0.1
+start stock -m "$TMP/m.h5" --proxy --pd-protocol vllm --prefill "$PF" --decode "$DC" --tau 0 || exit 0
+STOCK=$URL
+expect_fail2 "--pd-protocol other" "--pd-protocol: 'sglang' is neither eldr nor vllm" \
+    "$ELDRD" -m "$TMP/m.h5" --proxy --pd-protocol sglang --prefill "$PF" --decode "$DC" --listen 127.0.0.1:1
+
+$PY "$ROOT/tests/e2e/proxy_check.py" "$TMP" "$TMP/m.h5" "$SMALL" "$MAIN" "$TAU0" "$NOSIG" \
+    "$DEADPF" "$DEADDC" "$TMP/pd.jsonl" "$TMP/nosig.jsonl" "$STOCK" "$TMP/stock.jsonl"
+
+# a gate model: eldr_sig is float32 gate_prob [L*E]
+"$ELDR" gen -o "$TMP/g.h5" --requests 300 --layers 6 --experts 16 --top-k 2 --domains 3 \
+    --gate-prob --seed 4 >/dev/null 2>&1 &&
+    "$ELDR" fit "$TMP/g.h5" -k 3 --variant gate_prob --layers all -o "$TMP/gm.h5" >/dev/null 2>&1
+check "fixture: a K=3 gate_prob model" test -s "$TMP/gm.h5"
+$PY "$ROOT/tests/e2e/fake_pd.py" "$TMP/g.h5" "$TMP/gate.ports" "$TMP/gate.jsonl" --prefill 1 \
+    --decode 3 --gate --max-seconds 300 &
+PIDS="$PIDS $!"
+i=0; while [ ! -s "$TMP/gate.ports" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+GPF=$($PY -c "import json,sys; print(','.join('http://127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['prefill']))" "$TMP/gate.ports")
+GDC=$($PY -c "import json,sys; print(','.join('http://127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['decode']))" "$TMP/gate.ports")
+start gate -m "$TMP/gm.h5" --proxy --prefill "$GPF" --decode "$GDC" --tau 0 || exit 0
+check "a gate model routes on eldr_sig as float32 gates: 24 requests on the oracle's worker" \
+    $PY - "$URL" "$TMP/g.h5" "$TMP/gm.h5" <<'PYEOF'
+import hashlib, json, sys, urllib.request
+import h5py, numpy as np
+url, trace, model = sys.argv[1:4]
+G = h5py.File(trace, "r")["gate_prob"][:].astype(np.float64)
+C = h5py.File(model, "r")["centroids"][:].astype(np.float64)
+bad, used = [], set()
+for i in range(24):
+    p = "gate prompt %d" % i
+    s = G[int(hashlib.sha256(p.encode()).hexdigest(), 16) % G.shape[0]].ravel()
+    want = int(np.argmax(C @ (s / np.linalg.norm(s))))
+    used.add(want)
+    req = urllib.request.Request(url + "/v1/completions", json.dumps({"prompt": p, "max_tokens": 4}).encode(),
+                                 {"Content-Type": "application/json"})
+    got = json.load(urllib.request.urlopen(req, timeout=10))["decoder"]
+    if got != want:
+        bad.append((p, got, want))
+print(bad, used)
+sys.exit(0 if not bad and len(used) >= 2 else 1)
+PYEOF
+# the same gate model behind a prefill that sends int16 counts: 502 naming float32
+start gatebad -m "$TMP/gm.h5" --proxy --prefill "$PF1" --decode "$GDC" || exit 0
+req POST /v1/completions '{"prompt": "counts to a gate model", "max_tokens": 4}'
+expect_http "a gate model given int16 counts in eldr_sig: 502 naming float32" 502 \
+    '"float32" in j["error"]'
+
+# live attach shows the proxied traffic: the dashboard's decisions view
+# (tau 0 replica: the oracle's requests and the 256 streams went there)
+expect_status "dash --attach on the proxy: a frame of its decisions" 0 "$ELDR" dash --attach "$TAU0" \
+    --frame "$TMP/dec.txt" --view decisions --width 120 --height 30
+check "... lists proxied requests by id" grep -q "many-" "$TMP/dec.txt"
+expect_status "dash --attach on the proxy: the balance view" 0 "$ELDR" dash --attach "$TAU0" \
+    --frame "$TMP/bal.txt" --view balance --width 120 --height 30
+check "... counts them: in flight 0, routed >= 300" \
+    $PY -c 'import re,sys; t=open(sys.argv[1]).read(); m=re.search(r"in-flight (\d+), routed (\d+)", t); sys.exit(0 if m and m.group(1) == "0" and int(m.group(2)) >= 300 else 1)' "$TMP/bal.txt"
+
+# SIGTERM: nothing proxied is left upstream, so it drains at once and exits 0
+URL=$MAIN; PID=$MAINPID
+stop
+[ "$RC" -eq 0 ] && ok "the proxy drains and exits 0" || notok "the proxy drains and exits 0" "exit $RC"
