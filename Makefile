@@ -102,7 +102,6 @@ $(BIN)/test_tui_%: $(BUILD)/tests/unit/test_tui_%.o $(TEST_UTIL_OBJ) $(TUI_OBJ) 
 
 # test_capture_*: the engine-answer decoder of eldr capture (src/client)
 CAPTURE_DECODE_OBJ := $(BUILD)/src/client/capture_decode.o $(BUILD)/src/client/capture_field.o \
-	$(BUILD)/src/client/capture_json.o \
 	$(BUILD)/src/router/b64.o
 $(BIN)/test_capture_%: $(BUILD)/tests/unit/test_capture_%.o $(TEST_UTIL_OBJ) $(CAPTURE_DECODE_OBJ) $(CORE_LIB)
 	@mkdir -p $(BIN)
@@ -190,7 +189,7 @@ FUZZ_BUILD := build-fuzz
 FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
 FUZZ_SRC := $(CORE_SRC) $(wildcard src/router/b64.c src/router/body_*.c) \
-	src/client/capture_decode.c src/client/capture_field.c src/client/capture_json.c
+	src/client/capture_decode.c src/client/capture_field.c
 FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_HARNESS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_HARNESS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)

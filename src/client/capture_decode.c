@@ -1,6 +1,6 @@
 /* capture_decode.c - routed experts out of an engine answer
  * (capture_decode.h). The answer is walked once with the in-place scanner
- * (capture_json.h), keeping only the spans of the fields that matter; the
+ * (json_scan.h), keeping only the spans of the fields that matter; the
  * spans are decoded afterwards (capture_field.c), when the token counts
  * are known (a raw SGLang buffer needs them to find its item size, and
  * the keys may come in any order), and put together here. */
@@ -9,7 +9,7 @@
 
 #include "capture_decode.h"
 #include "capture_field.h"
-#include "capture_json.h"
+#include "json_scan.h"
 #include "err.h"
 
 /* What the walk found. */

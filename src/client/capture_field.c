@@ -6,7 +6,7 @@
 
 #include "../router/b64.h"
 #include "capture_field.h"
-#include "capture_json.h"
+#include "json_scan.h"
 #include "err.h"
 #include "npy.h"
 

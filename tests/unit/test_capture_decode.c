@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "../../src/client/capture_decode.h"
-#include "../../src/client/capture_json.h"
+#include "json_scan.h"
 #include "../../src/router/b64.h"
 #include "err.h"
 #include "util_replay.h"

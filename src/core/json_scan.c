@@ -1,8 +1,7 @@
-/* capture_json.c - the in-place JSON scanner of `eldr capture`
- * (capture_json.h). */
+/* json_scan.c - the in-place JSON scanner (json_scan.h). */
 #include <string.h>
 
-#include "capture_json.h"
+#include "json_scan.h"
 
 int cj_expect(cj_t *s, char c)
 {

@@ -1,5 +1,6 @@
-/* capture_json.h - a small pull scanner over a JSON text, for the engine
- * answers that `eldr capture` reads (capture_decode.c).
+/* json_scan.h - a small pull scanner over a JSON text: the engine answers
+ * that `eldr capture` reads (capture_decode.c), and the upstream answers
+ * eldrd's proxy splices (src/router/jspan.c).
  *
  * Why not jansson: an answer carries the expert ids of every token, layer
  * and top-k slot (64 x 48 x 8 = 24,576 numbers for a short prompt), and a
@@ -11,8 +12,8 @@
  * valid JSON where it looked; cj_where() then says at which byte. The
  * scanner never reads past `end` and never allocates. Nesting deeper than
  * CJ_MAX_DEPTH is refused (no recursion without a bound). */
-#ifndef ELDR_CAPTURE_JSON_H
-#define ELDR_CAPTURE_JSON_H
+#ifndef ELDR_JSON_SCAN_H
+#define ELDR_JSON_SCAN_H
 
 #include <stddef.h>
 #include <stdint.h>
