@@ -90,7 +90,26 @@ static int unsupported(const pm_client *c, rb_err *e)
     return 0;
 }
 
+/* Messages quote upstream and client text (jansson's error names the
+ * token): control characters become spaces, so a message stays one line. */
+static void one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = ' ';
+}
+
+static int client_parse(const char *text, size_t len, pm_kind kind, pm_client *c, rb_err *e);
+
 int pm_client_parse(const char *text, size_t len, pm_kind kind, pm_client *c, rb_err *e)
+{
+    int rc = client_parse(text, len, kind, c, e);
+    if (rc < 0)
+        one_line(e->error);
+    return rc;
+}
+
+static int client_parse(const char *text, size_t len, pm_kind kind, pm_client *c, rb_err *e)
 {
     memset(c, 0, sizeof *c);
     c->kind = kind;
@@ -237,8 +256,20 @@ static int vllm_answer(pm_prefill *p, size_t len, char *why, size_t whylen)
     return 0;
 }
 
+static int prefill_parse(const char *text, size_t len, const pm_client *c, pm_prefill *p,
+                         char *why, size_t whylen);
+
 int pm_prefill_parse(const char *text, size_t len, const pm_client *c, pm_prefill *p,
                      char *why, size_t whylen)
+{
+    int rc = prefill_parse(text, len, c, p, why, whylen);
+    if (rc < 0)
+        one_line(why);
+    return rc;
+}
+
+static int prefill_parse(const char *text, size_t len, const pm_client *c, pm_prefill *p,
+                         char *why, size_t whylen)
 {
     pm_kind kind = c->kind;
     memset(p, 0, sizeof *p);

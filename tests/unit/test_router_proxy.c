@@ -21,6 +21,10 @@
 #include "../../src/router/proxy_msg.h"
 #include "../../src/router/proxy_ring.h"
 #include "blake2b.h"
+#include "util_replay.h"
+
+#define FUZZ_NO_MAIN
+#include "../fuzz/fuzz_proxy_answer.c"
 
 static void test_blake2b_rfc7693(void **state)
 {
@@ -426,6 +430,14 @@ static void test_vllm_protocol(void **state)
     pm_client_free(&c);
 }
 
+/* The fuzz harness's corpus (tests/fuzz/corpus/proxy_answer: the seeds
+ * and what the fuzzer found, a newline in a refusal) through its checks. */
+static void test_fuzz_corpus(void **state)
+{
+    (void)state;
+    assert_true(corpus_replay("proxy_answer", fuzz_proxy_one) >= 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_prefill_refusals),
         cmocka_unit_test(test_first_events),
         cmocka_unit_test(test_vllm_protocol),
+        cmocka_unit_test(test_fuzz_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
