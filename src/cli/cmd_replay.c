@@ -126,6 +126,7 @@ static int parse_args(int argc, char **argv, replay_opts *o)
 typedef struct served {
     int L, E, K;
     char **names;                /* [K] */
+    char variant[32];            /* the served model's signature variant */
 } served;
 
 static void served_free(served *s)
@@ -145,6 +146,8 @@ static int ask_daemon(client_t *c, served *s, char *err, size_t errlen)
     s->L = (int)json_integer_value(json_object_get(m, "L"));
     s->E = (int)json_integer_value(json_object_get(m, "E"));
     s->K = (int)json_array_size(w);
+    const char *v = json_string_value(json_object_get(m, "variant"));
+    snprintf(s->variant, sizeof s->variant, "%s", v ? v : "");
     if (s->L < 1 || s->E < 1 || s->K < 1 || s->K > REPLAY_MAX_WORKERS) {
         json_decref(snap);
         return eldr_errf(err, errlen, "%s/v1/snapshot: no model geometry or workers in it",
@@ -292,6 +295,16 @@ static int replay(const replay_opts *o, const trace_t *t, client_t *c)
                       t->E, o->url, s.L, s.E);
         goto out;
     }
+    /* a gate model routes on gate values: send the trace's */
+    const float *gates = NULL;
+    if (!strcmp(s.variant, "gate_prob") || !strcmp(s.variant, "gate_logit")) {
+        gates = !strcmp(s.variant, "gate_prob") ? t->gate_prob : t->gate_logit;
+        if (!gates) {
+            rc = cli_fail(CMD, "%s serves a %s model, which routes on gate values, but %s has "
+                          "no %s dataset", o->url, s.variant, o->path, s.variant);
+            goto out;
+        }
+    }
     if (!arrive || !decode || !row) {
         rc = cli_error(CMD, "out of memory for %lld requests", (long long)n);
         goto out;
@@ -307,7 +320,8 @@ static int replay(const replay_opts *o, const trace_t *t, client_t *c)
     cli_progress progress;
     cli_progress_start(&progress, CMD);
     replay_plan p = {.url = client_url(c), .n = n, .arrive_s = arrive, .decode_s = decode,
-                     .counts = t->prefill_counts, .row = row, .cells = TRACE_CELLS(t),
+                     .counts = t->prefill_counts, .gates = gates, .row = row,
+                     .cells = TRACE_CELLS(t),
                      .id_prefix = prefix, .concurrency = (int)o->concurrency,
                      .timeout_s = o->timeout_s, .max_seconds = o->max_seconds, .K = s.K,
                      .progress = on_progress, .progress_arg = &progress};

@@ -242,11 +242,35 @@ static char *dense_b64(const uint16_t *counts, size_t cells)
     return b;
 }
 
+/* Gate values as base64 of little-endian float32 (malloc'd). */
+static char *gates_b64(const float *gates, size_t cells)
+{
+    uint8_t *le = malloc(cells * 4);
+    char *b = malloc(client_b64_len(cells * 4));
+    if (!le || !b) {
+        free(le);
+        free(b);
+        return NULL;
+    }
+    for (size_t i = 0; i < cells; i++) {
+        uint32_t u;
+        memcpy(&u, &gates[i], sizeof u);
+        for (int j = 0; j < 4; j++)
+            le[4 * i + (size_t)j] = (uint8_t)(u >> (8 * j));
+    }
+    client_b64_encode(le, cells * 4, b);
+    free(le);
+    return b;
+}
+
 static void copy_str(char *dst, size_t n, json_t *v)
 {
     const char *s = json_string_value(v);
     snprintf(dst, n, "%s", s ? s : "");
 }
+
+static int route_body(client_t *c, const char *request_id, const char *key, char *b,
+                      client_routed *r, json_t **answer, char *err, size_t errlen);
 
 int client_route(client_t *c, const char *request_id, const uint16_t *counts, size_t cells,
                  client_routed *r, json_t **answer, char *err, size_t errlen)
@@ -255,8 +279,21 @@ int client_route(client_t *c, const char *request_id, const uint16_t *counts, si
         if (counts[i] > 32767)
             return eldr_errf(err, errlen, "route: count %u at cell %zu exceeds 32767",
                              counts[i], i);
-    char *b = dense_b64(counts, cells);
-    json_t *body = b ? json_pack("{s:s}", "counts", b) : NULL;
+    return route_body(c, request_id, "counts", dense_b64(counts, cells), r, answer, err,
+                      errlen);
+}
+
+int client_route_gates(client_t *c, const char *request_id, const float *gates, size_t cells,
+                       client_routed *r, json_t **answer, char *err, size_t errlen)
+{
+    return route_body(c, request_id, "gates", gates_b64(gates, cells), r, answer, err, errlen);
+}
+
+/* POST /v1/route {key: b (taken over), request_id}. */
+static int route_body(client_t *c, const char *request_id, const char *key, char *b,
+                      client_routed *r, json_t **answer, char *err, size_t errlen)
+{
+    json_t *body = b ? json_pack("{s:s}", key, b) : NULL;
     free(b);
     if (body && request_id && *request_id)
         json_object_set_new(body, "request_id", json_string(request_id));

@@ -162,8 +162,11 @@ static void do_route(run *r, client_t *c, const event *e, char *idbuf)
     char err[ELDR_ERRLEN];
     client_routed out;
     double t = since(&r->t0);
-    int rc = client_route(c, idbuf, p->counts + (size_t)p->row[e->req] * p->cells, p->cells,
-                          &out, NULL, err, sizeof err);
+    size_t at = (size_t)p->row[e->req] * p->cells;
+    int rc = p->gates ? client_route_gates(c, idbuf, p->gates + at, p->cells, &out, NULL, err,
+                                           sizeof err)
+                      : client_route(c, idbuf, p->counts + at, p->cells, &out, NULL, err,
+                                     sizeof err);
     double now = since(&r->t0), ms = (now - t) * 1e3;
     pthread_mutex_lock(&r->lock);
     r->done_routes++;

@@ -29,6 +29,8 @@ typedef struct replay_plan {
     const double *arrive_s;      /* [n] wall seconds after the start, ascending */
     const double *decode_s;      /* [n] wall seconds between route and finish */
     const uint16_t *counts;      /* rows of cells uint16, row of request i: */
+    const float *gates;          /* or, for a daemon serving a gate model, rows of
+                                  * cells float32 gate values (NULL: counts) */
     const int64_t *row;          /* [n] its row in counts */
     size_t cells;                /* L * E */
     const char *id_prefix;       /* request ids: prefix + i */

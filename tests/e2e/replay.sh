@@ -106,3 +106,18 @@ if [ -f "$REAL" ]; then
 else
     notok "real trace" "missing $REAL"
 fi
+
+# a gate model: replay sends the trace's gate values ("gates")
+"$ELDR" gen -o "$TMP/g.h5" --requests 120 --layers 6 --experts 16 --top-k 2 --domains 3 \
+    --gate-prob --seed 4 >/dev/null 2>&1 &&
+    "$ELDR" fit "$TMP/g.h5" -k 3 --variant gate_prob --layers all -o "$TMP/gm.h5" >/dev/null 2>&1
+start gate -m "$TMP/gm.h5" --quiet || exit 0
+expect_status "replay to a gate_prob model" 0 \
+    "$ELDR" replay "$TMP/g.h5" --to "$URL" --rate 2000 --tpot-ms 1 --json
+check "gate model: 120 routed by their gate values, none refused" jq_py "$TMP/out" \
+    'j["routed"] == 120 and j["finished"] == 120 and j["route_errors"] == 0'
+"$ELDR" gen -o "$TMP/nog.h5" --requests 20 --layers 6 --experts 16 --top-k 2 --no-gates \
+    --seed 4 >/dev/null 2>&1
+expect_fail2 "replay a trace without gate_prob to a gate model" "serves a gate_prob model.*no gate_prob dataset" \
+    "$ELDR" replay "$TMP/nog.h5" --to "$URL"
+stop
