@@ -223,30 +223,12 @@ void client_b64_encode(const uint8_t *src, size_t n, char *dst)
     *dst = '\0';
 }
 
-/* Dense counts as base64 of little-endian int16 (malloc'd). */
-static char *dense_b64(const uint16_t *counts, size_t cells)
+/* cells values as base64 of their little-endian bytes (malloc'd): width 2
+ * for uint16 counts (sent as int16), 4 for float32 gate values. */
+static char *le_b64(const void *vals, size_t cells, size_t width)
 {
-    uint8_t *le = malloc(cells * 2);
-    char *b = malloc(client_b64_len(cells * 2));
-    if (!le || !b) {
-        free(le);
-        free(b);
-        return NULL;
-    }
-    for (size_t i = 0; i < cells; i++) {
-        le[2 * i] = (uint8_t)(counts[i] & 0xff);
-        le[2 * i + 1] = (uint8_t)(counts[i] >> 8);
-    }
-    client_b64_encode(le, cells * 2, b);
-    free(le);
-    return b;
-}
-
-/* Gate values as base64 of little-endian float32 (malloc'd). */
-static char *gates_b64(const float *gates, size_t cells)
-{
-    uint8_t *le = malloc(cells * 4);
-    char *b = malloc(client_b64_len(cells * 4));
+    uint8_t *le = malloc(cells * width);
+    char *b = malloc(client_b64_len(cells * width));
     if (!le || !b) {
         free(le);
         free(b);
@@ -254,11 +236,14 @@ static char *gates_b64(const float *gates, size_t cells)
     }
     for (size_t i = 0; i < cells; i++) {
         uint32_t u;
-        memcpy(&u, &gates[i], sizeof u);
-        for (int j = 0; j < 4; j++)
-            le[4 * i + (size_t)j] = (uint8_t)(u >> (8 * j));
+        if (width == 2)
+            u = ((const uint16_t *)vals)[i];
+        else
+            memcpy(&u, (const float *)vals + i, sizeof u);
+        for (size_t j = 0; j < width; j++)
+            le[i * width + j] = (uint8_t)(u >> (8 * j));
     }
-    client_b64_encode(le, cells * 4, b);
+    client_b64_encode(le, cells * width, b);
     free(le);
     return b;
 }
@@ -279,14 +264,14 @@ int client_route(client_t *c, const char *request_id, const uint16_t *counts, si
         if (counts[i] > 32767)
             return eldr_errf(err, errlen, "route: count %u at cell %zu exceeds 32767",
                              counts[i], i);
-    return route_body(c, request_id, "counts", dense_b64(counts, cells), r, answer, err,
+    return route_body(c, request_id, "counts", le_b64(counts, cells, 2), r, answer, err,
                       errlen);
 }
 
 int client_route_gates(client_t *c, const char *request_id, const float *gates, size_t cells,
                        client_routed *r, json_t **answer, char *err, size_t errlen)
 {
-    return route_body(c, request_id, "gates", gates_b64(gates, cells), r, answer, err, errlen);
+    return route_body(c, request_id, "gates", le_b64(gates, cells, 4), r, answer, err, errlen);
 }
 
 /* POST /v1/route {key: b (taken over), request_id}. */
