@@ -190,6 +190,10 @@ static void process_series(eldrd_t *d, strbuf *b)
         sb_printf(b, "# HELP eldr_open_connections HTTP connections open now.\n"
                      "# TYPE eldr_open_connections gauge\neldr_open_connections %u\n",
                   i->num_connections);
+    sb_printf(b, "# HELP eldr_requests_in_progress Requests between their headers and their "
+                 "answer (this one included): what a SIGTERM drain waits for.\n"
+                 "# TYPE eldr_requests_in_progress gauge\neldr_requests_in_progress %d\n",
+              atomic_load(&d->active));
 }
 
 void ep_metrics(eldrd_t *d, const http_req *r, http_resp *out)

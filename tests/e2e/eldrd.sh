@@ -309,14 +309,27 @@ check "restart removed the temp files of the killed saves" sh -c "! ls '$TMP/sta
 stop
 
 # --- SIGTERM drains a request in flight ---
-start drain -m "$TMP/m1.h5" --quiet || exit 0
-curl -s --max-time 15 --limit-rate 1000 -o "$TMP/drain.out" -w '%{http_code}' \
-    --data-binary "@$TMP/b/dense_3.json" "$URL/v1/route" >"$TMP/drain.status" 2>/dev/null &
+# (not --quiet: its log says what the drain did, shown when a check fails)
+start drain -m "$TMP/m1.h5" --drain 30 || exit 0
+curl -s --max-time 40 --limit-rate 1000 -o "$TMP/drain.out" -w '%{http_code}' \
+    --data-binary "@$TMP/b/dense_3.json" "$URL/v1/route" >"$TMP/drain.status" 2>"$TMP/drain.curl" &
 C=$!
-sleep 1
+# SIGTERM once the upload is in progress (its headers read), not after a
+# fixed sleep: a request whose headers come after the drain began is
+# refused, rightly, and a loaded machine may take a while to get there
+i=0; while [ $i -lt 100 ]; do
+    curl -s --max-time 2 "$URL/metrics" | grep -qx 'eldr_requests_in_progress [2-9]' && break
+    sleep 0.1; i=$((i + 1))
+done
 kill -TERM $PID
 wait $C
-i=0; while kill -0 $PID 2>/dev/null && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
+i=0; while kill -0 $PID 2>/dev/null && [ $i -lt 350 ]; do sleep 0.1; i=$((i + 1)); done
 wait $PID; RC=$?
-check "SIGTERM: the slow upload in flight still gets its answer" sh -c "[ \"\$(cat '$TMP/drain.status')\" = 200 ] && grep -q '\"worker\"' '$TMP/drain.out'"
-check "SIGTERM after draining: exit 0" test "$RC" -eq 0
+if [ "$(cat "$TMP/drain.status")" = 200 ] && grep -q '"worker"' "$TMP/drain.out"; then
+    ok "SIGTERM: the slow upload in flight still gets its answer"
+else
+    notok "SIGTERM: the slow upload in flight still gets its answer" \
+        "HTTP $(cat "$TMP/drain.status"), eldrd exit $RC" "$(tail -5 "$TMP/drain.log")"
+fi
+if [ "$RC" -eq 0 ]; then ok "SIGTERM after draining: exit 0"; else
+    notok "SIGTERM after draining: exit 0" "exit $RC" "$(tail -5 "$TMP/drain.log")"; fi
