@@ -2,20 +2,12 @@
  * (docs/http-api.md). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "answer.h"
 #include "blockhash.h"
 #include "endpoints.h"
 #include "err.h"
 #include "route.h"
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Add the cached prefix to the computed counts (total = cached blocks +
  * counts) and store the newly computed blocks. Claimed-cached blocks the
@@ -129,7 +121,7 @@ int route_request(eldrd_t *d, mref_t *m, const char *request_id, const uint16_t 
 
 void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
 {
-    double t0 = mono_now();
+    double t0 = state_mono_now();
     mref_t *m = mholder_get(&d->model);
     route_body b;
     rb_err e;
@@ -158,7 +150,7 @@ void ep_route(eldrd_t *d, const http_req *r, http_resp *out)
     free(total);
     free(o);
     mref_put(m);
-    metrics_route(&d->met, mono_now() - (r->t_begin > 0 ? r->t_begin : t0));
+    metrics_route(&d->met, state_mono_now() - (r->t_begin > 0 ? r->t_begin : t0));
 }
 
 void ep_finish(eldrd_t *d, const http_req *r, http_resp *out)

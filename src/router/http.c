@@ -259,9 +259,7 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *m
     *con_cls = x;
     atomic_fetch_add(&d->active, 1);
     x->late = atomic_load(&d->draining);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    x->t_begin = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    x->t_begin = state_mono_now();
     peer_of(c, x->peer, sizeof x->peer);
     x->endpoint = endpoint_index(method, url);
     x->limit = body_limit(d, x->endpoint);
@@ -302,9 +300,7 @@ static enum MHD_Result begin(eldrd_t *d, struct MHD_Connection *c, const char *m
 
 static int past_deadline(const eldrd_t *d, const conn_ctx *x)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9 - x->t_begin > (double)d->o->deadline;
+    return state_mono_now() - x->t_begin > (double)d->o->deadline;
 }
 
 static void append(eldrd_t *d, conn_ctx *x, const char *data, size_t n)

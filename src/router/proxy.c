@@ -19,13 +19,6 @@
 #define UPSTREAM_BODY_MAX (64LL << 20)   /* a non-streamed upstream answer */
 #define IDLE_CHECK_S 0.05                 /* how often silent upstreams are looked for */
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 typedef enum outcome {
     PX_OK = 0,            /* decode answered, relayed */
     PX_PREFILL_ONLY,      /* the prefill ended the request */
@@ -247,7 +240,7 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *cls)
 {
     xfer *x = cls;
     size_t n = size * nmemb;
-    x->last = mono();
+    x->last = state_mono_now();
     if ((long long)(x->resp_len + n) > UPSTREAM_BODY_MAX)
         return 0;
     if (x->resp_len + n + 1 > x->resp_cap) {
@@ -281,7 +274,7 @@ static size_t relay(char *data, size_t size, size_t nmemb, void *cls)
         return collect(data, size, nmemb, cls);
     pxreq *r = x->r;
     size_t n = size * nmemb;
-    x->last = mono();
+    x->last = state_mono_now();
     pthread_mutex_lock(&r->lock);
     if (!r->streaming) {   /* stock vLLM: the decoder's stream is the whole answer */
         r->streaming = 1;
@@ -383,7 +376,7 @@ static xfer *xfer_start(proxy_t *p, role role, const char *url, const char *path
         xfer_free(p, x);
         return NULL;
     }
-    x->last = mono();
+    x->last = state_mono_now();
     x->next = p->active;
     if (p->active)
         p->active->prev = x;
@@ -715,7 +708,7 @@ static void cut_silent(proxy_t *p, double now)
 static void *upstream_main(void *arg)
 {
     proxy_t *p = arg;
-    double checked = mono();
+    double checked = state_mono_now();
     for (;;) {
         pthread_mutex_lock(&p->lock);
         pxreq *fresh = p->new_head, *gone = p->cancel_head;
@@ -747,7 +740,7 @@ static void *upstream_main(void *arg)
             CURLcode rc = m->data.result;
             transfer_done(p, x, rc);
         }
-        double now = mono();
+        double now = state_mono_now();
         if (now - checked >= IDLE_CHECK_S) {
             cut_silent(p, now);
             checked = now;
