@@ -348,8 +348,8 @@ static enum MHD_Result proxied(eldrd_t *d, struct MHD_Connection *c, conn_ctx *x
     http_resp out = {.status = 200};
     if (!x->px) {
         rb_err e;
-        int chat = 0;
-        proxy_path("POST", url, &chat);
+        /* the endpoint found from the headers says which of the two */
+        int chat = !strcmp(endpoints[x->endpoint].path, "/v1/chat/completions");
         if (x->late) {
             http_error(&out, 503, url, "eldrd is draining (shutting down): send this request "
                        "through another router");

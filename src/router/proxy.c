@@ -103,47 +103,42 @@ struct proxy {
 
 /* ---- URLs -------------------------------------------------------------- */
 
-static int split_urls(const char *spec, const char *opt, char ***out, int *n, char *err,
-                      size_t errlen)
-{
-    *out = NULL;
-    *n = 0;
-    char *copy = strdup(spec), *save = NULL;
-    if (!copy)
-        return eldr_errf(err, errlen, "%s: out of memory", opt);
-    int rc = 0;
-    for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
-        size_t len = strlen(t);
-        while (len && t[len - 1] == '/')
-            t[--len] = '\0';
-        if (strncmp(t, "http://", 7) || len <= 7) {
-            rc = eldr_errf(err, errlen, "%s: '%s' is not an http://HOST:PORT URL", opt, t);
-            break;
-        }
-        for (int i = 0; i < *n; i++)
-            if (!strcmp((*out)[i], t))
-                rc = eldr_errf(err, errlen, "%s: '%s' is given twice", opt, t);
-        char **grown = rc ? NULL : realloc(*out, (size_t)(*n + 1) * sizeof **out);
-        if (!rc && (!grown || !(grown[*n] = strdup(t)))) {
-            if (grown)
-                *out = grown;
-            rc = eldr_errf(err, errlen, "%s: out of memory", opt);
-        } else if (!rc) {
-            *out = grown;
-            (*n)++;
-        }
-    }
-    free(copy);
-    if (!rc && *n == 0)
-        rc = eldr_errf(err, errlen, "%s: no URL given", opt);
-    return rc;
-}
-
 static void free_urls(char **u, int n)
 {
     for (int i = 0; i < n; i++)
         free(u[i]);
     free(u);
+}
+
+/* --prefill/--decode: split as every eldrd name list is (opts_split_names:
+ * non-empty, printable, none twice), each an http://HOST:PORT URL; a
+ * trailing '/' is dropped, so two URLs that differ only by it are one
+ * given twice. */
+static int split_urls(const char *spec, const char *opt, char ***out, int *n, char *err,
+                      size_t errlen)
+{
+    if (opts_split_names(spec, opt, out, n, err, errlen) < 0)
+        return -1;
+    for (int i = 0; i < *n; i++) {
+        char *t = (*out)[i];
+        size_t len = strlen(t);
+        while (len && t[len - 1] == '/')
+            t[--len] = '\0';
+        int dup = 0;
+        for (int j = 0; j < i; j++)
+            dup |= !strcmp((*out)[j], t);
+        if (strncmp(t, "http://", 7) || len <= 7 || dup) {
+            if (dup)
+                eldr_errf(err, errlen, "%s: '%s' is given twice", opt, t);
+            else
+                eldr_errf(err, errlen, "%s: '%s' is not an http://HOST:PORT URL", opt, t);
+            free_urls(*out, *n);
+            *out = NULL;
+            *n = 0;
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* ---- requests: references and the client side --------------------------- */
@@ -765,14 +760,6 @@ static void *upstream_main(void *arg)
 }
 
 /* ---- the HTTP side ---------------------------------------------------- */
-
-int proxy_path(const char *method, const char *path, int *chat)
-{
-    if (strcmp(method, "POST"))
-        return 0;
-    *chat = !strcmp(path, "/v1/chat/completions");
-    return *chat || !strcmp(path, "/v1/completions");
-}
 
 static int id_ok(const char *s)
 {

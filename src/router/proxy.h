@@ -45,8 +45,6 @@ void proxy_stop(proxy_t *p);
 /* After libmicrohttpd has stopped. */
 void proxy_free(proxy_t *p);
 
-/* 1 when method and path are a proxied endpoint; *chat = the chat path. */
-int proxy_path(const char *method, const char *path, int *chat);
 
 /* A client's request, its body complete. Returns the request (the
  * caller holds one reference, for the connection), or NULL with e when
