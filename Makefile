@@ -95,7 +95,8 @@ $(BIN)/eldrd: $(ROUTER_MAIN) $(ROUTER_LIB) $(CORE_LIB)
 
 # test_tui_*: the dashboard's views and canvas (src/tui) without a terminal;
 # live mode (src/tui/live.c) speaks to eldrd through src/client.
-TUI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/tui/*.c)) $(BUILD)/src/client/client.o
+TUI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/tui/*.c)) $(BUILD)/src/client/client.o \
+	$(BUILD)/src/router/b64.o
 $(BIN)/test_tui_%: $(BUILD)/tests/unit/test_tui_%.o $(TEST_UTIL_OBJ) $(TUI_OBJ) $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) $(TEST_LIBS)
@@ -125,7 +126,7 @@ $(BIN)/capture_engine: tests/bench/capture_engine.c $(BUILD)/src/router/b64.o
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 # instant prefill/decode stand-ins for the proxy benchmark (tests/bench/proxy.sh)
-$(BIN)/pd_instant: $(BUILD)/tests/bench/pd_instant.o
+$(BIN)/pd_instant: $(BUILD)/tests/bench/pd_instant.o $(BUILD)/src/router/b64.o
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(ROUTER_LIBS)
 

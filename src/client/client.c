@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../router/b64.h"
 #include "client.h"
 #include "err.h"
 
@@ -201,34 +202,12 @@ int client_snapshot(client_t *c, int centroids, int decisions, json_t **out, cha
     return client_call(c, "GET", path, NULL, 0, NULL, out, err, errlen);
 }
 
-void client_b64_encode(const uint8_t *src, size_t n, char *dst)
-{
-    static const char tab[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8 | src[i + 2];
-        *dst++ = tab[v >> 18];
-        *dst++ = tab[(v >> 12) & 63];
-        *dst++ = tab[(v >> 6) & 63];
-        *dst++ = tab[v & 63];
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)src[i] << 16 | (i + 1 < n ? (uint32_t)src[i + 1] << 8 : 0);
-        *dst++ = tab[v >> 18];
-        *dst++ = tab[(v >> 12) & 63];
-        *dst++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        *dst++ = '=';
-    }
-    *dst = '\0';
-}
-
 /* cells values as base64 of their little-endian bytes (malloc'd): width 2
  * for uint16 counts (sent as int16), 4 for float32 gate values. */
 static char *le_b64(const void *vals, size_t cells, size_t width)
 {
     uint8_t *le = malloc(cells * width);
-    char *b = malloc(client_b64_len(cells * width));
+    char *b = malloc(b64_encoded_size(cells * width));
     if (!le || !b) {
         free(le);
         free(b);
@@ -243,7 +222,7 @@ static char *le_b64(const void *vals, size_t cells, size_t width)
         for (size_t j = 0; j < width; j++)
             le[i * width + j] = (uint8_t)(u >> (8 * j));
     }
-    client_b64_encode(le, cells * width, b);
+    b64_encode(le, cells * width, b);
     free(le);
     return b;
 }

@@ -92,12 +92,4 @@ int client_window(client_t *c, int n, json_t **out, char *err, size_t errlen);
  * 0, or -1 when out of memory (the buffer is left as it was). */
 int client_buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n);
 
-/* Base64 (RFC 4648, padded) of n bytes into dst, which holds
- * client_b64_len(n) bytes (NUL included). */
-static inline size_t client_b64_len(size_t n)
-{
-    return 4 * ((n + 2) / 3) + 1;
-}
-void client_b64_encode(const uint8_t *src, size_t n, char *dst);
-
 #endif

@@ -28,7 +28,13 @@ size_t b64_decoded_len(const char *src, size_t n);
  * *bad_at the offending offset. */
 int b64_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, size_t *bad_at);
 
-/* Encode n bytes into dst (4 * ((n + 2) / 3) + 1 bytes, NUL-terminated). */
+/* Bytes b64_encode writes for n bytes, its NUL included. */
+static inline size_t b64_encoded_size(size_t n)
+{
+    return 4 * ((n + 2) / 3) + 1;
+}
+
+/* Encode n bytes into dst (b64_encoded_size(n) bytes, NUL-terminated). */
 void b64_encode(const uint8_t *src, size_t n, char *dst);
 
 #endif

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../src/router/b64.h"
+
 static char *prefill_answer;
 static size_t prefill_len;
 static const char decode_answer[] =
@@ -29,21 +31,6 @@ static const char decode_stream[] =
     "data: {\"id\":\"cmpl-d\",\"choices\":[{\"index\":0,\"text\":\" c\"}]}\n\n"
     "data: [DONE]\n\n";
 
-static void b64(const uint8_t *src, size_t n, char *dst)
-{
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)src[i] << 16 | (i + 1 < n ? (uint32_t)src[i + 1] << 8 : 0) |
-                     (i + 2 < n ? src[i + 2] : 0);
-        dst[o++] = t[v >> 18 & 63];
-        dst[o++] = t[v >> 12 & 63];
-        dst[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
-        dst[o++] = i + 2 < n ? t[v & 63] : '=';
-    }
-    dst[o] = '\0';
-}
-
 /* 64 prompt tokens, top-4 routing: each layer's counts sum to 256. */
 static void build_prefill(int L, int E)
 {
@@ -54,8 +41,8 @@ static void build_prefill(int L, int E)
             int e = (l * 7 + j * 5) % E;
             raw[2 * ((size_t)l * E + e)] = 64;
         }
-    char *sig = malloc(cells * 2 / 3 * 4 + 8);
-    b64(raw, cells * 2, sig);
+    char *sig = malloc(b64_encoded_size(cells * 2));
+    b64_encode(raw, cells * 2, sig);
     char ids[64 * 8] = "";
     for (int i = 0; i < 64; i++)
         snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", i ? "," : "", 1000 + i);

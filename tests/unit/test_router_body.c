@@ -33,7 +33,7 @@ static char *dense_b64(const int16_t *v, size_t n)
         raw[2 * i] = (uint8_t)((uint16_t)v[i] & 0xff);
         raw[2 * i + 1] = (uint8_t)((uint16_t)v[i] >> 8);
     }
-    char *s = malloc(4 * ((n * 2 + 2) / 3) + 1);
+    char *s = malloc(b64_encoded_size(n * 2));
     b64_encode(raw, n * 2, s);
     free(raw);
     return s;
