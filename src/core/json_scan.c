@@ -1,4 +1,5 @@
 /* json_scan.c - the in-place JSON scanner (json_scan.h). */
+#include <stdint.h>
 #include <string.h>
 
 #include "json_scan.h"
@@ -16,15 +17,66 @@ static int is_hex(char c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-/* Whether n bytes hold a control character (which JSON wants escaped).
- * A plain reduction, so that the compiler can vectorise it: base64
- * strings of tens of kilobytes pass through here. */
+/* Whether n bytes are valid UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF). */
+static int utf8_ok(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 0;
+        if (!k || c == 0xc0 || c == 0xc1 || c > 0xf4 || n - i <= k)
+            return 0;
+        unsigned cp = c & (0x3f >> k);
+        for (size_t j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xc0) != 0x80)
+                return 0;
+            cp = cp << 6 | (p[i + j] & 0x3f);
+        }
+        if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+/* Whether n bytes of a string are not allowed there as they are: a
+ * control character (which JSON wants escaped) or bytes that are not
+ * UTF-8. A plain reduction first, so that the compiler can vectorise
+ * it: base64 strings of tens of kilobytes pass through here. */
 static int has_control(const unsigned char *p, size_t n)
 {
-    unsigned bad = 0;
-    for (size_t i = 0; i < n; i++)
-        bad |= p[i] < 0x20;
-    return bad != 0;
+    /* eight bytes at a time: "a byte below 0x20" is (w - 0x20..) & ~w &
+     * 0x80.. (exact for the word as a whole), "a byte from 0x80" w & 0x80.. */
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t low = 0, high = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        low |= (w - ones * 0x20) & ~w & highs;
+        high |= w & highs;
+    }
+    for (; i < n; i++) {
+        low |= p[i] < 0x20;
+        high |= p[i] & 0x80;
+    }
+    return low != 0 || (high && !utf8_ok(p, n));
+}
+
+static unsigned hex4(const char *q)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = q[i];
+        v = v << 4 | (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    return v;
 }
 
 int cj_string(cj_t *s, const char **str, size_t *len)
@@ -53,6 +105,19 @@ int cj_string(cj_t *s, const char **str, size_t *len)
             if (s->end - q < 6 || !is_hex(q[2]) || !is_hex(q[3]) || !is_hex(q[4]) ||
                 !is_hex(q[5]))
                 return s->p = q, -1;
+            /* a surrogate only as a pair: high, then low */
+            unsigned u = hex4(q + 2);
+            if (u >= 0xdc00 && u <= 0xdfff)
+                return s->p = q, -1;
+            if (u >= 0xd800 && u <= 0xdbff) {
+                if (s->end - q < 12 || q[6] != '\\' || q[7] != 'u' || !is_hex(q[8]) ||
+                    !is_hex(q[9]) || !is_hex(q[10]) || !is_hex(q[11]))
+                    return s->p = q, -1;
+                u = hex4(q + 8);
+                if (u < 0xdc00 || u > 0xdfff)
+                    return s->p = q, -1;
+                q += 6;
+            }
             q += 6;
         } else if (e && strchr("\"\\/bfnrt", e)) {
             q += 2;

@@ -60,7 +60,9 @@ int cj_skip(cj_t *s);
 int cj_skip_span(cj_t *s);
 
 /* A string: *str and *len get the raw bytes between the quotes (escape
- * sequences are checked but left as they are). */
+ * sequences are checked but left as they are). Refused as RFC 8259
+ * refuses them: a control character, bytes that are not UTF-8, a \u
+ * surrogate that is not a high-low pair. */
 int cj_string(cj_t *s, const char **str, size_t *len);
 
 /* An integer (no fraction or exponent) that fits int64. */

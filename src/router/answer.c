@@ -7,6 +7,7 @@
 
 #include "answer.h"
 #include "g9.h"
+#include "strbuf.h"
 
 json_t *route_answer_json(const route_answer_in *a)
 {
@@ -35,33 +36,13 @@ json_t *finish_answer_json(const char *id, const char *worker, int index)
                      index);
 }
 
-/* A growing text; bad once anything could not be written as jansson
- * would write it (or memory ran out). */
-typedef struct jw {
-    char *s;
-    size_t n, cap;
-    int bad;
-} jw;
+/* A growing text (strbuf.h); oom also once anything could not be written
+ * as jansson would write it. */
+typedef strbuf jw;
 
 static void put(jw *w, const char *s, size_t n)
 {
-    if (w->bad)
-        return;
-    if (w->n + n + 1 > w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 1024;
-        while (cap < w->n + n + 1)
-            cap *= 2;
-        char *p = realloc(w->s, cap);
-        if (!p) {
-            w->bad = 1;
-            return;
-        }
-        w->s = p;
-        w->cap = cap;
-    }
-    memcpy(w->s + w->n, s, n);
-    w->n += n;
-    w->s[w->n] = '\0';
+    sb_put(w, s, n);
 }
 
 static void put_lit(jw *w, const char *s)
@@ -76,7 +57,7 @@ static void put_str(jw *w, const char *s)
     for (; s[n]; n++)
         if ((unsigned char)s[n] < 0x20 || (unsigned char)s[n] > 0x7e || s[n] == '"' ||
             s[n] == '\\') {
-            w->bad = 1;
+            w->oom = 1;
             return;
         }
     put(w, "\"", 1);
@@ -104,7 +85,7 @@ static void put_int(jw *w, long long v)
 static void put_real(jw *w, double v)
 {
     if (!isfinite(v)) {   /* json_real refuses these */
-        w->bad = 1;
+        w->oom = 1;
         return;
     }
     char b[40];
@@ -130,7 +111,7 @@ static void put_real(jw *w, double v)
 
 static char *finish_text(jw *w)
 {
-    if (w->bad) {
+    if (w->oom) {
         free(w->s);
         return NULL;
     }

@@ -20,13 +20,13 @@ const char *js_value(const char *p, const char *end)
     return cj_skip(&s) < 0 ? NULL : s.p;
 }
 
-int js_member(jspan obj, const char *key, jspan *member, jspan *value)
+int js_foreach(jspan obj, js_visit visit, void *cls, const char **past)
 {
     cj_t s;
     cj_init(&s, obj.p, obj.n);
     if (cj_expect(&s, '{') < 0)
         return -1;
-    int count = 0, more;
+    int count = 0, more, rc;
     const char *k;
     size_t klen;
     while ((more = cj_next_key(&s, &count, &k, &klen)) == 1) {
@@ -34,15 +34,53 @@ int js_member(jspan obj, const char *key, jspan *member, jspan *value)
         const char *v = s.p;
         if (cj_skip(&s) < 0)
             return -1;
-        if (cj_key_is(k, klen, key)) {
-            member->p = k - 1;                 /* its opening quote */
-            member->n = (size_t)(s.p - member->p);
-            value->p = v;
-            value->n = (size_t)(s.p - v);
-            return 1;
-        }
+        jspan member = {k - 1, (size_t)(s.p - (k - 1))};   /* from its opening quote */
+        if ((rc = visit(cls, k, klen, member, (jspan){v, (size_t)(s.p - v)})) != 0)
+            return rc;
     }
+    if (more == 0 && past)
+        *past = s.p;
     return more < 0 ? -1 : 0;
+}
+
+typedef struct find_ctx {
+    const char *const *names;
+    int n;
+    jspan *mems, *vals;
+    const char **twice;
+} find_ctx;
+
+static int find_visit(void *cls, const char *key, size_t klen, jspan member, jspan value)
+{
+    find_ctx *f = cls;
+    for (int i = 0; i < f->n; i++) {
+        if (!cj_key_is(key, klen, f->names[i]))
+            continue;
+        if (f->vals[i].n) {
+            if (f->twice)
+                *f->twice = f->names[i];
+            return -2;
+        }
+        f->vals[i] = value;
+        if (f->mems)
+            f->mems[i] = member;
+    }
+    return 0;
+}
+
+int js_members(jspan obj, const char *const *names, int n, jspan *mems, jspan *vals,
+               const char **twice, const char **past)
+{
+    for (int i = 0; i < n; i++)
+        vals[i].n = 0;
+    find_ctx f = {names, n, mems, vals, twice};
+    return js_foreach(obj, find_visit, &f, past);
+}
+
+int js_member(jspan obj, const char *key, jspan *member, jspan *value)
+{
+    int rc = js_members(obj, &key, 1, member, value, NULL, NULL);
+    return rc < 0 ? -1 : value->n > 0;
 }
 
 long js_array_len(jspan arr)

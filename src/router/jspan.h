@@ -25,9 +25,26 @@ const char *js_ws(const char *p, const char *end);
  * it is malformed or runs past end. Depth is bounded (64). */
 const char *js_value(const char *p, const char *end);
 
-/* In the object at obj (its '{' at obj.p), the member whose key is
- * exactly key (no escapes): its whole "key": value span in *member and the
- * value in *value. 1 found, 0 absent, -1 malformed. */
+/* Each member of the object at obj (its '{' at obj.p), in order, every
+ * value checked: visit gets the key's raw text (between its quotes), the
+ * whole "key": value span and the value's. A nonzero return from visit
+ * stops the walk and is returned; else 0, or -1 when malformed. *past
+ * (when not NULL): just past the object's '}', on success. */
+typedef int (*js_visit)(void *cls, const char *key, size_t klen, jspan member, jspan value);
+int js_foreach(jspan obj, js_visit visit, void *cls, const char **past);
+
+/* In the object at obj (its '{' at obj.p), the members whose keys are
+ * exactly names[0..n) (no escapes), in one walk that checks every value:
+ * each one's whole "key": value span in mems[i] (mems may be NULL) and
+ * its value in vals[i] (n = 0: absent). 0, -1 malformed, -2 a name given
+ * twice (*twice, when not NULL, names it): whoever checks one occurrence
+ * and forwards the text must not meet another. *past (when not NULL):
+ * just past the object's '}', on success. */
+int js_members(jspan obj, const char *const *names, int n, jspan *mems, jspan *vals,
+               const char **twice, const char **past);
+
+/* One member, as js_members: 1 found, 0 absent, -1 malformed or given
+ * twice. */
 int js_member(jspan obj, const char *key, jspan *member, jspan *value);
 
 /* The number of elements of the array at arr ('[' at arr.p), or -1 when

@@ -67,48 +67,6 @@ void metrics_response(metrics_t *m, int status)
         atomic_fetch_add(&m->bad_requests, 1);
 }
 
-void sb_printf(strbuf *b, const char *fmt, ...)
-{
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->s && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
-
-void sb_label(strbuf *b, const char *v)
-{
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"')
-            sb_printf(b, "\\%c", *v);
-        else if (*v == '\n')
-            sb_printf(b, "\\n");
-        else
-            sb_printf(b, "%c", *v);
-    }
-}
-
 void metrics_render(const metrics_t *m, strbuf *b)
 {
     sb_printf(b, "# HELP eldr_route_seconds Time to answer POST /v1/route, from the moment "

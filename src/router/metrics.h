@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "strbuf.h"
+
 #define METRICS_BUCKETS 21
 #define METRICS_ENDPOINTS 16     /* endpoint slots; the last is "other" */
 #define METRICS_CODES 16         /* the status codes counted one by one */
@@ -40,16 +42,6 @@ void metrics_response(metrics_t *m, int status);
 /* The same, also counted by endpoint (index into endpoint_names, or -1:
  * no endpoint, e.g. an unknown path) and code. */
 void metrics_response_at(metrics_t *m, int endpoint, int status);
-
-/* A growable text buffer for the exposition. */
-typedef struct strbuf {
-    char *s;
-    size_t len, cap;
-    int oom;
-} strbuf;
-void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A label value with \, " and newline escaped. */
-void sb_label(strbuf *b, const char *v);
 
 /* The histogram and counters of m, in exposition format. */
 void metrics_render(const metrics_t *m, strbuf *b);

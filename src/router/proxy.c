@@ -1,7 +1,6 @@
 /* proxy.c - eldrd in the request path (proxy.h). */
 #include "proxy.h"
 
-#include <curl/curl.h>
 #include <math.h>
 #include <microhttpd.h>
 #include <pthread.h>
@@ -15,6 +14,7 @@
 #include "err.h"
 #include "proxy_msg.h"
 #include "proxy_ring.h"
+#include "upstream.h"
 
 #define UPSTREAM_BODY_MAX (64LL << 20)   /* a non-streamed upstream answer */
 #define IDLE_CHECK_S 0.05                 /* how often silent upstreams are looked for */
@@ -38,13 +38,13 @@ typedef enum role { ROLE_PREFILL = 0, ROLE_DECODE, ROLE_RELEASE } role;
 
 typedef struct xfer {
     role role;
-    CURL *easy;
-    struct curl_slist *hdrs;
+    proxy_t *p;
+    upx *ux;                     /* the transfer upstream; NULL once it reported */
     char *body;                  /* the request body, owned */
-    char *resp;                  /* the answer collected (prefill, decode as JSON, errors) */
-    size_t resp_len, resp_cap;
+    strbuf resp;                 /* the answer collected (prefill, decode as JSON, errors) */
     int upstream;                /* index into the prefill or decode URLs */
-    int code_checked, code_ok;   /* a streamed decode: its status was looked at */
+    int stream;                  /* a streamed decode: 2xx bytes go to the client */
+    int code_ok;                 /* the answer's status is 2xx */
     double last;                 /* monotonic seconds of its last bytes (or start) */
     pxreq *r;                    /* NULL for a release */
     struct xfer *prev, *next;    /* the active list */
@@ -70,21 +70,22 @@ struct pxreq {
     char *body;
     size_t body_len;
     int streaming;
-    char *out;
-    size_t out_len, out_cap, out_off;
+    strbuf out;                  /* stream bytes the client has not read yet */
+    size_t out_off;              /* read up to here */
     int out_done, out_error;
     pxreq *next_new, *next_cancel;
 };
 
 struct proxy {
     eldrd_t *d;
-    CURLM *multi;
+    upc *up;                     /* origins: the prefill URLs, then the decode URLs */
     pthread_t thread;
     int thread_on;
     pthread_mutex_t lock;        /* the queues and stop */
     pxreq *new_head, *new_tail, *cancel_head;
     int stop;
     atomic_int stopped;          /* refuse new requests */
+    atomic_int sleeping;         /* the upstream thread may be waiting in upc_run */
     char **prefill;
     int n_prefill;
     pring ring;
@@ -92,8 +93,6 @@ struct proxy {
     char **decode;
     int K;
     xfer *active;
-    CURL **idle;                 /* easy handles kept for reuse */
-    int n_idle, cap_idle;
     atomic_ullong seq;
     unsigned long long boot;
     atomic_ullong outcomes[PX_N_OUTCOMES];
@@ -150,7 +149,7 @@ static void unref(pxreq *r)
     pm_client_free(&r->client);
     pm_prefill_free(&r->pre);
     free(r->body);
-    free(r->out);
+    free(r->out.s);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -166,21 +165,10 @@ static void wake(pxreq *r)
 
 static int out_append(pxreq *r, const char *s, size_t n)
 {
-    if (r->out_off == r->out_len)
-        r->out_off = r->out_len = 0;
-    if (r->out_len + n > r->out_cap) {
-        size_t cap = r->out_cap ? r->out_cap : 4096;
-        while (cap < r->out_len + n)
-            cap *= 2;
-        char *b = realloc(r->out, cap);
-        if (!b)
-            return -1;
-        r->out = b;
-        r->out_cap = cap;
-    }
-    memcpy(r->out + r->out_len, s, n);
-    r->out_len += n;
-    return 0;
+    if (r->out_off == r->out.len)
+        r->out_off = r->out.len = 0;   /* all read: start over at the front */
+    sb_put(&r->out, s, n);
+    return r->out.oom ? -1 : 0;
 }
 
 static char *error_json(const char *where, const char *msg, size_t *len)
@@ -231,44 +219,20 @@ static void fail(pxreq *r, int status, const char *fmt, ...)
 
 /* ---- the upstream thread ---------------------------------------------- */
 
-static size_t collect(char *data, size_t size, size_t nmemb, void *cls)
+static int collect(xfer *x, const char *data, size_t n)
 {
-    xfer *x = cls;
-    size_t n = size * nmemb;
     x->last = state_mono_now();
-    if ((long long)(x->resp_len + n) > UPSTREAM_BODY_MAX)
-        return 0;
-    if (x->resp_len + n + 1 > x->resp_cap) {
-        size_t cap = x->resp_cap ? x->resp_cap : 4096;
-        while (cap < x->resp_len + n + 1)
-            cap *= 2;
-        char *b = realloc(x->resp, cap);
-        if (!b)
-            return 0;
-        x->resp = b;
-        x->resp_cap = cap;
-    }
-    memcpy(x->resp + x->resp_len, data, n);
-    x->resp_len += n;
-    x->resp[x->resp_len] = '\0';
-    return n;
+    if ((long long)(x->resp.len + n) > UPSTREAM_BODY_MAX)
+        return -1;
+    sb_put(&x->resp, data, n);
+    return x->resp.oom ? -1 : 0;
 }
 
 /* A streamed decode: chunks go to the client as they come. An error
  * status is collected instead, for the message. */
-static size_t relay(char *data, size_t size, size_t nmemb, void *cls)
+static int relay(xfer *x, const char *data, size_t n)
 {
-    xfer *x = cls;
-    if (!x->code_checked) {
-        long code = 0;
-        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
-        x->code_checked = 1;
-        x->code_ok = code >= 200 && code < 300;
-    }
-    if (!x->code_ok)
-        return collect(data, size, nmemb, cls);
     pxreq *r = x->r;
-    size_t n = size * nmemb;
     x->last = state_mono_now();
     pthread_mutex_lock(&r->lock);
     if (!r->streaming) {   /* stock vLLM: the decoder's stream is the whole answer */
@@ -280,33 +244,34 @@ static size_t relay(char *data, size_t size, size_t nmemb, void *cls)
     if (ok)
         wake(r);
     pthread_mutex_unlock(&r->lock);
-    return ok ? n : 0;   /* 0 aborts the transfer: the client is gone */
+    return ok ? 0 : -1;   /* -1 aborts the transfer: the client is gone */
 }
 
-static CURL *easy_get(proxy_t *p)
+static void on_status(void *cls, int status)
 {
-    if (p->n_idle)
-        return p->idle[--p->n_idle];
-    return curl_easy_init();
+    xfer *x = cls;
+    x->code_ok = status >= 200 && status < 300;
 }
 
-/* Kept without curl_easy_reset: every transfer sets the same options
- * again, and a reset would free the handle's buffers only for the next
- * transfer to allocate them again. */
-static void easy_put(proxy_t *p, CURL *e)
+/* Answer bytes: a streamed decode's 2xx bytes go to the client as they
+ * come; the rest (and an error status's text, for the message) is
+ * collected. */
+static int on_body(void *cls, const char *data, size_t n)
 {
-    if (p->n_idle == p->cap_idle) {
-        int cap = p->cap_idle ? p->cap_idle * 2 : 64;
-        CURL **b = realloc(p->idle, (size_t)cap * sizeof *b);
-        if (!b) {
-            curl_easy_cleanup(e);
-            return;
-        }
-        p->idle = b;
-        p->cap_idle = cap;
-    }
-    p->idle[p->n_idle++] = e;
+    xfer *x = cls;
+    return x->stream && x->code_ok ? relay(x, data, n) : collect(x, data, n);
 }
+
+static void transfer_done(proxy_t *p, xfer *x, up_result res, int status, const char *why);
+
+static void on_done(void *cls, up_result res, int status, const char *why)
+{
+    xfer *x = cls;
+    x->ux = NULL;   /* the client frees it */
+    transfer_done(x->p, x, res, status, why);
+}
+
+static const up_handler xfer_handler = {on_status, on_body, on_done};
 
 static void xfer_free(proxy_t *p, xfer *x)
 {
@@ -316,18 +281,17 @@ static void xfer_free(proxy_t *p, xfer *x)
         p->active = x->next;
     if (x->next)
         x->next->prev = x->prev;
-    if (x->easy) {
-        curl_multi_remove_handle(p->multi, x->easy);
-        easy_put(p, x->easy);
-    }
-    curl_slist_free_all(x->hdrs);
+    if (x->ux)
+        upc_cancel(p->up, x->ux);
     free(x->body);
-    free(x->resp);
+    free(x->resp.s);
     free(x);
 }
 
-/* POST body (taken over) to url. NULL when it cannot start. */
-static xfer *xfer_start(proxy_t *p, role role, const char *url, const char *path, char *body,
+/* POST body (taken over) to an upstream: origin is its index in the
+ * client (the prefill URLs, then the decode URLs), upstream its index in
+ * its own list. NULL when it cannot start. */
+static xfer *xfer_start(proxy_t *p, role role, int origin, const char *path, char *body,
                         pxreq *r, int upstream, int stream)
 {
     xfer *x = calloc(1, sizeof *x);
@@ -336,38 +300,14 @@ static xfer *xfer_start(proxy_t *p, role role, const char *url, const char *path
         return NULL;
     }
     x->role = role;
+    x->p = p;
     x->body = body;
     x->r = r;
     x->upstream = upstream;
-    char full[1200], idh[RB_ID_MAX + 16];
-    snprintf(full, sizeof full, "%s%s", url, path);
-    x->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-    x->hdrs = curl_slist_append(x->hdrs, "Expect:");   /* no 100-continue round trip */
-    if (r) {
-        snprintf(idh, sizeof idh, "X-Request-Id: %s", r->id);
-        x->hdrs = curl_slist_append(x->hdrs, idh);
-    }
-    x->easy = easy_get(p);
-    if (!x->easy || !x->hdrs) {
-        xfer_free(p, x);
-        return NULL;
-    }
-    long timeout_ms = (long)(p->d->o->upstream_timeout * 1000);
-    CURL *e = x->easy;
-    curl_easy_setopt(e, CURLOPT_URL, full);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, stream ? relay : collect);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    /* --upstream-timeout is a silence limit (cut_silent), not a total: a
-     * long stream that keeps sending is fine */
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    if (curl_multi_add_handle(p->multi, e) != CURLM_OK) {
+    x->stream = stream;
+    x->ux = upc_post(p->up, origin, path, r ? r->id : NULL, body, strlen(body), &xfer_handler,
+                     x);
+    if (!x->ux) {
         xfer_free(p, x);
         return NULL;
     }
@@ -391,7 +331,8 @@ static void release_kv(proxy_t *p, pxreq *r, int avoid)
     int k = 0;
     if (avoid >= 0 && p->K > 1)
         k = avoid == 0 ? 1 : 0;
-    xfer_start(p, ROLE_RELEASE, p->decode[k], "/v1/kv_transfer/release", body, NULL, k, 0);
+    xfer_start(p, ROLE_RELEASE, p->n_prefill + k, "/v1/kv_transfer/release", body, NULL, k,
+               0);
 }
 
 /* The request is over upstream: finish its route, release KV that no
@@ -404,7 +345,7 @@ static void conclude(proxy_t *p, pxreq *r, int avoid)
         state_finish(p->d->st, r->id, &w, &e);
         r->finished = 1;
     }
-    if (r->pre.result && !r->decode_sent)
+    if (r->pre.text && !r->decode_sent)   /* the prefill answered: it holds the KV */
         release_kv(p, r, avoid);
     pthread_mutex_lock(&r->lock);
     r->concluded = 1;
@@ -507,7 +448,7 @@ static int decide(proxy_t *p, pxreq *r)
 static void start_decode(proxy_t *p, pxreq *r)
 {
     char *body = pm_decode_body(&r->client, &r->pre, r->id);
-    r->up = body ? xfer_start(p, ROLE_DECODE, p->decode[r->worker], r->path, body, r,
+    r->up = body ? xfer_start(p, ROLE_DECODE, p->n_prefill + r->worker, r->path, body, r,
                               r->worker, r->client.stream)
                  : NULL;
     if (!r->up) {
@@ -521,7 +462,7 @@ static void start_decode(proxy_t *p, pxreq *r)
 static void after_prefill(proxy_t *p, pxreq *r, xfer *x)
 {
     char why[512];
-    if (pm_prefill_parse(x->resp ? x->resp : "", x->resp_len, &r->client, &r->pre, why,
+    if (pm_prefill_parse(x->resp.s ? x->resp.s : "", x->resp.len, &r->client, &r->pre, why,
                          sizeof why) < 0) {
         fail(r, 502, "prefill %s: %s", p->prefill[x->upstream], why);
         conclude(p, r, -1);
@@ -580,29 +521,29 @@ static void after_prefill(proxy_t *p, pxreq *r, xfer *x)
     start_decode(p, r);
 }
 
-/* curl's result as the client's status: 504 for a timeout, else 502. */
-static int upstream_failed(xfer *x, CURLcode rc, char *why, size_t n, const char *what,
-                           const char *url)
+/* How the upstream transfer ended, as the client's status: 504 for
+ * silence past --upstream-timeout, 502 for any other failure or a non-2xx
+ * answer, 0 for success. */
+static int upstream_failed(xfer *x, up_result res, int status, const char *msg, char *why,
+                           size_t n, const char *what, const char *url)
 {
-    long code = 0;
-    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
-    if (rc == CURLE_OPERATION_TIMEDOUT) {
+    if (res == UP_TIMED_OUT) {
         snprintf(why, n, "%s %s did not answer in time (--upstream-timeout)", what, url);
         return 504;
     }
-    if (rc != CURLE_OK) {
-        snprintf(why, n, "%s %s: %s", what, url, curl_easy_strerror(rc));
+    if (res != UP_OK) {
+        snprintf(why, n, "%s %s: %s", what, url, msg);
         return 502;
     }
-    if (code < 200 || code >= 300) {
-        snprintf(why, n, "%s %s answered HTTP %ld: %.200s", what, url, code,
-                 x->resp ? x->resp : "");
+    if (status < 200 || status >= 300) {
+        snprintf(why, n, "%s %s answered HTTP %d: %.200s", what, url, status,
+                 x->resp.s ? x->resp.s : "");
         return 502;
     }
     return 0;
 }
 
-static void transfer_done(proxy_t *p, xfer *x, CURLcode rc)
+static void transfer_done(proxy_t *p, xfer *x, up_result res, int code, const char *msg)
 {
     pxreq *r = x->r;
     char why[600];
@@ -613,7 +554,8 @@ static void transfer_done(proxy_t *p, xfer *x, CURLcode rc)
     r->up = NULL;
     if (x->role == ROLE_PREFILL) {
         atomic_fetch_sub(&p->prefill_load[x->upstream], 1);
-        int status = upstream_failed(x, rc, why, sizeof why, "prefill", p->prefill[x->upstream]);
+        int status = upstream_failed(x, res, code, msg, why, sizeof why, "prefill",
+                                     p->prefill[x->upstream]);
         if (status) {
             fail(r, status, "%s", why);
             conclude(p, r, -1);
@@ -627,13 +569,14 @@ static void transfer_done(proxy_t *p, xfer *x, CURLcode rc)
     pthread_mutex_lock(&r->lock);
     int gone = r->gone;
     pthread_mutex_unlock(&r->lock);
-    int status = upstream_failed(x, rc, why, sizeof why, "decode", p->decode[x->upstream]);
+    int status = upstream_failed(x, res, code, msg, why, sizeof why, "decode",
+                                 p->decode[x->upstream]);
     if (gone) {
         atomic_fetch_add(&p->outcomes[PX_CLIENT_GONE], 1);
     } else if (status) {
         fail(r, status, "%s", why);
         /* nothing reached the decoder: the KV is released through another */
-        if (rc == CURLE_COULDNT_CONNECT)
+        if (res == UP_CONNECT)
             r->decode_sent = 0;
     } else {
         pthread_mutex_lock(&r->lock);
@@ -641,9 +584,9 @@ static void transfer_done(proxy_t *p, xfer *x, CURLcode rc)
             r->out_done = 1;
         } else {
             r->status = 200;
-            r->body = x->resp ? x->resp : strdup("");
-            r->body_len = x->resp ? x->resp_len : 0;
-            x->resp = NULL;
+            r->body = x->resp.s ? x->resp.s : strdup("");
+            r->body_len = x->resp.len;
+            x->resp.s = NULL;
             r->ready = 1;
         }
         wake(r);
@@ -656,8 +599,7 @@ static void transfer_done(proxy_t *p, xfer *x, CURLcode rc)
 
 static void start_prefill(proxy_t *p, pxreq *r, char *body)
 {
-    r->up = body ? xfer_start(p, ROLE_PREFILL, p->prefill[r->prefill], r->path, body, r,
-                              r->prefill, 0)
+    r->up = body ? xfer_start(p, ROLE_PREFILL, r->prefill, r->path, body, r, r->prefill, 0)
                  : NULL;
     if (!r->up) {
         atomic_fetch_sub(&p->prefill_load[r->prefill], 1);
@@ -695,7 +637,7 @@ static void cut_silent(proxy_t *p, double now)
     while (x) {
         xfer *next = x->next;
         if (x->r && now - x->last > limit)
-            transfer_done(p, x, CURLE_OPERATION_TIMEDOUT);   /* frees x */
+            transfer_done(p, x, UP_TIMED_OUT, 0, "");   /* frees x */
         x = next;
     }
 }
@@ -723,24 +665,21 @@ static void *upstream_main(void *arg)
         }
         if (stop)
             break;
-        int running;
-        curl_multi_perform(p->multi, &running);
-        CURLMsg *m;
-        int left;
-        while ((m = curl_multi_info_read(p->multi, &left))) {
-            if (m->msg != CURLMSG_DONE)
-                continue;
-            xfer *x = NULL;
-            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-            CURLcode rc = m->data.result;
-            transfer_done(p, x, rc);
-        }
         double now = state_mono_now();
         if (now - checked >= IDLE_CHECK_S) {
             cut_silent(p, now);
             checked = now;
         }
-        curl_multi_poll(p->multi, NULL, 0, (int)(IDLE_CHECK_S * 1000), NULL);
+        /* Producers wake the loop only when it may sleep: under load it
+         * rarely does, and each wakeup is an eventfd write and read. The
+         * flag is raised before the queues are looked at, so a request
+         * queued after the look sees it raised. */
+        atomic_store(&p->sleeping, 1);
+        pthread_mutex_lock(&p->lock);
+        int pending = p->new_head || p->cancel_head || p->stop;
+        pthread_mutex_unlock(&p->lock);
+        upc_run(p->up, pending ? 0 : (int)(IDLE_CHECK_S * 1000));   /* the callbacks run here */
+        atomic_store(&p->sleeping, 0);
     }
     /* shutting down: every request still upstream fails with 503 */
     while (p->active) {
@@ -822,7 +761,8 @@ pxreq *proxy_begin(proxy_t *p, struct MHD_Connection *c, const char *body, size_
         p->new_head = r;
     p->new_tail = r;
     pthread_mutex_unlock(&p->lock);
-    curl_multi_wakeup(p->multi);
+    if (atomic_load(&p->sleeping))
+        upc_wakeup(p->up);
     return r;
 }
 
@@ -856,10 +796,10 @@ ssize_t proxy_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     pxreq *r = cls;
     ssize_t n = 0;
     pthread_mutex_lock(&r->lock);
-    if (r->out_off < r->out_len) {
-        size_t avail = r->out_len - r->out_off;
+    if (r->out_off < r->out.len) {
+        size_t avail = r->out.len - r->out_off;
         size_t take = avail < max ? avail : max;
-        memcpy(buf, r->out + r->out_off, take);
+        memcpy(buf, r->out.s + r->out_off, take);
         r->out_off += take;
         n = (ssize_t)take;
     } else if (r->out_done) {
@@ -899,8 +839,8 @@ void proxy_release(pxreq *r, int client_gone)
             p->cancel_head = r;
         }
         pthread_mutex_unlock(&p->lock);
-        if (queued)
-            curl_multi_wakeup(p->multi);
+        if (queued && atomic_load(&p->sleeping))
+            upc_wakeup(p->up);
         else
             unref(r);
     }
@@ -939,15 +879,26 @@ proxy_t *proxy_start(eldrd_t *d, char *err, size_t errlen)
         return NULL;
     }
     p->prefill_load = calloc((size_t)p->n_prefill, sizeof *p->prefill_load);
-    p->multi = curl_multi_init();
-    if (!p->prefill_load || !p->multi ||
+    if (!p->prefill_load ||
         pring_init(&p->ring, (const char *const *)p->prefill, p->n_prefill) < 0) {
         eldr_errf(err, errlen, "out of memory");
         proxy_free(p);
         return NULL;
     }
-    /* keep-alive connections to every upstream, however many */
-    curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, 4096L);
+    if (!(p->up = upc_new(err, errlen))) {
+        proxy_free(p);
+        return NULL;
+    }
+    for (int i = 0; i < p->n_prefill + p->K; i++) {
+        int pre = i < p->n_prefill;
+        const char *url = pre ? p->prefill[i] : p->decode[i - p->n_prefill];
+        char why[300];
+        if (upc_origin(p->up, url, why, sizeof why) < 0) {
+            eldr_errf(err, errlen, "%s: %s", pre ? "--prefill" : "--decode", why);
+            proxy_free(p);
+            return NULL;
+        }
+    }
     if (pthread_create(&p->thread, NULL, upstream_main, p) != 0) {
         eldr_errf(err, errlen, "cannot start the upstream thread");
         proxy_free(p);
@@ -966,7 +917,7 @@ void proxy_stop(proxy_t *p)
     p->stop = 1;
     pthread_mutex_unlock(&p->lock);
     if (p->thread_on) {
-        curl_multi_wakeup(p->multi);
+        upc_wakeup(p->up);
         pthread_join(p->thread, NULL);
         p->thread_on = 0;
     }
@@ -977,11 +928,7 @@ void proxy_free(proxy_t *p)
     if (!p)
         return;
     proxy_stop(p);
-    for (int i = 0; i < p->n_idle; i++)
-        curl_easy_cleanup(p->idle[i]);
-    free(p->idle);
-    if (p->multi)
-        curl_multi_cleanup(p->multi);
+    upc_free(p->up);
     pring_free(&p->ring);
     free(p->prefill_load);
     free_urls(p->prefill, p->n_prefill);

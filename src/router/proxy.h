@@ -14,7 +14,8 @@
  *
  * Threads: the HTTP threads parse and check the client's request and
  * pick the prefill instance (proxy_begin); one upstream thread drives
- * every upstream transfer (libcurl multi) and does the routing. A
+ * every upstream transfer (upstream.h: its own HTTP/1.1 client) and does
+ * the routing. A
  * request (pxreq) is shared by the two sides, under its own lock, with a
  * reference count: the connection, the stream reader and the upstream
  * thread each hold one. */

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "b64.h"
+#include "json_scan.h"
+#include "strbuf.h"
 
 #define DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(17))
 
@@ -101,6 +103,19 @@ static void one_line(char *s)
 
 static int client_parse(const char *text, size_t len, pm_kind kind, pm_client *c, rb_err *e);
 
+static int key_visit(void *cls, const char *key, size_t klen, jspan member, jspan value)
+{
+    (void)cls, (void)member, (void)value;
+    return memchr(key, '\\', klen) ? 1 : 0;
+}
+
+/* No top-level key of the object text[0..len) holds a backslash. */
+static int plain_keys(const char *text, size_t len)
+{
+    const char *start = js_ws(text, text + len);
+    return js_foreach((jspan){start, (size_t)(text + len - start)}, key_visit, NULL, NULL) == 0;
+}
+
 int pm_client_parse(const char *text, size_t len, pm_kind kind, pm_client *c, rb_err *e)
 {
     int rc = client_parse(text, len, kind, c, e);
@@ -128,6 +143,14 @@ static int client_parse(const char *text, size_t len, pm_kind kind, pm_client *c
         return rb_fail(e, 400, "stream", "\"stream\" is not a boolean");
     }
     c->stream = json_is_true(s);
+    if (!(c->text = malloc(len + 1))) {
+        pm_client_free(c);
+        return rb_fail(e, 503, "body", "out of memory");
+    }
+    memcpy(c->text, text, len);
+    c->text[len] = '\0';
+    c->text_len = len;
+    c->plain_keys = plain_keys(text, len);
     int rc = kind == PM_CHAT ? chat_messages(c, e) : completion_prompt(c, e);
     if (rc == 0)
         rc = unsupported(c, e);
@@ -139,12 +162,87 @@ static int client_parse(const char *text, size_t len, pm_kind kind, pm_client *c
 void pm_client_free(pm_client *c)
 {
     json_decref(c->payload);
+    free(c->text);
     free(c->key);
     memset(c, 0, sizeof *c);
 }
 
+/* A JSON string of s (a request id: printable ASCII, so only '"' and
+ * '\\' need escapes). */
+static void ob_json_string(strbuf *o, const char *s)
+{
+    sb_put(o, "\"", 1);
+    for (const char *q = s; *q; q++) {
+        if (*q == '"' || *q == '\\')
+            sb_put(o, "\\", 1);
+        sb_put(o, q, 1);
+    }
+    sb_put(o, "\"", 1);
+}
+
+typedef struct copy_ctx {
+    strbuf *o;
+    const char *const *drop;
+    int ndrop, first;
+} copy_ctx;
+
+static int copy_visit(void *cls, const char *key, size_t klen, jspan member, jspan value)
+{
+    (void)value;
+    copy_ctx *k = cls;
+    for (int i = 0; i < k->ndrop; i++)
+        if (cj_key_is(key, klen, k->drop[i]))
+            return 0;
+    if (!k->first)
+        sb_put(k->o, ",", 1);
+    k->first = 0;
+    sb_put(k->o, member.p, member.n);
+    return 0;
+}
+
+/* "{" and the client's members, as its text has them, but those named
+ * in drop: the caller appends its own members and the '}'. Splicing
+ * keeps the client's values byte for byte (a long prompt is never copied
+ * into a tree and printed again). *first: 1 when no member was copied. */
+static void client_members(strbuf *o, const pm_client *c, const char *const *drop, int ndrop,
+                           int *first)
+{
+    copy_ctx k = {o, drop, ndrop, 1};
+    const char *start = js_ws(c->text, c->text + c->text_len);
+    sb_put(o, "{", 1);
+    if (js_foreach((jspan){start, (size_t)(c->text + c->text_len - start)}, copy_visit, &k,
+                   NULL) != 0)
+        o->oom = 1;   /* pm_client_parse checked it: cannot happen */
+    *first = k.first;
+}
+
+/* PM_ELDR's prefill body, spliced. */
+static char *eldr_prefill_body(const pm_client *c, const char *request_id)
+{
+    static const char *const drop[] = {"stream", "stream_options", "request_id",
+                                       "return_token_ids", "kv_transfer_params"};
+    strbuf o = {0};
+    int first;
+    client_members(&o, c, drop, 5, &first);
+    sb_str(&o, first ? "\"stream\":false,\"request_id\":" : ",\"stream\":false,\"request_id\":");
+    ob_json_string(&o, request_id);
+    sb_str(&o, ",\"return_token_ids\":true,\"kv_transfer_params\":{\"do_remote_decode\":true,"
+               "\"do_remote_prefill\":false,\"transfer_id\":");
+    char xfer[RB_ID_MAX + 8];
+    snprintf(xfer, sizeof xfer, "xfer-%s", request_id);
+    ob_json_string(&o, xfer);
+    sb_str(&o, ",\"prefill_first\":true}}");
+    if (o.oom) {
+        free(o.s);
+        return NULL;
+    }
+    return o.s;
+}
+
 char *pm_prefill_body(const pm_client *c, const char *request_id)
 {
+    if (c->protocol == PM_ELDR && c->plain_keys)
+        return eldr_prefill_body(c, request_id);
     json_t *b = json_copy(c->payload);   /* shallow: the prompt is shared, not copied */
     if (!b)
         return NULL;
@@ -181,9 +279,45 @@ static int bad(char *why, size_t n, const char *msg)
     return -1;
 }
 
-/* Find eldr_sig in the answer's kv_transfer_params, decode it and cut the
- * member out of p->text (with one comma). 0 (also when absent), -1 with
- * why. */
+/* Decode eldr_sig's value (a base64 string, or null for none) into
+ * p->sig. */
+static int decode_sig(pm_prefill *p, jspan sv, char *why, size_t whylen)
+{
+    size_t at;
+    if (sv.n == 4 && !memcmp(sv.p, "null", 4))
+        return 0;   /* no signature */
+    if (sv.n < 2 || *sv.p != '"' || !(p->sig = malloc(b64_decoded_max(sv.n) + 1)) ||
+        b64_decode(sv.p + 1, sv.n - 2, p->sig, &p->sig_len, &at) < 0)
+        return bad(why, whylen, "the prefill's eldr_sig is not a base64 string");
+    return 0;
+}
+
+/* Cut the member span m out of the object obj in p->text[0..*len), with
+ * one comma: the one after it, or else the one before. Returns where the
+ * cut began; *cut gets how many bytes went. */
+static const char *cut_member(pm_prefill *p, size_t *len, jspan obj, jspan m, size_t *cut)
+{
+    char *from = (char *)m.p, *to = (char *)m.p + m.n;
+    const char *end = p->text + *len;
+    const char *after = js_ws(to, end);
+    if (after < end && *after == ',') {
+        to = (char *)after + 1;
+    } else {
+        char *b = from;
+        while (b > obj.p && (b[-1] == ' ' || b[-1] == '\n' || b[-1] == '\r' || b[-1] == '\t'))
+            b--;
+        if (b > obj.p && b[-1] == ',')
+            from = b - 1;
+    }
+    memmove(from, to, (size_t)(end - to));
+    *cut = (size_t)(to - from);
+    *len -= *cut;
+    p->text[*len] = '\0';
+    return from;
+}
+
+/* Stock vLLM's answer: find eldr_sig in its kv_transfer_params, decode it
+ * and cut the member out of p->text. 0 (also when absent), -1 with why. */
 static int cut_sig(pm_prefill *p, size_t *len, char *why, size_t whylen)
 {
     jspan all = {p->text, *len}, kvm, kv, sm, sv;
@@ -192,35 +326,23 @@ static int cut_sig(pm_prefill *p, size_t *len, char *why, size_t whylen)
     all.p = start;
     if (js_member(all, "kv_transfer_params", &kvm, &kv) != 1 || kv.n == 0 || *kv.p != '{')
         return 0;   /* judged by the full parse */
-    int found = js_member(kv, "eldr_sig", &sm, &sv);
+    static const char *const sig_name = "eldr_sig";
+    int found = js_members(kv, &sig_name, 1, &sm, &sv, NULL, NULL);
+    if (found == -2)
+        return bad(why, whylen, "the prefill's kv_transfer_params hold eldr_sig twice");
     if (found < 0)
         return bad(why, whylen, "the prefill's kv_transfer_params are malformed");
-    if (found == 0 || (sv.n == 4 && !memcmp(sv.p, "null", 4)))
+    if (sv.n == 0)
         return 0;
-    size_t at;
-    if (sv.n < 2 || *sv.p != '"' || !(p->sig = malloc(b64_decoded_max(sv.n) + 1)) ||
-        b64_decode(sv.p + 1, sv.n - 2, p->sig, &p->sig_len, &at) < 0)
-        return bad(why, whylen, "the prefill's eldr_sig is not a base64 string");
-    /* the member and a comma: the one after it, or else the one before */
-    char *from = (char *)sm.p, *to = (char *)sm.p + sm.n;
-    const char *end = p->text + *len;
-    const char *after = js_ws(to, end);
-    if (after < end && *after == ',') {
-        to = (char *)after + 1;
-    } else {
-        char *b = from;
-        while (b > kv.p && (b[-1] == ' ' || b[-1] == '\n' || b[-1] == '\r' || b[-1] == '\t'))
-            b--;
-        if (b > kv.p && b[-1] == ',')
-            from = b - 1;
-    }
-    memmove(from, to, (size_t)(end - to));
-    *len -= (size_t)(to - from);
-    p->text[*len] = '\0';
+    if (decode_sig(p, sv, why, whylen) < 0)
+        return -1;
+    size_t cut;
+    cut_member(p, len, kv, sm, &cut);
     return 0;
 }
 
-/* The spans the decode body is spliced from. */
+/* The spans the decode body is spliced from (stock vLLM's answer, checked
+ * by jansson). */
 static void find_spans(pm_prefill *p, size_t len)
 {
     jspan all = {p->text, len}, m, choices;
@@ -237,6 +359,130 @@ static void find_spans(pm_prefill *p, size_t len)
             js_member(first, "prompt_token_ids", &m, &p->ids);
         }
     }
+}
+
+/* ---- the prefill-first answer, checked on its text ---------------------- */
+
+/* An integer value span. */
+static int span_int(jspan v, int64_t *x)
+{
+    cj_t s;
+    cj_init(&s, v.p, v.n);
+    return v.n && cj_int(&s, x) == 0 && cj_peek(&s) < 0 ? 0 : -1;
+}
+
+/* An array of integers: how many (-1 when it is something else); the
+ * first in *first. */
+static long int_array(jspan v, int64_t *first)
+{
+    cj_t s;
+    cj_init(&s, v.p, v.n);
+    if (!v.n || cj_expect(&s, '[') < 0)
+        return -1;
+    int count = 0, more;
+    while ((more = cj_next_item(&s, &count)) == 1) {
+        int64_t x;
+        if (cj_int(&s, &x) < 0)
+            return -1;
+        if (count == 1)
+            *first = x;
+    }
+    return more < 0 ? -1 : count;
+}
+
+static int dup_refusal(char *why, size_t whylen, const char *name)
+{
+    snprintf(why, whylen, "the prefill's answer gives \"%s\" twice (duplicate key)", name);
+    return -1;
+}
+
+static const char *const handoff_msg =
+    "the prefill's answer lacks the prefill-first handoff (kv_transfer_params and one "
+    "choice): is the prefill instance running with its KV connector?";
+
+/* The reference's checks of a prefill-first answer, on the text (text[0..
+ * len), eldr_sig already out): kv_transfer_params an object, one choice,
+ * token_ids == [prefill_first_token_id], prefill_continues a boolean, and
+ * for a completion prompt_token_ids a list of prefill_prompt_tokens ids.
+ * Sets the spans and continues. No tree is built: a jansson tree of the
+ * answer's ids costs more than the whole rest of proxying it. */
+static void shift_after(jspan *sp, const char *at, size_t cut)
+{
+    if (sp->n && sp->p > at)
+        sp->p -= cut;
+}
+
+/* The one element of the array span arr (n = 0 when it has another count). */
+static jspan only_element(jspan arr)
+{
+    jspan el = {NULL, 0};
+    cj_t s;
+    cj_init(&s, arr.p, arr.n);
+    int count = 0;
+    if (!arr.n || cj_expect(&s, '[') < 0 || cj_next_item(&s, &count) != 1)
+        return el;
+    cj_peek(&s);
+    el.p = s.p;
+    if (cj_skip_span(&s) < 0 || cj_next_item(&s, &count) != 0)
+        return el;
+    el.n = (size_t)(s.p - el.p);
+    return el;
+}
+
+static int eldr_answer(pm_prefill *p, size_t *len, pm_kind kind, char *why, size_t whylen)
+{
+    const char *end = p->text + *len, *start = js_ws(p->text, end), *twice = NULL, *past;
+    static const char *const top_names[] = {"kv_transfer_params", "choices", "created"};
+    static const char *const kv_names[] = {"prefill_first_token_id", "prefill_continues",
+                                           "prefill_prompt_tokens", "eldr_sig"};
+    static const char *const choice_names[] = {"token_ids", "prompt_token_ids"};
+    jspan top[3], kv[4], kvm[4], ch[2];
+    /* one checking walk over the whole answer */
+    int rc = start < end && *start == '{'
+                 ? js_members((jspan){start, (size_t)(end - start)}, top_names, 3, NULL, top,
+                              &twice, &past)
+                 : -1;
+    if (rc == -1 || (rc == 0 && js_ws(past, end) != end))
+        return bad(why, whylen, start < end && *start != '{' && js_value(start, end) == end
+                                    ? "the prefill's answer is not a JSON object (another JSON "
+                                      "value)"
+                                    : "the prefill's answer is not a JSON object (malformed JSON)");
+    if (rc == -2)
+        return dup_refusal(why, whylen, twice);
+    jspan choice = only_element(top[1]);
+    if (!top[0].n || *top[0].p != '{' || !choice.n || *choice.p != '{')
+        return bad(why, whylen, handoff_msg);
+    if (js_members(top[0], kv_names, 4, kvm, kv, &twice, NULL) == -2 ||
+        js_members(choice, choice_names, 2, NULL, ch, &twice, NULL) == -2)
+        return strcmp(twice, "eldr_sig")
+                   ? dup_refusal(why, whylen, twice)
+                   : bad(why, whylen, "the prefill's kv_transfer_params hold eldr_sig twice");
+    int64_t first, id0 = 0, n_prompt;
+    int cont_true = kv[1].n == 4 && !memcmp(kv[1].p, "true", 4);
+    int cont_false = kv[1].n == 5 && !memcmp(kv[1].p, "false", 5);
+    if (span_int(kv[0], &first) < 0 || int_array(ch[0], &id0) != 1 || id0 != first ||
+        !(cont_true || cont_false))
+        return bad(why, whylen, "the prefill's token history is invalid (token_ids must be "
+                   "[prefill_first_token_id], prefill_continues a boolean)");
+    int64_t ignored;
+    if (kind == PM_COMPLETIONS &&
+        (span_int(kv[2], &n_prompt) < 0 || int_array(ch[1], &ignored) != n_prompt))
+        return bad(why, whylen, "the prefill's prompt_token_ids do not hold "
+                   "prefill_prompt_tokens ids");
+    p->kv = top[0];
+    p->created = top[2];
+    p->ids = ch[1];
+    p->continues = cont_true;
+    if (kv[3].n) {   /* eldr_sig: decoded from the text, then cut out of it */
+        if (decode_sig(p, kv[3], why, whylen) < 0)
+            return -1;
+        size_t cut;
+        const char *at = cut_member(p, len, p->kv, kvm[3], &cut);
+        p->kv.n -= cut;
+        shift_after(&p->created, at, cut);
+        shift_after(&p->ids, at, cut);
+    }
+    return 0;
 }
 
 /* Stock vLLM: an object, eldr_sig out; the handoff as it comes. */
@@ -277,58 +523,34 @@ static int prefill_parse(const char *text, size_t len, const pm_client *c, pm_pr
         return bad(why, whylen, "out of memory");
     memcpy(p->text, text, len);
     p->text[len] = '\0';
-    if (cut_sig(p, &len, why, whylen) < 0) {
+    if (c->protocol == PM_VLLM && cut_sig(p, &len, why, whylen) < 0) {
         pm_prefill_free(p);
         return -1;
     }
+    if (c->protocol == PM_ELDR) {
+        if (eldr_answer(p, &len, kind, why, whylen) < 0) {
+            pm_prefill_free(p);
+            return -1;
+        }
+        /* the tree only where the client's first answer is built from it:
+         * a stream's first token, or an answer the prefill ended */
+        if (!c->stream && p->continues)
+            return 0;
+    }
+    /* Duplicate keys are refused: the spans take a key's first occurrence
+     * and jansson its last. */
     json_error_t je;
-    p->result = json_loadb(p->text, len, 0, &je);
+    p->result = json_loadb(p->text, len, JSON_REJECT_DUPLICATES, &je);
     if (!json_is_object(p->result)) {
         snprintf(why, whylen, "the prefill's answer is not a JSON object (%s)",
                  p->result ? "another JSON value" : je.text);
         pm_prefill_free(p);
         return -1;
     }
-    if (c->protocol == PM_VLLM) {
-        if (vllm_answer(p, len, why, whylen) < 0) {
-            pm_prefill_free(p);
-            return -1;
-        }
-        return 0;
-    }
-    p->transfer = json_object_get(p->result, "kv_transfer_params");
-    json_t *choices = json_object_get(p->result, "choices");
-    int rc = 0;
-    if (!json_is_object(p->transfer) || !json_is_array(choices) || json_array_size(choices) != 1)
-        rc = bad(why, whylen, "the prefill's answer lacks the prefill-first handoff "
-                 "(kv_transfer_params and one choice): is the prefill instance running "
-                 "with its KV connector?");
-    json_t *choice = json_array_get(choices, 0);
-    json_t *first = json_object_get(p->transfer, "prefill_first_token_id");
-    json_t *ids = json_object_get(choice, "token_ids");
-    json_t *cont = json_object_get(p->transfer, "prefill_continues");
-    if (!rc && (!json_is_integer(first) || !json_is_array(ids) || json_array_size(ids) != 1 ||
-                !json_is_integer(json_array_get(ids, 0)) ||
-                json_integer_value(json_array_get(ids, 0)) != json_integer_value(first) ||
-                !json_is_boolean(cont)))
-        rc = bad(why, whylen, "the prefill's token history is invalid (token_ids must be "
-                 "[prefill_first_token_id], prefill_continues a boolean)");
-    if (!rc && kind == PM_COMPLETIONS) {
-        p->prompt_ids = json_object_get(choice, "prompt_token_ids");
-        json_t *n = json_object_get(p->transfer, "prefill_prompt_tokens");
-        if (!json_is_array(p->prompt_ids) || !json_is_integer(n) ||
-            (json_int_t)json_array_size(p->prompt_ids) != json_integer_value(n))
-            rc = bad(why, whylen, "the prefill's prompt_token_ids do not hold "
-                     "prefill_prompt_tokens ids");
-    }
-    if (!rc && json_object_get(p->transfer, "eldr_sig"))
-        rc = bad(why, whylen, "the prefill's kv_transfer_params hold eldr_sig twice");
-    if (rc < 0) {
+    if (c->protocol == PM_VLLM && vllm_answer(p, len, why, whylen) < 0) {
         pm_prefill_free(p);
         return -1;
     }
-    find_spans(p, len);
-    p->continues = json_is_true(cont);
     return 0;
 }
 
@@ -429,22 +651,53 @@ char *pm_first_answer(const pm_prefill *p, const pm_client *c, size_t *len)
 
 /* Spliced, not printed: the client's own keys from jansson (small), the
  * prompt ids and the KV handoff as the prefill's text had them. */
+/* The decode body's client part: "{...}" with request_id set and, with
+ * ids, add_special_tokens false, prompt and truncate_prompt_tokens out
+ * (the prefill's ids replace the prompt). malloc'd. */
+static char *decode_head(const pm_client *c, int ids, const char *request_id)
+{
+    if (!c->plain_keys) {   /* keys with escapes: only a tree can tell them */
+        json_t *b = json_copy(c->payload);
+        if (!b)
+            return NULL;
+        json_object_del(b, "kv_transfer_params");   /* a client's null: the handoff's place */
+        if (ids) {
+            json_object_del(b, "prompt");
+            json_object_set_new(b, "add_special_tokens", json_false());
+            json_object_del(b, "truncate_prompt_tokens");
+        }
+        json_object_set_new(b, "request_id", json_string(request_id));
+        char *head = json_dumps(b, DUMP_FLAGS);
+        json_decref(b);
+        return head;
+    }
+    static const char *const drop[] = {"request_id", "kv_transfer_params", "add_special_tokens",
+                                       "prompt", "truncate_prompt_tokens"};
+    strbuf o = {0};
+    int first;
+    client_members(&o, c, drop, ids ? 5 : 2, &first);
+    if (ids)
+        sb_str(&o, first ? "\"add_special_tokens\":false," : ",\"add_special_tokens\":false,");
+    else if (!first)
+        sb_put(&o, ",", 1);
+    sb_str(&o, "\"request_id\":");
+    ob_json_string(&o, request_id);
+    sb_put(&o, "}", 1);
+    if (o.oom) {
+        free(o.s);
+        return NULL;
+    }
+    return o.s;
+}
+
 char *pm_decode_body(const pm_client *c, const pm_prefill *p, const char *request_id)
 {
-    json_t *b = json_copy(c->payload);
-    if (!b || (!p->kv.n && c->protocol == PM_ELDR))
-        return json_decref(b), NULL;
+    if (!p->kv.n && c->protocol == PM_ELDR)
+        return NULL;
+    /* the exact prompt ids the prefill computed KV for, never a
+     * retokenised text */
     int ids = c->protocol == PM_ELDR && c->kind == PM_COMPLETIONS && p->ids.n;
-    if (ids) {
-        /* the exact prompt ids the prefill computed KV for, never a
-         * retokenised text */
-        json_object_del(b, "prompt");
-        json_object_set_new(b, "add_special_tokens", json_false());
-        json_object_del(b, "truncate_prompt_tokens");
-    }
-    json_object_set_new(b, "request_id", json_string(request_id));
-    char *head = json_dumps(b, DUMP_FLAGS);   /* {...} */
-    json_decref(b);
+    char *head = decode_head(c, ids, request_id);   /* {...} */
     if (!head)
         return NULL;
     size_t hn = strlen(head) - 1;             /* without its '}' */

@@ -34,6 +34,11 @@ typedef enum pm_protocol { PM_ELDR = 0, PM_VLLM } pm_protocol;
 /* A client's request, parsed and checked. */
 typedef struct pm_client {
     json_t *payload;             /* owned: the body as sent */
+    char *text;                  /* owned: the body's text (the bodies upstream are
+                                  * spliced from it), NUL-terminated */
+    size_t text_len;
+    int plain_keys;              /* no key holds an escape (\u...): a key's text is its
+                                  * name, so splicing can tell keys by their text */
     pm_kind kind;
     pm_protocol protocol;        /* PM_ELDR unless the caller sets it */
     int stream;                  /* "stream": true */
@@ -68,9 +73,9 @@ typedef struct pm_prefill {
     char *text;                  /* owned: the answer's text, eldr_sig cut out */
     jspan kv, ids, created;      /* spans in text: kv_transfer_params, the prompt's
                                   * token ids (n = 0: none), created (n = 0: none) */
-    json_t *result;              /* owned: text parsed */
-    json_t *transfer;            /* borrowed from result: kv_transfer_params */
-    json_t *prompt_ids;          /* borrowed: choices[0].prompt_token_ids (completions) */
+    json_t *result;              /* owned: text parsed, for PM_VLLM, a stream or an
+                                  * answer the prefill ended (else NULL) */
+    json_t *transfer;            /* borrowed from result: kv_transfer_params (PM_VLLM) */
     int continues;               /* prefill_continues */
     uint8_t *sig;                /* malloc'd decoded eldr_sig bytes, NULL when absent */
     size_t sig_len;
@@ -78,12 +83,16 @@ typedef struct pm_prefill {
 
 /* Check the prefill's answer as the reference does: kv_transfer_params
  * an object, one choice, token_ids == [prefill_first_token_id], the
- * prompt ids a list of prefill_prompt_tokens entries (completions),
- * prefill_continues a boolean; eldr_sig (optional) valid base64. Takes
- * eldr_sig out of the transfer: it is found and cut from the text before
- * the rest is parsed (a long string that jansson would copy and check
- * character by character), and decoded straight from the text. -1 with
- * why (the answer is then bad: 502). */
+ * prompt ids a list of prefill_prompt_tokens integers (completions),
+ * prefill_continues a boolean; eldr_sig (optional, null for none) valid
+ * base64. Takes eldr_sig out of the transfer: it is found and cut from
+ * the text (a long string that jansson would copy and check character by
+ * character), and decoded straight from the text. The prefill-first
+ * checks run on the text too (json_scan.h), with no tree: one is parsed
+ * only when the client's first answer is made from it (a stream, or an
+ * answer the prefill ended) and for PM_VLLM. A key the proxy reads or
+ * splices given twice is refused (the spliced and the checked values
+ * could differ). -1 with why (the answer is then bad: 502). */
 int pm_prefill_parse(const char *text, size_t len, const pm_client *c, pm_prefill *p,
                      char *why, size_t whylen);
 void pm_prefill_free(pm_prefill *p);

@@ -299,7 +299,11 @@ static void th_fault_attr(th_in *z, th_file *f)
             memset(a->sv, 'x', sizeof a->sv - 1);
             a->sv[sizeof a->sv - 1] = '\0';
         } else {
-            a->iv += (th_byte(z) & 1) ? 1 : -1;
+            /* one off, saturating: a hostile INT64_MIN may be here */
+            if (th_byte(z) & 1)
+                a->iv += a->iv < INT64_MAX;
+            else
+                a->iv -= a->iv > INT64_MIN;
         }
         break;
     default:

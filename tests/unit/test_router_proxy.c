@@ -134,14 +134,46 @@ static void test_jspan(void **state)
     assert_int_equal(js_member(span("{}"), "a", &m, &v), 0);
     assert_int_equal(js_array_len(span("[]")), 0);
     assert_int_equal(js_array_len(span("[ 1 , 2 ,3 ]")), 3);
+    /* UTF-8 and escaped pairs are strings like any other */
+    const char *good[] = {"[\"caf\xc3\xa9\"]", "[\"\xf0\x9f\x98\x80\"]",
+                          "[\"\\ud83d\\ude00\"]", "[\"\\u00e9\\u0000\"]"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (js_array_len(span(good[i])) != 1)
+            fail_msg("'%s' should be one string", good[i]);
     /* malformed */
     const char *bad[] = {"{\"a\" 1}", "{\"a\": }", "{\"a\": 1,}", "{\"a\": tru}", "{\"a\": \"x",
-                         "{\"a\": [1, 2}", "{\"a\": \"\x01\"}", "[1 2]", "{a: 1}"};
+                         "{\"a\": [1, 2}", "{\"a\": \"\x01\"}", "[1 2]", "{a: 1}",
+                         /* not UTF-8: a bad continuation, overlong, a surrogate, cut short */
+                         "{\"a\": \"\xc3\x28\"}", "{\"a\": \"\xc0\xaf\"}",
+                         "{\"a\": \"\xed\xa0\x80\"}", "{\"a\": \"\xe2\x82\"}",
+                         /* a \u surrogate alone or reversed */
+                         "{\"a\": \"\\ud83d\"}", "{\"a\": \"\\ude00\\ud83d\"}",
+                         "{\"a\": \"\\ud83d\\u0041\"}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int got = bad[i][0] == '[' ? (int)js_array_len(span(bad[i]))
                                    : js_member(span(bad[i]), "zz", &m, &v);
         if (got != -1)
             fail_msg("'%s' should be malformed", bad[i]);
+    }
+    /* long strings (checked eight bytes at a time): one bad byte anywhere */
+    for (int pos = 0; pos < 40; pos++) {
+        char str[64];
+        const unsigned char bytes[] = {0x1f, 0x01, 0xff, 0x80, 0x20, 0x7e, 0x7f};
+        for (size_t b = 0; b < sizeof bytes; b++) {
+            memset(str, 'a', sizeof str);
+            str[0] = '[';
+            str[1] = '"';
+            str[2 + pos] = (char)bytes[b];
+            memcpy(str + 42, "\"]", 3);
+            int want = bytes[b] >= 0x20 && bytes[b] < 0x80 ? 1 : -1;
+            if (js_array_len(span(str)) != want)
+                fail_msg("byte 0x%02x at %d: wanted %d", bytes[b], pos, want);
+        }
+        memset(str, 'a', sizeof str);
+        memcpy(str, "[\"", 2);
+        memcpy(str + 2 + pos, "\xc3\xa9", 2);   /* two bytes of UTF-8 anywhere */
+        memcpy(str + 44, "\"]", 3);
+        assert_int_equal(js_array_len(span(str)), 1);
     }
     char deep[300];
     memset(deep, '[', 200);
@@ -251,9 +283,8 @@ static void test_prefill_sig_cut_everywhere(void **state)
                 fail_msg("eldr_sig at %d (indent %d): %s\n%s", where, indent, why, a);
             assert_int_equal(p.sig_len, 6);
             assert_memory_equal(p.sig, raw, 6);
-            assert_null(json_object_get(p.transfer, "eldr_sig"));
-            assert_int_equal(json_integer_value(json_object_get(p.transfer,
-                                                                "prefill_first_token_id")), 9);
+            assert_true(p.kv.n > 0 && !memmem(p.kv.p, p.kv.n, "eldr_sig", 8));
+            assert_null(p.result);   /* no tree on the non-streaming path */
             assert_int_equal(p.continues, 1);
             /* the decode body, spliced: valid JSON with what the decoder needs */
             char *body = pm_decode_body(&c, &p, "rid-1");
@@ -292,6 +323,17 @@ static void test_prefill_sig_cut_everywhere(void **state)
     assert_int_equal(pm_prefill_parse(a, strlen(a), &c, &p, why, sizeof why), -1);
     assert_non_null(strstr(why, "token history"));   /* it lacks the rest of the handoff */
     free(a);
+    /* eldr_sig null: no signature, and cut all the same */
+    const char *nul = "{\"choices\": [{\"token_ids\": [2], \"prompt_token_ids\": [1]}], "
+                      "\"kv_transfer_params\": {\"prefill_first_token_id\": 2, \"eldr_sig\": null, "
+                      "\"prefill_continues\": true, \"prefill_prompt_tokens\": 1}}";
+    assert_int_equal(pm_prefill_parse(nul, strlen(nul), &c, &p, why, sizeof why), 0);
+    assert_null(p.sig);
+    char *body = pm_decode_body(&c, &p, "rid-2");
+    assert_non_null(body);
+    assert_null(strstr(body, "eldr_sig"));
+    free(body);
+    pm_prefill_free(&p);
     pm_client_free(&c);
 }
 
@@ -317,6 +359,32 @@ static void test_prefill_refusals(void **state)
         {"{\"choices\": [{\"token_ids\": [2], \"prompt_token_ids\": [1]}], \"kv_transfer_params"
          "\": {\"prefill_first_token_id\": 2, \"prefill_continues\": true, "
          "\"prefill_prompt_tokens\": 1, \"eldr_sig\": 5}}", "base64"},
+        {"{\"choices\": [{\"token_ids\": [2], \"prompt_token_ids\": [1]}], \"kv_transfer_params"
+         "\": {\"prefill_first_token_id\": 2, \"prefill_continues\": true, "
+         "\"prefill_prompt_tokens\": 1, \"eldr_sig\": null, \"eldr_sig\": \"AAAA\"}}", "twice"},
+        {"{\"choices\": [{\"token_ids\": [2], \"prompt_token_ids\": [\"1\"]}], "
+         "\"kv_transfer_params\": {\"prefill_first_token_id\": 2, \"prefill_continues\": true, "
+         "\"prefill_prompt_tokens\": 1}}", "prompt_token_ids"},
+        {"{\"choices\": [{\"token_ids\": [2.0], \"prompt_token_ids\": [1]}], "
+         "\"kv_transfer_params\": {\"prefill_first_token_id\": 2, \"prefill_continues\": true, "
+         "\"prefill_prompt_tokens\": 1}}", "token history"},
+        {"{\"choices\": [{\"token_ids\": [2], \"prompt_token_ids\": [1]}], "
+         "\"kv_transfer_params\": {\"prefill_first_token_id\": 2, \"prefill_continues\": true, "
+         "\"prefill_prompt_tokens\": 1}} x", "not a JSON object"},
+        {"{\"choices\": [{\"token_ids\": [2], \"prompt_token_ids\": [1]}, {}], "
+         "\"kv_transfer_params\": {\"prefill_first_token_id\": 2, \"prefill_continues\": true, "
+         "\"prefill_prompt_tokens\": 1}}", "handoff"},
+        /* strings the decoder gets must be JSON: UTF-8, surrogates in pairs */
+        {"{\"choices\": [{\"token_ids\": [2], \"prompt_token_ids\": [1]}], "
+         "\"kv_transfer_params\": {\"remote_host\": \"h\xff\", \"prefill_first_token_id\": 2, "
+         "\"prefill_continues\": true, \"prefill_prompt_tokens\": 1}}", "not a JSON object"},
+        {"{\"choices\": [{\"token_ids\": [2], \"prompt_token_ids\": [1]}], "
+         "\"kv_transfer_params\": {\"remote_host\": \"\\udc00\", \"prefill_first_token_id\": 2, "
+         "\"prefill_continues\": true, \"prefill_prompt_tokens\": 1}}", "not a JSON object"},
+        /* a doubled key: the spliced span and the checked value would differ */
+        {"{\"kv_transfer_params\": 5, \"choices\": [{\"token_ids\": [2], \"prompt_token_ids"
+         "\": [1]}], \"kv_transfer_params\": {\"prefill_first_token_id\": 2, "
+         "\"prefill_continues\": true, \"prefill_prompt_tokens\": 1}}", "duplicate"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pm_prefill p;
@@ -325,6 +393,79 @@ static void test_prefill_refusals(void **state)
                              sizeof why) != -1 ||
             !strstr(why, cases[i][1]))
             fail_msg("case %zu: wanted a refusal naming '%s', got '%s'", i, cases[i][1], why);
+    }
+}
+
+/* The prefill and decode bodies are spliced from the client's text; the
+ * oracle builds them as a tree (jansson) from the parsed client body. */
+static void test_bodies_spliced(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body;
+        pm_kind kind;
+    } clients[] = {
+        {"{\"prompt\": \"abc\", \"max_tokens\": 4, \"temperature\": 0.5}", PM_COMPLETIONS},
+        {"{ \"prompt\" : [1, 2, 3], \"stream\": true, \"stream_options\": {\"include_usage\": true},"
+         " \"request_id\": \"client-rid\", \"kv_transfer_params\": null, \"truncate_prompt_tokens\": 9,"
+         " \"add_special_tokens\": true, \"return_token_ids\": false}", PM_COMPLETIONS},
+        {"{\"pr\\u006fmpt\": \"x\", \"max_tokens\": 2, \"str\\u0065am\": true}", PM_COMPLETIONS},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi \\\"q\\\" caf\xc3\xa9\"}],"
+         "\n \"max_tokens\": 3}", PM_CHAT},
+        {"{\"messages\": [{\"content\": \"x\"}]}", PM_CHAT},
+    };
+    const char *answer = "{\"created\": 1700000005, \"choices\": [{\"token_ids\": [2], "
+                         "\"prompt_token_ids\": [11, 12]}], \"kv_transfer_params\": {"
+                         "\"remote_block_ids\": [4], \"prefill_first_token_id\": 2, "
+                         "\"prefill_continues\": true, \"prefill_prompt_tokens\": 2}}";
+    const char *rid = "r\"id\\1";
+    for (size_t i = 0; i < sizeof clients / sizeof clients[0]; i++) {
+        pm_client c;
+        rb_err e;
+        assert_int_equal(pm_client_parse(clients[i].body, strlen(clients[i].body), clients[i].kind,
+                                         &c, &e), 0);
+        /* the prefill body */
+        json_t *want = json_copy(c.payload);
+        json_object_set_new(want, "stream", json_false());
+        json_object_del(want, "stream_options");
+        json_object_set_new(want, "request_id", json_string(rid));
+        json_object_set_new(want, "return_token_ids", json_true());
+        json_object_set_new(want, "kv_transfer_params",
+                            json_pack("{s:b, s:b, s:s, s:b}", "do_remote_decode", 1,
+                                      "do_remote_prefill", 0, "transfer_id", "xfer-r\"id\\1",
+                                      "prefill_first", 1));
+        char *body = pm_prefill_body(&c, rid);
+        json_error_t je;
+        json_t *got = json_loads(body, JSON_REJECT_DUPLICATES, &je);
+        if (!got || !json_equal(got, want))
+            fail_msg("client %zu: prefill body %s (%s)", i, body, got ? "differs" : je.text);
+        json_decref(got);
+        json_decref(want);
+        free(body);
+        /* the decode body */
+        pm_prefill p;
+        char why[256];
+        assert_int_equal(pm_prefill_parse(answer, strlen(answer), &c, &p, why, sizeof why), 0);
+        want = json_copy(c.payload);
+        json_object_set_new(want, "request_id", json_string(rid));
+        if (clients[i].kind == PM_COMPLETIONS) {
+            json_object_set_new(want, "prompt", json_pack("[ii]", 11, 12));
+            json_object_set_new(want, "add_special_tokens", json_false());
+            json_object_del(want, "truncate_prompt_tokens");
+        }
+        json_object_set_new(want, "kv_transfer_params",
+                            json_pack("{s:[i], s:i, s:b, s:i, s:i}", "remote_block_ids", 4,
+                                      "prefill_first_token_id", 2, "prefill_continues", 1,
+                                      "prefill_prompt_tokens", 2, "prefill_created", 1700000005));
+        body = pm_decode_body(&c, &p, rid);
+        got = json_loads(body, JSON_REJECT_DUPLICATES, &je);
+        if (!got || !json_equal(got, want))
+            fail_msg("client %zu: decode body %s (%s)", i, body, got ? "differs" : je.text);
+        json_decref(got);
+        json_decref(want);
+        free(body);
+        pm_prefill_free(&p);
+        pm_client_free(&c);
     }
 }
 
@@ -450,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_prefill_refusals),
         cmocka_unit_test(test_first_events),
         cmocka_unit_test(test_vllm_protocol),
+        cmocka_unit_test(test_bodies_spliced),
         cmocka_unit_test(test_fuzz_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
