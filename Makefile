@@ -191,7 +191,8 @@ FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
 FUZZ_SRC := $(CORE_SRC) $(wildcard src/router/b64.c src/router/body_*.c) \
 	src/client/capture_decode.c src/client/capture_field.c \
-	src/router/proxy_msg.c src/router/jspan.c src/router/upstream_parse.c src/router/strbuf.c
+	src/router/proxy_msg.c src/router/proxy_req.c src/router/jspan.c src/router/upstream_parse.c \
+	src/router/strbuf.c
 FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_HARNESS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_HARNESS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)

@@ -11,162 +11,6 @@
 
 #define DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(17))
 
-/* The prompt key: the reference hashes the prompt text, or for token ids
- * "".join(str(x)); a chat's key is its messages' string contents. */
-static int append_key(pm_client *c, const char *s, size_t n)
-{
-    char *k = realloc(c->key, c->key_len + n + 1);
-    if (!k)
-        return -1;
-    memcpy(k + c->key_len, s, n);
-    c->key = k;
-    c->key_len += n;
-    k[c->key_len] = '\0';
-    return 0;
-}
-
-static int completion_prompt(pm_client *c, rb_err *e)
-{
-    json_t *p = json_object_get(c->payload, "prompt");
-    if (json_is_string(p))
-        return append_key(c, json_string_value(p), json_string_length(p)) < 0
-                   ? rb_fail(e, 503, "prompt", "out of memory")
-                   : 0;
-    if (!json_is_array(p) || json_array_size(p) == 0)
-        return rb_fail(e, 400, "prompt", "a completion needs \"prompt\": one string or a "
-                       "non-empty list of token ids");
-    size_t i;
-    json_t *t;
-    json_array_foreach(p, i, t) {
-        if (!json_is_integer(t))
-            return rb_fail(e, 400, "prompt", "prompt[%zu] is not a token id (one prompt per "
-                           "request: a list of strings is several)", i);
-        char num[24];
-        int n = snprintf(num, sizeof num, "%lld", (long long)json_integer_value(t));
-        if (append_key(c, num, (size_t)n) < 0)
-            return rb_fail(e, 503, "prompt", "out of memory");
-    }
-    return 0;
-}
-
-static int chat_messages(pm_client *c, rb_err *e)
-{
-    json_t *m = json_object_get(c->payload, "messages");
-    if (!json_is_array(m) || json_array_size(m) == 0)
-        return rb_fail(e, 400, "messages", "a chat completion needs a non-empty "
-                       "\"messages\" array");
-    size_t i;
-    json_t *msg;
-    json_array_foreach(m, i, msg) {
-        if (!json_is_object(msg))
-            return rb_fail(e, 400, "messages", "messages[%zu] is not an object", i);
-        json_t *content = json_object_get(msg, "content");
-        if (json_is_string(content) &&
-            append_key(c, json_string_value(content), json_string_length(content)) < 0)
-            return rb_fail(e, 503, "messages", "out of memory");
-    }
-    return 0;
-}
-
-/* Options the prefill-first handoff cannot serve, as the reference
- * refuses them. */
-static int unsupported(const pm_client *c, rb_err *e)
-{
-    static const char *const keys[] = {"echo", "use_beam_search", "prompt_embeds", "suffix",
-                                       "kv_transfer_params"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        json_t *v = json_object_get(c->payload, keys[i]);
-        if (v && !json_is_null(v) && !json_is_false(v))
-            return rb_fail(e, 400, keys[i], "\"%s\" is not supported through the proxy "
-                           "(prefill-first handoff)", keys[i]);
-    }
-    static const char *const ones[] = {"n", "best_of"};
-    for (size_t i = 0; i < 2; i++) {
-        json_t *v = json_object_get(c->payload, ones[i]);
-        if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 1))
-            return rb_fail(e, 400, ones[i], "\"%s\" must be 1 through the proxy", ones[i]);
-    }
-    json_t *mt = json_object_get(c->payload, "max_tokens");
-    if (mt && !json_is_null(mt) && !(json_is_integer(mt) && json_integer_value(mt) >= 1))
-        return rb_fail(e, 400, "max_tokens", "\"max_tokens\" must be an integer >= 1");
-    return 0;
-}
-
-/* Messages quote upstream and client text (jansson's error names the
- * token): control characters become spaces, so a message stays one line. */
-static void one_line(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            *s = ' ';
-}
-
-static int client_parse(const char *text, size_t len, pm_kind kind, pm_client *c, rb_err *e);
-
-static int key_visit(void *cls, const char *key, size_t klen, jspan member, jspan value)
-{
-    (void)cls, (void)member, (void)value;
-    return memchr(key, '\\', klen) ? 1 : 0;
-}
-
-/* No top-level key of the object text[0..len) holds a backslash. */
-static int plain_keys(const char *text, size_t len)
-{
-    const char *start = js_ws(text, text + len);
-    return js_foreach((jspan){start, (size_t)(text + len - start)}, key_visit, NULL, NULL) == 0;
-}
-
-int pm_client_parse(const char *text, size_t len, pm_kind kind, pm_client *c, rb_err *e)
-{
-    int rc = client_parse(text, len, kind, c, e);
-    if (rc < 0)
-        one_line(e->error);
-    return rc;
-}
-
-static int client_parse(const char *text, size_t len, pm_kind kind, pm_client *c, rb_err *e)
-{
-    memset(c, 0, sizeof *c);
-    c->kind = kind;
-    json_error_t je;
-    c->payload = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!c->payload)
-        return rb_fail(e, 400, "body", "malformed JSON at line %d column %d: %s", je.line,
-                       je.column, je.text);
-    if (!json_is_object(c->payload)) {
-        pm_client_free(c);
-        return rb_fail(e, 400, "body", "the body is not a JSON object");
-    }
-    json_t *s = json_object_get(c->payload, "stream");
-    if (s && !json_is_boolean(s) && !json_is_null(s)) {
-        pm_client_free(c);
-        return rb_fail(e, 400, "stream", "\"stream\" is not a boolean");
-    }
-    c->stream = json_is_true(s);
-    if (!(c->text = malloc(len + 1))) {
-        pm_client_free(c);
-        return rb_fail(e, 503, "body", "out of memory");
-    }
-    memcpy(c->text, text, len);
-    c->text[len] = '\0';
-    c->text_len = len;
-    c->plain_keys = plain_keys(text, len);
-    int rc = kind == PM_CHAT ? chat_messages(c, e) : completion_prompt(c, e);
-    if (rc == 0)
-        rc = unsupported(c, e);
-    if (rc < 0)
-        pm_client_free(c);
-    return rc;
-}
-
-void pm_client_free(pm_client *c)
-{
-    json_decref(c->payload);
-    free(c->text);
-    free(c->key);
-    memset(c, 0, sizeof *c);
-}
-
 /* A JSON string of s (a request id: printable ASCII, so only '"' and
  * '\\' need escapes). */
 static void ob_json_string(strbuf *o, const char *s)
@@ -239,11 +83,19 @@ static char *eldr_prefill_body(const pm_client *c, const char *request_id)
     return o.s;
 }
 
+/* The client's body as a tree, for the bodies splicing does not build
+ * (stock vLLM's, a body with escaped keys). */
+static json_t *client_tree(const pm_client *c)
+{
+    json_error_t je;
+    return json_loadb(c->text, c->text_len, JSON_ALLOW_NUL, &je);
+}
+
 char *pm_prefill_body(const pm_client *c, const char *request_id)
 {
     if (c->protocol == PM_ELDR && c->plain_keys)
         return eldr_prefill_body(c, request_id);
-    json_t *b = json_copy(c->payload);   /* shallow: the prompt is shared, not copied */
+    json_t *b = client_tree(c);
     if (!b)
         return NULL;
     char xfer[RB_ID_MAX + 8];
@@ -510,7 +362,7 @@ int pm_prefill_parse(const char *text, size_t len, const pm_client *c, pm_prefil
 {
     int rc = prefill_parse(text, len, c, p, why, whylen);
     if (rc < 0)
-        one_line(why);
+        pm_one_line(why);
     return rc;
 }
 
@@ -570,7 +422,7 @@ json_t *pm_public_first(const pm_prefill *p, const pm_client *c)
     json_object_del(r, "kv_transfer_params");
     json_t *choice = json_copy(json_array_get(json_object_get(r, "choices"), 0));
     json_object_set_new(r, "choices", json_pack("[o]", choice));
-    if (!json_is_true(json_object_get(c->payload, "return_token_ids"))) {
+    if (!c->return_ids) {
         json_object_del(choice, "token_ids");
         json_object_del(choice, "prompt_token_ids");
     }
@@ -606,15 +458,14 @@ char *pm_first_events(const pm_prefill *p, const pm_client *c, size_t *len)
     json_t *first = pm_public_first(p, c);
     if (!first)
         return NULL;
-    json_t *opts = json_object_get(c->payload, "stream_options");
     json_t *usage = json_incref(json_object_get(first, "usage"));
-    if (!json_is_true(json_object_get(opts, "continuous_usage_stats")))
+    if (!c->continuous_usage)
         json_object_del(first, "usage");
     char *buf = NULL;
     *len = 0;
     int rc = add_event(&buf, len, first);
     if (!rc && !p->continues) {
-        if (json_is_true(json_object_get(opts, "include_usage"))) {
+        if (c->include_usage) {
             json_t *u = json_copy(first);
             json_object_set_new(u, "choices", json_array());
             json_object_set(u, "usage", usage ? usage : json_null());
@@ -657,7 +508,7 @@ char *pm_first_answer(const pm_prefill *p, const pm_client *c, size_t *len)
 static char *decode_head(const pm_client *c, int ids, const char *request_id)
 {
     if (!c->plain_keys) {   /* keys with escapes: only a tree can tell them */
-        json_t *b = json_copy(c->payload);
+        json_t *b = client_tree(c);
         if (!b)
             return NULL;
         json_object_del(b, "kv_transfer_params");   /* a client's null: the handoff's place */

@@ -33,15 +33,17 @@ typedef enum pm_protocol { PM_ELDR = 0, PM_VLLM } pm_protocol;
 
 /* A client's request, parsed and checked. */
 typedef struct pm_client {
-    json_t *payload;             /* owned: the body as sent */
-    char *text;                  /* owned: the body's text (the bodies upstream are
-                                  * spliced from it), NUL-terminated */
+    char *text;                  /* owned: the body as sent, NUL-terminated (the bodies
+                                  * upstream are spliced from it) */
     size_t text_len;
     int plain_keys;              /* no key holds an escape (\u...): a key's text is its
                                   * name, so splicing can tell keys by their text */
     pm_kind kind;
     pm_protocol protocol;        /* PM_ELDR unless the caller sets it */
     int stream;                  /* "stream": true */
+    int return_ids;              /* "return_token_ids": true */
+    int include_usage;           /* "stream_options": {"include_usage": true} */
+    int continuous_usage;        /* "stream_options": {"continuous_usage_stats": true} */
     char *key;                   /* malloc'd prompt key for the prefill ring */
     size_t key_len;
 } pm_client;
@@ -55,7 +57,15 @@ typedef struct pm_client {
  * one after another in decimal, as the reference does), or for a chat
  * the messages' string contents one after another. */
 int pm_client_parse(const char *text, size_t len, pm_kind kind, pm_client *c, rb_err *e);
+/* The same through a jansson tree, as pm_client_parse itself reads a
+ * body it cannot judge on its text (an escaped key): for the tests, which
+ * check that both readers agree. */
+int pm_client_parse_tree(const char *text, size_t len, pm_kind kind, pm_client *c, rb_err *e);
 void pm_client_free(pm_client *c);
+
+/* Control characters to spaces, so that a message quoting upstream or
+ * client text stays one line. */
+void pm_one_line(char *s);
 
 /* The body for the prefill instance: the payload with stream false,
  * stream_options dropped and request_id set; for PM_ELDR return_token_ids

@@ -25,6 +25,7 @@
 
 #define FUZZ_NO_MAIN
 #include "../fuzz/fuzz_proxy_answer.c"
+#include "../fuzz/fuzz_proxy_request.c"
 
 static void test_blake2b_rfc7693(void **state)
 {
@@ -228,6 +229,75 @@ static void test_client_refusals(void **state)
     pm_client_free(&c);
 }
 
+/* The text reader and the tree reader of a client's request agree, on
+ * bodies the proxy accepts and on each kind of refusal: status, where,
+ * message, stream, the prompt key and the flags read later. */
+static void test_client_readers_agree(void **state)
+{
+    (void)state;
+    static const char *const completions[] = {
+        "{\"prompt\": \"abc\", \"max_tokens\": 4}",
+        "{\"prompt\": \"a\\n\\u00e9\\ud83d\\ude00\\\"q\\\"\", \"stream\": null}",
+        "{\"prompt\": \"caf\xc3\xa9\", \"return_token_ids\": true, \"stream\": true, "
+        "\"stream_options\": {\"include_usage\": true, \"continuous_usage_stats\": true}}",
+        "{\"prompt\": [1, -2, 30000000000], \"n\": 1, \"best_of\": null, \"echo\": false}",
+        "{\"prompt\": [7], \"stream_options\": {\"include_usage\": 1}, \"logit_bias\": "
+        "{\"1\": 2, \"3\": -1}, \"response_format\": {\"type\": \"json\"}}",
+        "  {\"prompt\": \"x\"}  \n",
+        "{\"pr\\u006fmpt\": \"escaped key\"}",
+        "{\"prompt\": \"x\", \"stream_options\": [true]}",
+        "{\"prompt\": \"x\", \"suffix\": null, \"prompt_embeds\": false}",
+        /* refusals */
+        "{nope", "", "[1]", "\"s\"", "{\"prompt\": 3}", "{\"prompt\": []}",
+        "{\"prompt\": [\"a\"]}", "{\"prompt\": [1, 2.5]}", "{\"prompt\": [1, true]}", "{}",
+        "{\"prompt\": \"x\", \"n\": 2}", "{\"prompt\": \"x\", \"n\": 1.0}",
+        "{\"prompt\": \"x\", \"best_of\": \"1\"}", "{\"prompt\": \"x\", \"echo\": true}",
+        "{\"prompt\": \"x\", \"echo\": 0}", "{\"prompt\": \"x\", \"use_beam_search\": true}",
+        "{\"prompt\": \"x\", \"kv_transfer_params\": {}}",
+        "{\"prompt\": \"x\", \"max_tokens\": 0}", "{\"prompt\": \"x\", \"max_tokens\": -3}",
+        "{\"prompt\": \"x\", \"max_tokens\": 1e3}", "{\"prompt\": \"x\", \"stream\": \"yes\"}",
+        "{\"prompt\": \"x\", \"stream\": 1}", "{\"prompt\": \"x\"} x",
+        "{\"prompt\": \"x\", \"prompt\": \"y\"}",
+        "{\"prompt\": \"x\", \"o\": {\"a\": 1, \"a\": 2}}",
+        "{\"prompt\": \"x\", \"o\": [{\"b\": 1}, {\"c\": 1, \"c\": 1}]}",
+        "{\"prompt\": \"\xff\"}", "{\"prompt\": \"\\udc00\"}",
+        "{\"prompt\": \"x\", \"stream\": true, \"n\": 3}",
+    };
+    static const char *const chats[] = {
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"content\": [1]}, "
+        "{\"content\": \"t\\u0041b\"}], \"stream\": false}",
+        "{\"messages\": [{}]}",
+        "{\"messages\": []}", "{\"messages\": [3]}", "{\"messages\": {}}", "{}",
+        "{\"messages\": [{\"content\": \"a\", \"content\": \"b\"}]}",
+    };
+    for (int chat = 0; chat < 2; chat++) {
+        const char *const *set = chat ? chats : completions;
+        size_t n = chat ? sizeof chats / sizeof *chats : sizeof completions / sizeof *completions;
+        for (size_t i = 0; i < n; i++) {
+            pm_client a, b;
+            rb_err ea = {0}, eb = {0};
+            size_t len = strlen(set[i]);
+            pm_kind kind = chat ? PM_CHAT : PM_COMPLETIONS;
+            int ra = pm_client_parse(set[i], len, kind, &a, &ea);
+            int rb = pm_client_parse_tree(set[i], len, kind, &b, &eb);
+            if (ra != rb || ea.status != eb.status || strcmp(ea.where, eb.where))
+                fail_msg("'%s': text reader %d %d '%s' (%s), tree %d %d '%s' (%s)", set[i], ra,
+                         ea.status, ea.where, ea.error, rb, eb.status, eb.where, eb.error);
+            if (ra < 0) {
+                if (strcmp(ea.where, "body") && strcmp(ea.error, eb.error))
+                    fail_msg("'%s': '%s' vs '%s'", set[i], ea.error, eb.error);
+                continue;
+            }
+            if (a.stream != b.stream || a.key_len != b.key_len ||
+                memcmp(a.key, b.key, a.key_len) || a.return_ids != b.return_ids ||
+                a.include_usage != b.include_usage || a.continuous_usage != b.continuous_usage)
+                fail_msg("'%s': the readers differ (key '%s' vs '%s')", set[i], a.key, b.key);
+            pm_client_free(&a);
+            pm_client_free(&b);
+        }
+    }
+}
+
 /* A prefill answer with eldr_sig placed at `where` (0 first, 1 middle,
  * 2 last, 3 alone) of kv_transfer_params, in Python's json.dumps style
  * (", " and ": ") or indented. */
@@ -425,7 +495,7 @@ static void test_bodies_spliced(void **state)
         assert_int_equal(pm_client_parse(clients[i].body, strlen(clients[i].body), clients[i].kind,
                                          &c, &e), 0);
         /* the prefill body */
-        json_t *want = json_copy(c.payload);
+        json_t *want = json_loads(c.text, 0, NULL);
         json_object_set_new(want, "stream", json_false());
         json_object_del(want, "stream_options");
         json_object_set_new(want, "request_id", json_string(rid));
@@ -446,7 +516,7 @@ static void test_bodies_spliced(void **state)
         pm_prefill p;
         char why[256];
         assert_int_equal(pm_prefill_parse(answer, strlen(answer), &c, &p, why, sizeof why), 0);
-        want = json_copy(c.payload);
+        want = json_loads(c.text, 0, NULL);
         json_object_set_new(want, "request_id", json_string(rid));
         if (clients[i].kind == PM_COMPLETIONS) {
             json_object_set_new(want, "prompt", json_pack("[ii]", 11, 12));
@@ -577,6 +647,7 @@ static void test_fuzz_corpus(void **state)
 {
     (void)state;
     assert_true(corpus_replay("proxy_answer", fuzz_proxy_one) >= 5);
+    assert_true(corpus_replay("proxy_request", fuzz_request_one) >= 5);
 }
 
 int main(void)
@@ -592,6 +663,7 @@ int main(void)
         cmocka_unit_test(test_first_events),
         cmocka_unit_test(test_vllm_protocol),
         cmocka_unit_test(test_bodies_spliced),
+        cmocka_unit_test(test_client_readers_agree),
         cmocka_unit_test(test_fuzz_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
