@@ -27,7 +27,7 @@ typedef struct cj {
 static inline void cj_init(cj_t *s, const char *text, size_t len)
 {
     s->start = s->p = text;
-    s->end = text + len;
+    s->end = text ? text + len : text;   /* an absent value: NULL, 0 (no arithmetic on NULL) */
 }
 
 /* Byte offset of the scanner in the text. */

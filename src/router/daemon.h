@@ -44,6 +44,7 @@ typedef struct eldrd {
     double started;              /* unix seconds */
     struct vllm_poller *vllm;    /* --load-from vllm, else NULL */
     struct proxy *proxy;         /* --proxy, else NULL */
+    struct side *side;           /* --proxy: where non-proxied requests run (http_side.h) */
     auth_t auth;                 /* tokens (auth.h); "" = open */
     _Atomic(struct MHD_Daemon *) mhd; /* set once serving, for /metrics */
     atomic_int draining;         /* SIGTERM: no new routes, close connections */

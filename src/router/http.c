@@ -18,6 +18,7 @@
 #include "err.h"
 #include "http.h"
 #include "opts.h"
+#include "http_side.h"
 #include "proxy.h"
 
 static const struct endpoint {
@@ -60,7 +61,20 @@ typedef struct conn_ctx {
     int authed;                  /* a required token was given */
     char peer[64];
     pxreq *px;                   /* a proxied request (proxy mode) */
+    struct side_job *side;       /* run beside the loop (proxy mode, http_side.h) */
 } conn_ctx;
+
+/* A request handed to the side thread: its handler runs there, its
+ * answer is sent from the loop once the connection is resumed. */
+typedef struct side_job {
+    eldrd_t *d;
+    struct MHD_Connection *c;
+    conn_ctx *x;
+    http_handler fn;
+    const char *method, *url;    /* libmicrohttpd's, valid for the request */
+    http_resp out;
+    atomic_int done;
+} side_job;
 
 const char *http_query(const http_req *r, const char *key)
 {
@@ -380,6 +394,51 @@ static enum MHD_Result proxied(eldrd_t *d, struct MHD_Connection *c, conn_ctx *x
     return send_answer(c, d, &out, NULL, 0, NULL, x->endpoint);
 }
 
+static void side_run(void *cls)
+{
+    side_job *j = cls;
+    conn_ctx *x = j->x;
+    http_req req = {j->c, j->method, j->url, x->buf ? x->buf : "", x->len, x->peer, x->authed,
+                    x->t_begin};
+    if (x->buf)
+        x->buf[x->len] = '\0';
+    j->fn(j->d, &req, &j->out);
+    atomic_store(&j->done, 1);
+    MHD_resume_connection(j->c);
+    proxy_resumed(j->d->proxy);
+}
+
+/* Proxy mode: a request that is not proxied runs on the side thread, so
+ * that the loop goes on proxying meanwhile (http_side.h). Called again
+ * when the connection is resumed: then the answer goes out. */
+static enum MHD_Result beside(eldrd_t *d, struct MHD_Connection *c, conn_ctx *x,
+                              http_handler fn, const char *method, const char *url)
+{
+    side_job *j = x->side;
+    if (j) {
+        if (!atomic_load(&j->done))
+            return MHD_YES;   /* not yet (a spurious call) */
+        x->side = NULL;
+        enum MHD_Result rc = send_answer(c, d, &j->out, NULL, 0, NULL, x->endpoint);
+        free(j);
+        return rc;
+    }
+    if (!(j = calloc(1, sizeof *j))) {
+        http_resp out = {.status = 200};
+        http_error(&out, 503, url, "out of memory");
+        return send_answer(c, d, &out, NULL, 1, NULL, x->endpoint);
+    }
+    *j = (side_job){.d = d, .c = c, .x = x, .fn = fn, .method = method, .url = url,
+                    .out = {.status = 200}};
+    x->side = j;
+    MHD_suspend_connection(c);
+    if (side_submit(d->side, side_run, j) < 0) {
+        MHD_resume_connection(c);   /* the side thread has stopped: here, then */
+        side_run(j);
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -424,6 +483,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                    "through another router");
         return send_answer(c, d, &out, NULL, 1, NULL, x->endpoint);
     }
+    if (fn && d->side)
+        return beside(d, c, x, fn, method, url);
     if (fn) {
         http_req req = {c, method, url, x->buf ? x->buf : "", x->len, x->peer, x->authed,
                         x->t_begin};
@@ -443,6 +504,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (x) {
         if (x->px)
             proxy_release(x->px, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+        if (x->side && atomic_load(&x->side->done))
+            free(x->side);   /* answered elsewhere, never sent: the client went */
         atomic_fetch_sub(&d->active, 1);
         int big = x->cap >= TRIM_AFTER;
         free(x->buf);
@@ -498,30 +561,43 @@ struct MHD_Daemon *http_start(eldrd_t *d, char *err, size_t errlen)
         eldr_errf(err, errlen, "--listen %s:%d: %s", d->o->host, d->o->port, gai_strerror(gai));
         return NULL;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+    /* Proxy mode: no thread of libmicrohttpd's own; it runs on epoll from
+     * the proxy's event loop, with the upstream transfers (proxy.h). */
+    unsigned flags = d->proxy ? MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG
+                              : MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO |
+                                    MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    if (d->proxy)
-        flags |= MHD_ALLOW_SUSPEND_RESUME;   /* a proxied request waits upstream */
     struct MHD_Daemon *mhd = MHD_start_daemon(
         flags, (uint16_t)d->o->port, NULL, NULL, on_request, d, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, d, MHD_OPTION_SOCK_ADDR,
         ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, d,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->o->timeout, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)d->o->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->o->max_conns,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)d->o->max_conns_per_ip, MHD_OPTION_END);
+        d->proxy ? 0u : (unsigned)d->o->threads, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)d->o->max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)d->o->max_conns_per_ip, MHD_OPTION_END);
     freeaddrinfo(ai);
-    atomic_store(&d->mhd, mhd);
-    if (!mhd)
+    if (!mhd) {
         eldr_errf(err, errlen, "--listen %s:%d: cannot serve (address in use?)", d->o->host,
                   d->o->port);
+        return NULL;
+    }
+    if (d->proxy && (!(d->side = side_start()) || proxy_attach(d->proxy, mhd, err, errlen) < 0)) {
+        if (!d->side)
+            eldr_errf(err, errlen, "proxy mode: cannot start the side thread");
+        side_free(d->side);
+        d->side = NULL;
+        MHD_stop_daemon(mhd);
+        return NULL;
+    }
+    atomic_store(&d->mhd, mhd);
     return mhd;
 }
 
 int http_stop(eldrd_t *d, struct MHD_Daemon *mhd, double drain_secs)
 {
     atomic_store(&d->draining, 1);
-    MHD_socket fd = MHD_quiesce_daemon(mhd);
+    MHD_socket fd = d->proxy ? proxy_quiesce(d->proxy) : MHD_quiesce_daemon(mhd);
     struct timespec t0, now, nap = {0, 10 * 1000 * 1000};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     /* requests in progress, not connections: an idle keep-alive
@@ -534,8 +610,11 @@ int http_stop(eldrd_t *d, struct MHD_Daemon *mhd, double drain_secs)
         nanosleep(&nap, NULL);
     }
     int cut = atomic_load(&d->active);
-    /* proxied requests still upstream fail (503) and their connections
-     * resume: libmicrohttpd must find none suspended when it stops */
+    /* the side thread's jobs finish (their connections resume), then
+     * proxied requests still upstream fail (503) and theirs resume:
+     * libmicrohttpd must find none suspended when it stops */
+    side_free(d->side);
+    d->side = NULL;
     proxy_stop(d->proxy);
     MHD_stop_daemon(mhd);
     if (fd != MHD_INVALID_SOCKET)

@@ -72,7 +72,7 @@ int js_members(jspan obj, const char *const *names, int n, jspan *mems, jspan *v
                const char **twice, const char **past)
 {
     for (int i = 0; i < n; i++)
-        vals[i].n = 0;
+        vals[i] = (jspan){NULL, 0};
     find_ctx f = {names, n, mems, vals, twice};
     return js_foreach(obj, find_visit, &f, past);
 }

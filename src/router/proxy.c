@@ -85,7 +85,14 @@ struct proxy {
     pxreq *new_head, *new_tail, *cancel_head;
     int stop;
     atomic_int stopped;          /* refuse new requests */
-    atomic_int sleeping;         /* the upstream thread may be waiting in upc_run */
+    atomic_int sleeping;         /* the loop may be waiting in upc_run */
+    atomic_int resumed;          /* a connection was resumed: run libmicrohttpd */
+    struct MHD_Daemon *mhd;      /* run from the loop (proxy_attach) */
+    double mhd_ran;              /* when it last ran (monotonic s) */
+    int quiesce;                 /* asked: the loop stops accepting (under lock) */
+    int quiesced;                /* done; listen_fd the socket it gave back */
+    MHD_socket listen_fd;
+    pthread_cond_t quiet;
     char **prefill;
     int n_prefill;
     pring ring;
@@ -154,12 +161,15 @@ static void unref(pxreq *r)
     free(r);
 }
 
-/* Resume the connection if it waits for us (r->lock held). */
+/* Resume the connection if it waits for us (r->lock held). libmicrohttpd
+ * runs on the loop: it takes the connection back at its next run, which
+ * the loop makes at once (p->resumed). */
 static void wake(pxreq *r)
 {
     if (r->suspended && r->conn) {
         r->suspended = 0;
         MHD_resume_connection(r->conn);
+        atomic_store(&r->p->resumed, 1);
     }
 }
 
@@ -642,15 +652,43 @@ static void cut_silent(proxy_t *p, double now)
     }
 }
 
+/* libmicrohttpd's turn: accept, read, call on_request, send what is
+ * ready (its epoll fd was readable, or its timeouts are due). */
+static void run_http(void *cls)
+{
+    proxy_t *p = cls;
+    atomic_store(&p->sleeping, 0);   /* what it queues is taken next round: no wakeup */
+    atomic_store(&p->resumed, 0);
+    MHD_run(p->mhd);
+    p->mhd_ran = state_mono_now();
+}
+
+/* Stop accepting (SIGTERM), on the loop's thread, which owns the daemon. */
+static void quiesce_here(proxy_t *p)
+{
+    MHD_socket fd = MHD_quiesce_daemon(p->mhd);
+    pthread_mutex_lock(&p->lock);
+    p->quiesce = 0;
+    p->quiesced = 1;
+    p->listen_fd = fd;
+    pthread_cond_broadcast(&p->quiet);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* The one event loop of proxy mode: libmicrohttpd (its epoll fd, watched
+ * by the upstream client) and every upstream transfer, on one thread. A
+ * proxied request then never crosses threads: no wakeup, no lock taken
+ * twice, no context switch between the client's side and upstream's. */
 static void *upstream_main(void *arg)
 {
     proxy_t *p = arg;
     double checked = state_mono_now();
+    p->mhd_ran = checked;
     for (;;) {
         pthread_mutex_lock(&p->lock);
         pxreq *fresh = p->new_head, *gone = p->cancel_head;
         p->new_head = p->new_tail = p->cancel_head = NULL;
-        int stop = p->stop;
+        int stop = p->stop, quiesce = p->quiesce;
         pthread_mutex_unlock(&p->lock);
         while (fresh) {
             pxreq *next = fresh->next_new;
@@ -663,6 +701,8 @@ static void *upstream_main(void *arg)
             cancel(p, gone);
             gone = next;
         }
+        if (quiesce)
+            quiesce_here(p);
         if (stop)
             break;
         double now = state_mono_now();
@@ -670,16 +710,28 @@ static void *upstream_main(void *arg)
             cut_silent(p, now);
             checked = now;
         }
-        /* Producers wake the loop only when it may sleep: under load it
-         * rarely does, and each wakeup is an eventfd write and read. The
-         * flag is raised before the queues are looked at, so a request
-         * queued after the look sees it raised. */
+        /* libmicrohttpd's own clock: 0 when it has work its epoll fd will
+         * not signal again (edge-triggered connections still ready) */
+        MHD_UNSIGNED_LONG_LONG due = IDLE_CHECK_S * 1000;
+        if (MHD_get_timeout(p->mhd, &due) != MHD_YES)
+            due = IDLE_CHECK_S * 1000;
+        if (due == 0 || now - p->mhd_ran >= IDLE_CHECK_S) {
+            run_http(p);
+            if (MHD_get_timeout(p->mhd, &due) != MHD_YES)
+                due = IDLE_CHECK_S * 1000;
+        }
+        int wait = due < IDLE_CHECK_S * 1000 ? (int)due : (int)(IDLE_CHECK_S * 1000);
+        /* Producers on other threads wake the loop only when it may
+         * sleep. The flag is raised before the queues are looked at, so
+         * a request queued after the look sees it raised. */
         atomic_store(&p->sleeping, 1);
         pthread_mutex_lock(&p->lock);
-        int pending = p->new_head || p->cancel_head || p->stop;
+        int pending = p->new_head || p->cancel_head || p->stop || p->quiesce;
         pthread_mutex_unlock(&p->lock);
-        upc_run(p->up, pending ? 0 : (int)(IDLE_CHECK_S * 1000));   /* the callbacks run here */
+        upc_run(p->up, pending ? 0 : wait);   /* the callbacks run here */
         atomic_store(&p->sleeping, 0);
+        if (atomic_load(&p->resumed))
+            run_http(p);   /* answers are ready: out they go, now */
     }
     /* shutting down: every request still upstream fails with 503 */
     while (p->active) {
@@ -839,10 +891,10 @@ void proxy_release(pxreq *r, int client_gone)
             p->cancel_head = r;
         }
         pthread_mutex_unlock(&p->lock);
-        if (queued && atomic_load(&p->sleeping))
-            upc_wakeup(p->up);
-        else
+        if (!queued)
             unref(r);
+        else if (atomic_load(&p->sleeping))
+            upc_wakeup(p->up);
     }
     unref(r);
 }
@@ -858,6 +910,7 @@ proxy_t *proxy_start(eldrd_t *d, char *err, size_t errlen)
     }
     p->d = d;
     pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->quiet, NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     p->boot = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
@@ -899,13 +952,43 @@ proxy_t *proxy_start(eldrd_t *d, char *err, size_t errlen)
             return NULL;
         }
     }
-    if (pthread_create(&p->thread, NULL, upstream_main, p) != 0) {
-        eldr_errf(err, errlen, "cannot start the upstream thread");
-        proxy_free(p);
-        return NULL;
-    }
-    p->thread_on = 1;
     return p;
+}
+
+void proxy_resumed(proxy_t *p)
+{
+    atomic_store(&p->resumed, 1);
+    upc_wakeup(p->up);
+}
+
+int proxy_attach(proxy_t *p, struct MHD_Daemon *mhd, char *err, size_t errlen)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    p->mhd = mhd;
+    if (!info || upc_watch(p->up, info->epoll_fd, run_http, p) < 0)
+        return eldr_errf(err, errlen, "proxy mode: cannot watch libmicrohttpd's epoll fd");
+    if (pthread_create(&p->thread, NULL, upstream_main, p) != 0)
+        return eldr_errf(err, errlen, "proxy mode: cannot start the event loop thread");
+    p->thread_on = 1;
+    return 0;
+}
+
+int proxy_quiesce(proxy_t *p)
+{
+    pthread_mutex_lock(&p->lock);
+    if (!p->thread_on) {
+        pthread_mutex_unlock(&p->lock);
+        return p->mhd ? MHD_quiesce_daemon(p->mhd) : MHD_INVALID_SOCKET;
+    }
+    p->quiesce = 1;
+    pthread_mutex_unlock(&p->lock);
+    upc_wakeup(p->up);
+    pthread_mutex_lock(&p->lock);
+    while (!p->quiesced)
+        pthread_cond_wait(&p->quiet, &p->lock);
+    MHD_socket fd = p->listen_fd;
+    pthread_mutex_unlock(&p->lock);
+    return fd;
 }
 
 void proxy_stop(proxy_t *p)
@@ -920,6 +1003,9 @@ void proxy_stop(proxy_t *p)
         upc_wakeup(p->up);
         pthread_join(p->thread, NULL);
         p->thread_on = 0;
+        /* the loop is gone: the 503s of what it failed go out from here */
+        for (int i = 0; i < 3; i++)
+            MHD_run(p->mhd);
     }
 }
 
@@ -934,6 +1020,7 @@ void proxy_free(proxy_t *p)
     free_urls(p->prefill, p->n_prefill);
     free_urls(p->decode, p->K);
     pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->quiet);
     free(p);
 }
 

@@ -12,13 +12,15 @@
  * answer ends or the client goes; then it is finished (load down, the
  * decision kept for explain).
  *
- * Threads: the HTTP threads parse and check the client's request and
- * pick the prefill instance (proxy_begin); one upstream thread drives
- * every upstream transfer (upstream.h: its own HTTP/1.1 client) and does
- * the routing. A
- * request (pxreq) is shared by the two sides, under its own lock, with a
- * reference count: the connection, the stream reader and the upstream
- * thread each hold one. */
+ * Threads: one event loop serves it all: libmicrohttpd (run from the
+ * loop, on epoll, with no thread of its own) parses and checks the
+ * client's request and picks the prefill instance (proxy_begin); the
+ * upstream client (upstream.h: its own HTTP/1.1 client) drives every
+ * upstream transfer; the routing decision is made there too. Requests
+ * that are not proxied run on a side thread (http_side.h). A request
+ * (pxreq) keeps its lock and reference count (the connection, the stream
+ * reader and the upstream side each hold one): the drain and other
+ * threads still reach it. */
 #ifndef ELDR_ROUTER_PROXY_H
 #define ELDR_ROUTER_PROXY_H
 
@@ -32,12 +34,23 @@
 #include "metrics.h"
 
 struct MHD_Connection;
+struct MHD_Daemon;
 typedef struct proxy proxy_t;
 typedef struct pxreq pxreq;
 
-/* Start the upstream thread over --prefill and --decode (K decode URLs,
- * in worker order). NULL with err (eldrd exits 2). */
+/* Set up over --prefill and --decode (K decode URLs, in worker order).
+ * NULL with err (eldrd exits 2). */
 proxy_t *proxy_start(eldrd_t *d, char *err, size_t errlen);
+/* Start the event loop that runs mhd (started without a thread of its
+ * own, on epoll: http_start) and every upstream transfer. -1 with err. */
+int proxy_attach(proxy_t *p, struct MHD_Daemon *mhd, char *err, size_t errlen);
+/* A connection was resumed from another thread (http_side.h): the loop
+ * runs libmicrohttpd at once. Thread-safe. */
+void proxy_resumed(proxy_t *p);
+/* Stop accepting connections (MHD_quiesce_daemon, done by the loop that
+ * owns the daemon); returns the listening socket to close after the
+ * daemon stops. */
+int proxy_quiesce(proxy_t *p);
 /* Stop the upstream thread: what is in flight fails with 503 (its route
  * finished, its connection resumed) and new requests get 503. Call
  * before stopping libmicrohttpd, which must find no connection

@@ -70,6 +70,9 @@ struct upc {
     conn *all, *dead;
     upx *failed;                 /* transfers that could not start */
     int n_open;
+    int watch_fd;                /* another loop's fd run from here (upc_watch), or -1 */
+    void (*watch_ready)(void *cls);
+    void *watch_cls;
     char buf[READ_CHUNK];
 };
 
@@ -373,6 +376,7 @@ upc *upc_new(char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    c->watch_fd = -1;
     c->ep = epoll_create1(EPOLL_CLOEXEC);
     c->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -533,6 +537,10 @@ int upc_run(upc *c, int timeout_ms)
             }
             continue;
         }
+        if (ev[i].data.ptr == (void *)&c->watch_fd) {
+            c->watch_ready(c->watch_cls);
+            continue;
+        }
         if (k->fd < 0)
             continue;   /* closed by an earlier event's callback */
         uint32_t e = ev[i].events;
@@ -553,6 +561,17 @@ void upc_wakeup(upc *c)
     if (write(c->wake, &one, sizeof one) < 0) {
         /* EAGAIN: the counter is full, so a wakeup is pending anyway */
     }
+}
+
+int upc_watch(upc *c, int fd, void (*ready)(void *cls), void *cls)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &c->watch_fd};
+    if (c->watch_fd >= 0 || epoll_ctl(c->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+        return -1;
+    c->watch_fd = fd;
+    c->watch_ready = ready;
+    c->watch_cls = cls;
+    return 0;
 }
 
 int upc_open_connections(const upc *c)

@@ -79,6 +79,12 @@ int upc_run(upc *c, int timeout_ms);
 /* Make a upc_run that waits return now. Thread-safe. */
 void upc_wakeup(upc *c);
 
+/* Run another event loop from this one: whenever fd is readable (an
+ * epoll fd: libmicrohttpd's, in proxy mode), upc_run calls ready(cls) on
+ * its thread. One such fd; -1 when one is set already or epoll refuses
+ * it. */
+int upc_watch(upc *c, int fd, void (*ready)(void *cls), void *cls);
+
 /* Connections now open, for the tests and /metrics. */
 int upc_open_connections(const upc *c);
 

@@ -264,6 +264,29 @@ ok("... counted as client_gone", 'eldr_proxy_requests_total{outcome="client_gone
 ok("... its decision is kept for explain", get_json(MAIN, "/v1/explain/leaver").get("request_id")
    == "leaver")
 
+
+def leave_at_first_byte(url, body):
+    """Send a stream request, read one byte and close at once (a reset
+    while eldrd still streams)."""
+    u = urllib.parse.urlparse(url)
+    s = socket.create_connection((u.hostname, u.port), timeout=5)
+    data = json.dumps(body)
+    s.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(data), data)).encode())
+    got = s.recv(1)
+    s.close()
+    return got
+
+
+# many clients leaving right after the first byte, one after another: the
+# cancel and the end of the decode race each other
+firsts = [leave_at_first_byte(MAIN, {"prompt": "leave at once %d" % i, "max_tokens": 8,
+                                      "stream": True}) for i in range(60)]
+st, _, _ = post(MAIN, "/v1/completions", {"prompt": "after the leavers", "max_tokens": 4})
+ok("60 clients that leave at their first byte: each got it, and eldrd serves on",
+   all(f == b"H" for f in firsts) and st == 200, firsts[:5], st)
+ok("... in flight back to zero", wait_idle(MAIN, 5), inflight(MAIN))
+
 # ---- 4. dead and slow upstreams; others served meanwhile -------------------
 st, data, _ = post(DEADPF, "/v1/completions", {"prompt": "p", "max_tokens": 4})
 j = json.loads(data) if data.startswith(b"{") else {}
