@@ -5,9 +5,10 @@
 # in order and before the stream ends), the decode instance gets the
 # prefill's KV handoff without eldr_sig, each request reaches the worker
 # the locality band picks, in-flight counts return to zero, a client that
-# leaves mid-stream is finished, dead and slow upstreams give 502/504
-# while others are served, 256 concurrent streams, stock engines without
-# eldr_sig, and bad options exit 2.
+# leaves mid-stream is finished (also 60 that leave at their first byte),
+# dead and slow upstreams give 502/504 while others are served, 256
+# concurrent streams, stock engines without eldr_sig, the rest of the API
+# (route, finish, a model swap) beside the proxy, and bad options exit 2.
 . "$ROOT/tests/cli/lib.sh"
 . "$ROOT/tests/e2e/daemon.inc"
 [ -x "$ELDR" ] || ELDR="$ROOT/bin/eldr"
@@ -121,7 +122,23 @@ expect_status "dash --attach on the proxy: the balance view" 0 "$ELDR" dash --at
 check "... counts them: in flight 0, routed >= 300" \
     $PY -c 'import re,sys; t=open(sys.argv[1]).read(); m=re.search(r"in-flight (\d+), routed (\d+)", t); sys.exit(0 if m and m.group(1) == "0" and int(m.group(2)) >= 300 else 1)' "$TMP/bal.txt"
 
-# SIGTERM: nothing proxied is left upstream, so it drains at once and exits 0
+# the rest of the API in proxy mode (it runs beside the proxy's loop)
 URL=$MAIN; PID=$MAINPID
+req POST /v1/route '{"request_id": "direct-1", "sparse": [[0, 0, 3], [1, 2, 1]]}'
+expect_http "proxy mode: POST /v1/route routes a direct caller" 200 'j["request_id"] == "direct-1"'
+req POST /v1/finish '{"request_id": "direct-1"}'
+expect_http "proxy mode: POST /v1/finish finishes it" 200 'j["request_id"] == "direct-1"'
+"$ELDR" model export "$TMP/m.h5" -o "$TMP/m.json" >/dev/null 2>&1
+req GET /v1/snapshot
+g0=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['model']['generation'])" "$TMP/body")
+req PUT /v1/model "$(cat "$TMP/m.json")"
+expect_http "proxy mode: PUT /v1/model swaps the model" 200 "j['model_generation'] == $g0 + 1"
+req POST /v1/completions '{"prompt": "after the swap", "max_tokens": 4}'
+expect_http "... and the next proxied request is decided by it" 200 '"choices" in j'
+req GET /v1/snapshot?decisions=1
+expect_http "... (the newest decision names the new generation)" 200 \
+    "j['decisions'][-1]['model_generation'] == $g0 + 1"
+
+# SIGTERM: nothing proxied is left upstream, so it drains at once and exits 0
 stop
 [ "$RC" -eq 0 ] && ok "the proxy drains and exits 0" || notok "the proxy drains and exits 0" "exit $RC"
