@@ -289,7 +289,7 @@ static void test_client_readers_agree(void **state)
                 continue;
             }
             if (a.stream != b.stream || a.key_len != b.key_len ||
-                memcmp(a.key, b.key, a.key_len) || a.return_ids != b.return_ids ||
+                (a.key_len && memcmp(a.key, b.key, a.key_len)) || a.return_ids != b.return_ids ||
                 a.include_usage != b.include_usage || a.continuous_usage != b.continuous_usage)
                 fail_msg("'%s': the readers differ (key '%s' vs '%s')", set[i], a.key, b.key);
             pm_client_free(&a);
