@@ -17,6 +17,18 @@
 #define RB_HASHES_MAX 65536      /* blocks of one prompt (1M tokens at B=16) */
 #define RB_EVENTS_MAX 65536      /* events in one kv-events batch */
 
+/* Copy a NUL-terminated id into dst[size], cut to size - 1 bytes: what
+ * snprintf(dst, size, "%s", src) does, without the formatter, on the
+ * route path where it ran several times a request. */
+static inline void rb_copy_id(char *dst, size_t size, const char *src)
+{
+    size_t n = 0;
+    while (n + 1 < size && src[n])
+        n++;
+    __builtin_memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 typedef struct rb_err {
     int status;                  /* HTTP status: 400, 422, ... */
     char error[256];

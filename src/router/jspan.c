@@ -20,27 +20,46 @@ const char *js_value(const char *p, const char *end)
     return cj_skip(&s) < 0 ? NULL : s.p;
 }
 
-int js_foreach(jspan obj, js_visit visit, void *cls, const char **past)
+int js_walk_at(cj_t *s, js_reader read, void *cls)
 {
-    cj_t s;
-    cj_init(&s, obj.p, obj.n);
-    if (cj_expect(&s, '{') < 0)
+    if (cj_expect(s, '{') < 0)
         return -1;
     int count = 0, more, rc;
     const char *k;
     size_t klen;
-    while ((more = cj_next_key(&s, &count, &k, &klen)) == 1) {
-        cj_peek(&s);
-        const char *v = s.p;
-        if (cj_skip(&s) < 0)
-            return -1;
-        jspan member = {k - 1, (size_t)(s.p - (k - 1))};   /* from its opening quote */
-        if ((rc = visit(cls, k, klen, member, (jspan){v, (size_t)(s.p - v)})) != 0)
+    while ((more = cj_next_key(s, &count, &k, &klen)) == 1) {
+        cj_peek(s);
+        if ((rc = read(cls, k, klen, s)) != 0)
             return rc;
     }
-    if (more == 0 && past)
-        *past = s.p;
     return more < 0 ? -1 : 0;
+}
+
+typedef struct visit_ctx {
+    js_visit visit;
+    void *cls;
+} visit_ctx;
+
+/* js_foreach's reader: skip (checking) the value, then show its spans. */
+static int skip_then_visit(void *cls, const char *key, size_t klen, cj_t *s)
+{
+    visit_ctx *v = cls;
+    const char *val = s->p;
+    if (cj_skip(s) < 0)
+        return -1;
+    jspan member = {key - 1, (size_t)(s->p - (key - 1))};   /* from its opening quote */
+    return v->visit(v->cls, key, klen, member, (jspan){val, (size_t)(s->p - val)});
+}
+
+int js_foreach(jspan obj, js_visit visit, void *cls, const char **past)
+{
+    cj_t s;
+    cj_init(&s, obj.p, obj.n);
+    visit_ctx v = {visit, cls};
+    int rc = js_walk_at(&s, skip_then_visit, &v);
+    if (rc == 0 && past)
+        *past = s.p;
+    return rc;
 }
 
 typedef struct find_ctx {

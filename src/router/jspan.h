@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "json_scan.h"
+
 typedef struct jspan {
     const char *p;               /* first byte */
     size_t n;                    /* bytes */
@@ -32,6 +34,15 @@ const char *js_value(const char *p, const char *end);
  * (when not NULL): just past the object's '}', on success. */
 typedef int (*js_visit)(void *cls, const char *key, size_t klen, jspan member, jspan value);
 int js_foreach(jspan obj, js_visit visit, void *cls, const char **past);
+
+/* The walk under js_foreach, for a reader that takes values itself: s at
+ * an object's '{'; read gets each key's raw text with s at its value,
+ * and must consume the value (checking it) and return 0, or return
+ * nonzero to stop the walk (returned). 0 with s past the '}', or -1 when
+ * malformed. One pass, where js_foreach would skip a value and the
+ * caller then read it again. */
+typedef int (*js_reader)(void *cls, const char *key, size_t klen, cj_t *s);
+int js_walk_at(cj_t *s, js_reader read, void *cls);
 
 /* In the object at obj (its '{' at obj.p), the members whose keys are
  * exactly names[0..n) (no escapes), in one walk that checks every value:

@@ -795,7 +795,7 @@ pxreq *proxy_begin(proxy_t *p, struct MHD_Connection *c, const char *body, size_
     r->worker = -1;
     r->path = chat ? "/v1/chat/completions" : "/v1/completions";
     if (request_id)
-        snprintf(r->id, sizeof r->id, "%s", request_id);
+        rb_copy_id(r->id, sizeof r->id, request_id);
     else
         snprintf(r->id, sizeof r->id, "px-%llx-%llu", p->boot,
                  (unsigned long long)atomic_fetch_add(&p->seq, 1) + 1);

@@ -13,9 +13,10 @@
 
 /* A JSON string of s (a request id: printable ASCII, so only '"' and
  * '\\' need escapes). */
-static void ob_json_string(strbuf *o, const char *s)
+static void ob_json_string(strbuf *o, const char *prefix, const char *s)
 {
     sb_put(o, "\"", 1);
+    sb_str(o, prefix);   /* plain ASCII of ours */
     for (const char *q = s; *q; q++) {
         if (*q == '"' || *q == '\\')
             sb_put(o, "\\", 1);
@@ -69,12 +70,10 @@ static char *eldr_prefill_body(const pm_client *c, const char *request_id)
     int first;
     client_members(&o, c, drop, 5, &first);
     sb_str(&o, first ? "\"stream\":false,\"request_id\":" : ",\"stream\":false,\"request_id\":");
-    ob_json_string(&o, request_id);
+    ob_json_string(&o, "", request_id);
     sb_str(&o, ",\"return_token_ids\":true,\"kv_transfer_params\":{\"do_remote_decode\":true,"
                "\"do_remote_prefill\":false,\"transfer_id\":");
-    char xfer[RB_ID_MAX + 8];
-    snprintf(xfer, sizeof xfer, "xfer-%s", request_id);
-    ob_json_string(&o, xfer);
+    ob_json_string(&o, "xfer-", request_id);
     sb_str(&o, ",\"prefill_first\":true}}");
     if (o.oom) {
         free(o.s);
@@ -223,25 +222,6 @@ static int span_int(jspan v, int64_t *x)
     return v.n && cj_int(&s, x) == 0 && cj_peek(&s) < 0 ? 0 : -1;
 }
 
-/* An array of integers: how many (-1 when it is something else); the
- * first in *first. */
-static long int_array(jspan v, int64_t *first)
-{
-    cj_t s;
-    cj_init(&s, v.p, v.n);
-    if (!v.n || cj_expect(&s, '[') < 0)
-        return -1;
-    int count = 0, more;
-    while ((more = cj_next_item(&s, &count)) == 1) {
-        int64_t x;
-        if (cj_int(&s, &x) < 0)
-            return -1;
-        if (count == 1)
-            *first = x;
-    }
-    return more < 0 ? -1 : count;
-}
-
 static int dup_refusal(char *why, size_t whylen, const char *name)
 {
     snprintf(why, whylen, "the prefill's answer gives \"%s\" twice (duplicate key)", name);
@@ -264,72 +244,182 @@ static void shift_after(jspan *sp, const char *at, size_t cut)
         sp->p -= cut;
 }
 
-/* The one element of the array span arr (n = 0 when it has another count). */
-static jspan only_element(jspan arr)
+/* What one walk over a prefill-first answer finds. Each member the proxy
+ * reads or splices is taken once; a second is `twice` (the spliced and
+ * the checked value could differ). */
+typedef struct answer_walk {
+    jspan kv, created;           /* top level: the handoff, created */
+    int choices;                 /* how many choices */
+    jspan first, cont, n_prompt; /* in the handoff: prefill_first_token_id, ... */
+    jspan sig, sig_member;       /* eldr_sig: its value and its "key": value span */
+    long n_token_ids;            /* the first choice's token_ids: count, -1 not ints */
+    int64_t token0;
+    jspan ids;                   /* its prompt_token_ids */
+    long n_ids;                  /* their count, -1 not a list of ints */
+    int seen_ids, seen_tokens;
+    const char *twice;
+} answer_walk;
+
+/* A list of integers at s, read once: the count, the first in *first; -1
+ * (the value skipped and checked) when it is something else, -2 when it is
+ * not JSON. */
+static long read_ints(cj_t *s, int64_t *first)
 {
-    jspan el = {NULL, 0};
-    cj_t s;
-    cj_init(&s, arr.p, arr.n);
-    int count = 0;
-    if (!arr.n || cj_expect(&s, '[') < 0 || cj_next_item(&s, &count) != 1)
-        return el;
-    cj_peek(&s);
-    el.p = s.p;
-    if (cj_skip_span(&s) < 0 || cj_next_item(&s, &count) != 0)
-        return el;
-    el.n = (size_t)(s.p - el.p);
-    return el;
+    cj_t t = *s;
+    int count = 0, more;
+    if (cj_expect(&t, '[') == 0) {
+        while ((more = cj_next_item(&t, &count)) == 1) {
+            int64_t x;
+            if (cj_int(&t, &x) < 0)
+                break;
+            if (count == 1)
+                *first = x;
+        }
+        if (more == 0) {
+            *s = t;
+            return count;
+        }
+    }
+    return cj_skip(s) < 0 ? -2 : -1;
+}
+
+/* A member taken once: its value skipped (checked) into *v. */
+static int take_once(answer_walk *w, const char *name, jspan *v, cj_t *s)
+{
+    if (v->n) {
+        w->twice = name;
+        return -2;
+    }
+    const char *at = s->p;
+    if (cj_skip(s) < 0)
+        return -1;
+    *v = (jspan){at, (size_t)(s->p - at)};
+    return 0;
+}
+
+static int read_kv(void *cls, const char *k, size_t kl, cj_t *s)
+{
+    answer_walk *w = cls;
+    if (cj_key_is(k, kl, "prefill_first_token_id"))
+        return take_once(w, "prefill_first_token_id", &w->first, s);
+    if (cj_key_is(k, kl, "prefill_continues"))
+        return take_once(w, "prefill_continues", &w->cont, s);
+    if (cj_key_is(k, kl, "prefill_prompt_tokens"))
+        return take_once(w, "prefill_prompt_tokens", &w->n_prompt, s);
+    if (cj_key_is(k, kl, "eldr_sig")) {
+        int rc = take_once(w, "eldr_sig", &w->sig, s);
+        w->sig_member = (jspan){k - 1, (size_t)(s->p - (k - 1))};
+        return rc;
+    }
+    return cj_skip(s) < 0 ? -1 : 0;
+}
+
+static int read_choice(void *cls, const char *k, size_t kl, cj_t *s)
+{
+    answer_walk *w = cls;
+    int ids = cj_key_is(k, kl, "prompt_token_ids");
+    if (!ids && !cj_key_is(k, kl, "token_ids"))
+        return cj_skip(s) < 0 ? -1 : 0;
+    int *seen = ids ? &w->seen_ids : &w->seen_tokens;
+    if (*seen) {
+        w->twice = ids ? "prompt_token_ids" : "token_ids";
+        return -2;
+    }
+    *seen = 1;
+    const char *at = s->p;
+    int64_t first = 0;
+    long n = read_ints(s, &first);
+    if (n == -2)
+        return -1;
+    if (ids) {
+        w->n_ids = n;
+        w->ids = (jspan){at, (size_t)(s->p - at)};
+    } else {
+        w->n_token_ids = n;
+        w->token0 = first;
+    }
+    return 0;
+}
+
+/* choices: a list whose first element (an object) is read, the rest
+ * skipped and counted. */
+static int read_choices(answer_walk *w, cj_t *s)
+{
+    if (w->choices) {
+        w->twice = "choices";
+        return -2;
+    }
+    if (cj_peek(s) != '[')
+        return cj_skip(s) < 0 ? -1 : 0;   /* not a list: the handoff check refuses it */
+    s->p++;
+    int count = 0, more, rc;
+    while ((more = cj_next_item(s, &count)) == 1) {
+        rc = count == 1 && cj_peek(s) == '{' ? js_walk_at(s, read_choice, w)
+                                             : (cj_skip(s) < 0 ? -1 : 0);
+        if (rc != 0)
+            return rc;
+    }
+    w->choices = count ? count : -1;   /* -1: an empty list */
+    return more < 0 ? -1 : 0;
+}
+
+static int read_top(void *cls, const char *k, size_t kl, cj_t *s)
+{
+    answer_walk *w = cls;
+    if (cj_key_is(k, kl, "choices"))
+        return read_choices(w, s);
+    if (cj_key_is(k, kl, "created"))
+        return take_once(w, "created", &w->created, s);
+    if (!cj_key_is(k, kl, "kv_transfer_params"))
+        return cj_skip(s) < 0 ? -1 : 0;
+    if (w->kv.n) {
+        w->twice = "kv_transfer_params";
+        return -2;
+    }
+    const char *at = s->p;
+    int rc = cj_peek(s) == '{' ? js_walk_at(s, read_kv, w) : (cj_skip(s) < 0 ? -1 : 0);
+    w->kv = (jspan){at, (size_t)(s->p - at)};
+    return rc;
 }
 
 static int eldr_answer(pm_prefill *p, size_t *len, pm_kind kind, char *why, size_t whylen)
 {
-    const char *end = p->text + *len, *start = js_ws(p->text, end), *twice = NULL, *past;
-    static const char *const top_names[] = {"kv_transfer_params", "choices", "created"};
-    static const char *const kv_names[] = {"prefill_first_token_id", "prefill_continues",
-                                           "prefill_prompt_tokens", "eldr_sig"};
-    static const char *const choice_names[] = {"token_ids", "prompt_token_ids"};
-    jspan top[3], kv[4], kvm[4], ch[2];
+    const char *end = p->text + *len, *start = js_ws(p->text, end);
+    answer_walk w = {.n_token_ids = -1, .n_ids = -1};
+    cj_t s;
+    cj_init(&s, start, (size_t)(end - start));
     /* one checking walk over the whole answer */
-    int rc = start < end && *start == '{'
-                 ? js_members((jspan){start, (size_t)(end - start)}, top_names, 3, NULL, top,
-                              &twice, &past)
-                 : -1;
-    if (rc == -1 || (rc == 0 && js_ws(past, end) != end))
+    int rc = start < end && *start == '{' ? js_walk_at(&s, read_top, &w) : -1;
+    if (rc == -1 || (rc == 0 && cj_peek(&s) >= 0))
         return bad(why, whylen, start < end && *start != '{' && js_value(start, end) == end
                                     ? "the prefill's answer is not a JSON object (another JSON "
                                       "value)"
                                     : "the prefill's answer is not a JSON object (malformed JSON)");
     if (rc == -2)
-        return dup_refusal(why, whylen, twice);
-    jspan choice = only_element(top[1]);
-    if (!top[0].n || *top[0].p != '{' || !choice.n || *choice.p != '{')
-        return bad(why, whylen, handoff_msg);
-    if (js_members(top[0], kv_names, 4, kvm, kv, &twice, NULL) == -2 ||
-        js_members(choice, choice_names, 2, NULL, ch, &twice, NULL) == -2)
-        return strcmp(twice, "eldr_sig")
-                   ? dup_refusal(why, whylen, twice)
+        return strcmp(w.twice, "eldr_sig")
+                   ? dup_refusal(why, whylen, w.twice)
                    : bad(why, whylen, "the prefill's kv_transfer_params hold eldr_sig twice");
-    int64_t first, id0 = 0, n_prompt;
-    int cont_true = kv[1].n == 4 && !memcmp(kv[1].p, "true", 4);
-    int cont_false = kv[1].n == 5 && !memcmp(kv[1].p, "false", 5);
-    if (span_int(kv[0], &first) < 0 || int_array(ch[0], &id0) != 1 || id0 != first ||
+    if (!w.kv.n || *w.kv.p != '{' || w.choices != 1)
+        return bad(why, whylen, handoff_msg);
+    int64_t first, n_prompt;
+    int cont_true = w.cont.n == 4 && !memcmp(w.cont.p, "true", 4);
+    int cont_false = w.cont.n == 5 && !memcmp(w.cont.p, "false", 5);
+    if (span_int(w.first, &first) < 0 || w.n_token_ids != 1 || w.token0 != first ||
         !(cont_true || cont_false))
         return bad(why, whylen, "the prefill's token history is invalid (token_ids must be "
                    "[prefill_first_token_id], prefill_continues a boolean)");
-    int64_t ignored;
-    if (kind == PM_COMPLETIONS &&
-        (span_int(kv[2], &n_prompt) < 0 || int_array(ch[1], &ignored) != n_prompt))
+    if (kind == PM_COMPLETIONS && (span_int(w.n_prompt, &n_prompt) < 0 || w.n_ids != n_prompt))
         return bad(why, whylen, "the prefill's prompt_token_ids do not hold "
                    "prefill_prompt_tokens ids");
-    p->kv = top[0];
-    p->created = top[2];
-    p->ids = ch[1];
+    p->kv = w.kv;
+    p->created = w.created;
+    p->ids = w.ids;
     p->continues = cont_true;
-    if (kv[3].n) {   /* eldr_sig: decoded from the text, then cut out of it */
-        if (decode_sig(p, kv[3], why, whylen) < 0)
+    if (w.sig.n) {   /* eldr_sig: decoded from the text, then cut out of it */
+        if (decode_sig(p, w.sig, why, whylen) < 0)
             return -1;
         size_t cut;
-        const char *at = cut_member(p, len, p->kv, kvm[3], &cut);
+        const char *at = cut_member(p, len, p->kv, w.sig_member, &cut);
         p->kv.n -= cut;
         shift_after(&p->created, at, cut);
         shift_after(&p->ids, at, cut);
@@ -532,7 +622,7 @@ static char *decode_head(const pm_client *c, int ids, const char *request_id)
     else if (!first)
         sb_put(&o, ",", 1);
     sb_str(&o, "\"request_id\":");
-    ob_json_string(&o, request_id);
+    ob_json_string(&o, "", request_id);
     sb_put(&o, "}", 1);
     if (o.oom) {
         free(o.s);

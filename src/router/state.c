@@ -106,7 +106,7 @@ static void record_decision(rstate *s, const route_in *in, const route_out *out)
 {
     drec *r = &s->ring[s->ring_head];
     const route_decision *d = &out->d;
-    snprintf(r->id, sizeof r->id, "%s", out->request_id);
+    rb_copy_id(r->id, sizeof r->id, out->request_id);
     r->seq = out->seq;
     r->t = unix_now();
     r->tau = out->tau;
@@ -150,7 +150,7 @@ static void record_window(rstate *s, route_in *in, const route_out *out)
     for (int k = 1; k < s->K; k++)
         if (in->sim[k] > in->sim[best])
             best = k;
-    snprintf(w->id, sizeof w->id, "%s", out->request_id);
+    rb_copy_id(w->id, sizeof w->id, out->request_id);
     w->seq = out->seq;
     w->nearest = best;
     w->sim_max = in->sim[best];
@@ -194,7 +194,7 @@ int state_route(rstate *s, route_in *in, route_out *out, rb_err *e)
     pthread_mutex_lock(&s->lock);
     uint64_t seq = s->seq + 1;
     if (in->request_id[0])
-        snprintf(out->request_id, sizeof out->request_id, "%s", in->request_id);
+        rb_copy_id(out->request_id, sizeof out->request_id, in->request_id);
     else
         snprintf(out->request_id, sizeof out->request_id, "r%llu", (unsigned long long)seq);
     if (s->ids.n >= STATE_INFLIGHT_MAX) {

@@ -24,6 +24,8 @@ typedef struct conn conn;
 
 typedef struct origin {
     char host[256], port[8];
+    char fixed[400];             /* "Host: ...\r\nContent-Type: ...\r\nContent-Length: " */
+    size_t fixed_len;
     struct sockaddr_storage addr;
     socklen_t addr_len;          /* 0: to be resolved */
     conn *idle;                  /* kept connections, a stack */
@@ -457,6 +459,11 @@ int upc_origin(upc *c, const char *url, char *err, size_t errlen)
     memset(o, 0, sizeof *o);
     memcpy(o->host, hs, hl);
     memcpy(o->port, colon + 1, pl);
+    int v6 = memchr(hs, ':', hl) != NULL;
+    o->fixed_len = (size_t)snprintf(o->fixed, sizeof o->fixed,
+                                    "Host: %s%s%s:%s\r\nContent-Type: application/json\r\n"
+                                    "Content-Length: ",
+                                    v6 ? "[" : "", o->host, v6 ? "]" : "", o->port);
     return c->n_origins++;
 }
 
@@ -465,19 +472,36 @@ upx *upc_post(upc *c, int origin_i, const char *path, const char *request_id, co
 {
     origin *o = &c->origins[origin_i];
     upx *x = calloc(1, sizeof *x);
-    int v6 = strchr(o->host, ':') != NULL;
-    size_t cap = strlen(path) + strlen(o->host) + (request_id ? strlen(request_id) : 0) + 160;
+    size_t pl = strlen(path), il = request_id ? strlen(request_id) : 0;
+    size_t cap = pl + o->fixed_len + il + 80;
     if (!x || !(x->head = malloc(cap))) {
         free(x);
         return NULL;
     }
-    int n = snprintf(x->head, cap,
-                     "POST %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\n%s%s%s\r\n",
-                     path, v6 ? "[" : "", o->host, v6 ? "]" : "", o->port, len,
-                     request_id ? "X-Request-Id: " : "", request_id ? request_id : "",
-                     request_id ? "\r\n" : "");
-    x->head_len = (size_t)n;
+    /* built by hand: one request line and four headers, every request */
+    char *w = x->head, digits[24];
+    int nd = 0;
+    size_t v = len;
+    do
+        digits[nd++] = (char)('0' + v % 10);
+    while ((v /= 10));
+    memcpy(w, "POST ", 5);
+    memcpy(w += 5, path, pl);
+    memcpy(w += pl, " HTTP/1.1\r\n", 11);
+    memcpy(w += 11, o->fixed, o->fixed_len);
+    w += o->fixed_len;
+    while (nd)
+        *w++ = digits[--nd];
+    memcpy(w, "\r\n", 2);
+    w += 2;
+    if (request_id) {
+        memcpy(w, "X-Request-Id: ", 14);
+        memcpy(w += 14, request_id, il);
+        memcpy(w += il, "\r\n", 2);
+        w += 2;
+    }
+    memcpy(w, "\r\n", 2);
+    x->head_len = (size_t)(w + 2 - x->head);
     x->origin = origin_i;
     x->body = body;
     x->body_len = len;

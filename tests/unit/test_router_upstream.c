@@ -285,6 +285,7 @@ typedef struct server {
     int lfd, port;
     atomic_int mode, stop, accepts, requests;
     char last_id[64];
+    char last_head[512];         /* the last request's head, as sent */
     pthread_t th;
 } server;
 
@@ -322,6 +323,7 @@ static int serve_one(server *s, sconn *c, size_t req, size_t at, size_t blen)
 {
     char head[256];
     const char *body = c->buf + at;
+    snprintf(s->last_head, sizeof s->last_head, "%.*s", (int)(at < 511 ? at : 511), c->buf);
     char *id = memmem(c->buf, at, "X-Request-Id: ", 14);
     if (id) {
         size_t l = strcspn(id + 14, "\r");
@@ -498,6 +500,13 @@ static void test_client_keeps_connections(void **state)
         assert_int_equal(d.len, strlen(body));
         assert_memory_equal(d.body, body, d.len);
         assert_string_equal(s.last_id, id);
+        if (i == 0) {   /* the request line and headers, exactly */
+            char want[256];
+            snprintf(want, sizeof want, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+                     "X-Request-Id: req-0\r\n\r\n", s.port, strlen(body));
+            assert_string_equal(s.last_head, want);
+        }
     }
     assert_int_equal(atomic_load(&s.accepts), 1);
     assert_int_equal(upc_open_connections(c), 1);
