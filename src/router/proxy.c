@@ -85,7 +85,6 @@ struct proxy {
     pxreq *new_head, *new_tail, *cancel_head;
     int stop;
     atomic_int stopped;          /* refuse new requests */
-    atomic_int sleeping;         /* the loop may be waiting in upc_run */
     atomic_int resumed;          /* a connection was resumed: run libmicrohttpd */
     struct MHD_Daemon *mhd;      /* run from the loop (proxy_attach) */
     double mhd_ran;              /* when it last ran (monotonic s) */
@@ -117,9 +116,9 @@ static void free_urls(char **u, int n)
 }
 
 /* --prefill/--decode: split as every eldrd name list is (opts_split_names:
- * non-empty, printable, none twice), each an http://HOST:PORT URL; a
- * trailing '/' is dropped, so two URLs that differ only by it are one
- * given twice. */
+ * non-empty, printable, none twice); a trailing '/' is dropped, so two
+ * URLs that differ only by it are one given twice. Whether each is an
+ * http://HOST:PORT URL is upc_origin's check (proxy_start). */
 static int split_urls(const char *spec, const char *opt, char ***out, int *n, char *err,
                       size_t errlen)
 {
@@ -133,11 +132,8 @@ static int split_urls(const char *spec, const char *opt, char ***out, int *n, ch
         int dup = 0;
         for (int j = 0; j < i; j++)
             dup |= !strcmp((*out)[j], t);
-        if (strncmp(t, "http://", 7) || len <= 7 || dup) {
-            if (dup)
-                eldr_errf(err, errlen, "%s: '%s' is given twice", opt, t);
-            else
-                eldr_errf(err, errlen, "%s: '%s' is not an http://HOST:PORT URL", opt, t);
+        if (dup) {
+            eldr_errf(err, errlen, "%s: '%s' is given twice", opt, t);
             free_urls(*out, *n);
             *out = NULL;
             *n = 0;
@@ -657,7 +653,6 @@ static void cut_silent(proxy_t *p, double now)
 static void run_http(void *cls)
 {
     proxy_t *p = cls;
-    atomic_store(&p->sleeping, 0);   /* what it queues is taken next round: no wakeup */
     atomic_store(&p->resumed, 0);
     MHD_run(p->mhd);
     p->mhd_ran = state_mono_now();
@@ -721,15 +716,13 @@ static void *upstream_main(void *arg)
                 due = IDLE_CHECK_S * 1000;
         }
         int wait = due < IDLE_CHECK_S * 1000 ? (int)due : (int)(IDLE_CHECK_S * 1000);
-        /* Producers on other threads wake the loop only when it may
-         * sleep. The flag is raised before the queues are looked at, so
-         * a request queued after the look sees it raised. */
-        atomic_store(&p->sleeping, 1);
+        /* what libmicrohttpd just queued (proxy_begin, proxy_release run
+         * inside run_http, on this thread) is taken next round, at once;
+         * other threads (stop, quiesce, the side thread) wake the loop */
         pthread_mutex_lock(&p->lock);
         int pending = p->new_head || p->cancel_head || p->stop || p->quiesce;
         pthread_mutex_unlock(&p->lock);
         upc_run(p->up, pending ? 0 : wait);   /* the callbacks run here */
-        atomic_store(&p->sleeping, 0);
         if (atomic_load(&p->resumed))
             run_http(p);   /* answers are ready: out they go, now */
     }
@@ -813,9 +806,7 @@ pxreq *proxy_begin(proxy_t *p, struct MHD_Connection *c, const char *body, size_
         p->new_head = r;
     p->new_tail = r;
     pthread_mutex_unlock(&p->lock);
-    if (atomic_load(&p->sleeping))
-        upc_wakeup(p->up);
-    return r;
+    return r;   /* queued on the loop's own thread: no wakeup */
 }
 
 void proxy_poll(pxreq *r, px_answer *a)
@@ -892,9 +883,7 @@ void proxy_release(pxreq *r, int client_gone)
         }
         pthread_mutex_unlock(&p->lock);
         if (!queued)
-            unref(r);
-        else if (atomic_load(&p->sleeping))
-            upc_wakeup(p->up);
+            unref(r);   /* a stopped loop failed it already */
     }
     unref(r);
 }
