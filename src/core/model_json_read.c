@@ -153,21 +153,35 @@ static int get_idf(const json_t *o, const model_t *m, float **idf, const char *w
     return 0;
 }
 
+/* Every centroid row a list of |S|*e values: checked before the model is
+ * allocated, so that a file's geometry cannot ask for more memory than
+ * its rows hold (L and e of 10^5 with one short row asked for 7.5 GB). */
+static int check_rows(const json_t *a, int n_layers, int E, const char *where, char *err,
+                      size_t errlen)
+{
+    size_t dim = (size_t)n_layers * (size_t)E;
+    for (size_t c = 0; c < json_array_size(a); c++) {
+        json_t *row = json_array_get(a, c);
+        if (!json_is_array(row))
+            return eldr_errf(err, errlen, "%s: centroids[%zu] must be a list", where, c);
+        if (json_array_size(row) != dim)
+            return eldr_errf(err, errlen, "%s: centroids[%zu] has width %zu, expected |S|*e = "
+                             "%d*%d = %zu", where, c, json_array_size(row), n_layers, E, dim);
+    }
+    return 0;
+}
+
 static int get_centroids(const json_t *a, model_t *m, const char *where, char *err,
                          size_t errlen)
 {
     size_t dim = sig_dim(&m->recipe);
+    if (check_rows(a, m->recipe.n_layers, m->recipe.E, where, err, errlen) < 0)
+        return -1;
     for (int c = 0; c < m->K; c++) {
-        json_t *row = json_array_get(a, (size_t)c);
         char what[48];
         snprintf(what, sizeof what, "centroids[%d]", c);
-        if (!json_is_array(row))
-            return eldr_errf(err, errlen, "%s: %s must be a list", where, what);
-        if (json_array_size(row) != dim)
-            return eldr_errf(err, errlen, "%s: %s has width %zu, expected |S|*e = %d*%d = %zu",
-                             where, what, json_array_size(row), m->recipe.n_layers,
-                             m->recipe.E, dim);
-        if (get_floats(row, m->centroids + (size_t)c * dim, dim, where, what, err, errlen) < 0)
+        if (get_floats(json_array_get(a, (size_t)c), m->centroids + (size_t)c * dim, dim, where,
+                       what, err, errlen) < 0)
             return -1;
     }
     return 0;
@@ -426,6 +440,8 @@ static model_t *from_object(const json_t *o, const char *where, char *err, size_
         for (n_mask = 0; n_mask < L; n_mask++)
             mask[n_mask] = n_mask;
     } else if (get_mask(o, L, &mask, &n_mask, where, err, errlen) < 0)
+        goto out;
+    if (n_mask > 0 && check_rows(cent, n_mask, E, where, err, errlen) < 0)
         goto out;
     m = model_new_raw(v, L, E, k, (int)json_array_size(cent), mask, n_mask, NULL, err, errlen);
     /* the mask must be sound before the idf can be sliced by it */
