@@ -34,8 +34,6 @@ BUILD ?= build
 BIN ?= bin
 CORE_SRC := $(wildcard src/core/*.c)
 CLI_SRC := $(wildcard src/cli/*.c src/lua/*.c src/repl/*.c src/tui/*.c src/client/*.c)
-# eldr capture decodes base64 answers with eldrd's decoder
-CLI_SRC += src/router/b64.c
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
@@ -45,11 +43,16 @@ TEST_UTIL_OBJ := $(TEST_UTIL:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
 BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BIN)/%)
 CORE_LIB := $(BUILD)/libeldrcore.a
-# eldrd: src/router/*.c; all but its main go into a library that the
-# test_router_* unit tests link too.
-ROUTER_SRC := $(wildcard src/router/*.c)
+# eldrd: src/router/<floor>/*.c (docs/architecture.md: base, net, engine,
+# the front ends api and pdproxy, main); all but main go into a library
+# that the test_router_* unit tests link too. Each floor's headers are
+# found by name (-I per floor); tests/cli/layers.sh checks that a file
+# includes only what its floor may.
+ROUTER_FLOORS := base net engine api pdproxy main
+ROUTER_INC := $(ROUTER_FLOORS:%=-Isrc/router/%)
+ROUTER_SRC := $(wildcard $(ROUTER_FLOORS:%=src/router/%/*.c))
 ROUTER_OBJ := $(ROUTER_SRC:%.c=$(BUILD)/%.o)
-ROUTER_MAIN := $(BUILD)/src/router/eldrd.o
+ROUTER_MAIN := $(BUILD)/src/router/main/eldrd.o
 ROUTER_LIB := $(BUILD)/libeldrrouter.a
 # libcurl: the eldrd client (src/client, eldr replay/attach) and eldrd's
 # --load-from vllm poller.
@@ -75,7 +78,11 @@ deps:
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Isrc/core -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Isrc/core $(INC) -MMD -MP -c $< -o $@
+
+# the router's floors see each other's headers by name (the layer check
+# says which they may include); so do the tests and benchmarks of them
+$(BUILD)/src/router/%.o $(BUILD)/tests/%.o: INC := $(ROUTER_INC)
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -95,15 +102,13 @@ $(BIN)/eldrd: $(ROUTER_MAIN) $(ROUTER_LIB) $(CORE_LIB)
 
 # test_tui_*: the dashboard's views and canvas (src/tui) without a terminal;
 # live mode (src/tui/live.c) speaks to eldrd through src/client.
-TUI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/tui/*.c)) $(BUILD)/src/client/client.o \
-	$(BUILD)/src/router/b64.o
+TUI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/tui/*.c)) $(BUILD)/src/client/client.o
 $(BIN)/test_tui_%: $(BUILD)/tests/unit/test_tui_%.o $(TEST_UTIL_OBJ) $(TUI_OBJ) $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) $(TEST_LIBS)
 
 # test_capture_*: the engine-answer decoder of eldr capture (src/client)
-CAPTURE_DECODE_OBJ := $(BUILD)/src/client/capture_decode.o $(BUILD)/src/client/capture_field.o \
-	$(BUILD)/src/router/b64.o
+CAPTURE_DECODE_OBJ := $(BUILD)/src/client/capture_decode.o $(BUILD)/src/client/capture_field.o
 $(BIN)/test_capture_%: $(BUILD)/tests/unit/test_capture_%.o $(TEST_UTIL_OBJ) $(CAPTURE_DECODE_OBJ) $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
@@ -121,12 +126,12 @@ $(BIN)/bench_%: $(BUILD)/tests/bench/bench_%.o $(CORE_LIB)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # the stand-in engine of the capture benchmark (tests/bench/capture.sh)
-$(BIN)/capture_engine: tests/bench/capture_engine.c $(BUILD)/src/router/b64.o
+$(BIN)/capture_engine: tests/bench/capture_engine.c $(CORE_LIB)
 	@mkdir -p $(BIN)
-	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^
+	$(CC) $(WARN) $(CFLAGS) -Isrc/core $(LDFLAGS) -o $@ $^
 
 # instant prefill/decode stand-ins for the proxy benchmark (tests/bench/proxy.sh)
-$(BIN)/pd_instant: $(BUILD)/tests/bench/pd_instant.o $(BUILD)/src/router/b64.o
+$(BIN)/pd_instant: $(BUILD)/tests/bench/pd_instant.o $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(ROUTER_LIBS)
 
@@ -189,10 +194,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD := build-fuzz
 FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
-FUZZ_SRC := $(CORE_SRC) $(wildcard src/router/b64.c src/router/body_*.c) \
-	src/client/capture_decode.c src/client/capture_field.c \
-	src/router/proxy_msg.c src/router/proxy_req.c src/router/jspan.c src/router/upstream_parse.c \
-	src/router/strbuf.c
+FUZZ_SRC := $(CORE_SRC) $(wildcard src/router/api/body_*.c) \
+	src/client/capture_decode.c src/client/capture_field.c src/router/base/wire.c \
+	src/router/pdproxy/proxy_msg.c src/router/pdproxy/proxy_req.c src/router/base/jspan.c \
+	src/router/net/upstream_parse.c src/router/base/strbuf.c
 FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_HARNESS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_HARNESS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
@@ -200,7 +205,7 @@ FUZZ_BIN := $(FUZZ_HARNESS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread $(FUZZ_FLAGS) \
-	  -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Isrc/core -Isrc/router -MMD -MP -c $< -o $@
+	  -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Isrc/core $(ROUTER_INC) -MMD -MP -c $< -o $@
 
 $(FUZZ_BUILD)/libfuzzcore.a: $(FUZZ_OBJ)
 	@rm -f $@

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../router/b64.h"
+#include "b64.h"
 #include "capture_field.h"
 #include "json_scan.h"
 #include "err.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../router/b64.h"
+#include "b64.h"
 #include "client.h"
 #include "err.h"
 

@@ -185,25 +185,43 @@ static void all_candidates(route_decision *d)
 int route_band_decide(const double *sim, int K, double tau, int min2, const int64_t *load,
                       route_decision *d)
 {
+    return route_band_decide_among(sim, K, tau, min2, load, NULL, d);
+}
+
+/* The band over the eligible workers only: an ineligible one is neither
+ * the top, nor in the band, nor the min-two second. Everything else is
+ * route_band_decide's rule, so with every worker eligible the two agree
+ * bit for bit. */
+int route_band_decide_among(const double *sim, int K, double tau, int min2,
+                            const int64_t *load, const uint8_t *eligible, route_decision *d)
+{
     begin(d, K, load);
     d->has_sim = 1;
-    int top = 0;
+    int top = -1, n_ok = 0;
     for (int k = 0; k < K; k++) {
         d->sim[k] = sim[k];
-        if (sim[k] > sim[top])
+        if (eligible && !eligible[k])
+            continue;
+        n_ok++;
+        if (top < 0 || sim[k] > sim[top])
             top = k;
+    }
+    if (top < 0) {
+        d->sim_max = 0;
+        d->rule = RULE_LOCALITY;
+        return d->worker = -1;
     }
     d->sim_max = sim[top];
     double floor_ = sim[top] - tau;
     for (int k = 0; k < K; k++)
-        if (sim[k] >= floor_)
+        if ((!eligible || eligible[k]) && sim[k] >= floor_)
             d->cand[d->n_cand++] = k;
     if (d->n_cand >= 2) {
         d->rule = RULE_BAND_JSQ;
-    } else if (tau > 0 && min2 && K >= 2) {
+    } else if (tau > 0 && min2 && n_ok >= 2) {
         int second = -1;
         for (int k = 0; k < K; k++)
-            if (k != top && (second < 0 || sim[k] > sim[second]))
+            if (k != top && (!eligible || eligible[k]) && (second < 0 || sim[k] > sim[second]))
                 second = k;
         d->n_cand = 2;
         d->cand[0] = top < second ? top : second;
@@ -214,6 +232,19 @@ int route_band_decide(const double *sim, int K, double tau, int min2, const int6
     }
     d->worker = least_loaded(d->cand, d->n_cand, load);
     return d->worker;
+}
+
+int route_nosig_decide_among(int K, const int64_t *load, const uint8_t *eligible,
+                             route_decision *d)
+{
+    begin(d, K, load);
+    for (int k = 0; k < K; k++)
+        if (!eligible || eligible[k])
+            d->cand[d->n_cand++] = k;
+    d->rule = RULE_NO_SIGNATURE;
+    if (d->n_cand == 0)
+        return d->worker = -1;
+    return d->worker = least_loaded(d->cand, d->n_cand, load);
 }
 
 static int is_zero(const float *v, size_t n)

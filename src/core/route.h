@@ -146,4 +146,16 @@ int route_decide(route_policy *p, const float *sig, int label, const int64_t *lo
 int route_band_decide(const double *sim, int K, double tau, int min2, const int64_t *load,
                       route_decision *d);
 
+/* The same over the workers with eligible[k] != 0 (NULL: all of them; a
+ * router leaves out a worker it knows to be down): the top, the band and
+ * the min-two second are taken among them. Returns -1 (d->worker -1) when
+ * none is eligible. With every worker eligible it is route_band_decide. */
+int route_band_decide_among(const double *sim, int K, double tau, int min2,
+                            const int64_t *load, const uint8_t *eligible, route_decision *d);
+
+/* The no-signature rule (least loaded, lowest index on ties) over the
+ * eligible workers; -1 when none is. */
+int route_nosig_decide_among(int K, const int64_t *load, const uint8_t *eligible,
+                             route_decision *d);
+
 #endif

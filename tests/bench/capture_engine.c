@@ -26,7 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../src/router/b64.h"
+#include "b64.h"
 
 typedef struct conn {
     int fd;

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../src/router/b64.h"
+#include "b64.h"
 
 static char *prefill_answer;
 static size_t prefill_len;

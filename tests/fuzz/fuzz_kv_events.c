@@ -6,7 +6,7 @@
  * 4xx/5xx status and a message, and leaves the batch empty; an accepted
  * batch holds at most RB_EVENTS_MAX events of known kinds, each with at
  * most RB_HASHES_MAX hashes that are all there. */
-#include "../../src/router/body.h"
+#include "body.h"
 #include "fuzz.h"
 
 static void kv_check_ok(const kv_batch *b)

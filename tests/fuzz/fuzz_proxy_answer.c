@@ -12,7 +12,7 @@
  * first events are "data: " lines. test_router_proxy replays the corpus. */
 #include <jansson.h>
 
-#include "../../src/router/proxy_msg.h"
+#include "proxy_msg.h"
 #include "fuzz.h"
 
 /* JSON that jansson cannot hold: a number past int64 or double, which

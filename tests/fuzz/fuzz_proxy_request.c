@@ -12,7 +12,7 @@
  * the scanner leaves to the engine where the proxy does not read them);
  * a refusal is one line. Bodies with a raw NUL byte are skipped: jansson
  * reads up to it only. test_router_proxy replays the corpus. */
-#include "../../src/router/proxy_msg.h"
+#include "proxy_msg.h"
 #include "fuzz.h"
 
 static int fuzz_request_one(const uint8_t *data, size_t size)

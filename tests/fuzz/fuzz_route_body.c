@@ -13,8 +13,8 @@
  * jansson-only twins give, struct or error. */
 #include <math.h>
 
-#include "../../src/router/b64.h"
-#include "../../src/router/body.h"
+#include "b64.h"
+#include "body.h"
 #include "fuzz.h"
 
 static void route_check_fail(const rb_err *e)

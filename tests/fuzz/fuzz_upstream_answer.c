@@ -9,7 +9,7 @@
  * the body bytes and how many bytes the answer used (framing never
  * depends on how the bytes arrive); the body is never longer than the
  * input; a refusal is one line. test_router_upstream replays the corpus. */
-#include "../../src/router/upstream_parse.h"
+#include "upstream_parse.h"
 #include "fuzz.h"
 
 typedef struct fz_read {

@@ -15,7 +15,7 @@
 
 #include "../../src/client/capture_decode.h"
 #include "json_scan.h"
-#include "../../src/router/b64.h"
+#include "b64.h"
 #include "err.h"
 #include "util_replay.h"
 

@@ -351,6 +351,93 @@ static void test_bad_parameters(void **state)
     assert_false(route_kind_is_balancer(ROUTE_DOMAIN));
 }
 
+/* The band over eligible workers, against a brute force written from the
+ * rule's text: the top, the band and the min-two second among the
+ * eligible ones; least loaded of the candidates, lowest index on ties.
+ * With every worker eligible it must be route_band_decide, field by
+ * field. */
+static int brute_band(const double *sim, int K, double tau, const int64_t *load,
+                      const uint8_t *ok, int *rule)
+{
+    int top = -1, n_ok = 0;
+    for (int k = 0; k < K; k++)
+        if (ok[k]) {
+            n_ok++;
+            if (top < 0 || sim[k] > sim[top])
+                top = k;
+        }
+    if (top < 0)
+        return -1;
+    int cand[64], n = 0;
+    for (int k = 0; k < K; k++)
+        if (ok[k] && sim[k] >= sim[top] - tau)
+            cand[n++] = k;
+    *rule = n >= 2 ? RULE_BAND_JSQ : RULE_LOCALITY;
+    if (n == 1 && tau > 0 && n_ok >= 2) {
+        int second = -1;
+        for (int k = 0; k < K; k++)
+            if (ok[k] && k != top && (second < 0 || sim[k] > sim[second]))
+                second = k;
+        cand[0] = top < second ? top : second;
+        cand[1] = top < second ? second : top;
+        n = 2;
+        *rule = RULE_MIN2;
+    }
+    int best = cand[0];
+    for (int i = 1; i < n; i++)
+        if (load[cand[i]] < load[best])
+            best = cand[i];
+    return best;
+}
+
+static void test_band_among_eligible(void **state)
+{
+    (void)state;
+    rng_t r;
+    rng_seed(&r, 19);
+    for (int it = 0; it < 20000; it++) {
+        int K = 1 + (int)rng_below(&r, 12);
+        double sim[64], tau = (double)rng_below(&r, 5) / 10;
+        int64_t load[64];
+        uint8_t ok[64], all[64];
+        for (int k = 0; k < K; k++) {
+            sim[k] = (double)rng_below(&r, 7) / 7;   /* ties on purpose */
+            load[k] = (int64_t)rng_below(&r, 4);
+            ok[k] = rng_below(&r, 3) != 0;
+            all[k] = 1;
+        }
+        route_decision a, b;
+        int want_rule = -1;
+        int want = brute_band(sim, K, tau, load, ok, &want_rule);
+        int got = route_band_decide_among(sim, K, tau, 1, load, ok, &a);
+        assert_int_equal(got, want);
+        assert_int_equal(a.worker, want);
+        if (want >= 0) {
+            assert_int_equal(a.rule, want_rule);
+            for (int i = 0; i < a.n_cand; i++)
+                assert_true(ok[a.cand[i]]);
+        }
+        /* every worker eligible (a mask of ones, or NULL): the plain rule */
+        route_band_decide(sim, K, tau, 1, load, &b);
+        route_band_decide_among(sim, K, tau, 1, load, all, &a);
+        assert_int_equal(a.worker, b.worker);
+        assert_int_equal(a.rule, b.rule);
+        assert_int_equal(a.n_cand, b.n_cand);
+        assert_memory_equal(a.cand, b.cand, (size_t)b.n_cand * sizeof b.cand[0]);
+        assert_true(a.sim_max == b.sim_max);
+        route_band_decide_among(sim, K, tau, 1, load, NULL, &a);
+        assert_int_equal(a.worker, b.worker);
+        /* no signature: least loaded eligible, lowest index on ties */
+        int ll = -1;
+        for (int k = 0; k < K; k++)
+            if (ok[k] && (ll < 0 || load[k] < load[ll]))
+                ll = k;
+        assert_int_equal(route_nosig_decide_among(K, load, ok, &a), ll);
+        if (ll >= 0)
+            assert_int_equal(a.rule, RULE_NO_SIGNATURE);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_p2c),
         cmocka_unit_test(test_domain_pools),
         cmocka_unit_test(test_bad_parameters),
+        cmocka_unit_test(test_band_among_eligible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/router/b64.h"
-#include "../../src/router/body.h"
-#include "../../src/router/idmap.h"
-#include "../../src/router/opts.h"
+#include "b64.h"
+#include "body.h"
+#include "idmap.h"
+#include "opts.h"
 #include "err.h"
 #include "rng.h"
 

@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/router/b64.h"
-#include "../../src/router/jspan.h"
-#include "../../src/router/proxy_msg.h"
-#include "../../src/router/proxy_ring.h"
+#include "b64.h"
+#include "jspan.h"
+#include "proxy_msg.h"
+#include "pool_ring.h"
 #include "blake2b.h"
 #include "util_replay.h"
 

@@ -29,8 +29,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../src/router/upstream.h"
-#include "../../src/router/upstream_parse.h"
+#include "upstream.h"
+#include "upstream_parse.h"
 #include "util_replay.h"
 
 #define FUZZ_NO_MAIN
@@ -455,16 +455,29 @@ static void d_done(void *cls, up_result res, int status, const char *why)
 
 static const up_handler dh = {NULL, d_body, d_done};
 
+/* The client runs on an event loop (evloop.h); the tests turn it by
+ * hand. One loop for the whole file: a client leaves it when freed. */
+static evloop *test_loop(void)
+{
+    static evloop *l;
+    char err[256];
+    if (!l)
+        l = evloop_new(err, sizeof err);
+    assert_non_null(l);
+    return l;
+}
+
 /* Run the loop until every one of n transfers reported (5 s at most). */
 static void run_until(upc *c, done_t *d, int n)
 {
+    (void)c;   /* the loop carries it */
     for (int round = 0; round < 500; round++) {
         int all = 1;
         for (int i = 0; i < n; i++)
             all &= d[i].calls > 0;
         if (all)
             return;
-        assert_int_equal(upc_run(c, 10), 0);
+        assert_int_equal(evloop_turn(test_loop(), 10), 0);
     }
     fail_msg("transfers did not end in 5 s");
 }
@@ -472,7 +485,7 @@ static void run_until(upc *c, done_t *d, int n)
 static upc *client_for(server *s, int *origin)
 {
     char err[256], url[64];
-    upc *c = upc_new(err, sizeof err);
+    upc *c = upc_new(test_loop(), err, sizeof err);
     assert_non_null(c);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/", s->port);
     *origin = upc_origin(c, url, err, sizeof err);
@@ -567,10 +580,10 @@ static void test_client_failures(void **state)
     done_t q = {0};
     upx *x = upc_post(c, o, "/p", NULL, "{}", 2, &dh, &q);
     for (int i = 0; i < 10; i++)
-        upc_run(c, 5);
+        evloop_turn(test_loop(), 5);
     upc_cancel(c, x);
     for (int i = 0; i < 5; i++)
-        upc_run(c, 5);
+        evloop_turn(test_loop(), 5);
     assert_int_equal(q.calls, 0);
     assert_int_equal(upc_open_connections(c), 0);
     int port = s.port;
@@ -578,7 +591,7 @@ static void test_client_failures(void **state)
     server_stop(&s);
     /* nobody listens any more: refused, reported once, by the loop */
     char err[256], url[64];
-    c = upc_new(err, sizeof err);
+    c = upc_new(test_loop(), err, sizeof err);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
     o = upc_origin(c, url, err, sizeof err);
     done_t r = {0};
@@ -621,7 +634,7 @@ static void test_client_origins(void **state)
 {
     (void)state;
     char err[256];
-    upc *c = upc_new(err, sizeof err);
+    upc *c = upc_new(test_loop(), err, sizeof err);
     assert_int_equal(upc_origin(c, "http://127.0.0.1:8000", err, sizeof err), 0);
     assert_int_equal(upc_origin(c, "http://[::1]:8001/", err, sizeof err), 1);
     assert_int_equal(upc_origin(c, "http://prefill-0.svc:80", err, sizeof err), 2);

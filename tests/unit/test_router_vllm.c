@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "../../src/router/load_vllm.h"
+#include "load_vllm.h"
 
 static int parse(const char *text, vllm_report *r, char *why)
 {

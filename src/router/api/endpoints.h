@@ -1,0 +1,31 @@
+/* endpoints.h - the handlers of eldrd's own API (docs/http-api.md); one
+ * file per group: ep_route.c (route, finish, kv-events), ep_ops.c
+ * (snapshot, explain, window, model, config, healthz), ep_metrics.c.
+ * api_register puts them in the HTTP server's route table; each takes
+ * the engine as its context. */
+#ifndef ELDR_ROUTER_ENDPOINTS_H
+#define ELDR_ROUTER_ENDPOINTS_H
+
+#include "answer.h"
+#include "engine.h"
+#include "http.h"
+
+/* Add the API's routes to s, over engine d (before s starts). openai: 1
+ * to answer POST /v1/completions and /v1/chat/completions with 404 (no
+ * proxy serves them). -1 when the table is full. */
+int api_register(http_server *s, engine_t *d, int openai_404);
+
+void ep_route(void *d, const http_req *r, http_resp *out);
+void ep_finish(void *d, const http_req *r, http_resp *out);
+void ep_kv_events(void *d, const http_req *r, http_resp *out);
+void ep_snapshot(void *d, const http_req *r, http_resp *out);
+void ep_explain(void *d, const http_req *r, http_resp *out);
+void ep_window(void *d, const http_req *r, http_resp *out);
+void ep_put_model(void *d, const http_req *r, http_resp *out);
+void ep_put_config(void *d, const http_req *r, http_resp *out);
+void ep_inflight_clear(void *d, const http_req *r, http_resp *out);
+void ep_healthz(void *d, const http_req *r, http_resp *out);
+void ep_metrics(void *d, const http_req *r, http_resp *out);
+void ep_proxied(void *d, const http_req *r, http_resp *out);
+
+#endif

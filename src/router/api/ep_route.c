@@ -1,0 +1,142 @@
+/* ep_route.c - POST /v1/route, POST /v1/finish, POST /v1/kv-events
+ * (docs/http-api.md). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "answer.h"
+#include "decide.h"
+#include "body.h"
+#include "endpoints.h"
+#include "err.h"
+#include "log.h"
+#include "route.h"
+
+/* The answer, direct when it can be (answer.h). */
+static void route_answer(engine_t *d, const route_out *o, const cache_use *u,
+                         const route_body *b, uint64_t gen, http_resp *out)
+{
+    route_answer_in a = {d->st->workers, d->K, o, d->caches[u->prefill].name, b->n_hashes,
+                         *u, gen};
+    if ((out->text = route_answer_text(&a))) {
+        out->content_type = "application/json";
+        return;
+    }
+    if (!(out->json = route_answer_json(&a)))
+        http_error(out, 503, "route", "out of memory for the answer");
+}
+
+void ep_route(void *ctx, const http_req *r, http_resp *out)
+{
+    engine_t *d = ctx;
+    double t0 = mono_now();
+    mref_t *m = mholder_get(&d->model);
+    route_body b;
+    rb_err e;
+    cache_use u = {0};
+    size_t cells = (size_t)d->L * (size_t)d->E;
+    uint16_t *total = malloc(cells * sizeof *total);
+    route_out *o = malloc(sizeof *o);
+    uint8_t ok[ROUTE_MAX_WORKERS];
+    if (!total || !o) {
+        http_error(out, 503, "route", "out of memory");
+    } else if (route_body_parse(r->body, r->len, d->L, d->E, &b, &e) < 0) {
+        http_rb_error(out, &e);
+    } else {
+        u.prefill = engine_prefill_index(d, b.prefill_worker);
+        cache_claim claim = {b.counts, b.hashes, b.n_hashes, b.cached_blocks, b.block_counts,
+                             b.n_block_counts};
+        if (u.prefill < 0)
+            http_error(out, 404, "prefill_worker", "unknown prefill worker '%s'",
+                       b.prefill_worker);
+        else if (decide_check_signal(m, b.counts, b.gates, d->E, &e) < 0 ||
+                 (!b.gates && decide_use_cache(d, &claim, total, &u, &e) < 0) ||
+                 route_request(d, m, b.request_id, b.gates ? NULL : total, b.gates, u.prefill,
+                               &u, pool_decode_eligible(&d->pool, mono_now(), ok), o, NULL,
+                               &e) < 0)
+            http_rb_error(out, &e);
+        else
+            route_answer(d, o, &u, &b, m->gen, out);
+        route_body_free(&b);
+    }
+    free(total);
+    free(o);
+    mref_put(m);
+    metrics_route(&d->met, mono_now() - (r->t_begin > 0 ? r->t_begin : t0));
+}
+
+void ep_finish(void *ctx, const http_req *r, http_resp *out)
+{
+    engine_t *d = ctx;
+    char id[RB_ID_MAX];
+    rb_err e;
+    int w;
+    if (finish_body_parse(r->body, r->len, id, &e) < 0 || state_finish(d->st, id, &w, &e) < 0) {
+        http_rb_error(out, &e);
+        return;
+    }
+    if ((out->text = finish_answer_text(id, d->st->workers[w], w)))
+        out->content_type = "application/json";
+    else
+        out->json = finish_answer_json(id, d->st->workers[w], w);
+}
+
+/* Apply one event to a prefill worker's cache (its lock held). */
+static void apply_event(pcache *pc, const kv_event *ev, int64_t *removed)
+{
+    switch (ev->kind) {
+    case KV_STORED:
+        pc->kv_stored += (uint64_t)ev->n;  /* the KV cache holds them; counts come with routes */
+        break;
+    case KV_REMOVED:
+        for (int i = 0; i < ev->n; i++)
+            *removed += sigcache_remove(pc->c, ev->hashes[i]);
+        pc->kv_removed += (uint64_t)ev->n;
+        break;
+    case KV_CLEARED: {
+        /* drop every block: walk the LRU order in slices */
+        uint64_t h[256];
+        int64_t n;
+        while ((n = sigcache_lru_order(pc->c, h, 256)) > 0)
+            for (int64_t i = 0; i < n; i++)
+                *removed += sigcache_remove(pc->c, h[i]);
+        pc->kv_cleared++;
+        break;
+    }
+    }
+}
+
+void ep_kv_events(void *ctx, const http_req *r, http_resp *out)
+{
+    engine_t *d = ctx;
+    kv_batch b;
+    rb_err e;
+    if (kv_body_parse(r->body, r->len, &b, &e) < 0) {
+        http_rb_error(out, &e);
+        return;
+    }
+    const char *name = b.worker[0] ? b.worker : http_query(r, "worker");
+    int p = engine_prefill_index(d, name ? name : "");
+    if (p < 0) {
+        http_error(out, 404, "worker", "unknown prefill worker '%s'", name);
+        kv_batch_free(&b);
+        return;
+    }
+    pcache *pc = &d->caches[p];
+    int64_t removed = 0;
+    int counts[3] = {0, 0, 0};
+    pthread_mutex_lock(&pc->lock);
+    for (int i = 0; i < b.n; i++) {
+        apply_event(pc, &b.events[i], &removed);
+        counts[b.events[i].kind]++;
+    }
+    sigcache_stats st;
+    sigcache_get_stats(pc->c, &st);
+    pthread_mutex_unlock(&pc->lock);
+    atomic_fetch_add(&d->met.kv_events, (uint64_t)b.n);
+    out->json = json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:I}", "prefill_worker", pc->name,
+                          "events", b.n, "stored_events", counts[KV_STORED], "removed_events",
+                          counts[KV_REMOVED], "cleared_events", counts[KV_CLEARED],
+                          "removed_blocks", (json_int_t)removed, "cache_entries",
+                          (json_int_t)st.entries);
+    kv_batch_free(&b);
+}

@@ -1,0 +1,520 @@
+/* opts.c - eldrd's command line (opts.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire.h"
+#include "err.h"
+#include "online.h"
+#include "opts.h"
+
+void opts_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: eldrd -m model.h5 [options]\n"
+            "\n"
+            "eldrd: the ELDR decode router, an HTTP/JSON daemon (docs/eldrd.md,\n"
+            "docs/http-api.md).\n"
+            "\n"
+            "options:\n"
+            "  -m, --model FILE          eldr-model file, or the reference's fit JSON\n"
+            "                            (a model in --state-dir wins)\n"
+            "  --listen HOST:PORT        address to serve (default 127.0.0.1:8470)\n"
+            "  --workers NAME,...        decode worker names, K of them (default: the model's)\n"
+            "  --prefill-workers NAME,.. prefill workers, one signature cache each\n"
+            "                            (default: one named 'default')\n"
+            "  --tau T                   locality band width (default: the model's)\n"
+            "  --threads N               HTTP thread pool size (default 2; proxy mode\n"
+            "                            runs one event loop instead)\n"
+            "  --state-dir DIR           keep the last PUT model there (model.h5)\n"
+            "  --max-body BYTES          largest request body (default 8388608)\n"
+            "  --decisions N             recent decisions kept for explain (default 4096)\n"
+            "  --window N                recent signatures kept for refit/drift (default 1024)\n"
+            "  --cache-blocks N          signature cache capacity per prefill worker,\n"
+            "                            in blocks (default 65536)\n"
+            "  --timeout S               idle connection timeout in seconds (default 10)\n"
+            "  --load-from own|vllm      load signal: eldrd's own in-flight counts (default),\n"
+            "                            or each worker's vllm:num_requests_running +\n"
+            "                            vllm:num_requests_waiting from its /metrics\n"
+            "  --worker-urls LIST        with vllm: URL,... in --workers order, or\n"
+            "                            NAME=URL,...; '/metrics' is appended\n"
+            "  --poll-ms N               with vllm: poll interval (default 100)\n"
+            "  --admin-token-file FILE   PUT /v1/model, PUT /v1/config, POST /v1/kv-events\n"
+            "                            and POST /v1/inflight/clear need\n"
+            "                            'Authorization: Bearer TOKEN' (the file's first\n"
+            "                            line, 16+ characters); 401 without it\n"
+            "  --kv-token-file FILE      a separate token for POST /v1/kv-events (the\n"
+            "                            engines send those)\n"
+            "  --insecure                serve a non-loopback --listen address without\n"
+            "                            an admin token (refused otherwise)\n"
+            "  --max-conns N             open connections in all (default 1000)\n"
+            "  --max-conns-per-ip N      open connections from one address (default 64),\n"
+            "                            so that a slow client cannot crowd out the others\n"
+            "  --request-deadline S      a request's body must arrive within S seconds of\n"
+            "                            its headers, however slowly it trickles\n"
+            "                            (default 30; the connection is cut otherwise)\n"
+            "  --drain S                 on SIGTERM, wait up to S seconds for requests in\n"
+            "                            progress (default 10); exit 1 if any was cut\n"
+            "  --inflight-ttl S          forget an in-flight request after S seconds\n"
+            "                            when its finish never comes (default 0: never)\n"
+            "  --proxy                   proxy mode: serve POST /v1/completions and\n"
+            "                            /v1/chat/completions in the request path, prefill\n"
+            "                            then decode (docs/eldrd.md, \"Proxy mode\")\n"
+            "  --prefill URL,...         proxy mode: the prefill instances\n"
+            "  --decode URL,...          proxy mode: the decode instances, K of them, in\n"
+            "                            worker order\n"
+            "  --upstream-timeout S      proxy mode: an upstream silent this long (before\n"
+            "                            its answer or between stream chunks) is cut:\n"
+            "                            504 (default 600)\n"
+            "  --pd-protocol eldr|vllm   proxy mode: the prefill handoff; eldr (default):\n"
+            "                            prefill-first, as the ELDR reference deployment;\n"
+            "                            vllm: stock vLLM's (prefill max_tokens 1)\n"
+            "  --refit-every S           online refit (off by default): every S seconds,\n"
+            "                            refit the centroids on the recent signatures, each\n"
+            "                            worker keeping the new centroid nearest its old\n"
+            "                            one; each refit is a model generation\n"
+            "  --refit-window W          with --refit-every: the signatures of the last W\n"
+            "                            seconds (default 5)\n"
+            "  --refit-max-rows N        with --refit-every: at most N signatures in that\n"
+            "                            window, the newest (default 4096)\n"
+            "  --quiet                   no log lines on stderr\n"
+            "  -V, --version             print \"eldrd VERSION\" and exit\n"
+            "  -h, --help                this text\n"
+            "\n"
+            "signals: SIGTERM/SIGINT drain in-flight HTTP requests and exit 0;\n"
+            "SIGHUP reloads the model file (the state dir's, else -m).\n");
+}
+
+static int parse_ll(const char *opt, const char *s, long long lo, long long hi, long long *out,
+                    char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return eldr_errf(err, errlen, "%s: '%s' is not an integer in %lld..%lld", opt, s, lo, hi);
+    *out = v;
+    return 0;
+}
+
+/* HOST:PORT, where an IPv6 host is written in brackets: [::1]:8470. */
+static int parse_listen(const char *s, eldrd_opts *o, char *err, size_t errlen)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || (size_t)(colon - s) >= sizeof o->host)
+        return eldr_errf(err, errlen, "--listen: '%s' is not HOST:PORT", s);
+    long long port;
+    if (parse_ll("--listen port", colon + 1, 1, 65535, &port, err, errlen) < 0)
+        return -1;
+    const char *h = s;
+    size_t n = (size_t)(colon - s);
+    if (h[0] == '[') {
+        if (n < 3 || h[n - 1] != ']')
+            return eldr_errf(err, errlen, "--listen: '%s': a bracketed IPv6 host must end in "
+                             "']' before the port", s);
+        h++;
+        n -= 2;
+    } else if (memchr(h, ':', n)) {
+        return eldr_errf(err, errlen, "--listen: '%s': write an IPv6 host in brackets, "
+                         "[::1]:8470", s);
+    }
+    memcpy(o->host, h, n);
+    o->host[n] = '\0';
+    o->port = (int)port;
+    return 0;
+}
+
+int opts_utf8_len(const unsigned char *p)
+{
+    unsigned c = *p;
+    int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
+          : (c & 0xf8) == 0xf0 ? 3 : -1;
+    if (n < 0 || c == 0xc0 || c == 0xc1 || c > 0xf4)
+        return 0;
+    unsigned cp = n ? c & (0x3f >> n) : c;
+    for (int i = 1; i <= n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    /* overlong forms, surrogates, beyond U+10FFFF */
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n + 1;
+}
+
+int opts_name_ok(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int n = opts_utf8_len(p);
+        if (n == 0 || *p < 0x20 || *p == 0x7f)
+            return 0;
+        p += n;
+    }
+    return 1;
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+int opts_split_names(const char *s, const char *opt, char ***out, int *n, char *err,
+                     size_t errlen)
+{
+    int cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    char **names = calloc((size_t)cap, sizeof *names);
+    if (!names)
+        return eldr_errf(err, errlen, "%s: out of memory", opt);
+    int k = 0;
+    for (const char *p = s;; k++) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= RB_NAME_MAX) {
+            free_names(names, k);
+            return eldr_errf(err, errlen, "%s: name %d is %s", opt, k + 1,
+                             len ? "too long" : "empty");
+        }
+        names[k] = strndup(p, len);
+        if (!names[k]) {
+            free_names(names, k);
+            return eldr_errf(err, errlen, "%s: out of memory", opt);
+        }
+        if (!opts_name_ok(names[k])) {
+            free_names(names, k + 1);
+            return eldr_errf(err, errlen, "%s: name %d is not printable UTF-8", opt, k + 1);
+        }
+        for (int j = 0; j < k; j++)
+            if (!strcmp(names[j], names[k])) {
+                eldr_errf(err, errlen, "%s: name '%s' given twice", opt, names[k]);
+                free_names(names, k + 1);
+                return -1;
+            }
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    *out = names;
+    *n = k + 1;
+    return 0;
+}
+
+static void defaults(eldrd_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->host, sizeof o->host, "127.0.0.1");
+    o->port = 8470;
+    o->tau = NAN;
+    o->threads = 2;
+    o->max_body = 8 << 20;
+    o->decisions = 4096;
+    o->window = 1024;
+    o->cache_blocks = 65536;
+    o->timeout = 10;
+    o->poll_ms = 100;
+    o->max_conns = 1000;
+    o->max_conns_per_ip = 64;
+    o->deadline = 30;
+    o->drain = 10;
+    o->upstream_timeout = 600;
+    o->refit_window = NAN;       /* given or not: --refit-window needs --refit-every */
+    o->refit_max_rows = -1;
+}
+
+enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
+       O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
+       O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
+       O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO,
+       O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS };
+
+/* --refit-every S, --refit-window W: seconds, finite, > 0. */
+static int parse_refit_seconds(const char *opt, const char *arg, double *out, char *err,
+                               size_t errlen)
+{
+    char *end;
+    errno = 0;
+    double t = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(t) || t <= 0 || t > 86400)
+        return eldr_errf(err, errlen, "%s: '%s' is not a number of seconds in (0, 86400]", opt,
+                         arg);
+    *out = t;
+    return 0;
+}
+
+static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+{
+    long long v;
+    switch (c) {
+    case 'm':
+        o->model_path = arg;
+        return 0;
+    case 'h':
+        o->help = 1;
+        return 0;
+    case 'V':
+        o->version = 1;
+        return 0;
+    case O_LISTEN:
+        return parse_listen(arg, o, err, errlen);
+    case O_WORKERS:
+        free_names(o->workers, o->n_workers);
+        o->workers = NULL;
+        return opts_split_names(arg, "--workers", &o->workers, &o->n_workers, err, errlen);
+    case O_PREFILL:
+        free_names(o->prefill, o->n_prefill);
+        o->prefill = NULL;
+        return opts_split_names(arg, "--prefill-workers", &o->prefill, &o->n_prefill, err,
+                                errlen);
+    case O_TAU: {
+        char *end;
+        errno = 0;
+        double t = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(t) || t < 0)
+            return eldr_errf(err, errlen, "--tau: '%s' is not a finite number >= 0", arg);
+        o->tau = t;
+        return 0;
+    }
+    case O_THREADS:
+        if (parse_ll("--threads", arg, 1, 256, &v, err, errlen) < 0)
+            return -1;
+        o->threads = (int)v;
+        return 0;
+    case O_STATE:
+        o->state_dir = arg;
+        return 0;
+    case O_MAXBODY:
+        return parse_ll("--max-body", arg, 1024, 1LL << 30, &o->max_body, err, errlen);
+    case O_DECISIONS:
+        if (parse_ll("--decisions", arg, 1, 1 << 20, &v, err, errlen) < 0)
+            return -1;
+        o->decisions = (int)v;
+        return 0;
+    case O_WINDOW:
+        if (parse_ll("--window", arg, 1, 1 << 20, &v, err, errlen) < 0)
+            return -1;
+        o->window = (int)v;
+        return 0;
+    case O_CACHE:
+        return parse_ll("--cache-blocks", arg, 1, 1LL << 32, &o->cache_blocks, err, errlen);
+    case O_TIMEOUT:
+        if (parse_ll("--timeout", arg, 1, 86400, &v, err, errlen) < 0)
+            return -1;
+        o->timeout = (int)v;
+        return 0;
+    case O_QUIET:
+        o->quiet = 1;
+        return 0;
+    case O_LOADFROM:
+        if (strcmp(arg, "own") && strcmp(arg, "vllm"))
+            return eldr_errf(err, errlen, "--load-from: '%s' is neither own nor vllm", arg);
+        o->load_vllm = !strcmp(arg, "vllm");
+        return 0;
+    case O_URLS:
+        o->worker_urls = arg;
+        return 0;
+    case O_POLL:
+        if (parse_ll("--poll-ms", arg, 10, 600000, &v, err, errlen) < 0)
+            return -1;
+        o->poll_ms = (int)v;
+        return 0;
+    case O_ADMINTOK:
+        o->admin_token_file = arg;
+        return 0;
+    case O_KVTOK:
+        o->kv_token_file = arg;
+        return 0;
+    case O_INSECURE:
+        o->insecure = 1;
+        return 0;
+    case O_MAXCONNS:
+        if (parse_ll("--max-conns", arg, 4, 1000000, &v, err, errlen) < 0)
+            return -1;
+        o->max_conns = (int)v;
+        return 0;
+    case O_PERIP:
+        if (parse_ll("--max-conns-per-ip", arg, 1, 1000000, &v, err, errlen) < 0)
+            return -1;
+        o->max_conns_per_ip = (int)v;
+        return 0;
+    case O_DRAIN: {
+        char *end;
+        errno = 0;
+        double t = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(t) || t < 0 || t > 3600)
+            return eldr_errf(err, errlen, "--drain: '%s' is not a number of seconds in 0..3600",
+                             arg);
+        o->drain = t;
+        return 0;
+    }
+    case O_DEADLINE:
+        if (parse_ll("--request-deadline", arg, 1, 86400, &v, err, errlen) < 0)
+            return -1;
+        o->deadline = (int)v;
+        return 0;
+    case O_PROXY:
+        o->proxy = 1;
+        return 0;
+    case O_PDPROTO:
+        if (strcmp(arg, "eldr") && strcmp(arg, "vllm"))
+            return eldr_errf(err, errlen, "--pd-protocol: '%s' is neither eldr nor vllm", arg);
+        o->pd_vllm = !strcmp(arg, "vllm");
+        return 0;
+    case O_PFURLS:
+        o->prefill_urls = arg;
+        return 0;
+    case O_DECURLS:
+        o->decode_urls = arg;
+        return 0;
+    case O_UPTIMEOUT: {
+        char *end;
+        errno = 0;
+        double t = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(t) || t < 0.01 || t > 86400)
+            return eldr_errf(err, errlen, "--upstream-timeout: '%s' is not a number of "
+                             "seconds in 0.01..86400", arg);
+        o->upstream_timeout = t;
+        return 0;
+    }
+    case O_REFIT_EVERY:
+        return parse_refit_seconds("--refit-every", arg, &o->refit_every, err, errlen);
+    case O_REFIT_WINDOW:
+        return parse_refit_seconds("--refit-window", arg, &o->refit_window, err, errlen);
+    case O_REFIT_ROWS:
+        if (parse_ll("--refit-max-rows", arg, 1, 1 << 20, &v, err, errlen) < 0)
+            return -1;
+        o->refit_max_rows = (int)v;
+        return 0;
+    case O_TTL: {
+        char *end;
+        errno = 0;
+        double t = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(t) || t < 0 || t > 1e9)
+            return eldr_errf(err, errlen, "--inflight-ttl: '%s' is not a number of seconds "
+                             ">= 0", arg);
+        o->inflight_ttl = t;
+        return 0;
+    }
+    }
+    return eldr_errf(err, errlen, "unknown option (try 'eldrd --help')");
+}
+
+int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
+{
+    static const struct option longopts[] = {
+        {"model", required_argument, 0, 'm'},     {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'},
+        {"listen", required_argument, 0, O_LISTEN}, {"workers", required_argument, 0, O_WORKERS},
+        {"prefill-workers", required_argument, 0, O_PREFILL},
+        {"tau", required_argument, 0, O_TAU},     {"threads", required_argument, 0, O_THREADS},
+        {"state-dir", required_argument, 0, O_STATE},
+        {"max-body", required_argument, 0, O_MAXBODY},
+        {"decisions", required_argument, 0, O_DECISIONS},
+        {"window", required_argument, 0, O_WINDOW},
+        {"cache-blocks", required_argument, 0, O_CACHE},
+        {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
+        {"load-from", required_argument, 0, O_LOADFROM},
+        {"worker-urls", required_argument, 0, O_URLS},
+        {"poll-ms", required_argument, 0, O_POLL},
+        {"admin-token-file", required_argument, 0, O_ADMINTOK},
+        {"kv-token-file", required_argument, 0, O_KVTOK},
+        {"insecure", no_argument, 0, O_INSECURE},
+        {"inflight-ttl", required_argument, 0, O_TTL},
+        {"max-conns", required_argument, 0, O_MAXCONNS},
+        {"max-conns-per-ip", required_argument, 0, O_PERIP},
+        {"request-deadline", required_argument, 0, O_DEADLINE},
+        {"drain", required_argument, 0, O_DRAIN},
+        {"proxy", no_argument, 0, O_PROXY},
+        {"prefill", required_argument, 0, O_PFURLS},
+        {"decode", required_argument, 0, O_DECURLS},
+        {"upstream-timeout", required_argument, 0, O_UPTIMEOUT},
+        {"pd-protocol", required_argument, 0, O_PDPROTO},
+        {"refit-every", required_argument, 0, O_REFIT_EVERY},
+        {"refit-window", required_argument, 0, O_REFIT_WINDOW},
+        {"refit-max-rows", required_argument, 0, O_REFIT_ROWS},
+        {0, 0, 0, 0},
+    };
+    defaults(o);
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":m:hV", longopts, NULL)) != -1) {
+        if (c == '?' || c == ':') {
+            const char *name = argv[optind - 1];
+            eldr_errf(err, errlen, "%s '%s' (try 'eldrd --help')",
+                      c == '?' ? "unknown option" : "missing value for", name);
+            opts_free(o);
+            return -1;
+        }
+        if (one_option(c, optarg, o, err, errlen) < 0) {
+            opts_free(o);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        eldr_errf(err, errlen, "unexpected argument '%s' (try 'eldrd --help')", argv[optind]);
+        opts_free(o);
+        return -1;
+    }
+    if (o->help || o->version)
+        return 0;
+    if (o->load_vllm != !!o->worker_urls) {
+        opts_free(o);
+        return eldr_errf(err, errlen, o->load_vllm ? "--load-from vllm needs --worker-urls"
+                                                   : "--worker-urls needs --load-from vllm");
+    }
+    if (o->proxy && (!o->prefill_urls || !o->decode_urls)) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--proxy needs --prefill URL,... and --decode URL,...");
+    }
+    if (!o->proxy && (o->prefill_urls || o->decode_urls)) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--%s is for proxy mode: add --proxy",
+                         o->prefill_urls ? "prefill" : "decode");
+    }
+    if (o->max_conns_per_ip > o->max_conns) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--max-conns-per-ip %d is above --max-conns %d: one "
+                         "address could take every connection", o->max_conns_per_ip,
+                         o->max_conns);
+    }
+    if (o->kv_token_file && !o->admin_token_file) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--kv-token-file needs --admin-token-file too (the "
+                         "model and config endpoints would be open)");
+    }
+    if (o->refit_every == 0 && (!isnan(o->refit_window) || o->refit_max_rows > 0)) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "%s needs --refit-every (the online refit is off "
+                         "without it)", isnan(o->refit_window) ? "--refit-max-rows"
+                                                               : "--refit-window");
+    }
+    if (isnan(o->refit_window))
+        o->refit_window = ONLINE_DEFAULT_WINDOW;
+    if (o->refit_max_rows < 0)
+        o->refit_max_rows = ONLINE_DEFAULT_MAX_ROWS;
+    if (!o->model_path && !o->state_dir) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "-m MODEL is required (or --state-dir holding model.h5)");
+    }
+    if (!o->prefill &&
+        opts_split_names("default", "--prefill-workers", &o->prefill, &o->n_prefill, err,
+                         errlen) < 0)
+        return -1;
+    return 0;
+}
+
+void opts_free(eldrd_opts *o)
+{
+    free_names(o->workers, o->n_workers);
+    free_names(o->prefill, o->n_prefill);
+    o->workers = o->prefill = NULL;
+    o->n_workers = o->n_prefill = 0;
+}

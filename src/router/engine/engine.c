@@ -1,0 +1,278 @@
+/* engine.c - the decision room's state: model install, persistence in the
+ * state dir, the signature caches, the pool and the providers (engine.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "err.h"
+#include "log.h"
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The state dir: created if missing; temp files of a save that was killed
+ * (model.h5.tmp.PID) are removed, the model itself is untouched. */
+static int prepare_state_dir(engine_t *d, char *err, size_t errlen)
+{
+    const char *dir = d->o->state_dir;
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return eldr_errf(err, errlen, "--state-dir %s: cannot create: %s", dir, strerror(errno));
+    struct stat st;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+        return eldr_errf(err, errlen, "--state-dir %s: not a directory", dir);
+    if ((size_t)snprintf(d->persist_path, sizeof d->persist_path, "%s/model.h5", dir) >=
+        sizeof d->persist_path)
+        return eldr_errf(err, errlen, "--state-dir %s: path too long", dir);
+    DIR *dp = opendir(dir);
+    for (struct dirent *e; dp && (e = readdir(dp));) {
+        if (strncmp(e->d_name, "model.h5.tmp.", 13))
+            continue;
+        char p[PATH_MAX];
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < sizeof p)
+            unlink(p);
+    }
+    if (dp)
+        closedir(dp);
+    return 0;
+}
+
+/* The file a start or a SIGHUP reads. */
+static const char *model_file(const engine_t *d)
+{
+    if (d->persist_path[0] && file_exists(d->persist_path))
+        return d->persist_path;
+    return d->o->model_path;
+}
+
+static int load_file(const char *path, model_t **m, char *err, size_t errlen)
+{
+    if (!path)
+        return eldr_errf(err, errlen, "no model: -m not given and the state dir has none");
+    return model_load(path, m, err, errlen);
+}
+
+static int init_caches(engine_t *d, char *err, size_t errlen)
+{
+    d->caches = calloc((size_t)d->o->n_prefill, sizeof *d->caches);
+    if (!d->caches)
+        return eldr_errf(err, errlen, "out of memory for the signature caches");
+    for (int i = 0; i < d->o->n_prefill; i++) {
+        pcache *c = &d->caches[i];
+        c->name = d->o->prefill[i];
+        pthread_mutex_init(&c->lock, NULL);
+        d->n_caches = i + 1;
+        c->c = sigcache_new(d->L, d->E, d->o->cache_blocks, err, errlen);
+        if (!c->c)
+            return -1;
+    }
+    return 0;
+}
+
+static int init_workers(engine_t *d, const model_t *m, const char *path, char *err,
+                        size_t errlen)
+{
+    d->K = m->K;
+    int from_state = d->o->state_dir && strcmp(path, d->o->model_path ? d->o->model_path : "");
+    if (d->o->workers && d->o->n_workers != m->K)
+        return eldr_errf(err, errlen, "--workers: %d names, but the model %s%s has K = %d%s",
+                         d->o->n_workers, path, from_state ? " (the state dir's: the last PUT "
+                         "/v1/model, which wins over -m)" : "", m->K,
+                         from_state ? "; remove it to start from -m" : "");
+    const char *const *names =
+        (const char *const *)(d->o->workers ? d->o->workers : m->workers);
+    for (int k = 0; k < m->K; k++)
+        if (!opts_name_ok(names[k]))
+            return eldr_errf(err, errlen, "%s: worker name %d is not printable UTF-8 (it would "
+                             "break /metrics and the JSON answers)",
+                             d->o->workers ? "--workers" : path, k + 1);
+    double tau = isfinite(d->o->tau) ? d->o->tau : m->tau;
+    d->st = state_new(m->K, names, tau, d->o->decisions, d->o->window, err, errlen);
+    if (!d->st)
+        return -1;
+    return d->o->refit_every > 0 ? state_online_enable(d->st, d->o->refit_every,
+                                                       d->o->refit_window, d->o->refit_max_rows,
+                                                       err, errlen)
+                                 : 0;
+}
+
+static void free_names(char **u, int n)
+{
+    for (int i = 0; u && i < n; i++)
+        free(u[i]);
+    free(u);
+}
+
+/* --prefill/--decode: split as every eldrd name list is (opts_split_names:
+ * non-empty, printable, none twice); a trailing '/' is dropped, so two
+ * URLs that differ only by it are one given twice. Whether each is an
+ * http://HOST:PORT URL is the upstream client's check (the proxy's). */
+static int split_urls(const char *spec, const char *opt, char ***out, int *n, char *err,
+                      size_t errlen)
+{
+    if (opts_split_names(spec, opt, out, n, err, errlen) < 0)
+        return -1;
+    for (int i = 0; i < *n; i++) {
+        char *t = (*out)[i];
+        size_t len = strlen(t);
+        while (len && t[len - 1] == '/')
+            t[--len] = '\0';
+        int dup = 0;
+        for (int j = 0; j < i; j++)
+            dup |= !strcmp((*out)[j], t);
+        if (dup) {
+            eldr_errf(err, errlen, "%s: '%s' is given twice", opt, t);
+            free_names(*out, *n);
+            *out = NULL;
+            *n = 0;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The pool: in proxy mode the --prefill and --decode URLs (K of them, in
+ * worker order), else the prefill worker names and the workers. */
+static int init_pool(engine_t *d, char *err, size_t errlen)
+{
+    const eldrd_opts *o = d->o;
+    if (!o->proxy)
+        return pool_init(&d->pool, (const char *const *)o->prefill, o->n_prefill,
+                         (const char *const *)d->st->workers, d->K, err, errlen);
+    char **pre = NULL, **dec = NULL;
+    int n_pre = 0, n_dec = 0, rc = -1;
+    if (split_urls(o->prefill_urls, "--prefill", &pre, &n_pre, err, errlen) < 0 ||
+        split_urls(o->decode_urls, "--decode", &dec, &n_dec, err, errlen) < 0)
+        goto out;
+    if (n_dec != d->K) {
+        eldr_errf(err, errlen, "--decode lists %d URL%s; the model routes to K = %d decode "
+                  "workers (one URL each, in worker order)", n_dec, n_dec == 1 ? "" : "s", d->K);
+        goto out;
+    }
+    if (n_pre > 256) {
+        eldr_errf(err, errlen, "--prefill: %d URLs; at most 256", n_pre);
+        goto out;
+    }
+    rc = pool_init(&d->pool, (const char *const *)pre, n_pre, (const char *const *)dec, d->K,
+                   err, errlen);
+out:
+    free_names(pre, n_pre);
+    free_names(dec, n_dec);
+    return rc;
+}
+
+int engine_init(engine_t *d, eldrd_opts *o, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    d->o = o;
+    mholder_init(&d->model);
+    metrics_init(&d->met);
+    pthread_mutex_init(&d->install_lock, NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    d->started = (double)ts.tv_sec;
+    if (o->state_dir && prepare_state_dir(d, err, errlen) < 0)
+        return -1;
+    const char *path = model_file(d);
+    model_t *m;
+    if (load_file(path, &m, err, errlen) < 0)
+        return -1;
+    d->L = m->recipe.L;
+    d->E = m->recipe.E;
+    if (mref_check_servable(m, m->K, err, errlen) < 0 ||
+        init_workers(d, m, path, err, errlen) < 0 ||
+        init_caches(d, err, errlen) < 0) {
+        model_free(m);
+        return -1;
+    }
+    if (engine_install(d, m, path, 0, err, errlen) < 0)
+        return -1;
+    if (o->model_path && o->state_dir && strcmp(path, o->model_path))
+        log_msg("serving %s, the state dir's model (the last PUT /v1/model), not -m %s",
+                   path, o->model_path);
+    return init_pool(d, err, errlen);
+}
+
+void engine_free(engine_t *d)
+{
+    pool_free(&d->pool);
+    for (int i = 0; i < d->n_caches; i++) {
+        sigcache_free(d->caches[i].c);
+        pthread_mutex_destroy(&d->caches[i].lock);
+    }
+    free(d->caches);
+    state_free(d->st);
+    mholder_destroy(&d->model);
+    pthread_mutex_destroy(&d->install_lock);
+}
+
+int engine_add_provider(engine_t *d, const engine_provider *p)
+{
+    if (d->n_providers >= ENGINE_PROVIDERS_MAX)
+        return -1;
+    d->providers[d->n_providers++] = *p;
+    return 0;
+}
+
+int engine_install(engine_t *d, model_t *m, const char *source, int persist, char *err,
+                   size_t errlen)
+{
+    if (mref_check_servable(m, d->K, err, errlen) < 0 ||
+        (m->recipe.L != d->L || m->recipe.E != d->E
+             ? eldr_errf(err, errlen, "model geometry L=%d E=%d, the daemon serves L=%d E=%d",
+                         m->recipe.L, m->recipe.E, d->L, d->E)
+             : 0) < 0) {
+        model_free(m);
+        return -1;
+    }
+    pthread_mutex_lock(&d->install_lock);
+    if (persist && d->persist_path[0] && model_save(m, d->persist_path, err, errlen) < 0) {
+        atomic_fetch_add(&d->met.persist_failures, 1);
+        pthread_mutex_unlock(&d->install_lock);
+        model_free(m);
+        return -1;
+    }
+    mref_t *r = mref_new(m, source, err, errlen);
+    if (!r) {
+        pthread_mutex_unlock(&d->install_lock);
+        return -1;
+    }
+    mholder_swap(&d->model, r);
+    state_model_changed(d->st, r);
+    if (r->gen > 1)
+        atomic_fetch_add(&d->met.model_swaps, 1);
+    pthread_mutex_unlock(&d->install_lock);
+    return 0;
+}
+
+int engine_reload(engine_t *d, char *err, size_t errlen)
+{
+    model_t *m;
+    pthread_mutex_lock(&d->install_lock);
+    const char *path = model_file(d);
+    int rc = load_file(path, &m, err, errlen);
+    pthread_mutex_unlock(&d->install_lock);
+    if (rc < 0)
+        return -1;
+    return engine_install(d, m, path, 0, err, errlen);
+}
+
+int engine_prefill_index(const engine_t *d, const char *name)
+{
+    if (!name[0])
+        return 0;
+    for (int i = 0; i < d->n_caches; i++)
+        if (!strcmp(d->caches[i].name, name))
+            return i;
+    return -1;
+}

@@ -1,0 +1,146 @@
+/* pool.c - instances, their loads and health (pool.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "pool.h"
+
+#define POOL_PREFILL_MAX 256
+
+static pool_inst *insts(const char *const *names, int n)
+{
+    pool_inst *v = calloc((size_t)(n > 0 ? n : 1), sizeof *v);
+    for (int i = 0; v && i < n; i++) {
+        atomic_init(&v[i].load, 0);
+        if (!(v[i].name = strdup(names[i]))) {
+            while (i--)
+                free(v[i].name);
+            free(v);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+static void free_insts(pool_inst *v, int n)
+{
+    for (int i = 0; v && i < n; i++)
+        free(v[i].name);
+    free(v);
+}
+
+int pool_init(pool *p, const char *const *prefill, int n_prefill, const char *const *decode,
+              int K, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    if (n_prefill < 1 || n_prefill > POOL_PREFILL_MAX)
+        return eldr_errf(err, errlen, "%d prefill instances; 1 to %d", n_prefill,
+                         POOL_PREFILL_MAX);
+    p->n_prefill = n_prefill;
+    p->K = K;
+    pthread_mutex_init(&p->lock, NULL);
+    atomic_init(&p->n_ejected, 0);
+    if (!(p->prefill = insts(prefill, n_prefill)) || !(p->decode = insts(decode, K)) ||
+        pring_init(&p->ring, prefill, n_prefill) < 0) {
+        pool_free(p);
+        return eldr_errf(err, errlen, "out of memory for the instance pool");
+    }
+    return 0;
+}
+
+void pool_free(pool *p)
+{
+    if (!p->prefill && !p->decode)
+        return;
+    pring_free(&p->ring);
+    free_insts(p->prefill, p->n_prefill);
+    free_insts(p->decode, p->K);
+    p->prefill = p->decode = NULL;
+    pthread_mutex_destroy(&p->lock);
+}
+
+static pool_inst *inst(pool *p, pool_role role, int i)
+{
+    return role == POOL_PREFILL ? &p->prefill[i] : &p->decode[i];
+}
+
+/* Under the lock: whether i is out at now (an ejection that has run out
+ * is cleared here, so n_ejected falls back to 0 and the fast path
+ * returns). */
+static int out_locked(pool *p, pool_inst *x, double now)
+{
+    if (x->ejected_until <= 0)
+        return 0;
+    if (now < x->ejected_until)
+        return 1;
+    x->ejected_until = 0;
+    atomic_fetch_sub(&p->n_ejected, 1);
+    return 0;
+}
+
+int pool_prefill_acquire(pool *p, const void *key, size_t len, double now)
+{
+    int64_t loads[POOL_PREFILL_MAX];
+    uint8_t ok[POOL_PREFILL_MAX];
+    const uint8_t *mask = NULL;
+    for (int i = 0; i < p->n_prefill; i++)
+        loads[i] = atomic_load(&p->prefill[i].load);
+    if (atomic_load(&p->n_ejected) > 0) {
+        pthread_mutex_lock(&p->lock);
+        for (int i = 0; i < p->n_prefill; i++)
+            ok[i] = !out_locked(p, &p->prefill[i], now);
+        pthread_mutex_unlock(&p->lock);
+        mask = ok;
+    }
+    int i = pring_pick_among(&p->ring, key, len, loads, mask);
+    if (i >= 0)
+        atomic_fetch_add(&p->prefill[i].load, 1);
+    return i;
+}
+
+void pool_prefill_release(pool *p, int i)
+{
+    atomic_fetch_sub(&p->prefill[i].load, 1);
+}
+
+const uint8_t *pool_decode_eligible(pool *p, double now, uint8_t *ok)
+{
+    if (atomic_load(&p->n_ejected) == 0)
+        return NULL;
+    int all = 1;
+    pthread_mutex_lock(&p->lock);
+    for (int k = 0; k < p->K; k++)
+        all &= ok[k] = (uint8_t)!out_locked(p, &p->decode[k], now);
+    pthread_mutex_unlock(&p->lock);
+    return all ? NULL : ok;
+}
+
+void pool_eject(pool *p, pool_role role, int i, double until)
+{
+    pthread_mutex_lock(&p->lock);
+    pool_inst *x = inst(p, role, i);
+    if (x->ejected_until <= 0)
+        atomic_fetch_add(&p->n_ejected, 1);
+    x->ejected_until = until;
+    x->ejections++;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void pool_restore(pool *p, pool_role role, int i)
+{
+    pthread_mutex_lock(&p->lock);
+    pool_inst *x = inst(p, role, i);
+    if (x->ejected_until > 0)
+        atomic_fetch_sub(&p->n_ejected, 1);
+    x->ejected_until = 0;
+    pthread_mutex_unlock(&p->lock);
+}
+
+int pool_ejected(pool *p, pool_role role, int i, double now)
+{
+    pthread_mutex_lock(&p->lock);
+    int out = out_locked(p, inst(p, role, i), now);
+    pthread_mutex_unlock(&p->lock);
+    return out;
+}

@@ -1,0 +1,360 @@
+/* state.c - the router's shared routing state (state.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "err.h"
+#include "state.h"
+
+static double unix_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int alloc_ring(rstate *s, int n)
+{
+    int K = s->K;
+    s->ring = calloc((size_t)n, sizeof *s->ring);
+    if (!s->ring)
+        return -1;
+    s->ring_cap = n;
+    for (int i = 0; i < n; i++) {
+        drec *d = &s->ring[i];
+        d->sim = calloc((size_t)K, sizeof *d->sim);
+        d->load = calloc((size_t)K, sizeof *d->load);
+        d->cand = calloc((size_t)K, sizeof *d->cand);
+        if (!d->sim || !d->load || !d->cand)
+            return -1;
+    }
+    return 0;
+}
+
+rstate *state_new(int K, const char *const *workers, double tau, int ring, int window,
+                  char *err, size_t errlen)
+{
+    rstate *s = calloc(1, sizeof *s);
+    if (!s) {
+        eldr_errf(err, errlen, "out of memory for the router state");
+        return NULL;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    s->K = K;
+    s->tau = tau;
+    s->win_cap = window;
+    int bad = idmap_init(&s->ids) < 0 || !(s->workers = calloc((size_t)K, sizeof *s->workers)) ||
+              !(s->inflight = calloc((size_t)K, sizeof *s->inflight)) ||
+              !(s->routed = calloc((size_t)K, sizeof *s->routed)) ||
+              !(s->finished = calloc((size_t)K, sizeof *s->finished)) ||
+              !(s->expired = calloc((size_t)K, sizeof *s->expired)) ||
+              !(s->cleared = calloc((size_t)K, sizeof *s->cleared)) ||
+              !(s->by_rule = calloc((size_t)K * RULE_N, sizeof *s->by_rule)) ||
+              !(s->win_nearest = calloc((size_t)K, sizeof *s->win_nearest)) ||
+              !(s->rep_known = calloc((size_t)K, sizeof *s->rep_known)) ||
+              !(s->rep_stale = calloc((size_t)K, sizeof *s->rep_stale)) ||
+              !(s->rep_load = calloc((size_t)K, sizeof *s->rep_load)) ||
+              !(s->rep_base = calloc((size_t)K, sizeof *s->rep_base)) ||
+              !(s->win = calloc((size_t)window, sizeof *s->win)) || alloc_ring(s, ring) < 0;
+    for (int k = 0; !bad && k < K; k++)
+        bad = !(s->workers[k] = strdup(workers[k]));
+    if (bad) {
+        state_free(s);
+        eldr_errf(err, errlen, "out of memory for the router state (%d decisions, %d window)",
+                  ring, window);
+        return NULL;
+    }
+    return s;
+}
+
+void state_free(rstate *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; s->ring && i < s->ring_cap; i++) {
+        free(s->ring[i].sim);
+        free(s->ring[i].load);
+        free(s->ring[i].cand);
+    }
+    for (int i = 0; s->win && i < s->win_cap; i++)
+        free(s->win[i].sig);
+    for (int k = 0; s->workers && k < s->K; k++)
+        free(s->workers[k]);
+    free(s->ring);
+    free(s->win);
+    free(s->workers);
+    free(s->inflight);
+    free(s->routed);
+    free(s->finished);
+    free(s->expired);
+    free(s->cleared);
+    free(s->by_rule);
+    free(s->win_nearest);
+    free(s->rep_known);
+    free(s->rep_stale);
+    free(s->rep_load);
+    free(s->rep_base);
+    idmap_free(&s->ids);
+    state_online_free(s);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static void record_decision(rstate *s, const route_in *in, const route_out *out)
+{
+    drec *r = &s->ring[s->ring_head];
+    const route_decision *d = &out->d;
+    rb_copy_id(r->id, sizeof r->id, out->request_id);
+    r->seq = out->seq;
+    r->t = unix_now();
+    r->tau = out->tau;
+    r->model_gen = in->model->gen;
+    r->model_refit_of = in->model->refit_of;
+    r->worker = d->worker;
+    r->rule = (int)d->rule;
+    r->prefill = in->prefill;
+    r->finished = 0;
+    r->hit_blocks = in->hit_blocks;
+    r->missing_blocks = in->missing_blocks;
+    r->stored_blocks = in->stored_blocks;
+    r->has_sim = d->has_sim;
+    r->sim_max = d->sim_max;
+    r->n_cand = d->n_cand;
+    for (int k = 0; k < s->K; k++) {
+        r->sim[k] = d->has_sim ? d->sim[k] : 0;
+        r->load[k] = d->load[k];
+    }
+    memcpy(r->cand, d->cand, (size_t)d->n_cand * sizeof *r->cand);
+    s->ring_head = (s->ring_head + 1) % s->ring_cap;
+    if (s->ring_n < s->ring_cap)
+        s->ring_n++;
+}
+
+/* Keep the signature in the window, replacing the oldest (and taking it
+ * out of the drift sums). The slot takes the route's buffer and gives it
+ * the one it held. */
+static void record_window(rstate *s, route_in *in, const route_out *out)
+{
+    if (!in->sim || !in->sig || in->model->gen != s->win_gen || s->win_dim == 0)
+        return;
+    wrec *w = &s->win[s->win_head];
+    if (s->win_n == s->win_cap) {
+        s->win_sim_sum -= w->sim_max;
+        s->win_nearest[w->nearest]--;
+    } else {
+        s->win_n++;
+    }
+    int best = 0;
+    for (int k = 1; k < s->K; k++)
+        if (in->sim[k] > in->sim[best])
+            best = k;
+    rb_copy_id(w->id, sizeof w->id, out->request_id);
+    w->seq = out->seq;
+    w->nearest = best;
+    w->sim_max = in->sim[best];
+    float *old = w->sig;   /* this model generation's dim, or NULL */
+    w->sig = in->sig;
+    in->sig = old;
+    s->win_sim_sum += w->sim_max;
+    s->win_nearest[best]++;
+    s->win_head = (s->win_head + 1) % s->win_cap;
+}
+
+/* The loads a decision sees: the in-flight counts, or with reported
+ * loads, each known worker's report plus what was sent it since. */
+static const int64_t *routing_loads(rstate *s, int64_t *buf)
+{
+    if (!s->use_reported)
+        return s->inflight;
+    for (int k = 0; k < s->K; k++)
+        buf[k] = s->rep_known[k] ? s->rep_load[k] + (int64_t)(s->routed[k] - s->rep_base[k])
+                                 : s->inflight[k];
+    return buf;
+}
+
+/* The band rule (or, without a signature, the least loaded) over the
+ * workers the caller may use. */
+static void decide(rstate *s, const route_in *in, route_out *out)
+{
+    int64_t buf[ROUTE_MAX_WORKERS];
+    const int64_t *load = routing_loads(s, buf);
+    if (in->sim)
+        route_band_decide_among(in->sim, s->K, s->tau, 1, load, in->eligible, &out->d);
+    else
+        route_nosig_decide_among(s->K, load, in->eligible, &out->d);
+}
+
+int state_route(rstate *s, route_in *in, route_out *out, rb_err *e)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t seq = s->seq + 1;
+    if (in->request_id[0])
+        rb_copy_id(out->request_id, sizeof out->request_id, in->request_id);
+    else
+        snprintf(out->request_id, sizeof out->request_id, "r%llu", (unsigned long long)seq);
+    if (s->ids.n >= STATE_INFLIGHT_MAX) {
+        pthread_mutex_unlock(&s->lock);
+        return rb_fail(e, 503, "request_id", "%d requests in flight: finish some first",
+                       STATE_INFLIGHT_MAX);
+    }
+    decide(s, in, out);
+    if (out->d.worker < 0) {
+        pthread_mutex_unlock(&s->lock);
+        return rb_fail(e, 503, "workers", "no decode worker is eligible (all %d are ejected "
+                       "or excluded)", s->K);
+    }
+    int rc = idmap_put(&s->ids, out->request_id, out->d.worker, seq, unix_now());
+    if (rc != 0) {
+        pthread_mutex_unlock(&s->lock);
+        if (rc > 0)
+            return rb_fail(e, 409, "request_id", "'%.200s' is in flight already",
+                           out->request_id);
+        return rb_fail(e, 503, "request_id", "out of memory for the in-flight table");
+    }
+    s->seq = seq;
+    out->seq = seq;
+    out->tau = s->tau;
+    s->inflight[out->d.worker]++;
+    s->routed[out->d.worker]++;
+    s->by_rule[(size_t)out->d.worker * RULE_N + out->d.rule]++;
+    record_decision(s, in, out);
+    state_online_push(s, in);  /* before the window may swap in->sig away */
+    record_window(s, in, out);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int state_finish(rstate *s, const char *id, int *worker, rb_err *e)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t seq = 0;
+    int w = idmap_take(&s->ids, id, &seq);
+    if (w >= 0) {
+        if (s->inflight[w] > 0)   /* the table and the loads agree; never below zero */
+            s->inflight[w]--;
+        s->finished[w]++;
+        /* decision seq went to ring slot (seq - 1) mod cap, if not overwritten */
+        drec *r = &s->ring[(seq - 1) % (uint64_t)s->ring_cap];
+        if (r->seq == seq)
+            r->finished = 1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (w < 0)
+        return rb_fail(e, 404, "request_id", "'%.200s' is not in flight", id);
+    *worker = w;
+    return 0;
+}
+
+typedef struct drop_ctx {
+    rstate *s;
+    double before;               /* expire: routed before this */
+    int worker;                  /* clear: this worker */
+    uint64_t *count;             /* s->expired or s->cleared */
+} drop_ctx;
+
+static int keep_young(void *ctx, int value, double born)
+{
+    (void)value;
+    return born >= ((drop_ctx *)ctx)->before;
+}
+
+static int keep_other_worker(void *ctx, int value, double born)
+{
+    (void)born;
+    return value != ((drop_ctx *)ctx)->worker;
+}
+
+/* The load drops as at a finish; the decision says how it ended. */
+static void dropped(void *ctx, int w, uint64_t seq)
+{
+    drop_ctx *c = ctx;
+    if (c->s->inflight[w] > 0)
+        c->s->inflight[w]--;
+    c->count[w]++;
+    drec *r = &c->s->ring[(seq - 1) % (uint64_t)c->s->ring_cap];
+    if (r->seq == seq)
+        r->finished = c->count == c->s->expired ? 2 : 3;
+}
+
+long state_expire(rstate *s, double before)
+{
+    pthread_mutex_lock(&s->lock);
+    drop_ctx c = {s, before, -1, s->expired};
+    long n = idmap_remove_if(&s->ids, keep_young, dropped, &c);
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+long state_clear_worker(rstate *s, int k)
+{
+    pthread_mutex_lock(&s->lock);
+    drop_ctx c = {s, 0, k, s->cleared};
+    long n = idmap_remove_if(&s->ids, keep_other_worker, dropped, &c);
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+double state_get_tau(rstate *s)
+{
+    pthread_mutex_lock(&s->lock);
+    double t = s->tau;
+    pthread_mutex_unlock(&s->lock);
+    return t;
+}
+
+void state_set_tau(rstate *s, double tau)
+{
+    pthread_mutex_lock(&s->lock);
+    s->tau = tau;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void state_use_reported(rstate *s, int on)
+{
+    pthread_mutex_lock(&s->lock);
+    s->use_reported = on;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void state_routed_counts(rstate *s, uint64_t *out)
+{
+    pthread_mutex_lock(&s->lock);
+    memcpy(out, s->routed, (size_t)s->K * sizeof *out);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void state_set_reported(rstate *s, int k, int known, int64_t load, uint64_t base)
+{
+    pthread_mutex_lock(&s->lock);
+    if (known) {
+        s->rep_known[k] = 1;
+        s->rep_stale[k] = 0;
+        s->rep_load[k] = load;
+        s->rep_base[k] = base;
+    } else if (s->rep_known[k]) {
+        /* keep the last report and its base: the worker counts what it
+         * last said plus every route since, never the 0 of a count that
+         * started when the poll broke */
+        s->rep_stale[k] = 1;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void state_model_changed(rstate *s, const mref_t *r)
+{
+    pthread_mutex_lock(&s->lock);
+    if (r->dim != s->win_dim)
+        for (int i = 0; i < s->win_cap; i++) {
+            free(s->win[i].sig);
+            s->win[i].sig = NULL;
+        }
+    s->win_dim = r->dim;
+    s->win_gen = r->gen;
+    s->win_n = s->win_head = 0;
+    s->win_sim_sum = 0;
+    memset(s->win_nearest, 0, (size_t)s->K * sizeof *s->win_nearest);
+    state_online_epoch(s, r);
+    pthread_mutex_unlock(&s->lock);
+}

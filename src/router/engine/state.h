@@ -1,0 +1,198 @@
+/* state.h - the router's shared routing state: in-flight load per worker,
+ * the in-flight table, tau, the ring of recent decisions, the window of
+ * recent signatures (with the drift statistics over it) and the decision
+ * counters.
+ *
+ * One mutex guards all of it; the critical section of a route is small
+ * (read the loads, apply the band rule to similarities computed outside,
+ * count, record). Everything expensive (parsing, the signature, the K dot
+ * products, JSON) happens outside the lock. */
+#ifndef ELDR_ROUTER_STATE_H
+#define ELDR_ROUTER_STATE_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "wire.h"
+#include "idmap.h"
+#include "modelref.h"
+#include "online.h"
+#include "route.h"
+
+#define STATE_INFLIGHT_MAX (1 << 22)  /* in-flight requests before 503 */
+
+/* One decision as the ring keeps it (arrays of K). */
+typedef struct drec {
+    char id[RB_ID_MAX];
+    uint64_t seq;
+    double t;                    /* unix seconds */
+    double tau;
+    uint64_t model_gen;
+    uint64_t model_refit_of;     /* that generation was refitted from this one; 0 loaded */
+    int worker, rule, prefill;
+    int finished;                /* 0 in flight, 1 finished, 2 expired (ttl), 3 cleared */
+    int hit_blocks, missing_blocks, stored_blocks;
+    int has_sim, n_cand;
+    double sim_max;
+    double *sim;
+    int64_t *load;
+    int *cand;
+} drec;
+
+/* A signature in the window. */
+typedef struct wrec {
+    char id[RB_ID_MAX];
+    uint64_t seq;
+    int nearest;
+    double sim_max;
+    float *sig;                  /* [dim] */
+} wrec;
+
+typedef struct rstate {
+    pthread_mutex_t lock;
+    int K;
+    char **workers;              /* [K] owned names */
+    double tau;
+    uint64_t seq;                /* decisions made */
+    int64_t *inflight;           /* [K] */
+    uint64_t *routed, *finished; /* [K] totals */
+    uint64_t *expired, *cleared; /* [K] dropped by --inflight-ttl, by the admin */
+    uint64_t *by_rule;           /* [K][RULE_N] */
+    idmap ids;
+    drec *ring;
+    int ring_cap, ring_n, ring_head; /* head: next slot to write */
+    wrec *win;
+    int win_cap, win_n, win_head;
+    size_t win_dim;
+    uint64_t win_gen;            /* model generation of the window's signatures */
+    double win_sim_sum;          /* drift: sum of sim_max over the window */
+    int64_t *win_nearest;        /* [K] window members nearest to each centroid */
+    /* --load-from vllm (load_vllm.h): the workers' own load reports. A
+     * worker's routing load is rep_load + (routed - rep_base) while
+     * rep_known, else its in-flight count. */
+    int use_reported;
+    uint8_t *rep_known;          /* [K] a report is in use */
+    uint8_t *rep_stale;          /* [K] ... though the last poll failed */
+    int64_t *rep_load;           /* [K] running + waiting at the last good poll */
+    uint64_t *rep_base;          /* [K] routed[k] when that poll went out */
+    /* --refit-every (refit.h): the online refit's window and clock
+     * (online.h) on the monotonic clock, holding the signatures routed
+     * under models of recipe epoch online_epoch; online NULL when off.
+     * Its own lock (taken after `lock` when both are): the refit thread
+     * copies the window out under it, and a route that finds it busy
+     * leaves its signature out rather than wait (online_busy counts
+     * those), so routes never wait for a refit. */
+    pthread_mutex_t online_lock;
+    uint64_t online_busy;
+    online_window *online;
+    online_clock online_clk;
+    int online_max_rows;
+    uint64_t online_epoch;
+    uint64_t online_oom;         /* signatures the window had no memory for */
+} rstate;
+
+rstate *state_new(int K, const char *const *workers, double tau, int ring, int window,
+                  char *err, size_t errlen);
+void state_free(rstate *s);
+
+/* What a route brings into the critical section. */
+typedef struct route_in {
+    const char *request_id;      /* "" = generate "r<seq>" */
+    const mref_t *model;
+    const double *sim;           /* [K], NULL for an all-zero signature */
+    float *sig;                  /* [model->dim], malloc'd; see state_route */
+    int prefill;                 /* prefill worker index, -1 none */
+    int hit_blocks, missing_blocks, stored_blocks;
+    const uint8_t *eligible;     /* [K] workers it may go to; NULL all */
+} route_in;
+
+typedef struct route_out {
+    char request_id[RB_ID_MAX];
+    double tau;
+    uint64_t seq;
+    route_decision d;
+} route_out;
+
+/* Decide among the eligible workers, count the request in flight and
+ * record it. -1 with e: 409 when the id is in flight already, 503 when
+ * the table is full or no worker is eligible. When the window
+ * keeps the signature it takes in->sig itself (a pointer swap, not a copy
+ * of |S|*E floats under the lock) and leaves in its place the buffer of
+ * the signature it dropped, or NULL: the caller frees in->sig after. */
+int state_route(rstate *s, route_in *in, route_out *out, rb_err *e);
+
+/* The request left its decode worker: *worker gets it. 404 if unknown. */
+int state_finish(rstate *s, const char *id, int *worker, rb_err *e);
+
+/* --inflight-ttl: forget every in-flight request routed before `before`
+ * (unix seconds, the clock of the decisions): its load drops, its
+ * decision is marked expired. Returns how many (-1 out of memory). */
+long state_expire(rstate *s, double before);
+
+/* The admin's clear: forget every in-flight request of worker k. */
+long state_clear_worker(rstate *s, int k);
+
+double state_get_tau(rstate *s);
+void state_set_tau(rstate *s, double tau);
+
+/* --load-from vllm: turn reported loads on; the routed counts a poll
+ * starts from; one worker's result (known 0: keep the last report, now
+ * stale, or stay on the in-flight count when there never was one). */
+void state_use_reported(rstate *s, int on);
+void state_routed_counts(rstate *s, uint64_t *out);
+void state_set_reported(rstate *s, int k, int known, int64_t load, uint64_t base);
+
+/* A new model generation: the window (signatures of the old recipe) and
+ * its drift sums start over; so do the online refit's window and clock
+ * when the recipe epoch changed (a loaded model, not a refit). */
+void state_model_changed(rstate *s, const mref_t *r);
+
+/* ---- the online refit's window (state_online.c) ---- */
+
+/* Turn it on: refits every `every` s over the last `window` s, at most
+ * max_rows signatures kept. Before the first model is installed. */
+int state_online_enable(rstate *s, double every, double window, int max_rows, char *err,
+                        size_t errlen);
+void state_online_free(rstate *s);
+/* In a route's critical section: keep the route's signature (a copy)
+ * when its model is of the current epoch and the window is not being
+ * copied out right now. */
+void state_online_push(rstate *s, const route_in *in);
+/* A new epoch (in state_model_changed, under the lock). */
+void state_online_epoch(rstate *s, const mref_t *r);
+/* The refit thread, at monotonic time now: under the lock drop what is
+ * older than the window and, when a refit of K workers on epoch's
+ * signatures is due, start it and copy the window out (*rows malloc'd,
+ * *n of them). 1 copied, 0 not due, -1 out of memory. */
+int state_online_take(rstate *s, double now, int K, uint64_t epoch, float **rows, int *n);
+/* Signatures in the window now (after dropping the old ones); *busy
+ * (may be NULL) the routes that left theirs out while it was busy. */
+int state_online_count(rstate *s, double now, uint64_t *busy);
+
+/* JSON views, each built under the lock (state_json.c). */
+json_t *state_workers_json(rstate *s);                   /* per-worker loads, totals */
+json_t *state_decisions_json(rstate *s, int n);          /* newest first */
+json_t *state_explain_json(rstate *s, const char *id);   /* NULL: not in the ring */
+/* The newest n window records (newest first) with their signatures,
+ * copied out under the lock; -1 out of memory. */
+typedef struct window_copy {
+    uint64_t gen;                /* model generation of the signatures */
+    size_t dim;
+    int cap, n;
+    wrec *rec;                   /* [n]; rec[i].sig points into sigs */
+    float *sigs;                 /* [n][dim] */
+} window_copy;
+int state_window_copy(rstate *s, int n, window_copy *out);
+void window_copy_free(window_copy *w);
+json_t *state_drift_json(rstate *s, const mref_t *r);
+json_t *drec_json(const rstate *s, const drec *d);
+
+/* The evidence keys shared by a route response and a ring entry: worker,
+ * worker_index, rule, tau, similarities (null without a signature),
+ * sim_max, band (worker indices considered), loads (in-flight seen). */
+int decision_fields(json_t *o, char *const *workers, int K, int worker, int rule, double tau,
+                    int has_sim, const double *sim, double sim_max, int n_cand,
+                    const int *cand, const int64_t *load);
+
+#endif

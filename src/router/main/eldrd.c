@@ -1,0 +1,250 @@
+/* eldrd.c - the router daemon's composition root: it builds the engine,
+ * starts the refit, the reaper and the load feed on it, creates the event
+ * loop when a front end needs one, registers the rooms (the API, the
+ * proxy) with the HTTP server and the engine's providers, and owns the
+ * signals (SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the
+ * model). See docs/eldrd.md.
+ *
+ * Signals are blocked in every thread (the HTTP threads inherit the mask)
+ * and taken synchronously here with sigwait, so no handler runs
+ * inside a request. */
+#include <cblas.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "endpoints.h"
+#include "engine.h"
+#include "err.h"
+#include "evloop.h"
+#include "http.h"
+#include "load_vllm.h"
+#include "log.h"
+#include "opts.h"
+#include "proxy.h"
+#include "reaper.h"
+#include "refit.h"
+#include "version.h"
+
+/* Every room of one eldrd, and what main starts on them. */
+typedef struct eldrd {
+    eldrd_opts *o;
+    engine_t e;
+    int engine_on;
+    auth_t auth;
+    reaper_t *reaper;            /* --inflight-ttl */
+    struct refitter *refit;      /* --refit-every */
+    vllm_poller *vllm;           /* --load-from vllm */
+    evloop *loop;                /* when a front end needs one (--proxy) */
+    pthread_t loop_thread;
+    int loop_on;
+    http_server *http;
+    proxy_t *proxy;              /* --proxy */
+} eldrd;
+
+static void *loop_main(void *arg)
+{
+    evloop_run(arg);
+    return NULL;
+}
+
+static int add_provider(eldrd *d, engine_provider p, char *err, size_t errlen)
+{
+    if (engine_add_provider(&d->e, &p) < 0)
+        return eldr_errf(err, errlen, "too many providers of metrics (internal)");
+    return 0;
+}
+
+/* The engine's threads and feeds: reaper, refit, vllm load. */
+static int start_feeds(eldrd *d, char *err, size_t errlen)
+{
+    const eldrd_opts *o = d->o;
+    engine_provider p;
+    if (o->inflight_ttl > 0 && !(d->reaper = reaper_start(&d->e, o->inflight_ttl, err, errlen)))
+        return -1;
+    if (o->refit_every > 0) {
+        if (!(d->refit = refit_start(&d->e, err, errlen)))
+            return -1;
+        refit_provider(d->refit, &p);
+        if (add_provider(d, p, err, errlen) < 0)
+            return -1;
+    }
+    if (o->load_vllm) {
+        char **urls;
+        if (vllm_resolve_urls(o->worker_urls, d->e.st->workers, d->e.K, &urls, err, errlen) < 0 ||
+            !(d->vllm = vllm_start(d->e.st, urls, o->poll_ms, err, errlen)))
+            return -1;
+        vllm_provider(d->vllm, &p);
+        if (add_provider(d, p, err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The front ends: the HTTP server with the API's routes, and in proxy
+ * mode the event loop, the proxy and its routes. */
+static int start_front(eldrd *d, char *err, size_t errlen)
+{
+    eldrd_opts *o = d->o;
+    if (o->proxy && !(d->loop = evloop_new(err, errlen)))
+        return -1;
+    http_config cfg = {.host = o->host, .port = o->port, .threads = o->threads,
+                       .timeout = o->timeout, .deadline = o->deadline,
+                       .max_conns = o->max_conns, .max_conns_per_ip = o->max_conns_per_ip,
+                       .max_body = o->max_body, .auth = &d->auth, .met = &d->e.met,
+                       .loop = d->loop};
+    if (!(d->http = http_new(&cfg, err, errlen)))
+        return -1;
+    if (o->proxy && !(d->proxy = proxy_start(&d->e, d->loop, d->http, err, errlen)))
+        return -1;
+    return 0;
+}
+
+static int start(eldrd *d, char *err, size_t errlen)
+{
+    if (engine_init(&d->e, d->o, err, errlen) < 0)
+        return -1;
+    d->engine_on = 1;
+    if (start_feeds(d, err, errlen) < 0 || start_front(d, err, errlen) < 0 ||
+        auth_setup(&d->auth, d->o, err, errlen) < 0)
+        return -1;
+    if (api_register(d->http, &d->e, !d->proxy) < 0 ||
+        (d->proxy && proxy_register(d->proxy, d->http) < 0))
+        return eldr_errf(err, errlen, "too many HTTP routes (internal)");
+    if (add_provider(d, (engine_provider){.metrics = http_metrics, .cls = d->http}, err,
+                     errlen) < 0 ||
+        (d->proxy && add_provider(d, (engine_provider){.metrics = proxy_metrics, .cls = d->proxy},
+                                  err, errlen) < 0))
+        return -1;
+    if (http_start(d->http, err, errlen) < 0)
+        return -1;
+    if (d->loop) {
+        if (pthread_create(&d->loop_thread, NULL, loop_main, d->loop) != 0)
+            return eldr_errf(err, errlen, "proxy mode: cannot start the event loop thread");
+        d->loop_on = 1;
+    }
+    return 0;
+}
+
+/* The loop's thread ends; from now on this thread may run its rooms. */
+static void stop_loop(eldrd *d)
+{
+    if (!d->loop_on)
+        return;
+    evloop_stop(d->loop);
+    pthread_join(d->loop_thread, NULL);
+    d->loop_on = 0;
+}
+
+/* The drain, in order: stop accepting and wait for the requests in
+ * progress; the side thread's jobs finish; the proxy fails what it still
+ * holds (its connections resume); the loop stops; libmicrohttpd sends
+ * what is queued and stops. Returns the requests cut. */
+static int drain(eldrd *d)
+{
+    int cut = http_drain(d->http, d->o->drain);
+    http_stop_side(d->http);
+    proxy_stop(d->proxy, d->loop_on);
+    stop_loop(d);
+    http_stop(d->http);
+    return cut;
+}
+
+static void teardown(eldrd *d)
+{
+    if (d->http) {
+        http_stop_side(d->http);
+        proxy_stop(d->proxy, d->loop_on);
+        stop_loop(d);
+        http_stop(d->http);
+    }
+    proxy_free(d->proxy);
+    http_free(d->http);
+    refit_stop(d->refit);
+    reaper_stop(d->reaper);
+    vllm_stop(d->vllm);
+    if (d->engine_on)
+        engine_free(&d->e);
+    evloop_free(d->loop);
+}
+
+static int serve(eldrd *d, const sigset_t *set)
+{
+    for (;;) {
+        int sig;
+        if (sigwait(set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            char err[ELDR_ERRLEN];
+            if (engine_reload(&d->e, err, sizeof err) < 0) {
+                atomic_fetch_add(&d->e.met.reload_failures, 1);
+                log_msg("SIGHUP: reload failed, keeping the current model: %s", err);
+            }
+            else
+                log_msg("SIGHUP: model reloaded (generation %llu)",
+                        (unsigned long long)d->e.model.cur->gen);
+            continue;
+        }
+        log_msg("%s: draining (new routes get 503, every answer closes its connection)",
+                sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        int cut = drain(d);
+        if (cut) {
+            log_msg("drain: %d request%s still in progress after %g s were cut", cut,
+                    cut == 1 ? "" : "s", d->o->drain);
+            return 1;
+        }
+        log_msg("drained");
+        return 0;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    eldrd_opts o;
+    char err[ELDR_ERRLEN];
+    if (opts_parse(argc, argv, &o, err, sizeof err) < 0) {
+        fprintf(stderr, "eldrd: %s\n", err);
+        return 2;
+    }
+    if (o.help) {
+        opts_usage(stdout);
+        opts_free(&o);
+        return 0;
+    }
+    if (o.version) {
+        printf("eldrd %s\n", ELDR_VERSION);
+        opts_free(&o);
+        return 0;
+    }
+    log_set_quiet(o.quiet);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    /* concurrency comes from the HTTP threads; a K x dim product is too
+     * small for BLAS threads to pay for their hand-offs */
+    openblas_set_num_threads(1);
+
+    eldrd d = {.o = &o};
+    int rc = 2;
+    if (start(&d, err, sizeof err) < 0) {
+        fprintf(stderr, "eldrd: %s\n", err);
+    } else {
+        log_msg("serving %d workers on %s:%d (model %s, %d threads; %s)", d.e.K, o.host, o.port,
+                d.e.model.cur->source, o.threads,
+                d.auth.admin[0] ? (d.auth.kv[0] ? "admin and kv tokens required"
+                                                : "admin token required")
+                                : "open: no admin token");
+        rc = serve(&d, &set);
+    }
+    teardown(&d);
+    opts_free(&o);
+    return rc;
+}

@@ -1,0 +1,122 @@
+/* auth.c - bearer tokens and the bind rule (auth.h). */
+#include "auth.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+#include "sha256.h"
+
+int auth_read_token(const char *path, const char *opt, char *out, size_t outlen, char *err,
+                    size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return eldr_errf(err, errlen, "%s %s: cannot read it", opt, path);
+    char line[AUTH_TOKEN_MAX + 2];
+    size_t n = 0;
+    if (fgets(line, sizeof line, f))
+        n = strlen(line);
+    fclose(f);
+    if (n == sizeof line - 1 && line[n - 1] != '\n')
+        return eldr_errf(err, errlen, "%s %s: the token is longer than %d characters", opt,
+                         path, AUTH_TOKEN_MAX - 1);
+    while (n && isspace((unsigned char)line[n - 1]))
+        line[--n] = '\0';
+    char *p = line;
+    while (*p && isspace((unsigned char)*p))
+        p++;
+    n = strlen(p);
+    if (n < 16)
+        return eldr_errf(err, errlen, "%s %s: the token has %zu characters; give at least 16 "
+                         "(for example: head -c 32 /dev/urandom | base64)", opt, path, n);
+    for (size_t i = 0; i < n; i++)
+        if (!isgraph((unsigned char)p[i]))
+            return eldr_errf(err, errlen, "%s %s: the token has a character that is not "
+                             "printable ASCII (at %zu)", opt, path, i + 1);
+    if (n >= outlen)
+        return eldr_errf(err, errlen, "%s %s: the token is too long", opt, path);
+    memcpy(out, p, n + 1);
+    return 0;
+}
+
+const char *auth_token_for(const auth_t *a, auth_need need)
+{
+    if (need == AUTH_NONE)
+        return NULL;
+    if (need == AUTH_KV && a->kv[0])
+        return a->kv;
+    return a->admin[0] ? a->admin : NULL;
+}
+
+int auth_bearer_ok(const char *header, const char *token)
+{
+    if (!header || strncasecmp(header, "Bearer ", 7) != 0)
+        return 0;
+    const char *given = header + 7;
+    while (*given == ' ')
+        given++;
+    /* compare digests: the time does not depend on the length or on the
+     * first differing byte of the secret */
+    uint8_t a[SHA256_DIGEST], b[SHA256_DIGEST];
+    sha256_ctx c;
+    sha256_init(&c);
+    sha256_update(&c, given, strlen(given));
+    sha256_final(&c, a);
+    sha256_init(&c);
+    sha256_update(&c, token, strlen(token));
+    sha256_final(&c, b);
+    uint8_t diff = 0;
+    for (int i = 0; i < SHA256_DIGEST; i++)
+        diff |= (uint8_t)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+int auth_host_is_loopback(const char *host, char *err, size_t errlen)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai, *p;
+    int gai = getaddrinfo(host, NULL, &hints, &ai);
+    if (gai)
+        return eldr_errf(err, errlen, "--listen %s: %s", host, gai_strerror(gai));
+    int loop = 1;
+    for (p = ai; p; p = p->ai_next) {
+        if (p->ai_family == AF_INET) {
+            const struct sockaddr_in *s = (const struct sockaddr_in *)p->ai_addr;
+            loop &= (ntohl(s->sin_addr.s_addr) >> 24) == 127;
+        } else if (p->ai_family == AF_INET6) {
+            const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)p->ai_addr;
+            loop &= IN6_IS_ADDR_LOOPBACK(&s->sin6_addr) ||
+                    (IN6_IS_ADDR_V4MAPPED(&s->sin6_addr) && s->sin6_addr.s6_addr[12] == 127);
+        } else {
+            loop = 0;
+        }
+    }
+    freeaddrinfo(ai);
+    return loop;
+}
+
+int auth_setup(auth_t *a, const eldrd_opts *o, char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    if (o->admin_token_file &&
+        auth_read_token(o->admin_token_file, "--admin-token-file", a->admin, sizeof a->admin,
+                        err, errlen) < 0)
+        return -1;
+    if (o->kv_token_file &&
+        auth_read_token(o->kv_token_file, "--kv-token-file", a->kv, sizeof a->kv, err,
+                        errlen) < 0)
+        return -1;
+    int loop = auth_host_is_loopback(o->host, err, errlen);
+    if (loop < 0)
+        return -1;
+    if (!loop && !a->admin[0] && !o->insecure)
+        return eldr_errf(err, errlen, "--listen %s:%d is not a loopback address: anyone who "
+                         "reaches it could replace the model; give --admin-token-file FILE, "
+                         "or --insecure to serve it open", o->host, o->port);
+    return 0;
+}

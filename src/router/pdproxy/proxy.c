@@ -1,0 +1,885 @@
+/* proxy.c - eldrd in the request path (proxy.h). */
+#include "proxy.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "decide.h"
+#include "err.h"
+#include "log.h"
+#include "proxy_msg.h"
+#include "upstream.h"
+
+#define UPSTREAM_BODY_MAX (64LL << 20)   /* a non-streamed upstream answer */
+
+typedef enum outcome {
+    PX_OK = 0,            /* decode answered, relayed */
+    PX_PREFILL_ONLY,      /* the prefill ended the request */
+    PX_BAD_REQUEST,       /* refused before any upstream (4xx) */
+    PX_UPSTREAM_ERROR,    /* 502 */
+    PX_UPSTREAM_TIMEOUT,  /* 504 */
+    PX_CLIENT_GONE,       /* the client left first */
+    PX_REFUSED,           /* the route was refused (409 id in flight, 503) */
+    PX_N_OUTCOMES
+} outcome;
+
+static const char *const outcome_names[PX_N_OUTCOMES] = {
+    "ok", "prefill_only", "bad_request", "upstream_error", "upstream_timeout", "client_gone",
+    "refused"};
+
+typedef struct pxreq pxreq;
+
+typedef enum role { ROLE_PREFILL = 0, ROLE_DECODE, ROLE_RELEASE } role;
+
+typedef struct xfer {
+    role role;
+    proxy_t *p;
+    upx *ux;                     /* the transfer upstream; NULL once it reported */
+    char *body;                  /* the request body, owned */
+    strbuf resp;                 /* the answer collected (prefill, decode as JSON, errors) */
+    int upstream;                /* index into the prefill or decode URLs */
+    int stream;                  /* a streamed decode: 2xx bytes go to the client */
+    int code_ok;                 /* the answer's status is 2xx */
+    double last;                 /* monotonic seconds of its last bytes (or start) */
+    ev_timer silence;            /* --upstream-timeout, from last */
+    pxreq *r;                    /* NULL for a release */
+    struct xfer *prev, *next;    /* the active list */
+} xfer;
+
+struct pxreq {
+    atomic_int refs;
+    pthread_mutex_t lock;
+    proxy_t *p;
+    struct MHD_Connection *conn; /* NULL once the connection is done */
+    pm_client client;
+    pm_prefill pre;
+    char id[RB_ID_MAX];
+    const char *path;
+    int prefill;
+    int worker;                  /* decode worker, -1 before the decision */
+    int routed, finished;        /* in flight on the worker; finished */
+    int decode_sent;
+    xfer *up;                    /* the upstream transfer now (upstream thread) */
+    /* toward the client, under lock */
+    int ready, suspended, gone, concluded;
+    int status;
+    char *body;
+    size_t body_len;
+    int streaming;
+    strbuf out;                  /* stream bytes the client has not read yet */
+    size_t out_off;              /* read up to here */
+    int out_done, out_error;
+    pxreq *next_new, *next_cancel;
+};
+
+struct proxy {
+    engine_t *d;
+    pool *pool;                  /* the engine's: prefill ring and loads, health */
+    evloop *loop;                /* everything below runs on its thread */
+    http_server *http;           /* connections are suspended and resumed there */
+    upc *up;                     /* origins: the prefill URLs, then the decode URLs */
+    ev_hook turn;                /* takes the queues below */
+    pthread_mutex_t lock;        /* the queues and stop */
+    pxreq *new_head, *new_tail, *cancel_head;
+    int stop;
+    atomic_int stopped;          /* refuse new requests */
+    pthread_cond_t quiet;        /* proxy_stop's handshake with the loop */
+    int failed_all;
+    int n_prefill;
+    int K;
+    xfer *active;
+    atomic_ullong seq;
+    unsigned long long boot;
+    atomic_ullong outcomes[PX_N_OUTCOMES];
+    atomic_ullong no_signature;
+    atomic_llong open;           /* requests between begin and conclusion */
+};
+
+/* ---- requests: references and the client side --------------------------- */
+
+static void unref(pxreq *r)
+{
+    if (atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    pm_client_free(&r->client);
+    pm_prefill_free(&r->pre);
+    free(r->body);
+    free(r->out.s);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+/* Resume the connection if it waits for us (r->lock held). libmicrohttpd
+ * runs on the loop: it takes the connection back at the end of this turn
+ * (http.h). */
+static void wake(pxreq *r)
+{
+    if (r->suspended && r->conn) {
+        r->suspended = 0;
+        http_resume(r->p->http, r->conn);
+    }
+}
+
+static int out_append(pxreq *r, const char *s, size_t n)
+{
+    if (r->out_off == r->out.len)
+        r->out_off = r->out.len = 0;   /* all read: start over at the front */
+    sb_put(&r->out, s, n);
+    return r->out.oom ? -1 : 0;
+}
+
+static char *error_json(const char *where, const char *msg, size_t *len)
+{
+    json_t *j = json_pack("{s:s, s:s}", "error", msg, "where", where);
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    *len = s ? strlen(s) : 0;
+    return s;
+}
+
+/* The request fails with status: a JSON error, or in a stream that has
+ * begun, an error event and a cut (never a partial answer that looks
+ * complete). */
+static void fail(pxreq *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(pxreq *r, int status, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    outcome o = status == 504 ? PX_UPSTREAM_TIMEOUT
+              : status == 502 ? PX_UPSTREAM_ERROR
+              : status == 409 || status == 503 ? PX_REFUSED : PX_BAD_REQUEST;
+    atomic_fetch_add(&r->p->outcomes[o], 1);
+    pthread_mutex_lock(&r->lock);
+    if (r->streaming) {
+        json_t *j = json_pack("{s:{s:s, s:i}}", "error", "message", msg, "code", status);
+        char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (s) {
+            out_append(r, "data: ", 6);
+            out_append(r, s, strlen(s));
+            out_append(r, "\n\n", 2);
+        }
+        free(s);
+        json_decref(j);
+        r->out_done = r->out_error = 1;
+    } else if (!r->ready) {
+        r->status = status;
+        r->body = error_json("upstream", msg, &r->body_len);
+        r->ready = 1;
+    }
+    wake(r);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* ---- the upstream thread ---------------------------------------------- */
+
+static int collect(xfer *x, const char *data, size_t n)
+{
+    x->last = mono_now();
+    if ((long long)(x->resp.len + n) > UPSTREAM_BODY_MAX)
+        return -1;
+    sb_put(&x->resp, data, n);
+    return x->resp.oom ? -1 : 0;
+}
+
+/* A streamed decode: chunks go to the client as they come. An error
+ * status is collected instead, for the message. */
+static int relay(xfer *x, const char *data, size_t n)
+{
+    pxreq *r = x->r;
+    x->last = mono_now();
+    pthread_mutex_lock(&r->lock);
+    if (!r->streaming) {   /* stock vLLM: the decoder's stream is the whole answer */
+        r->streaming = 1;
+        r->status = 200;
+        r->ready = 1;
+    }
+    int ok = !r->gone && out_append(r, data, n) == 0;
+    if (ok)
+        wake(r);
+    pthread_mutex_unlock(&r->lock);
+    return ok ? 0 : -1;   /* -1 aborts the transfer: the client is gone */
+}
+
+static void on_status(void *cls, int status)
+{
+    xfer *x = cls;
+    x->code_ok = status >= 200 && status < 300;
+}
+
+/* Answer bytes: a streamed decode's 2xx bytes go to the client as they
+ * come; the rest (and an error status's text, for the message) is
+ * collected. */
+static int on_body(void *cls, const char *data, size_t n)
+{
+    xfer *x = cls;
+    return x->stream && x->code_ok ? relay(x, data, n) : collect(x, data, n);
+}
+
+static void transfer_done(proxy_t *p, xfer *x, up_result res, int status, const char *why);
+
+static void on_done(void *cls, up_result res, int status, const char *why)
+{
+    xfer *x = cls;
+    x->ux = NULL;   /* the client frees it */
+    transfer_done(x->p, x, res, status, why);
+}
+
+static const up_handler xfer_handler = {on_status, on_body, on_done};
+
+static void xfer_free(proxy_t *p, xfer *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else if (p->active == x)
+        p->active = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    if (x->ux)
+        upc_cancel(p->up, x->ux);
+    evloop_timer_stop(p->loop, &x->silence);
+    free(x->body);
+    free(x->resp.s);
+    free(x);
+}
+
+/* POST body (taken over) to an upstream: origin is its index in the
+ * client (the prefill URLs, then the decode URLs), upstream its index in
+ * its own list. NULL when it cannot start. */
+/* An upstream silent for --upstream-timeout seconds (no answer yet, or
+ * no stream chunk since) is cut: 504. The timer is armed once per
+ * transfer and moved only when it fires: bytes just note their time. */
+static void silent(evloop *l, ev_timer *t)
+{
+    xfer *x = t->cls;
+    double limit = x->p->d->o->upstream_timeout, idle = mono_now() - x->last;
+    if (idle < limit) {
+        evloop_timer_start(l, t, limit - idle);
+        return;
+    }
+    transfer_done(x->p, x, UP_TIMED_OUT, 0, "");   /* frees x */
+}
+
+static xfer *xfer_start(proxy_t *p, role role, int origin, const char *path, char *body,
+                        pxreq *r, int upstream, int stream)
+{
+    xfer *x = calloc(1, sizeof *x);
+    if (!x) {
+        free(body);
+        return NULL;
+    }
+    x->role = role;
+    x->p = p;
+    x->silence.slot = -1;
+    x->body = body;
+    x->r = r;
+    x->upstream = upstream;
+    x->stream = stream;
+    x->ux = upc_post(p->up, origin, path, r ? r->id : NULL, body, strlen(body), &xfer_handler,
+                     x);
+    if (!x->ux) {
+        xfer_free(p, x);
+        return NULL;
+    }
+    x->last = mono_now();
+    if (r) {
+        evloop_timer_init(&x->silence, silent, x);
+        evloop_timer_start(p->loop, &x->silence, p->d->o->upstream_timeout);
+    }
+    x->next = p->active;
+    if (p->active)
+        p->active->prev = x;
+    p->active = x;
+    return x;
+}
+
+/* The prefill kept the request's KV for a decode that will not come:
+ * tell a decode instance to release it (another one than the decoder
+ * that could not be reached, when there is one), as the reference does.
+ * Fire and forget. */
+static void release_kv(proxy_t *p, pxreq *r, int avoid)
+{
+    char *body = pm_release_body(&r->pre);
+    if (!body)
+        return;
+    int k = 0;
+    if (avoid >= 0 && p->K > 1)
+        k = avoid == 0 ? 1 : 0;
+    xfer_start(p, ROLE_RELEASE, p->n_prefill + k, "/v1/kv_transfer/release", body, NULL, k,
+               0);
+}
+
+/* The request is over upstream: finish its route, release KV that no
+ * decode will take, and drop the upstream thread's reference. */
+static void conclude(proxy_t *p, pxreq *r, int avoid)
+{
+    if (r->routed && !r->finished) {
+        rb_err e;
+        int w;
+        state_finish(p->d->st, r->id, &w, &e);
+        r->finished = 1;
+    }
+    if (r->pre.text && !r->decode_sent)   /* the prefill answered: it holds the KV */
+        release_kv(p, r, avoid);
+    pthread_mutex_lock(&r->lock);
+    r->concluded = 1;
+    pthread_mutex_unlock(&r->lock);
+    atomic_fetch_sub(&p->open, 1);
+    unref(r);
+}
+
+/* Decide the decode worker from the prefill's eldr_sig: the same path as
+ * POST /v1/route. The served model says how to read it: counts, or gate
+ * values for a gate model (its variant can change with a hot swap). */
+static int decide(proxy_t *p, pxreq *r)
+{
+    char why[256];
+    size_t cells = (size_t)p->d->L * (size_t)p->d->E;
+    mref_t *m = mholder_get(&p->d->model);
+    int gate = sig_variant_uses_gate(m->m->recipe.variant);
+    uint16_t *counts = gate ? NULL : malloc(cells * sizeof *counts);
+    float *gates = gate ? malloc(cells * sizeof *gates) : NULL;
+    route_out *o = malloc(sizeof *o);
+    uint8_t ok[ROUTE_MAX_WORKERS];
+    int rc = -1;
+    if ((!counts && !gates) || !o) {
+        fail(r, 503, "out of memory");
+    } else if (decide_read_sig(p->d, m, r->pre.sig, r->pre.sig_len, counts, gates, why,
+                               sizeof why) < 0) {
+        fail(r, 502, "%s", why);
+    } else {
+        rb_err e;
+        int nosig = 0;
+        if (route_request(p->d, m, r->id, counts, gates, -1, NULL,
+                          pool_decode_eligible(p->pool, mono_now(), ok), o, &nosig, &e) < 0) {
+            fail(r, e.status, "%s (%s)", e.error, e.where);
+        } else {
+            r->worker = o->d.worker;
+            r->routed = 1;
+            if (!r->pre.sig)
+                atomic_fetch_add(&p->no_signature, 1);
+            rc = 0;
+        }
+    }
+    mref_put(m);
+    free(counts);
+    free(gates);
+    free(o);
+    return rc;
+}
+
+static void start_decode(proxy_t *p, pxreq *r)
+{
+    char *body = pm_decode_body(&r->client, &r->pre, r->id);
+    r->up = body ? xfer_start(p, ROLE_DECODE, p->n_prefill + r->worker, r->path, body, r,
+                              r->worker, r->client.stream)
+                 : NULL;
+    if (!r->up) {
+        fail(r, 503, "cannot start the decode request (out of memory)");
+        conclude(p, r, -1);
+        return;
+    }
+    r->decode_sent = 1;
+}
+
+static void after_prefill(proxy_t *p, pxreq *r, xfer *x)
+{
+    char why[512];
+    if (pm_prefill_parse(x->resp.s ? x->resp.s : "", x->resp.len, &r->client, &r->pre, why,
+                         sizeof why) < 0) {
+        fail(r, 502, "prefill %s: %s", p->pool->prefill[x->upstream].name, why);
+        conclude(p, r, -1);
+        return;
+    }
+    pthread_mutex_lock(&r->lock);
+    int gone = r->gone;
+    pthread_mutex_unlock(&r->lock);
+    if (gone) {
+        atomic_fetch_add(&p->outcomes[PX_CLIENT_GONE], 1);
+        conclude(p, r, -1);
+        return;
+    }
+    if (r->client.stream && r->client.protocol == PM_ELDR) {
+        /* the first token goes out before the decision and the KV
+         * transfer: neither may move the client's time to first token */
+        size_t n;
+        char *ev = pm_first_events(&r->pre, &r->client, &n);
+        pthread_mutex_lock(&r->lock);
+        r->streaming = 1;
+        r->status = 200;
+        if (ev)
+            out_append(r, ev, n);
+        if (!r->pre.continues)
+            r->out_done = 1;
+        r->ready = 1;
+        wake(r);
+        pthread_mutex_unlock(&r->lock);
+        free(ev);
+        if (!ev) {
+            fail(r, 503, "out of memory for the first token");
+            conclude(p, r, -1);
+            return;
+        }
+    }
+    if (!r->pre.continues) {
+        if (!r->client.stream) {
+            size_t n;
+            char *a = pm_first_answer(&r->pre, &r->client, &n);
+            pthread_mutex_lock(&r->lock);
+            r->status = a ? 200 : 503;
+            r->body = a ? a : error_json("proxy", "out of memory", &n);
+            r->body_len = n;
+            r->ready = 1;
+            wake(r);
+            pthread_mutex_unlock(&r->lock);
+        }
+        atomic_fetch_add(&p->outcomes[PX_PREFILL_ONLY], 1);
+        conclude(p, r, -1);
+        return;
+    }
+    if (decide(p, r) < 0) {
+        conclude(p, r, -1);
+        return;
+    }
+    start_decode(p, r);
+}
+
+/* How the upstream transfer ended, as the client's status: 504 for
+ * silence past --upstream-timeout, 502 for any other failure or a non-2xx
+ * answer, 0 for success. */
+static int upstream_failed(xfer *x, up_result res, int status, const char *msg, char *why,
+                           size_t n, const char *what, const char *url)
+{
+    if (res == UP_TIMED_OUT) {
+        snprintf(why, n, "%s %s did not answer in time (--upstream-timeout)", what, url);
+        return 504;
+    }
+    if (res != UP_OK) {
+        snprintf(why, n, "%s %s: %s", what, url, msg);
+        return 502;
+    }
+    if (status < 200 || status >= 300) {
+        snprintf(why, n, "%s %s answered HTTP %d: %.200s", what, url, status,
+                 x->resp.s ? x->resp.s : "");
+        return 502;
+    }
+    return 0;
+}
+
+static void transfer_done(proxy_t *p, xfer *x, up_result res, int code, const char *msg)
+{
+    pxreq *r = x->r;
+    char why[600];
+    if (x->role == ROLE_RELEASE || !r) {
+        xfer_free(p, x);
+        return;
+    }
+    r->up = NULL;
+    if (x->role == ROLE_PREFILL) {
+        pool_prefill_release(p->pool, x->upstream);
+        int status = upstream_failed(x, res, code, msg, why, sizeof why, "prefill",
+                                     p->pool->prefill[x->upstream].name);
+        if (status) {
+            fail(r, status, "%s", why);
+            conclude(p, r, -1);
+        } else {
+            after_prefill(p, r, x);
+        }
+        xfer_free(p, x);
+        return;
+    }
+    /* the decode answer is over: the request leaves its worker */
+    pthread_mutex_lock(&r->lock);
+    int gone = r->gone;
+    pthread_mutex_unlock(&r->lock);
+    int status = upstream_failed(x, res, code, msg, why, sizeof why, "decode",
+                                 p->pool->decode[x->upstream].name);
+    if (gone) {
+        atomic_fetch_add(&p->outcomes[PX_CLIENT_GONE], 1);
+    } else if (status) {
+        fail(r, status, "%s", why);
+        /* nothing reached the decoder: the KV is released through another */
+        if (res == UP_CONNECT)
+            r->decode_sent = 0;
+    } else {
+        pthread_mutex_lock(&r->lock);
+        if (r->streaming) {
+            r->out_done = 1;
+        } else {
+            r->status = 200;
+            r->body = x->resp.s ? x->resp.s : strdup("");
+            r->body_len = x->resp.len;
+            x->resp.s = NULL;
+            r->ready = 1;
+        }
+        wake(r);
+        pthread_mutex_unlock(&r->lock);
+        atomic_fetch_add(&p->outcomes[PX_OK], 1);
+    }
+    conclude(p, r, x->upstream);
+    xfer_free(p, x);
+}
+
+static void start_prefill(proxy_t *p, pxreq *r, char *body)
+{
+    r->up = body ? xfer_start(p, ROLE_PREFILL, r->prefill, r->path, body, r, r->prefill, 0)
+                 : NULL;
+    if (!r->up) {
+        pool_prefill_release(p->pool, r->prefill);
+        fail(r, 503, "cannot start the prefill request (out of memory)");
+        conclude(p, r, -1);
+    }
+}
+
+/* The client left: stop what is upstream. */
+static void cancel(proxy_t *p, pxreq *r)
+{
+    pthread_mutex_lock(&r->lock);
+    int concluded = r->concluded;
+    pthread_mutex_unlock(&r->lock);
+    if (!concluded) {
+        xfer *x = r->up;
+        r->up = NULL;
+        if (x) {
+            if (x->role == ROLE_PREFILL)
+                pool_prefill_release(p->pool, x->upstream);
+            xfer_free(p, x);
+        }
+        atomic_fetch_add(&p->outcomes[PX_CLIENT_GONE], 1);
+        conclude(p, r, -1);
+    }
+    unref(r);   /* the cancel queue's reference */
+}
+
+/* Every request still upstream fails with 503 (shutting down). */
+static void fail_all(proxy_t *p)
+{
+    while (p->active) {
+        xfer *x = p->active;
+        pxreq *r = x->r;
+        if (r) {
+            r->up = NULL;
+            if (x->role == ROLE_PREFILL)
+                pool_prefill_release(p->pool, x->upstream);
+            fail(r, 503, "eldrd is shutting down");
+        }
+        xfer_free(p, x);
+        if (r)
+            conclude(p, r, -1);
+    }
+}
+
+/* Each turn of the loop, before it sleeps: start the requests that
+ * libmicrohttpd handed over (proxy_begin and proxy_release run inside
+ * its run, on this thread, so no wake-up is needed) and cancel those
+ * whose clients left. */
+static int proxy_turn(evloop *l, void *cls)
+{
+    (void)l;
+    proxy_t *p = cls;
+    pthread_mutex_lock(&p->lock);
+    pxreq *fresh = p->new_head, *gone = p->cancel_head;
+    p->new_head = p->new_tail = p->cancel_head = NULL;
+    pthread_mutex_unlock(&p->lock);
+    while (fresh) {
+        pxreq *next = fresh->next_new;
+        char *body = pm_prefill_body(&fresh->client, fresh->id);
+        start_prefill(p, fresh, body);
+        fresh = next;
+    }
+    while (gone) {
+        pxreq *next = gone->next_cancel;
+        cancel(p, gone);
+        gone = next;
+    }
+    return -1;
+}
+
+/* proxy_stop's call on the loop: what is queued goes, then everything
+ * fails. */
+static void stop_here(void *cls)
+{
+    proxy_t *p = cls;
+    proxy_turn(p->loop, p);
+    fail_all(p);
+    pthread_mutex_lock(&p->lock);
+    p->failed_all = 1;
+    pthread_cond_broadcast(&p->quiet);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- the HTTP side ---------------------------------------------------- */
+
+static int id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= RB_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+/* http_async's begin: the client's request, its body complete. */
+static void *proxy_begin(void *ctx, const http_req *hr, rb_err *e)
+{
+    proxy_t *p = ctx;
+    int chat = !strcmp(hr->path, "/v1/chat/completions");
+    const char *request_id = http_header(hr, "X-Request-Id");
+    const char *body = hr->body;
+    size_t len = hr->len;
+    struct MHD_Connection *c = hr->conn;
+    if (atomic_load(&p->stopped)) {
+        rb_fail(e, 503, "proxy", "eldrd is draining (shutting down): send this request "
+                "through another router");
+        return NULL;
+    }
+    if (request_id && !id_ok(request_id)) {
+        atomic_fetch_add(&p->outcomes[PX_BAD_REQUEST], 1);
+        rb_fail(e, 400, "X-Request-Id", "X-Request-Id must be 1 to %d printable ASCII "
+                "characters without spaces", RB_ID_MAX - 1);
+        return NULL;
+    }
+    pxreq *r = calloc(1, sizeof *r);
+    if (!r) {
+        rb_fail(e, 503, "proxy", "out of memory");
+        return NULL;
+    }
+    if (pm_client_parse(body, len, chat ? PM_CHAT : PM_COMPLETIONS, &r->client, e) < 0) {
+        atomic_fetch_add(&p->outcomes[PX_BAD_REQUEST], 1);
+        free(r);
+        return NULL;
+    }
+    r->client.protocol = p->d->o->pd_vllm ? PM_VLLM : PM_ELDR;
+    pthread_mutex_init(&r->lock, NULL);
+    atomic_init(&r->refs, 2);    /* the connection and the upstream thread */
+    r->p = p;
+    r->conn = c;
+    r->worker = -1;
+    r->path = chat ? "/v1/chat/completions" : "/v1/completions";
+    if (request_id)
+        rb_copy_id(r->id, sizeof r->id, request_id);
+    else
+        snprintf(r->id, sizeof r->id, "px-%llx-%llu", p->boot,
+                 (unsigned long long)atomic_fetch_add(&p->seq, 1) + 1);
+    r->prefill = pool_prefill_acquire(p->pool, r->client.key, r->client.key_len, mono_now());
+    if (r->prefill < 0) {
+        rb_fail(e, 503, "prefill", "no prefill instance is eligible (all %d are ejected)",
+                p->n_prefill);
+        pm_client_free(&r->client);
+        pthread_mutex_destroy(&r->lock);
+        free(r);
+        return NULL;
+    }
+    atomic_fetch_add(&p->open, 1);
+    pthread_mutex_lock(&p->lock);
+    if (p->new_tail)
+        p->new_tail->next_new = r;
+    else
+        p->new_head = r;
+    p->new_tail = r;
+    pthread_mutex_unlock(&p->lock);
+    return r;   /* queued on the loop's own thread: no wakeup */
+}
+
+static ssize_t proxy_stream_read(void *cls, uint64_t pos, char *buf, size_t max);
+static void proxy_stream_free(void *cls);
+
+/* http_async's poll: the answer when it is ready; otherwise the
+ * connection waits (resumed by wake). */
+static void proxy_poll(void *h, http_resp *out, int *ready)
+{
+    pxreq *r = h;
+    *ready = 0;
+    pthread_mutex_lock(&r->lock);
+    if (r->ready) {
+        *ready = 1;
+        out->status = r->status;
+        if (r->streaming) {
+            out->content_type = "text/event-stream";
+            out->stream_read = proxy_stream_read;
+            out->stream_free = proxy_stream_free;
+            out->stream_ctx = r;
+            atomic_fetch_add(&r->refs, 1);   /* the reader's */
+        } else {
+            out->text = r->body;
+            out->content_type = "application/json";
+            r->body = NULL;
+        }
+    } else if (r->conn) {
+        r->suspended = 1;
+        http_suspend(r->conn);
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+static ssize_t proxy_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    pxreq *r = cls;
+    ssize_t n = 0;
+    pthread_mutex_lock(&r->lock);
+    if (r->out_off < r->out.len) {
+        size_t avail = r->out.len - r->out_off;
+        size_t take = avail < max ? avail : max;
+        memcpy(buf, r->out.s + r->out_off, take);
+        r->out_off += take;
+        n = (ssize_t)take;
+    } else if (r->out_done) {
+        n = r->out_error ? HTTP_STREAM_ERROR : HTTP_STREAM_END;
+    } else if (r->conn) {
+        /* nothing yet: wait for the decoder's next chunk */
+        r->suspended = 1;
+        http_suspend(r->conn);
+    } else {
+        n = HTTP_STREAM_ERROR;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}
+
+static void proxy_stream_free(void *cls)
+{
+    unref(cls);
+}
+
+static void proxy_release(void *h, int client_gone)
+{
+    pxreq *r = h;
+    proxy_t *p = r->p;
+    pthread_mutex_lock(&r->lock);
+    r->conn = NULL;
+    r->suspended = 0;
+    int cancel_it = client_gone && !r->concluded && !r->gone;
+    if (cancel_it)
+        r->gone = 1;
+    pthread_mutex_unlock(&r->lock);
+    if (cancel_it) {
+        atomic_fetch_add(&r->refs, 1);   /* the cancel queue's */
+        pthread_mutex_lock(&p->lock);
+        int queued = !p->stop;           /* a stopped thread failed it already */
+        if (queued) {
+            r->next_cancel = p->cancel_head;
+            p->cancel_head = r;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (!queued)
+            unref(r);   /* a stopped loop failed it already */
+    }
+    unref(r);
+}
+
+/* ---- life ------------------------------------------------------------- */
+
+static const http_async proxy_async = {proxy_begin, proxy_poll, proxy_release};
+
+proxy_t *proxy_start(engine_t *d, evloop *loop, http_server *http, char *err, size_t errlen)
+{
+    proxy_t *p = calloc(1, sizeof *p);
+    if (!p) {
+        eldr_errf(err, errlen, "out of memory");
+        return NULL;
+    }
+    p->d = d;
+    p->pool = &d->pool;
+    p->loop = loop;
+    p->http = http;
+    p->n_prefill = d->pool.n_prefill;
+    p->K = d->pool.K;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->quiet, NULL);
+    p->boot = (unsigned long long)(wall_now() * 1e6);
+    if (!(p->up = upc_new(loop, err, errlen))) {
+        proxy_free(p);
+        return NULL;
+    }
+    for (int i = 0; i < p->n_prefill + p->K; i++) {
+        int pre = i < p->n_prefill;
+        const char *url = pre ? p->pool->prefill[i].name : p->pool->decode[i - p->n_prefill].name;
+        char why[300];
+        if (upc_origin(p->up, url, why, sizeof why) < 0) {
+            eldr_errf(err, errlen, "%s: %s", pre ? "--prefill" : "--decode", why);
+            proxy_free(p);
+            return NULL;
+        }
+    }
+    evloop_hook_add(loop, &p->turn, proxy_turn, p);
+    return p;
+}
+
+int proxy_register(proxy_t *p, http_server *s)
+{
+    static const char *const paths[] = {"/v1/completions", "/v1/chat/completions"};
+    for (int i = 0; i < 2; i++) {
+        http_route rt = {.method = "POST", .path = paths[i], .async = &proxy_async, .ctx = p};
+        if (http_add_route(s, &rt) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+void proxy_stop(proxy_t *p, int loop_running)
+{
+    if (!p)
+        return;
+    atomic_store(&p->stopped, 1);
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    pthread_mutex_unlock(&p->lock);
+    if (loop_running && evloop_post(p->loop, stop_here, p) == 0) {
+        pthread_mutex_lock(&p->lock);
+        while (!p->failed_all)
+            pthread_cond_wait(&p->quiet, &p->lock);
+        pthread_mutex_unlock(&p->lock);
+    } else {
+        stop_here(p);   /* the loop is not running: its thread is this one */
+    }
+}
+
+void proxy_free(proxy_t *p)
+{
+    if (!p)
+        return;
+    if (p->active)
+        stop_here(p);
+    if (p->up)
+        evloop_hook_del(p->loop, &p->turn);
+    upc_free(p->up);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->quiet);
+    free(p);
+}
+
+void proxy_metrics(void *cls, strbuf *b)
+{
+    proxy_t *p = cls;
+    sb_printf(b, "# HELP eldr_proxy_requests_total Proxied requests by how they ended.\n"
+                 "# TYPE eldr_proxy_requests_total counter\n");
+    for (int o = 0; o < PX_N_OUTCOMES; o++)
+        sb_printf(b, "eldr_proxy_requests_total{outcome=\"%s\"} %llu\n", outcome_names[o],
+                  (unsigned long long)atomic_load(&p->outcomes[o]));
+    sb_printf(b, "# HELP eldr_proxy_no_signature_total Proxied requests whose prefill answer "
+                 "had no eldr_sig (a stock engine): routed to the least loaded worker.\n"
+                 "# TYPE eldr_proxy_no_signature_total counter\n"
+                 "eldr_proxy_no_signature_total %llu\n",
+              (unsigned long long)atomic_load(&p->no_signature));
+    sb_printf(b, "# HELP eldr_proxy_open Proxied requests not yet over upstream.\n"
+                 "# TYPE eldr_proxy_open gauge\neldr_proxy_open %lld\n",
+              (long long)atomic_load(&p->open));
+    sb_printf(b, "# HELP eldr_proxy_prefill_inflight Requests at each prefill instance.\n"
+                 "# TYPE eldr_proxy_prefill_inflight gauge\n");
+    for (int i = 0; i < p->n_prefill; i++) {
+        sb_printf(b, "eldr_proxy_prefill_inflight{prefill=\"");
+        sb_label(b, p->pool->prefill[i].name);
+        sb_printf(b, "\"} %lld\n", (long long)atomic_load(&p->pool->prefill[i].load));
+    }
+}

@@ -1,0 +1,165 @@
+/* test_router_pool.c - the instance pool (src/router/engine/pool.h) and
+ * the decision's eligibility mask (state_route): an ejected prefill is
+ * skipped on the ring with the others keeping their prefixes, an ejected
+ * decode worker is never chosen, ejections run out, and with nothing
+ * ejected everything is as before (no mask at all). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+#include "state.h"
+
+static const char *const pre[] = {"http://p0:1", "http://p1:1", "http://p2:1", "http://p3:1"};
+static const char *const dec[] = {"w0", "w1", "w2"};
+
+static void key_of(int i, char *k, size_t n)
+{
+    snprintf(k, n, "prompt %d: the system prompt of tenant %d", i, i % 37);
+}
+
+static void test_ring_skips_ejected(void **state)
+{
+    (void)state;
+    pool p;
+    char err[256];
+    assert_int_equal(pool_init(&p, pre, 4, dec, 3, err, sizeof err), 0);
+    int64_t zero[4] = {0};
+    int before[400];
+    for (int i = 0; i < 400; i++) {
+        char k[96];
+        key_of(i, k, sizeof k);
+        before[i] = pring_pick(&p.ring, k, strlen(k), zero);
+        /* all eligible: the masked pick is the plain one */
+        uint8_t all[4] = {1, 1, 1, 1};
+        assert_int_equal(pring_pick_among(&p.ring, k, strlen(k), zero, all), before[i]);
+    }
+    uint8_t ok[4] = {1, 0, 1, 1};   /* p1 out */
+    int moved = 0;
+    for (int i = 0; i < 400; i++) {
+        char k[96];
+        key_of(i, k, sizeof k);
+        int got = pring_pick_among(&p.ring, k, strlen(k), zero, ok);
+        assert_int_not_equal(got, 1);
+        if (before[i] != 1)
+            assert_int_equal(got, before[i]);   /* the others keep their prefixes */
+        else
+            moved++;
+    }
+    assert_true(moved > 40);   /* p1 owned about a quarter */
+    uint8_t none[4] = {0};
+    assert_int_equal(pring_pick_among(&p.ring, "x", 1, zero, none), -1);
+    assert_int_equal(pring_pick_among(&p.ring, "", 0, zero, ok), 0);   /* no key: least loaded */
+    pool_free(&p);
+}
+
+static void test_prefill_acquire(void **state)
+{
+    (void)state;
+    pool p;
+    char err[256];
+    assert_int_equal(pool_init(&p, pre, 4, dec, 3, err, sizeof err), 0);
+    char k[96];
+    key_of(5, k, sizeof k);
+    int first = pool_prefill_acquire(&p, k, strlen(k), 100.0);
+    assert_true(first >= 0 && first < 4);
+    assert_int_equal(atomic_load(&p.prefill[first].load), 1);
+    pool_prefill_release(&p, first);
+    assert_int_equal(atomic_load(&p.prefill[first].load), 0);
+    pool_eject(&p, POOL_PREFILL, first, 110.0);
+    assert_int_equal(atomic_load(&p.n_ejected), 1);
+    int second = pool_prefill_acquire(&p, k, strlen(k), 105.0);
+    assert_true(second >= 0 && second != first);
+    pool_prefill_release(&p, second);
+    /* the ejection runs out at 110: the prompt goes home, the count clears */
+    assert_int_equal(pool_prefill_acquire(&p, k, strlen(k), 110.0), first);
+    pool_prefill_release(&p, first);
+    assert_int_equal(atomic_load(&p.n_ejected), 0);
+    for (int i = 0; i < 4; i++)
+        pool_eject(&p, POOL_PREFILL, i, 200.0);
+    assert_int_equal(pool_prefill_acquire(&p, k, strlen(k), 150.0), -1);
+    for (int i = 0; i < 4; i++)
+        pool_restore(&p, POOL_PREFILL, i);
+    assert_int_equal(atomic_load(&p.n_ejected), 0);
+    assert_int_equal(pool_prefill_acquire(&p, k, strlen(k), 150.0), first);
+    pool_free(&p);
+    /* bad sizes */
+    assert_int_equal(pool_init(&p, pre, 0, dec, 3, err, sizeof err), -1);
+    assert_non_null(strstr(err, "prefill"));
+}
+
+static void test_decode_mask(void **state)
+{
+    (void)state;
+    pool p;
+    char err[256];
+    assert_int_equal(pool_init(&p, pre, 1, dec, 3, err, sizeof err), 0);
+    uint8_t ok[3];
+    assert_null(pool_decode_eligible(&p, 1.0, ok));   /* nothing out: no mask */
+    pool_eject(&p, POOL_DECODE, 2, 5.0);
+    const uint8_t *m = pool_decode_eligible(&p, 1.0, ok);
+    assert_non_null(m);
+    assert_int_equal(m[0], 1);
+    assert_int_equal(m[1], 1);
+    assert_int_equal(m[2], 0);
+    assert_int_equal(pool_ejected(&p, POOL_DECODE, 2, 4.9), 1);
+    assert_int_equal(pool_ejected(&p, POOL_PREFILL, 0, 4.9), 0);
+    assert_null(pool_decode_eligible(&p, 5.0, ok));   /* ran out */
+    assert_int_equal(atomic_load(&p.n_ejected), 0);
+    assert_int_equal(p.decode[2].ejections, 1);
+    pool_free(&p);
+}
+
+/* state_route over a mask: the excluded worker is never chosen, however
+ * similar or idle; with none eligible, 503 and nothing counted. */
+static void test_route_mask(void **state)
+{
+    (void)state;
+    char err[256];
+    const char *workers[] = {"w0", "w1", "w2"};
+    rstate *st = state_new(3, workers, 0.1, 8, 0, err, sizeof err);
+    assert_non_null(st);
+    mref_t model = {.dim = 4, .gen = 1};
+    state_model_changed(st, &model);
+    double sim[3] = {0.9, 0.5, 0.1};
+    uint8_t ok[3] = {0, 1, 1};
+    route_out o;
+    rb_err e;
+    for (int i = 0; i < 20; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "m%d", i);
+        route_in in = {id, &model, i % 2 ? sim : NULL, NULL, -1, 0, 0, 0, ok};
+        assert_int_equal(state_route(st, &in, &o, &e), 0);
+        assert_int_not_equal(o.d.worker, 0);
+        for (int c = 0; c < o.d.n_cand; c++)
+            assert_int_not_equal(o.d.cand[c], 0);
+    }
+    route_in in = {"m-last", &model, sim, NULL, -1, 0, 0, 0, ok};
+    assert_int_equal(state_route(st, &in, &o, &e), 0);
+    assert_int_equal(o.d.worker, 1);   /* the most similar eligible, min-two with w2 */
+    uint8_t none[3] = {0, 0, 0};
+    route_in in2 = {"m-none", &model, sim, NULL, -1, 0, 0, 0, none};
+    assert_int_equal(state_route(st, &in2, &o, &e), -1);
+    assert_int_equal(e.status, 503);
+    assert_non_null(strstr(e.error, "no decode worker is eligible"));
+    assert_int_equal(st->inflight[0], 0);
+    assert_int_equal(st->inflight[1] + st->inflight[2], 21);
+    state_free(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ring_skips_ejected),
+        cmocka_unit_test(test_prefill_acquire),
+        cmocka_unit_test(test_decode_mask),
+        cmocka_unit_test(test_route_mask),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
