@@ -50,6 +50,9 @@ struct evloop {
 
     pthread_mutex_t mu;             /* guards posted and posted_tail */
     call *posted, **posted_tail;
+    /* posted is not empty: set and cleared under mu, read without it by
+     * the loop's thread each turn (a post it misses wrote the eventfd) */
+    atomic_int has_posted;
 };
 
 /* The loop this thread is running (inside evloop_run or evloop_turn):
@@ -342,6 +345,7 @@ int evloop_post(evloop *l, ev_call_fn fn, void *cls)
     int was_empty = !l->posted;
     *l->posted_tail = c;
     l->posted_tail = &c->next;
+    atomic_store(&l->has_posted, 1);
     pthread_mutex_unlock(&l->mu);
     /* The loop looks at the queue after its hooks and before it sleeps,
      * so its own thread never needs the eventfd; another thread needs it
@@ -356,10 +360,13 @@ static void run_posted(evloop *l)
 {
     /* Swapped out first: calls posted by these calls wait for the next
      * turn, so a call that posts itself cannot hold the loop. */
+    if (!atomic_load(&l->has_posted))
+        return;
     pthread_mutex_lock(&l->mu);
     call *c = l->posted;
     l->posted = NULL;
     l->posted_tail = &l->posted;
+    atomic_store(&l->has_posted, 0);
     pthread_mutex_unlock(&l->mu);
     while (c) {
         call *next = c->next;
@@ -426,12 +433,8 @@ int evloop_turn(evloop *l, int max_wait_ms)
         l->again = 0;
         wait = 0;
     }
-    if (wait != 0) {
-        pthread_mutex_lock(&l->mu);
-        if (l->posted)
-            wait = 0;
-        pthread_mutex_unlock(&l->mu);
-    }
+    if (wait != 0 && atomic_load(&l->has_posted))
+        wait = 0;
 
     int n = epoll_wait(l->ep, l->ev, MAX_EVENTS, wait);
     if (n < 0) {
