@@ -6,7 +6,8 @@ docs/eldrd.md, "Proxy mode"). Test-only; never part of eldr.
 
     fake_pd.py TRACE.h5 PORTFILE RECORD.jsonl [--prefill N] [--decode K]
                [--no-sig] [--stock] [--gate] [--decode-delay S] [--chunks C] [--chunk-gap S]
-               [--max-seconds T]
+               [--max-seconds T] [--chunk-bytes B] [--fail-decode I,...]
+               [--bind-decode PORT,...] [--health-fail I,...]
 
 Serves N prefill and K decode instances on 127.0.0.1 (free ports, written
 to PORTFILE as JSON {"prefill": [ports], "decode": [ports]}).
@@ -32,6 +33,15 @@ RECORD.jsonl, then answers as JSON, or with "stream": true as an SSE
 stream of C chunks C-gap seconds apart and "data: [DONE]". A body whose
 prompt is "slow ..." waits --decode-delay seconds first.
 POST /v1/kv_transfer/release: recorded with "release": true.
+GET /health answers 200 {} (vLLM's and SGLang's health route), or 503 on
+the decode instances listed by --health-fail.
+
+For the failover tests (tests/e2e/failover.sh): --chunk-bytes pads each
+stream event to about B bytes (with --chunks large and --chunk-gap 0, an
+endless fast stream); --fail-decode lists decode instances that answer
+every request with HTTP 500; --bind-decode gives the decode instances
+fixed ports (0: a free one), so that a test can start one later on the
+port eldrd already knows.
 """
 import base64
 import hashlib
@@ -47,7 +57,8 @@ import numpy as np
 args = sys.argv[1:]
 TRACE, PORTFILE, RECORD = args[0], args[1], args[2]
 opt = {"--prefill": 1, "--decode": 4, "--decode-delay": 0.0, "--chunks": 3,
-       "--chunk-gap": 0.2, "--max-seconds": 120.0}
+       "--chunk-gap": 0.2, "--max-seconds": 120.0, "--chunk-bytes": 0, "--fail-decode": "",
+       "--bind-decode": "", "--health-fail": ""}
 NO_SIG = "--no-sig" in args
 STOCK = "--stock" in args
 GATE = "--gate" in args
@@ -62,6 +73,8 @@ while i < len(args):
 with h5py.File(TRACE, "r") as f:
     COUNTS = f["gate_prob"][:].astype("<f4") if GATE else f["prefill_counts"][:].astype("<i2")
 N_ROWS = COUNTS.shape[0]
+FAIL_DECODE = {int(x) for x in opt["--fail-decode"].split(",") if x}
+HEALTH_FAIL = {int(x) for x in opt["--health-fail"].split(",") if x}
 LOCK = threading.Lock()
 
 
@@ -105,6 +118,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass   # the proxy gave up on us (a timeout test)
+
+    def do_GET(self):
+        if self.path != "/health":
+            return self.send_json(404, {"error": "no such path"})
+        if self.role == "decode" and self.index in HEALTH_FAIL:
+            return self.send_json(503, {"error": "unhealthy"})
+        return self.send_json(200, {})
 
     def do_POST(self):
         body = self.body()
@@ -170,6 +190,8 @@ class Handler(BaseHTTPRequestHandler):
     def decode(self, body):
         rid = self.headers.get("X-Request-Id")
         record({"instance": self.index, "request_id": rid, "body": body})
+        if self.index in FAIL_DECODE:
+            return self.send_json(500, {"error": "decoder %d fails" % self.index})
         if isinstance(body.get("messages"), list) and prompt_text(body).startswith("slow"):
             time.sleep(opt["--decode-delay"])
         if body.get("slow"):
@@ -188,6 +210,8 @@ class Handler(BaseHTTPRequestHandler):
             for c in range(opt["--chunks"]):
                 ev = {"id": "cmpl-%s" % rid, "decoder": self.index, "chunk": c,
                       "sent": time.time(), "choices": [{"index": 0, "text": " t%d" % c}]}
+                if opt["--chunk-bytes"]:
+                    ev["pad"] = "x" * opt["--chunk-bytes"]
                 self.chunk(("data: " + json.dumps(ev) + "\n\n").encode())
                 time.sleep(opt["--chunk-gap"])
             self.chunk(b"data: [DONE]\n\n")
@@ -200,9 +224,13 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+BIND = [int(x) for x in opt["--bind-decode"].split(",") if x]
+
+
 def serve(role, index):
     h = type("H%s%d" % (role, index), (Handler,), {"role": role, "index": index})
-    s = ThreadingHTTPServer(("127.0.0.1", 0), h)
+    port = BIND[index] if role == "decode" and index < len(BIND) else 0
+    s = ThreadingHTTPServer(("127.0.0.1", port), h)
     s.daemon_threads = True
     threading.Thread(target=s.serve_forever, daemon=True).start()
     return s.server_address[1]

@@ -67,27 +67,35 @@ static void test_prefill_acquire(void **state)
     assert_int_equal(pool_init(&p, pre, 4, dec, 3, err, sizeof err), 0);
     char k[96];
     key_of(5, k, sizeof k);
-    int first = pool_prefill_acquire(&p, k, strlen(k), 100.0);
+    int first = pool_prefill_acquire(&p, k, strlen(k), 100.0, -1);
     assert_true(first >= 0 && first < 4);
     assert_int_equal(atomic_load(&p.prefill[first].load), 1);
     pool_prefill_release(&p, first);
     assert_int_equal(atomic_load(&p.prefill[first].load), 0);
     pool_eject(&p, POOL_PREFILL, first, 110.0);
     assert_int_equal(atomic_load(&p.n_ejected), 1);
-    int second = pool_prefill_acquire(&p, k, strlen(k), 105.0);
+    int second = pool_prefill_acquire(&p, k, strlen(k), 105.0, -1);
     assert_true(second >= 0 && second != first);
     pool_prefill_release(&p, second);
     /* the ejection runs out at 110: the prompt goes home, the count clears */
-    assert_int_equal(pool_prefill_acquire(&p, k, strlen(k), 110.0), first);
+    assert_int_equal(pool_prefill_acquire(&p, k, strlen(k), 110.0, -1), first);
     pool_prefill_release(&p, first);
     assert_int_equal(atomic_load(&p.n_ejected), 0);
+    /* a retry: the failed instance is left out, the ring's next one takes it */
+    int other = pool_prefill_acquire(&p, k, strlen(k), 150.0, first);
+    assert_int_not_equal(other, first);
+    assert_int_equal(other, second);   /* the same next point as an ejection gives */
+    pool_prefill_release(&p, other);
+    /* every one ejected: all of them again (panic), counted */
     for (int i = 0; i < 4; i++)
         pool_eject(&p, POOL_PREFILL, i, 200.0);
-    assert_int_equal(pool_prefill_acquire(&p, k, strlen(k), 150.0), -1);
+    assert_int_equal(pool_prefill_acquire(&p, k, strlen(k), 150.0, -1), first);
+    pool_prefill_release(&p, first);
+    assert_int_equal(atomic_load(&p.panics[POOL_PREFILL]), 1);
     for (int i = 0; i < 4; i++)
         pool_restore(&p, POOL_PREFILL, i);
     assert_int_equal(atomic_load(&p.n_ejected), 0);
-    assert_int_equal(pool_prefill_acquire(&p, k, strlen(k), 150.0), first);
+    assert_int_equal(pool_prefill_acquire(&p, k, strlen(k), 150.0, -1), first);
     pool_free(&p);
     /* bad sizes */
     assert_int_equal(pool_init(&p, pre, 0, dec, 3, err, sizeof err), -1);
@@ -101,18 +109,32 @@ static void test_decode_mask(void **state)
     char err[256];
     assert_int_equal(pool_init(&p, pre, 1, dec, 3, err, sizeof err), 0);
     uint8_t ok[3];
-    assert_null(pool_decode_eligible(&p, 1.0, ok));   /* nothing out: no mask */
+    assert_null(pool_decode_eligible(&p, 1.0, -1, ok));   /* nothing out: no mask */
     pool_eject(&p, POOL_DECODE, 2, 5.0);
-    const uint8_t *m = pool_decode_eligible(&p, 1.0, ok);
+    const uint8_t *m = pool_decode_eligible(&p, 1.0, -1, ok);
     assert_non_null(m);
     assert_int_equal(m[0], 1);
     assert_int_equal(m[1], 1);
     assert_int_equal(m[2], 0);
     assert_int_equal(pool_ejected(&p, POOL_DECODE, 2, 4.9), 1);
     assert_int_equal(pool_ejected(&p, POOL_PREFILL, 0, 4.9), 0);
-    assert_null(pool_decode_eligible(&p, 5.0, ok));   /* ran out */
+    assert_null(pool_decode_eligible(&p, 5.0, -1, ok));   /* ran out */
     assert_int_equal(atomic_load(&p.n_ejected), 0);
     assert_int_equal(p.decode[2].ejections, 1);
+    /* a retry leaves out the worker that failed */
+    m = pool_decode_eligible(&p, 5.0, 1, ok);
+    assert_non_null(m);
+    assert_int_equal(m[0] + m[1] + m[2], 2);
+    assert_int_equal(m[1], 0);
+    /* all ejected but the one that failed: panic among the others */
+    pool_eject(&p, POOL_DECODE, 0, 9.0);
+    pool_eject(&p, POOL_DECODE, 2, 9.0);
+    m = pool_decode_eligible(&p, 6.0, 1, ok);
+    assert_non_null(m);
+    assert_int_equal(m[0], 1);
+    assert_int_equal(m[1], 0);
+    assert_int_equal(m[2], 1);
+    assert_int_equal(atomic_load(&p.panics[POOL_DECODE]), 1);
     pool_free(&p);
 }
 
@@ -153,6 +175,59 @@ static void test_route_mask(void **state)
     state_free(st);
 }
 
+/* Passive health: eject_after failures in a row eject; a success in
+ * between forgets them; the ejection doubles while the instance keeps
+ * failing (one failure after an ejection ran out is enough), and a
+ * success (a probe) puts it back at once and forgets the streak. */
+static void test_report_policy(void **state)
+{
+    (void)state;
+    pool p;
+    char err[256];
+    assert_int_equal(pool_init(&p, pre, 2, dec, 3, err, sizeof err), 0);
+    pool_set_policy(&p, 3, 5.0);
+    assert_int_equal(pool_report(&p, POOL_DECODE, 1, 0, 10.0), 0);
+    assert_int_equal(pool_report(&p, POOL_DECODE, 1, 0, 10.0), 0);
+    assert_int_equal(pool_report(&p, POOL_DECODE, 1, 1, 10.0), 0);   /* forgets */
+    assert_int_equal(pool_report(&p, POOL_DECODE, 1, 0, 10.0), 0);
+    assert_int_equal(pool_report(&p, POOL_DECODE, 1, 0, 10.0), 0);
+    assert_int_equal(pool_report(&p, POOL_DECODE, 1, 0, 10.0), 1);   /* third in a row */
+    pool_health h;
+    pool_get_health(&p, POOL_DECODE, 1, 11.0, &h);
+    assert_int_equal(h.ejected, 1);
+    assert_true(h.ejected_for > 3.99 && h.ejected_for < 4.01);   /* 5 s from 10 */
+    assert_int_equal(h.failures, 5);
+    /* out at 15; the next failure ejects again, for twice as long */
+    assert_int_equal(pool_ejected(&p, POOL_DECODE, 1, 15.0), 0);
+    assert_int_equal(pool_report(&p, POOL_DECODE, 1, 0, 15.0), 1);
+    pool_get_health(&p, POOL_DECODE, 1, 15.0, &h);
+    assert_true(h.ejected_for > 9.99 && h.ejected_for < 10.01);
+    assert_int_equal(h.ejections, 2);
+    /* a probe's success: back at once, the streak forgotten */
+    assert_int_equal(pool_report(&p, POOL_DECODE, 1, 1, 16.0), 0);
+    assert_int_equal(pool_ejected(&p, POOL_DECODE, 1, 16.0), 0);
+    assert_int_equal(atomic_load(&p.n_ejected), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pool_report(&p, POOL_DECODE, 1, 0, 17.0), 0);
+    assert_int_equal(pool_report(&p, POOL_DECODE, 1, 0, 17.0), 1);
+    pool_get_health(&p, POOL_DECODE, 1, 17.0, &h);
+    assert_true(h.ejected_for > 4.99 && h.ejected_for < 5.01);
+    /* the growth stops at 64 x */
+    double now = 17.0;
+    for (int i = 0; i < 12; i++) {
+        now += 400;
+        assert_int_equal(pool_report(&p, POOL_DECODE, 1, 0, now), 1);
+    }
+    pool_get_health(&p, POOL_DECODE, 1, now, &h);
+    assert_true(h.ejected_for > 319.99 && h.ejected_for < 320.01);
+    /* eject_after 0: never */
+    pool_set_policy(&p, 0, 5.0);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(pool_report(&p, POOL_PREFILL, 0, 0, 1.0), 0);
+    assert_int_equal(pool_ejected(&p, POOL_PREFILL, 0, 1.0), 0);
+    pool_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -160,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_prefill_acquire),
         cmocka_unit_test(test_decode_mask),
         cmocka_unit_test(test_route_mask),
+        cmocka_unit_test(test_report_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,6 +69,20 @@ void opts_usage(FILE *f)
             "  --upstream-timeout S      proxy mode: an upstream silent this long (before\n"
             "                            its answer or between stream chunks) is cut:\n"
             "                            504 (default 600)\n"
+            "  --eject-after N           proxy mode: N failures in a row (connect error,\n"
+            "                            reset, 5xx, silence, all before the first byte)\n"
+            "                            take an instance out of rotation (default 3; 0:\n"
+            "                            never)\n"
+            "  --eject-time S            proxy mode: for S seconds the first time, doubled\n"
+            "                            each time it fails again (at most 64 x S; default\n"
+            "                            5)\n"
+            "  --health-interval S       proxy mode: probe every instance each S seconds\n"
+            "                            (GET --health-path; default 0: no probes)\n"
+            "  --health-path PATH        the probes' path (default /health)\n"
+            "  --stream-buffer BYTES     proxy mode: stream bytes a client may leave unread\n"
+            "                            before its decoder is not read (default 1048576)\n"
+            "  --upstream-idle S         proxy mode: a pooled upstream connection idle S\n"
+            "                            seconds is closed (default 60)\n"
             "  --pd-protocol eldr|vllm   proxy mode: the prefill handoff; eldr (default):\n"
             "                            prefill-first, as the ELDR reference deployment;\n"
             "                            vllm: stock vLLM's (prefill max_tokens 1)\n"
@@ -225,6 +239,11 @@ static void defaults(eldrd_opts *o)
     o->deadline = 30;
     o->drain = 10;
     o->upstream_timeout = 600;
+    o->eject_after = 3;
+    o->eject_time = 5;
+    o->health_path = "/health";
+    o->stream_buffer = 1 << 20;
+    o->upstream_idle = 60;
     o->refit_window = NAN;       /* given or not: --refit-window needs --refit-every */
     o->refit_max_rows = -1;
 }
@@ -233,7 +252,54 @@ enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBOD
        O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
        O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
        O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO,
-       O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS };
+       O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS,
+       O_EJECT_AFTER, O_EJECT_TIME, O_HEALTH_INT, O_HEALTH_PATH, O_STREAM_BUF, O_UP_IDLE };
+
+/* A number of seconds in [lo, hi]. */
+static int parse_secs(const char *opt, const char *arg, double lo, double hi, double *out,
+                      char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    double t = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(t) || t < lo || t > hi)
+        return eldr_errf(err, errlen, "%s: '%s' is not a number of seconds in %g..%g", opt, arg,
+                         lo, hi);
+    *out = t;
+    return 0;
+}
+
+/* The upstream health and flow options (proxy mode). 1 when c is not one
+ * of them. */
+static int health_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+{
+    long long v;
+    switch (c) {
+    case O_EJECT_AFTER:
+        if (parse_ll("--eject-after", arg, 0, 1000, &v, err, errlen) < 0)
+            return -1;
+        o->eject_after = (int)v;
+        return 0;
+    case O_EJECT_TIME:
+        return parse_secs("--eject-time", arg, 0.01, 3600, &o->eject_time, err, errlen);
+    case O_HEALTH_INT:
+        return parse_secs("--health-interval", arg, 0, 3600, &o->health_interval, err, errlen);
+    case O_HEALTH_PATH:
+        if (arg[0] != '/' || strlen(arg) > 200 || strpbrk(arg, " \r\n\t"))
+            return eldr_errf(err, errlen, "--health-path: '%s' is not a path (it starts with "
+                             "'/', at most 200 bytes, no spaces)", arg);
+        o->health_path = arg;
+        return 0;
+    case O_STREAM_BUF:
+        if (parse_ll("--stream-buffer", arg, 4096, 1LL << 30, &v, err, errlen) < 0)
+            return -1;
+        o->stream_buffer = v;
+        return 0;
+    case O_UP_IDLE:
+        return parse_secs("--upstream-idle", arg, 0.1, 86400, &o->upstream_idle, err, errlen);
+    }
+    return 1;
+}
 
 /* --refit-every S, --refit-window W: seconds, finite, > 0. */
 static int parse_refit_seconds(const char *opt, const char *arg, double *out, char *err,
@@ -403,6 +469,9 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
         return 0;
     }
     }
+    int rc = health_option(c, arg, o, err, errlen);
+    if (rc <= 0)
+        return rc;
     return eldr_errf(err, errlen, "unknown option (try 'eldrd --help')");
 }
 
@@ -439,6 +508,12 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"refit-every", required_argument, 0, O_REFIT_EVERY},
         {"refit-window", required_argument, 0, O_REFIT_WINDOW},
         {"refit-max-rows", required_argument, 0, O_REFIT_ROWS},
+        {"eject-after", required_argument, 0, O_EJECT_AFTER},
+        {"eject-time", required_argument, 0, O_EJECT_TIME},
+        {"health-interval", required_argument, 0, O_HEALTH_INT},
+        {"health-path", required_argument, 0, O_HEALTH_PATH},
+        {"stream-buffer", required_argument, 0, O_STREAM_BUF},
+        {"upstream-idle", required_argument, 0, O_UP_IDLE},
         {0, 0, 0, 0},
     };
     defaults(o);

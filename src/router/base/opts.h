@@ -43,6 +43,13 @@ typedef struct eldrd_opts {
     double refit_every;          /* --refit-every seconds, 0 = no online refit */
     double refit_window;         /* --refit-window seconds (default 5) */
     int refit_max_rows;          /* --refit-max-rows (default 4096) */
+    /* proxy mode: upstream health (docs/reliability.md, "Dead upstreams") */
+    int eject_after;             /* --eject-after N failures in a row (0: never eject) */
+    double eject_time;           /* --eject-time S, the first ejection; doubles */
+    double health_interval;      /* --health-interval S, active probes (0: off) */
+    const char *health_path;     /* --health-path PATH (default /health) */
+    long long stream_buffer;     /* --stream-buffer BYTES a client may leave unread */
+    double upstream_idle;        /* --upstream-idle S a pooled connection may idle */
     int help;                    /* --help given */
     int version;                 /* --version given */
 } eldrd_opts;

@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "err.h"
 #include "log.h"
+#include "pool_view.h"
 
 static int file_exists(const char *path)
 {
@@ -165,6 +166,8 @@ static int init_pool(engine_t *d, char *err, size_t errlen)
     }
     rc = pool_init(&d->pool, (const char *const *)pre, n_pre, (const char *const *)dec, d->K,
                    err, errlen);
+    if (rc == 0)
+        pool_set_policy(&d->pool, o->eject_after, o->eject_time);
 out:
     free_names(pre, n_pre);
     free_names(dec, n_dec);
@@ -275,4 +278,26 @@ int engine_prefill_index(const engine_t *d, const char *name)
         if (!strcmp(d->caches[i].name, name))
             return i;
     return -1;
+}
+
+static json_t *pool_snapshot_cb(void *cls)
+{
+    return pool_json(cls);
+}
+
+static void pool_metrics_cb(void *cls, strbuf *b)
+{
+    pool_metrics(cls, b);
+}
+
+static json_t *pool_degraded_cb(void *cls)
+{
+    return pool_degraded(cls);
+}
+
+void engine_pool_provider(engine_t *d, engine_provider *out)
+{
+    *out = (engine_provider){.snapshot_key = "pool", .snapshot = pool_snapshot_cb,
+                             .metrics = pool_metrics_cb, .degraded_key = "ejected",
+                             .degraded = pool_degraded_cb, .cls = &d->pool};
 }

@@ -88,6 +88,11 @@ int engine_install(engine_t *d, model_t *m, const char *source, int persist, cha
 /* SIGHUP: reload the state dir's model.h5 if it exists, else -m. */
 int engine_reload(engine_t *d, char *err, size_t errlen);
 
+/* The pool as a provider (pool_view.h): "pool" in the snapshot, the
+ * eldr_upstream_* series, "ejected" on /healthz. main registers it when a
+ * front end reports health (proxy mode). */
+void engine_pool_provider(engine_t *d, engine_provider *out);
+
 /* Index of a prefill worker (signature cache) by name; "" = the first;
  * -1 when unknown. */
 int engine_prefill_index(const engine_t *d, const char *name);

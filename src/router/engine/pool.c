@@ -41,6 +41,8 @@ int pool_init(pool *p, const char *const *prefill, int n_prefill, const char *co
     p->K = K;
     pthread_mutex_init(&p->lock, NULL);
     atomic_init(&p->n_ejected, 0);
+    p->eject_after = 3;
+    p->eject_time = 5;
     if (!(p->prefill = insts(prefill, n_prefill)) || !(p->decode = insts(decode, K)) ||
         pring_init(&p->ring, prefill, n_prefill) < 0) {
         pool_free(p);
@@ -79,23 +81,48 @@ static int out_locked(pool *p, pool_inst *x, double now)
     return 0;
 }
 
-int pool_prefill_acquire(pool *p, const void *key, size_t len, double now)
+void pool_set_policy(pool *p, int eject_after, double eject_time)
+{
+    p->eject_after = eject_after;
+    p->eject_time = eject_time;
+}
+
+/* ok[n] for a role: in rotation and not except; then the fallbacks (all
+ * but except, then except alone). Returns 1 when every instance is in ok
+ * (no mask needed). */
+static int fill_mask(pool *p, pool_role role, int n, double now, int except, uint8_t *ok)
+{
+    int n_ok = 0;
+    if (atomic_load(&p->n_ejected) > 0) {
+        pthread_mutex_lock(&p->lock);
+        for (int i = 0; i < n; i++)
+            n_ok += ok[i] = (uint8_t)(!out_locked(p, inst(p, role, i), now) && i != except);
+        pthread_mutex_unlock(&p->lock);
+    } else {
+        for (int i = 0; i < n; i++)
+            n_ok += ok[i] = (uint8_t)(i != except);
+    }
+    if (n_ok == 0) {
+        atomic_fetch_add(&p->panics[role], 1);
+        for (int i = 0; i < n; i++)
+            n_ok += ok[i] = (uint8_t)(i != except);
+    }
+    if (n_ok == 0)
+        for (int i = 0; i < n; i++)
+            n_ok += ok[i] = 1;
+    return n_ok == n;
+}
+
+int pool_prefill_acquire(pool *p, const void *key, size_t len, double now, int except)
 {
     int64_t loads[POOL_PREFILL_MAX];
     uint8_t ok[POOL_PREFILL_MAX];
-    const uint8_t *mask = NULL;
     for (int i = 0; i < p->n_prefill; i++)
         loads[i] = atomic_load(&p->prefill[i].load);
-    if (atomic_load(&p->n_ejected) > 0) {
-        pthread_mutex_lock(&p->lock);
-        for (int i = 0; i < p->n_prefill; i++)
-            ok[i] = !out_locked(p, &p->prefill[i], now);
-        pthread_mutex_unlock(&p->lock);
-        mask = ok;
-    }
-    int i = pring_pick_among(&p->ring, key, len, loads, mask);
-    if (i >= 0)
-        atomic_fetch_add(&p->prefill[i].load, 1);
+    int all = except < 0 && atomic_load(&p->n_ejected) == 0
+                  ? 1 : fill_mask(p, POOL_PREFILL, p->n_prefill, now, except, ok);
+    int i = pring_pick_among(&p->ring, key, len, loads, all ? NULL : ok);
+    atomic_fetch_add(&p->prefill[i].load, 1);
     return i;
 }
 
@@ -104,16 +131,62 @@ void pool_prefill_release(pool *p, int i)
     atomic_fetch_sub(&p->prefill[i].load, 1);
 }
 
-const uint8_t *pool_decode_eligible(pool *p, double now, uint8_t *ok)
+const uint8_t *pool_decode_eligible(pool *p, double now, int except, uint8_t *ok)
 {
-    if (atomic_load(&p->n_ejected) == 0)
+    if (except < 0 && atomic_load(&p->n_ejected) == 0)
         return NULL;
-    int all = 1;
+    return fill_mask(p, POOL_DECODE, p->K, now, except, ok) ? NULL : ok;
+}
+
+/* Under the lock: out until now + eject_time x 2^streak (at most 64 x). */
+static void eject_locked(pool *p, pool_inst *x, double now)
+{
+    double t = p->eject_time * (double)(1 << (x->streak < 6 ? x->streak : 6));
+    if (x->ejected_until <= 0)
+        atomic_fetch_add(&p->n_ejected, 1);
+    x->ejected_until = now + t;
+    x->ejections++;
+    x->streak++;
+}
+
+int pool_report(pool *p, pool_role role, int i, int ok, double now)
+{
+    int ejected = 0;
     pthread_mutex_lock(&p->lock);
-    for (int k = 0; k < p->K; k++)
-        all &= ok[k] = (uint8_t)!out_locked(p, &p->decode[k], now);
+    pool_inst *x = inst(p, role, i);
+    if (ok) {
+        x->fails = 0;
+        x->streak = 0;
+        if (x->ejected_until > 0) {
+            x->ejected_until = 0;
+            atomic_fetch_sub(&p->n_ejected, 1);
+        }
+    } else {
+        x->failures++;
+        x->fails++;
+        /* one failure after an ejection ran out ejects again: its streak
+         * says it has not answered since */
+        int limit = x->streak > 0 ? 1 : p->eject_after;
+        if (p->eject_after > 0 && x->fails >= limit && !out_locked(p, x, now)) {
+            eject_locked(p, x, now);
+            x->fails = 0;
+            ejected = 1;
+        }
+    }
     pthread_mutex_unlock(&p->lock);
-    return all ? NULL : ok;
+    return ejected;
+}
+
+void pool_get_health(pool *p, pool_role role, int i, double now, pool_health *h)
+{
+    pthread_mutex_lock(&p->lock);
+    pool_inst *x = inst(p, role, i);
+    h->ejected = out_locked(p, x, now);
+    h->ejected_for = h->ejected ? x->ejected_until - now : 0;
+    h->fails = x->fails;
+    h->ejections = x->ejections;
+    h->failures = x->failures;
+    pthread_mutex_unlock(&p->lock);
 }
 
 void pool_eject(pool *p, pool_role role, int i, double until)

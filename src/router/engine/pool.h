@@ -5,11 +5,19 @@
  * k; their loads are the routing state's, state.h), and each instance's
  * health.
  *
- * Health is what a front end observes: an instance it saw fail is
- * ejected until a time, and is then eligible again. An ejected prefill is
- * skipped on the ring (its points fall to the next instance, so the
- * others keep their prefixes); an ejected decode worker is left out of
- * the locality band (the eligibility mask that decide takes, decide.h).
+ * Health is what a front end observes (passive: pool_report after each
+ * upstream answer; active: probes). After eject_after failures in a row
+ * an instance is ejected: for eject_time seconds the first time, doubled
+ * each time it is ejected again without a success in between (at most 64
+ * x eject_time), as Envoy's outlier detection and nginx's max_fails /
+ * fail_timeout do. When its time is up it is eligible again, and one more
+ * failure ejects it again; a success forgets the streak. An ejected
+ * prefill is skipped on the ring (its points fall to the next instance,
+ * so the others keep their prefixes); an ejected decode worker is left
+ * out of the locality band (the eligibility mask that decide takes,
+ * decide.h). When every instance of a role is ejected, all of them are
+ * eligible again (Envoy's panic routing: a guess beats a certain 503),
+ * and the panic is counted.
  *
  * Thread safety: loads are atomics; health is under the pool's lock,
  * with an atomic count of ejected instances so that the common case,
@@ -31,6 +39,9 @@ typedef struct pool_inst {
     atomic_llong load;           /* prefill: requests there now (decode: unused) */
     double ejected_until;        /* monotonic s; 0 = in rotation (under lock) */
     uint64_t ejections;          /* times ejected (under lock) */
+    int fails;                   /* failures in a row (under lock) */
+    int streak;                  /* ejections since the last success (under lock) */
+    uint64_t failures;           /* failures reported, all time (under lock) */
 } pool_inst;
 
 typedef struct pool {
@@ -40,6 +51,9 @@ typedef struct pool {
     pring ring;                  /* over the prefill names */
     pthread_mutex_t lock;
     atomic_int n_ejected;        /* instances whose ejected_until is set */
+    int eject_after;             /* failures in a row that eject; 0 never */
+    double eject_time;           /* the first ejection's length, seconds */
+    atomic_ullong panics[2];     /* decisions made with every instance of a role ejected */
 } pool;
 
 /* Instances by name (copied); at most 256 prefill instances (the ring's
@@ -48,17 +62,28 @@ int pool_init(pool *p, const char *const *prefill, int n_prefill, const char *co
               int K, char *err, size_t errlen);
 void pool_free(pool *p);
 
+/* The ejection policy (defaults: 3 failures, 5 s). */
+void pool_set_policy(pool *p, int eject_after, double eject_time);
+
 /* The prefill instance for a prompt key (pool_ring.h), among those not
- * ejected at monotonic time now; its load goes up by one. -1 when every
- * prefill instance is ejected. */
-int pool_prefill_acquire(pool *p, const void *key, size_t len, double now);
+ * ejected at monotonic time now and other than `except` (-1: none; a
+ * retry's failed instance); its load goes up by one. Every one ejected:
+ * among all but except (panic); except the only one: except. */
+int pool_prefill_acquire(pool *p, const void *key, size_t len, double now, int except);
 /* The request left prefill instance i. */
 void pool_prefill_release(pool *p, int i);
 
-/* The decode workers a decision may use at monotonic time now: NULL when
- * every one may (nothing is ejected: no mask to build), else ok[K]
- * filled (1 eligible) and returned. */
-const uint8_t *pool_decode_eligible(pool *p, double now, uint8_t *ok);
+/* The decode workers a decision may use at monotonic time now, other
+ * than `except` (-1: none): NULL when every one may (nothing is ejected:
+ * no mask to build), else ok[K] filled (1 eligible) and returned. The
+ * same fallbacks as pool_prefill_acquire: never an empty mask. */
+const uint8_t *pool_decode_eligible(pool *p, double now, int except, uint8_t *ok);
+
+/* What a front end saw of instance i: ok 1 an answer (any status below
+ * 500), 0 a failure (no connection, a reset, a 5xx, silence). Returns 1
+ * when this failure ejected it. A success while ejected (a probe) puts it
+ * back at once. */
+int pool_report(pool *p, pool_role role, int i, int ok, double now);
 
 /* Take instance i of a role out of rotation until monotonic time
  * `until`, or put it back now. */
@@ -66,5 +91,14 @@ void pool_eject(pool *p, pool_role role, int i, double until);
 void pool_restore(pool *p, pool_role role, int i);
 /* 1 when instance i is out of rotation at monotonic time now. */
 int pool_ejected(pool *p, pool_role role, int i, double now);
+
+/* Instance i's health at monotonic time now, copied under the lock. */
+typedef struct pool_health {
+    int ejected;
+    double ejected_for;          /* seconds left, 0 when in rotation */
+    int fails;
+    uint64_t ejections, failures;
+} pool_health;
+void pool_get_health(pool *p, pool_role role, int i, double now, pool_health *h);
 
 #endif

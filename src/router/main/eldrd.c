@@ -120,6 +120,10 @@ static int start(eldrd *d, char *err, size_t errlen)
         (d->proxy && add_provider(d, (engine_provider){.metrics = proxy_metrics, .cls = d->proxy},
                                   err, errlen) < 0))
         return -1;
+    engine_provider pp;
+    engine_pool_provider(&d->e, &pp);
+    if (d->proxy && add_provider(d, pp, err, errlen) < 0)
+        return -1;
     if (http_start(d->http, err, errlen) < 0)
         return -1;
     if (d->loop) {

@@ -40,6 +40,8 @@ struct conn {
     int state;
     int used;                    /* has carried a whole answer before */
     int want_out;                /* EPOLLOUT is in its interest set */
+    int paused;                  /* not read: the transfer's reader is full (upc_pause) */
+    double idle_since;           /* monotonic s it went idle (C_IDLE) */
     upx *x;                      /* the transfer on it (C_CONNECTING, C_BUSY) */
     upa ans;
     conn *next_idle;
@@ -68,6 +70,8 @@ struct upx {
 struct upc {
     evloop *loop;
     ev_hook turn;                /* reports failed starts, frees closed connections */
+    ev_timer idle_timer;         /* closes connections idle longer than idle_s */
+    double idle_s;               /* 0: kept for ever */
     origin *origins;
     int n_origins;
     conn *all, *dead;
@@ -77,6 +81,7 @@ struct upc {
 };
 
 static void conn_event(evloop *l, ev_io *w, uint32_t events);
+static void idle_tick(evloop *l, ev_timer *t);
 
 /* ---- connections -------------------------------------------------------- */
 
@@ -84,6 +89,8 @@ static int interest(upc *c, conn *k, int out, int op)
 {
     uint32_t ev = EPOLLIN | EPOLLRDHUP | (out ? EPOLLOUT : 0);
     k->want_out = out;
+    if (k->paused)
+        return 0;   /* not watched while paused: upc_resume adds it back */
     if (op == EPOLL_CTL_ADD)
         return evloop_io_add(c->loop, &k->io, k->fd, ev, conn_event, c);
     return evloop_io_mod(c->loop, &k->io, ev);
@@ -290,6 +297,7 @@ static void answered(upc *c, conn *k, int extra)
         k->x = NULL;
         x->k = NULL;
         k->state = C_IDLE;
+        k->idle_since = evloop_now();
         k->used = 1;
         k->next_idle = o->idle;
         o->idle = k;
@@ -399,6 +407,7 @@ upc *upc_new(evloop *loop, char *err, size_t errlen)
     }
     c->loop = loop;
     evloop_hook_add(loop, &c->turn, upc_turn, c);
+    evloop_timer_init(&c->idle_timer, idle_tick, c);
     return c;
 }
 
@@ -423,6 +432,7 @@ void upc_free(upc *c)
     }
     free_dead(c);
     evloop_hook_del(c->loop, &c->turn);
+    evloop_timer_stop(c->loop, &c->idle_timer);
     free(c->origins);
     free(c);
 }
@@ -474,8 +484,10 @@ int upc_origin(upc *c, const char *url, char *err, size_t errlen)
     return c->n_origins++;
 }
 
-upx *upc_post(upc *c, int origin_i, const char *path, const char *request_id, const char *body,
-              size_t len, const up_handler *h, void *cls)
+/* method: "POST " or "GET " (with its space). */
+static upx *request(upc *c, const char *method, int origin_i, const char *path,
+                    const char *request_id, const char *body, size_t len, const up_handler *h,
+                    void *cls)
 {
     origin *o = &c->origins[origin_i];
     upx *x = calloc(1, sizeof *x);
@@ -492,8 +504,9 @@ upx *upc_post(upc *c, int origin_i, const char *path, const char *request_id, co
     do
         digits[nd++] = (char)('0' + v % 10);
     while ((v /= 10));
-    memcpy(w, "POST ", 5);
-    memcpy(w += 5, path, pl);
+    size_t ml = strlen(method);
+    memcpy(w, method, ml);
+    memcpy(w += ml, path, pl);
     memcpy(w += pl, " HTTP/1.1\r\n", 11);
     memcpy(w += 11, o->fixed, o->fixed_len);
     w += o->fixed_len;
@@ -525,6 +538,71 @@ upx *upc_post(upc *c, int origin_i, const char *path, const char *request_id, co
         evloop_again(c->loop);
     }
     return x;
+}
+
+upx *upc_post(upc *c, int origin_i, const char *path, const char *request_id, const char *body,
+              size_t len, const up_handler *h, void *cls)
+{
+    return request(c, "POST ", origin_i, path, request_id, body, len, h, cls);
+}
+
+upx *upc_get(upc *c, int origin_i, const char *path, const up_handler *h, void *cls)
+{
+    return request(c, "GET ", origin_i, path, NULL, "", 0, h, cls);
+}
+
+void upc_pause(upc *c, upx *x)
+{
+    conn *k = x->k;
+    if (!k || k->paused || k->fd < 0)
+        return;
+    evloop_io_del(c->loop, &k->io);
+    k->paused = 1;
+}
+
+void upc_resume(upc *c, upx *x)
+{
+    conn *k = x->k;
+    if (!k || !k->paused || k->fd < 0)
+        return;
+    k->paused = 0;
+    if (interest(c, k, k->want_out, EPOLL_CTL_ADD) < 0) {
+        /* reported by the loop, never from inside the caller's call */
+        conn_close(c, k);
+        x->failed = 1;
+        x->fail_res = UP_IO;
+        snprintf(x->fail_why, sizeof x->fail_why, "cannot watch the connection again");
+        x->next_failed = c->failed;
+        c->failed = x;
+        evloop_again(c->loop);
+    }
+}
+
+/* Idle connections past idle_s are closed: an instance's own keep-alive
+ * timeout may be shorter (a request on a connection it closed is resent
+ * once), but a pool that only grows holds file descriptors for ever. */
+static void idle_tick(evloop *l, ev_timer *t)
+{
+    upc *c = t->cls;
+    double now = evloop_now();
+    for (int i = 0; i < c->n_origins; i++) {
+        origin *o = &c->origins[i];
+        conn *k = o->idle, *next;
+        for (; k; k = next) {
+            next = k->next_idle;
+            if (now - k->idle_since >= c->idle_s)
+                conn_close(c, k);
+        }
+    }
+    evloop_timer_start(l, t, c->idle_s / 4 < 1 ? c->idle_s / 4 : 1);
+}
+
+void upc_set_idle(upc *c, double seconds)
+{
+    c->idle_s = seconds;
+    evloop_timer_stop(c->loop, &c->idle_timer);
+    if (seconds > 0)
+        evloop_timer_start(c->loop, &c->idle_timer, seconds / 4 < 1 ? seconds / 4 : 1);
 }
 
 void upc_cancel(upc *c, upx *x)

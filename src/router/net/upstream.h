@@ -70,6 +70,17 @@ int upc_origin(upc *c, const char *url, char *err, size_t errlen);
 upx *upc_post(upc *c, int origin, const char *path, const char *request_id, const char *body,
               size_t len, const up_handler *h, void *cls);
 
+/* GET path at the origin (a health probe): no body. */
+upx *upc_get(upc *c, int origin, const char *path, const up_handler *h, void *cls);
+
+/* Flow control: stop reading x's answer (its reader is full), and go on.
+ * While paused nothing of x is read, so nothing of it is reported. */
+void upc_pause(upc *c, upx *x);
+void upc_resume(upc *c, upx *x);
+
+/* Close pooled connections idle for `seconds` (0: never; the default). */
+void upc_set_idle(upc *c, double seconds);
+
 /* Drop a transfer: its connection is closed (the answer's remainder can
  * not be told from the next one); on_done is not called. */
 void upc_cancel(upc *c, upx *x);

@@ -12,6 +12,7 @@
 #include "decide.h"
 #include "err.h"
 #include "log.h"
+#include "probe.h"
 #include "proxy_msg.h"
 #include "upstream.h"
 
@@ -45,6 +46,10 @@ typedef struct xfer {
     int upstream;                /* index into the prefill or decode URLs */
     int stream;                  /* a streamed decode: 2xx bytes go to the client */
     int code_ok;                 /* the answer's status is 2xx */
+    int relayed;                 /* its bytes went to the client: no retry */
+    int paused;                  /* not read: the client has stream_buffer unread */
+    int sse_checked;             /* a stream's first bytes were seen to be SSE */
+    int too_big;                 /* its answer passed UPSTREAM_BODY_MAX */
     double last;                 /* monotonic seconds of its last bytes (or start) */
     ev_timer silence;            /* --upstream-timeout, from last */
     pxreq *r;                    /* NULL for a release */
@@ -64,6 +69,7 @@ struct pxreq {
     int worker;                  /* decode worker, -1 before the decision */
     int routed, finished;        /* in flight on the worker; finished */
     int decode_sent;
+    int retried_prefill, retried_decode;   /* one retry each, before the first byte */
     xfer *up;                    /* the upstream transfer now (upstream thread) */
     /* toward the client, under lock */
     int ready, suspended, gone, concluded;
@@ -83,6 +89,7 @@ struct proxy {
     evloop *loop;                /* everything below runs on its thread */
     http_server *http;           /* connections are suspended and resumed there */
     upc *up;                     /* origins: the prefill URLs, then the decode URLs */
+    probe_t *probe;              /* --health-interval, else NULL */
     ev_hook turn;                /* takes the queues below */
     pthread_mutex_t lock;        /* the queues and stop */
     pxreq *new_head, *new_tail, *cancel_head;
@@ -97,6 +104,7 @@ struct proxy {
     unsigned long long boot;
     atomic_ullong outcomes[PX_N_OUTCOMES];
     atomic_ullong no_signature;
+    atomic_ullong retries[2];    /* by role: prefill, decode */
     atomic_llong open;           /* requests between begin and conclusion */
 };
 
@@ -184,18 +192,51 @@ static void fail(pxreq *r, int status, const char *fmt, ...)
 static int collect(xfer *x, const char *data, size_t n)
 {
     x->last = mono_now();
-    if ((long long)(x->resp.len + n) > UPSTREAM_BODY_MAX)
+    if ((long long)(x->resp.len + n) > UPSTREAM_BODY_MAX) {
+        x->too_big = 1;
         return -1;
+    }
     sb_put(&x->resp, data, n);
     return x->resp.oom ? -1 : 0;
 }
 
+/* Does a stream begin as SSE (a field, a comment, or blank lines)? A
+ * decoder that answers a stream with JSON or text is an error, which
+ * the client must get as an SSE error event, not as raw bytes. */
+static int looks_sse(const char *d, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (d[i] == '\n' || d[i] == '\r'))
+        i++;
+    if (i == n)
+        return 1;   /* only line ends so far: not yet known, take it */
+    static const char *const fields[] = {"data:", "event:", "id:", "retry:", ":"};
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        size_t l = strlen(fields[f]);
+        size_t m = n - i < l ? n - i : l;
+        if (!memcmp(d + i, fields[f], m))
+            return 1;
+    }
+    return 0;
+}
+
 /* A streamed decode: chunks go to the client as they come. An error
- * status is collected instead, for the message. */
+ * status is collected instead, for the message. When the client leaves
+ * stream_buffer bytes unread the decoder is not read until it drains
+ * (proxy_stream_read resumes it): a client that stops reading costs that
+ * much, not the whole stream. */
 static int relay(xfer *x, const char *data, size_t n)
 {
     pxreq *r = x->r;
     x->last = mono_now();
+    if (!x->sse_checked) {
+        if (!looks_sse(data, n)) {
+            x->code_ok = 0;   /* collected and failed at its end, as an error */
+            return collect(x, data, n);
+        }
+        x->sse_checked = 1;
+    }
+    x->relayed = 1;
     pthread_mutex_lock(&r->lock);
     if (!r->streaming) {   /* stock vLLM: the decoder's stream is the whole answer */
         r->streaming = 1;
@@ -203,9 +244,14 @@ static int relay(xfer *x, const char *data, size_t n)
         r->ready = 1;
     }
     int ok = !r->gone && out_append(r, data, n) == 0;
+    int full = (long long)(r->out.len - r->out_off) >= x->p->d->o->stream_buffer;
     if (ok)
         wake(r);
     pthread_mutex_unlock(&r->lock);
+    if (ok && full && x->ux) {
+        x->paused = 1;
+        upc_pause(x->p->up, x->ux);
+    }
     return ok ? 0 : -1;   /* -1 aborts the transfer: the client is gone */
 }
 
@@ -261,6 +307,8 @@ static void silent(evloop *l, ev_timer *t)
 {
     xfer *x = t->cls;
     double limit = x->p->d->o->upstream_timeout, idle = mono_now() - x->last;
+    if (x->paused)
+        idle = 0;   /* waiting for the client, not for the upstream */
     if (idle < limit) {
         evloop_timer_start(l, t, limit - idle);
         return;
@@ -339,7 +387,7 @@ static void conclude(proxy_t *p, pxreq *r, int avoid)
 /* Decide the decode worker from the prefill's eldr_sig: the same path as
  * POST /v1/route. The served model says how to read it: counts, or gate
  * values for a gate model (its variant can change with a hot swap). */
-static int decide(proxy_t *p, pxreq *r)
+static int decide(proxy_t *p, pxreq *r, int except)
 {
     char why[256];
     size_t cells = (size_t)p->d->L * (size_t)p->d->E;
@@ -359,7 +407,8 @@ static int decide(proxy_t *p, pxreq *r)
         rb_err e;
         int nosig = 0;
         if (route_request(p->d, m, r->id, counts, gates, -1, NULL,
-                          pool_decode_eligible(p->pool, mono_now(), ok), o, &nosig, &e) < 0) {
+                          pool_decode_eligible(p->pool, mono_now(), except, ok), o, &nosig,
+                          &e) < 0) {
             fail(r, e.status, "%s (%s)", e.error, e.where);
         } else {
             r->worker = o->d.worker;
@@ -445,7 +494,7 @@ static void after_prefill(proxy_t *p, pxreq *r, xfer *x)
         conclude(p, r, -1);
         return;
     }
-    if (decide(p, r) < 0) {
+    if (decide(p, r, -1) < 0) {
         conclude(p, r, -1);
         return;
     }
@@ -462,6 +511,11 @@ static int upstream_failed(xfer *x, up_result res, int status, const char *msg, 
         snprintf(why, n, "%s %s did not answer in time (--upstream-timeout)", what, url);
         return 504;
     }
+    if (res == UP_ABORTED && x->too_big) {
+        snprintf(why, n, "%s %s: its answer is over the %lld MiB limit of an answer eldrd "
+                 "reads whole (a non-streamed answer)", what, url, UPSTREAM_BODY_MAX >> 20);
+        return 502;
+    }
     if (res != UP_OK) {
         snprintf(why, n, "%s %s: %s", what, url, msg);
         return 502;
@@ -471,39 +525,125 @@ static int upstream_failed(xfer *x, up_result res, int status, const char *msg, 
                  x->resp.s ? x->resp.s : "");
         return 502;
     }
+    if (x->stream && !x->sse_checked && x->resp.len) {
+        snprintf(why, n, "%s %s answered a stream with text that is not SSE: %.200s", what,
+                 url, x->resp.s);
+        return 502;
+    }
     return 0;
 }
 
-static void transfer_done(proxy_t *p, xfer *x, up_result res, int code, const char *msg)
+/* Was it the instance's fault? No connection, a reset or an unreadable
+ * answer, silence, or a 5xx, all before any byte went to the client. A
+ * 4xx is the request's fault; a client that left is nobody's. */
+static int instance_fault(const xfer *x, up_result res, int code)
 {
-    pxreq *r = x->r;
-    char why[600];
-    if (x->role == ROLE_RELEASE || !r) {
-        xfer_free(p, x);
-        return;
-    }
-    r->up = NULL;
-    if (x->role == ROLE_PREFILL) {
-        pool_prefill_release(p->pool, x->upstream);
-        int status = upstream_failed(x, res, code, msg, why, sizeof why, "prefill",
-                                     p->pool->prefill[x->upstream].name);
-        if (status) {
-            fail(r, status, "%s", why);
-            conclude(p, r, -1);
-        } else {
-            after_prefill(p, r, x);
-        }
-        xfer_free(p, x);
-        return;
-    }
-    /* the decode answer is over: the request leaves its worker */
+    if (x->relayed)
+        return 0;
+    if (res == UP_OK)
+        return code >= 500;
+    return res == UP_CONNECT || res == UP_IO || res == UP_PROTOCOL || res == UP_TIMED_OUT;
+}
+
+static void start_prefill(proxy_t *p, pxreq *r, char *body);
+static void start_decode(proxy_t *p, pxreq *r);
+
+/* A prefill that failed before the first byte: once more on the ring's
+ * next instance (the failed one excluded). 1 when retried. */
+static int retry_prefill(proxy_t *p, pxreq *r, int failed)
+{
+    if (r->retried_prefill || atomic_load(&p->stopped) || p->n_prefill < 2)
+        return 0;
     pthread_mutex_lock(&r->lock);
     int gone = r->gone;
     pthread_mutex_unlock(&r->lock);
+    if (gone)
+        return 0;
+    r->retried_prefill = 1;
+    atomic_fetch_add(&p->retries[POOL_PREFILL], 1);
+    r->prefill = pool_prefill_acquire(p->pool, r->client.key, r->client.key_len, mono_now(),
+                                      failed);
+    start_prefill(p, r, pm_prefill_body(&r->client, r->id));
+    return 1;
+}
+
+/* A decode that failed before its first byte reached the client: the
+ * route is finished and decided again without that worker (the next best
+ * of the band), with the same handoff. 1 when retried (or failed there). */
+static int retry_decode(proxy_t *p, pxreq *r, int failed)
+{
+    if (r->retried_decode || atomic_load(&p->stopped) || p->K < 2)
+        return 0;
+    pthread_mutex_lock(&r->lock);
+    int gone = r->gone;
+    pthread_mutex_unlock(&r->lock);
+    if (gone)
+        return 0;
+    r->retried_decode = 1;
+    atomic_fetch_add(&p->retries[POOL_DECODE], 1);
+    rb_err e;
+    int w;
+    state_finish(p->d->st, r->id, &w, &e);
+    r->routed = 0;
+    if (decide(p, r, failed) < 0) {
+        r->decode_sent = 0;   /* the KV goes back through another decoder */
+        conclude(p, r, failed);
+        return 1;
+    }
+    start_decode(p, r);
+    return 1;
+}
+
+/* Tell the pool what instance i did; log an ejection. */
+static void report(proxy_t *p, pool_role role, int i, int fault, up_result res, int code,
+                   const char *msg)
+{
+    if (res == UP_ABORTED)
+        return;   /* eldrd stopped reading it (the client left, or too big) */
+    double now = mono_now();
+    if (!pool_report(p->pool, role, i, !fault, now))
+        return;
+    pool_health h;
+    pool_get_health(p->pool, role, i, now, &h);
+    log_msg("%s %s ejected for %.3g s (%llu failure%s in all; the last: %s)",
+            role == POOL_PREFILL ? "prefill" : "decode",
+            role == POOL_PREFILL ? p->pool->prefill[i].name : p->pool->decode[i].name,
+            h.ejected_for, (unsigned long long)h.failures, h.failures == 1 ? "" : "s",
+            msg[0] ? msg : code ? "HTTP 5xx" : "no answer");
+}
+
+static void prefill_done(proxy_t *p, pxreq *r, xfer *x, up_result res, int code,
+                         const char *msg)
+{
+    char why[600];
+    pool_prefill_release(p->pool, x->upstream);
+    int fault = instance_fault(x, res, code);
+    report(p, POOL_PREFILL, x->upstream, fault, res, code, msg);
+    int status = upstream_failed(x, res, code, msg, why, sizeof why, "prefill",
+                                 p->pool->prefill[x->upstream].name);
+    if (!status)
+        after_prefill(p, r, x);
+    else if (!(fault && retry_prefill(p, r, x->upstream))) {
+        fail(r, status, "%s", why);
+        conclude(p, r, -1);
+    }
+}
+
+static void decode_done(proxy_t *p, pxreq *r, xfer *x, up_result res, int code,
+                        const char *msg)
+{
+    char why[600];
+    pthread_mutex_lock(&r->lock);
+    int gone = r->gone;
+    pthread_mutex_unlock(&r->lock);
+    int fault = instance_fault(x, res, code);
+    report(p, POOL_DECODE, x->upstream, fault, res, code, msg);
     int status = upstream_failed(x, res, code, msg, why, sizeof why, "decode",
                                  p->pool->decode[x->upstream].name);
     if (gone) {
         atomic_fetch_add(&p->outcomes[PX_CLIENT_GONE], 1);
+    } else if (status && fault && retry_decode(p, r, x->upstream)) {
+        return;
     } else if (status) {
         fail(r, status, "%s", why);
         /* nothing reached the decoder: the KV is released through another */
@@ -525,6 +665,18 @@ static void transfer_done(proxy_t *p, xfer *x, up_result res, int code, const ch
         atomic_fetch_add(&p->outcomes[PX_OK], 1);
     }
     conclude(p, r, x->upstream);
+}
+
+static void transfer_done(proxy_t *p, xfer *x, up_result res, int code, const char *msg)
+{
+    pxreq *r = x->r;
+    if (x->role != ROLE_RELEASE && r) {
+        r->up = NULL;
+        if (x->role == ROLE_PREFILL)
+            prefill_done(p, r, x, res, code, msg);
+        else
+            decode_done(p, r, x, res, code, msg);
+    }
     xfer_free(p, x);
 }
 
@@ -608,6 +760,8 @@ static int proxy_turn(evloop *l, void *cls)
 static void stop_here(void *cls)
 {
     proxy_t *p = cls;
+    probe_stop(p->probe);
+    p->probe = NULL;
     proxy_turn(p->loop, p);
     fail_all(p);
     pthread_mutex_lock(&p->lock);
@@ -671,7 +825,7 @@ static void *proxy_begin(void *ctx, const http_req *hr, rb_err *e)
     else
         snprintf(r->id, sizeof r->id, "px-%llx-%llu", p->boot,
                  (unsigned long long)atomic_fetch_add(&p->seq, 1) + 1);
-    r->prefill = pool_prefill_acquire(p->pool, r->client.key, r->client.key_len, mono_now());
+    r->prefill = pool_prefill_acquire(p->pool, r->client.key, r->client.key_len, mono_now(), -1);
     if (r->prefill < 0) {
         rb_fail(e, 503, "prefill", "no prefill instance is eligible (all %d are ejected)",
                 p->n_prefill);
@@ -743,7 +897,16 @@ static ssize_t proxy_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     } else {
         n = HTTP_STREAM_ERROR;
     }
+    long long unread = (long long)(r->out.len - r->out_off);
     pthread_mutex_unlock(&r->lock);
+    /* libmicrohttpd reads the stream on the loop's thread, which owns the
+     * upstream side: a decoder paused for this client goes on once half
+     * of what it left unread is taken */
+    xfer *x = r->up;
+    if (x && x->paused && x->ux && unread < r->p->d->o->stream_buffer / 2) {
+        x->paused = 0;
+        upc_resume(r->p->up, x->ux);
+    }
     return n;
 }
 
@@ -812,6 +975,13 @@ proxy_t *proxy_start(engine_t *d, evloop *loop, http_server *http, char *err, si
             return NULL;
         }
     }
+    upc_set_idle(p->up, d->o->upstream_idle);
+    if (d->o->health_interval > 0 &&
+        !(p->probe = probe_start(loop, p->up, p->pool, d->o->health_interval,
+                                 d->o->health_path, err, errlen))) {
+        proxy_free(p);
+        return NULL;
+    }
     evloop_hook_add(loop, &p->turn, proxy_turn, p);
     return p;
 }
@@ -849,7 +1019,7 @@ void proxy_free(proxy_t *p)
 {
     if (!p)
         return;
-    if (p->active)
+    if (p->active || p->probe)
         stop_here(p);
     if (p->up)
         evloop_hook_del(p->loop, &p->turn);
@@ -872,6 +1042,13 @@ void proxy_metrics(void *cls, strbuf *b)
                  "# TYPE eldr_proxy_no_signature_total counter\n"
                  "eldr_proxy_no_signature_total %llu\n",
               (unsigned long long)atomic_load(&p->no_signature));
+    sb_printf(b, "# HELP eldr_proxy_retries_total Requests sent once more to another instance "
+                 "after a failure before their first byte.\n"
+                 "# TYPE eldr_proxy_retries_total counter\n"
+                 "eldr_proxy_retries_total{role=\"prefill\"} %llu\n"
+                 "eldr_proxy_retries_total{role=\"decode\"} %llu\n",
+              (unsigned long long)atomic_load(&p->retries[POOL_PREFILL]),
+              (unsigned long long)atomic_load(&p->retries[POOL_DECODE]));
     sb_printf(b, "# HELP eldr_proxy_open Proxied requests not yet over upstream.\n"
                  "# TYPE eldr_proxy_open gauge\neldr_proxy_open %lld\n",
               (long long)atomic_load(&p->open));
