@@ -208,6 +208,11 @@ typedef struct dash_live_now {
         finished[ROUTE_MAX_WORKERS];
     char rules[ROUTE_MAX_WORKERS][64];          /* "band-jsq 80, min2 40" */
     int64_t sizes[ROUTE_MAX_WORKERS];           /* calibration members; -1 unknown */
+    /* proxy mode (the snapshot's "pool"): a decode worker out of rotation
+     * and for how long yet; has_pool 0 when the daemon does not proxy */
+    int has_pool;
+    uint8_t ejected[ROUTE_MAX_WORKERS];
+    double ejected_for[ROUTE_MAX_WORKERS];
     /* drift over the daemon's window of recent signatures */
     int64_t window;
     double mean_sim, calib_sim, tvd;

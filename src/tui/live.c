@@ -115,6 +115,19 @@ static int parse_workers(const json_t *ws, const char *where, int K_expected, da
     return 0;
 }
 
+/* Proxy mode: which decode workers the pool has ejected (the snapshot's
+ * pool.decode[k].ejected); a snapshot without a pool has none. */
+static void parse_pool(const json_t *pool, dash_live_now *n)
+{
+    const json_t *dec = json_object_get(pool, "decode");
+    n->has_pool = json_is_array(dec) && (int)json_array_size(dec) == n->K;
+    for (int k = 0; n->has_pool && k < n->K; k++) {
+        const json_t *w = json_array_get(dec, (size_t)k);
+        n->ejected[k] = json_is_true(json_object_get(w, "ejected"));
+        n->ejected_for[k] = num_or_nan(json_object_get(w, "ejected_for_s"));
+    }
+}
+
 /* A snapshot into n (overwritten whole). K_expected > 0: the number of
  * workers must stay that. */
 static int parse_now(const json_t *snap, const char *where, int K_expected, dash_live_now *n,
@@ -130,6 +143,7 @@ static int parse_now(const json_t *snap, const char *where, int K_expected, dash
         return eldr_errf(err, errlen, "%s: key model: missing or not an object", where);
     if (parse_workers(json_object_get(snap, "workers"), where, K_expected, n, err, errlen))
         return -1;
+    parse_pool(json_object_get(snap, "pool"), n);
     n->time = num_or_nan(json_object_get(snap, "time"));
     n->uptime_s = num_or_nan(json_object_get(snap, "uptime_s"));
     n->tau = num_or_nan(json_object_get(snap, "tau"));

@@ -79,7 +79,7 @@ static void queues_live(const dash_t *d, canvas_t *c, int x, int y, int w, int h
     int chart_h = d->zoom ? (h - 2) / 2 : 0;
     int rows = h - 2 - chart_h;
     int first = d->worker >= rows ? d->worker - rows + 1 : 0;
-    int sx = x + 1 + 10 + bw + 1 + 10 + 1, sw = x + w - sx - 1, marks = 0;
+    int sx = x + 1 + 10 + bw + 1 + 10 + 1, sw = x + w - sx - 1, marks = 0, ejected = 0;
     for (int k = first, r = 0; k < K && r < rows; k++, r++) {
         int yy = y + 1 + r;
         const float *row = L->hist[k] + DASH_BINS - n;
@@ -89,6 +89,12 @@ static void queues_live(const dash_t *d, canvas_t *c, int x, int y, int w, int h
         canvas_hbar(c, x + 11, yy, bw, L->now.inflight[k] / top, cv_fg(dash_cluster_color(k), 0));
         canvas_textf(c, x + 12 + bw, yy, st, "%4lld|%-4.0f", (long long)L->now.inflight[k],
                      row_max(row, n));
+        if (L->now.ejected[k]) {   /* over the bar: a worker that takes nothing now */
+            char tag[40];
+            snprintf(tag, sizeof tag, " EJECTED %.0fs ", L->now.ejected_for[k]);
+            canvas_text(c, x + 11, yy, (cv_style){196, CV_DEFAULT, CV_BOLD | CV_REVERSE}, tag);
+            ejected++;
+        }
         if (sw > 4) {
             int m = n < sw ? n : sw;   /* the newest m polls, right-aligned */
             dash_sparkline(c, sx + sw - m, yy, m, row + n - m, m, top, -1, dash_cluster_color(k));
@@ -100,6 +106,9 @@ static void queues_live(const dash_t *d, canvas_t *c, int x, int y, int w, int h
     if (marks)   /* first: the note must not be cut off */
         tx += canvas_text(c, tx, y + 1 + shown, (cv_style){196, CV_DEFAULT, CV_BOLD},
                           "! daemon restart; ");
+    if (ejected)
+        tx += canvas_textf(c, tx, y + 1 + shown, (cv_style){196, CV_DEFAULT, CV_BOLD},
+                           "%d ejected (failing: no traffic); ", ejected);
     canvas_textf(c, tx, y + 1 + shown, cv_fg(CV_DEFAULT, CV_DIM), "%s; history: one column "
                  "per poll, every %.1f s, newest at the right", L->attached ? "live"
                  : "saved snapshot (one poll)", L->interval_s);

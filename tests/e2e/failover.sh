@@ -60,6 +60,22 @@ standins endless --prefill 1 --decode 4 --chunks 1000000 --chunk-gap 0 --chunk-b
 start endless -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" || exit 0
 ENDLESS=$URL; ENDLESSPID=$PID
 
+# 5. a decoder that answers streams with JSON; a prefill whose answer is 65 MiB
+standins json --prefill 1 --decode 4 --json-stream 0,1,2,3
+start json -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" || exit 0
+JSONS=$URL
+standins huge --prefill 1 --decode 4 --huge-prefill
+start huge -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" || exit 0
+curl -s --max-time 20 -o "$TMP/body" -w '%{http_code}' "$URL/v1/completions" \
+    -d '{"prompt": "a long answer", "max_tokens": 4}' >"$TMP/status"
+expect_http "a prefill answer over 64 MiB: 502 naming the limit" 502 \
+    '"64 MiB limit" in j["error"] and "prefill" in j["error"]'
+curl -s --max-time 10 -N "$JSONS/v1/completions" \
+    -d '{"prompt": "stream me", "max_tokens": 4, "stream": true}' >"$TMP/sse" 2>/dev/null
+if grep -q '^data: {"error"' "$TMP/sse" && grep -q 'not SSE' "$TMP/sse" &&
+    ! grep -q '^{' "$TMP/sse"; then ok "a decoder's JSON answer to a stream becomes an SSE error event"
+else notok "a decoder's JSON answer to a stream becomes an SSE error event" "$(head -c 400 "$TMP/sse")"; fi
+
 $PY "$ROOT/tests/e2e/failover_check.py" "$DEAD" "$DEADP" "$DEADD" "$FAILS" "$PROBED" "$LATER" \
     "$ENDLESS" "$ENDLESSPID" "$SMALL" "$TMP" "$ROOT"
 grep -q "decode $DEADD ejected" "$TMP/dead.log" && ok "the ejection is logged" ||

@@ -7,7 +7,8 @@ docs/eldrd.md, "Proxy mode"). Test-only; never part of eldr.
     fake_pd.py TRACE.h5 PORTFILE RECORD.jsonl [--prefill N] [--decode K]
                [--no-sig] [--stock] [--gate] [--decode-delay S] [--chunks C] [--chunk-gap S]
                [--max-seconds T] [--chunk-bytes B] [--fail-decode I,...]
-               [--bind-decode PORT,...] [--health-fail I,...]
+               [--bind-decode PORT,...] [--health-fail I,...] [--json-stream I,...]
+               [--huge-prefill]
 
 Serves N prefill and K decode instances on 127.0.0.1 (free ports, written
 to PORTFILE as JSON {"prefill": [ports], "decode": [ports]}).
@@ -41,7 +42,9 @@ stream event to about B bytes (with --chunks large and --chunk-gap 0, an
 endless fast stream); --fail-decode lists decode instances that answer
 every request with HTTP 500; --bind-decode gives the decode instances
 fixed ports (0: a free one), so that a test can start one later on the
-port eldrd already knows.
+port eldrd already knows; --json-stream lists decode instances that answer
+a stream with plain JSON (a misconfigured engine); --huge-prefill makes
+the prefill's answer 65 MiB (past eldrd's limit for a whole answer).
 """
 import base64
 import hashlib
@@ -58,13 +61,14 @@ args = sys.argv[1:]
 TRACE, PORTFILE, RECORD = args[0], args[1], args[2]
 opt = {"--prefill": 1, "--decode": 4, "--decode-delay": 0.0, "--chunks": 3,
        "--chunk-gap": 0.2, "--max-seconds": 120.0, "--chunk-bytes": 0, "--fail-decode": "",
-       "--bind-decode": "", "--health-fail": ""}
+       "--bind-decode": "", "--health-fail": "", "--json-stream": ""}
 NO_SIG = "--no-sig" in args
+HUGE = "--huge-prefill" in args
 STOCK = "--stock" in args
 GATE = "--gate" in args
 i = 3
 while i < len(args):
-    if args[i] in ("--no-sig", "--stock", "--gate"):
+    if args[i] in ("--no-sig", "--stock", "--gate", "--huge-prefill"):
         i += 1
         continue
     opt[args[i]] = type(opt[args[i]])(args[i + 1])
@@ -75,6 +79,7 @@ with h5py.File(TRACE, "r") as f:
 N_ROWS = COUNTS.shape[0]
 FAIL_DECODE = {int(x) for x in opt["--fail-decode"].split(",") if x}
 HEALTH_FAIL = {int(x) for x in opt["--health-fail"].split(",") if x}
+JSON_STREAM = {int(x) for x in opt["--json-stream"].split(",") if x}
 LOCK = threading.Lock()
 
 
@@ -103,6 +108,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
+
+    def handle(self):
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):
+            pass   # eldrd cut the connection (an answer past its limit)
 
     def body(self):
         n = int(self.headers.get("Content-Length", 0))
@@ -177,6 +188,8 @@ class Handler(BaseHTTPRequestHandler):
                     "transfer_id": kv.get("transfer_id")}
         if not NO_SIG:
             transfer["eldr_sig"] = base64.b64encode(counts_of(text).tobytes()).decode()
+        if HUGE:
+            transfer["padding"] = "x" * (65 << 20)
         self.send_json(200, {
             "id": "cmpl-%s" % body.get("request_id"), "object": "text_completion",
             "created": 1700000000, "model": "stand-in",
@@ -196,7 +209,7 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(opt["--decode-delay"])
         if body.get("slow"):
             time.sleep(opt["--decode-delay"])
-        if not body.get("stream"):
+        if not body.get("stream") or self.index in JSON_STREAM:
             return self.send_json(200, {
                 "id": "cmpl-%s" % rid, "object": "text_completion", "model": "stand-in",
                 "choices": [{"index": 0, "text": " decoded by %d" % self.index,

@@ -141,6 +141,44 @@ static void test_digest(void **state)
     dash_free(&d);
 }
 
+/* Proxy mode: the snapshot's pool marks an ejected decode worker, and
+ * the queue view says so on its row; without a pool nothing is marked. */
+static void test_queues_mark_ejected(void **state)
+{
+    (void)state;
+    json_t *snap = snapshot(1);
+    json_t *dec = json_array();
+    for (int k = 0; k < NK; k++)
+        json_array_append_new(dec, json_pack("{s:s, s:b, s:f}", "name", NAMES[k], "ejected",
+                                             k == 1, "ejected_for_s", k == 1 ? 42.4 : 0.0));
+    json_object_set_new(snap, "pool", json_pack("{s:o, s:[]}", "decode", dec, "prefill"));
+    dash_t d;
+    char err[ELDR_ERRLEN];
+    if (live_open_json(&d, snap, "snap.json", err, sizeof err))
+        fail_msg("live_open_json: %s", err);
+    json_decref(snap);
+    assert_int_equal(d.live->now.has_pool, 1);
+    assert_int_equal(d.live->now.ejected[1], 1);
+    assert_int_equal(d.live->now.ejected[0], 0);
+    char *s = frame(&d, VIEW_QUEUES, 120, 30);
+    assert_has(s, "EJECTED 42s");
+    assert_has(s, "1 ejected (failing: no traffic)");
+    /* on dec1's row, not another's */
+    const char *row = strstr(s, NAMES[1]);
+    assert_non_null(row);
+    const char *eol = strchr(row, '\n');
+    const char *tag = strstr(row, "EJECTED");
+    assert_true(tag && eol && tag < eol);
+    free(s);
+    dash_free(&d);
+    open_snapshot(&d, 1);
+    s = frame(&d, VIEW_QUEUES, 120, 30);
+    assert_null(strstr(s, "EJECTED"));
+    assert_int_equal(d.live->now.has_pool, 0);
+    free(s);
+    dash_free(&d);
+}
+
 static void test_balance_and_overview(void **state)
 {
     (void)state;
@@ -509,6 +547,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_digest),
+        cmocka_unit_test(test_queues_mark_ejected),
         cmocka_unit_test(test_balance_and_overview),
         cmocka_unit_test(test_decisions),
         cmocka_unit_test(test_drift_scatter_heatmap),
