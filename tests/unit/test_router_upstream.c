@@ -630,6 +630,37 @@ static void test_client_many_at_once(void **state)
     server_stop(&s);
 }
 
+/* Pooled connections idle past upc_set_idle's limit are closed; busy
+ * ones are not; a GET (a health probe) goes over the same pool. */
+static void test_client_idle_expiry(void **state)
+{
+    (void)state;
+    server s;
+    assert_int_equal(server_start(&s), 0);
+    int o;
+    upc *c = client_for(&s, &o);
+    upc_set_idle(c, 0.3);
+    static done_t d[4];
+    memset(d, 0, sizeof d);
+    for (int i = 0; i < 4; i++)
+        assert_non_null(upc_post(c, o, "/p", NULL, "{}", 2, &dh, &d[i]));
+    run_until(c, d, 4);
+    assert_int_equal(upc_open_connections(c), 4);
+    done_t g = {0};
+    assert_non_null(upc_get(c, o, "/health", &dh, &g));
+    run_until(c, &g, 1);
+    assert_int_equal(g.res, UP_OK);
+    assert_int_equal(upc_open_connections(c), 4);   /* it took a kept one */
+    double t0 = evloop_now();
+    while (upc_open_connections(c) > 0 && evloop_now() - t0 < 3)
+        evloop_turn(test_loop(), 50);
+    assert_int_equal(upc_open_connections(c), 0);
+    assert_true(evloop_now() - t0 > 0.2);   /* not before their time */
+    upc_set_idle(c, 0);
+    upc_free(c);
+    server_stop(&s);
+}
+
 static void test_client_origins(void **state)
 {
     (void)state;
@@ -661,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_client_failures),
         cmocka_unit_test(test_client_many_at_once),
         cmocka_unit_test(test_client_origins),
+        cmocka_unit_test(test_client_idle_expiry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
