@@ -106,9 +106,9 @@ static int start_front(eldrd *d, char *err, size_t errlen)
 
 static int start(eldrd *d, char *err, size_t errlen)
 {
+    d->engine_on = 1;   /* engine_free takes a half-built engine too */
     if (engine_init(&d->e, d->o, err, errlen) < 0)
         return -1;
-    d->engine_on = 1;
     if (start_feeds(d, err, errlen) < 0 || start_front(d, err, errlen) < 0 ||
         auth_setup(&d->auth, d->o, err, errlen) < 0)
         return -1;
