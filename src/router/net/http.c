@@ -435,7 +435,7 @@ static void append(http_server *s, conn_ctx *x, const char *data, size_t n)
         size_t cap = x->cap ? x->cap : 1024;
         while (cap < x->len + n + 1)
             cap *= 2;
-        if (cap > (size_t)x->limit + 1)   /* the limit's bytes and the NUL, no more */
+        if (cap >= (size_t)x->limit)   /* the limit's bytes and the NUL, no more */
             cap = (size_t)x->limit + 1;
         if (budget_take(s, cap - x->cap) < 0) {
             over_budget(s, x);
