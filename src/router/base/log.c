@@ -25,6 +25,13 @@ void log_msg(const char *fmt, ...)
     fprintf(stderr, "eldrd: %s\n", line);   /* one write: lines do not interleave */
 }
 
+int log_once_a_second(atomic_long *last)
+{
+    long now = (long)time(NULL);
+    long prev = atomic_load(last);
+    return now != prev && atomic_compare_exchange_strong(last, &prev, now);
+}
+
 double mono_now(void)
 {
     struct timespec ts;

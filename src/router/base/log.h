@@ -9,9 +9,14 @@
 #define ELDR_ROUTER_LOG_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 void log_set_quiet(int quiet);
 void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 1 when a line of a kind may be written now: at most one a second per
+ * `last` (that kind's clock), so that a hostile client's flood of
+ * refusals cannot flood the log. */
+int log_once_a_second(atomic_long *last);
 
 /* Monotonic seconds. */
 double mono_now(void);

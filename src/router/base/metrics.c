@@ -25,6 +25,10 @@ void metrics_init(metrics_t *m)
     atomic_init(&m->deadline_cuts, 0);
     atomic_init(&m->protocol_errors, 0);
     atomic_init(&m->persist_failures, 0);
+    atomic_init(&m->body_bytes, 0);
+    atomic_init(&m->body_refusals, 0);
+    atomic_init(&m->header_timeouts, 0);
+    atomic_init(&m->per_ip_refusals, 0);
     for (int i = 0; i <= METRICS_BUCKETS; i++)
         atomic_init(&m->route_bucket[i], 0);
     for (int i = 0; i < 6; i++)
@@ -116,6 +120,23 @@ void metrics_render(const metrics_t *m, strbuf *b)
                  "longer than --request-deadline.\n# TYPE eldr_deadline_cuts_total counter\n"
                  "eldr_deadline_cuts_total %llu\n",
               (unsigned long long)atomic_load(&m->deadline_cuts));
+    sb_printf(b, "# HELP eldr_body_bytes Request bodies held in memory now, bytes (at most "
+                 "--body-budget).\n# TYPE eldr_body_bytes gauge\neldr_body_bytes %llu\n",
+              (unsigned long long)atomic_load(&m->body_bytes));
+    sb_printf(b, "# HELP eldr_body_budget_refusals_total Requests answered 503 because their "
+                 "body would have passed --body-budget.\n"
+                 "# TYPE eldr_body_budget_refusals_total counter\n"
+                 "eldr_body_budget_refusals_total %llu\n",
+              (unsigned long long)atomic_load(&m->body_refusals));
+    sb_printf(b, "# HELP eldr_header_timeouts_total Connections closed because their request "
+                 "headers took longer than --header-timeout.\n"
+                 "# TYPE eldr_header_timeouts_total counter\neldr_header_timeouts_total %llu\n",
+              (unsigned long long)atomic_load(&m->header_timeouts));
+    sb_printf(b, "# HELP eldr_connections_refused_per_ip_total Connections closed at once "
+                 "because their address (an IPv6 /64) held --max-conns-per-ip.\n"
+                 "# TYPE eldr_connections_refused_per_ip_total counter\n"
+                 "eldr_connections_refused_per_ip_total %llu\n",
+              (unsigned long long)atomic_load(&m->per_ip_refusals));
     sb_printf(b, "# HELP eldr_http_protocol_errors_total Requests refused by the HTTP layer "
                  "(libmicrohttpd) before eldrd saw them: a malformed Content-Length or "
                  "chunk, headers over the memory limit. Also counted under "

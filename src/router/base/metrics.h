@@ -31,6 +31,10 @@ typedef struct metrics_t {
     atomic_uint_least64_t deadline_cuts;    /* bodies cut at --request-deadline */
     atomic_uint_least64_t persist_failures; /* PUT /v1/model not written to the state dir */
     atomic_uint_least64_t protocol_errors;  /* answered by libmicrohttpd itself (bad framing) */
+    atomic_uint_least64_t body_bytes;       /* request bodies held now, bytes (--body-budget) */
+    atomic_uint_least64_t body_refusals;    /* 503: a body would have passed --body-budget */
+    atomic_uint_least64_t header_timeouts;  /* connections closed at --header-timeout */
+    atomic_uint_least64_t per_ip_refusals;  /* connections refused at --max-conns-per-ip */
     atomic_uint_least64_t by_endpoint[METRICS_ENDPOINTS][METRICS_CODES];
     const char *endpoint_names[METRICS_ENDPOINTS]; /* "POST /v1/route", ...; NULL unused */
 } metrics_t;

@@ -30,12 +30,22 @@ void opts_usage(FILE *f)
             "  --threads N               HTTP thread pool size (default 2; proxy mode\n"
             "                            runs one event loop instead)\n"
             "  --state-dir DIR           keep the last PUT model there (model.h5)\n"
-            "  --max-body BYTES          largest request body (default 8388608)\n"
+            "  --max-body BYTES          largest body of a route or a proxied request\n"
+            "                            (default 8388608); larger gets 413\n"
+            "  --max-kv-body BYTES       largest POST /v1/kv-events body (default 1048576)\n"
+            "  --max-model-body BYTES    largest PUT /v1/model body (default 33554432)\n"
+            "  --body-budget BYTES       request bodies held in memory at once, all\n"
+            "                            connections together (default 134217728); a body\n"
+            "                            that would pass it gets 503\n"
             "  --decisions N             recent decisions kept for explain (default 4096)\n"
             "  --window N                recent signatures kept for refit/drift (default 1024)\n"
             "  --cache-blocks N          signature cache capacity per prefill worker,\n"
             "                            in blocks (default 65536)\n"
             "  --timeout S               idle connection timeout in seconds (default 10)\n"
+            "  --header-timeout S        a request's headers must be complete within S\n"
+            "                            seconds of the connection's start (or of its\n"
+            "                            previous request's end); else it is closed\n"
+            "                            (default 10)\n"
             "  --load-from own|vllm      load signal: eldrd's own in-flight counts (default),\n"
             "                            or each worker's vllm:num_requests_running +\n"
             "                            vllm:num_requests_waiting from its /metrics\n"
@@ -48,11 +58,19 @@ void opts_usage(FILE *f)
             "                            line, 16+ characters); 401 without it\n"
             "  --kv-token-file FILE      a separate token for POST /v1/kv-events (the\n"
             "                            engines send those)\n"
-            "  --insecure                serve a non-loopback --listen address without\n"
-            "                            an admin token (refused otherwise)\n"
+            "  --insecure                serve the admin endpoints on a non-loopback\n"
+            "                            address without an admin token (refused otherwise)\n"
+            "  --admin-listen HOST:PORT  a second listener for the admin and introspection\n"
+            "                            endpoints (model, config, in-flight clear,\n"
+            "                            kv-events, snapshot, explain, window); they then\n"
+            "                            answer 404 on --listen; /healthz and /metrics on both\n"
+            "  --route-token-file FILE   proxy mode: POST /v1/route and /v1/finish on\n"
+            "                            --listen need 'Authorization: Bearer TOKEN'\n"
             "  --max-conns N             open connections in all (default 1000)\n"
-            "  --max-conns-per-ip N      open connections from one address (default 64),\n"
-            "                            so that a slow client cannot crowd out the others\n"
+            "  --max-conns-per-ip N      open connections from one address (default 64; an\n"
+            "                            IPv6 /64 counts as one address); more are closed\n"
+            "                            at once, so that one client cannot crowd out the\n"
+            "                            others\n"
             "  --request-deadline S      a request's body must arrive within S seconds of\n"
             "                            its headers, however slowly it trickles\n"
             "                            (default 30; the connection is cut otherwise)\n"
@@ -115,29 +133,32 @@ static int parse_ll(const char *opt, const char *s, long long lo, long long hi, 
 }
 
 /* HOST:PORT, where an IPv6 host is written in brackets: [::1]:8470. */
-static int parse_listen(const char *s, eldrd_opts *o, char *err, size_t errlen)
+static int parse_listen(const char *opt, const char *s, char *host, size_t hostlen, int *port,
+                        char *err, size_t errlen)
 {
     const char *colon = strrchr(s, ':');
-    if (!colon || colon == s || (size_t)(colon - s) >= sizeof o->host)
-        return eldr_errf(err, errlen, "--listen: '%s' is not HOST:PORT", s);
-    long long port;
-    if (parse_ll("--listen port", colon + 1, 1, 65535, &port, err, errlen) < 0)
+    if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
+        return eldr_errf(err, errlen, "%s: '%s' is not HOST:PORT", opt, s);
+    char what[32];
+    snprintf(what, sizeof what, "%s port", opt);
+    long long p;
+    if (parse_ll(what, colon + 1, 1, 65535, &p, err, errlen) < 0)
         return -1;
     const char *h = s;
     size_t n = (size_t)(colon - s);
     if (h[0] == '[') {
         if (n < 3 || h[n - 1] != ']')
-            return eldr_errf(err, errlen, "--listen: '%s': a bracketed IPv6 host must end in "
-                             "']' before the port", s);
+            return eldr_errf(err, errlen, "%s: '%s': a bracketed IPv6 host must end in "
+                             "']' before the port", opt, s);
         h++;
         n -= 2;
     } else if (memchr(h, ':', n)) {
-        return eldr_errf(err, errlen, "--listen: '%s': write an IPv6 host in brackets, "
-                         "[::1]:8470", s);
+        return eldr_errf(err, errlen, "%s: '%s': write an IPv6 host in brackets, "
+                         "[::1]:8470", opt, s);
     }
-    memcpy(o->host, h, n);
-    o->host[n] = '\0';
-    o->port = (int)port;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    *port = (int)p;
     return 0;
 }
 
@@ -229,6 +250,10 @@ static void defaults(eldrd_opts *o)
     o->tau = NAN;
     o->threads = 2;
     o->max_body = 8 << 20;
+    o->max_kv_body = 1 << 20;
+    o->max_model_body = 32 << 20;
+    o->body_budget = 128 << 20;
+    o->header_timeout = 10;
     o->decisions = 4096;
     o->window = 1024;
     o->cache_blocks = 65536;
@@ -252,7 +277,8 @@ enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBOD
        O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
        O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
        O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO,
-       O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS,
+       O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS, O_MAXKV, O_MAXMODEL, O_BUDGET,
+       O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK,
        O_EJECT_AFTER, O_EJECT_TIME, O_HEALTH_INT, O_HEALTH_PATH, O_STREAM_BUF, O_UP_IDLE };
 
 /* A number of seconds in [lo, hi]. */
@@ -329,7 +355,7 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
         o->version = 1;
         return 0;
     case O_LISTEN:
-        return parse_listen(arg, o, err, errlen);
+        return parse_listen("--listen", arg, o->host, sizeof o->host, &o->port, err, errlen);
     case O_WORKERS:
         free_names(o->workers, o->n_workers);
         o->workers = NULL;
@@ -358,6 +384,24 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
         return 0;
     case O_MAXBODY:
         return parse_ll("--max-body", arg, 1024, 1LL << 30, &o->max_body, err, errlen);
+    case O_MAXKV:
+        return parse_ll("--max-kv-body", arg, 1024, 1LL << 30, &o->max_kv_body, err, errlen);
+    case O_MAXMODEL:
+        return parse_ll("--max-model-body", arg, 1024, 1LL << 30, &o->max_model_body, err,
+                        errlen);
+    case O_BUDGET:
+        return parse_ll("--body-budget", arg, 1 << 20, 1LL << 40, &o->body_budget, err, errlen);
+    case O_HEADERTIMEOUT:
+        if (parse_ll("--header-timeout", arg, 1, 86400, &v, err, errlen) < 0)
+            return -1;
+        o->header_timeout = (int)v;
+        return 0;
+    case O_ADMINLISTEN:
+        return parse_listen("--admin-listen", arg, o->admin_host, sizeof o->admin_host,
+                            &o->admin_port, err, errlen);
+    case O_ROUTETOK:
+        o->route_token_file = arg;
+        return 0;
     case O_DECISIONS:
         if (parse_ll("--decisions", arg, 1, 1 << 20, &v, err, errlen) < 0)
             return -1;
@@ -475,6 +519,23 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     return eldr_errf(err, errlen, "unknown option (try 'eldrd --help')");
 }
 
+/* The budget must hold the largest body any endpoint takes, or that body
+ * could never be served. */
+static int check_bodies(const eldrd_opts *o, char *err, size_t errlen)
+{
+    const struct {
+        const char *opt;
+        long long v;
+    } lim[] = {{"--max-body", o->max_body}, {"--max-kv-body", o->max_kv_body},
+               {"--max-model-body", o->max_model_body}};
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+        if (lim[i].v >= o->body_budget)
+            return eldr_errf(err, errlen, "--body-budget %lld must be above %s %lld: such a "
+                             "body could never be taken in", o->body_budget, lim[i].opt,
+                             lim[i].v);
+    return 0;
+}
+
 int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
 {
     static const struct option longopts[] = {
@@ -514,6 +575,12 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"health-path", required_argument, 0, O_HEALTH_PATH},
         {"stream-buffer", required_argument, 0, O_STREAM_BUF},
         {"upstream-idle", required_argument, 0, O_UP_IDLE},
+        {"max-kv-body", required_argument, 0, O_MAXKV},
+        {"max-model-body", required_argument, 0, O_MAXMODEL},
+        {"body-budget", required_argument, 0, O_BUDGET},
+        {"header-timeout", required_argument, 0, O_HEADERTIMEOUT},
+        {"admin-listen", required_argument, 0, O_ADMINLISTEN},
+        {"route-token-file", required_argument, 0, O_ROUTETOK},
         {0, 0, 0, 0},
     };
     defaults(o);
@@ -559,6 +626,16 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         return eldr_errf(err, errlen, "--max-conns-per-ip %d is above --max-conns %d: one "
                          "address could take every connection", o->max_conns_per_ip,
                          o->max_conns);
+    }
+    if (check_bodies(o, err, errlen) < 0) {
+        opts_free(o);
+        return -1;
+    }
+    if (o->route_token_file && !o->proxy) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--route-token-file is for proxy mode (add --proxy): "
+                         "without it, /v1/route and /v1/finish are the data path of the "
+                         "proxy in front of eldrd");
     }
     if (o->kv_token_file && !o->admin_token_file) {
         opts_free(o);

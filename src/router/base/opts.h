@@ -18,7 +18,14 @@ typedef struct eldrd_opts {
     double tau;                  /* --tau, NaN = the model's */
     int threads;                 /* --threads (MHD thread pool) */
     const char *state_dir;       /* --state-dir, NULL = none */
-    long long max_body;          /* --max-body bytes */
+    long long max_body;          /* --max-body bytes: routes and proxied requests */
+    long long max_kv_body;       /* --max-kv-body bytes: POST /v1/kv-events */
+    long long max_model_body;    /* --max-model-body bytes: PUT /v1/model */
+    long long body_budget;       /* --body-budget bytes: bodies held at once, in all */
+    int header_timeout;          /* --header-timeout: seconds for a request's headers */
+    char admin_host[64];         /* --admin-listen HOST:PORT ("" = none) */
+    int admin_port;
+    const char *route_token_file; /* --route-token-file (proxy mode) */
     int decisions;               /* --decisions: ring size */
     int window;                  /* --window: recent signatures kept */
     long long cache_blocks;      /* --cache-blocks per prefill worker */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "auth.h"
 #include "endpoints.h"
@@ -28,7 +29,15 @@
 #include "proxy.h"
 #include "reaper.h"
 #include "refit.h"
+#include "upstream.h"
 #include "version.h"
+
+/* The admin listener's connections: operators, scrapers and the engines'
+ * KV events, not the traffic (docs/eldrd.md). */
+#define ADMIN_MAX_CONNS 256
+/* File descriptors besides connections: stdio, the listening sockets,
+ * epoll and event fds, the model, the state dir, HDF5. */
+#define FD_MARGIN 64
 
 /* Every room of one eldrd, and what main starts on them. */
 typedef struct eldrd {
@@ -42,7 +51,8 @@ typedef struct eldrd {
     evloop *loop;                /* when a front end needs one (--proxy) */
     pthread_t loop_thread;
     int loop_on;
-    http_server *http;
+    http_server *http;           /* --listen */
+    http_server *admin;          /* --admin-listen, a thread pool */
     proxy_t *proxy;              /* --proxy */
 } eldrd;
 
@@ -85,23 +95,143 @@ static int start_feeds(eldrd *d, char *err, size_t errlen)
     return 0;
 }
 
-/* The front ends: the HTTP server with the API's routes, and in proxy
+/* The public listener: in loop mode with --proxy, else a thread pool. */
+static http_config public_config(eldrd *d)
+{
+    const eldrd_opts *o = d->o;
+    return (http_config){.name = "public", .opt = "--listen", .host = o->host, .port = o->port,
+                         .threads = o->threads, .timeout = o->timeout,
+                         .header_timeout = o->header_timeout, .deadline = o->deadline,
+                         .max_conns = o->max_conns, .max_conns_per_ip = o->max_conns_per_ip,
+                         .max_body = o->max_body, .body_budget = o->body_budget,
+                         .auth = &d->auth, .met = &d->e.met, .loop = d->loop};
+}
+
+/* The admin listener: always a thread pool, so that a model swap there
+ * never waits on (or stops) the proxy's loop. It shares the metrics, and
+ * with them the body budget. */
+static http_config admin_config(eldrd *d)
+{
+    const eldrd_opts *o = d->o;
+    http_config c = public_config(d);
+    c.name = "admin";
+    c.opt = "--admin-listen";
+    c.host = o->admin_host;
+    c.port = o->admin_port;
+    c.max_conns = o->max_conns < ADMIN_MAX_CONNS ? o->max_conns : ADMIN_MAX_CONNS;
+    if (c.max_conns_per_ip > c.max_conns)
+        c.max_conns_per_ip = c.max_conns;
+    c.loop = NULL;
+    return c;
+}
+
+/* The front ends: the HTTP servers with the API's routes, and in proxy
  * mode the event loop, the proxy and its routes. */
 static int start_front(eldrd *d, char *err, size_t errlen)
 {
     eldrd_opts *o = d->o;
     if (o->proxy && !(d->loop = evloop_new(err, errlen)))
         return -1;
-    http_config cfg = {.host = o->host, .port = o->port, .threads = o->threads,
-                       .timeout = o->timeout, .deadline = o->deadline,
-                       .max_conns = o->max_conns, .max_conns_per_ip = o->max_conns_per_ip,
-                       .max_body = o->max_body, .auth = &d->auth, .met = &d->e.met,
-                       .loop = d->loop};
+    http_config cfg = public_config(d);
     if (!(d->http = http_new(&cfg, err, errlen)))
+        return -1;
+    cfg = admin_config(d);
+    if (o->admin_host[0] && !(d->admin = http_new(&cfg, err, errlen)))
         return -1;
     if (o->proxy && !(d->proxy = proxy_start(&d->e, d->loop, d->http, err, errlen)))
         return -1;
     return 0;
+}
+
+static void http_provider(void *cls, strbuf *b)
+{
+    eldrd *d = cls;
+    http_server *const servers[2] = {d->http, d->admin};
+    http_metrics(servers, 2, b);
+}
+
+/* The routes of every room on their listeners, and the providers. */
+static int register_rooms(eldrd *d, char *err, size_t errlen)
+{
+    api_part part = d->admin ? API_PUBLIC : API_ALL;
+    if (api_register(d->http, &d->e, part, !d->proxy) < 0 ||
+        (d->admin && api_register(d->admin, &d->e, API_ADMIN, 0) < 0) ||
+        (d->proxy && proxy_register(d->proxy, d->http) < 0))
+        return eldr_errf(err, errlen, "too many HTTP routes (internal)");
+    if (add_provider(d, (engine_provider){.metrics = http_provider, .cls = d}, err, errlen) < 0 ||
+        (d->proxy && add_provider(d, (engine_provider){.metrics = proxy_metrics, .cls = d->proxy},
+                                  err, errlen) < 0))
+        return -1;
+    /* the pool's health: reported by the proxy's upstream side */
+    engine_provider pp;
+    engine_pool_provider(&d->e, &pp);
+    if (d->proxy && add_provider(d, pp, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
+/* The file descriptors this configuration may hold at once, at most:
+ * - every client connection: --max-conns, and the admin listener's;
+ * - with --proxy, per client connection (one proxied request each) one
+ *   upstream connection per role, prefill and decode, counted both
+ *   though a request holds them one after the other; plus the idle
+ *   pools, up to UPSTREAM_IDLE_PER_ORIGIN per instance, and never more
+ *   than --max-conns to one instance (a pool keeps only what was in use);
+ * - with --load-from vllm, one per worker polled;
+ * - FD_MARGIN for the rest. */
+static long long fds_needed(const eldrd *d)
+{
+    const eldrd_opts *o = d->o;
+    long long n = o->max_conns + FD_MARGIN;
+    if (d->admin)
+        n += o->max_conns < ADMIN_MAX_CONNS ? o->max_conns : ADMIN_MAX_CONNS;
+    if (o->proxy) {
+        long long idle = o->max_conns < UPSTREAM_IDLE_PER_ORIGIN ? o->max_conns
+                                                                   : UPSTREAM_IDLE_PER_ORIGIN;
+        n += 2LL * o->max_conns + idle * (d->e.pool.n_prefill + d->e.K);
+    }
+    if (o->load_vllm)
+        n += d->e.K;
+    return n;
+}
+
+/* Raise the soft open-files limit to the hard one (a connection over the
+ * limit would fail at accept, far from its cause), and refuse a
+ * configuration that cannot fit under it. */
+static int fit_fds(const eldrd *d, char *err, size_t errlen)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 0;
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            rl.rlim_cur = was;
+        else
+            log_msg("open files: soft limit raised from %llu to the hard limit, %llu",
+                    (unsigned long long)was, (unsigned long long)rl.rlim_cur);
+    }
+    long long need = fds_needed(d);
+    if (rl.rlim_cur == RLIM_INFINITY || (long long)rl.rlim_cur >= need)
+        return 0;
+    return eldr_errf(err, errlen, "this configuration may hold %lld file descriptors (--max-conns "
+                     "%d%s; docs/eldrd.md, \"File descriptors\"), over the open-files limit "
+                     "of %llu (ulimit -n; hard limit %llu): raise the limit (LimitNOFILE= "
+                     "under systemd) or lower --max-conns", need, d->o->max_conns,
+                     d->o->proxy ? ", with the proxy's upstream connections" : "",
+                     (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+}
+
+/* Proxy mode on an address others reach, with the admin endpoints on it. */
+static void warn_open_admin(const eldrd *d)
+{
+    char why[ELDR_ERRLEN];
+    if (d->proxy && !d->admin && auth_host_is_loopback(d->o->host, why, sizeof why) == 0)
+        log_msg("warning: --proxy on %s, which is not loopback, without --admin-listen: the "
+                "clients of the proxy also reach the admin and introspection endpoints "
+                "(model, config, kv-events, snapshot, ...); give --admin-listen "
+                "127.0.0.1:PORT to serve those apart", d->o->host);
 }
 
 static int start(eldrd *d, char *err, size_t errlen)
@@ -110,22 +240,12 @@ static int start(eldrd *d, char *err, size_t errlen)
     if (engine_init(&d->e, d->o, err, errlen) < 0)
         return -1;
     if (start_feeds(d, err, errlen) < 0 || start_front(d, err, errlen) < 0 ||
-        auth_setup(&d->auth, d->o, err, errlen) < 0)
+        auth_setup(&d->auth, d->o, err, errlen) < 0 || register_rooms(d, err, errlen) < 0 ||
+        fit_fds(d, err, errlen) < 0)
         return -1;
-    if (api_register(d->http, &d->e, !d->proxy) < 0 ||
-        (d->proxy && proxy_register(d->proxy, d->http) < 0))
-        return eldr_errf(err, errlen, "too many HTTP routes (internal)");
-    if (add_provider(d, (engine_provider){.metrics = http_metrics, .cls = d->http}, err,
-                     errlen) < 0 ||
-        (d->proxy && add_provider(d, (engine_provider){.metrics = proxy_metrics, .cls = d->proxy},
-                                  err, errlen) < 0))
+    if (http_start(d->http, err, errlen) < 0 || (d->admin && http_start(d->admin, err, errlen) < 0))
         return -1;
-    engine_provider pp;
-    engine_pool_provider(&d->e, &pp);
-    if (d->proxy && add_provider(d, pp, err, errlen) < 0)
-        return -1;
-    if (http_start(d->http, err, errlen) < 0)
-        return -1;
+    warn_open_admin(d);
     if (d->loop) {
         if (pthread_create(&d->loop_thread, NULL, loop_main, d->loop) != 0)
             return eldr_errf(err, errlen, "proxy mode: cannot start the event loop thread");
@@ -150,11 +270,23 @@ static void stop_loop(eldrd *d)
  * what is queued and stops. Returns the requests cut. */
 static int drain(eldrd *d)
 {
+    /* both listeners stop accepting at once; then each waits, within the
+     * one grace period */
+    http_quiesce(d->http);
+    if (d->admin)
+        http_quiesce(d->admin);
+    double t0 = mono_now();
     int cut = http_drain(d->http, d->o->drain);
+    if (d->admin) {
+        double left = d->o->drain - (mono_now() - t0);
+        cut += http_drain(d->admin, left > 0 ? left : 0);
+    }
     http_stop_side(d->http);
     proxy_stop(d->proxy, d->loop_on);
     stop_loop(d);
     http_stop(d->http);
+    if (d->admin)
+        http_stop(d->admin);
     return cut;
 }
 
@@ -167,6 +299,7 @@ static void teardown(eldrd *d)
         http_stop(d->http);
     }
     proxy_free(d->proxy);
+    http_free(d->admin);
     http_free(d->http);
     refit_stop(d->refit);
     reaper_stop(d->reaper);

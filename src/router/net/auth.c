@@ -49,9 +49,18 @@ const char *auth_token_for(const auth_t *a, auth_need need)
 {
     if (need == AUTH_NONE)
         return NULL;
+    if (need == AUTH_ROUTE)
+        return a->route[0] ? a->route : NULL;
     if (need == AUTH_KV && a->kv[0])
         return a->kv;
     return a->admin[0] ? a->admin : NULL;
+}
+
+const char *auth_token_name(const auth_t *a, auth_need need)
+{
+    if (need == AUTH_ROUTE)
+        return "route";
+    return need == AUTH_KV && a->kv[0] ? "kv" : "admin";
 }
 
 int auth_bearer_ok(const char *header, const char *token)
@@ -82,7 +91,7 @@ int auth_host_is_loopback(const char *host, char *err, size_t errlen)
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai, *p;
     int gai = getaddrinfo(host, NULL, &hints, &ai);
     if (gai)
-        return eldr_errf(err, errlen, "--listen %s: %s", host, gai_strerror(gai));
+        return eldr_errf(err, errlen, "%s: %s", host, gai_strerror(gai));
     int loop = 1;
     for (p = ai; p; p = p->ai_next) {
         if (p->ai_family == AF_INET) {
@@ -111,12 +120,21 @@ int auth_setup(auth_t *a, const eldrd_opts *o, char *err, size_t errlen)
         auth_read_token(o->kv_token_file, "--kv-token-file", a->kv, sizeof a->kv, err,
                         errlen) < 0)
         return -1;
-    int loop = auth_host_is_loopback(o->host, err, errlen);
-    if (loop < 0)
+    if (o->route_token_file &&
+        auth_read_token(o->route_token_file, "--route-token-file", a->route, sizeof a->route,
+                        err, errlen) < 0)
         return -1;
+    /* the admin endpoints' listener is the one that could replace the model */
+    const char *opt = o->admin_host[0] ? "--admin-listen" : "--listen";
+    const char *host = o->admin_host[0] ? o->admin_host : o->host;
+    int port = o->admin_host[0] ? o->admin_port : o->port;
+    char why[ELDR_ERRLEN];
+    int loop = auth_host_is_loopback(host, why, sizeof why);
+    if (loop < 0)
+        return eldr_errf(err, errlen, "%s %s", opt, why);
     if (!loop && !a->admin[0] && !o->insecure)
-        return eldr_errf(err, errlen, "--listen %s:%d is not a loopback address: anyone who "
+        return eldr_errf(err, errlen, "%s %s:%d is not a loopback address: anyone who "
                          "reaches it could replace the model; give --admin-token-file FILE, "
-                         "or --insecure to serve it open", o->host, o->port);
+                         "or --insecure to serve it open", opt, host, port);
     return 0;
 }

@@ -6,7 +6,9 @@
  * send those, and should not hold the admin token). Without a kv token
  * the admin token guards kv-events too; without either, nothing is
  * guarded - which eldrd allows only on a loopback address, unless
- * --insecure says the operator means it. */
+ * --insecure says the operator means it. In proxy mode a third, the
+ * route token, guards POST /v1/route and /v1/finish (clients of the proxy
+ * need neither; a stranger could skew the loads with them). */
 #ifndef ELDR_ROUTER_AUTH_H
 #define ELDR_ROUTER_AUTH_H
 
@@ -16,11 +18,12 @@
 
 #define AUTH_TOKEN_MAX 512
 
-typedef enum auth_need { AUTH_NONE = 0, AUTH_ADMIN, AUTH_KV } auth_need;
+typedef enum auth_need { AUTH_NONE = 0, AUTH_ADMIN, AUTH_KV, AUTH_ROUTE } auth_need;
 
 typedef struct auth_t {
     char admin[AUTH_TOKEN_MAX];  /* "" = none */
     char kv[AUTH_TOKEN_MAX];     /* "" = fall back to admin */
+    char route[AUTH_TOKEN_MAX];  /* "" = routes and finishes open */
 } auth_t;
 
 /* Read a token: the file's first line, surrounding blanks removed; it
@@ -29,8 +32,10 @@ typedef struct auth_t {
 int auth_read_token(const char *path, const char *opt, char *out, size_t outlen, char *err,
                     size_t errlen);
 
-/* The token `need` asks for, or NULL when that endpoint is open. */
+/* The token `need` asks for, or NULL when that endpoint is open; and
+ * its name ("admin", "kv", "route") for messages. */
 const char *auth_token_for(const auth_t *a, auth_need need);
+const char *auth_token_name(const auth_t *a, auth_need need);
 
 /* Does the Authorization header value carry `token` ("Bearer TOKEN")?
  * Compares in time independent of where the strings differ. */
@@ -40,9 +45,10 @@ int auth_bearer_ok(const char *header, const char *token);
  * ::1), 0 when one is not, -1 with err when it does not resolve. */
 int auth_host_is_loopback(const char *host, char *err, size_t errlen);
 
-/* Before serving: read the token files and apply the bind rule (a
- * non-loopback --listen needs an admin token or --insecure). -1 with err
- * (eldrd exits 2). */
+/* Before serving: read the token files and apply the bind rule (the
+ * listener that serves the admin endpoints - --admin-listen when given,
+ * else --listen - needs a loopback address, an admin token or
+ * --insecure). -1 with err (eldrd exits 2). */
 int auth_setup(auth_t *a, const eldrd_opts *o, char *err, size_t errlen);
 
 #endif

@@ -1,6 +1,8 @@
 /* http.c - the libmicrohttpd glue: route table, bodies, answers, loop
  * mode and the drain (http.h). */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -19,6 +21,7 @@
 
 #include "err.h"
 #include "http.h"
+#include "http_conns.h"
 #include "http_side.h"
 #include "log.h"
 #include "opts.h"
@@ -33,7 +36,10 @@ struct http_server {
     char host[64];
     http_route routes[HTTP_ROUTES_MAX];
     char names[HTTP_ROUTES_MAX][48];
+    int slot[HTTP_ROUTES_MAX];   /* each route's endpoint in met (servers sharing met
+                                  * share the slot of a name) */
     int n_routes;
+    conns_t *conns;              /* per-address counts, header deadlines */
     struct MHD_Daemon *mhd;
     side_t *side;                /* loop mode: where synchronous handlers run */
     ev_io mhd_io;                /* loop mode: libmicrohttpd's epoll fd */
@@ -58,6 +64,9 @@ typedef struct conn_ctx {
     double t_begin;              /* monotonic seconds at the first callback */
     int late;                    /* its headers came after draining began */
     int too_large;
+    int over_budget;             /* its body would pass --body-budget: 503, bytes dropped */
+    int answered;                /* answered from its headers: nothing more to say */
+    int big;                     /* held a big body: memory goes back at the end */
     int authed;                  /* a required token was given */
     char peer[64];
     void *async;                 /* an asynchronous route's request */
@@ -153,7 +162,7 @@ static void no_route(const http_server *s, const char *method, const char *path,
 
 static enum MHD_Result send_answer(struct MHD_Connection *c, http_server *s, http_resp *out,
                                    const char *allow, int close_after, const char *challenge,
-                                   int endpoint)
+                                   int route)
 {
     char *text = out->text;
     const char *type = out->content_type ? out->content_type : "text/plain; charset=utf-8";
@@ -190,7 +199,7 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, http_server *s, htt
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (challenge)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
-    metrics_response_at(s->cfg.met, endpoint, out->status);
+    metrics_response_at(s->cfg.met, route >= 0 ? s->slot[route] : -1, out->status);
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)out->status, r);
     MHD_destroy_response(r);
     return rc;
@@ -206,13 +215,53 @@ static int route_index(const http_server *s, const char *method, const char *url
     return -1;
 }
 
-/* The body limit of route i (the small ones take HTTP_SMALL_BODY, so that
- * a megabyte of JSON never reaches their parsers); no route (-1) gets the
- * small limit too. */
+/* The body limit of route i: its own (the small ones take
+ * HTTP_SMALL_BODY, so that a megabyte of JSON never reaches their
+ * parsers), else the server's; no route (-1) gets the small limit. */
 static long long body_limit(const http_server *s, int i)
 {
     long long own = i < 0 ? HTTP_SMALL_BODY : s->routes[i].max_body;
-    return own && own < s->cfg.max_body ? own : s->cfg.max_body;
+    return own ? own : s->cfg.max_body;
+}
+
+/* ---- the body budget: bytes of bodies held, all connections together ---- */
+
+/* Take n bytes of the budget: 0, or -1 (nothing taken) when they would
+ * pass it. */
+static int budget_take(http_server *s, size_t n)
+{
+    atomic_uint_least64_t *held = &s->cfg.met->body_bytes;
+    uint64_t cur = atomic_load(held);
+    do {
+        if (cur + n > (uint64_t)s->cfg.body_budget)
+            return -1;
+    } while (!atomic_compare_exchange_weak(held, &cur, cur + n));
+    return 0;
+}
+
+/* The body's buffer goes, and its bytes go back to the budget. */
+static void body_drop(http_server *s, conn_ctx *x)
+{
+    if (x->cap)
+        atomic_fetch_sub(&s->cfg.met->body_bytes, (uint64_t)x->cap);
+    x->big |= x->cap >= TRIM_AFTER;
+    free(x->buf);
+    x->buf = NULL;
+    x->len = x->cap = 0;
+}
+
+/* A body the budget cannot hold: answered 503 when its upload ends, its
+ * bytes dropped meanwhile. */
+static void over_budget(http_server *s, conn_ctx *x)
+{
+    static atomic_long last_logged;
+    body_drop(s, x);
+    x->over_budget = 1;
+    atomic_fetch_add(&s->cfg.met->body_refusals, 1);
+    if (log_once_a_second(&last_logged))
+        log_msg("503 %s from %s: the request bodies held reached --body-budget (%lld bytes); "
+                "its body is dropped", x->route >= 0 ? s->names[x->route] : "a request",
+                x->peer, s->cfg.body_budget);
 }
 
 /* The client's address as text ("?" when unknown). */
@@ -220,14 +269,7 @@ static void peer_of(struct MHD_Connection *c, char *buf, size_t n)
 {
     const union MHD_ConnectionInfo *i =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    snprintf(buf, n, "?");
-    if (!i || !i->client_addr)
-        return;
-    const struct sockaddr *sa = i->client_addr;
-    if (sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)n);
-    else if (sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)n);
+    conn_addr_text(i ? i->client_addr : NULL, buf, n);
 }
 
 /* The route's token, when one is set and the request lacks it: 401,
@@ -252,26 +294,93 @@ static int needs_token(http_server *s, struct MHD_Connection *c, const char *met
     log_msg("401 %s %s from %s: %s", method, url, x->peer,
             h ? "wrong token" : "no Authorization header");
     http_error(out, 401, "authorization", "%s %s needs 'Authorization: Bearer <%s token>'",
-               method, url, need == AUTH_KV && s->cfg.auth->kv[0] ? "kv" : "admin");
+               method, url, auth_token_name(s->cfg.auth, need));
     return 1;
 }
 
-static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *value)
+static http_req request_of(struct MHD_Connection *c, const char *method, const char *url,
+                           conn_ctx *x)
+{
+    if (x->buf)
+        x->buf[x->len] = '\0';
+    return (http_req){c, method, url, x->buf ? x->buf : "", x->len, x->peer, x->authed,
+                      x->t_begin};
+}
+
+/* How a request's body is framed: its Content-Length and
+ * Transfer-Encoding headers. */
+typedef struct framing {
+    int lengths, codings;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
 {
     (void)kind;
     (void)value;
+    framing *f = cls;
     if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
-        ++*(int *)cls;
+        f->lengths++;
+    else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+        f->codings++;
     return MHD_YES;
 }
 
-/* First callback of a request: a context, an early 401 when a token is
- * missing, and an early 413 when the declared length is already over the
- * limit. */
+/* A body framed two ways - two lengths, or a length and a transfer coding
+ * - could be split differently by a proxy in front and by eldrd (request
+ * smuggling; RFC 9112, 6.3): refused, never one of the two picked. 1 with
+ * the error in out. */
+static int ambiguous_framing(struct MHD_Connection *c, http_resp *out)
+{
+    framing f = {0, 0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+    if (f.lengths > 1)
+        http_error(out, 400, "Content-Length", "%d Content-Length headers; send one",
+                   f.lengths);
+    else if (f.lengths && f.codings)
+        http_error(out, 400, "Transfer-Encoding", "Transfer-Encoding and Content-Length "
+                   "both given; send one (RFC 9112, 6.3)");
+    else
+        return 0;
+    return 1;
+}
+
+/* Answer now, from the headers, and close: whatever body follows is
+ * dropped, and nothing more is answered on this request. */
+static enum MHD_Result answer_at_headers(http_server *s, struct MHD_Connection *c, conn_ctx *x,
+                                         http_resp *out, const char *challenge)
+{
+    x->too_large = 1;
+    x->answered = 1;
+    return send_answer(c, s, out, NULL, 1, challenge, x->route);
+}
+
+/* Room for the declared body at once, so that a route body arrives
+ * without reallocs; a body bigger than PRESIZE_MAX grows as it comes, so
+ * that a mere header reserves no more than that. Nothing when the budget
+ * is short: the body then meets it as it grows. */
+static void presize(http_server *s, conn_ctx *x, const char *cl)
+{
+    size_t declared = cl ? (size_t)strtoull(cl, NULL, 10) : 0;
+    if (declared == 0 || declared >= PRESIZE_MAX || budget_take(s, declared + 1) < 0)
+        return;
+    if ((x->buf = malloc(declared + 1)))
+        x->cap = declared + 1;
+    else
+        atomic_fetch_sub(&s->cfg.met->body_bytes, (uint64_t)(declared + 1));
+}
+
+/* First callback of a request (its headers are complete): a context, an
+ * early 400 for an ambiguous framing, 401 when a token is missing, the
+ * answer of a route answered from its headers, and an early 413 when the
+ * declared length is already over the limit. */
 static enum MHD_Result begin(http_server *s, struct MHD_Connection *c, const char *method,
                              const char *url, void **con_cls)
 {
+    const union MHD_ConnectionInfo *sc =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (sc)
+        conns_headers(sc->socket_context);
     conn_ctx *x = calloc(1, sizeof *x);
     if (!x)
         return MHD_NO;
@@ -282,38 +391,27 @@ static enum MHD_Result begin(http_server *s, struct MHD_Connection *c, const cha
     peer_of(c, x->peer, sizeof x->peer);
     x->route = route_index(s, method, url);
     x->limit = body_limit(s, x->route);
-    http_resp deny = {0};
-    int lengths = 0;
-    MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, &lengths);
-    if (lengths > 1) {
-        /* two lengths: a proxy and eldrd could frame the body differently
-         * (request smuggling); refuse rather than pick one */
-        x->too_large = 1;
-        x->authed = -1;
-        http_error(&deny, 400, "Content-Length", "%d Content-Length headers; send one",
-                   lengths);
-        return send_answer(c, s, &deny, NULL, 1, NULL, x->route);
-    }
-    if (needs_token(s, c, method, url, x, &deny)) {
-        x->too_large = 1;       /* drop whatever body follows */
-        x->authed = -1;         /* and answer nothing more */
-        return send_answer(c, s, &deny, NULL, 1, "Bearer realm=\"eldrd\"", x->route);
+    http_resp out = {0};
+    if (ambiguous_framing(c, &out))
+        return answer_at_headers(s, c, x, &out, NULL);
+    if (needs_token(s, c, method, url, x, &out))
+        return answer_at_headers(s, c, x, &out, "Bearer realm=\"eldrd\"");
+    const http_route *rt = x->route >= 0 ? &s->routes[x->route] : NULL;
+    if (rt && rt->on_headers) {
+        out.status = 200;
+        http_req req = request_of(c, method, url, x);
+        rt->fn(rt->ctx, &req, &out);
+        return answer_at_headers(s, c, x, &out, NULL);
     }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > (unsigned long long)x->limit) {
         x->too_large = 1;
-        http_resp out = {0};
         http_error(&out, 413, "body", "Content-Length %s is over the limit of %lld bytes", cl,
                    x->limit);
         return send_answer(c, s, &out, NULL, 1, NULL, x->route);
     }
-    /* room for the declared body at once, so that a route body arrives
-     * without reallocs; a body bigger than PRESIZE_MAX grows as it comes,
-     * so that a mere header reserves no more than that */
-    size_t declared = cl ? (size_t)strtoull(cl, NULL, 10) : 0;
-    if (declared > 0 && declared < PRESIZE_MAX && (x->buf = malloc(declared + 1)))
-        x->cap = declared + 1;
+    presize(s, x, cl);
     return MHD_YES;
 }
 
@@ -322,23 +420,31 @@ static int past_deadline(const http_server *s, const conn_ctx *x)
     return mono_now() - x->t_begin > (double)s->cfg.deadline;
 }
 
-static void append(conn_ctx *x, const char *data, size_t n)
+/* A piece of the body: kept, unless it passes the route's limit (413)
+ * or the budget (503); then the body is dropped. */
+static void append(http_server *s, conn_ctx *x, const char *data, size_t n)
 {
-    if (x->too_large)
+    if (x->too_large || x->over_budget)
         return;
     if (x->len + n > (size_t)x->limit) {
         x->too_large = 1;
-        free(x->buf);
-        x->buf = NULL;
-        x->len = x->cap = 0;
+        body_drop(s, x);
         return;
     }
     if (x->len + n + 1 > x->cap) {
         size_t cap = x->cap ? x->cap : 1024;
         while (cap < x->len + n + 1)
             cap *= 2;
+        if (cap >= (size_t)x->limit)   /* the limit's bytes and the NUL, no more */
+            cap = (size_t)x->limit + 1;
+        if (budget_take(s, cap - x->cap) < 0) {
+            over_budget(s, x);
+            return;
+        }
         char *b = realloc(x->buf, cap);
         if (!b) {
+            atomic_fetch_sub(&s->cfg.met->body_bytes, (uint64_t)(cap - x->cap));
+            body_drop(s, x);
             x->too_large = 1;   /* answered as 413: we cannot hold it */
             return;
         }
@@ -347,15 +453,6 @@ static void append(conn_ctx *x, const char *data, size_t n)
     }
     memcpy(x->buf + x->len, data, n);
     x->len += n;
-}
-
-static http_req request_of(struct MHD_Connection *c, const char *method, const char *url,
-                           conn_ctx *x)
-{
-    if (x->buf)
-        x->buf[x->len] = '\0';
-    return (http_req){c, method, url, x->buf ? x->buf : "", x->len, x->peer, x->authed,
-                      x->t_begin};
 }
 
 /* An asynchronous route: begin once the body is in, then answer when the
@@ -375,6 +472,7 @@ static enum MHD_Result run_async(http_server *s, struct MHD_Connection *c, conn_
         }
         http_req req = request_of(c, method, url, x);
         x->async = rt->async->begin(rt->ctx, &req, &e);
+        body_drop(s, x);   /* the handler keeps what it needs of it */
         if (!x->async) {
             http_rb_error(&out, &e);
             return send_answer(c, s, &out, NULL, 0, NULL, x->route);
@@ -438,7 +536,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return begin(s, c, method, url, con_cls);
     conn_ctx *x = *con_cls;
     if (*upload_data_size) {
-        append(x, upload_data, *upload_data_size);
+        append(s, x, upload_data, *upload_data_size);
         *upload_data_size = 0;
         if (past_deadline(s, x)) {
             /* a body trickled byte by byte resets the idle timer forever;
@@ -454,11 +552,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     http_resp out = {.status = 200};
     char allow[64];
+    if (x->answered)
+        return MHD_YES;
     if (x->too_large) {
-        if (x->authed < 0)
-            return MHD_YES;     /* answered 401 already */
         http_error(&out, 413, "body", "request body is over the limit of %lld bytes",
                    x->limit);
+        return send_answer(c, s, &out, NULL, 1, NULL, x->route);
+    }
+    if (x->over_budget) {
+        http_error(&out, 503, "body", "eldrd holds as many request bodies as --body-budget "
+                   "(%lld bytes) allows; send it again later", s->cfg.body_budget);
         return send_answer(c, s, &out, NULL, 1, NULL, x->route);
     }
     const http_route *rt = x->route >= 0 ? &s->routes[x->route] : NULL;
@@ -484,17 +587,21 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     http_server *s = cls;
-    (void)c;
     conn_ctx *x = *con_cls;
     if (x) {
+        /* the next request's headers are due from now */
+        const union MHD_ConnectionInfo *sc =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        if (sc)
+            conns_request_done(s->conns, sc->socket_context);
         if (x->async)
             s->routes[x->route].async->release(x->async,
                                                toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
         if (x->side && atomic_load(&x->side->done))
             free(x->side);   /* answered elsewhere, never sent: the client went */
         atomic_fetch_sub(&s->active, 1);
-        int big = x->cap >= TRIM_AFTER;
-        free(x->buf);
+        body_drop(s, x);
+        int big = x->big;
         free(x);
         /* a big body and the JSON built from it leave freed pages in this
          * thread's arena; hand them back, so RSS returns to its level */
@@ -520,15 +627,39 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
         metrics_response_at(s->cfg.met, -1, (int)code);
         return;
     }
-    static _Atomic long last_logged;
-    long now = (long)time(NULL);
-    long prev = atomic_load(&last_logged);
-    if (now == prev || !atomic_compare_exchange_strong(&last_logged, &prev, now))
+    static atomic_long last_logged;
+    if (!log_once_a_second(&last_logged))
         return;
     char msg[256];
     vsnprintf(msg, sizeof msg, fmt, ap);
     msg[strcspn(msg, "\n")] = 0;
     log_msg("libmicrohttpd: %s", msg);
+}
+
+/* The accept policy: the address's connections (http_conns.h), in place
+ * of libmicrohttpd's per-IP limit, which counts each IPv6 address alone.
+ * A refused connection is closed at once: the client sees it reset (or
+ * closed), not queued. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    (void)len;
+    http_server *s = cls;
+    return conns_admit(s->conns, addr) ? MHD_YES : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    http_server *s = cls;
+    if (toe != MHD_CONNECTION_NOTIFY_STARTED) {
+        conns_closed(s->conns, socket_ctx);
+        return;
+    }
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *a =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    conns_started(s->conns, fd ? fd->connect_fd : -1, a ? a->client_addr : NULL, socket_ctx);
 }
 
 /* ---- loop mode ---------------------------------------------------------- */
@@ -616,56 +747,144 @@ int http_add_route(http_server *s, const http_route *r)
 {
     if (s->n_routes >= HTTP_ROUTES_MAX)
         return -1;
-    int i = s->n_routes++;
-    s->routes[i] = *r;
+    int i = s->n_routes;
     snprintf(s->names[i], sizeof s->names[i], "%s %s%s", r->method, r->path,
              r->prefix ? "{id}" : "");
-    s->cfg.met->endpoint_names[i] = s->names[i];
+    /* its endpoint in met: the slot of that name when another server
+     * sharing met has it, else the first free one */
+    const char **names = s->cfg.met->endpoint_names;
+    int slot = 0;
+    while (slot < METRICS_ENDPOINTS - 1 && names[slot] && strcmp(names[slot], s->names[i]))
+        slot++;
+    if (slot == METRICS_ENDPOINTS - 1)
+        return -1;
+    if (!names[slot])
+        names[slot] = s->names[i];
+    s->slot[i] = slot;
+    s->routes[i] = *r;
+    s->n_routes++;
+    return 0;
+}
+
+/* The address as it is written on the command line: [v6]:port. */
+static void where_text(const http_config *o, char *buf, size_t n)
+{
+    snprintf(buf, n, strchr(o->host, ':') ? "%s [%s]:%d" : "%s %s:%d", o->opt, o->host,
+             o->port);
+}
+
+/* An IPv4-mapped IPv6 address (::ffff:a.b.c.d) as the IPv4 address it
+ * maps; any other address as it is. */
+static socklen_t unmap(const struct sockaddr *sa, socklen_t len, struct sockaddr_storage *out)
+{
+    const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+    if (sa->sa_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+        memcpy(out, sa, len);
+        return len;
+    }
+    struct sockaddr_in s4 = {.sin_family = AF_INET, .sin_port = s6->sin6_port};
+    memcpy(&s4.sin_addr, s6->sin6_addr.s6_addr + 12, 4);
+    memcpy(out, &s4, sizeof s4);
+    return sizeof s4;
+}
+
+/* The listening socket, made here rather than by libmicrohttpd, so that a
+ * failure says what failed (one line). libmicrohttpd binds an IPv6
+ * address on an IPv6-only socket, where an IPv4-mapped address cannot be
+ * bound (EINVAL, which it reported as a failed bind): such an address is
+ * bound as the IPv4 address it maps, which the same clients reach. The fd,
+ * or -1 with err. */
+static int listen_socket(const http_config *o, char *err, size_t errlen)
+{
+    char where[160];
+    where_text(o, where, sizeof where);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+    char port[16];
+    snprintf(port, sizeof port, "%d", o->port);
+    int gai = getaddrinfo(o->host, port, &hints, &ai);
+    if (gai)
+        return eldr_errf(err, errlen, "%s: %s", where, gai_strerror(gai));
+    struct sockaddr_storage ss;
+    socklen_t len = unmap(ai->ai_addr, ai->ai_addrlen, &ss);
+    freeaddrinfo(ai);
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return eldr_errf(err, errlen, "%s: cannot make a socket: %s", where, strerror(errno));
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        (ss.ss_family == AF_INET6 &&
+         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0) ||
+        bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
+        int e = errno;
+        close(fd);
+        return eldr_errf(err, errlen, "%s: cannot listen there: %s", where, strerror(e));
+    }
+    return fd;
+}
+
+/* Run libmicrohttpd on the listening socket fd. */
+static struct MHD_Daemon *start_mhd(http_server *s, int fd, int v6)
+{
+    const http_config *o = &s->cfg;
+    /* loop mode: no thread of libmicrohttpd's own; it runs on epoll from
+     * the loop, with everything else the loop carries */
+    unsigned flags = o->loop ? MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG
+                             : MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO |
+                                   MHD_USE_ERROR_LOG;
+    if (v6)
+        flags |= MHD_USE_IPv6;
+    return MHD_start_daemon(
+        flags, 0, on_accept, s, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout,
+        MHD_OPTION_THREAD_POOL_SIZE, o->loop ? 0u : (unsigned)o->threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_conns, MHD_OPTION_END);
+}
+
+/* Loop mode: libmicrohttpd's epoll fd on the loop, the side thread. */
+static int on_loop(http_server *s, char *err, size_t errlen)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!(s->side = side_start()) || !info ||
+        evloop_io_add(s->cfg.loop, &s->mhd_io, info->epoll_fd, EPOLLIN, mhd_ready, s) < 0) {
+        side_free(s->side);
+        s->side = NULL;
+        return eldr_errf(err, errlen, "cannot run the HTTP service on the event loop (side "
+                         "thread or epoll)");
+    }
+    s->mhd_ran = mono_now();
+    evloop_hook_add(s->cfg.loop, &s->turn, mhd_turn, s);
+    evloop_after_add(s->cfg.loop, &s->after, mhd_after, s);
     return 0;
 }
 
 int http_start(http_server *s, char *err, size_t errlen)
 {
     const http_config *o = &s->cfg;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
-    char port[16];
-    snprintf(port, sizeof port, "%d", o->port);
-    int gai = getaddrinfo(o->host, port, &hints, &ai);
-    if (gai)
-        return eldr_errf(err, errlen, "--listen %s:%d: %s", o->host, o->port, gai_strerror(gai));
-    /* loop mode: no thread of libmicrohttpd's own; it runs on epoll from
-     * the loop, with everything else the loop carries */
-    unsigned flags = o->loop ? MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG
-                             : MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_AUTO |
-                                   MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    s->mhd = MHD_start_daemon(
-        flags, (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout,
-        MHD_OPTION_THREAD_POOL_SIZE, o->loop ? 0u : (unsigned)o->threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_conns,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_conns_per_ip, MHD_OPTION_END);
-    freeaddrinfo(ai);
-    if (!s->mhd)
-        return eldr_errf(err, errlen, "--listen %s:%d: cannot serve (address in use?)", o->host,
-                         o->port);
-    if (!o->loop)
-        return 0;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-    if (!(s->side = side_start()) || !info ||
-        evloop_io_add(o->loop, &s->mhd_io, info->epoll_fd, EPOLLIN, mhd_ready, s) < 0) {
-        side_free(s->side);
-        s->side = NULL;
+    if (!(s->conns = conns_new(o->max_conns, o->max_conns_per_ip, o->header_timeout, o->met,
+                               o->name)) ||
+        conns_start(s->conns) < 0)
+        return eldr_errf(err, errlen, "%s listener: cannot start its connection table "
+                         "(out of memory or threads)", o->name);
+    int fd = listen_socket(o, err, errlen);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    int v6 = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_INET6;
+    /* on a failure libmicrohttpd may have closed fd already: not closed
+     * again here (eldrd exits) */
+    if (!(s->mhd = start_mhd(s, fd, v6))) {
+        char where[160];
+        where_text(o, where, sizeof where);
+        return eldr_errf(err, errlen, "%s: libmicrohttpd cannot serve it", where);
+    }
+    if (o->loop && on_loop(s, err, errlen) < 0) {
         MHD_stop_daemon(s->mhd);
         s->mhd = NULL;
-        return eldr_errf(err, errlen, "cannot run the HTTP service on the event loop (side "
-                         "thread or epoll)");
+        return -1;
     }
-    s->mhd_ran = mono_now();
-    evloop_hook_add(o->loop, &s->turn, mhd_turn, s);
-    evloop_after_add(o->loop, &s->after, mhd_after, s);
     return 0;
 }
 
@@ -681,9 +900,10 @@ static void quiesce_here(void *cls)
     pthread_mutex_unlock(&s->lock);
 }
 
-int http_drain(http_server *s, double secs)
+void http_quiesce(http_server *s)
 {
-    atomic_store(&s->draining, 1);
+    if (atomic_exchange(&s->draining, 1) || !s->mhd)
+        return;
     if (s->cfg.loop && evloop_post(s->cfg.loop, quiesce_here, s) == 0) {
         pthread_mutex_lock(&s->lock);
         while (!s->quiesced)
@@ -692,6 +912,11 @@ int http_drain(http_server *s, double secs)
     } else {
         quiesce_here(s);
     }
+}
+
+int http_drain(http_server *s, double secs)
+{
+    http_quiesce(s);
     struct timespec nap = {0, 10 * 1000 * 1000};
     double t0 = mono_now();
     /* requests in progress, not connections: an idle keep-alive
@@ -733,6 +958,7 @@ void http_free(http_server *s)
         return;
     http_stop_side(s);
     http_stop(s);
+    conns_free(s->conns);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->quiet);
     free(s);
@@ -743,17 +969,24 @@ int http_in_progress(http_server *s)
     return atomic_load(&s->active);
 }
 
-void http_metrics(void *cls, strbuf *b)
+int http_open_connections(http_server *s)
 {
-    http_server *s = cls;
-    const union MHD_DaemonInfo *i =
-        s->mhd ? MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
-    if (i)
-        sb_printf(b, "# HELP eldr_open_connections HTTP connections open now.\n"
-                     "# TYPE eldr_open_connections gauge\neldr_open_connections %u\n",
-                  i->num_connections);
+    return s->conns ? conns_open(s->conns) : 0;
+}
+
+void http_metrics(http_server *const *servers, int n, strbuf *b)
+{
+    int open = 0, active = 0;
+    for (int i = 0; i < n; i++) {
+        if (!servers[i])
+            continue;
+        open += http_open_connections(servers[i]);
+        active += atomic_load(&servers[i]->active);
+    }
+    sb_printf(b, "# HELP eldr_open_connections HTTP connections open now (every listener).\n"
+                 "# TYPE eldr_open_connections gauge\neldr_open_connections %d\n", open);
     sb_printf(b, "# HELP eldr_requests_in_progress Requests between their headers and their "
                  "answer (this one included): what a SIGTERM drain waits for.\n"
                  "# TYPE eldr_requests_in_progress gauge\neldr_requests_in_progress %d\n",
-              atomic_load(&s->active));
+              active);
 }

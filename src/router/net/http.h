@@ -24,9 +24,15 @@
  * 404 for an unknown path, 405 (with Allow) for a known path and the
  * wrong method, 413 for a body over the limit (refused from its
  * Content-Length before it is read when possible), 401 before the body
- * is read when a route needs a token that the request does not carry.
- * Slow or idle clients are cut off by libmicrohttpd's connection timeout
- * (--timeout) and by the request deadline (--request-deadline). */
+ * is read when a route needs a token that the request does not carry,
+ * 400 (and the connection closed) for a request with two lengths or a
+ * length and Transfer-Encoding, 503 for a body that would take the
+ * bodies held in memory past the budget (--body-budget; its bytes are
+ * dropped, not kept). Slow or idle clients are cut off by libmicrohttpd's
+ * connection timeout (--timeout), the header deadline (--header-timeout,
+ * http_conns.h) and the request deadline (--request-deadline); one
+ * address holds at most max_conns_per_ip connections (an IPv6 /64 counts
+ * as one address). */
 #ifndef ELDR_ROUTER_HTTP_H
 #define ELDR_ROUTER_HTTP_H
 
@@ -95,6 +101,10 @@ typedef struct http_route {
     int prefix;                  /* path is a prefix (explain/{id}) */
     auth_need auth;              /* the token it needs, when tokens are set */
     long long max_body;          /* its body limit; 0 = the server's */
+    /* answered from its headers: fn runs with an empty body, any body is
+     * dropped and the connection closed (a route that only says where to
+     * go instead, so that a stranger's upload is never taken in) */
+    int on_headers;
     /* a request whose headers came after the drain began gets 503 (a
      * decision: the caller retries on another router) */
     int refuse_when_draining;
@@ -104,15 +114,21 @@ typedef struct http_route {
 } http_route;
 
 typedef struct http_config {
+    const char *name;            /* "public", "admin": in log lines */
+    const char *opt;             /* "--listen", "--admin-listen": in errors */
     const char *host;
     int port;
     int threads;                 /* the pool's threads (without a loop) */
     int timeout;                 /* idle connection seconds */
+    int header_timeout;          /* seconds for a request's headers (http_conns.h) */
     int deadline;                /* seconds from headers to the body's end */
     int max_conns, max_conns_per_ip;
-    long long max_body;
+    long long max_body;          /* a route's body limit when it sets none */
+    long long body_budget;       /* bodies held at once, bytes; shared through met */
     const auth_t *auth;          /* borrowed */
-    metrics_t *met;              /* borrowed: answers are counted there */
+    metrics_t *met;              /* borrowed: answers are counted there, and the
+                                  * bytes held against body_budget (met->body_bytes,
+                                  * so servers sharing met share the budget) */
     evloop *loop;                /* NULL: a thread pool */
 } http_config;
 
@@ -138,12 +154,14 @@ int http_start(http_server *s, char *err, size_t errlen);
 void http_suspend(struct MHD_Connection *c);
 void http_resume(http_server *s, struct MHD_Connection *c);
 
-/* The drain, in main's order: http_drain stops accepting, answers
- * Connection: close from now on, and waits up to secs for the requests
- * in progress; it returns how many were still in progress (to be cut).
+/* The drain, in main's order: http_quiesce stops accepting and answers
+ * Connection: close from now on (at once, for every listener); http_drain
+ * quiesces and waits up to secs for the requests in progress; it returns
+ * how many were still in progress (to be cut).
  * http_stop_side ends the side thread (its jobs' connections resume);
  * then the front ends fail what they still hold; then, with the loop
  * stopped, http_stop sends what is queued and stops. */
+void http_quiesce(http_server *s);
 int http_drain(http_server *s, double secs);
 void http_stop_side(http_server *s);
 void http_stop(http_server *s);
@@ -151,8 +169,10 @@ void http_free(http_server *s);
 
 /* Requests between their headers and their completion. */
 int http_in_progress(http_server *s);
-/* eldr_open_connections and eldr_requests_in_progress, for /metrics
- * (a provider's metrics callback: cls is the server). */
-void http_metrics(void *cls, strbuf *b);
+/* Connections open now. */
+int http_open_connections(http_server *s);
+/* eldr_open_connections and eldr_requests_in_progress, summed over the
+ * servers (NULL entries skipped), for /metrics. */
+void http_metrics(http_server *const *servers, int n, strbuf *b);
 
 #endif

@@ -15,7 +15,6 @@
 
 #include "upstream_parse.h"
 
-#define IDLE_PER_ORIGIN 1024   /* kept connections per origin; more are closed */
 #define READ_CHUNK (64 * 1024)
 #define MAX_EVENTS 256
 
@@ -293,7 +292,7 @@ static void answered(upc *c, conn *k, int extra)
     upx *x = k->x;
     origin *o = &c->origins[k->origin];
     if (k->ans.keep_alive && !extra && x->sent == x->head_len + x->body_len &&
-        o->n_idle < IDLE_PER_ORIGIN) {
+        o->n_idle < UPSTREAM_IDLE_PER_ORIGIN) {
         k->x = NULL;
         x->k = NULL;
         k->state = C_IDLE;

@@ -25,6 +25,11 @@
 
 #include "evloop.h"
 
+/* Kept (idle) connections per origin; more are closed. With one in use
+ * per transfer, this bounds the client's file descriptors (eldrd checks
+ * them against its limit at start). */
+#define UPSTREAM_IDLE_PER_ORIGIN 1024
+
 typedef struct upc upc;     /* the client: its loop, origins and connections */
 typedef struct upx upx;     /* one transfer */
 

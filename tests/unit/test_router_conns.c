@@ -1,0 +1,248 @@
+/* test_router_conns.c - the HTTP glue's connection table (http_conns.h):
+ * what an address counts as (IPv4 alone, IPv6 by /64, IPv4-mapped as
+ * IPv4), the per-address counts against a shadow under random opens and
+ * closes (the table's deletions must keep every probe chain), the header
+ * deadline on real sockets (a late one is shut down, one whose headers
+ * came is not), and the options of issue 20. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "http_conns.h"
+#include "log.h"
+#include "metrics.h"
+#include "opts.h"
+#include "rng.h"
+
+static struct sockaddr_storage v4(const char *text)
+{
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+    s->sin_family = AF_INET;
+    assert_int_equal(inet_pton(AF_INET, text, &s->sin_addr), 1);
+    return ss;
+}
+
+static struct sockaddr_storage v6(const char *text)
+{
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+    s->sin6_family = AF_INET6;
+    assert_int_equal(inet_pton(AF_INET6, text, &s->sin6_addr), 1);
+    return ss;
+}
+
+#define SA(ss) ((const struct sockaddr *)&(ss))
+
+static void test_keys(void **state)
+{
+    (void)state;
+    struct sockaddr_storage a = v4("10.1.2.3"), b = v4("10.1.2.4");
+    struct sockaddr_storage m = v6("::ffff:10.1.2.3");
+    struct sockaddr_storage p = v6("2001:db8:1:2::1"), q = v6("2001:db8:1:2:ffff::9");
+    struct sockaddr_storage r = v6("2001:db8:1:3::1");
+    conn_key ka = conn_key_of(SA(a)), kb = conn_key_of(SA(b)), km = conn_key_of(SA(m));
+    conn_key kp = conn_key_of(SA(p)), kq = conn_key_of(SA(q)), kr = conn_key_of(SA(r));
+    assert_int_equal(ka.family, 4);
+    assert_true(ka.bits == 0x0a010203u);
+    assert_true(ka.bits != kb.bits);
+    assert_int_equal(km.family, 4);            /* mapped: the IPv4 address */
+    assert_true(km.bits == ka.bits);
+    assert_int_equal(kp.family, 6);
+    assert_true(kp.bits == kq.bits);           /* one /64 */
+    assert_true(kp.bits != kr.bits);
+    assert_true(kp.bits == 0x20010db800010002ull);
+    char text[64];
+    conn_addr_text(SA(m), text, sizeof text);
+    assert_string_equal(text, "10.1.2.3");
+    conn_addr_text(SA(p), text, sizeof text);
+    assert_string_equal(text, "2001:db8:1:2::1");
+    conn_addr_text(NULL, text, sizeof text);
+    assert_string_equal(text, "?");
+}
+
+/* Random opens and closes over few keys colliding in a small table: the
+ * table admits exactly what a shadow count allows. */
+static void test_counts_shadow(void **state)
+{
+    (void)state;
+    enum { ADDRS = 120, LIMIT = 2, OPEN_MAX = 60 };   /* 256 slots: collisions */
+    metrics_t met;
+    metrics_init(&met);
+    log_set_quiet(1);
+    conns_t *t = conns_new(OPEN_MAX, LIMIT, 10, &met, "test");
+    assert_non_null(t);
+    int shadow[ADDRS] = {0};
+    void *ctx[OPEN_MAX];
+    int who[OPEN_MAX];
+    int open = 0, refused = 0;
+    rng_t rng;
+    rng_seed(&rng, 20);
+    for (int step = 0; step < 20000; step++) {
+        if (open < OPEN_MAX && (open == 0 || rng_next(&rng) % 3)) {
+            int a = (int)(rng_next(&rng) % ADDRS);
+            char text[64];
+            /* half IPv4, half IPv6 with random interface ids in one /64 */
+            if (a % 2)
+                snprintf(text, sizeof text, "192.0.2.%d", a);
+            else
+                snprintf(text, sizeof text, "2001:db8:0:%x::%x", a,
+                         (unsigned)(rng_next(&rng) & 0xffff));
+            struct sockaddr_storage ss = a % 2 ? v4(text) : v6(text);
+            int ok = conns_admit(t, SA(ss));
+            assert_int_equal(ok, shadow[a] < LIMIT);
+            if (!ok) {
+                refused++;
+                continue;
+            }
+            shadow[a]++;
+            conns_started(t, -1, SA(ss), &ctx[open]);
+            assert_non_null(ctx[open]);
+            who[open++] = a;
+        } else {
+            int i = (int)(rng_next(&rng) % (uint64_t)open);
+            conns_closed(t, &ctx[i]);
+            assert_null(ctx[i]);
+            shadow[who[i]]--;
+            ctx[i] = ctx[open - 1];
+            who[i] = who[--open];
+        }
+        assert_int_equal(conns_open(t), open);
+    }
+    assert_true(refused > 0);
+    assert_int_equal((int)atomic_load(&met.per_ip_refusals), refused);
+    while (open > 0)
+        conns_closed(t, &ctx[--open]);
+    /* every count back to 0: each key takes LIMIT again */
+    for (int a = 1; a < ADDRS; a += 2) {
+        char text[32];
+        snprintf(text, sizeof text, "192.0.2.%d", a);
+        struct sockaddr_storage ss = v4(text);
+        for (int k = 0; k < LIMIT; k++) {
+            assert_int_equal(conns_admit(t, SA(ss)), 1);
+            conns_started(t, -1, SA(ss), &ctx[0]);
+            conns_closed(t, &ctx[0]);
+        }
+    }
+    conns_free(t);
+}
+
+/* An admitted connection that never starts (libmicrohttpd failed to set
+ * it up) is given back at the thread's next accept. */
+static void test_reservation_given_back(void **state)
+{
+    (void)state;
+    metrics_t met;
+    metrics_init(&met);
+    conns_t *t = conns_new(16, 1, 10, &met, "test");
+    struct sockaddr_storage a = v4("198.51.100.7");
+    assert_int_equal(conns_admit(t, SA(a)), 1);   /* never started */
+    assert_int_equal(conns_admit(t, SA(a)), 1);   /* the first is given back */
+    void *ctx;
+    conns_started(t, -1, SA(a), &ctx);
+    assert_int_equal(conns_admit(t, SA(a)), 0);
+    conns_closed(t, &ctx);
+    assert_int_equal(conns_admit(t, SA(a)), 1);
+    conns_free(t);
+}
+
+/* The sweep shuts down the late connection (its peer reads the end) and
+ * leaves the one whose headers came, and a fresh one. */
+static void test_sweep(void **state)
+{
+    (void)state;
+    metrics_t met;
+    metrics_init(&met);
+    log_set_quiet(1);
+    conns_t *t = conns_new(16, 16, 1, &met, "test");
+    struct sockaddr_storage a = v4("127.0.0.1");
+    int late[2], served[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, late), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, served), 0);
+    void *c1, *c2;
+    conns_admit(t, SA(a));
+    conns_started(t, late[0], SA(a), &c1);
+    conns_admit(t, SA(a));
+    conns_started(t, served[0], SA(a), &c2);
+    conns_headers(c2);
+    double now = mono_now();
+    assert_int_equal(conns_sweep(t, now + 0.5), 0);   /* not late yet */
+    assert_int_equal(conns_sweep(t, now + 1.5), 1);
+    char byte;
+    assert_int_equal(read(late[1], &byte, 1), 0);      /* shut down: the end */
+    assert_int_equal(conns_sweep(t, now + 5), 0);      /* cut once */
+    assert_int_equal((int)atomic_load(&met.header_timeouts), 1);
+    /* the served one's next request has its own second */
+    conns_request_done(t, c2);
+    assert_int_equal(conns_sweep(t, mono_now() + 0.5), 0);
+    assert_int_equal(conns_sweep(t, mono_now() + 1.5), 1);
+    conns_closed(t, &c1);
+    conns_closed(t, &c2);
+    assert_int_equal(conns_open(t), 0);
+    conns_free(t);
+    close(late[0]);
+    close(late[1]);
+    close(served[0]);
+    close(served[1]);
+}
+
+static void test_opts_issue20(void **state)
+{
+    (void)state;
+    eldrd_opts o;
+    char err[ELDR_ERRLEN];
+    char *defaults[] = {"eldrd", "-m", "m.h5", NULL};
+    assert_int_equal(opts_parse(3, defaults, &o, err, sizeof err), 0);
+    assert_true(o.body_budget == 128 << 20 && o.max_kv_body == 1 << 20 &&
+                o.max_model_body == 32 << 20 && o.max_body == 8 << 20);
+    assert_int_equal(o.header_timeout, 10);
+    assert_string_equal(o.admin_host, "");
+    opts_free(&o);
+    char *ok[] = {"eldrd", "-m", "m.h5", "--admin-listen", "[::1]:9001", "--header-timeout",
+                  "3", "--body-budget", "67108864", "--max-model-body", "50000000", NULL};
+    assert_int_equal(opts_parse(11, ok, &o, err, sizeof err), 0);
+    assert_string_equal(o.admin_host, "::1");
+    assert_int_equal(o.admin_port, 9001);
+    assert_int_equal(o.header_timeout, 3);
+    assert_true(o.body_budget == 67108864 && o.max_model_body == 50000000);
+    opts_free(&o);
+    static const struct {
+        const char *argv[6];
+        const char *says;
+    } bad[] = {
+        {{"eldrd", "-m", "m", "--body-budget", "16777216"}, "--max-model-body"},
+        {{"eldrd", "-m", "m", "--header-timeout", "0"}, "--header-timeout"},
+        {{"eldrd", "-m", "m", "--admin-listen", "::1:80"}, "--admin-listen"},
+        {{"eldrd", "-m", "m", "--route-token-file", "t"}, "proxy mode"},
+        {{"eldrd", "-m", "m", "--max-kv-body", "10"}, "--max-kv-body"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(opts_parse(5, (char **)bad[i].argv, &o, err, sizeof err), -1);
+        if (!strstr(err, bad[i].says))
+            fail_msg("%s: '%s' does not name %s", bad[i].argv[3], err, bad[i].says);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_counts_shadow),
+        cmocka_unit_test(test_reservation_given_back),
+        cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_opts_issue20),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
