@@ -3,22 +3,23 @@
 #include "endpoints.h"
 
 static const http_route api_routes[] = {
-    {"POST", "/v1/route", 0, AUTH_NONE, 0, 1, ep_route, 0, 0},
-    {"POST", "/v1/finish", 0, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_finish, 0, 0},
-    {"POST", "/v1/kv-events", 0, AUTH_KV, 0, 0, ep_kv_events, 0, 0},
-    {"GET", "/v1/snapshot", 0, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_snapshot, 0, 0},
-    {"GET", "/v1/explain/", 1, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_explain, 0, 0},
-    {"GET", "/v1/window", 0, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_window, 0, 0},
-    {"PUT", "/v1/model", 0, AUTH_ADMIN, 0, 0, ep_put_model, 0, 0},
-    {"PUT", "/v1/config", 0, AUTH_ADMIN, HTTP_SMALL_BODY, 0, ep_put_config, 0, 0},
-    {"POST", "/v1/inflight/clear", 0, AUTH_ADMIN, HTTP_SMALL_BODY, 0, ep_inflight_clear, 0, 0},
-    {"GET", "/metrics", 0, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_metrics, 0, 0},
-    {"GET", "/healthz", 0, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_healthz, 0, 0},
+    {"POST", "/v1/route", 0, AUTH_NONE, 0, 1, ep_route, 0, 0, 0},
+    {"POST", "/v1/finish", 0, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_finish, 0, 0, 0},
+    {"POST", "/v1/kv-events", 0, AUTH_KV, 0, 0, ep_kv_events, 0, 0, 0},
+    {"GET", "/v1/snapshot", 0, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_snapshot, 0, 0, 0},
+    {"GET", "/v1/explain/", 1, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_explain, 0, 0, 0},
+    {"GET", "/v1/window", 0, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_window, 0, 0, 0},
+    {"PUT", "/v1/model", 0, AUTH_ADMIN, 0, 0, ep_put_model, 0, 0, 0},
+    {"PUT", "/v1/config", 0, AUTH_ADMIN, HTTP_SMALL_BODY, 0, ep_put_config, 0, 0, 0},
+    {"POST", "/v1/inflight/clear", 0, AUTH_ADMIN, HTTP_SMALL_BODY, 0, ep_inflight_clear, 0, 0, 0},
+    /* light: in proxy mode on a side thread of their own (http.h) */
+    {"GET", "/metrics", 0, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_metrics, 0, 0, 1},
+    {"GET", "/healthz", 0, AUTH_NONE, HTTP_SMALL_BODY, 0, ep_healthz, 0, 0, 1},
 };
 
 static const http_route openai_routes[] = {
-    {"POST", "/v1/completions", 0, AUTH_NONE, 0, 0, ep_proxied, 0, 0},
-    {"POST", "/v1/chat/completions", 0, AUTH_NONE, 0, 0, ep_proxied, 0, 0},
+    {"POST", "/v1/completions", 0, AUTH_NONE, 0, 0, ep_proxied, 0, 0, 0},
+    {"POST", "/v1/chat/completions", 0, AUTH_NONE, 0, 0, ep_proxied, 0, 0, 0},
 };
 
 int api_register(http_server *s, engine_t *d, int openai_404)
