@@ -169,13 +169,14 @@ run-built: all $(SAMPLE)
 test: deps
 	@$(MAKE) --no-print-directory test-built
 
-test-built: all $(SAMPLE) unit-tests
+test-built: all $(SAMPLE) unit-tests $(BIN)/pd_instant
 	@BIN=$(BIN) sh tests/run.sh
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	  LDFLAGS="-fsanitize=address,undefined" bin-asan/eldr bin-asan/eldrd unit-tests
+	  LDFLAGS="-fsanitize=address,undefined" bin-asan/eldr bin-asan/eldrd bin-asan/pd_instant \
+	  unit-tests
 	@ASAN_OPTIONS=detect_leaks=1 BIN=bin-asan SAMPLE=$(SAMPLE) sh tests/run.sh
 
 bench: deps

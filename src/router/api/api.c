@@ -25,18 +25,19 @@ static const struct api_route {
     enum api_where where;
     int refuse_when_draining;
     http_handler fn;
+    int light;                   /* in proxy mode on a side thread of its own (http.h) */
 } api_routes[] = {
-    {"POST", "/v1/route", 0, AUTH_ROUTE, BODY_MAIN, ON_DATA, 1, ep_route},
-    {"POST", "/v1/finish", 0, AUTH_ROUTE, BODY_SMALL, ON_DATA, 0, ep_finish},
-    {"POST", "/v1/kv-events", 0, AUTH_KV, BODY_KV, ON_ADMIN, 0, ep_kv_events},
-    {"GET", "/v1/snapshot", 0, AUTH_NONE, BODY_SMALL, ON_ADMIN, 0, ep_snapshot},
-    {"GET", "/v1/explain/", 1, AUTH_NONE, BODY_SMALL, ON_ADMIN, 0, ep_explain},
-    {"GET", "/v1/window", 0, AUTH_NONE, BODY_SMALL, ON_ADMIN, 0, ep_window},
-    {"PUT", "/v1/model", 0, AUTH_ADMIN, BODY_MODEL, ON_ADMIN, 0, ep_put_model},
-    {"PUT", "/v1/config", 0, AUTH_ADMIN, BODY_SMALL, ON_ADMIN, 0, ep_put_config},
-    {"POST", "/v1/inflight/clear", 0, AUTH_ADMIN, BODY_SMALL, ON_ADMIN, 0, ep_inflight_clear},
-    {"GET", "/metrics", 0, AUTH_NONE, BODY_SMALL, ON_BOTH, 0, ep_metrics},
-    {"GET", "/healthz", 0, AUTH_NONE, BODY_SMALL, ON_BOTH, 0, ep_healthz},
+    {"POST", "/v1/route", 0, AUTH_ROUTE, BODY_MAIN, ON_DATA, 1, ep_route, 0},
+    {"POST", "/v1/finish", 0, AUTH_ROUTE, BODY_SMALL, ON_DATA, 0, ep_finish, 0},
+    {"POST", "/v1/kv-events", 0, AUTH_KV, BODY_KV, ON_ADMIN, 0, ep_kv_events, 0},
+    {"GET", "/v1/snapshot", 0, AUTH_NONE, BODY_SMALL, ON_ADMIN, 0, ep_snapshot, 0},
+    {"GET", "/v1/explain/", 1, AUTH_NONE, BODY_SMALL, ON_ADMIN, 0, ep_explain, 0},
+    {"GET", "/v1/window", 0, AUTH_NONE, BODY_SMALL, ON_ADMIN, 0, ep_window, 0},
+    {"PUT", "/v1/model", 0, AUTH_ADMIN, BODY_MODEL, ON_ADMIN, 0, ep_put_model, 0},
+    {"PUT", "/v1/config", 0, AUTH_ADMIN, BODY_SMALL, ON_ADMIN, 0, ep_put_config, 0},
+    {"POST", "/v1/inflight/clear", 0, AUTH_ADMIN, BODY_SMALL, ON_ADMIN, 0, ep_inflight_clear, 0},
+    {"GET", "/metrics", 0, AUTH_NONE, BODY_SMALL, ON_BOTH, 0, ep_metrics, 1},
+    {"GET", "/healthz", 0, AUTH_NONE, BODY_SMALL, ON_BOTH, 0, ep_healthz, 1},
 };
 
 static const char *openai_paths[] = {"/v1/completions", "/v1/chat/completions"};
@@ -62,7 +63,8 @@ static int route_on(const struct api_route *a, api_part part, engine_t *d, http_
 {
     *r = (http_route){.method = a->method, .path = a->path, .prefix = a->prefix,
                       .auth = a->auth, .max_body = body_limit_of(a->body, d->o),
-                      .refuse_when_draining = a->refuse_when_draining, .fn = a->fn, .ctx = d};
+                      .refuse_when_draining = a->refuse_when_draining, .fn = a->fn, .ctx = d,
+                      .light = a->light};
     if (part == API_ALL || a->where == ON_BOTH)
         return 1;
     if (part == API_ADMIN)

@@ -10,35 +10,40 @@
 
 #include "endpoints.h"
 
+/* The counters are copied out under the routing lock and printed after
+ * it (state_counts_copy): a route never waits for the formatting. */
 static void worker_series(engine_t *d, strbuf *b)
 {
-    rstate *s = d->st;
+    state_counts c;
+    if (state_counts_copy(d->st, &c) < 0) {
+        b->oom = 1;
+        return;
+    }
     sb_printf(b, "# HELP eldr_decisions_total Routing decisions by worker and rule.\n"
                  "# TYPE eldr_decisions_total counter\n");
-    pthread_mutex_lock(&s->lock);
-    for (int k = 0; k < s->K; k++)
+    for (int k = 0; k < c.K; k++)
         for (int r = 0; r < RULE_N; r++) {
-            uint64_t n = s->by_rule[(size_t)k * RULE_N + r];
+            uint64_t n = c.by_rule[(size_t)k * RULE_N + r];
             if (!n && r != RULE_LOCALITY)
                 continue;   /* keep every worker visible, skip empty rule series */
             sb_printf(b, "eldr_decisions_total{worker=\"");
-            sb_label(b, s->workers[k]);
+            sb_label(b, c.workers[k]);
             sb_printf(b, "\",rule=\"%s\"} %llu\n", route_rule_name((route_rule)r),
                       (unsigned long long)n);
         }
     sb_printf(b, "# HELP eldr_inflight Requests routed and not yet finished.\n"
                  "# TYPE eldr_inflight gauge\n");
-    for (int k = 0; k < s->K; k++) {
+    for (int k = 0; k < c.K; k++) {
         sb_printf(b, "eldr_inflight{worker=\"");
-        sb_label(b, s->workers[k]);
-        sb_printf(b, "\"} %lld\n", (long long)s->inflight[k]);
+        sb_label(b, c.workers[k]);
+        sb_printf(b, "\"} %lld\n", (long long)c.inflight[k]);
     }
     sb_printf(b, "# HELP eldr_finished_total Requests finished.\n"
                  "# TYPE eldr_finished_total counter\n");
-    for (int k = 0; k < s->K; k++) {
+    for (int k = 0; k < c.K; k++) {
         sb_printf(b, "eldr_finished_total{worker=\"");
-        sb_label(b, s->workers[k]);
-        sb_printf(b, "\"} %llu\n", (unsigned long long)s->finished[k]);
+        sb_label(b, c.workers[k]);
+        sb_printf(b, "\"} %llu\n", (unsigned long long)c.finished[k]);
     }
     static const char *const dropped[][2] = {
         {"eldr_inflight_expired_total",
@@ -47,16 +52,16 @@ static void worker_series(engine_t *d, strbuf *b)
     for (int j = 0; j < 2; j++) {
         sb_printf(b, "# HELP %s %s\n# TYPE %s counter\n", dropped[j][0], dropped[j][1],
                   dropped[j][0]);
-        for (int k = 0; k < s->K; k++) {
+        for (int k = 0; k < c.K; k++) {
             sb_printf(b, "%s{worker=\"", dropped[j][0]);
-            sb_label(b, s->workers[k]);
+            sb_label(b, c.workers[k]);
             sb_printf(b, "\"} %llu\n",
-                      (unsigned long long)(j ? s->cleared[k] : s->expired[k]));
+                      (unsigned long long)(j ? c.cleared[k] : c.expired[k]));
         }
     }
     sb_printf(b, "# HELP eldr_tau Locality band width.\n# TYPE eldr_tau gauge\neldr_tau %g\n",
-              s->tau);
-    pthread_mutex_unlock(&s->lock);
+              c.tau);
+    state_counts_free(&c);
 }
 
 static void cache_series(engine_t *d, strbuf *b)

@@ -170,7 +170,27 @@ int state_online_take(rstate *s, double now, int K, uint64_t epoch, float **rows
  * (may be NULL) the routes that left theirs out while it was busy. */
 int state_online_count(rstate *s, double now, uint64_t *busy);
 
-/* JSON views, each built under the lock (state_json.c). */
+/* The per-worker counters at one moment, copied out under the lock (a
+ * few memcpy of K values), for a view built outside it; -1 out of
+ * memory. workers is the state's own (fixed at state_new); rep_* are
+ * copied only when use_reported. */
+typedef struct state_counts {
+    int K, use_reported;
+    double tau;
+    char *const *workers;
+    int64_t *inflight, *rep_load;
+    uint64_t *routed, *finished, *expired, *cleared, *rep_base;
+    uint64_t *by_rule;           /* [K][RULE_N] */
+    uint8_t *rep_known, *rep_stale;
+} state_counts;
+int state_counts_copy(rstate *s, state_counts *c);
+void state_counts_free(state_counts *c);
+
+/* JSON views (state_json.c): what each shows is copied out under the lock
+ * (one consistent moment), and its JSON is built after the lock is
+ * released, so that routes never wait for jansson: for 4096 decisions the
+ * lock is held for the copy, a fraction of a millisecond, not for the
+ * tens of milliseconds of the build. NULL out of memory. */
 json_t *state_workers_json(rstate *s);                   /* per-worker loads, totals */
 json_t *state_decisions_json(rstate *s, int n);          /* newest first */
 json_t *state_explain_json(rstate *s, const char *id);   /* NULL: not in the ring */
@@ -186,6 +206,8 @@ typedef struct window_copy {
 int state_window_copy(rstate *s, int n, window_copy *out);
 void window_copy_free(window_copy *w);
 json_t *state_drift_json(rstate *s, const mref_t *r);
+/* One decision record (the ring's, or a copy of it: it reads only s's
+ * workers and K, which never change, so needs no lock). */
 json_t *drec_json(const rstate *s, const drec *d);
 
 /* The evidence keys shared by a route response and a ring entry: worker,

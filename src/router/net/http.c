@@ -42,6 +42,7 @@ struct http_server {
     conns_t *conns;              /* per-address counts, header deadlines */
     struct MHD_Daemon *mhd;
     side_t *side;                /* loop mode: where synchronous handlers run */
+    side_t *side_light;          /* ... and the light ones (http_route.light) */
     ev_io mhd_io;                /* loop mode: libmicrohttpd's epoll fd */
     ev_hook turn;                /* loop mode: its timeouts, connections resumed */
     ev_hook after;               /* loop mode: answers resumed this turn go out */
@@ -160,22 +161,29 @@ static void no_route(const http_server *s, const char *method, const char *path,
         http_error(out, 404, path, "no such endpoint");
 }
 
+/* A JSON answer becomes its text, on the thread that built it: a side
+ * job's (a 2 MB snapshot) is dumped there, not on the loop. */
+static void json_to_text(http_resp *out)
+{
+    if (!out->json)
+        return;
+    out->text = json_dumps(out->json, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(out->json);
+    out->json = NULL;
+    out->content_type = "application/json";
+    if (!out->text) {
+        out->status = 500;
+        out->text = strdup("{\"error\":\"out of memory\",\"where\":\"response\"}");
+    }
+}
+
 static enum MHD_Result send_answer(struct MHD_Connection *c, http_server *s, http_resp *out,
                                    const char *allow, int close_after, const char *challenge,
                                    int route)
 {
+    json_to_text(out);
     char *text = out->text;
     const char *type = out->content_type ? out->content_type : "text/plain; charset=utf-8";
-    if (out->json) {
-        text = json_dumps(out->json, JSON_COMPACT | JSON_REAL_PRECISION(9));
-        json_decref(out->json);
-        out->json = NULL;
-        type = "application/json";
-        if (!text) {
-            out->status = 500;
-            text = strdup("{\"error\":\"out of memory\",\"where\":\"response\"}");
-        }
-    }
     size_t len = text ? strlen(text) : 0;
     struct MHD_Response *r;
     if (out->stream_read) {     /* written as the socket drains (chunked) */
@@ -490,6 +498,7 @@ static void side_run(void *cls)
     side_job *j = cls;
     http_req req = request_of(j->c, j->method, j->url, j->x);
     j->route->fn(j->route->ctx, &req, &j->out);
+    json_to_text(&j->out);
     atomic_store(&j->done, 1);
     http_resume(j->s, j->c);
 }
@@ -518,7 +527,7 @@ static enum MHD_Result beside(http_server *s, struct MHD_Connection *c, conn_ctx
                     .url = url, .out = {.status = 200}};
     x->side = j;
     MHD_suspend_connection(c);
-    if (side_submit(s->side, side_run, j) < 0) {
+    if (side_submit(j->route->light ? s->side_light : s->side, side_run, j) < 0) {
         MHD_resume_connection(c);   /* the side thread has stopped: here, then */
         side_run(j);
     }
@@ -846,10 +855,9 @@ static struct MHD_Daemon *start_mhd(http_server *s, int fd, int v6)
 static int on_loop(http_server *s, char *err, size_t errlen)
 {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-    if (!(s->side = side_start()) || !info ||
+    if (!(s->side = side_start()) || !(s->side_light = side_start()) || !info ||
         evloop_io_add(s->cfg.loop, &s->mhd_io, info->epoll_fd, EPOLLIN, mhd_ready, s) < 0) {
-        side_free(s->side);
-        s->side = NULL;
+        http_stop_side(s);
         return eldr_errf(err, errlen, "cannot run the HTTP service on the event loop (side "
                          "thread or epoll)");
     }
@@ -930,7 +938,8 @@ int http_drain(http_server *s, double secs)
 void http_stop_side(http_server *s)
 {
     side_free(s->side);
-    s->side = NULL;
+    side_free(s->side_light);
+    s->side = s->side_light = NULL;
 }
 
 void http_stop(http_server *s)

@@ -11,7 +11,9 @@
  *   of its own, run by the loop whenever its epoll fd is readable or its
  *   timeouts are due. Asynchronous routes then run on the loop thread,
  *   and synchronous ones on a side thread (http_side.h), so that a model
- *   swap never stops the loop.
+ *   swap never stops the loop; the light ones (http_route.light) on a
+ *   second side thread. A JSON answer is dumped to text on the side
+ *   thread too: the loop only sends it.
  *
  * Two kinds of handler:
  * - synchronous: fn(ctx, request, answer) fills the answer;
@@ -111,6 +113,11 @@ typedef struct http_route {
     http_handler fn;             /* a synchronous route, or */
     const http_async *async;     /* an asynchronous one */
     void *ctx;
+    /* loop mode: a synchronous route that is cheap and takes only short
+     * locks (/healthz, /metrics) runs on a side thread of its own, so that
+     * it never queues behind a heavy one (a 4096-decision snapshot, a
+     * model swap) */
+    int light;
 } http_route;
 
 typedef struct http_config {

@@ -7,7 +7,9 @@
  * every proxied request would wait that long. Such a request is handed to
  * this thread instead: its connection is suspended, the handler runs
  * here, the connection is resumed and the loop sends the answer. Jobs run
- * one at a time, in order. */
+ * one at a time, in order. The HTTP glue runs two: one for every
+ * synchronous route, one for the light ones (/healthz, /metrics), which
+ * so never wait behind a snapshot or a model swap. */
 #ifndef ELDR_ROUTER_HTTP_SIDE_H
 #define ELDR_ROUTER_HTTP_SIDE_H
 
