@@ -29,10 +29,13 @@ def conn(url, timeout=10):
     return http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
 
 
-def post(url, path, body, timeout=10):
+def post(url, path, body, timeout=10, rid=None):
     try:
         c = conn(url, timeout)
-        c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        h = {"Content-Type": "application/json"}
+        if rid:
+            h["X-Request-Id"] = rid
+        c.request("POST", path, json.dumps(body), h)
         r = c.getresponse()
         return r.status, r.read()
     except (OSError, http.client.HTTPException) as e:
@@ -68,7 +71,8 @@ def batch(url, n, tag, conc=8):
 
     def one(i):
         res[i] = post(url, "/v1/completions", {"prompt": "%s prompt %d about topic %d" %
-                                               (tag, i, i % 7), "max_tokens": 4})
+                                               (tag, i, i % 7), "max_tokens": 4},
+                      rid="%s-%d" % (tag.replace(" ", "-"), i))
     for start in range(0, n, conc):
         th = [threading.Thread(target=one, args=(i,)) for i in range(start, min(n, start + conc))]
         for t in th:
@@ -98,6 +102,10 @@ r1 = (metric(m2, "eldr_proxy_retries_total", role="prefill"),
       metric(m2, "eldr_proxy_retries_total", role="decode"))
 ok("... once ejected, none of 100 more fails and none needs a retry",
    all(r[0] == 200 for r in res) and r1 == r0, r0, r1, [r for r in res if r[0] != 200][:2])
+ex = [json.loads(get(DEAD, "/v1/explain/second-%d" % i)[1]) for i in range(100)]
+why = {(w["worker_index"], w["why"]) for e in ex for w in e.get("ineligible", [])}
+ok("... and explain says why worker 3 was left out: ejected",
+   why == {(3, "ejected")} and all(e.get("worker_index") != 3 for e in ex), why)
 st, body = get(DEAD, "/healthz")
 j = json.loads(body)
 ok("... /healthz is degraded and names them",
@@ -120,6 +128,13 @@ retried = metric(m, "eldr_proxy_retries_total", role="decode")
 ok("a decoder answering 500: every request still gets 200 (retried %s times)" % retried,
    all(r[0] == 200 and json.loads(r[1]).get("decoder") != 1 for r in res) and retried >= 1,
    [r for r in res if r[0] != 200][:2])
+ex = [json.loads(get(FAILS, "/v1/explain/fails-%d" % i)[1]) for i in range(40)]
+retried_ex = [e for e in ex
+              if any(w["why"] == "failed this request" for w in e.get("ineligible", []))]
+ok("... explain names the failed worker of each retried request (%d)" % len(retried_ex),
+   len(retried_ex) == retried and
+   all([w["worker_index"] for w in e["ineligible"] if w["why"] == "failed this request"] == [1]
+       for e in retried_ex), [e.get("ineligible") for e in ex][:6])
 name1 = json.loads(get(FAILS, "/v1/snapshot")[1])["pool"]["decode"][1]["name"]
 ok("... and it is ejected (%s retries: 3 failures in a row, and those already on their way)"
    % retried, metric(m, "eldr_upstream_ejected", role="decode", instance=name1) == 1 and

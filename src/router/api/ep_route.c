@@ -51,7 +51,7 @@ void ep_route(void *ctx, const http_req *r, http_resp *out)
         else if (decide_check_signal(m, b.counts, b.gates, d->E, &e) < 0 ||
                  (!b.gates && decide_use_cache(d, &claim, total, &u, &e) < 0) ||
                  route_request(d, m, b.request_id, b.gates ? NULL : total, b.gates, u.prefill,
-                               &u, pool_decode_eligible(&d->pool, mono_now(), -1, ok), o, NULL,
+                               &u, pool_decode_eligible(&d->pool, mono_now(), -1, ok), -1, o, NULL,
                                &e) < 0)
             http_rb_error(out, &e);
         else

@@ -141,7 +141,7 @@ static int similarities(const mref_t *r, const uint16_t *total, const float *gat
 
 int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t *counts,
                   const float *gates, int prefill, const cache_use *u, const uint8_t *eligible,
-                  route_out *o, int *no_signature, rb_err *e)
+                  int retry_of, route_out *o, int *no_signature, rb_err *e)
 {
     float *sig = malloc(m->dim * sizeof *sig);
     double sim[ROUTE_MAX_WORKERS];
@@ -150,13 +150,14 @@ int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t
         return rb_fail(e, 503, "route", "out of memory");
     if (!counts && !gates) {
         zero = 1;   /* no signal: the no-signature rule */
-        route_in in = {request_id, m, NULL, sig, prefill, 0, 0, 0, eligible};
+        route_in in = {request_id, m, NULL, sig, prefill, 0, 0, 0, eligible, retry_of};
         memset(sig, 0, m->dim * sizeof *sig);
         rc = state_route(d->st, &in, o, e);
         sig = in.sig;
     } else if (similarities(m, counts, gates, sig, sim, &zero, e) == 0) {
         route_in in = {request_id, m, zero ? NULL : sim, sig, prefill,
-                       u ? u->hit : 0, u ? u->missing : 0, u ? u->stored : 0, eligible};
+                       u ? u->hit : 0, u ? u->missing : 0, u ? u->stored : 0, eligible,
+                       retry_of};
         rc = state_route(d->st, &in, o, e);
         sig = in.sig;   /* the window may have swapped it for an old one */
     }

@@ -56,7 +56,9 @@ int decide_check_signal(const mref_t *r, const uint16_t *counts, const float *ga
 int decide_read_sig(const engine_t *d, const mref_t *r, const uint8_t *sig, size_t len,
                     uint16_t *counts, float *gates, char *why, size_t whylen);
 
-/* Decide among the eligible workers (NULL: all), count the request in
+/* Decide among the eligible workers (NULL: all; retry_of, the worker
+ * that failed this request before, or -1, is named in the decision's
+ * record), count the request in
  * flight on the chosen one and record the decision. counts = the
  * prompt's counts [L*E] for a count model, or gates = its gate values for
  * a gate model (the other NULL); both NULL: no signal. u = the signature
@@ -65,6 +67,6 @@ int decide_read_sig(const engine_t *d, const mref_t *r, const uint8_t *sig, size
  * flight, 503 no eligible worker or no memory, ...). */
 int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t *counts,
                   const float *gates, int prefill, const cache_use *u, const uint8_t *eligible,
-                  route_out *o, int *no_signature, rb_err *e);
+                  int retry_of, route_out *o, int *no_signature, rb_err *e);
 
 #endif

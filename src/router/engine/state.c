@@ -127,6 +127,14 @@ static void record_decision(rstate *s, const route_in *in, const route_out *out)
         r->load[k] = d->load[k];
     }
     memcpy(r->cand, d->cand, (size_t)d->n_cand * sizeof *r->cand);
+    memset(r->ineligible, 0, sizeof r->ineligible);
+    r->n_ineligible = 0;
+    r->retry_of = in->retry_of;
+    for (int k = 0; in->eligible && k < s->K; k++)
+        if (!in->eligible[k]) {
+            r->ineligible[k / 64] |= 1ULL << (k % 64);
+            r->n_ineligible++;
+        }
     s->ring_head = (s->ring_head + 1) % s->ring_cap;
     if (s->ring_n < s->ring_cap)
         s->ring_n++;

@@ -38,6 +38,10 @@ typedef struct drec {
     double *sim;
     int64_t *load;
     int *cand;
+    /* workers the decision could not use (explain says why): ejected by
+     * the pool's health, or retry_of, the one that failed this request */
+    uint64_t ineligible[ROUTE_MAX_WORKERS / 64];
+    int n_ineligible, retry_of;
 } drec;
 
 /* A signature in the window. */
@@ -105,6 +109,7 @@ typedef struct route_in {
     int prefill;                 /* prefill worker index, -1 none */
     int hit_blocks, missing_blocks, stored_blocks;
     const uint8_t *eligible;     /* [K] workers it may go to; NULL all */
+    int retry_of;                /* a retry: the worker that failed it; -1 none */
 } route_in;
 
 typedef struct route_out {

@@ -43,6 +43,21 @@ int decision_fields(json_t *o, char *const *workers, int K, int worker, int rule
     return bad ? -1 : 0;
 }
 
+/* [{"worker", "worker_index", "why"}] of the workers the decision left
+ * out: "failed this request" for a retry's failed worker, else "ejected"
+ * (the pool's health: docs/reliability.md, "Dead upstreams"). */
+static json_t *ineligible_json(const rstate *s, const drec *d)
+{
+    json_t *a = json_array();
+    for (int k = 0; a && k < s->K; k++)
+        if (d->ineligible[k / 64] >> (k % 64) & 1)
+            json_array_append_new(a, json_pack("{s:s, s:i, s:s}", "worker", s->workers[k],
+                                               "worker_index", k, "why",
+                                               k == d->retry_of ? "failed this request"
+                                                                : "ejected"));
+    return a;
+}
+
 json_t *drec_json(const rstate *s, const drec *d)
 {
     json_t *o = json_object();
@@ -51,6 +66,8 @@ json_t *drec_json(const rstate *s, const drec *d)
     decision_fields(o, s->workers, s->K, d->worker, d->rule, d->tau, d->has_sim, d->sim,
                     d->sim_max, d->n_cand, d->cand, d->load);
     json_object_set_new(o, "request_id", json_string(d->id));
+    if (d->n_ineligible)
+        json_object_set_new(o, "ineligible", ineligible_json(s, d));
     json_object_set_new(o, "seq", json_integer((json_int_t)d->seq));
     json_object_set_new(o, "time_ms", json_integer((json_int_t)(d->t * 1e3)));
     json_object_set_new(o, "model_generation", json_integer((json_int_t)d->model_gen));

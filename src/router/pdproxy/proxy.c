@@ -407,8 +407,8 @@ static int decide(proxy_t *p, pxreq *r, int except)
         rb_err e;
         int nosig = 0;
         if (route_request(p->d, m, r->id, counts, gates, -1, NULL,
-                          pool_decode_eligible(p->pool, mono_now(), except, ok), o, &nosig,
-                          &e) < 0) {
+                          pool_decode_eligible(p->pool, mono_now(), except, ok), except, o,
+                          &nosig, &e) < 0) {
             fail(r, e.status, "%s (%s)", e.error, e.where);
         } else {
             r->worker = o->d.worker;
