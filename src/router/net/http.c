@@ -2,7 +2,6 @@
  * mode and the drain (http.h). */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
