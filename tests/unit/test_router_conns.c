@@ -25,21 +25,16 @@
 #include "opts.h"
 #include "rng.h"
 
-static struct sockaddr_storage v4(const char *text)
+/* An address from its text: IPv6 when it has a colon. */
+static struct sockaddr_storage addr(const char *text)
 {
     struct sockaddr_storage ss = {0};
-    struct sockaddr_in *s = (struct sockaddr_in *)&ss;
-    s->sin_family = AF_INET;
-    assert_int_equal(inet_pton(AF_INET, text, &s->sin_addr), 1);
-    return ss;
-}
-
-static struct sockaddr_storage v6(const char *text)
-{
-    struct sockaddr_storage ss = {0};
-    struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
-    s->sin6_family = AF_INET6;
-    assert_int_equal(inet_pton(AF_INET6, text, &s->sin6_addr), 1);
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    int v6 = strchr(text, ':') != NULL;
+    ss.ss_family = v6 ? AF_INET6 : AF_INET;
+    assert_int_equal(inet_pton(ss.ss_family, text, v6 ? (void *)&s6->sin6_addr
+                                                      : (void *)&s4->sin_addr), 1);
     return ss;
 }
 
@@ -48,10 +43,10 @@ static struct sockaddr_storage v6(const char *text)
 static void test_keys(void **state)
 {
     (void)state;
-    struct sockaddr_storage a = v4("10.1.2.3"), b = v4("10.1.2.4");
-    struct sockaddr_storage m = v6("::ffff:10.1.2.3");
-    struct sockaddr_storage p = v6("2001:db8:1:2::1"), q = v6("2001:db8:1:2:ffff::9");
-    struct sockaddr_storage r = v6("2001:db8:1:3::1");
+    struct sockaddr_storage a = addr("10.1.2.3"), b = addr("10.1.2.4");
+    struct sockaddr_storage m = addr("::ffff:10.1.2.3");
+    struct sockaddr_storage p = addr("2001:db8:1:2::1"), q = addr("2001:db8:1:2:ffff::9");
+    struct sockaddr_storage r = addr("2001:db8:1:3::1");
     conn_key ka = conn_key_of(SA(a)), kb = conn_key_of(SA(b)), km = conn_key_of(SA(m));
     conn_key kp = conn_key_of(SA(p)), kq = conn_key_of(SA(q)), kr = conn_key_of(SA(r));
     assert_int_equal(ka.family, 4);
@@ -99,7 +94,7 @@ static void test_counts_shadow(void **state)
             else
                 snprintf(text, sizeof text, "2001:db8:0:%x::%x", a,
                          (unsigned)(rng_next(&rng) & 0xffff));
-            struct sockaddr_storage ss = a % 2 ? v4(text) : v6(text);
+            struct sockaddr_storage ss = addr(text);
             int ok = conns_admit(t, SA(ss));
             assert_int_equal(ok, shadow[a] < LIMIT);
             if (!ok) {
@@ -128,7 +123,7 @@ static void test_counts_shadow(void **state)
     for (int a = 1; a < ADDRS; a += 2) {
         char text[32];
         snprintf(text, sizeof text, "192.0.2.%d", a);
-        struct sockaddr_storage ss = v4(text);
+        struct sockaddr_storage ss = addr(text);
         for (int k = 0; k < LIMIT; k++) {
             assert_int_equal(conns_admit(t, SA(ss)), 1);
             conns_started(t, -1, SA(ss), &ctx[0]);
@@ -146,7 +141,7 @@ static void test_reservation_given_back(void **state)
     metrics_t met;
     metrics_init(&met);
     conns_t *t = conns_new(16, 1, 10, &met, "test");
-    struct sockaddr_storage a = v4("198.51.100.7");
+    struct sockaddr_storage a = addr("198.51.100.7");
     assert_int_equal(conns_admit(t, SA(a)), 1);   /* never started */
     assert_int_equal(conns_admit(t, SA(a)), 1);   /* the first is given back */
     void *ctx;
@@ -166,7 +161,7 @@ static void test_sweep(void **state)
     metrics_init(&met);
     log_set_quiet(1);
     conns_t *t = conns_new(16, 16, 1, &met, "test");
-    struct sockaddr_storage a = v4("127.0.0.1");
+    struct sockaddr_storage a = addr("127.0.0.1");
     int late[2], served[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, late), 0);
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, served), 0);

@@ -71,6 +71,13 @@ void metrics_response(metrics_t *m, int status)
         atomic_fetch_add(&m->bad_requests, 1);
 }
 
+/* One series of one value, with its help and type. */
+static void series(strbuf *b, const char *name, const char *type, const char *help, uint64_t v)
+{
+    sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
+              (unsigned long long)v);
+}
+
 void metrics_render(const metrics_t *m, strbuf *b)
 {
     sb_printf(b, "# HELP eldr_route_seconds Time to answer POST /v1/route, from the moment "
@@ -94,12 +101,12 @@ void metrics_render(const metrics_t *m, strbuf *b)
     for (int c = 2; c <= 5; c++)
         sb_printf(b, "eldr_http_responses_total{class=\"%dxx\"} %llu\n", c,
                   (unsigned long long)atomic_load(&m->responses[c]));
-    sb_printf(b, "# HELP eldr_kv_events_total KV cache events applied.\n"
-                 "# TYPE eldr_kv_events_total counter\neldr_kv_events_total %llu\n",
-              (unsigned long long)atomic_load(&m->kv_events));
-    sb_printf(b, "# HELP eldr_auth_failures_total Requests refused 401: a token missing or "
-                 "wrong.\n# TYPE eldr_auth_failures_total counter\neldr_auth_failures_total "
-                 "%llu\n", (unsigned long long)atomic_load(&m->auth_failures));
+    series(b, "eldr_kv_events_total", "counter",
+           "KV cache events applied.",
+           atomic_load(&m->kv_events));
+    series(b, "eldr_auth_failures_total", "counter",
+           "Requests refused 401: a token missing or wrong.",
+           atomic_load(&m->auth_failures));
     sb_printf(b, "# HELP eldr_http_responses_by_endpoint_total HTTP responses by endpoint and "
                  "status code.\n# TYPE eldr_http_responses_by_endpoint_total counter\n");
     for (int e = 0; e < METRICS_ENDPOINTS; e++) {
@@ -116,42 +123,34 @@ void metrics_render(const metrics_t *m, strbuf *b)
                 sb_printf(b, "\",code=\"other\"} %llu\n", (unsigned long long)n);
         }
     }
-    sb_printf(b, "# HELP eldr_deadline_cuts_total Connections cut because a body took "
-                 "longer than --request-deadline.\n# TYPE eldr_deadline_cuts_total counter\n"
-                 "eldr_deadline_cuts_total %llu\n",
-              (unsigned long long)atomic_load(&m->deadline_cuts));
-    sb_printf(b, "# HELP eldr_body_bytes Request bodies held in memory now, bytes (at most "
-                 "--body-budget).\n# TYPE eldr_body_bytes gauge\neldr_body_bytes %llu\n",
-              (unsigned long long)atomic_load(&m->body_bytes));
-    sb_printf(b, "# HELP eldr_body_budget_refusals_total Requests answered 503 because their "
-                 "body would have passed --body-budget.\n"
-                 "# TYPE eldr_body_budget_refusals_total counter\n"
-                 "eldr_body_budget_refusals_total %llu\n",
-              (unsigned long long)atomic_load(&m->body_refusals));
-    sb_printf(b, "# HELP eldr_header_timeouts_total Connections closed because their request "
-                 "headers took longer than --header-timeout.\n"
-                 "# TYPE eldr_header_timeouts_total counter\neldr_header_timeouts_total %llu\n",
-              (unsigned long long)atomic_load(&m->header_timeouts));
-    sb_printf(b, "# HELP eldr_connections_refused_per_ip_total Connections closed at once "
-                 "because their address (an IPv6 /64) held --max-conns-per-ip.\n"
-                 "# TYPE eldr_connections_refused_per_ip_total counter\n"
-                 "eldr_connections_refused_per_ip_total %llu\n",
-              (unsigned long long)atomic_load(&m->per_ip_refusals));
-    sb_printf(b, "# HELP eldr_http_protocol_errors_total Requests refused by the HTTP layer "
-                 "(libmicrohttpd) before eldrd saw them: a malformed Content-Length or "
-                 "chunk, headers over the memory limit. Also counted under "
-                 "endpoint=\"other\".\n# TYPE eldr_http_protocol_errors_total counter\n"
-                 "eldr_http_protocol_errors_total %llu\n",
-              (unsigned long long)atomic_load(&m->protocol_errors));
-    sb_printf(b, "# HELP eldr_reload_failures_total SIGHUP reloads that failed (the model "
-                 "was kept).\n# TYPE eldr_reload_failures_total counter\n"
-                 "eldr_reload_failures_total %llu\n",
-              (unsigned long long)atomic_load(&m->reload_failures));
-    sb_printf(b, "# HELP eldr_persist_failures_total PUT /v1/model refused because the state "
-                 "dir could not be written.\n# TYPE eldr_persist_failures_total counter\n"
-                 "eldr_persist_failures_total %llu\n",
-              (unsigned long long)atomic_load(&m->persist_failures));
-    sb_printf(b, "# HELP eldr_model_swaps_total Models installed after the first.\n"
-                 "# TYPE eldr_model_swaps_total counter\neldr_model_swaps_total %llu\n",
-              (unsigned long long)atomic_load(&m->model_swaps));
+    series(b, "eldr_deadline_cuts_total", "counter",
+           "Connections cut because a body took longer than --request-deadline.",
+           atomic_load(&m->deadline_cuts));
+    series(b, "eldr_body_bytes", "gauge",
+           "Request bodies held in memory now, bytes (at most --body-budget).",
+           atomic_load(&m->body_bytes));
+    series(b, "eldr_body_budget_refusals_total", "counter",
+           "Requests answered 503 because their body would have passed --body-budget.",
+           atomic_load(&m->body_refusals));
+    series(b, "eldr_header_timeouts_total", "counter",
+           "Connections closed because their request headers took longer than --header-timeout.",
+           atomic_load(&m->header_timeouts));
+    series(b, "eldr_connections_refused_per_ip_total", "counter",
+           "Connections closed at once because their address (an IPv6 /64) held "
+           "--max-conns-per-ip.",
+           atomic_load(&m->per_ip_refusals));
+    series(b, "eldr_http_protocol_errors_total", "counter",
+           "Requests refused by the HTTP layer (libmicrohttpd) before eldrd saw them: a "
+           "malformed Content-Length or chunk, headers over the memory limit. Also counted under "
+           "endpoint=\"other\".",
+           atomic_load(&m->protocol_errors));
+    series(b, "eldr_reload_failures_total", "counter",
+           "SIGHUP reloads that failed (the model was kept).",
+           atomic_load(&m->reload_failures));
+    series(b, "eldr_persist_failures_total", "counter",
+           "PUT /v1/model refused because the state dir could not be written.",
+           atomic_load(&m->persist_failures));
+    series(b, "eldr_model_swaps_total", "counter",
+           "Models installed after the first.",
+           atomic_load(&m->model_swaps));
 }

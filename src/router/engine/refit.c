@@ -10,13 +10,12 @@
 
 #include "err.h"
 #include "online.h"
+#include "periodic.h"
 
 typedef struct refitter {
     engine_t *d;
-    pthread_t thread;
+    periodic_t *thread;          /* refit_once on a clock */
     pthread_mutex_t lock;        /* the fields below */
-    pthread_cond_t wake;
-    int stop;
     uint64_t refits, failures, discarded;
     double seconds_total;        /* fit + install, all refits */
     double last_seconds;
@@ -159,23 +158,9 @@ static void refit_once(refitter *rf)
     pthread_mutex_unlock(&rf->lock);
 }
 
-/* Looks at the clock ten times a refit period (at most every 100 ms),
- * so a refit starts within that of falling due. */
-static void *refit_main(void *arg)
+static void refit_tick(void *arg)
 {
-    refitter *rf = arg;
-    double every = rf->d->o->refit_every, period = every / 10 < 0.1 ? every / 10 : 0.1;
-    pthread_mutex_lock(&rf->lock);
-    while (!rf->stop) {
-        wait_for(&rf->wake, &rf->lock, period);
-        if (rf->stop)
-            break;
-        pthread_mutex_unlock(&rf->lock);
-        refit_once(rf);
-        pthread_mutex_lock(&rf->lock);
-    }
-    pthread_mutex_unlock(&rf->lock);
-    return NULL;
+    refit_once(arg);
 }
 
 refitter *refit_start(engine_t *d, char *err, size_t errlen)
@@ -188,9 +173,10 @@ refitter *refit_start(engine_t *d, char *err, size_t errlen)
     rf->d = d;
     rf->last_mono = NAN;
     pthread_mutex_init(&rf->lock, NULL);
-    pthread_cond_init(&rf->wake, NULL);
-    if (pthread_create(&rf->thread, NULL, refit_main, rf) != 0) {
-        pthread_cond_destroy(&rf->wake);
+    /* the clock is looked at ten times a refit period (at most every
+     * 100 ms), so a refit starts within that of falling due */
+    double every = d->o->refit_every, period = every / 10 < 0.1 ? every / 10 : 0.1;
+    if (!(rf->thread = periodic_start(period, refit_tick, rf))) {
         pthread_mutex_destroy(&rf->lock);
         free(rf);
         eldr_errf(err, errlen, "--refit-every: cannot start a thread");
@@ -203,12 +189,7 @@ void refit_stop(refitter *rf)
 {
     if (!rf)
         return;
-    pthread_mutex_lock(&rf->lock);
-    rf->stop = 1;
-    pthread_cond_signal(&rf->wake);
-    pthread_mutex_unlock(&rf->lock);
-    pthread_join(rf->thread, NULL);
-    pthread_cond_destroy(&rf->wake);
+    periodic_stop(rf->thread);
     pthread_mutex_destroy(&rf->lock);
     free(rf);
 }

@@ -2,7 +2,6 @@
  * mode and the drain (http.h). */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -263,8 +262,13 @@ static void body_drop(http_server *s, conn_ctx *x)
 static void over_budget(http_server *s, conn_ctx *x)
 {
     static atomic_long last_logged;
+    int big = x->cap >= TRIM_AFTER;
     body_drop(s, x);
     x->over_budget = 1;
+    /* the budget is full of bodies in progress: the pages of this one go
+     * back now, not when its upload ends */
+    if (big)
+        malloc_trim(0);
     atomic_fetch_add(&s->cfg.met->body_refusals, 1);
     if (log_once_a_second(&last_logged))
         log_msg("503 %s from %s: the request bodies held reached --body-budget (%lld bytes); "

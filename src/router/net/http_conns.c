@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "http_conns.h"
 #include "log.h"
+#include "periodic.h"
 
 /* One open connection. due_ms: when its request headers are due
  * (monotonic ms), 0 while a request is being served. */
@@ -30,10 +30,8 @@ typedef struct key_slot {
 } key_slot;
 
 struct conns {
-    pthread_mutex_t lock;        /* the list, the counts, stop */
-    pthread_cond_t wake;         /* stops the sweeper */
-    pthread_t sweeper;
-    int running, stop;
+    pthread_mutex_t lock;        /* the list, the counts */
+    periodic_t *sweeper;
     key_slot *slots;             /* open addressing, linear probing */
     size_t mask;
     conn_entry head;             /* the list of open connections */
@@ -170,47 +168,26 @@ conns_t *conns_new(int max_conns, int per_ip, int header_timeout, metrics_t *met
     t->met = met;
     snprintf(t->listener, sizeof t->listener, "%s", listener);
     pthread_mutex_init(&t->lock, NULL);
-    pthread_cond_init(&t->wake, NULL);
     return t;
 }
 
-static void *sweeper_main(void *arg)
+static void sweep_now(void *arg)
 {
-    conns_t *t = arg;
-    /* a quarter of the limit, so a connection is cut at most 25% late */
-    double every = t->timeout / 4.0 < 1.0 ? t->timeout / 4.0 : 1.0;
-    pthread_mutex_lock(&t->lock);
-    while (!t->stop) {
-        wait_for(&t->wake, &t->lock, every);
-        if (t->stop)
-            break;
-        pthread_mutex_unlock(&t->lock);
-        conns_sweep(t, mono_now());
-        pthread_mutex_lock(&t->lock);
-    }
-    pthread_mutex_unlock(&t->lock);
-    return NULL;
+    conns_sweep(arg, mono_now());
 }
 
 int conns_start(conns_t *t)
 {
-    if (pthread_create(&t->sweeper, NULL, sweeper_main, t) != 0)
-        return -1;
-    t->running = 1;
-    return 0;
+    /* a quarter of the limit, so a connection is cut at most 25% late */
+    double every = t->timeout / 4.0 < 1.0 ? t->timeout / 4.0 : 1.0;
+    return (t->sweeper = periodic_start(every, sweep_now, t)) ? 0 : -1;
 }
 
 void conns_free(conns_t *t)
 {
     if (!t)
         return;
-    if (t->running) {
-        pthread_mutex_lock(&t->lock);
-        t->stop = 1;
-        pthread_cond_broadcast(&t->wake);
-        pthread_mutex_unlock(&t->lock);
-        pthread_join(t->sweeper, NULL);
-    }
+    periodic_stop(t->sweeper);
     if (pending.t == t)
         pending.t = NULL;
     for (conn_entry *e = t->head.next, *next; e != &t->head; e = next) {
@@ -218,7 +195,6 @@ void conns_free(conns_t *t)
         free(e);
     }
     pthread_mutex_destroy(&t->lock);
-    pthread_cond_destroy(&t->wake);
     free(t->slots);
     free(t);
 }
