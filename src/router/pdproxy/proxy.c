@@ -548,19 +548,29 @@ static int instance_fault(const xfer *x, up_result res, int code)
 static void start_prefill(proxy_t *p, pxreq *r, char *body);
 static void start_decode(proxy_t *p, pxreq *r);
 
-/* A prefill that failed before the first byte: once more on the ring's
- * next instance (the failed one excluded). 1 when retried. */
-static int retry_prefill(proxy_t *p, pxreq *r, int failed)
+/* May r be sent once more for this role? Not twice, not while eldrd
+ * stops, not with nowhere else to go (n instances), not for a client that
+ * left. Counts the retry when it may. */
+static int may_retry(proxy_t *p, pxreq *r, int *retried, pool_role role, int n)
 {
-    if (r->retried_prefill || atomic_load(&p->stopped) || p->n_prefill < 2)
+    if (*retried || atomic_load(&p->stopped) || n < 2)
         return 0;
     pthread_mutex_lock(&r->lock);
     int gone = r->gone;
     pthread_mutex_unlock(&r->lock);
     if (gone)
         return 0;
-    r->retried_prefill = 1;
-    atomic_fetch_add(&p->retries[POOL_PREFILL], 1);
+    *retried = 1;
+    atomic_fetch_add(&p->retries[role], 1);
+    return 1;
+}
+
+/* A prefill that failed before the first byte: once more on the ring's
+ * next instance (the failed one excluded). 1 when retried. */
+static int retry_prefill(proxy_t *p, pxreq *r, int failed)
+{
+    if (!may_retry(p, r, &r->retried_prefill, POOL_PREFILL, p->n_prefill))
+        return 0;
     r->prefill = pool_prefill_acquire(p->pool, r->client.key, r->client.key_len, mono_now(),
                                       failed);
     start_prefill(p, r, pm_prefill_body(&r->client, r->id));
@@ -572,15 +582,8 @@ static int retry_prefill(proxy_t *p, pxreq *r, int failed)
  * of the band), with the same handoff. 1 when retried (or failed there). */
 static int retry_decode(proxy_t *p, pxreq *r, int failed)
 {
-    if (r->retried_decode || atomic_load(&p->stopped) || p->K < 2)
+    if (!may_retry(p, r, &r->retried_decode, POOL_DECODE, p->K))
         return 0;
-    pthread_mutex_lock(&r->lock);
-    int gone = r->gone;
-    pthread_mutex_unlock(&r->lock);
-    if (gone)
-        return 0;
-    r->retried_decode = 1;
-    atomic_fetch_add(&p->retries[POOL_DECODE], 1);
     rb_err e;
     int w;
     state_finish(p->d->st, r->id, &w, &e);
