@@ -9,8 +9,10 @@
  *     covering prompt + generated tokens (split at usage.prompt_tokens).
  *   SGLang /generate: `meta_info.routed_experts`, prompt + completion - 1
  *     tokens, with meta_info.prompt_tokens / completion_tokens; SGLang's
- *     OpenAI endpoints: `choices[0].sgl_ext.routed_experts` (or
- *     `choices[0].routed_experts`), same coverage, with `usage`.
+ *     OpenAI endpoints: the response-level `sglext.routed_experts` (counts
+ *     in `usage`), or `choices[0].meta_info.routed_experts` when the
+ *     request asked return_meta_info. A `routed_experts_dtype` beside the
+ *     buffer names its item type.
  * Each field may be encoded as
  *   - nested JSON lists [[[id, ...], ...], ...];
  *   - an object {"encoding": "base64", "dtype": "int16", "shape": [T, L, k],
@@ -18,7 +20,8 @@
  *   - a base64 string of a .npy file (integer dtype, shape [T, L, k]);
  *   - a base64 string of raw little-endian integers [T * L * k] (SGLang):
  *     L and k must be known (hints), T follows from the token counts, and
- *     the item size from the byte length (tokens x L x k x itemsize).
+ *     the item size from the byte length (tokens x L x k x itemsize):
+ *     4 int32, 2 uint16, 1 uint8 (SGLang's wire types), 8 int64.
  * Anything else is refused with a message that quotes what was there.
  *
  * Token alignment: the last generated token is never fed forward, so an

@@ -195,7 +195,7 @@ static void sglang_raw(void **state)
     capture_hint h = {.L = NL, .k = NK, .from = "--layers/--top-k"};
     capture_routes r;
     const int sizes[] = {4, 2, 1, 8};
-    const char *names[] = {"raw-int32", "raw-int16", "raw-int8", "raw-int64"};
+    const char *names[] = {"raw-int32", "raw-uint16", "raw-uint8", "raw-int64"};
     for (int i = 0; i < 4; i++) {
         char *p = body + sprintf(body, "{\"text\":\"x\",\"meta_info\":{\"routed_experts\":\"");
         p = raw_b64(p, 0, 5 + 3 - 1, sizes[i]);
@@ -216,14 +216,90 @@ static void sglang_raw(void **state)
     h.L = 3;
     assert_int_equal(decode(body, &h, &r), -1);
     assert_non_null(strstr(err, "inconsistent shapes"));
-    /* the OpenAI form of SGLang */
-    p = body + sprintf(body, "{\"choices\":[{\"sgl_ext\":{\"routed_experts\":\"");
-    p = raw_b64(p, 0, 7, 4);
-    sprintf(p, "\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
+    /* SGLang's OpenAI endpoints: the response-level sglext (counts in usage),
+     * and choices[0].meta_info with return_meta_info (counts beside it) */
     h.L = NL;
+    p = body + sprintf(body, "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\"}}],"
+                       "\"sglext\":{\"routed_experts\":\"");
+    p = raw_b64(p, 0, 7, 4);
+    sprintf(p, "\"},\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
     assert_int_equal(decode(body, &h, &r), 0);
     expect_routes(&r, 5, 3);
     capture_routes_free(&r);
+    p = body + sprintf(body, "{\"choices\":[{\"index\":0,\"meta_info\":{\"prompt_tokens\":5,"
+                       "\"completion_tokens\":3,\"routed_experts\":\"");
+    p = raw_b64(p, 0, 7, 2);
+    sprintf(p, "\"}}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":9}}");
+    assert_int_equal(decode(body, &h, &r), 0);
+    expect_routes(&r, 5, 3);
+    assert_string_equal(r.encoding, "raw-uint16");
+    capture_routes_free(&r);
+    /* choices[0].sgl_ext is written by no SGLang: not read */
+    p = body + sprintf(body, "{\"choices\":[{\"sgl_ext\":{\"routed_experts\":\"");
+    p = raw_b64(p, 0, 7, 4);
+    sprintf(p, "\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
+    assert_int_equal(decode(body, &h, &r), -1);
+    assert_non_null(strstr(err, CAPTURE_NO_ROUTES_HINT));
+}
+
+/* SGLang's narrow wire types are unsigned: uint8 ids up to 255, uint16 ids
+ * up to 65,535; a dtype the answer names is taken as named. */
+static void sglang_unsigned(void **state)
+{
+    (void)state;
+    capture_hint h = {.L = 1, .k = 2, .from = "--layers/--top-k"};
+    capture_routes r;
+    uint8_t raw[16];
+    char b64[64];
+    /* 2 tokens (P 2, C 1) x 1 layer x top-2, uint8: 200, 129 / 255, 0 */
+    const uint8_t u8[4] = {200, 129, 255, 0};
+    b64_encode(u8, 4, b64);
+    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
+             "\"routed_experts\":\"%s\"}}", b64);
+    assert_int_equal(decode(body, &h, &r), 0);
+    assert_int_equal(r.ids[0], 200);
+    assert_int_equal(r.ids[1], 129);
+    assert_int_equal(r.ids[2], 255);
+    assert_int_equal(r.max_id, 255);
+    assert_string_equal(r.encoding, "raw-uint8");
+    capture_routes_free(&r);
+    /* uint16: 65535 and 40000 */
+    const uint16_t u16[4] = {65535, 40000, 1, 2};
+    for (int i = 0; i < 4; i++)
+        raw[2 * i] = (uint8_t)u16[i], raw[2 * i + 1] = (uint8_t)(u16[i] >> 8);
+    b64_encode(raw, 8, b64);
+    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
+             "\"routed_experts\":\"%s\"}}", b64);
+    assert_int_equal(decode(body, &h, &r), 0);
+    assert_int_equal(r.ids[0], 65535);
+    assert_int_equal(r.ids[1], 40000);
+    assert_int_equal(r.max_id, 65535);
+    capture_routes_free(&r);
+    /* named: 8 bytes as "uint8" are 8 ids = 4 tokens, not 2 tokens of uint16 */
+    const uint8_t u8b[8] = {1, 2, 3, 4, 5, 6, 7, 9};
+    b64_encode(u8b, 8, b64);
+    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":3,\"completion_tokens\":2,"
+             "\"routed_experts_dtype\":\"uint8\",\"routed_experts\":\"%s\"}}", b64);
+    assert_int_equal(decode(body, &h, &r), 0);
+    assert_int_equal(r.ids[0], 1);
+    assert_int_equal(r.ids[7], 9);
+    assert_int_equal(r.prompt_tokens + r.decode_rows, 4);
+    assert_string_equal(r.encoding, "raw");
+    capture_routes_free(&r);
+    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
+             "\"routed_experts_dtype\":\"uint8\",\"routed_experts\":\"%s\"}}", b64);
+    assert_int_equal(decode(body, &h, &r), -1);
+    assert_non_null(strstr(err, "of 1-byte ids (its routed_experts_dtype; inconsistent shapes)"));
+    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
+             "\"routed_experts_dtype\":\"float32\",\"routed_experts\":\"%s\"}}", b64);
+    assert_int_equal(decode(body, &h, &r), -1);
+    assert_non_null(strstr(err, "routed_experts_dtype \"float32\" is not"));
+    /* above --experts: named, where */
+    h.E = 256;
+    assert_int_equal(decode("{\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
+                            "\"routed_experts\":\"//9AnAEAAgA=\"}}", &h, &r), -1);
+    assert_non_null(strstr(err, "meta_info.routed_experts token 0 layer 0: expert id 65535 is "
+                            "not below 256"));
 }
 
 /* body must be refused with a message holding want. */
@@ -406,6 +482,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(vllm_lists_and_object), cmocka_unit_test(vllm_one_token),
         cmocka_unit_test(vllm_npy_whole_sequence), cmocka_unit_test(sglang_raw),
+        cmocka_unit_test(sglang_unsigned),
         cmocka_unit_test(malformed), cmocka_unit_test(deep_and_truncated),
         cmocka_unit_test(scanner), cmocka_unit_test(fuzz_corpus),
     };
