@@ -177,6 +177,38 @@ static int check_ids(capture_routes *o, char *err, size_t errlen)
     return 0;
 }
 
+/* Prompt rows the engine marked -1 throughout (vLLM's prefix-cache hits)
+ * leave the prompt; o->unrouted counts them. A -1 in a row that has
+ * routing elsewhere, or in a decode row, is not that: refused. */
+static int drop_unrouted(capture_routes *o, char *err, size_t errlen)
+{
+    size_t row = (size_t)o->L * (size_t)o->k;
+    uint16_t *ids = o->ids;
+    int64_t kept = 0;
+    for (int64_t t = 0; t < o->prompt_tokens + o->decode_rows; t++) {
+        const uint16_t *x = ids + (size_t)t * row;
+        size_t holes = 0, first = 0;
+        for (size_t i = row; i-- > 0;)
+            if (x[i] == CAPTURE_NO_ROUTE)
+                holes++, first = i;
+        int prompt = t < o->prompt_tokens;
+        if (holes == row && prompt)
+            continue;   /* a cached position: no routing, left out */
+        if (holes)
+            return eldr_errf(err, errlen, "%s token %lld layer %zu: expert id -1 in a token "
+                             "%s (the engine has no routing for this position)",
+                             prompt ? "prompt" : "decode",
+                             (long long)(prompt ? t : t - o->prompt_tokens), first / (size_t)o->k,
+                             prompt ? "that has routing in other layers" : "it generated");
+        if (kept != t)
+            memmove(ids + (size_t)kept * row, x, row * sizeof *ids);
+        kept++;
+    }
+    o->unrouted = o->prompt_tokens + o->decode_rows - kept;
+    o->prompt_tokens -= o->unrouted;
+    return 0;
+}
+
 /* out gets P prompt rows from a and D decode rows from g starting at row g0. */
 static int assemble(capture_routes *o, const idbuf *a, int64_t P, const idbuf *g, int64_t g0,
                     int64_t C, char *err, size_t errlen)
@@ -200,6 +232,8 @@ static int assemble(capture_routes *o, const idbuf *a, int64_t P, const idbuf *g
     if (o->decode_rows)
         memcpy(o->ids + (size_t)P * row, g->ids + (size_t)g0 * row,
                (size_t)o->decode_rows * row * sizeof *o->ids);
+    if ((a->minus1 || g->minus1) && drop_unrouted(o, err, errlen) < 0)
+        return -1;
     return check_ids(o, err, errlen);
 }
 
@@ -211,7 +245,9 @@ static int split_two(const found *f, const capture_hint *h, capture_routes *o, c
     const char *pn = "prompt_routed_experts", *gn = "choices[0].routed_experts";
     int64_t pw[1] = {f->usage_p}, gw[2] = {f->usage_c >= 1 ? f->usage_c - 1 : f->usage_c,
                                            f->usage_c};
-    int rc = capture_decode_field(f->prompt, h, pw, 1, (span){0}, pn, &a, err, errlen);
+    capture_hint hp = *h;
+    hp.unrouted_ok = !h->require_full;   /* vLLM 0.21 marks prefix-cache rows -1 */
+    int rc = capture_decode_field(f->prompt, &hp, pw, 1, (span){0}, pn, &a, err, errlen);
     if (rc == 0) {
         capture_hint h2 = *h;
         h2.L = a.L;
@@ -312,9 +348,14 @@ int capture_decode(const char *body, size_t len, const capture_hint *hint, captu
         rc = split_sglang(&f, &f.cmeta, hint, out, err, errlen);
     else if (f.gen.n && f.prompt.n)
         rc = split_two(&f, hint, out, err, errlen);
-    else if (f.gen.n)
+    else if (f.gen.n) {
+        /* vLLM's whole sequence: its prompt rows may be -1 too (an int32 .npy);
+         * drop_unrouted refuses any -1 past them */
+        capture_hint hv = *hint;
+        hv.unrouted_ok = !hint->require_full;
         rc = split_full(f.gen, (span){0}, 0, "choices[0].routed_experts", f.usage_p, f.usage_c,
-                        "usage", hint, out, err, errlen);
+                        "usage", &hv, out, err, errlen);
+    }
     else
         return eldr_errf(err, errlen, "the answer has no routed experts (%s)",
                          CAPTURE_NO_ROUTES_HINT);

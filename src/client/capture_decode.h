@@ -28,9 +28,13 @@
  * answer with C generated tokens gives C - 1 decode rows (0 when C is 0);
  * a generation array of C rows loses its last row.
  *
- * Ids are checked: >= 0 (vLLM marks positions it has no routing for with
- * -1), below 65536 and below E when E is given, and the k ids of a token in
- * a layer distinct. No printing, no HTTP; one line in err on failure. */
+ * Prompt rows: vLLM 0.21 answers -1 throughout a row it served from the
+ * prefix cache. Such a row is left out (counted in unrouted) unless
+ * require_full; a -1 anywhere else is refused.
+ *
+ * Ids are checked: >= 0 (but for those rows), below 65536 and below E when
+ * E is given, and the k ids of a token in a layer distinct. No printing,
+ * no HTTP; one line in err on failure. */
 #ifndef ELDR_CAPTURE_DECODE_H
 #define ELDR_CAPTURE_DECODE_H
 
@@ -41,11 +45,17 @@ typedef struct capture_hint {
     int L, k;          /* layers and top-k when known (0: take the answer's) */
     int E;             /* experts when known (0: any id below 65536) */
     const char *from;  /* where L and k came from, for messages ("--layers/--top-k") */
+    int require_full;  /* --require-full-routing: a prompt row of -1 is an error */
+    int unrouted_ok;   /* the decoder's own: this field may hold -1 (vLLM prompt rows) */
 } capture_hint;
+
+/* An id of -1 while decoding: the engine has no routing for the position. */
+#define CAPTURE_NO_ROUTE 0xFFFFu
 
 typedef struct capture_routes {
     int L, k;
-    int64_t prompt_tokens;      /* P: prefill rows */
+    int64_t prompt_tokens;      /* P: prefill rows with routing */
+    int64_t unrouted;           /* prompt rows without (vLLM's prefix-cache hits, all -1) */
     int64_t completion_tokens;  /* C: as the engine reported it */
     int64_t decode_rows;        /* D = max(C - 1, 0) */
     uint16_t *ids;              /* [(P + D)][L][k]: prompt rows, then decode rows */

@@ -56,8 +56,7 @@ static inline int check_id(int64_t v, int E, const char *name, int64_t row, int 
     if (v < 0)
         return eldr_errf(err, errlen,
                          "%s token %lld layer %d: expert id %lld (the engine has no routing "
-                         "for this position; a prefix-cache hit?)",
-                         name, (long long)row, l, (long long)v);
+                         "for this position)", name, (long long)row, l, (long long)v);
     if (v > 65535 || (E > 0 && v >= E))
         return eldr_errf(err, errlen, "%s token %lld layer %d: expert id %lld is not below %d%s",
                          name, (long long)row, l, (long long)v, E > 0 ? E : 65536,
@@ -148,7 +147,9 @@ static int decode_lists(cj_t *s, const capture_hint *h, const char *name, idbuf 
                                      "%s token %lld layer %d: more than %d ids (inconsistent "
                                      "shapes)", name, (long long)row, l, b->k);
                 } else {
-                    if (check_id(v, h->E, name, row, l, err, errlen) < 0)
+                    if (v == -1 && h->unrouted_ok)
+                        b->minus1 = 1, v = CAPTURE_NO_ROUTE;
+                    else if (check_id(v, h->E, name, row, l, err, errlen) < 0)
                         return -1;
                     b->ids[((size_t)row * (size_t)b->L + (size_t)l) * (size_t)b->k + (size_t)j] =
                         (uint16_t)v;
@@ -250,8 +251,10 @@ static int store_raw(idbuf *b, const uint8_t *d, int itemsize, int is_signed, in
     }
     for (size_t i = 0; i < n; i++) {
         int64_t v = raw_at(d, i, itemsize, is_signed, big);
-        if (check_id(v, h->E, name, (int64_t)(i / row), (int)(i % row / (size_t)b->k), err,
-                     errlen) < 0)
+        if (v == -1 && h->unrouted_ok)
+            b->minus1 = 1, v = CAPTURE_NO_ROUTE;
+        else if (check_id(v, h->E, name, (int64_t)(i / row), (int)(i % row / (size_t)b->k), err,
+                          errlen) < 0)
             return -1;
         b->ids[i] = (uint16_t)v;
     }

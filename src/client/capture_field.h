@@ -14,6 +14,7 @@
 typedef struct idbuf {
     uint16_t *ids;
     int64_t rows, cap;          /* rows held, rows allocated */
+    int minus1;                 /* some id was -1, stored as CAPTURE_NO_ROUTE (hint's unrouted_ok) */
     int L, k;                   /* 0 until known */
     const char *encoding;
 } idbuf;

@@ -78,6 +78,50 @@ exact "vllm chat: equal the engine's" "$TMP/chat.h5" "$TMP/chat.jsonl" --all
 check "--json summary" jq_py "$TMP/out" "j['captured'] == 48 and j['failed'] == 0 and j['engine'] == 'vllm' and j['encoding'] == 'base64' and j['layers'] == 4 and j['top_k'] == 3 and j['experts'] == 24 and j['model'] == 'fake/moe-tiny'"
 halt
 
+# --- vLLM 0.21's prefix cache: cached prompt rows are -1; the request is kept ---
+# 24 prompts behind 2 shared system prompts of 40 words (two whole blocks of
+# 16 each): after the first of each, their first 32 rows come from the cache
+$PY - "$TMP/sys.jsonl" <<'PYEOF'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(24):
+        sysp = " ".join("s%d_%d" % (i % 2, j) for j in range(40))
+        f.write(json.dumps({"id": "s%02d" % i, "prompt": sysp + " question %d about %s" % (i, "xyz"[i % 3]),
+                            "label": "sys%d" % (i % 2)}) + "\n")
+PYEOF
+engine --engine vllm-0.21 --prefix-cache --experts 16 --layers 4 --topk 2
+cap "$TMP/pc.h5" --prompts "$TMP/sys.jsonl" --experts 16 --concurrency 1 --json
+check "prefix cache (-1 rows): every request kept, exit 0" jq_py "$TMP/out" "j['captured'] == 24 and j['failed'] == 0"
+exact "  ... routed rows, prefill_unrouted_tokens and decode equal the engine's" "$TMP/pc.h5" "$TMP/sys.jsonl" --all
+check "  ... 22 requests with 32 unrouted rows each (the engine's truth: 704)" sh -c "
+$PY -c \"import json,sys; t=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(0 if sum(r['unrouted'] for r in t) == 704 and sum(r['unrouted'] > 0 for r in t) == 22 else 1)\" '$TMP/truth.jsonl' &&
+$PY -c \"import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j['unrouted_requests'] == 22 and j['unrouted_tokens'] == 704 else 1)\" '$TMP/out'"
+"$ELDR" info "$TMP/pc.h5" >"$TMP/info.txt" 2>&1
+expect_in "  ... eldr info reports them" "$TMP/info.txt" "^unrouted   704 prompt tokens without routing \\(prefix-cache hits\\) in 22 requests"
+expect_in "  ... and the trace is valid" "$TMP/info.txt" "validation valid"
+check "  ... eldr rho accepts it" "$ELDR" rho "$TMP/pc.h5" --pairs 200 --seed 1
+check "  ... eldr fit accepts it" "$ELDR" fit "$TMP/pc.h5" -k 2 -o "$TMP/pcm.h5" --seed 1
+check "  ... eldr sim accepts it" "$ELDR" sim "$TMP/pc.h5" -m "$TMP/pcm.h5" --policy eldr --rate 20
+row=$($PY -c "import h5py,sys; u=h5py.File(sys.argv[1],'r')['prefill_unrouted_tokens'][:]; print(int((u > 0).argmax()))" "$TMP/pc.h5")
+for c in rho fit sim; do
+    case $c in fit) extra="-k 2 -o $TMP/pcm2.h5";; sim) extra="-m $TMP/pcm.h5 --rate 20";; *) extra="";; esac
+    expect_fail2 "  ... eldr $c --require-full-routing refuses it, naming the first row" \
+        "pc.h5: prefill_unrouted_tokens row $row: 32 prompt tokens without routing \\(22 requests, 704 tokens" \
+        "$ELDR" $c "$TMP/pc.h5" $extra --require-full-routing
+done
+check "  ... a fully routed trace passes --require-full-routing" "$ELDR" rho "$TMP/vllm-0.21.h5" \
+    --pairs 200 --require-full-routing
+halt
+engine --engine vllm-0.21 --prefix-cache --experts 16 --layers 4 --topk 2
+expect_fail2 "--require-full-routing: the first -1 row stops the run" \
+    "prompt_routed_experts token 0 layer 0: expert id -1" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/pcf.h5" --prompts "$TMP/sys.jsonl" --max-tokens 8 \
+    --experts 16 --concurrency 1 --require-full-routing
+check "  ... and writes nothing" test ! -e "$TMP/pcf.h5"
+halt
+check "a trace without -1 rows has no prefill_unrouted_tokens" $PY -c "
+import h5py, sys; sys.exit('prefill_unrouted_tokens' in h5py.File(sys.argv[1], 'r'))" "$TMP/vllm-0.21.h5"
+
 # --- SGLang: /generate, and sglext on its OpenAI endpoints; int32, uint16, uint8 ---
 engine --engine sglang --layers 5 --topk 2 --experts 12
 cap "$TMP/sg2.h5" --prompts "$TMP/p.jsonl"

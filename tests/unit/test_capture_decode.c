@@ -242,6 +242,72 @@ static void sglang_raw(void **state)
     assert_non_null(strstr(err, CAPTURE_NO_ROUTES_HINT));
 }
 
+/* vLLM 0.21 with prefix caching: prompt rows served from the cache are -1
+ * throughout; they leave the prompt and are counted, unless require_full.
+ * A -1 in a row that has routing, or in a decode row, is refused. */
+static void vllm_prefix_cache_rows(void **state)
+{
+    (void)state;
+    capture_routes r;
+    const char *gen = "\"choices\":[{\"routed_experts\":[[[1,2],[3,4]],[[5,6],[7,0]]]}]";
+    /* P 3 (rows 0, 1 cached), C 2 */
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2},"
+             "\"prompt_routed_experts\":[[[-1,-1],[-1,-1]],[[-1,-1],[-1,-1]],[[4,5],[6,7]]],%s}",
+             gen);
+    assert_int_equal(decode(body, NULL, &r), 0);
+    assert_int_equal(r.prompt_tokens, 1);
+    assert_int_equal(r.unrouted, 2);
+    assert_int_equal(r.decode_rows, 1);
+    const int want[8] = {4, 5, 6, 7, 1, 2, 3, 4};
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(r.ids[i], want[i]);
+    assert_int_equal(r.max_id, 7);
+    capture_routes_free(&r);
+    capture_hint full = {.require_full = 1};
+    assert_int_equal(decode(body, &full, &r), -1);
+    assert_non_null(strstr(err, "prompt_routed_experts token 0 layer 0: expert id -1"));
+    /* a -1 beside routed ids: not a cached row */
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2},"
+             "\"prompt_routed_experts\":[[[4,5],[6,7]],[[-1,-1],[6,7]]],%s}", gen);
+    assert_int_equal(decode(body, NULL, &r), -1);
+    assert_non_null(strstr(err, "prompt token 1 layer 0: expert id -1 in a token that has "
+                            "routing in other layers"));
+    /* a -1 in a generated row */
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2},"
+             "\"prompt_routed_experts\":[[[4,5],[6,7]]],\"choices\":[{\"routed_experts\":"
+             "[[[-1,-1],[-1,-1]],[[5,6],[7,0]]]}]}");
+    assert_int_equal(decode(body, NULL, &r), -1);
+    assert_non_null(strstr(err, "choices[0].routed_experts token 0 layer 0: expert id -1"));
+    /* a whole-sequence int32 .npy can carry them too: its prompt rows only */
+    uint8_t raw[256];
+    const char *hdr = "{'descr': '<i4', 'fortran_order': False, 'shape': (3, 1, 2), }";
+    int hl = (int)strlen(hdr);
+    size_t n = 0;
+    memcpy(raw, "\x93NUMPY\x01\x00", 8);
+    int pad = 64 - (10 + hl + 1) % 64;
+    raw[8] = (uint8_t)(hl + pad + 1);
+    raw[9] = 0;
+    memcpy(raw + 10, hdr, (size_t)hl);
+    n = 10 + (size_t)hl;
+    memset(raw + n, ' ', (size_t)pad);
+    n += (size_t)pad;
+    raw[n++] = '\n';
+    const int32_t v[6] = {-1, -1, 3, 4, 5, 6};
+    memcpy(raw + n, v, sizeof v);
+    n += sizeof v;
+    char b64[400];
+    b64_encode(raw, n, b64);
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2},"
+             "\"choices\":[{\"routed_experts\":\"%s\"}]}", b64);
+    assert_int_equal(decode(body, NULL, &r), 0);
+    assert_int_equal(r.prompt_tokens, 1);
+    assert_int_equal(r.unrouted, 1);
+    assert_int_equal(r.decode_rows, 1);
+    assert_int_equal(r.ids[0], 3);
+    assert_int_equal(r.ids[3], 6);
+    capture_routes_free(&r);
+}
+
 /* SGLang's narrow wire types are unsigned: uint8 ids up to 255, uint16 ids
  * up to 65,535; a dtype the answer names is taken as named. */
 static void sglang_unsigned(void **state)
@@ -483,6 +549,7 @@ int main(void)
         cmocka_unit_test(vllm_lists_and_object), cmocka_unit_test(vllm_one_token),
         cmocka_unit_test(vllm_npy_whole_sequence), cmocka_unit_test(sglang_raw),
         cmocka_unit_test(sglang_unsigned),
+        cmocka_unit_test(vllm_prefix_cache_rows),
         cmocka_unit_test(malformed), cmocka_unit_test(deep_and_truncated),
         cmocka_unit_test(scanner), cmocka_unit_test(fuzz_corpus),
     };
