@@ -126,6 +126,17 @@ expect_http "... a header that is not printable ASCII: 400 naming Authorization"
     'j["where"] == "Authorization"'
 stop
 check "the key is in no log line (both daemons)" sh -c "! grep -q '$KEY' '$TMP/keyfile.log' '$TMP/keyfwd.log'"
+# the authors' protocol behind keyed engines: the release call carries the key too
+standins keyeldr --prefill 1 --decode 4 --api-key "$KEY"
+start keyeldr -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" --upstream-api-key-file "$TMP/key" || exit 0
+req POST /v1/completions '{"prompt": "one keyed token", "max_tokens": 1}'
+expect_http "--pd-protocol eldr with the key: max_tokens 1 answered by the prefill" 200
+sleep 0.3
+check "... its release call reached a decode instance with the key (1 release, none refused)" $PY -c "
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if sum(1 for x in r if x.get('release')) == 1 and not any(x.get('unauthorized') for x in r) else 1)" "$TMP/keyeldr.jsonl"
+stop
 printf 'short\n' >"$TMP/shortkey"
 expect_fail2 "--upstream-api-key-file: a key under 16 characters" \
     "--upstream-api-key-file .*shortkey: the token has 5 characters" \

@@ -189,6 +189,14 @@ static void vllm_npy_whole_sequence(void **state)
     }
 }
 
+/* body = head + base64 of tokens [0, 7) as itemsize-byte ids + tail */
+static void sgl_body(const char *head, int itemsize, const char *tail)
+{
+    char *p = body + sprintf(body, "%s", head);
+    p = raw_b64(p, 0, 7, itemsize);
+    sprintf(p, "%s", tail);
+}
+
 static void sglang_raw(void **state)
 {
     (void)state;
@@ -206,10 +214,8 @@ static void sglang_raw(void **state)
         capture_routes_free(&r);
     }
     /* no geometry: refused, asking for it */
-    char *p = body + sprintf(body, "{\"meta_info\":{\"prompt_tokens\":5,\"completion_tokens\":3,"
-                             "\"routed_experts\":\"");
-    p = raw_b64(p, 0, 7, 4);
-    sprintf(p, "\"}}");
+    sgl_body("{\"meta_info\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"routed_experts\":\"",
+             4, "\"}}");
     assert_int_equal(decode(body, NULL, &r), -1);
     assert_non_null(strstr(err, "give --layers and --top-k"));
     /* a byte length that fits no item size */
@@ -219,25 +225,22 @@ static void sglang_raw(void **state)
     /* SGLang's OpenAI endpoints: the response-level sglext (counts in usage),
      * and choices[0].meta_info with return_meta_info (counts beside it) */
     h.L = NL;
-    p = body + sprintf(body, "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\"}}],"
-                       "\"sglext\":{\"routed_experts\":\"");
-    p = raw_b64(p, 0, 7, 4);
-    sprintf(p, "\"},\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
+    sgl_body("{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\"}}],"
+             "\"sglext\":{\"routed_experts\":\"", 4,
+             "\"},\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
     assert_int_equal(decode(body, &h, &r), 0);
     expect_routes(&r, 5, 3);
     capture_routes_free(&r);
-    p = body + sprintf(body, "{\"choices\":[{\"index\":0,\"meta_info\":{\"prompt_tokens\":5,"
-                       "\"completion_tokens\":3,\"routed_experts\":\"");
-    p = raw_b64(p, 0, 7, 2);
-    sprintf(p, "\"}}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":9}}");
+    sgl_body("{\"choices\":[{\"index\":0,\"meta_info\":{\"prompt_tokens\":5,"
+             "\"completion_tokens\":3,\"routed_experts\":\"", 2,
+             "\"}}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":9}}");
     assert_int_equal(decode(body, &h, &r), 0);
     expect_routes(&r, 5, 3);
     assert_string_equal(r.encoding, "raw-uint16");
     capture_routes_free(&r);
     /* choices[0].sgl_ext is written by no SGLang: not read */
-    p = body + sprintf(body, "{\"choices\":[{\"sgl_ext\":{\"routed_experts\":\"");
-    p = raw_b64(p, 0, 7, 4);
-    sprintf(p, "\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
+    sgl_body("{\"choices\":[{\"sgl_ext\":{\"routed_experts\":\"", 4,
+             "\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
     assert_int_equal(decode(body, &h, &r), -1);
     assert_non_null(strstr(err, CAPTURE_NO_ROUTES_HINT));
 }
@@ -308,6 +311,17 @@ static void vllm_prefix_cache_rows(void **state)
     capture_routes_free(&r);
 }
 
+/* body = a /generate answer: P, C, the bytes as base64, dtype named or not */
+static void meta_body(const uint8_t *bytes, size_t n, int P, int C, const char *dtype)
+{
+    char b64[64], named[64] = "";
+    b64_encode(bytes, n, b64);
+    if (dtype)
+        snprintf(named, sizeof named, "\"routed_experts_dtype\":\"%s\",", dtype);
+    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,"
+             "%s\"routed_experts\":\"%s\"}}", P, C, named, b64);
+}
+
 /* SGLang's narrow wire types are unsigned: uint8 ids up to 255, uint16 ids
  * up to 65,535; a dtype the answer names is taken as named. */
 static void sglang_unsigned(void **state)
@@ -316,12 +330,9 @@ static void sglang_unsigned(void **state)
     capture_hint h = {.L = 1, .k = 2, .from = "--layers/--top-k"};
     capture_routes r;
     uint8_t raw[16];
-    char b64[64];
     /* 2 tokens (P 2, C 1) x 1 layer x top-2, uint8: 200, 129 / 255, 0 */
     const uint8_t u8[4] = {200, 129, 255, 0};
-    b64_encode(u8, 4, b64);
-    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
-             "\"routed_experts\":\"%s\"}}", b64);
+    meta_body(u8, 4, 2, 1, NULL);
     assert_int_equal(decode(body, &h, &r), 0);
     assert_int_equal(r.ids[0], 200);
     assert_int_equal(r.ids[1], 129);
@@ -333,9 +344,7 @@ static void sglang_unsigned(void **state)
     const uint16_t u16[4] = {65535, 40000, 1, 2};
     for (int i = 0; i < 4; i++)
         raw[2 * i] = (uint8_t)u16[i], raw[2 * i + 1] = (uint8_t)(u16[i] >> 8);
-    b64_encode(raw, 8, b64);
-    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
-             "\"routed_experts\":\"%s\"}}", b64);
+    meta_body(raw, 8, 2, 1, NULL);
     assert_int_equal(decode(body, &h, &r), 0);
     assert_int_equal(r.ids[0], 65535);
     assert_int_equal(r.ids[1], 40000);
@@ -343,21 +352,17 @@ static void sglang_unsigned(void **state)
     capture_routes_free(&r);
     /* named: 8 bytes as "uint8" are 8 ids = 4 tokens, not 2 tokens of uint16 */
     const uint8_t u8b[8] = {1, 2, 3, 4, 5, 6, 7, 9};
-    b64_encode(u8b, 8, b64);
-    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":3,\"completion_tokens\":2,"
-             "\"routed_experts_dtype\":\"uint8\",\"routed_experts\":\"%s\"}}", b64);
+    meta_body(u8b, 8, 3, 2, "uint8");
     assert_int_equal(decode(body, &h, &r), 0);
     assert_int_equal(r.ids[0], 1);
     assert_int_equal(r.ids[7], 9);
     assert_int_equal(r.prompt_tokens + r.decode_rows, 4);
     assert_string_equal(r.encoding, "raw");
     capture_routes_free(&r);
-    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
-             "\"routed_experts_dtype\":\"uint8\",\"routed_experts\":\"%s\"}}", b64);
+    meta_body(u8b, 8, 2, 1, "uint8");
     assert_int_equal(decode(body, &h, &r), -1);
     assert_non_null(strstr(err, "of 1-byte ids (its routed_experts_dtype; inconsistent shapes)"));
-    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
-             "\"routed_experts_dtype\":\"float32\",\"routed_experts\":\"%s\"}}", b64);
+    meta_body(u8b, 8, 2, 1, "float32");
     assert_int_equal(decode(body, &h, &r), -1);
     assert_non_null(strstr(err, "routed_experts_dtype \"float32\" is not"));
     /* above --experts: named, where */

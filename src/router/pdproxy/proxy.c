@@ -323,7 +323,7 @@ static void silent(evloop *l, ev_timer *t)
 }
 
 static xfer *xfer_start(proxy_t *p, role role, int origin, const char *path, char *body,
-                        pxreq *r, int upstream, int stream)
+                        pxreq *r, const char *client_auth, int upstream, int stream)
 {
     xfer *x = calloc(1, sizeof *x);
     if (!x) {
@@ -337,7 +337,7 @@ static xfer *xfer_start(proxy_t *p, role role, int origin, const char *path, cha
     x->r = r;
     x->upstream = upstream;
     x->stream = stream;
-    const char *auth = p->up_auth[0] ? p->up_auth : r ? r->auth : NULL;
+    const char *auth = p->up_auth[0] ? p->up_auth : client_auth;
     x->ux = upc_post_auth(p->up, origin, path, r ? r->id : NULL, auth, body, strlen(body),
                           &xfer_handler, x);
     if (!x->ux) {
@@ -368,8 +368,8 @@ static void release_kv(proxy_t *p, pxreq *r, int avoid)
     int k = 0;
     if (avoid >= 0 && p->K > 1)
         k = avoid == 0 ? 1 : 0;
-    xfer_start(p, ROLE_RELEASE, p->n_prefill + k, "/v1/kv_transfer/release", body, NULL, k,
-               0);
+    xfer_start(p, ROLE_RELEASE, p->n_prefill + k, "/v1/kv_transfer/release", body, NULL,
+               r->auth, k, 0);
 }
 
 /* The request is over upstream: finish its route, release KV that no
@@ -439,7 +439,7 @@ static void start_decode(proxy_t *p, pxreq *r)
 {
     char *body = pm_decode_body(&r->client, &r->pre, r->id);
     r->up = body ? xfer_start(p, ROLE_DECODE, p->n_prefill + r->worker, r->path, body, r,
-                              r->worker, r->client.stream)
+                              r->auth, r->worker, r->client.stream)
                  : NULL;
     if (!r->up) {
         fail(r, 503, "cannot start the decode request (out of memory)");
@@ -692,7 +692,8 @@ static void transfer_done(proxy_t *p, xfer *x, up_result res, int code, const ch
 
 static void start_prefill(proxy_t *p, pxreq *r, char *body)
 {
-    r->up = body ? xfer_start(p, ROLE_PREFILL, r->prefill, r->path, body, r, r->prefill, 0)
+    r->up = body ? xfer_start(p, ROLE_PREFILL, r->prefill, r->path, body, r, r->auth,
+                              r->prefill, 0)
                  : NULL;
     if (!r->up) {
         pool_prefill_release(p->pool, r->prefill);
