@@ -46,6 +46,23 @@ static void load_progress(void *ctx, double frac)
     cli_progress_update(ctx, frac);
 }
 
+int cli_require_full_routing(const char *cmd, const char *path, const trace_t *t)
+{
+    int64_t first = -1, reqs = 0, toks = 0;
+    for (int64_t r = 0; t->prefill_unrouted && r < t->n; r++)
+        if (t->prefill_unrouted[r] > 0) {
+            first = first < 0 ? r : first;
+            reqs++;
+            toks += t->prefill_unrouted[r];
+        }
+    if (first < 0)
+        return 0;
+    return cli_fail(cmd, "%s: prefill_unrouted_tokens row %lld: %d prompt tokens without routing "
+                    "(%lld requests, %lld tokens in all; prefix-cache hits); "
+                    "--require-full-routing refuses them", path, (long long)first,
+                    t->prefill_unrouted[first], (long long)reqs, (long long)toks);
+}
+
 int cli_load_trace(const char *cmd, const char *path, trace_t **out)
 {
     char err[ELDR_ERRLEN];

@@ -29,6 +29,13 @@ int cli_split_option(const char *cmd, const char *opt, const char *arg, split_sp
  * CLI_BADINPUT after one line naming the file. */
 int cli_load_trace(const char *cmd, const char *path, trace_t **out);
 
+/* --require-full-routing: CLI_BADINPUT, naming the first row, when some
+ * request of t had prompt rows without routing (prefill_unrouted_tokens,
+ * vLLM's prefix-cache hits); else 0. Without the option such traces are
+ * used as they are: their counts cover the routed rows, and signatures
+ * are normalised. */
+int cli_require_full_routing(const char *cmd, const char *path, const trace_t *t);
+
 /* Split t; the message names the option on failure (both parts must have
  * rows unless allow_none and size 0). */
 int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_none,

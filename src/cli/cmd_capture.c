@@ -38,6 +38,7 @@ static void usage(void)
            "                    [--concurrency C] [--rate R] [--model NAME]\n"
            "                    [--endpoint completions|chat|generate] [--temperature T]\n"
            "                    [--seed S] [--layers L] [--top-k K] [--timeout S] [--json]\n"
+           "                    [--require-full-routing]\n"
            "\n"
            "Send every prompt to a running vLLM or SGLang engine started with\n"
            "--enable-return-routed-experts, read the experts each token was routed to,\n"
@@ -69,6 +70,10 @@ static void usage(void)
            "  --rate R             send at most R new requests per second (default: as\n"
            "                       fast as the engine answers)\n"
            "  --timeout S          per request, seconds (default 300)\n"
+           "  --require-full-routing  refuse (exit 2) an answer whose prompt rows have no\n"
+           "                       routing (vLLM's prefix-cache hits, -1); by default\n"
+           "                       the request is kept, its prefill counts from the\n"
+           "                       routed rows, prefill_unrouted_tokens counting the others\n"
            "  --json               the summary as JSON\n"
            "  -h, --help           this text\n"
            "\n"
@@ -87,7 +92,7 @@ typedef struct opts {
 } opts;
 
 enum { O_SERVER = 256, O_PROMPTS, O_ENGINE, O_EXPERTS, O_MAXTOK, O_CONC, O_RATE, O_MODEL,
-       O_ENDPOINT, O_TEMP, O_SEED, O_LAYERS, O_TOPK, O_TIMEOUT, O_JSON };
+       O_ENDPOINT, O_TEMP, O_SEED, O_LAYERS, O_TOPK, O_TIMEOUT, O_JSON, O_FULL };
 
 static int int_opt(const char *name, const char *a, long long lo, long long hi, int *out)
 {
@@ -106,6 +111,7 @@ static int one_opt(int c, const char *a, void *ctx)
     case 'o': o->out = a; return 0;
     case O_MODEL: o->c.model = a; return 0;
     case O_JSON: o->json = 1; return 0;
+    case O_FULL: o->c.require_full = 1; return 0;
     case O_ENGINE:
         if ((o->c.engine = capture_engine_parse(a)) < 0)
             return cli_fail(CMD, "--engine: '%s' is not vllm, sglang or auto", a);
@@ -145,6 +151,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"temperature", required_argument, 0, O_TEMP}, {"seed", required_argument, 0, O_SEED},
         {"layers", required_argument, 0, O_LAYERS}, {"top-k", required_argument, 0, O_TOPK},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"json", no_argument, 0, O_JSON},
+        {"require-full-routing", no_argument, 0, O_FULL},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -193,6 +200,11 @@ static json_t *summary_json(const opts *o, const capture_result *r)
     json_object_set_new(j, "experts", json_integer(t ? t->E : 0));
     json_object_set_new(j, "top_k", json_integer(t ? t->k : 0));
     json_object_set_new(j, "experts_inferred", json_boolean(r->experts_inferred));
+    int64_t un_req = 0, un_tok = 0;
+    for (int64_t i = 0; t && t->prefill_unrouted && i < t->n; i++)
+        un_req += t->prefill_unrouted[i] > 0, un_tok += t->prefill_unrouted[i];
+    json_object_set_new(j, "unrouted_requests", json_integer(un_req));
+    json_object_set_new(j, "unrouted_tokens", json_integer(un_tok));
     json_object_set_new(j, "failures", fails);
     if (!t)
         json_object_set_new(j, "output", json_null());
@@ -211,6 +223,12 @@ static void summary_text(const opts *o, const capture_result *r)
     if (t)
         printf(", %d layers x %d experts, top-%d%s", t->L, t->E, t->k,
                r->experts_inferred ? " (E inferred)" : "");
+    int64_t un_req = 0, un_tok = 0;
+    for (int64_t i = 0; t && t->prefill_unrouted && i < t->n; i++)
+        un_req += t->prefill_unrouted[i] > 0, un_tok += t->prefill_unrouted[i];
+    if (un_req)
+        printf("\n  %lld requests had %lld prompt tokens without routing (prefix-cache hits): "
+               "kept, counted in prefill_unrouted_tokens", (long long)un_req, (long long)un_tok);
     printf("\n  failed %lld, unsent %lld, failed attempts %lld%s\n", (long long)r->failed,
            (long long)r->unsent, (long long)r->attempts_failed,
            r->interrupted ? ", interrupted" : "");

@@ -59,6 +59,8 @@ static void usage(void)
         "  --pairs P|all         request pairs for rho (default 30000)\n"
         "  --tau T               locality band width stored in the model (0.1)\n"
         "  --workers A,B,...     worker names, K of them (default w0..w{K-1})\n"
+        "  --require-full-routing  refuse a trace whose prompts lost rows of routing\n"
+        "                        (prefill_unrouted_tokens, vLLM's prefix cache)\n"
         "  --json                machine-readable result on stdout\n"
         "  -h, --help            this text\n"
         "\n"
@@ -69,7 +71,7 @@ typedef struct fit_args {
     const char *trace, *output;
     model_fit_opts o;
     const char *layers_arg, *split_arg, *init_arg, *workers_arg;
-    int json;
+    int json, require_full;
     int64_t calib_n;          /* rows to load */
     split_spec split;         /* --split, --split-seed (size: calib_n) */
     char provenance[64];      /* the model's calib_split */
@@ -90,7 +92,7 @@ static void args_free(fit_args *a)
 static int parse_options(int argc, char **argv, fit_args *a)
 {
     enum { O_VARIANT = 256, O_LAYERS, O_SPLIT, O_SEED, O_ITERS, O_INIT, O_UNBAL, O_PAIRS,
-           O_TAU, O_WORKERS, O_JSON, O_SPLITMODE, O_SPLITSEED };
+           O_TAU, O_WORKERS, O_JSON, O_SPLITMODE, O_SPLITSEED, O_FULL };
     static const struct option opts[] = {
         {"clusters", required_argument, 0, 'k'}, {"output", required_argument, 0, 'o'},
         {"variant", required_argument, 0, O_VARIANT}, {"layers", required_argument, 0, O_LAYERS},
@@ -99,6 +101,7 @@ static int parse_options(int argc, char **argv, fit_args *a)
         {"unbalanced", no_argument, 0, O_UNBAL}, {"pairs", required_argument, 0, O_PAIRS},
         {"tau", required_argument, 0, O_TAU}, {"workers", required_argument, 0, O_WORKERS},
         {"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'},
+        {"require-full-routing", no_argument, 0, O_FULL},
         {"split", required_argument, 0, O_SPLITMODE},
         {"split-seed", required_argument, 0, O_SPLITSEED}, {0, 0, 0, 0},
     };
@@ -159,6 +162,7 @@ static int parse_options(int argc, char **argv, fit_args *a)
             break;
         case O_WORKERS: a->workers_arg = optarg; break;
         case O_JSON: a->json = 1; break;
+        case O_FULL: a->require_full = 1; break;
         case 'h': usage(); return -1;
         case ':': return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
@@ -456,7 +460,9 @@ int cmd_fit(int argc, char **argv)
     double t0 = cli_now();
     trace_t *t = NULL;
     int64_t n_total = 0;
-    if ((rc = load_calibration(&a, &t, &n_total, sha))) {
+    if ((rc = load_calibration(&a, &t, &n_total, sha)) ||
+        (a.require_full && (rc = cli_require_full_routing(CMD, a.trace, t)))) {
+        trace_free(t);
         args_free(&a);
         return rc;
     }

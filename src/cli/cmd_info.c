@@ -50,6 +50,7 @@ static json_t *optional_datasets(const trace_header_t *h)
         {TRACE_HAS_LABEL, "label label_names"},
         {TRACE_HAS_ARRIVAL, "arrival_s"},
         {TRACE_HAS_REQUEST_ID, "request_id"},
+        {TRACE_HAS_UNROUTED, "prefill_unrouted_tokens"},
     };
     json_t *a = json_array();
     char buf[64];
@@ -88,6 +89,18 @@ static json_t *token_totals(const int32_t *tok, int64_t n)
     return json_pack("{s:I, s:f, s:I, s:I}", "total", (json_int_t)sum, "mean",
                      n ? (double)sum / (double)n : 0.0, "min", (json_int_t)lo, "max",
                      (json_int_t)hi);
+}
+
+/* Prompt rows without routing (prefix-cache hits): how many, in how
+ * many requests. */
+static json_t *unrouted(const trace_t *t)
+{
+    json_t *o = token_totals(t->prefill_unrouted, t->n);
+    json_int_t reqs = 0;
+    for (int64_t r = 0; r < t->n; r++)
+        reqs += t->prefill_unrouted[r] > 0;
+    json_object_set_new(o, "requests", json_integer(reqs));
+    return o;
 }
 
 static json_t *label_shares(const trace_t *t)
@@ -129,6 +142,8 @@ static json_t *report(const char *path, const trace_header_t *h, const trace_t *
         json_object_set_new(o, "prompt_tokens", token_totals(t->prompt_tokens, t->n));
         if (t->decode_tokens)
             json_object_set_new(o, "decode_tokens", token_totals(t->decode_tokens, t->n));
+        if (t->prefill_unrouted)
+            json_object_set_new(o, "prefill_unrouted", unrouted(t));
         if (t->label)
             json_object_set_new(o, "labels", label_shares(t));
         if (t->arrival_s && t->n > 0) {
@@ -171,6 +186,12 @@ static void print_text(json_t *o)
     printf("requests   %lld\n", (long long)json_integer_value(json_object_get(o, "requests")));
     print_tokens("prompt", json_object_get(o, "prompt_tokens"));
     print_tokens("decode", json_object_get(o, "decode_tokens"));
+    json_t *un = json_object_get(o, "prefill_unrouted");
+    if (un)
+        printf("unrouted   %lld prompt tokens without routing (prefix-cache hits) in %lld "
+               "requests; prompt counts cover the routed rows\n",
+               (long long)json_integer_value(json_object_get(un, "total")),
+               (long long)json_integer_value(json_object_get(un, "requests")));
     json_t *tr = json_object_get(o, "token_rows");
     if (tr)
         printf("tokens/    %lld prefill rows, %lld decode rows\n",

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_sim.h"
 #include "err.h"
 #include "layersel.h"
 #include "rho.h"
@@ -36,6 +37,7 @@ typedef struct rho_opts {
     long long seed;
     int ci, ci_samples;
     int curve, json, threads;
+    int require_full;     /* --require-full-routing */
 } rho_opts;
 
 /* What one variant produced. */
@@ -79,6 +81,8 @@ static void usage(void)
            "  --ci              95%% bootstrap confidence interval (resampling pairs)\n"
            "  --ci-samples B    bootstrap resamples (default 1000)\n"
            "  --threads N       threads for the greedy search (default: all CPUs, max 8)\n"
+           "  --require-full-routing  refuse a trace whose prompts lost rows of routing\n"
+           "                    (prefill_unrouted_tokens, vLLM's prefix cache)\n"
            "  --json            machine-readable output: variant, rho, mask, n_star, curve\n"
            "                    (a list of those with --all-variants)\n"
            "  -h, --help        this text\n"
@@ -103,6 +107,7 @@ static int parse_args(int argc, char **argv, rho_opts *o)
         {"curve", no_argument, NULL, 'C'},
         {"threads", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
+        {"require-full-routing", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -154,6 +159,7 @@ static int parse_args(int argc, char **argv, rho_opts *o)
             o->threads = (int)v;
             break;
         case 'j': o->json = 1; break;
+        case 'F': o->require_full = 1; break;
         case 'h': usage(); return -1;
         case ':': return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
@@ -587,6 +593,8 @@ int cmd_rho(int argc, char **argv)
         rc = core_fail(err);
         goto out;
     }
+    if (o.require_full && (rc = cli_require_full_routing(CMD, o.path, t)))
+        goto out;
     if (!t->decode_counts) {
         rc = cli_fail(CMD, "%s: rho needs decode_counts, which this trace lacks", o.path);
         goto out;

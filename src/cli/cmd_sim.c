@@ -99,6 +99,8 @@ static void usage(void)
         "\n"
         "  --csv DIR              write time series: POLICY_steps.csv, _inflight.csv,\n"
         "                         _requests.csv, _heat.csv and summary.csv\n"
+        "  --require-full-routing refuse a trace whose prompts lost rows of routing\n"
+        "                         (prefill_unrouted_tokens, vLLM's prefix cache)\n"
         "  --json                 machine-readable result on stdout\n"
         "  -h, --help             this text\n"
         "\n"
@@ -111,7 +113,7 @@ typedef struct sim_args {
     int kinds[ROUTE_N_KINDS], n_kinds;
     int workers;               /* 0 = default */
     double tau;                /* NAN = default */
-    int min2, json;
+    int min2, json, require_full;
     split_spec split;
     int seeds;
     sim_config cfg;
@@ -163,7 +165,7 @@ static int parse_options(int argc, char **argv, sim_args *a)
 {
     enum { O_POLICY = 256, O_WORKERS, O_TAU, O_NOMIN2, O_RATE, O_CONC, O_OUT, O_BATCH,
            O_SPLIT, O_COST, O_POOL, O_SEED, O_CSV, O_JSON, O_PMODE, O_PCACHE, O_PWORKERS,
-           O_PROUTE, O_BSIZE, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_REVERY, O_RWINDOW };
+           O_PROUTE, O_BSIZE, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_REVERY, O_RWINDOW, O_FULL };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'}, {"policy", required_argument, 0, O_POLICY},
         {"workers", required_argument, 0, O_WORKERS}, {"tau", required_argument, 0, O_TAU},
@@ -174,6 +176,7 @@ static int parse_options(int argc, char **argv, sim_args *a)
         {"calib-split", required_argument, 0, O_SPLIT}, {"cost", required_argument, 0, O_COST},
         {"sample-pool", required_argument, 0, O_POOL}, {"seed", required_argument, 0, O_SEED},
         {"csv", required_argument, 0, O_CSV}, {"json", no_argument, 0, O_JSON},
+        {"require-full-routing", no_argument, 0, O_FULL},
         {"prefix-mode", required_argument, 0, O_PMODE},
         {"prefix-cache", required_argument, 0, O_PCACHE},
         {"prefill-workers", required_argument, 0, O_PWORKERS},
@@ -269,6 +272,7 @@ static int parse_options(int argc, char **argv, sim_args *a)
             break;
         case O_CSV: a->csv_dir = optarg; break;
         case O_JSON: a->json = 1; break;
+        case O_FULL: a->require_full = 1; break;
         case O_PMODE:
             if ((rc = parse_modes(a, optarg)))
                 return rc;
@@ -440,7 +444,8 @@ static int prepare(sim_args *a, sim_inputs *in)
 {
     char err[ELDR_ERRLEN];
     int rc;
-    if ((rc = cli_load_trace(CMD, a->trace, &in->all)))
+    if ((rc = cli_load_trace(CMD, a->trace, &in->all)) ||
+        (a->require_full && (rc = cli_require_full_routing(CMD, a->trace, in->all))))
         return rc;
     if (a->n_modes &&
         sim_prefix_check_trace(in->all, a->prefix.block_size, err, sizeof err))

@@ -172,7 +172,7 @@ int capture_run(const capture_opts *o, capture_result *r, char *err, size_t errl
                        .concurrency = o->concurrency, .rate = o->rate, .timeout_s = o->timeout_s,
                        .stop = o->stop, .progress = o->progress, .progress_arg = o->progress_arg};
     d.hint = (capture_hint){.L = o->layers ? o->layers : si.L, .k = o->top_k ? o->top_k : si.k,
-                           .E = o->experts,
+                           .E = o->experts, .require_full = o->require_full,
                            .from = o->layers || o->top_k ? "--layers/--top-k"
                                                          : "the server's model info"};
     if (rc == 0)

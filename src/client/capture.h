@@ -43,6 +43,7 @@ typedef struct capture_opts {
     double temperature;
     int64_t seed;                /* -1: none sent */
     double timeout_s;            /* per request */
+    int require_full;            /* --require-full-routing: a prompt row of -1 stops the run */
     volatile sig_atomic_t *stop; /* may be NULL */
     capture_progress_fn progress;
     void *progress_arg;

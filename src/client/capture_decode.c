@@ -12,39 +12,24 @@
 #include "json_scan.h"
 #include "err.h"
 
+/* An SGLang place for routed experts: the flat buffer, the token counts
+ * beside it (-1: absent), the dtype it names (n 0: none), its name. */
+typedef struct sgl_place {
+    span routes, dtype;
+    int64_t p, c;
+    const char *name;
+} sgl_place;
+
 /* What the walk found. */
 typedef struct found {
-    span prompt, gen, full;     /* vLLM prompt/generation arrays; a whole-sequence array */
-    int full_is_sglang;         /* full covers P + C - 1 (SGLang) rather than P + C or P + C - 1 */
-    int64_t usage_p, usage_c, meta_p, meta_c; /* -1: absent */
-    const char *full_name;      /* the field's name, for messages */
+    span prompt, gen;           /* vLLM: prompt_routed_experts; choices[0].routed_experts */
+    sgl_place meta;             /* SGLang /generate: meta_info */
+    sgl_place ext;              /* SGLang OpenAI endpoints: response-level sglext */
+    sgl_place cmeta;            /* SGLang OpenAI endpoints, return_meta_info: choices[0].meta_info */
+    int64_t usage_p, usage_c;   /* -1: absent */
 } found;
 
 /* ---- the walk ---- */
-
-static int read_counts(cj_t *s, int64_t *p, int64_t *c, span *routes)
-{
-    const char *key;
-    size_t kl;
-    int n = 0, r;
-    cj_expect(s, '{');
-    while ((r = cj_next_key(s, &n, &key, &kl)) == 1) {
-        int is_p = cj_key_is(key, kl, "prompt_tokens"), is_c = cj_key_is(key, kl, "completion_tokens");
-        if ((is_p || is_c) && cj_peek(s) != 'n') {
-            if (cj_int(s, is_p ? p : c) < 0)
-                return -1;
-        } else if (routes && cj_key_is(key, kl, "routed_experts")) {
-            const char *v = s->p;
-            if (cj_skip_span(s) < 0)
-                return -1;
-            routes->p = v;
-            routes->n = (size_t)(s->p - v);
-        } else if (cj_skip(s) < 0) {
-            return -1;
-        }
-    }
-    return r;
-}
 
 static void keep(span *sp, const char *from, const cj_t *s)
 {
@@ -54,6 +39,42 @@ static void keep(span *sp, const char *from, const cj_t *s)
     sp->n = (size_t)(s->p - from);
     if (sp->n == 4 && !memcmp(from, "null", 4))
         sp->n = 0;
+}
+
+/* An object holding token counts (usage, meta_info) and, for SGLang, the
+ * routed experts and their dtype; pl may be NULL (usage). */
+static int read_counts(cj_t *s, int64_t *p, int64_t *c, sgl_place *pl)
+{
+    const char *key;
+    size_t kl;
+    int n = 0, r;
+    cj_expect(s, '{');
+    while ((r = cj_next_key(s, &n, &key, &kl)) == 1) {
+        int is_p = cj_key_is(key, kl, "prompt_tokens"), is_c = cj_key_is(key, kl, "completion_tokens");
+        const char *v = s->p;
+        if ((is_p || is_c) && cj_peek(s) != 'n') {
+            if (cj_int(s, is_p ? p : c) < 0)
+                return -1;
+        } else if (pl && (cj_key_is(key, kl, "routed_experts") ||
+                          cj_key_is(key, kl, "routed_experts_dtype"))) {
+            int is_dtype = kl == sizeof "routed_experts_dtype" - 1;
+            if (is_dtype && cj_peek(s) == '"') {
+                const char *d;
+                size_t dn;
+                if (cj_string(s, &d, &dn) < 0)
+                    return -1;
+                pl->dtype.p = d;
+                pl->dtype.n = dn;
+            } else if (cj_skip_span(s) < 0) {
+                return -1;
+            } else if (!is_dtype) {
+                keep(&pl->routes, v, s);
+            }
+        } else if (cj_skip(s) < 0) {
+            return -1;
+        }
+    }
+    return r;
 }
 
 static int walk_choice(cj_t *s, found *f)
@@ -70,17 +91,9 @@ static int walk_choice(cj_t *s, found *f)
             if (cj_skip_span(s) < 0)
                 return -1;
             keep(&f->gen, v, s);
-        } else if (cj_key_is(key, kl, "sgl_ext") && cj_peek(s) == '{') {
-            span sg = {0};
-            int64_t dummy_p = -1, dummy_c = -1;
-            if (read_counts(s, &dummy_p, &dummy_c, &sg) < 0)
+        } else if (cj_key_is(key, kl, "meta_info") && cj_peek(s) == '{') {
+            if (read_counts(s, &f->cmeta.p, &f->cmeta.c, &f->cmeta) < 0)
                 return -1;
-            if (sg.n) {
-                cj_t t = {sg.p, sg.p + sg.n, sg.p + sg.n};
-                keep(&f->full, sg.p, &t);
-                f->full_is_sglang = 1;
-                f->full_name = "choices[0].sgl_ext.routed_experts";
-            }
         } else if (cj_skip(s) < 0) {
             return -1;
         }
@@ -93,6 +106,7 @@ static int walk(cj_t *s, found *f)
     const char *key;
     size_t kl;
     int n = 0, r;
+    int64_t none_p = -1, none_c = -1;
     if (cj_expect(s, '{') < 0)
         return -1;
     while ((r = cj_next_key(s, &n, &key, &kl)) == 1) {
@@ -113,15 +127,12 @@ static int walk(cj_t *s, found *f)
             if (read_counts(s, &f->usage_p, &f->usage_c, NULL) < 0)
                 return -1;
         } else if (cj_key_is(key, kl, "meta_info") && cj_peek(s) == '{') {
-            span sg = {0};
-            if (read_counts(s, &f->meta_p, &f->meta_c, &sg) < 0)
+            if (read_counts(s, &f->meta.p, &f->meta.c, &f->meta) < 0)
                 return -1;
-            if (sg.n) {
-                cj_t t = {sg.p, sg.p + sg.n, sg.p + sg.n};
-                keep(&f->full, sg.p, &t);
-                f->full_is_sglang = 1;
-                f->full_name = "meta_info.routed_experts";
-            }
+        } else if (cj_key_is(key, kl, "sglext") && cj_peek(s) == '{') {
+            /* SglExt holds no token counts: they are in usage */
+            if (read_counts(s, &none_p, &none_c, &f->ext) < 0)
+                return -1;
         } else if (cj_skip(s) < 0) {
             return -1;
         }
@@ -166,6 +177,38 @@ static int check_ids(capture_routes *o, char *err, size_t errlen)
     return 0;
 }
 
+/* Prompt rows the engine marked -1 throughout (vLLM's prefix-cache hits)
+ * leave the prompt; o->unrouted counts them. A -1 in a row that has
+ * routing elsewhere, or in a decode row, is not that: refused. */
+static int drop_unrouted(capture_routes *o, char *err, size_t errlen)
+{
+    size_t row = (size_t)o->L * (size_t)o->k;
+    uint16_t *ids = o->ids;
+    int64_t kept = 0;
+    for (int64_t t = 0; t < o->prompt_tokens + o->decode_rows; t++) {
+        const uint16_t *x = ids + (size_t)t * row;
+        size_t holes = 0, first = 0;
+        for (size_t i = row; i-- > 0;)
+            if (x[i] == CAPTURE_NO_ROUTE)
+                holes++, first = i;
+        int prompt = t < o->prompt_tokens;
+        if (holes == row && prompt)
+            continue;   /* a cached position: no routing, left out */
+        if (holes)
+            return eldr_errf(err, errlen, "%s token %lld layer %zu: expert id -1 in a token "
+                             "%s (the engine has no routing for this position)",
+                             prompt ? "prompt" : "decode",
+                             (long long)(prompt ? t : t - o->prompt_tokens), first / (size_t)o->k,
+                             prompt ? "that has routing in other layers" : "it generated");
+        if (kept != t)
+            memmove(ids + (size_t)kept * row, x, row * sizeof *ids);
+        kept++;
+    }
+    o->unrouted = o->prompt_tokens + o->decode_rows - kept;
+    o->prompt_tokens -= o->unrouted;
+    return 0;
+}
+
 /* out gets P prompt rows from a and D decode rows from g starting at row g0. */
 static int assemble(capture_routes *o, const idbuf *a, int64_t P, const idbuf *g, int64_t g0,
                     int64_t C, char *err, size_t errlen)
@@ -189,6 +232,8 @@ static int assemble(capture_routes *o, const idbuf *a, int64_t P, const idbuf *g
     if (o->decode_rows)
         memcpy(o->ids + (size_t)P * row, g->ids + (size_t)g0 * row,
                (size_t)o->decode_rows * row * sizeof *o->ids);
+    if ((a->minus1 || g->minus1) && drop_unrouted(o, err, errlen) < 0)
+        return -1;
     return check_ids(o, err, errlen);
 }
 
@@ -200,13 +245,15 @@ static int split_two(const found *f, const capture_hint *h, capture_routes *o, c
     const char *pn = "prompt_routed_experts", *gn = "choices[0].routed_experts";
     int64_t pw[1] = {f->usage_p}, gw[2] = {f->usage_c >= 1 ? f->usage_c - 1 : f->usage_c,
                                            f->usage_c};
-    int rc = capture_decode_field(f->prompt, h, pw, 1, pn, &a, err, errlen);
+    capture_hint hp = *h;
+    hp.unrouted_ok = !h->require_full;   /* vLLM 0.21 marks prefix-cache rows -1 */
+    int rc = capture_decode_field(f->prompt, &hp, pw, 1, (span){0}, pn, &a, err, errlen);
     if (rc == 0) {
         capture_hint h2 = *h;
         h2.L = a.L;
         h2.k = a.k;
         h2.from = pn;
-        rc = capture_decode_field(f->gen, a.L ? &h2 : h, gw, 2, gn, &g, err, errlen);
+        rc = capture_decode_field(f->gen, a.L ? &h2 : h, gw, 2, (span){0}, gn, &g, err, errlen);
         if (rc < 0) {
             capture_idbuf_free(&a);
             return -1;
@@ -236,8 +283,10 @@ static int split_two(const found *f, const capture_hint *h, capture_routes *o, c
     return rc;
 }
 
-/* One array over the whole sequence: prompt rows, then generated ones. */
-static int split_full(const found *f, span full, const char *name, int64_t P, int64_t C,
+/* One array over the whole sequence: prompt rows, then generated ones.
+ * SGLang's covers exactly P + C - 1 tokens; vLLM's .npy P + C - 1 (main;
+ * P + C accepted from older builds). */
+static int split_full(span full, span dtype, int sglang, const char *name, int64_t P, int64_t C,
                       const char *pname, const capture_hint *h, capture_routes *o, char *err,
                       size_t errlen)
 {
@@ -246,7 +295,7 @@ static int split_full(const found *f, span full, const char *name, int64_t P, in
                          "%s.prompt_tokens and completion_tokens to split it", name, pname);
     int64_t want[2] = {C > 0 ? P + C - 1 : P, P + C};
     idbuf b;
-    if (capture_decode_field(full, h, want, f->full_is_sglang ? 1 : 2, name, &b, err, errlen) < 0)
+    if (capture_decode_field(full, h, want, sglang ? 1 : 2, dtype, name, &b, err, errlen) < 0)
         return -1;
     int rc;
     if (b.rows != want[0] && b.rows != want[1])
@@ -261,12 +310,24 @@ static int split_full(const found *f, span full, const char *name, int64_t P, in
     return rc;
 }
 
+/* An SGLang place, its counts beside it or else in usage. */
+static int split_sglang(const found *f, const sgl_place *pl, const capture_hint *h,
+                        capture_routes *o, char *err, size_t errlen)
+{
+    int own = pl->p >= 0 && pl->c >= 0;
+    return split_full(pl->routes, pl->dtype, 1, pl->name, own ? pl->p : f->usage_p,
+                      own ? pl->c : f->usage_c, own ? "meta_info" : "usage", h, o, err, errlen);
+}
+
 int capture_decode(const char *body, size_t len, const capture_hint *hint, capture_routes *out,
                    char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->max_id = -1;
-    found f = {.usage_p = -1, .usage_c = -1, .meta_p = -1, .meta_c = -1};
+    found f = {.usage_p = -1, .usage_c = -1,
+               .meta = {.p = -1, .c = -1, .name = "meta_info.routed_experts"},
+               .ext = {.p = -1, .c = -1, .name = "sglext.routed_experts"},
+               .cmeta = {.p = -1, .c = -1, .name = "choices[0].meta_info.routed_experts"}};
     cj_t s;
     cj_init(&s, body, len);
     if (cj_peek(&s) != '{') {
@@ -279,19 +340,23 @@ int capture_decode(const char *body, size_t len, const capture_hint *hint, captu
                          cj_where(&s), len);
     err[0] = 0;
     int rc;
-    if (f.full.n && f.full_is_sglang && f.meta_p >= 0)
-        rc = split_full(&f, f.full, f.full_name, f.meta_p, f.meta_c, "meta_info", hint, out, err,
-                        errlen);
-    else if (f.full.n)
-        rc = split_full(&f, f.full, f.full_name, f.usage_p, f.usage_c, "usage", hint, out, err,
-                        errlen);
+    if (f.meta.routes.n)
+        rc = split_sglang(&f, &f.meta, hint, out, err, errlen);
+    else if (f.ext.routes.n)
+        rc = split_sglang(&f, &f.ext, hint, out, err, errlen);
+    else if (f.cmeta.routes.n)
+        rc = split_sglang(&f, &f.cmeta, hint, out, err, errlen);
     else if (f.gen.n && f.prompt.n)
         rc = split_two(&f, hint, out, err, errlen);
     else if (f.gen.n) {
-        f.full_is_sglang = 0;
-        rc = split_full(&f, f.gen, "choices[0].routed_experts", f.usage_p, f.usage_c, "usage",
-                        hint, out, err, errlen);
-    } else
+        /* vLLM's whole sequence: its prompt rows may be -1 too (an int32 .npy);
+         * drop_unrouted refuses any -1 past them */
+        capture_hint hv = *hint;
+        hv.unrouted_ok = !hint->require_full;
+        rc = split_full(f.gen, (span){0}, 0, "choices[0].routed_experts", f.usage_p, f.usage_c,
+                        "usage", &hv, out, err, errlen);
+    }
+    else
         return eldr_errf(err, errlen, "the answer has no routed experts (%s)",
                          CAPTURE_NO_ROUTES_HINT);
     if (rc < 0) {

@@ -9,8 +9,10 @@
  *     covering prompt + generated tokens (split at usage.prompt_tokens).
  *   SGLang /generate: `meta_info.routed_experts`, prompt + completion - 1
  *     tokens, with meta_info.prompt_tokens / completion_tokens; SGLang's
- *     OpenAI endpoints: `choices[0].sgl_ext.routed_experts` (or
- *     `choices[0].routed_experts`), same coverage, with `usage`.
+ *     OpenAI endpoints: the response-level `sglext.routed_experts` (counts
+ *     in `usage`), or `choices[0].meta_info.routed_experts` when the
+ *     request asked return_meta_info. A `routed_experts_dtype` beside the
+ *     buffer names its item type.
  * Each field may be encoded as
  *   - nested JSON lists [[[id, ...], ...], ...];
  *   - an object {"encoding": "base64", "dtype": "int16", "shape": [T, L, k],
@@ -18,16 +20,21 @@
  *   - a base64 string of a .npy file (integer dtype, shape [T, L, k]);
  *   - a base64 string of raw little-endian integers [T * L * k] (SGLang):
  *     L and k must be known (hints), T follows from the token counts, and
- *     the item size from the byte length (tokens x L x k x itemsize).
+ *     the item size from the byte length (tokens x L x k x itemsize):
+ *     4 int32, 2 uint16, 1 uint8 (SGLang's wire types), 8 int64.
  * Anything else is refused with a message that quotes what was there.
  *
  * Token alignment: the last generated token is never fed forward, so an
  * answer with C generated tokens gives C - 1 decode rows (0 when C is 0);
  * a generation array of C rows loses its last row.
  *
- * Ids are checked: >= 0 (vLLM marks positions it has no routing for with
- * -1), below 65536 and below E when E is given, and the k ids of a token in
- * a layer distinct. No printing, no HTTP; one line in err on failure. */
+ * Prompt rows: vLLM 0.21 answers -1 throughout a row it served from the
+ * prefix cache. Such a row is left out (counted in unrouted) unless
+ * require_full; a -1 anywhere else is refused.
+ *
+ * Ids are checked: >= 0 (but for those rows), below 65536 and below E when
+ * E is given, and the k ids of a token in a layer distinct. No printing,
+ * no HTTP; one line in err on failure. */
 #ifndef ELDR_CAPTURE_DECODE_H
 #define ELDR_CAPTURE_DECODE_H
 
@@ -38,11 +45,17 @@ typedef struct capture_hint {
     int L, k;          /* layers and top-k when known (0: take the answer's) */
     int E;             /* experts when known (0: any id below 65536) */
     const char *from;  /* where L and k came from, for messages ("--layers/--top-k") */
+    int require_full;  /* --require-full-routing: a prompt row of -1 is an error */
+    int unrouted_ok;   /* the decoder's own: this field may hold -1 (vLLM prompt rows) */
 } capture_hint;
+
+/* An id of -1 while decoding: the engine has no routing for the position. */
+#define CAPTURE_NO_ROUTE 0xFFFFu
 
 typedef struct capture_routes {
     int L, k;
-    int64_t prompt_tokens;      /* P: prefill rows */
+    int64_t prompt_tokens;      /* P: prefill rows with routing */
+    int64_t unrouted;           /* prompt rows without (vLLM's prefix-cache hits, all -1) */
     int64_t completion_tokens;  /* C: as the engine reported it */
     int64_t decode_rows;        /* D = max(C - 1, 0) */
     uint16_t *ids;              /* [(P + D)][L][k]: prompt rows, then decode rows */

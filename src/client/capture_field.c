@@ -56,8 +56,7 @@ static inline int check_id(int64_t v, int E, const char *name, int64_t row, int 
     if (v < 0)
         return eldr_errf(err, errlen,
                          "%s token %lld layer %d: expert id %lld (the engine has no routing "
-                         "for this position; a prefix-cache hit?)",
-                         name, (long long)row, l, (long long)v);
+                         "for this position)", name, (long long)row, l, (long long)v);
     if (v > 65535 || (E > 0 && v >= E))
         return eldr_errf(err, errlen, "%s token %lld layer %d: expert id %lld is not below %d%s",
                          name, (long long)row, l, (long long)v, E > 0 ? E : 65536,
@@ -148,7 +147,9 @@ static int decode_lists(cj_t *s, const capture_hint *h, const char *name, idbuf 
                                      "%s token %lld layer %d: more than %d ids (inconsistent "
                                      "shapes)", name, (long long)row, l, b->k);
                 } else {
-                    if (check_id(v, h->E, name, row, l, err, errlen) < 0)
+                    if (v == -1 && h->unrouted_ok)
+                        b->minus1 = 1, v = CAPTURE_NO_ROUTE;
+                    else if (check_id(v, h->E, name, row, l, err, errlen) < 0)
                         return -1;
                     b->ids[((size_t)row * (size_t)b->L + (size_t)l) * (size_t)b->k + (size_t)j] =
                         (uint16_t)v;
@@ -209,7 +210,7 @@ static int64_t raw_at(const uint8_t *d, size_t i, int itemsize, int is_signed, i
 }
 
 /* Raw integers of itemsize bytes, rows x L x k. The common cases (little-
- * endian int16 from vLLM, int32 from SGLang) take a tight loop that only
+ * endian uint8/uint16 from vLLM and SGLang, int16 and int32) take a tight loop that only
  * notes whether some id is out of range; the general loop then finds it
  * and says which. */
 static int store_raw(idbuf *b, const uint8_t *d, int itemsize, int is_signed, int big,
@@ -219,7 +220,19 @@ static int store_raw(idbuf *b, const uint8_t *d, int itemsize, int is_signed, in
     if (grow(b, b->rows ? b->rows : 1, err, errlen) < 0)
         return -1;
     uint32_t limit = h->E > 0 ? (uint32_t)h->E : 65536;
-    if (!big && is_signed && (itemsize == 2 || itemsize == 4)) {
+    if (!big && !is_signed && itemsize <= 2) {
+        /* vLLM's and SGLang's narrow wire types: every value is an id below 65536 */
+        uint32_t over = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t v = d[itemsize * i];
+            if (itemsize == 2)
+                v = (uint16_t)(v | d[2 * i + 1] << 8);
+            over |= v >= limit;
+            b->ids[i] = v;
+        }
+        if (!over)
+            return 0;
+    } else if (!big && is_signed && (itemsize == 2 || itemsize == 4)) {
         uint32_t over = 0;
         for (size_t i = 0; i < n; i++) {
             int32_t v;
@@ -238,8 +251,10 @@ static int store_raw(idbuf *b, const uint8_t *d, int itemsize, int is_signed, in
     }
     for (size_t i = 0; i < n; i++) {
         int64_t v = raw_at(d, i, itemsize, is_signed, big);
-        if (check_id(v, h->E, name, (int64_t)(i / row), (int)(i % row / (size_t)b->k), err,
-                     errlen) < 0)
+        if (v == -1 && h->unrouted_ok)
+            b->minus1 = 1, v = CAPTURE_NO_ROUTE;
+        else if (check_id(v, h->E, name, (int64_t)(i / row), (int)(i % row / (size_t)b->k), err,
+                          errlen) < 0)
             return -1;
         b->ids[i] = (uint16_t)v;
     }
@@ -402,26 +417,43 @@ static int decode_npy(const uint8_t *d, size_t len, const capture_hint *h, const
     return rc;
 }
 
-/* A raw buffer (SGLang): rows must be one of want[0..nwant), L and k the hint's. */
+/* A raw buffer (SGLang): rows must be one of want[0..nwant), L and k the
+ * hint's. SGLang sends int32, or uint16/uint8 when the server runs with
+ * SGLANG_ROUTED_EXPERTS_DTYPE (routed_experts_capturer.py): one dtype per
+ * item size, so the byte length tells which, and narrow ids are unsigned
+ * (uint8 id 200 is expert 200, not -56). A dtype the answer names
+ * (meta_info.routed_experts_dtype) is taken as named and must fit. */
 static int decode_flat(const uint8_t *d, size_t len, const capture_hint *h, const int64_t *want,
-                       int nwant, const char *name, idbuf *b, char *err, size_t errlen)
+                       int nwant, span dtype, const char *name, idbuf *b, char *err,
+                       size_t errlen)
 {
-    static const char *const names[9] = {NULL,        "raw-int8", "raw-int16", NULL, "raw-int32",
-                                         NULL,        NULL,       NULL,        "raw-int64"};
-    static const int sizes[4] = {4, 2, 1, 8};
+    static const struct { int size, sgn; const char *name; } kinds[4] = {
+        {4, 1, "raw-int32"}, {2, 0, "raw-uint16"}, {1, 0, "raw-uint8"}, {8, 1, "raw-int64"}};
+    char q[64];
+    int nk = 4, named_size = 0, named_sgn = 0, big = 0;
     if (!h->L || !h->k)
         return eldr_errf(err, errlen, "%s: a flat buffer of %zu bytes without its shape: give "
                          "--layers and --top-k", name, len);
+    if (dtype.n && (parse_dtype(dtype.p, dtype.n, &named_size, &named_sgn, &big) < 0 || big))
+        return eldr_errf(err, errlen, "%s: routed_experts_dtype \"%s\" is not a little-endian "
+                         "integer type", name, capture_quote(dtype.p, dtype.n, q, sizeof q));
     size_t row = (size_t)h->L * (size_t)h->k;
     for (int w = 0; w < nwant; w++)
-        for (int i = 0; i < 4; i++)
-            if (want[w] >= 0 && (size_t)want[w] * row * (size_t)sizes[i] == len) {
-                b->L = h->L;
-                b->k = h->k;
-                b->rows = want[w];
-                b->encoding = names[sizes[i]];
-                return store_raw(b, d, sizes[i], 1, 0, h, name, err, errlen);
-            }
+        for (int i = 0; i < nk; i++) {
+            int size = dtype.n ? named_size : kinds[i].size;
+            if (want[w] < 0 || (size_t)want[w] * row * (size_t)size != len)
+                continue;
+            b->L = h->L;
+            b->k = h->k;
+            b->rows = want[w];
+            b->encoding = dtype.n ? "raw" : kinds[i].name;
+            return store_raw(b, d, size, dtype.n ? named_sgn : kinds[i].sgn, 0, h, name, err,
+                             errlen);
+        }
+    if (dtype.n)
+        return eldr_errf(err, errlen, "%s: %zu bytes is not %lld tokens x %d layers x top-%d of "
+                         "%d-byte ids (its routed_experts_dtype; inconsistent shapes)", name, len,
+                         (long long)want[0], h->L, h->k, named_size);
     return eldr_errf(err, errlen, "%s: %zu bytes is not %lld tokens x %d layers x top-%d of 1, 2, "
                      "4 or 8-byte ids (inconsistent shapes)", name, len, (long long)want[0], h->L,
                      h->k);
@@ -429,7 +461,7 @@ static int decode_flat(const uint8_t *d, size_t len, const capture_hint *h, cons
 
 /* Decode one field's span (capture_field.h). */
 static int decode_field_in(span f, const capture_hint *h, const int64_t *want, int nwant,
-                        const char *name, idbuf *b, char *err, size_t errlen)
+                           span dtype, const char *name, idbuf *b, char *err, size_t errlen)
 {
     cj_t s;
     char q[64];
@@ -467,7 +499,7 @@ static int decode_field_in(span f, const capture_hint *h, const int64_t *want, i
         if (len >= 6 && !memcmp(d, "\x93NUMPY", 6))
             rc = decode_npy(d, len, h, name, b, err, errlen);
         else
-            rc = decode_flat(d, len, h, want, nwant, name, b, err, errlen);
+            rc = decode_flat(d, len, h, want, nwant, dtype, name, b, err, errlen);
         free(d);
         return rc;
     }
@@ -476,9 +508,9 @@ static int decode_field_in(span f, const capture_hint *h, const int64_t *want, i
 }
 
 int capture_decode_field(span f, const capture_hint *h, const int64_t *want, int nwant,
-                        const char *name, idbuf *b, char *err, size_t errlen)
+                         span dtype, const char *name, idbuf *b, char *err, size_t errlen)
 {
-    int rc = decode_field_in(f, h, want, nwant, name, b, err, errlen);
+    int rc = decode_field_in(f, h, want, nwant, dtype, name, b, err, errlen);
     if (rc < 0)
         capture_idbuf_free(b);
     return rc;

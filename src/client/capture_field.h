@@ -14,6 +14,7 @@
 typedef struct idbuf {
     uint16_t *ids;
     int64_t rows, cap;          /* rows held, rows allocated */
+    int minus1;                 /* some id was -1, stored as CAPTURE_NO_ROUTE (hint's unrouted_ok) */
     int L, k;                   /* 0 until known */
     const char *encoding;
 } idbuf;
@@ -24,11 +25,12 @@ typedef struct span {
 } span;
 
 /* Decode the field whose JSON value is f. want[0..nwant): the token
- * counts a flat buffer (which carries no shape) may cover. name: the
+ * counts a flat buffer (which carries no shape) may cover; dtype: the
+ * item type the answer names for a flat buffer (n 0: none). name: the
  * field, for messages. 0, or -1 with err and b empty. An empty list
  * leaves L and k 0 unless the hint has both. */
 int capture_decode_field(span f, const capture_hint *h, const int64_t *want, int nwant,
-                         const char *name, idbuf *b, char *err, size_t errlen);
+                         span dtype, const char *name, idbuf *b, char *err, size_t errlen);
 void capture_idbuf_free(idbuf *b);
 
 /* The first bytes of a value, printable and cut at 48, for "found ..."

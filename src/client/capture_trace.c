@@ -28,6 +28,8 @@ static int fill_row(trace_t *t, int64_t r, const capture_routes *cr, char *err, 
     if (cr->prompt_tokens > INT32_MAX || cr->decode_rows > INT32_MAX)
         return eldr_errf(err, errlen, "request %lld: too many tokens", (long long)r);
     t->prompt_tokens[r] = (int32_t)cr->prompt_tokens;
+    if (t->prefill_unrouted)
+        t->prefill_unrouted[r] = (int32_t)cr->unrouted;
     t->decode_tokens[r] = (int32_t)cr->decode_rows;
     int64_t p0 = t->prefill_offsets[r], d0 = t->decode_offsets[r];
     memcpy(t->prefill_experts + (size_t)p0 * row, cr->ids,
@@ -47,7 +49,7 @@ int capture_trace_build(const capture_job *jobs, const capture_prompts *ps, int 
                         size_t errlen)
 {
     int64_t n = 0, tp = 0, td = 0;
-    int L = 0, k = 0, max_id = -1;
+    int L = 0, k = 0, max_id = -1, unrouted = 0;
     *out = NULL;
     for (int64_t i = 0; i < ps->n; i++)
         if (jobs[i].state == JOB_OK) {
@@ -58,6 +60,7 @@ int capture_trace_build(const capture_job *jobs, const capture_prompts *ps, int 
             L = cr->L;
             k = cr->k;
             max_id = cr->max_id > max_id ? cr->max_id : max_id;
+            unrouted |= cr->unrouted > 0;
         }
     if (n == 0)
         return 0;
@@ -70,7 +73,7 @@ int capture_trace_build(const capture_job *jobs, const capture_prompts *ps, int 
         return -1;
     snprintf(t->model, sizeof t->model, "%s", model ? model : "");
     unsigned flags = TRACE_HAS_DECODE | TRACE_HAS_ARRIVAL | TRACE_HAS_REQUEST_ID |
-                     (ps->n_labels ? TRACE_HAS_LABEL : 0);
+                     (ps->n_labels ? TRACE_HAS_LABEL : 0) | (unrouted ? TRACE_HAS_UNROUTED : 0);
     size_t row = (size_t)L * (size_t)k;
     int rc = trace_alloc_optional(t, flags, err, errlen);
     if (rc == 0 && ps->n_labels)

@@ -39,6 +39,10 @@ typedef struct trace {
     char **label_names;            /* [n_labels], owned strings */
 
     double *arrival_s;             /* [n] */
+    /* prompt rows the engine returned no routing for (vLLM's prefix-cache
+     * hits, -1): the prompt had prompt_tokens + prefill_unrouted tokens,
+     * and prefill_counts and tokens/ hold the prompt_tokens routed ones */
+    int32_t *prefill_unrouted;     /* [n], >= 0; NULL: every row was routed */
     char **request_id;             /* [n], owned strings */
 
     /* token level: request r owns token rows [off[r], off[r+1]);
@@ -74,6 +78,7 @@ enum {
     TRACE_HAS_LABEL = 1 << 3,      /* label array (names set separately) */
     TRACE_HAS_ARRIVAL = 1 << 4,
     TRACE_HAS_REQUEST_ID = 1 << 5, /* array of NULL pointers to fill */
+    TRACE_HAS_UNROUTED = 1 << 6,   /* prefill_unrouted_tokens */
 };
 int trace_alloc_optional(trace_t *t, unsigned flags, char *err, size_t errlen);
 

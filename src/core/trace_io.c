@@ -31,6 +31,7 @@
 #define DS_LABEL "label"
 #define DS_LABEL_NAMES "label_names"
 #define DS_ARRIVAL "arrival_s"
+#define DS_UNROUTED "prefill_unrouted_tokens"
 #define DS_REQUEST_ID "request_id"
 #define DS_P_EXPERTS "tokens/prefill_experts"
 #define DS_P_OFFSETS "tokens/prefill_offsets"
@@ -136,7 +137,7 @@ static int header_optional(hid_t f, trace_header_t *h, const char *path, char *e
         {DS_DECODE, TRACE_HAS_DECODE, 1},        {DS_DECODE_TOK, TRACE_HAS_DECODE, 0},
         {DS_GATE_PROB, TRACE_HAS_GATE_PROB, 1},  {DS_GATE_LOGIT, TRACE_HAS_GATE_LOGIT, 1},
         {DS_LABEL, TRACE_HAS_LABEL, 0},          {DS_ARRIVAL, TRACE_HAS_ARRIVAL, 0},
-        {DS_REQUEST_ID, TRACE_HAS_REQUEST_ID, 0},
+        {DS_REQUEST_ID, TRACE_HAS_REQUEST_ID, 0}, {DS_UNROUTED, TRACE_HAS_UNROUTED, 0},
     };
     if (require_pair(f, DS_DECODE, DS_DECODE_TOK, path, err, errlen) ||
         require_pair(f, DS_DECODE_TOK, DS_DECODE, path, err, errlen) ||
@@ -245,7 +246,8 @@ static void header_of(const trace_t *t, trace_header_t *h)
     h->n = t->n;
     h->has = (t->decode_counts ? TRACE_HAS_DECODE : 0) | (t->gate_prob ? TRACE_HAS_GATE_PROB : 0) |
              (t->gate_logit ? TRACE_HAS_GATE_LOGIT : 0) | (t->label ? TRACE_HAS_LABEL : 0) |
-             (t->arrival_s ? TRACE_HAS_ARRIVAL : 0) | (t->request_id ? TRACE_HAS_REQUEST_ID : 0);
+             (t->arrival_s ? TRACE_HAS_ARRIVAL : 0) | (t->request_id ? TRACE_HAS_REQUEST_ID : 0) |
+             (t->prefill_unrouted ? TRACE_HAS_UNROUTED : 0);
     h->n_labels = t->n_labels;
 }
 
@@ -419,6 +421,9 @@ static int read_dense(load_t *ld, trace_t *t)
         read_cube(ld, DS_GATE_LOGIT, H5T_NATIVE_FLOAT, t->gate_logit))
         return -1;
     if ((has & TRACE_HAS_ARRIVAL) && read_vec(ld, DS_ARRIVAL, H5T_NATIVE_DOUBLE, t->arrival_s))
+        return -1;
+    if ((has & TRACE_HAS_UNROUTED) &&
+        read_vec(ld, DS_UNROUTED, H5T_NATIVE_INT32, t->prefill_unrouted))
         return -1;
     if (has & TRACE_HAS_LABEL) {
         /* the names are not rows: a header claiming 2^31 of them must be
@@ -675,6 +680,9 @@ static int write_dense(save_t *s)
         return -1;
     if (t->arrival_s &&
         write_vec(s, DS_ARRIVAL, n, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, t->arrival_s))
+        return -1;
+    if (t->prefill_unrouted &&
+        write_vec(s, DS_UNROUTED, n, H5T_NATIVE_INT32, H5T_STD_I32LE, t->prefill_unrouted))
         return -1;
     if (t->request_id && h5u_write_strings(s->f, DS_REQUEST_ID, n,
                                            (const char *const *)t->request_id, s->path, s->err,

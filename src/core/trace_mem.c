@@ -92,6 +92,7 @@ int trace_alloc_optional(trace_t *t, unsigned flags, char *err, size_t errlen)
     ALLOC(TRACE_HAS_GATE_LOGIT, gate_logit, cells, float)
     ALLOC(TRACE_HAS_LABEL, label, n, int32_t)
     ALLOC(TRACE_HAS_ARRIVAL, arrival_s, n, double)
+    ALLOC(TRACE_HAS_UNROUTED, prefill_unrouted, n, int32_t)
     ALLOC(TRACE_HAS_REQUEST_ID, request_id, n, char *)
 #undef ALLOC
     return 0;
@@ -138,6 +139,7 @@ void trace_free(trace_t *t)
     free(t->label);
     free_strings(t->label_names, t->n_labels);
     free(t->arrival_s);
+    free(t->prefill_unrouted);
     free_strings(t->request_id, t->n);
     free(t->prefill_offsets);
     free(t->prefill_experts);
@@ -212,6 +214,7 @@ trace_t *trace_select(const trace_t *src, const int64_t *rows, int64_t nrows,
                      (src->gate_logit ? TRACE_HAS_GATE_LOGIT : 0) |
                      (src->label ? TRACE_HAS_LABEL : 0) |
                      (src->arrival_s ? TRACE_HAS_ARRIVAL : 0) |
+                     (src->prefill_unrouted ? TRACE_HAS_UNROUTED : 0) |
                      (src->request_id ? TRACE_HAS_REQUEST_ID : 0);
     if (trace_alloc_optional(t, flags, err, errlen))
         goto fail;
@@ -231,6 +234,8 @@ trace_t *trace_select(const trace_t *src, const int64_t *rows, int64_t nrows,
             t->label[i] = src->label[r];
         if (src->arrival_s)
             t->arrival_s[i] = src->arrival_s[r];
+        if (src->prefill_unrouted)
+            t->prefill_unrouted[i] = src->prefill_unrouted[r];
         if (src->request_id && !(t->request_id[i] = xstrdup(src->request_id[r] ? src->request_id[r] : "")))
             goto oom;
     }

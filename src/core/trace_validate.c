@@ -87,6 +87,9 @@ static int check_rows(const check_t *c)
         if (t->arrival_s && !isfinite(t->arrival_s[r]))
             return eldr_errf(c->err, c->errlen, "%s: arrival_s row %lld: not finite", c->where,
                              fr);
+        if (t->prefill_unrouted && t->prefill_unrouted[r] < 0)
+            return eldr_errf(c->err, c->errlen, "%s: prefill_unrouted_tokens row %lld: %d, must "
+                             "be >= 0", c->where, fr, t->prefill_unrouted[r]);
     }
     if (t->label && !t->label_names && t->n_labels > 0)
         return eldr_errf(c->err, c->errlen, "%s: label_names missing", c->where);

@@ -37,6 +37,13 @@ engine() {
     i=0; while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
     EURL="http://127.0.0.1:$(cat "$TMP/port")"
 }
+# maxid TRACE N: some expert id in the trace's tokens/ is above N
+maxid() {
+    $PY -c "
+import h5py, sys
+f = h5py.File(sys.argv[1], 'r')
+sys.exit(0 if max(f['tokens/prefill_experts'][:].max(), f['tokens/decode_experts'][:].max()) > int(sys.argv[2]) else 1)" "$1" "$2"
+}
 halt() { kill $EPID 2>/dev/null; wait $EPID 2>/dev/null; return 0; }
 cap() { # OUT ARGS...: eldr capture into OUT; status in $RC
     out=$1; shift
@@ -49,47 +56,112 @@ exact() {
         notok "$1" "$(cat "$TMP/chk" | head -c 400)" "$(head -c 300 "$TMP/err")"; fi
 }
 
-# --- every encoding, captured exactly ---
-for enc in lists object npy; do
-    engine --encoding $enc --experts 16 --layers 6 --topk 2
-    cap "$TMP/$enc.h5" --prompts "$TMP/p.jsonl" --experts 16
-    check "vllm $enc: exit 0" test $RC -eq 0
-    exact "vllm $enc: counts, tokens and ids equal the engine's" "$TMP/$enc.h5" "$TMP/p.jsonl" --all
+# --- every engine version, captured exactly ---
+for eng in vllm-0.21 eldr-object vllm-main; do
+    engine --engine $eng --experts 16 --layers 6 --topk 2
+    cap "$TMP/$eng.h5" --prompts "$TMP/p.jsonl" --experts 16
+    check "$eng: exit 0" test $RC -eq 0
+    exact "$eng: counts, tokens and ids equal the engine's" "$TMP/$eng.h5" "$TMP/p.jsonl" --all
     halt
 done
-expect_in "vllm: summary names the encoding" "$TMP/out" "encoding npy"
-engine --encoding object --layers 4 --topk 3 --experts 24
+expect_in "vllm-main: summary names the encoding" "$TMP/out" "encoding npy"
+engine --engine vllm-main --experts 300 --layers 3 --topk 4
+cap "$TMP/npy16.h5" --prompts "$TMP/p.jsonl" --experts 300
+check "vllm-main, 300 experts (a uint16 .npy): exit 0" test $RC -eq 0
+exact "  ... equal the engine's" "$TMP/npy16.h5" "$TMP/p.jsonl" --all
+check "  ... ids above 255 were in it" maxid "$TMP/npy16.h5" 255
+halt
+engine --engine eldr-object --layers 4 --topk 3 --experts 24
 cap "$TMP/chat.h5" --prompts "$TMP/chat.jsonl" --experts 24 --json
 check "vllm chat (messages): exit 0" test $RC -eq 0
 exact "vllm chat: equal the engine's" "$TMP/chat.h5" "$TMP/chat.jsonl" --all
 check "--json summary" jq_py "$TMP/out" "j['captured'] == 48 and j['failed'] == 0 and j['engine'] == 'vllm' and j['encoding'] == 'base64' and j['layers'] == 4 and j['top_k'] == 3 and j['experts'] == 24 and j['model'] == 'fake/moe-tiny'"
 halt
-engine --engine sglang --layers 5 --topk 2 --experts 12
-cap "$TMP/sg.h5" --prompts "$TMP/p.jsonl"
-check "sglang /generate, geometry from /get_model_info: exit 0" test $RC -eq 0
-exact "sglang raw int32: equal the engine's" "$TMP/sg.h5" "$TMP/p.jsonl" --all
-expect_in "E inferred: a warning says so" "$TMP/err" "warning: E = 12 is the largest expert id seen"
+
+# --- vLLM 0.21's prefix cache: cached prompt rows are -1; the request is kept ---
+# 24 prompts behind 2 shared system prompts of 40 words (two whole blocks of
+# 16 each): after the first of each, their first 32 rows come from the cache
+$PY - "$TMP/sys.jsonl" <<'PYEOF'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(24):
+        sysp = " ".join("s%d_%d" % (i % 2, j) for j in range(40))
+        f.write(json.dumps({"id": "s%02d" % i, "prompt": sysp + " question %d about %s" % (i, "xyz"[i % 3]),
+                            "label": "sys%d" % (i % 2)}) + "\n")
+PYEOF
+engine --engine vllm-0.21 --prefix-cache --experts 16 --layers 4 --topk 2
+cap "$TMP/pc.h5" --prompts "$TMP/sys.jsonl" --experts 16 --concurrency 1 --json
+check "prefix cache (-1 rows): every request kept, exit 0" jq_py "$TMP/out" "j['captured'] == 24 and j['failed'] == 0"
+exact "  ... routed rows, prefill_unrouted_tokens and decode equal the engine's" "$TMP/pc.h5" "$TMP/sys.jsonl" --all
+check "  ... 22 requests with 32 unrouted rows each (the engine's truth: 704)" sh -c "
+$PY -c \"import json,sys; t=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(0 if sum(r['unrouted'] for r in t) == 704 and sum(r['unrouted'] > 0 for r in t) == 22 else 1)\" '$TMP/truth.jsonl' &&
+$PY -c \"import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j['unrouted_requests'] == 22 and j['unrouted_tokens'] == 704 else 1)\" '$TMP/out'"
+"$ELDR" info "$TMP/pc.h5" >"$TMP/info.txt" 2>&1
+expect_in "  ... eldr info reports them" "$TMP/info.txt" "^unrouted   704 prompt tokens without routing \\(prefix-cache hits\\) in 22 requests"
+expect_in "  ... and the trace is valid" "$TMP/info.txt" "validation valid"
+check "  ... eldr rho accepts it" "$ELDR" rho "$TMP/pc.h5" --pairs 200 --seed 1
+check "  ... eldr fit accepts it" "$ELDR" fit "$TMP/pc.h5" -k 2 -o "$TMP/pcm.h5" --seed 1
+check "  ... eldr sim accepts it" "$ELDR" sim "$TMP/pc.h5" -m "$TMP/pcm.h5" --policy eldr --rate 20
+row=$($PY -c "import h5py,sys; u=h5py.File(sys.argv[1],'r')['prefill_unrouted_tokens'][:]; print(int((u > 0).argmax()))" "$TMP/pc.h5")
+for c in rho fit sim; do
+    case $c in fit) extra="-k 2 -o $TMP/pcm2.h5";; sim) extra="-m $TMP/pcm.h5 --rate 20";; *) extra="";; esac
+    expect_fail2 "  ... eldr $c --require-full-routing refuses it, naming the first row" \
+        "pc.h5: prefill_unrouted_tokens row $row: 32 prompt tokens without routing \\(22 requests, 704 tokens" \
+        "$ELDR" $c "$TMP/pc.h5" $extra --require-full-routing
+done
+check "  ... a fully routed trace passes --require-full-routing" "$ELDR" rho "$TMP/vllm-0.21.h5" \
+    --pairs 200 --require-full-routing
 halt
-engine --engine sglang --layers 5 --topk 2 --experts 12 --no-geometry
+engine --engine vllm-0.21 --prefix-cache --experts 16 --layers 4 --topk 2
+expect_fail2 "--require-full-routing: the first -1 row stops the run" \
+    "prompt_routed_experts token 0 layer 0: expert id -1" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/pcf.h5" --prompts "$TMP/sys.jsonl" --max-tokens 8 \
+    --experts 16 --concurrency 1 --require-full-routing
+check "  ... and writes nothing" test ! -e "$TMP/pcf.h5"
+halt
+check "a trace without -1 rows has no prefill_unrouted_tokens" $PY -c "
+import h5py, sys; sys.exit('prefill_unrouted_tokens' in h5py.File(sys.argv[1], 'r'))" "$TMP/vllm-0.21.h5"
+
+# --- SGLang: /generate, and sglext on its OpenAI endpoints; int32, uint16, uint8 ---
+engine --engine sglang --layers 5 --topk 2 --experts 12
 cap "$TMP/sg2.h5" --prompts "$TMP/p.jsonl"
-check "sglang without geometry or --layers: exit 2" test $RC -eq 2
+check "sglang: /get_model_info has no geometry, no --layers: exit 2" test $RC -eq 2
 expect_in "  ... asks for --layers and --top-k" "$TMP/err" "give --layers and --top-k"
 check "  ... and writes nothing" test ! -e "$TMP/sg2.h5"
-cap "$TMP/sg2.h5" --prompts "$TMP/p.jsonl" --layers 5 --top-k 2 --experts 12 --engine sglang
-check "sglang with --layers/--top-k: exit 0" test $RC -eq 0
-exact "  ... equal the engine's" "$TMP/sg2.h5" "$TMP/p.jsonl" --all
+cap "$TMP/sg.h5" --prompts "$TMP/p.jsonl" --layers 5 --top-k 2
+check "sglang /generate with --layers/--top-k: exit 0" test $RC -eq 0
+exact "sglang raw int32: equal the engine's" "$TMP/sg.h5" "$TMP/p.jsonl" --all
+expect_in "E inferred: a warning says so" "$TMP/err" "warning: E = 12 is the largest expert id seen"
+cap "$TMP/sgc.h5" --prompts "$TMP/chat.jsonl" --layers 5 --top-k 2 --experts 12 --json
+check "sglang chat: response-level sglext.routed_experts read" jq_py "$TMP/out" "j['captured'] == 48 and j['failed'] == 0 and j['engine'] == 'sglang'"
+exact "  ... equal the engine's" "$TMP/sgc.h5" "$TMP/chat.jsonl" --all
+cap "$TMP/sgo.h5" --prompts "$TMP/p.jsonl" --layers 5 --top-k 2 --experts 12 --endpoint completions
+check "sglang /v1/completions: exit 0" test $RC -eq 0
+exact "  ... equal the engine's" "$TMP/sgo.h5" "$TMP/p.jsonl" --all
 cap "$TMP/sg3.h5" --prompts "$TMP/p.jsonl" --layers 6 --top-k 2 --engine sglang
 check "sglang with the wrong --layers: exit 2" test $RC -eq 2
 halt
+engine --engine sglang --layers 5 --topk 2 --experts 200 --wire-dtype uint8
+cap "$TMP/sg8.h5" --prompts "$TMP/chat.jsonl" --layers 5 --top-k 2 --experts 200
+check "sglang uint8 wire, 200 experts: exit 0" test $RC -eq 0
+exact "  ... ids above 127 read unsigned, equal the engine's" "$TMP/sg8.h5" "$TMP/chat.jsonl" --all
+check "  ... ids above 127 were in it" maxid "$TMP/sg8.h5" 127
+halt
+engine --engine sglang --layers 2 --topk 2 --experts 65535 --wire-dtype uint16
+head -12 "$TMP/p.jsonl" >"$TMP/p12.jsonl"
+cap "$TMP/sg16.h5" --prompts "$TMP/p12.jsonl" --layers 2 --top-k 2 --experts 65535
+check "sglang uint16 wire, 65,535 experts: exit 0" test $RC -eq 0
+exact "  ... equal the engine's" "$TMP/sg16.h5" "$TMP/p12.jsonl" --all
+check "  ... ids above 32,767 were in it" maxid "$TMP/sg16.h5" 32767
+halt
 
 # --- the trace is usable ---
-check "captured trace fits" "$ELDR" fit "$TMP/lists.h5" -k 2 -o "$TMP/m.h5" --seed 1
-check "captured trace simulates" "$ELDR" sim "$TMP/lists.h5" -m "$TMP/m.h5" --policy eldr,rr --rate 20
-check "captured trace: eldr info says valid" sh -c "'$ELDR' info '$TMP/npy.h5' | grep -q 'validation valid'"
+check "captured trace fits" "$ELDR" fit "$TMP/vllm-0.21.h5" -k 2 -o "$TMP/m.h5" --seed 1
+check "captured trace simulates" "$ELDR" sim "$TMP/vllm-0.21.h5" -m "$TMP/m.h5" --policy eldr,rr --rate 20
+check "captured trace: eldr info says valid" sh -c "'$ELDR' info '$TMP/vllm-main.h5' | grep -q 'validation valid'"
 
 # --- pacing and the progress bar ---
 engine
-head -12 "$TMP/p.jsonl" >"$TMP/p12.jsonl"
 cap "$TMP/rate.h5" --prompts "$TMP/p12.jsonl" --rate 20 --concurrency 8
 check "--rate 20: request i is never sent before i/20 s" $PY -c "
 import h5py, numpy as np, sys
@@ -144,18 +216,20 @@ halt
 bad() { # NAME PATTERN ENGINE-ARGS...
     n=$1; pat=$2; shift 2
     engine "$@"
-    cp "$TMP/lists.h5" "$TMP/keep.h5"
+    cp "$TMP/vllm-0.21.h5" "$TMP/keep.h5"
     expect_fail2 "$n" "$pat" "$ELDR" capture --server "$EURL" -o "$TMP/keep.h5" \
-        --prompts "$TMP/p.jsonl" --max-tokens 8
-    check "  ... the old file is untouched" cmp -s "$TMP/lists.h5" "$TMP/keep.h5"
+        --prompts "$TMP/p.jsonl" --max-tokens 8 $BADARGS
+    check "  ... the old file is untouched" cmp -s "$TMP/vllm-0.21.h5" "$TMP/keep.h5"
     halt
 }
 bad "no routed experts" "enable-return-routed-experts" --bad noroutes
-bad "no routed experts (sglang)" "enable-return-routed-experts" --engine sglang --bad noroutes
 bad "inconsistent shapes mid-run" "request [0-9]+\).*inconsistent shapes" --bad shape --bad-after 10
-bad "inconsistent shapes (sglang)" "inconsistent shapes" --engine sglang --bad shape
 bad "unknown encoding quoted" "found \"hello, world\"" --bad garbage
+BADARGS="--layers 6 --top-k 2"
+bad "no routed experts (sglang)" "enable-return-routed-experts" --engine sglang --bad noroutes
+bad "inconsistent shapes (sglang)" "inconsistent shapes" --engine sglang --bad shape
 bad "a number where routes should be (sglang)" "found 42" --engine sglang --bad garbage
+BADARGS=
 bad "expert id -1" "expert id -1" --bad minus1
 engine
 expect_fail2 "ids above --experts" "expert id [0-9]+ is not below 4 \(--experts\)" \
@@ -188,7 +262,7 @@ check "no file from any of them" test ! -e "$TMP/x.h5"
 halt
 
 # --- the Lua binding: the same capture, through eldr.capture{} ---
-engine --encoding object
+engine --engine eldr-object
 cat >"$TMP/cap.lua" <<LUAEOF
 local t, s = eldr.capture{server = "$EURL", prompts = "$TMP/p.jsonl", experts = 16,
                           max_tokens = 8, concurrency = 4, output = "$TMP/lua.h5"}

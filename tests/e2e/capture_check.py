@@ -5,7 +5,9 @@
 
 Checks, with h5py and numpy only, that every row of the captured trace
 equals what the stand-in engine (fake_engine.py) says it answered for that
-prompt: prompt_tokens, decode_tokens (= completion - 1), the per-token
+prompt: prompt_tokens (the routed prompt rows), prefill_unrouted_tokens
+(the rows without routing; absent means none), decode_tokens
+(= completion - 1), the per-token
 expert ids in tokens/ and the count matrices summed from them, request_id,
 label, and that rows are in prompt order. --all: every prompt is in the
 trace. Prints one line and exits 1 at the first difference."""
@@ -43,6 +45,7 @@ with h5py.File(trace, "r") as f:
     labels = f["label"][:] if "label" in f else None
     names = [x.decode() if isinstance(x, bytes) else x for x in f["label_names"][:]] if labels is not None else None
     arrival = f["arrival_s"][:]
+    unrouted = f["prefill_unrouted_tokens"][:] if "prefill_unrouted_tokens" in f else None
 
 by_id = {p["id"]: (i, p) for i, p in enumerate(lines)}
 if want_all and len(ids) != len(lines):
@@ -58,9 +61,13 @@ for r, rid in enumerate(ids):
     t = truth.get(text_of(p))
     if t is None:
         fail("row %d (%s): the engine never answered it" % (r, rid))
-    P, D = t["prompt_tokens"], t["completion_tokens"] - 1
+    U = t.get("unrouted", 0)
+    P, D = t["prompt_tokens"] - U, t["completion_tokens"] - 1
     if pt[r] != P or dt[r] != D:
-        fail("row %d: tokens %d/%d, engine %d/%d" % (r, pt[r], dt[r], P, D))
+        fail("row %d: tokens %d/%d, engine %d/%d (routed prompt/decode)" % (r, pt[r], dt[r], P, D))
+    if (unrouted[r] if unrouted is not None else 0) != U:
+        fail("row %d: prefill_unrouted_tokens %s, engine %d" %
+             (r, None if unrouted is None else unrouted[r], U))
     tp = np.array(t["prefill"], dtype=np.int64).reshape(P, L, k)
     td = np.array(t["decode"], dtype=np.int64).reshape(D, L, k)
     if not np.array_equal(pe[po[r]:po[r + 1]], tp) or not np.array_equal(de[do[r]:do[r + 1]], td):

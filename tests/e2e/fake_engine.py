@@ -11,23 +11,46 @@ prompt (1..max_tokens), and each token's top-k experts per layer come
 from a generator seeded by the prompt, leaning towards experts of the
 prompt's first word (so that prompts with the same first word look
 alike, as domains do). Every answered request appends its ground truth
-to TRUTH.jsonl: {"text", "prompt_tokens", "completion_tokens", "prefill"
-[P][L][k], "decode" [C-1][L][k]} (the rows a client must keep).
+to TRUTH.jsonl: {"text", "prompt_tokens", "completion_tokens",
+"unrouted", "prefill" [P - unrouted][L][k], "decode" [C-1][L][k]} (the
+rows a client must keep).
 
-Answers like:
-  vllm:   GET /v1/models (owned_by vllm); POST /v1/completions and
-          /v1/chat/completions with prompt_routed_experts and
-          choices[0].routed_experts (C rows: the last one is never fed
-          forward and holds junk), or in --encoding npy one base64 .npy
-          over prompt + completion tokens in choices[0].routed_experts;
-  sglang: GET /v1/models (owned_by sglang), GET /get_model_info (with
-          num_hidden_layers and num_experts_per_tok unless --no-geometry),
-          POST /generate with meta_info.routed_experts = base64 of raw
-          little-endian int32 over prompt + completion - 1 tokens (only when
-          the request asks with return_routed_experts).
+One mode per engine version, each answering as that source does:
+  --engine vllm-0.21  vLLM 0.21, docs/training/routed_experts_replay.md at
+      vllm-project/vllm 0087e005dec9ed37e5564c4d13b38d350ce61992:
+      /v1/completions and /v1/chat/completions answer the response-level
+      prompt_routed_experts [P, L, k] and choices[0].routed_experts
+      [C, L, k] as nested int lists (the last generated row is never fed
+      forward: whatever the buffer held). With --prefix-cache (vLLM's
+      default), prompt positions served from the prefix cache are -1: the
+      leading whole blocks of 16 tokens whose chained hash an earlier
+      prompt already filled, never the prompt's last token.
+  --engine vllm-main  vLLM main, vllm/entrypoints/openai/completion/protocol.py
+      at 002032ee2b18e1f7bd924ec47b62504ba3866063 (CompletionResponseChoice):
+      choices[0].routed_experts is the base64 of a .npy of shape
+      (P + C - 1, L, k), dtype uint8 (E <= 256), uint16 (E <= 65536) or
+      int32; no prompt_routed_experts.
+  --engine sglang     SGLang, python/sglang/srt/entrypoints/openai/
+      serving_completions.py at sgl-project/sglang
+      004c82e07d876f6e4a0ad6e15325706b0f478f1a, utils.py
+      process_routed_experts_from_ret, and the capturer's wire dtypes
+      (layers/moe/routed_experts_capturer.py, SGLANG_ROUTED_EXPERTS_DTYPE):
+      only when the request has return_routed_experts, POST /generate
+      answers meta_info.routed_experts, and /v1/completions and
+      /v1/chat/completions the response-level sglext.routed_experts (plus
+      choices[i].meta_info, the whole meta_info, when the request has
+      return_meta_info): base64 of the raw bytes of (P + C - 1) x L x k ids
+      in --wire-dtype (int32 by default, uint16 or uint8), no dtype named.
+      GET /get_model_info answers model_path, is_generation,
+      tokenizer_path, preferred_sampling_params and weight_version: no
+      layer count, no top-k.
+  --engine eldr-object  no engine: eldr's own base64 object
+      {"encoding", "dtype": "int16", "shape", "data"} in vLLM 0.21's two
+      places, kept for the decoder's own form (docs/capture.md).
 Options:
-  --engine vllm|sglang  --encoding lists|object|npy|raw  --layers L
-  --experts E  --topk K  --model NAME
+  --layers L --experts E --topk K --model NAME
+  --prefix-cache                  (vllm-0.21) cached prompt rows are -1
+  --wire-dtype int32|uint16|uint8 (sglang) SGLANG_ROUTED_EXPERTS_DTYPE
   --fail-first N --fail-match S   the first N attempts of prompts holding S get HTTP 500
   --die-after N                   exit (no answer) when request N+1 arrives
   --delay S                       sleep S seconds before each answer
@@ -50,8 +73,10 @@ import numpy as np
 ap = argparse.ArgumentParser()
 ap.add_argument("portfile")
 ap.add_argument("truth")
-ap.add_argument("--engine", default="vllm")
-ap.add_argument("--encoding", default="lists")
+ap.add_argument("--engine", default="vllm-0.21",
+                choices=("vllm-0.21", "vllm-main", "sglang", "eldr-object"))
+ap.add_argument("--prefix-cache", action="store_true")
+ap.add_argument("--wire-dtype", default="int32", choices=("int32", "uint16", "uint8"))
 ap.add_argument("--layers", type=int, default=6)
 ap.add_argument("--experts", type=int, default=16)
 ap.add_argument("--topk", type=int, default=2)
@@ -62,12 +87,12 @@ ap.add_argument("--die-after", type=int, default=-1)
 ap.add_argument("--delay", type=float, default=0.0)
 ap.add_argument("--bad", default="")
 ap.add_argument("--bad-after", type=int, default=0)
-ap.add_argument("--no-geometry", action="store_true")
 ap.add_argument("--max-seconds", type=float, default=120.0)
 A = ap.parse_args()
 
 lock = threading.Lock()
-state = {"requests": 0, "answers": 0, "attempts": {}}
+state = {"requests": 0, "answers": 0, "attempts": {}, "blocks": set()}
+BLOCK = 16   # vLLM's default block size
 
 
 def routing(text, max_tokens):
@@ -89,6 +114,10 @@ def routing(text, max_tokens):
     return P, C, ids
 
 
+def npy_dtype():
+    return np.uint8 if A.experts <= 256 else np.uint16 if A.experts <= 65536 else np.int32
+
+
 def encode(arr, kind):
     if kind == "lists":
         return arr.tolist()
@@ -97,10 +126,10 @@ def encode(arr, kind):
                 "data": base64.b64encode(arr.astype("<i2").tobytes()).decode()}
     if kind == "npy":
         b = io.BytesIO()
-        np.save(b, arr.astype(np.int16))
+        np.save(b, arr.astype(npy_dtype()))
         return base64.b64encode(b.getvalue()).decode()
     if kind == "raw":
-        return base64.b64encode(arr.astype("<i4").tobytes()).decode()
+        return base64.b64encode(arr.astype(np.dtype(A.wire_dtype).newbyteorder("<")).tobytes()).decode()
     raise ValueError(kind)
 
 
@@ -112,12 +141,54 @@ def prompt_text(body, path):
     return body["prompt"]
 
 
-def truth(text, P, C, ids):
-    rec = {"text": text, "prompt_tokens": P, "completion_tokens": C,
-           "prefill": ids[:P].tolist(), "decode": ids[P:P + C - 1].tolist()}
+def cached_rows(text, P):
+    """vLLM's prefix cache: the leading whole blocks an earlier prompt filled
+    (chained hashes, as the KV cache keys them), never the last token."""
+    words, parent, hit, m = text.split(), b"", True, 0
+    with lock:
+        for b in range(P // BLOCK):
+            parent = hashlib.sha256(parent + " ".join(words[b * BLOCK:(b + 1) * BLOCK]).encode()).digest()
+            if hit and parent in state["blocks"] and (b + 1) * BLOCK <= P - 1:
+                m = (b + 1) * BLOCK
+            else:
+                hit = False
+            state["blocks"].add(parent)
+    return m
+
+
+def truth(text, P, C, ids, unrouted):
+    rec = {"text": text, "prompt_tokens": P, "completion_tokens": C, "unrouted": unrouted,
+           "prefill": ids[unrouted:P].tolist(), "decode": ids[P:P + C - 1].tolist()}
     with lock:
         with open(A.truth, "a") as f:
             f.write(json.dumps(rec) + "\n")
+
+
+def sglang(body, path, text, P, C, ids, bad):
+    meta = {"id": "x", "finish_reason": {"type": "length", "length": C}, "prompt_tokens": P,
+            "weight_version": "default", "completion_tokens": C, "cached_tokens": 0}
+    if body.get("return_routed_experts") and bad != "noroutes":
+        full = ids[:P + C - 1]
+        if bad == "shape":
+            full = full[:-2]
+        meta["routed_experts"] = encode(full, "raw") if bad != "garbage" else 42
+    if path == "/generate":
+        return {"text": "x" * C, "output_ids": [7] * C, "meta_info": meta}
+    usage = {"prompt_tokens": P, "completion_tokens": C, "total_tokens": P + C}
+    if path == "/v1/chat/completions":
+        choice = {"index": 0, "message": {"role": "assistant", "content": "x" * C},
+                  "logprobs": None, "finish_reason": "length", "matched_stop": None}
+        out = {"id": "x", "object": "chat.completion", "created": 1, "model": A.model}
+    else:
+        choice = {"index": 0, "text": "x" * C, "logprobs": None, "finish_reason": "length",
+                  "matched_stop": None}
+        out = {"id": "x", "object": "text_completion", "created": 1, "model": A.model}
+    if body.get("return_meta_info"):
+        choice["meta_info"] = meta
+    out.update({"choices": [choice], "usage": usage, "metadata": {"weight_version": "default"}})
+    if "routed_experts" in meta:
+        out["sglext"] = {"routed_experts": meta["routed_experts"]}
+    return out
 
 
 def answer(body, path, bad):
@@ -125,32 +196,30 @@ def answer(body, path, bad):
     mt = body.get("max_tokens") or body.get("sampling_params", {}).get("max_new_tokens", 16)
     P, C, ids = routing(text, int(mt))
     if bad == "minus1":
-        ids[0, 0, 0] = -1
+        ids[P - 1, 0, 0] = -1   # the last prompt token is never cached: a broken answer
+    unrouted = cached_rows(text, P) if A.prefix_cache and A.engine == "vllm-0.21" else 0
     if A.engine == "sglang":
-        meta = {"id": "x", "prompt_tokens": P, "completion_tokens": C, "finish_reason": {"type": "length"}}
-        if body.get("return_routed_experts") and bad != "noroutes":
-            full = ids[:P + C - 1]
-            if bad == "shape":
-                full = full[:-2]
-            meta["routed_experts"] = encode(full, "raw") if bad != "garbage" else 42
-        out = {"text": "x" * C, "meta_info": meta}
+        return sglang(body, path, text, P, C, ids, bad), (text, P, C, ids, 0)
+    choice = {"index": 0, "text": "x" * C, "finish_reason": "length"}
+    out = {"id": "cmpl-1", "object": "text_completion", "model": A.model,
+           "choices": [choice],
+           "usage": {"prompt_tokens": P, "completion_tokens": C, "total_tokens": P + C}}
+    if bad == "noroutes":
+        choice["routed_experts"] = None
+    elif A.engine == "vllm-main":
+        full = ids[:P + C - 1]
+        choice["routed_experts"] = encode(full if bad != "shape" else full[:, :-1], "npy")
     else:
-        choice = {"index": 0, "text": "x" * C, "finish_reason": "length"}
-        out = {"id": "cmpl-1", "object": "text_completion", "model": A.model,
-               "choices": [choice],
-               "usage": {"prompt_tokens": P, "completion_tokens": C, "total_tokens": P + C}}
-        if bad == "noroutes":
-            choice["routed_experts"] = None
-        elif A.encoding == "npy":
-            choice["routed_experts"] = encode(ids if bad != "shape" else ids[:, :-1], "npy")
-        else:
-            gen = ids[P:].copy()
-            gen[-1] = ids[0]  # never fed forward: whatever the buffer held
-            choice["routed_experts"] = encode(gen if bad != "shape" else gen[:, :-1], A.encoding)
-            out["prompt_routed_experts"] = encode(ids[:P], A.encoding)
-            if bad == "garbage":
-                out["prompt_routed_experts"] = "hello, world"
-    return out, (text, P, C, ids)
+        kind = "lists" if A.engine == "vllm-0.21" else "object"
+        gen = ids[P:].copy()
+        gen[-1] = ids[0]  # never fed forward: whatever the buffer held
+        prompt = ids[:P].copy()
+        prompt[:unrouted] = -1
+        choice["routed_experts"] = encode(gen if bad != "shape" else gen[:, :-1], kind)
+        out["prompt_routed_experts"] = encode(prompt, kind)
+        if bad == "garbage":
+            out["prompt_routed_experts"] = "hello, world"
+    return out, (text, P, C, ids, unrouted)
 
 
 class H(BaseHTTPRequestHandler):
@@ -171,20 +240,19 @@ class H(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/v1/models":
             self.send(200, {"object": "list", "data": [{"id": A.model, "object": "model",
-                                                        "owned_by": A.engine}]})
+                                                        "owned_by": "sglang" if A.engine == "sglang" else "vllm"}]})
         elif self.path == "/get_model_info" and A.engine == "sglang":
-            info = {"model_path": A.model, "is_generation": True}
-            if not A.no_geometry:
-                info.update({"num_hidden_layers": A.layers, "num_experts_per_tok": A.topk})
-            self.send(200, info)
+            self.send(200, {"model_path": A.model, "tokenizer_path": A.model,
+                            "is_generation": True, "preferred_sampling_params": None,
+                            "weight_version": "default"})
         else:
             self.send(404, {"error": "not found"})
 
     def do_POST(self):
         n = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(n))
-        ok = {"vllm": ("/v1/completions", "/v1/chat/completions"),
-              "sglang": ("/generate", "/v1/chat/completions", "/v1/completions")}[A.engine]
+        ok = ("/generate", "/v1/chat/completions", "/v1/completions") if A.engine == "sglang" \
+            else ("/v1/completions", "/v1/chat/completions")
         if self.path not in ok:
             return self.send(404, {"error": "no such endpoint " + self.path})
         with lock:

@@ -8,7 +8,7 @@ docs/eldrd.md, "Proxy mode"). Test-only; never part of eldr.
                [--no-sig] [--stock] [--gate] [--decode-delay S] [--chunks C] [--chunk-gap S]
                [--max-seconds T] [--chunk-bytes B] [--fail-decode I,...]
                [--bind-decode PORT,...] [--health-fail I,...] [--json-stream I,...]
-               [--huge-prefill]
+               [--huge-prefill] [--api-key KEY]
 
 Serves N prefill and K decode instances on 127.0.0.1 (free ports, written
 to PORTFILE as JSON {"prefill": [ports], "decode": [ports]}).
@@ -19,9 +19,20 @@ kv_transfer_params with do_remote_decode and prefill_first), then answers
 with one generated token, the prompt's token ids and kv_transfer_params:
 remote block ids, engine, host, port, and eldr_sig = base64 of the
 prompt's expert counts as little-endian int16 [L*E]. With --stock the
-prefill speaks stock vLLM's handoff instead (its NixlConnector proxy
-example): it wants max_tokens 1 and null remote fields, and answers a
-plain completion with kv_transfer_params (and eldr_sig, unless --no-sig).
+prefill speaks stock vLLM's handoff instead, as vLLM's own proxy sends it
+(tests/v1/kv_connector/nixl_integration/toy_proxy_server.py at
+vllm-project/vllm 030ea52effcb05071543c8c42b8f0145e94cee43): it wants
+max_tokens 1 and null remote fields, and answers a plain completion with
+kv_transfer_params as NixlConnectorScheduler.request_finished writes them
+(vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py at
+0f120751344c09af442c1800020908d2b7ff71f2: remote_block_ids,
+remote_engine_id, remote_request_id, remote_host, remote_port, tp_size;
+and eldr_sig, unless --no-sig). Stock vLLM has no release route: with
+--stock, POST /v1/kv_transfer/release is recorded and answered 404.
+--api-key KEY: every POST answers 401 {"error": "Unauthorized"} unless
+it carries Authorization: Bearer KEY, as vLLM started with --api-key does
+(the toy proxy sends Bearer $OPENAI_API_KEY to prefill and decode); the
+decode record notes whether the header came ("auth": true/false).
 With --gate, eldr_sig is the prompt's gate_prob row instead, as
 little-endian float32 [L*E] (what the reference sends for a gate model).
 The counts are row
@@ -61,7 +72,7 @@ args = sys.argv[1:]
 TRACE, PORTFILE, RECORD = args[0], args[1], args[2]
 opt = {"--prefill": 1, "--decode": 4, "--decode-delay": 0.0, "--chunks": 3,
        "--chunk-gap": 0.2, "--max-seconds": 120.0, "--chunk-bytes": 0, "--fail-decode": "",
-       "--bind-decode": "", "--health-fail": "", "--json-stream": ""}
+       "--bind-decode": "", "--health-fail": "", "--json-stream": "", "--api-key": ""}
 NO_SIG = "--no-sig" in args
 HUGE = "--huge-prefill" in args
 STOCK = "--stock" in args
@@ -139,8 +150,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.body()
+        if opt["--api-key"] and self.headers.get("Authorization") != "Bearer " + opt["--api-key"]:
+            if self.role == "decode":
+                record({"instance": self.index, "request_id": self.headers.get("X-Request-Id"),
+                        "unauthorized": True})
+            return self.send_json(401, {"error": "Unauthorized"})
         if self.path == "/v1/kv_transfer/release":
             record({"instance": self.index, "release": True, "body": body})
+            if STOCK:
+                return self.send_json(404, {"detail": "Not Found"})
             return self.send_json(200, {"released": True})
         if self.path not in ("/v1/completions", "/v1/chat/completions"):
             return self.send_json(404, {"error": "no such path"})
@@ -155,7 +173,8 @@ class Handler(BaseHTTPRequestHandler):
                 or kv.get("remote_engine_id", 0) is not None or "stream_options" in body):
             return self.send_json(400, {"error": "not a vLLM P/D prefill request", "got": body})
         transfer = {"do_remote_prefill": True, "do_remote_decode": False,
-                    "remote_engine_id": "p%d" % self.index, "remote_block_ids": [7, 8],
+                    "remote_block_ids": [7, 8], "remote_engine_id": "p%d" % self.index,
+                    "remote_request_id": "cmpl-%s-0" % self.headers.get("X-Request-Id"),
                     "remote_host": "127.0.0.1", "remote_port": 5600 + self.index,
                     "tp_size": 1}
         if not NO_SIG:
@@ -202,7 +221,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def decode(self, body):
         rid = self.headers.get("X-Request-Id")
-        record({"instance": self.index, "request_id": rid, "body": body})
+        record({"instance": self.index, "request_id": rid, "body": body,
+                "auth": "Authorization" in self.headers})
         if self.index in FAIL_DECODE:
             return self.send_json(500, {"error": "decoder %d fails" % self.index})
         if isinstance(body.get("messages"), list) and prompt_text(body).startswith("slow"):

@@ -65,6 +65,7 @@ start deaddc -m "$TMP/m.h5" --proxy --prefill "$PF1" --decode "$DC_DEAD" --tau 0
 DEADDC=$URL
 # stock vLLM's handoff (--pd-protocol vllm), tau 0 for the oracle
 standins stock --prefill 1 --decode 4 --stock --chunks 3 --chunk-gap 0.1
+STOCK_PF=$PF; STOCK_DC=$DC
 start stock -m "$TMP/m.h5" --proxy --pd-protocol vllm --prefill "$PF" --decode "$DC" --tau 0 || exit 0
 STOCK=$URL
 expect_fail2 "--pd-protocol other" "--pd-protocol: 'sglang' is neither eldr nor vllm" \
@@ -72,6 +73,77 @@ expect_fail2 "--pd-protocol other" "--pd-protocol: 'sglang' is neither eldr nor 
 
 $PY "$ROOT/tests/e2e/proxy_check.py" "$TMP" "$TMP/m.h5" "$SMALL" "$MAIN" "$TAU0" "$NOSIG" \
     "$DEADPF" "$DEADDC" "$TMP/pd.jsonl" "$TMP/nosig.jsonl" "$STOCK" "$TMP/stock.jsonl"
+
+# --- the release call is the authors' route: never sent to stock vLLM ---------
+# decoders 1-3 dead, tau 0, no ejection: requests whose decode never connects
+# fail (502); with --pd-protocol eldr their KV would be released at decoder 0
+D2="http://127.0.0.1:$(free_port)"; D3="http://127.0.0.1:$(free_port)"
+start stockdead -m "$TMP/m.h5" --proxy --pd-protocol vllm --prefill "$STOCK_PF" \
+    --decode "${STOCK_DC%%,*},$DEAD,$D2,$D3" --tau 0 --eject-after 0 || exit 0
+n502=0
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+    req POST /v1/completions "{\"prompt\": \"dead decode $i\", \"max_tokens\": 4}"
+    [ "$(cat "$TMP/status")" = 502 ] && n502=$((n502 + 1))
+done
+sleep 0.5
+check "--pd-protocol vllm: decodes that never connected fail ($n502 of 12 got 502)" test $n502 -ge 1
+check "... and no POST /v1/kv_transfer/release reached stock vLLM (it frees the blocks itself)" \
+    $PY -c "import json,sys; sys.exit(any(json.loads(l).get('release') for l in open(sys.argv[1])))" \
+    "$TMP/stock.jsonl"
+stop
+
+# --- engines started with --api-key ------------------------------------------
+KEY=sk-test-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+standins key --prefill 1 --decode 4 --stock --api-key "$KEY"
+printf '%s\n' "$KEY" >"$TMP/key"
+start keyfile -m "$TMP/m.h5" --proxy --pd-protocol vllm --prefill "$PF" --decode "$DC" \
+    --upstream-api-key-file "$TMP/key" || exit 0
+n200=0
+for i in 1 2 3 4 5 6; do
+    req POST /v1/completions "{\"prompt\": \"keyed $i\", \"max_tokens\": 4}"
+    [ "$(cat "$TMP/status")" = 200 ] && n200=$((n200 + 1))
+done
+check "--upstream-api-key-file: 6 of 6 requests without a client header served ($n200)" test $n200 -eq 6
+check "... every decode got the key: 6 records with Authorization, none refused" $PY -c "
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if sum(1 for x in r if x.get('auth')) == 6 and not any(x.get('unauthorized') for x in r) else 1)" "$TMP/key.jsonl"
+stop
+start keyfwd -m "$TMP/m.h5" --proxy --pd-protocol vllm --prefill "$PF" --decode "$DC" || exit 0
+n200=0
+for i in 1 2 3 4; do
+    curl -s --max-time 10 -o "$TMP/body" -w '%{http_code}' -H "Authorization: Bearer $KEY" \
+        --data-binary "{\"prompt\": \"forwarded $i\", \"max_tokens\": 4}" \
+        "$URL/v1/completions" >"$TMP/status" 2>/dev/null
+    [ "$(cat "$TMP/status")" = 200 ] && n200=$((n200 + 1))
+done
+check "without the file, the client's Authorization is forwarded: 4 of 4 served ($n200)" test $n200 -eq 4
+req POST /v1/completions '{"prompt": "no key", "max_tokens": 4}'
+expect_http "... a client without it: the engine's 401 relayed as 502 naming it" 502 '"401" in j["error"]'
+curl -s --max-time 10 -o "$TMP/body" -w '%{http_code}' -H "Authorization: Bearer a$(printf '\177')b" \
+    --data-binary '{"prompt": "odd header", "max_tokens": 4}' "$URL/v1/completions" >"$TMP/status" 2>/dev/null
+expect_http "... a header that is not printable ASCII: 400 naming Authorization" 400 \
+    'j["where"] == "Authorization"'
+stop
+check "the key is in no log line (both daemons)" sh -c "! grep -q '$KEY' '$TMP/keyfile.log' '$TMP/keyfwd.log'"
+# the authors' protocol behind keyed engines: the release call carries the key too
+standins keyeldr --prefill 1 --decode 4 --api-key "$KEY"
+start keyeldr -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" --upstream-api-key-file "$TMP/key" || exit 0
+req POST /v1/completions '{"prompt": "one keyed token", "max_tokens": 1}'
+expect_http "--pd-protocol eldr with the key: max_tokens 1 answered by the prefill" 200
+sleep 0.3
+check "... its release call reached a decode instance with the key (1 release, none refused)" $PY -c "
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if sum(1 for x in r if x.get('release')) == 1 and not any(x.get('unauthorized') for x in r) else 1)" "$TMP/keyeldr.jsonl"
+stop
+printf 'short\n' >"$TMP/shortkey"
+expect_fail2 "--upstream-api-key-file: a key under 16 characters" \
+    "--upstream-api-key-file .*shortkey: the token has 5 characters" \
+    "$ELDRD" -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" --upstream-api-key-file "$TMP/shortkey" \
+    --listen "127.0.0.1:$(free_port)"
+expect_fail2 "--upstream-api-key-file without --proxy" "is for proxy mode" \
+    "$ELDRD" -m "$TMP/m.h5" --upstream-api-key-file "$TMP/key" --listen 127.0.0.1:1
 
 # a gate model: eldr_sig is float32 gate_prob [L*E]
 "$ELDR" gen -o "$TMP/g.h5" --requests 300 --layers 6 --experts 16 --top-k 2 --domains 3 \

@@ -161,10 +161,12 @@ ok("a chat without messages gets 400", st == 400, st, data)
 st, data, _ = post(MAIN, "/v1/chat/completions",
                    {"messages": [{"role": "user", "content": "hi chat"}], "max_tokens": 4},
                    {"X-Request-Id": "chat-1"})
+j = json.loads(data) if data.startswith(b"{") else {}
 rec = [r for r in records(PD_REC) if r.get("request_id") == "chat-1"]
-ok("a chat completion is proxied; its decode keeps the messages",
-   st == 200 and len(rec) == 1 and rec[0]["body"].get("messages") and
-   "kv_transfer_params" in rec[0]["body"], st, data, rec)
+ok("--pd-protocol eldr: a chat gets 400 naming --pd-protocol vllm (the authors' proxy refuses "
+   "chat too), and reaches no instance",
+   st == 400 and j.get("where") == "path" and "--pd-protocol vllm" in j.get("error", "")
+   and not rec, st, data, rec)
 
 # ---- stock vLLM's handoff (--pd-protocol vllm) -----------------------------
 wrong = []
@@ -186,6 +188,17 @@ if rec:
        b["kv_transfer_params"], b)
 else:
     ok("... the decoder gets the client's request", False, "no record for stock-0")
+ok("... and the prefill's remote_request_id (NixlConnector's) in the handoff",
+   bool(rec) and rec[0]["body"]["kv_transfer_params"].get("remote_request_id") == "cmpl-stock-0-0",
+   rec[:1])
+st, data, _ = post(STOCK, "/v1/chat/completions",
+                   {"messages": [{"role": "user", "content": "hi stock chat"}], "max_tokens": 4},
+                   {"X-Request-Id": "stock-chat"})
+rec = [r for r in records(STOCK_REC) if r.get("request_id") == "stock-chat"]
+ok("--pd-protocol vllm: a chat is proxied; its decode gets the messages and the handoff",
+   st == 200 and len(rec) == 1 and rec[0]["body"].get("messages") ==
+   [{"role": "user", "content": "hi stock chat"}] and
+   rec[0]["body"]["kv_transfer_params"].get("remote_block_ids") == [7, 8], st, data, rec)
 
 # ---- 3. streams -------------------------------------------------------------
 

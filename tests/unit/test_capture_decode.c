@@ -189,13 +189,21 @@ static void vllm_npy_whole_sequence(void **state)
     }
 }
 
+/* body = head + base64 of tokens [0, 7) as itemsize-byte ids + tail */
+static void sgl_body(const char *head, int itemsize, const char *tail)
+{
+    char *p = body + sprintf(body, "%s", head);
+    p = raw_b64(p, 0, 7, itemsize);
+    sprintf(p, "%s", tail);
+}
+
 static void sglang_raw(void **state)
 {
     (void)state;
     capture_hint h = {.L = NL, .k = NK, .from = "--layers/--top-k"};
     capture_routes r;
     const int sizes[] = {4, 2, 1, 8};
-    const char *names[] = {"raw-int32", "raw-int16", "raw-int8", "raw-int64"};
+    const char *names[] = {"raw-int32", "raw-uint16", "raw-uint8", "raw-int64"};
     for (int i = 0; i < 4; i++) {
         char *p = body + sprintf(body, "{\"text\":\"x\",\"meta_info\":{\"routed_experts\":\"");
         p = raw_b64(p, 0, 5 + 3 - 1, sizes[i]);
@@ -206,24 +214,163 @@ static void sglang_raw(void **state)
         capture_routes_free(&r);
     }
     /* no geometry: refused, asking for it */
-    char *p = body + sprintf(body, "{\"meta_info\":{\"prompt_tokens\":5,\"completion_tokens\":3,"
-                             "\"routed_experts\":\"");
-    p = raw_b64(p, 0, 7, 4);
-    sprintf(p, "\"}}");
+    sgl_body("{\"meta_info\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"routed_experts\":\"",
+             4, "\"}}");
     assert_int_equal(decode(body, NULL, &r), -1);
     assert_non_null(strstr(err, "give --layers and --top-k"));
     /* a byte length that fits no item size */
     h.L = 3;
     assert_int_equal(decode(body, &h, &r), -1);
     assert_non_null(strstr(err, "inconsistent shapes"));
-    /* the OpenAI form of SGLang */
-    p = body + sprintf(body, "{\"choices\":[{\"sgl_ext\":{\"routed_experts\":\"");
-    p = raw_b64(p, 0, 7, 4);
-    sprintf(p, "\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
+    /* SGLang's OpenAI endpoints: the response-level sglext (counts in usage),
+     * and choices[0].meta_info with return_meta_info (counts beside it) */
     h.L = NL;
+    sgl_body("{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\"}}],"
+             "\"sglext\":{\"routed_experts\":\"", 4,
+             "\"},\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
     assert_int_equal(decode(body, &h, &r), 0);
     expect_routes(&r, 5, 3);
     capture_routes_free(&r);
+    sgl_body("{\"choices\":[{\"index\":0,\"meta_info\":{\"prompt_tokens\":5,"
+             "\"completion_tokens\":3,\"routed_experts\":\"", 2,
+             "\"}}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":9}}");
+    assert_int_equal(decode(body, &h, &r), 0);
+    expect_routes(&r, 5, 3);
+    assert_string_equal(r.encoding, "raw-uint16");
+    capture_routes_free(&r);
+    /* choices[0].sgl_ext is written by no SGLang: not read */
+    sgl_body("{\"choices\":[{\"sgl_ext\":{\"routed_experts\":\"", 4,
+             "\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
+    assert_int_equal(decode(body, &h, &r), -1);
+    assert_non_null(strstr(err, CAPTURE_NO_ROUTES_HINT));
+}
+
+/* vLLM 0.21 with prefix caching: prompt rows served from the cache are -1
+ * throughout; they leave the prompt and are counted, unless require_full.
+ * A -1 in a row that has routing, or in a decode row, is refused. */
+static void vllm_prefix_cache_rows(void **state)
+{
+    (void)state;
+    capture_routes r;
+    const char *gen = "\"choices\":[{\"routed_experts\":[[[1,2],[3,4]],[[5,6],[7,0]]]}]";
+    /* P 3 (rows 0, 1 cached), C 2 */
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2},"
+             "\"prompt_routed_experts\":[[[-1,-1],[-1,-1]],[[-1,-1],[-1,-1]],[[4,5],[6,7]]],%s}",
+             gen);
+    assert_int_equal(decode(body, NULL, &r), 0);
+    assert_int_equal(r.prompt_tokens, 1);
+    assert_int_equal(r.unrouted, 2);
+    assert_int_equal(r.decode_rows, 1);
+    const int want[8] = {4, 5, 6, 7, 1, 2, 3, 4};
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(r.ids[i], want[i]);
+    assert_int_equal(r.max_id, 7);
+    capture_routes_free(&r);
+    capture_hint full = {.require_full = 1};
+    assert_int_equal(decode(body, &full, &r), -1);
+    assert_non_null(strstr(err, "prompt_routed_experts token 0 layer 0: expert id -1"));
+    /* a -1 beside routed ids: not a cached row */
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2},"
+             "\"prompt_routed_experts\":[[[4,5],[6,7]],[[-1,-1],[6,7]]],%s}", gen);
+    assert_int_equal(decode(body, NULL, &r), -1);
+    assert_non_null(strstr(err, "prompt token 1 layer 0: expert id -1 in a token that has "
+                            "routing in other layers"));
+    /* a -1 in a generated row */
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2},"
+             "\"prompt_routed_experts\":[[[4,5],[6,7]]],\"choices\":[{\"routed_experts\":"
+             "[[[-1,-1],[-1,-1]],[[5,6],[7,0]]]}]}");
+    assert_int_equal(decode(body, NULL, &r), -1);
+    assert_non_null(strstr(err, "choices[0].routed_experts token 0 layer 0: expert id -1"));
+    /* a whole-sequence int32 .npy can carry them too: its prompt rows only */
+    uint8_t raw[256];
+    const char *hdr = "{'descr': '<i4', 'fortran_order': False, 'shape': (3, 1, 2), }";
+    int hl = (int)strlen(hdr);
+    size_t n = 0;
+    memcpy(raw, "\x93NUMPY\x01\x00", 8);
+    int pad = 64 - (10 + hl + 1) % 64;
+    raw[8] = (uint8_t)(hl + pad + 1);
+    raw[9] = 0;
+    memcpy(raw + 10, hdr, (size_t)hl);
+    n = 10 + (size_t)hl;
+    memset(raw + n, ' ', (size_t)pad);
+    n += (size_t)pad;
+    raw[n++] = '\n';
+    const int32_t v[6] = {-1, -1, 3, 4, 5, 6};
+    memcpy(raw + n, v, sizeof v);
+    n += sizeof v;
+    char b64[400];
+    b64_encode(raw, n, b64);
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2},"
+             "\"choices\":[{\"routed_experts\":\"%s\"}]}", b64);
+    assert_int_equal(decode(body, NULL, &r), 0);
+    assert_int_equal(r.prompt_tokens, 1);
+    assert_int_equal(r.unrouted, 1);
+    assert_int_equal(r.decode_rows, 1);
+    assert_int_equal(r.ids[0], 3);
+    assert_int_equal(r.ids[3], 6);
+    capture_routes_free(&r);
+}
+
+/* body = a /generate answer: P, C, the bytes as base64, dtype named or not */
+static void meta_body(const uint8_t *bytes, size_t n, int P, int C, const char *dtype)
+{
+    char b64[64], named[64] = "";
+    b64_encode(bytes, n, b64);
+    if (dtype)
+        snprintf(named, sizeof named, "\"routed_experts_dtype\":\"%s\",", dtype);
+    snprintf(body, sizeof body, "{\"meta_info\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,"
+             "%s\"routed_experts\":\"%s\"}}", P, C, named, b64);
+}
+
+/* SGLang's narrow wire types are unsigned: uint8 ids up to 255, uint16 ids
+ * up to 65,535; a dtype the answer names is taken as named. */
+static void sglang_unsigned(void **state)
+{
+    (void)state;
+    capture_hint h = {.L = 1, .k = 2, .from = "--layers/--top-k"};
+    capture_routes r;
+    uint8_t raw[16];
+    /* 2 tokens (P 2, C 1) x 1 layer x top-2, uint8: 200, 129 / 255, 0 */
+    const uint8_t u8[4] = {200, 129, 255, 0};
+    meta_body(u8, 4, 2, 1, NULL);
+    assert_int_equal(decode(body, &h, &r), 0);
+    assert_int_equal(r.ids[0], 200);
+    assert_int_equal(r.ids[1], 129);
+    assert_int_equal(r.ids[2], 255);
+    assert_int_equal(r.max_id, 255);
+    assert_string_equal(r.encoding, "raw-uint8");
+    capture_routes_free(&r);
+    /* uint16: 65535 and 40000 */
+    const uint16_t u16[4] = {65535, 40000, 1, 2};
+    for (int i = 0; i < 4; i++)
+        raw[2 * i] = (uint8_t)u16[i], raw[2 * i + 1] = (uint8_t)(u16[i] >> 8);
+    meta_body(raw, 8, 2, 1, NULL);
+    assert_int_equal(decode(body, &h, &r), 0);
+    assert_int_equal(r.ids[0], 65535);
+    assert_int_equal(r.ids[1], 40000);
+    assert_int_equal(r.max_id, 65535);
+    capture_routes_free(&r);
+    /* named: 8 bytes as "uint8" are 8 ids = 4 tokens, not 2 tokens of uint16 */
+    const uint8_t u8b[8] = {1, 2, 3, 4, 5, 6, 7, 9};
+    meta_body(u8b, 8, 3, 2, "uint8");
+    assert_int_equal(decode(body, &h, &r), 0);
+    assert_int_equal(r.ids[0], 1);
+    assert_int_equal(r.ids[7], 9);
+    assert_int_equal(r.prompt_tokens + r.decode_rows, 4);
+    assert_string_equal(r.encoding, "raw");
+    capture_routes_free(&r);
+    meta_body(u8b, 8, 2, 1, "uint8");
+    assert_int_equal(decode(body, &h, &r), -1);
+    assert_non_null(strstr(err, "of 1-byte ids (its routed_experts_dtype; inconsistent shapes)"));
+    meta_body(u8b, 8, 2, 1, "float32");
+    assert_int_equal(decode(body, &h, &r), -1);
+    assert_non_null(strstr(err, "routed_experts_dtype \"float32\" is not"));
+    /* above --experts: named, where */
+    h.E = 256;
+    assert_int_equal(decode("{\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
+                            "\"routed_experts\":\"//9AnAEAAgA=\"}}", &h, &r), -1);
+    assert_non_null(strstr(err, "meta_info.routed_experts token 0 layer 0: expert id 65535 is "
+                            "not below 256"));
 }
 
 /* body must be refused with a message holding want. */
@@ -406,6 +553,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(vllm_lists_and_object), cmocka_unit_test(vllm_one_token),
         cmocka_unit_test(vllm_npy_whole_sequence), cmocka_unit_test(sglang_raw),
+        cmocka_unit_test(sglang_unsigned),
+        cmocka_unit_test(vllm_prefix_cache_rows),
         cmocka_unit_test(malformed), cmocka_unit_test(deep_and_truncated),
         cmocka_unit_test(scanner), cmocka_unit_test(fuzz_corpus),
     };

@@ -523,6 +523,19 @@ static void test_client_keeps_connections(void **state)
     }
     assert_int_equal(atomic_load(&s.accepts), 1);
     assert_int_equal(upc_open_connections(c), 1);
+    /* an Authorization header (an engine's API key): after X-Request-Id */
+    {
+        done_t d = {0};
+        const char *auth = "Bearer sk-0123456789abcdef";
+        assert_non_null(upc_post_auth(c, o, "/v1/completions", "req-a", auth, "{}", 2, &dh, &d));
+        run_until(c, &d, 1);
+        assert_int_equal(d.res, UP_OK);
+        char want[320];
+        snprintf(want, sizeof want, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                 "Content-Type: application/json\r\nContent-Length: 2\r\n"
+                 "X-Request-Id: req-a\r\nAuthorization: %s\r\n\r\n", s.port, auth);
+        assert_string_equal(s.last_head, want);
+    }
     /* chunked answers on the same connection */
     atomic_store(&s.mode, SRV_CHUNKED);
     const char *long_body = "{\"prompt\": \"a chunked answer, three bytes a chunk\"}";

@@ -525,6 +525,46 @@ static void test_label_out_of_range(void **state)
     expect_load_error("label row 7: 9 outside label_names [0, 3)");
 }
 
+/* prefill_unrouted_tokens (prompt rows without routing, vLLM's prefix
+ * cache): saved and loaded whole, by row range and through trace_select;
+ * a negative count is refused; a file without it (every older trace)
+ * loads with none. */
+static void test_prefill_unrouted(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN];
+    trace_t *t = save_fixture(10, 3, 8, 2), *u = NULL;
+    assert_int_equal(trace_load(path, &u, err, sizeof err), 0);
+    assert_null(u->prefill_unrouted);
+    trace_free(u);
+    assert_int_equal(trace_alloc_optional(t, TRACE_HAS_UNROUTED, err, sizeof err), 0);
+    for (int64_t r = 0; r < t->n; r++)
+        t->prefill_unrouted[r] = (int32_t)(r % 3 == 1 ? 16 * r : 0);
+    assert_int_equal(trace_save(t, path, err, sizeof err), 0);
+    assert_int_equal(trace_load(path, &u, err, sizeof err), 0);
+    assert_non_null(u->prefill_unrouted);
+    for (int64_t r = 0; r < t->n; r++)
+        assert_int_equal(u->prefill_unrouted[r], t->prefill_unrouted[r]);
+    trace_free(u);
+    assert_int_equal(trace_load_rows(path, 4, 8, &u, err, sizeof err), 0);
+    assert_int_equal(u->prefill_unrouted[0], 64);
+    assert_int_equal(u->prefill_unrouted[3], 112);
+    trace_free(u);
+    int64_t rows[2] = {7, 1};
+    u = trace_select(t, rows, 2, err, sizeof err);
+    assert_non_null(u);
+    assert_int_equal(u->prefill_unrouted[0], 112);
+    assert_int_equal(u->prefill_unrouted[1], 16);
+    trace_free(u);
+    trace_free(t);
+    hid_t f = open_rw();
+    int32_t neg = -3;
+    hsize_t at[1] = {5};
+    poke(f, "prefill_unrouted_tokens", H5T_NATIVE_INT32, at, &neg);
+    H5Fclose(f);
+    expect_load_error("prefill_unrouted_tokens row 5: -3, must be >= 0");
+}
+
 static void test_token_ids_bad(void **state)
 {
     (void)state;
@@ -806,6 +846,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_every_dataset),
         cmocka_unit_test(test_round_trip_uint16_ids),
+        cmocka_unit_test(test_prefill_unrouted),
         cmocka_unit_test(test_round_trip_required_only_and_empty),
         cmocka_unit_test(test_read_header),
         cmocka_unit_test(test_row_range_equals_slice),

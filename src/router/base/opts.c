@@ -104,6 +104,11 @@ void opts_usage(FILE *f)
             "  --pd-protocol eldr|vllm   proxy mode: the prefill handoff; eldr (default):\n"
             "                            prefill-first, as the ELDR reference deployment;\n"
             "                            vllm: stock vLLM's (prefill max_tokens 1)\n"
+            "  --upstream-api-key-file FILE  proxy mode: send 'Authorization: Bearer KEY'\n"
+            "                            to every prefill and decode instance (engines\n"
+            "                            started with --api-key; the file's first line, as\n"
+            "                            --admin-token-file). Without it the client's own\n"
+            "                            Authorization header is forwarded\n"
             "  --refit-every S           online refit (off by default): every S seconds,\n"
             "                            refit the centroids on the recent signatures, each\n"
             "                            worker keeping the new centroid nearest its old\n"
@@ -275,7 +280,7 @@ static void defaults(eldrd_opts *o)
 
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
        O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
-       O_ADMINTOK, O_KVTOK, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
+       O_ADMINTOK, O_KVTOK, O_UPKEY, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
        O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO,
        O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS, O_MAXKV, O_MAXMODEL, O_BUDGET,
        O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK,
@@ -435,6 +440,9 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
             return -1;
         o->poll_ms = (int)v;
         return 0;
+    case O_UPKEY:
+        o->upstream_key_file = arg;
+        return 0;
     case O_ADMINTOK:
         o->admin_token_file = arg;
         return 0;
@@ -566,6 +574,7 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"decode", required_argument, 0, O_DECURLS},
         {"upstream-timeout", required_argument, 0, O_UPTIMEOUT},
         {"pd-protocol", required_argument, 0, O_PDPROTO},
+        {"upstream-api-key-file", required_argument, 0, O_UPKEY},
         {"refit-every", required_argument, 0, O_REFIT_EVERY},
         {"refit-window", required_argument, 0, O_REFIT_WINDOW},
         {"refit-max-rows", required_argument, 0, O_REFIT_ROWS},
@@ -620,6 +629,10 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         opts_free(o);
         return eldr_errf(err, errlen, "--%s is for proxy mode: add --proxy",
                          o->prefill_urls ? "prefill" : "decode");
+    }
+    if (!o->proxy && o->upstream_key_file) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--upstream-api-key-file is for proxy mode: add --proxy");
     }
     if (o->max_conns_per_ip > o->max_conns) {
         opts_free(o);

@@ -47,6 +47,7 @@ typedef struct eldrd_opts {
     const char *decode_urls;     /* --decode URL,..., K of them in worker order */
     double upstream_timeout;     /* --upstream-timeout: seconds an upstream may stay silent */
     int pd_vllm;                 /* --pd-protocol vllm (0: eldr, the prefill-first handoff) */
+    const char *upstream_key_file; /* --upstream-api-key-file: the key sent to every upstream */
     double refit_every;          /* --refit-every seconds, 0 = no online refit */
     double refit_window;         /* --refit-window seconds (default 5) */
     int refit_max_rows;          /* --refit-max-rows (default 4096) */

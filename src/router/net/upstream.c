@@ -485,18 +485,19 @@ int upc_origin(upc *c, const char *url, char *err, size_t errlen)
 
 /* method: "POST " or "GET " (with its space). */
 static upx *request(upc *c, const char *method, int origin_i, const char *path,
-                    const char *request_id, const char *body, size_t len, const up_handler *h,
-                    void *cls)
+                    const char *request_id, const char *auth, const char *body, size_t len,
+                    const up_handler *h, void *cls)
 {
     origin *o = &c->origins[origin_i];
     upx *x = calloc(1, sizeof *x);
     size_t pl = strlen(path), il = request_id ? strlen(request_id) : 0;
-    size_t cap = pl + o->fixed_len + il + 80;
+    size_t al = auth ? strlen(auth) : 0;
+    size_t cap = pl + o->fixed_len + il + al + 100;
     if (!x || !(x->head = malloc(cap))) {
         free(x);
         return NULL;
     }
-    /* built by hand: one request line and four headers, every request */
+    /* built by hand: one request line and four to six headers, every request */
     char *w = x->head, digits[24];
     int nd = 0;
     size_t v = len;
@@ -517,6 +518,12 @@ static upx *request(upc *c, const char *method, int origin_i, const char *path,
         memcpy(w, "X-Request-Id: ", 14);
         memcpy(w += 14, request_id, il);
         memcpy(w += il, "\r\n", 2);
+        w += 2;
+    }
+    if (auth) {
+        memcpy(w, "Authorization: ", 15);
+        memcpy(w += 15, auth, al);
+        memcpy(w += al, "\r\n", 2);
         w += 2;
     }
     memcpy(w, "\r\n", 2);
@@ -542,12 +549,19 @@ static upx *request(upc *c, const char *method, int origin_i, const char *path,
 upx *upc_post(upc *c, int origin_i, const char *path, const char *request_id, const char *body,
               size_t len, const up_handler *h, void *cls)
 {
-    return request(c, "POST ", origin_i, path, request_id, body, len, h, cls);
+    return request(c, "POST ", origin_i, path, request_id, NULL, body, len, h, cls);
+}
+
+upx *upc_post_auth(upc *c, int origin_i, const char *path, const char *request_id,
+                   const char *auth, const char *body, size_t len, const up_handler *h,
+                   void *cls)
+{
+    return request(c, "POST ", origin_i, path, request_id, auth, body, len, h, cls);
 }
 
 upx *upc_get(upc *c, int origin_i, const char *path, const up_handler *h, void *cls)
 {
-    return request(c, "GET ", origin_i, path, NULL, "", 0, h, cls);
+    return request(c, "GET ", origin_i, path, NULL, NULL, "", 0, h, cls);
 }
 
 void upc_pause(upc *c, upx *x)

@@ -75,6 +75,13 @@ int upc_origin(upc *c, const char *url, char *err, size_t errlen);
 upx *upc_post(upc *c, int origin, const char *path, const char *request_id, const char *body,
               size_t len, const up_handler *h, void *cls);
 
+/* The same with an Authorization header when auth is not NULL: its whole
+ * value ("Bearer KEY"), printable ASCII without CR or LF (the caller
+ * checks). It goes into the request head only: never into a message. */
+upx *upc_post_auth(upc *c, int origin, const char *path, const char *request_id,
+                   const char *auth, const char *body, size_t len, const up_handler *h,
+                   void *cls);
+
 /* GET path at the origin (a health probe): no body. */
 upx *upc_get(upc *c, int origin, const char *path, const up_handler *h, void *cls);
 

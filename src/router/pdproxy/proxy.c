@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth.h"
 #include "decide.h"
 #include "err.h"
 #include "log.h"
@@ -69,6 +70,7 @@ struct pxreq {
     int worker;                  /* decode worker, -1 before the decision */
     int routed, finished;        /* in flight on the worker; finished */
     int decode_sent;
+    char *auth;                  /* the client's Authorization, forwarded; NULL: none */
     int retried_prefill, retried_decode;   /* one retry each, before the first byte */
     xfer *up;                    /* the upstream transfer now (upstream thread) */
     /* toward the client, under lock */
@@ -106,6 +108,9 @@ struct proxy {
     atomic_ullong no_signature;
     atomic_ullong retries[2];    /* by role: prefill, decode */
     atomic_llong open;           /* requests between begin and conclusion */
+    /* "Bearer KEY" from --upstream-api-key-file, else "" (the client's own
+     * Authorization goes upstream). A secret: never in a log or an error. */
+    char up_auth[AUTH_TOKEN_MAX + 8];
 };
 
 /* ---- requests: references and the client side --------------------------- */
@@ -116,6 +121,7 @@ static void unref(pxreq *r)
         return;
     pm_client_free(&r->client);
     pm_prefill_free(&r->pre);
+    free(r->auth);
     free(r->body);
     free(r->out.s);
     pthread_mutex_destroy(&r->lock);
@@ -317,7 +323,7 @@ static void silent(evloop *l, ev_timer *t)
 }
 
 static xfer *xfer_start(proxy_t *p, role role, int origin, const char *path, char *body,
-                        pxreq *r, int upstream, int stream)
+                        pxreq *r, const char *client_auth, int upstream, int stream)
 {
     xfer *x = calloc(1, sizeof *x);
     if (!x) {
@@ -331,8 +337,9 @@ static xfer *xfer_start(proxy_t *p, role role, int origin, const char *path, cha
     x->r = r;
     x->upstream = upstream;
     x->stream = stream;
-    x->ux = upc_post(p->up, origin, path, r ? r->id : NULL, body, strlen(body), &xfer_handler,
-                     x);
+    const char *auth = p->up_auth[0] ? p->up_auth : client_auth;
+    x->ux = upc_post_auth(p->up, origin, path, r ? r->id : NULL, auth, body, strlen(body),
+                          &xfer_handler, x);
     if (!x->ux) {
         xfer_free(p, x);
         return NULL;
@@ -361,8 +368,8 @@ static void release_kv(proxy_t *p, pxreq *r, int avoid)
     int k = 0;
     if (avoid >= 0 && p->K > 1)
         k = avoid == 0 ? 1 : 0;
-    xfer_start(p, ROLE_RELEASE, p->n_prefill + k, "/v1/kv_transfer/release", body, NULL, k,
-               0);
+    xfer_start(p, ROLE_RELEASE, p->n_prefill + k, "/v1/kv_transfer/release", body, NULL,
+               r->auth, k, 0);
 }
 
 /* The request is over upstream: finish its route, release KV that no
@@ -375,7 +382,10 @@ static void conclude(proxy_t *p, pxreq *r, int avoid)
         state_finish(p->d->st, r->id, &w, &e);
         r->finished = 1;
     }
-    if (r->pre.text && !r->decode_sent)   /* the prefill answered: it holds the KV */
+    /* the prefill answered: it holds the KV. Only the authors' fork has a
+     * release route; stock vLLM frees the blocks itself once its abort
+     * timeout (VLLM_NIXL_ABORT_REQUEST_TIMEOUT) passes with no decode. */
+    if (r->pre.text && !r->decode_sent && !p->d->o->pd_vllm)
         release_kv(p, r, avoid);
     pthread_mutex_lock(&r->lock);
     r->concluded = 1;
@@ -429,7 +439,7 @@ static void start_decode(proxy_t *p, pxreq *r)
 {
     char *body = pm_decode_body(&r->client, &r->pre, r->id);
     r->up = body ? xfer_start(p, ROLE_DECODE, p->n_prefill + r->worker, r->path, body, r,
-                              r->worker, r->client.stream)
+                              r->auth, r->worker, r->client.stream)
                  : NULL;
     if (!r->up) {
         fail(r, 503, "cannot start the decode request (out of memory)");
@@ -685,7 +695,8 @@ static void transfer_done(proxy_t *p, xfer *x, up_result res, int code, const ch
 
 static void start_prefill(proxy_t *p, pxreq *r, char *body)
 {
-    r->up = body ? xfer_start(p, ROLE_PREFILL, r->prefill, r->path, body, r, r->prefill, 0)
+    r->up = body ? xfer_start(p, ROLE_PREFILL, r->prefill, r->path, body, r, r->auth,
+                              r->prefill, 0)
                  : NULL;
     if (!r->up) {
         pool_prefill_release(p->pool, r->prefill);
@@ -786,6 +797,20 @@ static int id_ok(const char *s)
     return 1;
 }
 
+/* A client's Authorization value that can go into an upstream request
+ * head as it is: printable ASCII (spaces allowed), no CR or LF. */
+#define AUTH_FORWARD_MAX 4096
+static int auth_value_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > AUTH_FORWARD_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
 /* http_async's begin: the client's request, its body complete. */
 static void *proxy_begin(void *ctx, const http_req *hr, rb_err *e)
 {
@@ -806,13 +831,33 @@ static void *proxy_begin(void *ctx, const http_req *hr, rb_err *e)
                 "characters without spaces", RB_ID_MAX - 1);
         return NULL;
     }
+    if (chat && !p->d->o->pd_vllm) {
+        /* The authors' prefill-first handoff resumes the decode from the
+         * prompt's token ids, which a chat's messages are not; their proxy
+         * refuses chat with a 400, and so does eldrd, rather than resend
+         * the messages and have the decoder template them again. */
+        atomic_fetch_add(&p->outcomes[PX_BAD_REQUEST], 1);
+        rb_fail(e, 400, "path", "--pd-protocol eldr (the authors' prefill-first handoff) "
+                "carries one text completion: send /v1/completions, or run eldrd with "
+                "--pd-protocol vllm for chat");
+        return NULL;
+    }
+    const char *auth = p->up_auth[0] ? NULL : http_header(hr, "Authorization");
+    if (auth && !auth_value_ok(auth)) {
+        atomic_fetch_add(&p->outcomes[PX_BAD_REQUEST], 1);
+        rb_fail(e, 400, "Authorization", "the Authorization header must be 1 to %d printable "
+                "ASCII characters to be forwarded", AUTH_FORWARD_MAX);
+        return NULL;
+    }
     pxreq *r = calloc(1, sizeof *r);
-    if (!r) {
+    if (!r || (auth && !(r->auth = strdup(auth)))) {
+        free(r);
         rb_fail(e, 503, "proxy", "out of memory");
         return NULL;
     }
     if (pm_client_parse(body, len, chat ? PM_CHAT : PM_COMPLETIONS, &r->client, e) < 0) {
         atomic_fetch_add(&p->outcomes[PX_BAD_REQUEST], 1);
+        free(r->auth);
         free(r);
         return NULL;
     }
@@ -834,6 +879,7 @@ static void *proxy_begin(void *ctx, const http_req *hr, rb_err *e)
                 p->n_prefill);
         pm_client_free(&r->client);
         pthread_mutex_destroy(&r->lock);
+        free(r->auth);
         free(r);
         return NULL;
     }
@@ -977,6 +1023,16 @@ proxy_t *proxy_start(engine_t *d, evloop *loop, http_server *http, char *err, si
             proxy_free(p);
             return NULL;
         }
+    }
+    if (d->o->upstream_key_file) {
+        char key[AUTH_TOKEN_MAX];
+        if (auth_read_token(d->o->upstream_key_file, "--upstream-api-key-file", key, sizeof key,
+                            err, errlen) < 0) {
+            proxy_free(p);
+            return NULL;
+        }
+        snprintf(p->up_auth, sizeof p->up_auth, "Bearer %s", key);
+        memset(key, 0, sizeof key);
     }
     upc_set_idle(p->up, d->o->upstream_idle);
     if (d->o->health_interval > 0 &&
