@@ -264,6 +264,9 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
     o->trace = argv[optind];
     if (o->split.size == 0)
         return cli_fail(o->cmd, "--calib-split 0: the grid needs calibration rows to fit on");
+    /* one seed draws the arrivals and the split unless --split-seed pins it */
+    if (!o->split.pinned)
+        o->split.seed = (uint64_t)o->seed;
     if (advise && o->seeds < 2)
         return cli_fail(o->cmd, "--seeds %lld: advise needs at least 2 seeds to tell a "
                         "difference from noise", o->seeds);
@@ -433,6 +436,10 @@ static void print_json(const sweep_opts *o, const grid_result *g, const split_ro
     json_object_set_new(root, "eval_rows", json_integer(rows->n_eval));
     json_object_set_new(root, "seeds", json_integer(g->n_seeds));
     json_object_set_new(root, "first_seed", json_integer(o->seed));
+    char cov[256];
+    grid_ci_covers(g->n_seeds, (uint64_t)o->seed, g->resplit, &o->split, NULL, cov, sizeof cov);
+    json_object_set_new(root, "ci_covers", json_string(cov));
+    json_object_set_new(root, "split_redrawn", json_boolean(g->resplit));
     json_object_set_new(root, "seconds", json_real(g->seconds));
     const model_t *m = NULL;
     for (int i = 0; i < g->n_models && !m; i++)
@@ -535,8 +542,10 @@ static int load_inputs(sweep_opts *o, sweep_state *s, char *err, size_t errlen)
                             o->workers[i], (long long)s->rows.n_calib);
     if (o->advise || o->model)   /* sweep refits; the warning is for a model's recipe */
         cli_warn_in_sample(cmd, o->trace, o->model, s->file_model, s->t, &s->rows);
-    trace_free(s->t);
-    s->t = NULL;
+    if (!grid_should_resplit(&o->split, (int)o->seeds)) {
+        trace_free(s->t);      /* the seeds share one split: the rows are copied */
+        s->t = NULL;
+    }
     return 0;
 }
 
@@ -552,6 +561,10 @@ static int run_grid(const sweep_opts *o, sweep_state *s, const model_fit_opts *f
     grid_spec_default(&g);
     g.calib = s->calib;
     g.eval = s->eval;
+    if (s->t) {                 /* kept: each seed draws its own split */
+        g.all = s->t;
+        g.split = o->split;
+    }
     g.fit = *fo;
     g.cfg.cost = s->cost;
     g.cfg.seed = (uint64_t)o->seed;
@@ -591,8 +604,11 @@ static void print_footer(const sweep_opts *o, const sweep_state *s)
     const model_t *m = NULL;
     for (int i = 0; i < s->g.n_models && !m; i++)
         m = s->g.models[i];
-    printf("%s; %d seed%s from %lld%s", d, s->g.n_seeds, s->g.n_seeds == 1 ? "" : "s",
-           o->seed, s->g.n_seeds == 1 ? " (one seed: no confidence interval; --seeds 5)" : "");
+    char cov[256];
+    grid_ci_covers(s->g.n_seeds, (uint64_t)o->seed, s->g.resplit, &o->split, NULL, cov,
+                   sizeof cov);
+    printf("%s%s; %s%s", d, s->g.resplit ? " (the first seed's)" : "", cov,
+           s->g.n_seeds == 1 ? " (--seeds 5 for one)" : "");
     if (m)
         printf("; variant %s, %d layers", sig_variant_name(m->recipe.variant),
                m->recipe.n_layers);

@@ -298,6 +298,8 @@ static int l_advise(lua_State *L)
     }
     split_spec sp;
     l_optsplit(L, 2, fn, &sp);
+    if (!sp.pinned)              /* one seed draws the workload and the split */
+        sp.seed = g.cfg.seed;
     if (sp.size == 0)
         l_argerror(L, fn, "calib_split", "0 leaves no calibration rows to fit on");
     int progress = 0;
@@ -320,6 +322,10 @@ static int l_advise(lua_State *L)
     l_push_split_traces(L, t, &rows, fn);
     g.calib = ((l_trace *)lua_touserdata(L, -2))->t;
     g.eval = ((l_trace *)lua_touserdata(L, -1))->t;
+    if (grid_should_resplit(&sp, g.n_seeds)) {   /* each seed its own split and fits */
+        g.all = t;
+        g.split = sp;
+    }
     grid_result *res = l_grid_run(L, &g, progress, fn);
     grid_advice a;
     if (grid_advise(res, &a) < 0)
@@ -342,6 +348,12 @@ static int l_advise(lua_State *L)
     l_setint(L, "eval_rows", rows.n_eval);
     l_setint(L, "seeds", res->n_seeds);
     l_setint(L, "first_seed", (lua_Integer)g.cfg.seed);
+    char covers[256];
+    grid_ci_covers(res->n_seeds, g.cfg.seed, res->resplit, &sp, NULL, covers, sizeof covers);
+    lua_pushstring(L, covers);
+    lua_setfield(L, -2, "ci_covers");
+    lua_pushboolean(L, res->resplit);
+    lua_setfield(L, -2, "split_redrawn");
     l_setnum(L, "seconds", res->seconds);
     const model_t *m = NULL;
     for (int i = 0; i < res->n_models && !m; i++)

@@ -107,6 +107,7 @@ typedef struct dash_ci {
     grid_stat vs_best_pct, distinct_vs_best_pct;   /* paired, percent */
     double p99_vs_best_pct;      /* change of the mean p99 (no CI) */
     double tpot_p50_first;       /* seed 0: equals the dashboard's run */
+    int resplit;                 /* 1: each seed drew its own calibration split */
     double seconds;
 } dash_ci;
 
@@ -264,6 +265,8 @@ typedef struct dash {
     char in_sample[256];         /* -m fitted on this trace file: why the
                                   * simulated rows may be in-sample; or "" */
     trace_t *calib, *eval;
+    trace_t *all;                /* the whole trace, kept when the CIs redraw the
+                                  * split per seed (dash_grid_splits); or NULL */
     sim_config cfg;
     sim_workload work;           /* the eval rows, signatures of the recipe */
     int have_work;
@@ -330,6 +333,12 @@ int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double
                     char *err, size_t errlen);
 /* Append the shown setting (d->cur, d->ci) to the trail. */
 void dash_trail_add(dash_t *d);
+
+/* Point a grid at d's whole trace so that each seed draws its own split
+ * and fits (grid.h, "Calibration splits"), when the dashboard fitted its
+ * model here on a seeded split that --split-seed did not pin; else leave
+ * g on d's one split. Returns 1 when it did. */
+int dash_grid_splits(const dash_t *d, grid_spec *g);
 
 /* "random (seed 1): 224 calibrate, 225 simulated", for the overview. */
 void dash_split_text(const dash_t *d, char *buf, size_t n);

@@ -330,6 +330,20 @@ done:
 
 /* ---- the header's confidence intervals ---- */
 
+int dash_grid_splits(const dash_t *d, grid_spec *g)
+{
+    if (!d->all || (d->home && d->home->origin == DASH_FIT_FILE))
+        return 0;
+    g->all = d->all;
+    g->split = d->opts.split;
+    /* the default fit's recipe, selected anew on each seed's split */
+    model_fit_opts_default(&g->fit, 1);
+    g->fit.seed = d->opts.seed;
+    if (!d->all->decode_counts)
+        g->fit.layers = MODEL_LAYERS_ALL;
+    return 1;
+}
+
 typedef struct ci_progress {
     dash_progress_fn fn;
     void *ctx;
@@ -355,6 +369,7 @@ int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double
     g.model = m;
     g.cfg = d->cfg;              /* seed i runs with cfg.seed + i: seed 0 is ours */
     g.n_seeds = d->opts.seeds;
+    dash_grid_splits(d, &g);     /* m serves seed 0, whose split it was fitted on */
     g.workers[0] = m->K;
     g.n_workers = 1;
     for (int i = 0; i < DASH_N_BASE; i++)
@@ -391,6 +406,7 @@ int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double
         out->p99_vs_best_pct = b->tpot_p99.mean > 0
             ? 100.0 * (p->tpot_p99.mean - b->tpot_p99.mean) / b->tpot_p99.mean : NAN;
         out->tpot_p50_first = p->tpot_p50_ms[0];
+        out->resplit = r.resplit;
         out->seconds = r.seconds;
     }
     grid_result_free(&r);
@@ -721,6 +737,7 @@ void dash_free(dash_t *d)
         sim_workload_free(&d->work);
     trace_free(d->calib);
     trace_free(d->eval);
+    trace_free(d->all);
     dash_fit_release(d, d->fit);
     dash_fit_free(d->home);
     free(d->curve);
@@ -961,8 +978,14 @@ int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
     d->E = t->E;
     d->k = t->k;
     d->n_rows = t->n;
+    /* one seed draws the workload and the split unless --split-seed pins it */
+    if (!d->opts.split.pinned)
+        d->opts.split.seed = d->opts.seed;
     int rc = split(d, t, m, err, errlen);
-    trace_free(t);
+    if (rc == 0 && !m && grid_should_resplit(&d->opts.split, d->opts.seeds))
+        d->all = t;              /* the header's seeds redraw the split */
+    else
+        trace_free(t);
     if (rc) {
         model_free(m);
         return -1;

@@ -135,7 +135,7 @@ for p, q in zip(a["policies"], b["policies"]):
 EOF
     expect_status "sim --seeds: text" 0 "$ELDR" sim "$DATA" --rate 60 --policy eldr,rr --seeds 3
     expect_out "sim --seeds: CI column" "tpot p50 +95% CI"
-    expect_out "sim --seeds: says so" "3 seeds: means, 95% CI over seeds"
+    expect_out "sim --seeds: says so" "means, 95% CI over 3 seeds \(1-3\), each drawing its arrivals and its random calibration split"
     expect_out "sim: the split is named" "random split .seed 1.: 224 calibration, 225 evaluation rows"
     "$ELDR" sim "$DATA" --rate 60 --policy rr --split head --csv "$TMP/hc" >/dev/null 2>&1
     "$ELDR" sim "$DATA" --rate 60 --policy rr --csv "$TMP/rc" >/dev/null 2>&1

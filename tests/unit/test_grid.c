@@ -41,6 +41,15 @@ static void test_stats(void **state)
     for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++)
         assert_true(fabs(stats_t975(ref[i].df) - ref[i].q) < 1e-3);
     assert_true(isnan(stats_t975(0)));
+    /* scipy.stats.t.ppf(p, df): Bonferroni levels need more than 0.975 */
+    static const struct { double p; int df; double q; } tq[] = {
+        {0.975, 4, 2.7764451051977987}, {0.99375, 4, 4.314656048909503},
+        {0.996875, 9, 3.5465084980786328}, {0.999, 2, 22.32712476997542},
+        {0.999, 30, 3.385184866818216}, {0.9, 1, 3.0776835372078066},
+        {0.995, 100, 2.6258905205863337}};
+    for (size_t i = 0; i < sizeof tq / sizeof tq[0]; i++)
+        assert_true(fabs(stats_t_quantile(tq[i].p, tq[i].df) - tq[i].q) < 1e-7 * tq[i].q);
+    assert_true(isnan(stats_t_quantile(0.4, 3)) && isnan(stats_t_quantile(0.9, 0)));
     double x[] = {1, 2, 3, 4}, m, h;
     stats_mean_ci95(x, 4, &m, &h);
     assert_true(fabs(m - 2.5) < 1e-12);
