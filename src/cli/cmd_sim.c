@@ -63,7 +63,8 @@ static void usage(void)
         "  --no-min2              turn off the min-two band rule\n"
         "  --rate R               Poisson arrivals at R requests/s\n"
         "  --concurrency C        closed loop: C requests in the system\n"
-        "                         (default without either: the trace's arrival_s)\n"
+        "                         (default without either: the trace's arrival_s, or\n"
+        "                         Poisson 20 req/s when it has none, said in the report)\n"
         "  --output-tokens N      tokens each request decodes (default: its\n"
         "                         decode_tokens)\n"
         "  --max-batch B          requests decoding at once per worker (default 256)\n"
@@ -114,6 +115,7 @@ typedef struct sim_args {
     int min2, json;
     split_spec split;
     int seeds;
+    int rate_default;          /* the trace has no arrival_s: SIM_DEFAULT_RATE */
     sim_config cfg;
     int modes[SIM_PREFIX_N_MODES], n_modes;   /* --prefix-mode, in cold..uncached order */
     int prefix_opts;                          /* a prefix option was given */
@@ -450,6 +452,7 @@ static int prepare(sim_args *a, sim_inputs *in)
         return cli_fail(CMD, "%s: --prefix-mode: %s", a->trace, err);
     if (a->cost_path && cost_model_load(a->cost_path, &a->cfg.cost, err, sizeof err))
         return cli_fail(CMD, "--cost: %s", err);
+    a->rate_default = sim_default_arrivals(&a->cfg, in->all);
     if ((rc = split_trace(a, in)) || (rc = get_model(a, in)) || (rc = label_shares(a, in)))
         return rc;
     in->tau = isfinite(a->tau) ? a->tau : in->model ? in->model->tau : MODEL_TAU_DEFAULT;
@@ -752,9 +755,13 @@ static double change_pct(const run_set *rs, int i)
 
 /* ---- reports ---- */
 
-static const char *arrivals_text(const sim_config *c, char *buf, size_t len)
+static const char *arrivals_text(const sim_args *a, char *buf, size_t len)
 {
-    if (c->arrivals == SIM_ARRIVE_POISSON)
+    const sim_config *c = &a->cfg;
+    if (c->arrivals == SIM_ARRIVE_POISSON && a->rate_default)
+        snprintf(buf, len, "Poisson %g req/s (the default: the trace has no arrival_s; "
+                 "--rate R)", c->rate);
+    else if (c->arrivals == SIM_ARRIVE_POISSON)
         snprintf(buf, len, "Poisson %g req/s", c->rate);
     else if (c->arrivals == SIM_ARRIVE_CLOSED)
         snprintf(buf, len, "closed loop, concurrency %d", c->concurrency);
@@ -828,7 +835,7 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
     printf("sim: %s, %lld requests simulated; %s%s\n", a->trace, (long long)w->n, split,
            resplit(a) ? " (the first seed's; each seed draws its own)" : "");
     printf("workers %d, max batch %d, %s, tokens %s, activations %s, seed %llu", in->K,
-           a->cfg.max_batch, arrivals_text(&a->cfg, arr, sizeof arr),
+           a->cfg.max_batch, arrivals_text(a, arr, sizeof arr),
            a->cfg.output_tokens ? "fixed" : "from trace",
            w->recorded ? "recorded" : "sampled", (unsigned long long)a->cfg.seed);
     if (a->seeds > 1) {
@@ -981,7 +988,8 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
     ci_covers(a, cov, sizeof cov);
     json_object_set_new(o, "ci_covers", json_string(cov));
     json_object_set_new(o, "split_redrawn", json_boolean(resplit(a)));
-    json_object_set_new(o, "arrivals", json_string(arrivals_text(&a->cfg, arr, sizeof arr)));
+    json_object_set_new(o, "arrivals", json_string(arrivals_text(a, arr, sizeof arr)));
+    json_object_set_new(o, "rate_default", json_boolean(a->rate_default));
     json_object_set_new(o, "max_batch", json_integer(a->cfg.max_batch));
     json_object_set_new(o, "activations", json_string(w->recorded ? "recorded" : "sampled"));
     json_object_set_new(o, "seed", json_integer((json_int_t)a->cfg.seed));

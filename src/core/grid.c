@@ -407,12 +407,15 @@ static int summarise(grid_run_state *st, char *err, size_t errlen)
             grid_row *g = &r->rows[cell * nP + p];
             g->best_baseline = best;
             g->vs_best_pct = g->distinct_vs_best_pct = (grid_stat){NAN, NAN, NAN};
+            g->p99_vs_best_pct = g->tps_vs_best_pct = (grid_stat){NAN, NAN, NAN};
             if (best < 0)
                 continue;
             const double *a = st->raw + (size_t)(cell * nP + p) * nS * M_N;
             const double *b = st->raw + (size_t)best * nS * M_N;
             paired_pct(a, b, nS, M_TPOT50, &g->vs_best_pct);
             paired_pct(a, b, nS, M_DISTINCT, &g->distinct_vs_best_pct);
+            paired_pct(a, b, nS, M_TPOT99, &g->p99_vs_best_pct);
+            paired_pct(a, b, nS, M_TPS, &g->tps_vs_best_pct);
         }
     }
     return 0;
@@ -506,43 +509,74 @@ void grid_result_free(grid_result *r)
     memset(r, 0, sizeof *r);
 }
 
-int grid_advise(const grid_result *r, grid_advice *a)
+void grid_bonferroni(const grid_row *g, int m, grid_stat *out)
 {
+    *out = g->vs_best_pct;
+    if (m <= 1 || g->n_seeds < 2 || !isfinite(g->vs_best_pct.hi))
+        return;
+    /* the 95% half-width was t975 * se: rescale to the corrected quantile */
+    int df = g->n_seeds - 1;
+    double half = (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2;
+    double wide = half * stats_t_quantile(1 - 0.025 / m, df) / stats_t975(df);
+    out->lo = out->mean - wide;
+    out->hi = out->mean + wide;
+}
+
+static int is_eldr_row(const grid_row *g)
+{
+    return route_kind_has_centroids(g->kind) && isfinite(g->vs_best_pct.mean);
+}
+
+/* a better than b: a lower corrected upper bound, then a better mean */
+static int better_worst_case(const grid_stat *a, const grid_stat *b)
+{
+    if (isfinite(a->hi) != isfinite(b->hi))
+        return isfinite(a->hi);
+    if (isfinite(a->hi) && a->hi != b->hi)
+        return a->hi < b->hi;
+    return a->mean < b->mean;
+}
+
+int grid_gains(const grid_stat *ci, double min_gain_pct)
+{
+    return isfinite(ci->hi) && ci->hi < 0 && ci->hi <= -min_gain_pct;
+}
+
+int grid_advise(const grid_result *r, double min_gain_pct, grid_advice *a)
+{
+    memset(a, 0, sizeof *a);
     a->row = a->closest_eldr = -1;
-    a->eldr_wins = 0;
-    a->n_candidates = 0;
+    a->min_gain_pct = min_gain_pct;
+    a->adj = (grid_stat){NAN, NAN, NAN};
+    for (int i = 0; i < r->n; i++)
+        a->n_compared += is_eldr_row(&r->rows[i]);
     int best = -1;
+    grid_stat best_adj = a->adj;
     for (int i = 0; i < r->n; i++) {
         const grid_row *g = &r->rows[i];
-        if (!route_kind_has_centroids(g->kind) || !isfinite(g->vs_best_pct.mean))
+        if (!is_eldr_row(g))
             continue;
-        if (a->closest_eldr < 0 || g->vs_best_pct.mean < r->rows[a->closest_eldr].vs_best_pct.mean)
-            a->closest_eldr = i;
-        if (!(isfinite(g->vs_best_pct.hi) && g->vs_best_pct.hi < 0))
-            continue;
-        a->n_candidates++;
-        if (best < 0 || g->vs_best_pct.mean < r->rows[best].vs_best_pct.mean)
+        grid_stat adj;
+        grid_bonferroni(g, a->n_compared, &adj);
+        int qualifies = grid_gains(&adj, min_gain_pct);
+        a->n_candidates += qualifies;
+        if (best < 0 || better_worst_case(&adj, &best_adj)) {
             best = i;
+            best_adj = adj;
+        }
     }
     if (best >= 0) {
-        /* as good within noise: CIs overlap the best's; take the best worst case */
-        int pick = best;
-        for (int i = 0; i < r->n; i++) {
-            const grid_row *g = &r->rows[i];
-            if (!route_kind_has_centroids(g->kind) ||
-                !(isfinite(g->vs_best_pct.hi) && g->vs_best_pct.hi < 0))
-                continue;
-            if (g->vs_best_pct.lo <= r->rows[best].vs_best_pct.hi &&
-                g->vs_best_pct.hi < r->rows[pick].vs_best_pct.hi)
-                pick = i;
+        a->closest_eldr = best;
+        a->adj = best_adj;
+        if (grid_gains(&best_adj, min_gain_pct)) {
+            a->row = best;
+            a->eldr_wins = 1;
+            return 0;
         }
-        a->row = pick;
-        a->eldr_wins = 1;
-        return 0;
-    }
-    if (a->closest_eldr >= 0 && r->rows[a->closest_eldr].best_baseline >= 0) {
-        a->row = r->rows[a->closest_eldr].best_baseline;
-        return 0;
+        if (r->rows[best].best_baseline >= 0) {
+            a->row = r->rows[best].best_baseline;
+            return 0;
+        }
     }
     /* no ELDR row: the baseline with the lowest mean TPOT */
     for (int i = 0; i < r->n; i++)
@@ -566,6 +600,17 @@ static const char *online_prefix(const grid_row *g)
     return g->kind == ROUTE_ELDR_ONLINE ? "eldr-online, " : "";
 }
 
+/* "; p99 -2.0%, throughput +0.3%" (empty when unknown) */
+static void side_effects(const grid_row *g, char *buf, size_t n)
+{
+    if (!isfinite(g->p99_vs_best_pct.mean) || !isfinite(g->tps_vs_best_pct.mean)) {
+        buf[0] = 0;
+        return;
+    }
+    snprintf(buf, n, "; p99 %+.1f%%, throughput %+.1f%%", g->p99_vs_best_pct.mean,
+             g->tps_vs_best_pct.mean);
+}
+
 void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf, size_t n)
 {
     if (a->row < 0) {
@@ -573,13 +618,17 @@ void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf,
         return;
     }
     const grid_row *g = &r->rows[a->row];
-    char rate[48];
+    char rate[48], side[96];
     fmt_rate(rate, sizeof rate, g->rate);
     if (a->eldr_wins) {
         const grid_row *b = &r->rows[g->best_baseline];
-        snprintf(buf, n, "%stau %g, K %d: TPOT p50 %+.1f%% +-%.1f%% vs %s at %s; distinct "
-                 "experts %+.1f%%; imbalance %.2f", online_prefix(g), g->tau, g->K, g->vs_best_pct.mean, (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2,
-                 route_kind_name(b->kind), rate, g->distinct_vs_best_pct.mean, g->imbalance.mean);
+        side_effects(g, side, sizeof side);
+        snprintf(buf, n, "%stau %g, K %d: TPOT p50 %+.1f%% +-%.1f%% vs %s at %s (corrected "
+                 "over %d settings: %+.1f%% to %+.1f%%)%s; distinct experts %+.1f%%; "
+                 "imbalance %.2f", online_prefix(g), g->tau, g->K, g->vs_best_pct.mean,
+                 (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2, route_kind_name(b->kind), rate,
+                 a->n_compared, a->adj.lo, a->adj.hi, side, g->distinct_vs_best_pct.mean,
+                 g->imbalance.mean);
         return;
     }
     if (a->closest_eldr < 0) {
@@ -588,15 +637,41 @@ void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf,
         return;
     }
     const grid_row *e = &r->rows[a->closest_eldr];
-    if (isfinite(e->vs_best_pct.hi))
-        snprintf(buf, n, "keep %s (K %d, %s): no ELDR setting beats it beyond noise; the "
-                 "closest, %stau %g, gives TPOT p50 %+.1f%% +-%.1f%%",
-                 route_kind_name(g->kind), g->K, rate, online_prefix(e), e->tau, e->vs_best_pct.mean,
-                 (e->vs_best_pct.hi - e->vs_best_pct.lo) / 2);
-    else
+    if (!isfinite(a->adj.hi)) {
         snprintf(buf, n, "keep %s (K %d, %s): one seed cannot tell ELDR from noise; the "
                  "closest, %stau %g, gives TPOT p50 %+.1f%% (use --seeds 5 or more)",
-                 route_kind_name(g->kind), g->K, rate, online_prefix(e), e->tau, e->vs_best_pct.mean);
+                 route_kind_name(g->kind), g->K, rate, online_prefix(e), e->tau,
+                 e->vs_best_pct.mean);
+        return;
+    }
+    const char *why = a->adj.hi >= 0 ? "it may be no better at all"
+                                     : "its worst case gains less than the minimum";
+    snprintf(buf, n, "keep %s (K %d, %s): no ELDR setting gains %.1f%% over its whole "
+             "corrected interval; the closest, %stau %g, gives TPOT p50 %+.1f%% +-%.1f%% "
+             "(corrected over %d settings: %+.1f%% to %+.1f%%: %s)",
+             route_kind_name(g->kind), g->K, rate, a->min_gain_pct, online_prefix(e), e->tau,
+             e->vs_best_pct.mean, (e->vs_best_pct.hi - e->vs_best_pct.lo) / 2, a->n_compared,
+             a->adj.lo, a->adj.hi, why);
+}
+
+void grid_advice_why(const grid_result *r, const grid_advice *a, char *buf, size_t n)
+{
+    int df = r->n_seeds - 1;
+    char level[96] = "";
+    if (a->n_compared > 1 && df >= 1)
+        snprintf(level, sizeof level, " (each at %.2f%%, t %.2f with %d df)",
+                 100 * (1 - 0.05 / a->n_compared),
+                 stats_t_quantile(1 - 0.025 / a->n_compared, df), df);
+    if (a->eldr_wins)
+        snprintf(buf, n, "of %d ELDR settings, %d gain%s at least %.1f%% over the whole "
+                 "Bonferroni-corrected 95%% interval%s; this one has the best worst case "
+                 "(upper bound %+.1f%%)", a->n_compared, a->n_candidates,
+                 a->n_candidates == 1 ? "s" : "", a->min_gain_pct,
+                 level, a->adj.hi);
+    else
+        snprintf(buf, n, "of %d ELDR settings, none gains at least %.1f%% over the whole "
+                 "Bonferroni-corrected 95%% interval%s; the best baseline of the closest "
+                 "setting's cell is kept", a->n_compared, a->min_gain_pct, level);
 }
 
 int grid_should_resplit(const split_spec *sp, int n_seeds)

@@ -93,6 +93,7 @@ typedef struct grid_row {
     /* against the cell's best baseline (lowest mean TPOT p50), per seed
      * 100 (x - b) / b, then mean and CI; NaN without a baseline */
     grid_stat vs_best_pct, distinct_vs_best_pct;
+    grid_stat p99_vs_best_pct, tps_vs_best_pct; /* TPOT p99, tokens/s: the same */
     int best_baseline;          /* row index of that baseline, -1 */
 } grid_row;
 
@@ -128,23 +129,44 @@ void grid_result_free(grid_result *r);
 
 /* The recommendation of `eldr advise`.
  *
- * Among ELDR rows whose improvement over the best baseline of their cell
- * is beyond noise (the CI of vs_best_pct lies below 0), take the one with
- * the best mean; every such row whose CI overlaps the best's is as good
- * within noise, and of those the one with the lowest CI upper bound (the
- * best worst case) is recommended. When no ELDR row qualifies (or one
- * seed gives no CI), the recommendation is the best baseline of the cell
- * where ELDR came closest, and `eldr_wins` is 0. */
+ * Trying m ELDR settings at once, one of them beats the baseline by luck
+ * far more often than 5% of the time. So each ELDR row's 95% interval of
+ * its improvement is widened by Bonferroni over the m ELDR rows of the
+ * grid: the t quantile 1 - 0.025 / m (n_seeds - 1 df) instead of 0.975,
+ * a family-wise 95% (grid_bonferroni). An ELDR row qualifies when its
+ * whole corrected interval lies at least min_gain_pct below 0 (upper
+ * bound <= -min_gain_pct); of those, the one with the lowest corrected
+ * upper bound - the best worst case - is recommended (ties: the better
+ * mean). When none qualifies (or one seed gives no interval), the
+ * recommendation is the best baseline of the cell of the closest ELDR row
+ * (the lowest corrected upper bound; the best mean with one seed), and
+ * `eldr_wins` is 0. */
 typedef struct grid_advice {
     int row;                    /* index into rows */
-    int eldr_wins;              /* 1 ELDR beats the best baseline beyond noise */
-    int closest_eldr;           /* the ELDR row with the best mean vs_best, -1 */
-    int n_candidates;           /* ELDR rows beyond noise */
+    int eldr_wins;              /* 1 ELDR beats the best baseline by min_gain */
+    int closest_eldr;           /* the recommended ELDR row, else the closest; -1 */
+    int n_candidates;           /* ELDR rows that qualify */
+    int n_compared;             /* m: the ELDR rows the correction is over */
+    double min_gain_pct;
+    grid_stat adj;              /* closest_eldr's corrected interval */
 } grid_advice;
-int grid_advise(const grid_result *r, grid_advice *a);
+int grid_advise(const grid_result *r, double min_gain_pct, grid_advice *a);
+
+/* 1 when interval ci (of a change, percent) lies wholly below 0 and at
+ * least min_gain_pct below it: a gain worth acting on. */
+int grid_gains(const grid_stat *ci, double min_gain_pct);
+
+/* Row g's improvement interval, Bonferroni-corrected over m comparisons
+ * (NaN bounds with one seed; m <= 1: the 95% interval itself). */
+void grid_bonferroni(const grid_row *g, int m, grid_stat *out);
 
 /* One sentence, e.g. "tau 0.05, K 8: TPOT p50 -6.1% +-1.2% vs jsq at
- * 60 req/s; distinct experts -9.0%; imbalance 1.30". */
+ * 60 req/s (corrected over 8 settings: -8.0% to -4.2%); p99 -3.0%,
+ * throughput +0.2%; distinct experts -9.0%; imbalance 1.30", or "keep
+ * rr (K 4, 60 req/s): ...: the closest, ..., falls short because ...". */
 void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf, size_t n);
+
+/* Why: the rule that picked the row, in one line. */
+void grid_advice_why(const grid_result *r, const grid_advice *a, char *buf, size_t n);
 
 #endif

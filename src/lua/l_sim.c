@@ -556,6 +556,8 @@ static int l_simulate(lua_State *L)
         taus[0] = model ? model->tau : MODEL_TAU_DEFAULT;
         ntau = 1;
     }
+    /* the one default: the trace's arrivals, else SIM_DEFAULT_RATE, said in info */
+    int rate_default = sim_default_arrivals(&cfg, eval);
     double *share = wants_domain ? shares_of(L, calib, fn) : NULL;
     if (sim_workload_init(&s->w, eval, &cfg, model ? &model->recipe : NULL, err, sizeof err))
         return l_fail(L, fn, err);
@@ -697,6 +699,10 @@ static int l_simulate(lua_State *L)
     lua_setfield(L, -2, "ci_covers");
     lua_pushboolean(L, resplit);
     lua_setfield(L, -2, "split_redrawn");
+    lua_pushboolean(L, rate_default);
+    lua_setfield(L, -2, "rate_default");
+    if (cfg.arrivals == SIM_ARRIVE_POISSON)
+        l_setnum(L, "rate", cfg.rate);
     if (baseline) {
         lua_pushstring(L, baseline);
         lua_setfield(L, -2, "baseline");

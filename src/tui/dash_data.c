@@ -922,10 +922,13 @@ static int setup_workload(dash_t *d, char *err, size_t errlen)
 {
     sim_config_default(&d->cfg);
     d->cfg.seed = d->opts.seed;
-    if (d->opts.rate > 0 || !d->eval->arrival_s) {
+    if (d->opts.rate > 0) {
         d->cfg.arrivals = SIM_ARRIVE_POISSON;
-        d->cfg.rate = d->opts.rate > 0 ? d->opts.rate : 20.0;
+        d->cfg.rate = d->opts.rate;
         snprintf(d->arrivals, sizeof d->arrivals, "Poisson %.3g req/s", d->cfg.rate);
+    } else if (sim_default_arrivals(&d->cfg, d->eval)) {   /* the one default rule */
+        snprintf(d->arrivals, sizeof d->arrivals, "Poisson %.3g req/s (default: no arrival_s)",
+                 d->cfg.rate);
     } else {
         snprintf(d->arrivals, sizeof d->arrivals, "the trace's arrival_s");
     }

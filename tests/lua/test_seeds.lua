@@ -194,7 +194,10 @@ T.err(function() eldr.advise(t, {rate = 60, baselines = {"eldr"}}) end, "eldr.ad
       "advise eldr is not a baseline")
 T.err(function() eldr.advise(t, {rate = 60, calib_split = 0}) end, "eldr.advise: bad argument 'calib_split'",
       "advise needs calibration rows")
-T.err(function() eldr.advise(t, {}) end, "eldr.advise: bad argument 'rate'", "advise needs rates without arrival_s")
+local _, dinfo = eldr.simulate(t, {policy = "rr"})
+T.ok(dinfo.rate_default == true and dinfo.rate == 20, "simulate: no arrival_s and no rate: the default 20 req/s, said in info")
+local _, rinfo = eldr.simulate(t, {policy = "rr", rate = 30})
+T.ok(rinfo.rate_default == false and rinfo.rate == 30, "simulate: a given rate is not the default")
 T.err(function() eldr.advise(t, {rate = 60, split = "x"}) end, "eldr.advise: bad argument 'split'", "advise bad split")
 T.err(function() eldr.advise(t, {rate = 60, progress = "no"}) end, "eldr.advise: bad argument 'progress'",
       "advise bad progress")
