@@ -213,7 +213,7 @@ static int parse_options(int argc, char **argv, sim_args *a)
             a->workers = (int)v;
             break;
         case O_TAU:
-            if (cli_parse_double(CMD, "--tau", optarg, 0, 1e9, &a->tau))
+            if (cli_parse_double(CMD, "--tau", optarg, 0, ROUTE_TAU_MAX, &a->tau))
                 return CLI_BADINPUT;
             break;
         case O_NOMIN2: a->min2 = 0; break;

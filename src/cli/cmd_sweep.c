@@ -184,7 +184,8 @@ static int parse_option(int c, const char *arg, sweep_opts *o)
     const char *cmd = o->cmd;
     switch (c) {
     case 'm': o->model = arg; return 0;
-    case O_TAU: return parse_double_list(cmd, "--tau", arg, 0, 1e9, o->tau, &o->n_tau);
+    case O_TAU: return parse_double_list(cmd, "--tau", arg, 0, ROUTE_TAU_MAX, o->tau,
+                                              &o->n_tau);
     case O_WORKERS: return parse_workers(arg, o);
     case O_RATE: return parse_double_list(cmd, "--rate", arg, 1e-9, 1e9, o->rate, &o->n_rate);
     case O_SPLIT: return cli_split_option(cmd, "--calib-split", arg, &o->split);

@@ -264,7 +264,7 @@ static int l_advise(lua_State *L)
         g.workers[0] = 4, g.workers[1] = 8;
         g.n_workers = 2;
     }
-    g.n_taus = l_optnumlist(L, 2, fn, "tau", 0, 1e9, g.taus, GRID_MAX_LIST);
+    g.n_taus = l_optnumlist(L, 2, fn, "tau", 0, ROUTE_TAU_MAX, g.taus, GRID_MAX_LIST);
     if (!g.n_taus) {
         static const double def[] = {0, 0.05, 0.1, 0.2};
         memcpy(g.taus, def, sizeof def);

@@ -438,7 +438,7 @@ static int l_simulate(lua_State *L)
     int nk = opt_policies(L, 2, kinds, fn);
     int K = (int)l_optint(L, 2, fn, "workers", 1, ROUTE_MAX_WORKERS, 0);
     double taus[GRID_MAX_LIST];
-    int ntau = l_optnumlist(L, 2, fn, "tau", 0, 1e9, taus, GRID_MAX_LIST);
+    int ntau = l_optnumlist(L, 2, fn, "tau", 0, ROUTE_TAU_MAX, taus, GRID_MAX_LIST);
     int min2 = l_optbool(L, 2, fn, "min2", 1);
     cfg.rate = l_optnum(L, 2, fn, "rate", 1e-9, 1e12, 0);
     cfg.concurrency = (int)l_optint(L, 2, fn, "concurrency", 1, 1 << 30, 0);

@@ -59,7 +59,7 @@ int dash_view_parse(const char *name);
 #define DASH_BINS 200            /* time bins of the queue histories */
 #define DASH_SCATTER_MAX 600     /* signatures sampled for the scatter */
 #define DASH_N_BASE 4            /* baselines: random, rr, jsq, p2c */
-#define DASH_K_MAX 64            /* what-if K range */
+#define DASH_K_MAX ROUTE_MAX_WORKERS /* what-if K range: the one K range */
 /* Seeds behind every "+-": 5 keeps a header CI (one K, one tau, the four
  * baselines) at about 0.2 s on the shared 449-row trace on 2 cores. */
 #define DASH_SEEDS 5

@@ -77,3 +77,21 @@ expect_fail2 "advise: --calib-split 300 of 240 is refused" "240 leave none" \
 $SIM --json >"$TMP/c.json" 2>"$TMP/err"
 if $PY -c "import json,sys; s=json.load(open(sys.argv[1]))['split']; sys.exit(not (s['calib_rows'] == 120))" "$TMP/c.json"; then
     ok "splits: the default 1000 is still capped at half"; else notok "splits: the default 1000 is still capped at half"; fi
+
+# one range for tau and K in every command (issue 22, item 7)
+for cmd in "sim $T --rate 800 --policy eldr,rr" "sweep $T --rate 800 --workers 2" \
+           "advise $T --rate 800 --workers 2" "dash $T --frame - --seeds 1" \
+           "fit $T -k 2 -o $TMP/m.h5"; do
+    name=${cmd%% *}
+    expect_fail2 "$name: --tau 2.5 is out of the one tau range [0, 2]" \
+        "--tau: 2.5 out of range \[0, 2\]" "$ELDR" $cmd --tau 2.5
+done
+expect_status "sim: --tau 2 (every worker in the band) is in range" 0 "$ELDR" sim "$T" --rate 800 --policy eldr,rr --tau 2
+expect_fail2 "sim: --workers 257 is out of the one K range" "--workers: 257 out of range \[1, 256\]" \
+    "$ELDR" sim "$T" --rate 800 --workers 257
+expect_fail2 "sweep: --workers 257 is out of the one K range" "--workers.*257" \
+    "$ELDR" sweep "$T" --rate 800 --workers 257
+expect_fail2 "fit: -k 257 is out of the one K range" "-k: 257 out of range \[1, 256\]" \
+    "$ELDR" fit "$T" -k 257 -o "$TMP/m.h5"
+expect_fail2 "dash: -k 257 is out of the one K range" "257 out of range \[1, 256\]" \
+    "$ELDR" dash "$T" -k 257 --frame - --seeds 1
