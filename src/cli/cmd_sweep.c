@@ -616,6 +616,7 @@ static int run_regime(const sweep_opts *o, sweep_state *s, const model_fit_opts 
     g.rates[0] = r->rate;
     if (r->output_tokens)
         g.cfg.output_tokens = r->output_tokens;
+    g.reuse = &s->g;            /* the same splits and fits: not fitted again */
     grid_result res;
     if (grid_run(&g, &res, err, errlen) < 0)
         return cli_fail(o->cmd, "%s: regime %s: %s", o->trace, r->what, err);

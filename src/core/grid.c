@@ -82,17 +82,51 @@ static int check_spec(const grid_spec *s, char *err, size_t errlen)
     return 0;
 }
 
+/* Seed si's model of K in an earlier resplit result r, or NULL. */
+static model_t *reused(const grid_result *r, int si, int K)
+{
+    if (!r || !r->resplit || si >= r->n_seeds)
+        return NULL;
+    model_t *const *m = si == 0 ? r->models : r->seed_models + (size_t)si * r->n_models;
+    for (int i = 0; m && i < r->n_models; i++)
+        if (m[i] && m[i]->K == K)
+            return m[i];
+    return NULL;
+}
+
 /* The model of each K on ctx's calibration rows: the given one when K
  * matches (redrawing splits: for seed 0 only, whose split it was fitted
  * on), else a fit seeded fit_seed. The first automatic layer selection
  * is reused for the other K. */
+/* Fit K on ctx's calibration rows with fo into ctx->models[i]. */
+static int fit_one(const grid_spec *s, grid_ctx *ctx, const model_fit_opts *fo, int i,
+                   char *err, size_t errlen)
+{
+    int K = s->workers[i];
+    if (!ctx->calib)
+        return eldr_errf(err, errlen, "grid: K = %d needs a fit, and there are no "
+                         "calibration rows", K);
+    model_fit_opts o = *fo;
+    o.K = K;
+    o.cancel = s->cancel;
+    int rc = model_fit(ctx->calib, &o, &ctx->models[i], NULL, err, errlen);
+    if (rc == MODEL_FIT_CANCELLED)
+        return rc;
+    if (rc < 0) {
+        char why[ELDR_ERRLEN];
+        snprintf(why, sizeof why, "%s", err);
+        return eldr_errf(err, errlen, "fit K = %d on the calibration rows: %s", K, why);
+    }
+    ctx->owned[i] = 1;
+    return 0;
+}
+
 static int fit_models(const grid_spec *s, grid_ctx *ctx, int si, char *err, size_t errlen)
 {
-    uint64_t fit_seed = s->fit.seed + (uint64_t)si;
     if (s->n_taus == 0)
         return 0;                /* baselines only: no model needed */
     model_fit_opts fo = s->fit;
-    fo.seed = fit_seed;
+    fo.seed = s->fit.seed + (uint64_t)si;
     int *layers = NULL;
     int rc = 0;
     for (int i = 0; i < s->n_workers && rc == 0; i++) {
@@ -101,21 +135,12 @@ static int fit_models(const grid_spec *s, grid_ctx *ctx, int si, char *err, size
             ctx->models[i] = (model_t *)s->model;
             continue;
         }
-        if (!ctx->calib)
-            return eldr_errf(err, errlen, "grid: K = %d needs a fit, and there are no "
-                             "calibration rows", K);
-        fo.K = K;
-        fo.cancel = s->cancel;
-        rc = model_fit(ctx->calib, &fo, &ctx->models[i], NULL, err, errlen);
-        if (rc == MODEL_FIT_CANCELLED)
+        /* the same split and fit options in an earlier result: borrowed */
+        model_t *again = s->all ? reused(s->reuse, si, K) : NULL;
+        if (again)
+            ctx->models[i] = again;
+        else if ((rc = fit_one(s, ctx, &fo, i, err, errlen)) != 0)
             break;
-        if (rc < 0) {
-            char why[ELDR_ERRLEN];
-            snprintf(why, sizeof why, "%s", err);
-            rc = eldr_errf(err, errlen, "fit K = %d on the calibration rows: %s", K, why);
-            break;
-        }
-        ctx->owned[i] = 1;
         if (fo.layers == MODEL_LAYERS_AUTO) {
             const sig_recipe *rc0 = &ctx->models[i]->recipe;
             layers = malloc((size_t)rc0->n_layers * sizeof *layers);
@@ -306,9 +331,12 @@ static int run_task(grid_run_state *st, int64_t task, char *err, size_t errlen)
             else if ((rc = run_cell(st, &ctx, ki, ri, si, err, errlen)) == 0)
                 cell_done(st);
         }
-    if (rc == 0 && si == 0) {    /* only this task writes the result's models */
-        memcpy(st->r->models, models, (size_t)nW * sizeof *models);
-        memcpy(st->r->model_owned, owned, (size_t)nW);
+    if (rc == 0) {              /* only this task writes its seed's models */
+        grid_result *r = st->r;
+        model_t **to = si == 0 ? r->models : r->seed_models + (size_t)si * nW;
+        unsigned char *own = si == 0 ? r->model_owned : r->seed_owned + (size_t)si * nW;
+        memcpy(to, models, (size_t)nW * sizeof *models);
+        memcpy(own, owned, (size_t)nW);
         memset(owned, 0, sizeof owned);
     }
     ctx_free(&ctx, nW);
@@ -462,7 +490,13 @@ int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
     out->model_owned = calloc((size_t)s->n_workers, 1);
     out->n_models = s->n_workers;
     st.raw = malloc((size_t)out->n * (size_t)s->n_seeds * M_N * sizeof *st.raw);
-    int rc = (out->rows && st.raw && out->models && out->model_owned)
+    if (s->all) {
+        size_t nm = (size_t)s->n_seeds * (size_t)s->n_workers;
+        out->seed_models = calloc(nm, sizeof *out->seed_models);
+        out->seed_owned = calloc(nm, 1);
+    }
+    int rc = (out->rows && st.raw && out->models && out->model_owned &&
+              (!s->all || (out->seed_models && out->seed_owned)))
                  ? 0 : eldr_errf(err, errlen, "grid: out of memory");
     if (rc == 0 && !s->all)
         rc = prepare_fixed(&st, err, errlen);
@@ -506,6 +540,11 @@ void grid_result_free(grid_result *r)
             model_free(r->models[i]);
     free(r->models);
     free(r->model_owned);
+    for (int i = 0; r->seed_models && i < r->n_seeds * r->n_models; i++)
+        if (r->seed_owned && r->seed_owned[i])
+            model_free(r->seed_models[i]);
+    free(r->seed_models);
+    free(r->seed_owned);
     memset(r, 0, sizeof *r);
 }
 

@@ -53,6 +53,9 @@ typedef struct grid_spec {
     const trace_t *eval;        /* the simulated rows */
     const trace_t *all;         /* NULL, or: redraw the split per seed (above) */
     split_spec split;           /* with all: mode, size, first seed */
+    const struct grid_result *reuse; /* with all: an earlier result over the same
+                                 * splits, fit options and seeds; a K it fitted
+                                 * is taken from it, not fitted again */
     const model_t *model;       /* may be NULL */
     model_fit_opts fit;         /* recipe for the fits (K is set per cell) */
     sim_config cfg;             /* base; seed i uses cfg.seed + i */
@@ -97,7 +100,8 @@ typedef struct grid_row {
     int best_baseline;          /* row index of that baseline, -1 */
 } grid_row;
 
-typedef struct grid_result {
+typedef struct grid_result grid_result;
+struct grid_result {
     grid_row *rows;             /* K-major, then rate, then baselines, taus
                                  * (eldr[, eldr-online] per tau) */
     int n;
@@ -107,8 +111,10 @@ typedef struct grid_result {
     int n_models;
     int resplit;                /* 1: each seed had its own split and fits
                                  * (models[] are the first seed's) */
+    model_t **seed_models;      /* resplit: [n_seeds][n_models], seeds >= 1 */
+    unsigned char *seed_owned;
     double seconds;             /* wall time of grid_run */
-} grid_result;
+};
 
 /* What a result's intervals cover, one phrase for every front end, e.g.
  * "95% CI over 5 seeds (1-5), each drawing its arrivals and its random
