@@ -200,11 +200,18 @@ static int ctx_resplit(const grid_spec *s, int si, grid_ctx *ctx, model_t **mode
     char why[ELDR_ERRLEN];
     if (split_make(s->all, &sp, &rows, why, sizeof why) < 0)
         return eldr_errf(err, errlen, "split seed %llu: %s", (unsigned long long)sp.seed, why);
-    int rc = rows.n_calib < 1 || rows.n_eval < 1
-                 ? eldr_errf(err, errlen, "split seed %llu: %lld calibration, %lld evaluation "
-                             "rows; both need rows", (unsigned long long)sp.seed,
-                             (long long)rows.n_calib, (long long)rows.n_eval)
-                 : split_apply(s->all, &rows, &ctx->own_calib, &ctx->own_eval, err, errlen);
+    int rc = 0;
+    if (rows.n_calib < 1 || rows.n_eval < 1)
+        rc = eldr_errf(err, errlen, "split seed %llu: %lld calibration, %lld evaluation rows; "
+                       "both need rows", (unsigned long long)sp.seed, (long long)rows.n_calib,
+                       (long long)rows.n_eval);
+    /* only what the fits and the simulator read: a fraction of the bytes */
+    else if (!(ctx->own_calib = trace_select_some(s->all, rows.calib, rows.n_calib,
+                                                  TRACE_DROP_TOKENS, err, errlen)) ||
+             !(ctx->own_eval = trace_select_some(s->all, rows.eval, rows.n_eval,
+                                                 TRACE_DROP_PROBS | TRACE_DROP_PREFILL, err,
+                                                 errlen)))
+        rc = -1;
     split_rows_free(&rows);
     if (rc < 0)
         return -1;
