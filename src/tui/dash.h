@@ -340,6 +340,13 @@ void dash_trail_add(dash_t *d);
  * g on d's one split. Returns 1 when it did. */
 int dash_grid_splits(const dash_t *d, grid_spec *g);
 
+/* Why routing cannot matter for the shown run, or NULL when it can: a
+ * mean batch of about 1 (every request decodes alone, so every policy
+ * steps alike), one worker, or a band that holds every worker (ELDR is
+ * then join-shortest-queue). The dashboard says this instead of printing
+ * changes of 0.0 +-0.0 as if they were measured. */
+const char *dash_irrelevant(const dash_t *d, char *buf, size_t n);
+
 /* "random (seed 1): 224 calibrate, 225 simulated", for the overview. */
 void dash_split_text(const dash_t *d, char *buf, size_t n);
 

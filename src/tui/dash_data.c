@@ -789,6 +789,24 @@ static int split(dash_t *d, trace_t *t, const model_t *m, char *err, size_t errl
     return rc < 0 || !d->calib || !d->eval ? -1 : 0;
 }
 
+const char *dash_irrelevant(const dash_t *d, char *buf, size_t n)
+{
+    const dash_sim *s = d->cur;
+    if (!s || d->live)
+        return NULL;
+    if (s->K <= 1)
+        snprintf(buf, n, "routing is moot: K 1, one worker takes every request");
+    else if (s->res.mean_batch < 1.5)
+        snprintf(buf, n, "routing is moot: mean batch %.1f, requests decode alone; raise "
+                 "the rate (--rate)", s->res.mean_batch);
+    else if (s->policy == ROUTE_ELDR && d->tau >= ROUTE_TAU_MAX)
+        snprintf(buf, n, "tau %.2f: the band holds every worker, ELDR is join-shortest-queue",
+                 d->tau);
+    else
+        return NULL;
+    return buf;
+}
+
 void dash_split_text(const dash_t *d, char *buf, size_t n)
 {
     char how[48];
