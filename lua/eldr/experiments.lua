@@ -155,7 +155,15 @@ function M.sweep(trace, opts)
       if opts.progress then opts.progress(done, cells) end
     end
   end
-  return rows, {split = split, seeds = opts.seeds or 1, calib_rows = #calib, eval_rows = #eval}
+  -- one split for the whole grid (each K is fitted once on it): its intervals
+  -- cover arrivals only; eldr.advise and eldr.simulate redraw the split per seed
+  local n = opts.seeds or 1
+  local covers = n < 2 and string.format("one seed (%d): no interval", seed)
+    or string.format("95%% CI over %d arrival seeds (%d-%d); one %s split: the split's own "
+                     .. "variation is not in it (eldr.advise redraws it per seed)", n, seed,
+                     seed + n - 1, split.mode)
+  return rows, {split = split, seeds = n, calib_rows = #calib, eval_rows = #eval,
+                ci_covers = covers, split_redrawn = false}
 end
 
 --- experiments.tau_grid(trace, {taus, model, workers, rate, ...}) -> rows:

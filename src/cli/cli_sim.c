@@ -23,6 +23,7 @@ int cli_split_option(const char *cmd, const char *opt, const char *arg, split_sp
         if (cli_parse_int(cmd, "--split-seed", arg, 0, INT64_MAX, &v))
             return CLI_BADINPUT;
         s->seed = (uint64_t)v;
+        s->pinned = 1;
         return 0;
     }
     /* --calib-split: a fraction when it has a '.' or an exponent, else a count */
@@ -33,11 +34,13 @@ int cli_split_option(const char *cmd, const char *opt, const char *arg, split_sp
         if (f <= 0 || f >= 1)
             return cli_fail(cmd, "--calib-split: fraction %g must be in (0, 1)", f);
         s->size = f;
+        s->size_given = 1;
         return 0;
     }
     if (cli_parse_int(cmd, "--calib-split", arg, 0, 1LL << 40, &v))
         return CLI_BADINPUT;
     s->size = (double)v;
+    s->size_given = 1;
     return 0;
 }
 

@@ -158,7 +158,7 @@ static int parse(int argc, char **argv, dash_args *a)
             a->st.K = (int)v;
             break;
         case O_TAU:
-            if (cli_parse_double(CMD, "--tau", optarg, 0, 2, &a->st.tau))
+            if (cli_parse_double(CMD, "--tau", optarg, 0, ROUTE_TAU_MAX, &a->st.tau))
                 return CLI_BADINPUT;
             break;
         case O_POLICY: {

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cli_sim.h"
 #include "err.h"
+#include "route.h"
 #include "import.h"
 #include "model.h"
 #include "sha256.h"
@@ -115,7 +116,7 @@ static int parse_options(int argc, char **argv, fit_args *a)
     while ((c = getopt_long(argc, argv, ":k:o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'k':
-            if (cli_parse_int(CMD, "-k", optarg, 1, 1 << 30, &v))
+            if (cli_parse_int(CMD, "-k", optarg, 1, ROUTE_MAX_WORKERS, &v))
                 return CLI_BADINPUT;
             a->o.K = (int)v;
             have_k = 1;
@@ -157,7 +158,7 @@ static int parse_options(int argc, char **argv, fit_args *a)
                 a->o.pairs = v;
             break;
         case O_TAU:
-            if (cli_parse_double(CMD, "--tau", optarg, 0, 1e9, &a->o.tau))
+            if (cli_parse_double(CMD, "--tau", optarg, 0, ROUTE_TAU_MAX, &a->o.tau))
                 return CLI_BADINPUT;
             break;
         case O_WORKERS: a->workers_arg = optarg; break;

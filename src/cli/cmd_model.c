@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "err.h"
+#include "route.h"
 #include "model.h"
 #include "trace.h"
 
@@ -160,7 +161,7 @@ int cmd_model(int argc, char **argv)
         switch (c) {
         case 'o': output = optarg; break;
         case O_TAU:
-            if (cli_parse_double(CMD, "--tau", optarg, 0, 1e9, &tau))
+            if (cli_parse_double(CMD, "--tau", optarg, 0, ROUTE_TAU_MAX, &tau))
                 return CLI_BADINPUT;
             break;
         case O_WORKERS: workers = optarg; break;

@@ -63,7 +63,8 @@ static void usage(void)
         "  --no-min2              turn off the min-two band rule\n"
         "  --rate R               Poisson arrivals at R requests/s\n"
         "  --concurrency C        closed loop: C requests in the system\n"
-        "                         (default without either: the trace's arrival_s)\n"
+        "                         (default without either: the trace's arrival_s, or\n"
+        "                         Poisson 20 req/s when it has none, said in the report)\n"
         "  --output-tokens N      tokens each request decodes (default: its\n"
         "                         decode_tokens)\n"
         "  --max-batch B          requests decoding at once per worker (default 256)\n"
@@ -116,6 +117,7 @@ typedef struct sim_args {
     int min2, json, require_full;
     split_spec split;
     int seeds;
+    int rate_default;          /* the trace has no arrival_s: SIM_DEFAULT_RATE */
     sim_config cfg;
     int modes[SIM_PREFIX_N_MODES], n_modes;   /* --prefix-mode, in cold..uncached order */
     int prefix_opts;                          /* a prefix option was given */
@@ -214,7 +216,7 @@ static int parse_options(int argc, char **argv, sim_args *a)
             a->workers = (int)v;
             break;
         case O_TAU:
-            if (cli_parse_double(CMD, "--tau", optarg, 0, 1e9, &a->tau))
+            if (cli_parse_double(CMD, "--tau", optarg, 0, ROUTE_TAU_MAX, &a->tau))
                 return CLI_BADINPUT;
             break;
         case O_NOMIN2: a->min2 = 0; break;
@@ -312,6 +314,9 @@ static int parse_options(int argc, char **argv, sim_args *a)
     a->trace = argv[optind];
     if (a->cfg.rate > 0 && a->cfg.concurrency > 0)
         return cli_fail(CMD, "--rate and --concurrency exclude each other");
+    /* one seed draws the arrivals and the split unless --split-seed pins it */
+    if (!a->split.pinned)
+        a->split.seed = a->cfg.seed;
     if (a->prefix_opts && !a->n_modes)
         return cli_fail(CMD, "--prefix-cache, --prefill-workers, --prefill-route and "
                         "--block-size need --prefix-mode");
@@ -452,6 +457,7 @@ static int prepare(sim_args *a, sim_inputs *in)
         return cli_fail(CMD, "%s: --prefix-mode: %s", a->trace, err);
     if (a->cost_path && cost_model_load(a->cost_path, &a->cfg.cost, err, sizeof err))
         return cli_fail(CMD, "--cost: %s", err);
+    a->rate_default = sim_default_arrivals(&a->cfg, in->all);
     if ((rc = split_trace(a, in)) || (rc = get_model(a, in)) || (rc = label_shares(a, in)))
         return rc;
     in->tau = isfinite(a->tau) ? a->tau : in->model ? in->model->tau : MODEL_TAU_DEFAULT;
@@ -660,6 +666,22 @@ static void seeds_progress(void *ctx, int64_t done, int64_t total)
     cli_progress_update(ctx, (double)done / (double)total);
 }
 
+/* Redraw the split per seed: not with a given model (its centroids fix
+ * the calibration) nor a pinned, head or empty split. */
+static int resplit(const sim_args *a)
+{
+    return !a->model_path && grid_should_resplit(&a->split, a->seeds);
+}
+
+/* What the intervals cover, for the reports. */
+static void ci_covers(const sim_args *a, char *buf, size_t n)
+{
+    grid_ci_covers(a->seeds, a->cfg.seed, resplit(a), &a->split,
+                   a->model_path && grid_should_resplit(&a->split, a->seeds)
+                       ? "one split (the model is given: its centroids fix the calibration)"
+                       : NULL, buf, n);
+}
+
 /* --seeds N: the same policies under N seeds on the grid engine (the
  * first seed repeats the detailed run), for means and CIs. */
 static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
@@ -672,6 +694,14 @@ static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
     g.model = in->model;
     g.cfg = a->cfg;
     g.n_seeds = a->seeds;
+    if (resplit(a)) {          /* each seed its own split and fit, as the first */
+        g.all = in->all;
+        g.split = a->split;
+        model_fit_opts_default(&g.fit, in->K);
+        g.fit.seed = a->cfg.seed;
+        if (!in->all->decode_counts)
+            g.fit.layers = MODEL_LAYERS_ALL;
+    }
     g.workers[0] = in->K;
     g.n_workers = 1;
     g.n_base = 0;
@@ -730,9 +760,13 @@ static double change_pct(const run_set *rs, int i)
 
 /* ---- reports ---- */
 
-static const char *arrivals_text(const sim_config *c, char *buf, size_t len)
+static const char *arrivals_text(const sim_args *a, char *buf, size_t len)
 {
-    if (c->arrivals == SIM_ARRIVE_POISSON)
+    const sim_config *c = &a->cfg;
+    if (c->arrivals == SIM_ARRIVE_POISSON && a->rate_default)
+        snprintf(buf, len, "Poisson %g req/s (the default: the trace has no arrival_s; "
+                 "--rate R)", c->rate);
+    else if (c->arrivals == SIM_ARRIVE_POISSON)
         snprintf(buf, len, "Poisson %g req/s", c->rate);
     else if (c->arrivals == SIM_ARRIVE_CLOSED)
         snprintf(buf, len, "closed loop, concurrency %d", c->concurrency);
@@ -803,14 +837,18 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
     char arr[96];
     char split[160];
     split_describe(&in->rows, split, sizeof split);
-    printf("sim: %s, %lld requests simulated; %s\n", a->trace, (long long)w->n, split);
+    printf("sim: %s, %lld requests simulated; %s%s\n", a->trace, (long long)w->n, split,
+           resplit(a) ? " (the first seed's; each seed draws its own)" : "");
     printf("workers %d, max batch %d, %s, tokens %s, activations %s, seed %llu", in->K,
-           a->cfg.max_batch, arrivals_text(&a->cfg, arr, sizeof arr),
+           a->cfg.max_batch, arrivals_text(a, arr, sizeof arr),
            a->cfg.output_tokens ? "fixed" : "from trace",
            w->recorded ? "recorded" : "sampled", (unsigned long long)a->cfg.seed);
-    if (a->seeds > 1)
-        printf(" to %llu (%d seeds: means, 95%% CI over seeds)",
-               (unsigned long long)a->cfg.seed + (unsigned long long)a->seeds - 1, a->seeds);
+    if (a->seeds > 1) {
+        char cov[256];
+        ci_covers(a, cov, sizeof cov);
+        printf(" to %llu: means, %s",
+               (unsigned long long)a->cfg.seed + (unsigned long long)a->seeds - 1, cov);
+    }
     printf("\n");
     if (in->model)
         printf("model: %s (%s, %d of %d layers), tau %g, min2 %s\n",
@@ -951,7 +989,12 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
     json_object_set_new(o, "calib_rows", json_integer(in->n_calib));
     json_object_set_new(o, "split", cli_split_json(&in->rows));
     json_object_set_new(o, "seeds", json_integer(a->seeds));
-    json_object_set_new(o, "arrivals", json_string(arrivals_text(&a->cfg, arr, sizeof arr)));
+    char cov[256];
+    ci_covers(a, cov, sizeof cov);
+    json_object_set_new(o, "ci_covers", json_string(cov));
+    json_object_set_new(o, "split_redrawn", json_boolean(resplit(a)));
+    json_object_set_new(o, "arrivals", json_string(arrivals_text(a, arr, sizeof arr)));
+    json_object_set_new(o, "rate_default", json_boolean(a->rate_default));
     json_object_set_new(o, "max_batch", json_integer(a->cfg.max_batch));
     json_object_set_new(o, "activations", json_string(w->recorded ? "recorded" : "sampled"));
     json_object_set_new(o, "seed", json_integer((json_int_t)a->cfg.seed));

@@ -46,6 +46,8 @@ typedef struct sweep_opts {
     int online;                /* --online: eldr-online beside eldr at each tau */
     double refit_every, refit_window;
     long long output_tokens, max_batch, seed, seeds, threads;
+    double min_gain;           /* advise: the least worthwhile gain, percent */
+    int rate_default;          /* no --rate and no arrival_s: SIM_DEFAULT_RATE */
 } sweep_opts;
 
 static void usage(int advise)
@@ -55,13 +57,16 @@ static void usage(int advise)
                "                  [--seeds N] [--json] [options]\n"
                "\n"
                "Which tau and K for this workload? Simulates the tau x K (x rate) grid of\n"
-               "ELDR against the baselines on the held-out rows, under N arrival and\n"
-               "activation seeds, and recommends the setting with the best TPOT p50 whose\n"
-               "improvement over the best baseline is beyond noise (its 95%% confidence\n"
-               "interval lies below 0); among settings as good within noise, the one with\n"
-               "the best worst case. When no ELDR setting beats the best baseline beyond\n"
-               "noise, it says so and recommends that baseline. See docs/advise.md.\n"
-               "\n");
+               "ELDR against the baselines on the held-out rows, under N seeds (each with\n"
+               "its own arrivals and calibration split), and recommends the ELDR setting\n"
+               "whose whole improvement interval - 95%%, Bonferroni-corrected over the\n"
+               "ELDR settings tried - beats the best baseline by at least --min-gain; of\n"
+               "those, the best worst case. Otherwise it says \"keep <baseline>\", with the\n"
+               "closest setting and why it fell short. Then it reruns the pick at half and\n"
+               "twice the rate and at the trace's shortest output length, and says where\n"
+               "it stops holding. See docs/advise.md.\n"
+               "\n"
+               "  --min-gain PCT         the least TPOT p50 gain worth acting on (default 1.0)\n");
     else
         printf("usage: eldr sweep TRACE [-m MODEL] [--tau LIST] [--workers LIST] [--rate LIST]\n"
                "                 [--seeds N] [--csv FILE] [--json] [options]\n"
@@ -77,7 +82,8 @@ static void usage(int advise)
            "                         0,0.05,0.1,0.2)\n"
            "  --workers LIST         decode workers K (default the model's K; %s)\n"
            "  --rate LIST            Poisson arrivals, requests/s; without it the trace's\n"
-           "                         arrival_s are replayed\n"
+           "                         arrival_s are replayed, or, when it has none,\n"
+           "                         Poisson 20 req/s (said in the report)\n"
            "  --seeds N              arrival/activation seeds --seed, --seed+1, ... (default\n"
            "                         %d); with N >= 2 each result has a 95%% confidence\n"
            "                         interval over the seeds\n"
@@ -171,14 +177,15 @@ static int parse_workers(const char *s, sweep_opts *o)
 
 enum { O_TAU = 256, O_WORKERS, O_RATE, O_SPLIT, O_SPLITMODE, O_SPLITSEED, O_VARIANT, O_LAYERS,
        O_BASE, O_OUT, O_BATCH, O_COST, O_NOMIN2, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_JSON,
-       O_ONLINE, O_REVERY, O_RWINDOW };
+       O_ONLINE, O_REVERY, O_RWINDOW, O_MINGAIN };
 
 static int parse_option(int c, const char *arg, sweep_opts *o)
 {
     const char *cmd = o->cmd;
     switch (c) {
     case 'm': o->model = arg; return 0;
-    case O_TAU: return parse_double_list(cmd, "--tau", arg, 0, 1e9, o->tau, &o->n_tau);
+    case O_TAU: return parse_double_list(cmd, "--tau", arg, 0, ROUTE_TAU_MAX, o->tau,
+                                              &o->n_tau);
     case O_WORKERS: return parse_workers(arg, o);
     case O_RATE: return parse_double_list(cmd, "--rate", arg, 1e-9, 1e9, o->rate, &o->n_rate);
     case O_SPLIT: return cli_split_option(cmd, "--calib-split", arg, &o->split);
@@ -206,6 +213,7 @@ static int parse_option(int c, const char *arg, sweep_opts *o)
     case O_REVERY: return cli_parse_double(cmd, "--refit-every", arg, 1e-6, 1e9, &o->refit_every);
     case O_RWINDOW:
         return cli_parse_double(cmd, "--refit-window", arg, 1e-6, 1e9, &o->refit_window);
+    case O_MINGAIN: return cli_parse_double(cmd, "--min-gain", arg, 0, 100, &o->min_gain);
     }
     return CLI_BADINPUT;
 }
@@ -227,6 +235,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
         {"csv", required_argument, 0, O_CSV}, {"json", no_argument, 0, O_JSON},
         {"online", no_argument, 0, O_ONLINE}, {"refit-every", required_argument, 0, O_REVERY},
         {"refit-window", required_argument, 0, O_RWINDOW},
+        {"min-gain", required_argument, 0, O_MINGAIN},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->advise = advise;
@@ -240,6 +249,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
     o->layers_arg = "auto";
     o->refit_every = ONLINE_DEFAULT_EVERY;
     o->refit_window = ONLINE_DEFAULT_WINDOW;
+    o->min_gain = 1.0;
     parse_baselines("jsq,rr,p2c", o);
     opterr = 0;
     optind = 1;
@@ -251,7 +261,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
         }
         if (c == ':')
             return cli_usage_error(o->cmd, "option '%s' needs a value", argv[optind - 1]);
-        if (c == '?' || (c == O_CSV && advise))
+        if (c == '?' || (c == O_CSV && advise) || (c == O_MINGAIN && !advise))
             return cli_usage_error(o->cmd, "unknown option '%s'", argv[optind - 1]);
         int rc = parse_option(c, optarg, o);
         if (rc)
@@ -264,6 +274,9 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
     o->trace = argv[optind];
     if (o->split.size == 0)
         return cli_fail(o->cmd, "--calib-split 0: the grid needs calibration rows to fit on");
+    /* one seed draws the arrivals and the split unless --split-seed pins it */
+    if (!o->split.pinned)
+        o->split.seed = (uint64_t)o->seed;
     if (advise && o->seeds < 2)
         return cli_fail(o->cmd, "--seeds %lld: advise needs at least 2 seeds to tell a "
                         "difference from noise", o->seeds);
@@ -408,7 +421,7 @@ static int write_csv(const char *path, const grid_result *g, char *err, size_t e
     return atomic_file_commit(&out, err, errlen);
 }
 
-static json_t *row_json(const grid_row *r)
+static json_t *row_json(const grid_row *r, int n_compared)
 {
     json_t *o = json_pack("{s:i, s:s}", "workers", r->K, "policy", route_kind_name(r->kind));
     json_object_set_new(o, "K", json_integer(r->K));
@@ -418,63 +431,21 @@ static json_t *row_json(const grid_row *r)
     json_object_set_new(o, "vs_best_pct", cli_num_json(r->vs_best_pct.mean));
     json_object_set_new(o, "vs_best_pct_ci95", cli_ci_json(&r->vs_best_pct));
     json_object_set_new(o, "distinct_vs_best_pct", cli_num_json(r->distinct_vs_best_pct.mean));
+    json_object_set_new(o, "p99_vs_best_pct", cli_num_json(r->p99_vs_best_pct.mean));
+    json_object_set_new(o, "tokens_per_s_vs_best_pct", cli_num_json(r->tps_vs_best_pct.mean));
+    if (n_compared > 0 && route_kind_has_centroids(r->kind)) {
+        grid_stat adj;
+        grid_bonferroni(r, n_compared, &adj);
+        json_object_set_new(o, "vs_best_pct_ci95_corrected", cli_ci_json(&adj));
+    }
     return o;
-}
-
-static void print_json(const sweep_opts *o, const grid_result *g, const split_rows *rows,
-                       const grid_advice *a, const char *sentence)
-{
-    json_t *grid = json_array();
-    for (int i = 0; i < g->n; i++)
-        json_array_append_new(grid, row_json(&g->rows[i]));
-    json_t *root = json_object();
-    json_object_set_new(root, "split", cli_split_json(rows));
-    json_object_set_new(root, "calib_rows", json_integer(rows->n_calib));
-    json_object_set_new(root, "eval_rows", json_integer(rows->n_eval));
-    json_object_set_new(root, "seeds", json_integer(g->n_seeds));
-    json_object_set_new(root, "first_seed", json_integer(o->seed));
-    json_object_set_new(root, "seconds", json_real(g->seconds));
-    const model_t *m = NULL;
-    for (int i = 0; i < g->n_models && !m; i++)
-        m = g->models[i];
-    if (m) {
-        json_t *mask = json_array();
-        for (int i = 0; i < m->recipe.n_layers; i++)
-            json_array_append_new(mask, json_integer(m->recipe.layers[i]));
-        json_object_set_new(root, "variant", json_string(sig_variant_name(m->recipe.variant)));
-        json_object_set_new(root, "mask", mask);
-    }
-    if (a) {
-        const grid_row *r = &g->rows[a->row];
-        json_t *rec = json_object();
-        json_object_set_new(rec, "policy", json_string(route_kind_name(r->kind)));
-        json_object_set_new(rec, "tau", cli_num_json(r->tau));
-        json_object_set_new(rec, "workers", json_integer(r->K));
-        json_object_set_new(rec, "rate", r->rate > 0 ? json_real(r->rate) : json_string("trace"));
-        json_object_set_new(rec, "tpot_p50_ms", cli_num_json(r->tpot_p50.mean));
-        json_object_set_new(rec, "tpot_p50_ms_ci95", cli_ci_json(&r->tpot_p50));
-        json_object_set_new(rec, "vs_best_baseline_pct", cli_num_json(r->vs_best_pct.mean));
-        json_object_set_new(rec, "ci95", cli_ci_json(&r->vs_best_pct));
-        json_object_set_new(rec, "best_baseline",
-                            r->best_baseline >= 0
-                                ? json_string(route_kind_name(g->rows[r->best_baseline].kind))
-                                : json_null());
-        json_object_set_new(rec, "eldr_beats_baseline", json_boolean(a->eldr_wins));
-        json_object_set_new(rec, "grid_index", json_integer(a->row));
-        json_object_set_new(rec, "sentence", json_string(sentence));
-        json_object_set_new(root, "recommendation", rec);
-        json_object_set_new(root, "grid", grid);
-    } else {
-        json_object_set_new(root, "rows", grid);
-        json_object_set_new(root, "csv", o->csv ? json_string(o->csv) : json_null());
-    }
-    cli_print_json(root);
 }
 
 /* ---- main ---- */
 
 typedef struct sweep_state {
     trace_t *t, *calib, *eval;
+    int32_t shortest;           /* the trace's shortest decode_tokens, 0 */
     split_rows rows;
     model_t *file_model;
     int *layer_list;
@@ -492,6 +463,8 @@ static void state_free(sweep_state *s)
     free(s->layer_list);
     grid_result_free(&s->g);
 }
+
+static int32_t shortest_output(const trace_t *t);
 
 static int load_inputs(sweep_opts *o, sweep_state *s, char *err, size_t errlen)
 {
@@ -524,8 +497,11 @@ static int load_inputs(sweep_opts *o, sweep_state *s, char *err, size_t errlen)
         memcpy(o->tau, def, sizeof def);
         o->n_tau = 4;
     }
-    if (!o->n_rate && !s->t->arrival_s)
-        return cli_fail(cmd, "--rate: %s has no arrival_s; give the rates", o->trace);
+    if (!o->n_rate && !s->t->arrival_s) {   /* the one default of every command */
+        o->rate[o->n_rate++] = SIM_DEFAULT_RATE;
+        o->rate_default = 1;
+    }
+    s->shortest = shortest_output(s->t);
     rc = cli_split(cmd, s->t, &o->split, 0, &s->rows, &s->calib, &s->eval);
     if (rc)
         return rc;
@@ -535,8 +511,10 @@ static int load_inputs(sweep_opts *o, sweep_state *s, char *err, size_t errlen)
                             o->workers[i], (long long)s->rows.n_calib);
     if (o->advise || o->model)   /* sweep refits; the warning is for a model's recipe */
         cli_warn_in_sample(cmd, o->trace, o->model, s->file_model, s->t, &s->rows);
-    trace_free(s->t);
-    s->t = NULL;
+    if (!grid_should_resplit(&o->split, (int)o->seeds)) {
+        trace_free(s->t);      /* the seeds share one split: the rows are copied */
+        s->t = NULL;
+    }
     return 0;
 }
 
@@ -545,34 +523,45 @@ static void grid_progress(void *ctx, int64_t done, int64_t total)
     cli_progress_update(ctx, (double)done / (double)total);
 }
 
+/* The grid of the options; the regime reruns change a copy. */
+static void make_spec(const sweep_opts *o, const sweep_state *s, const model_fit_opts *fo,
+                      grid_spec *g)
+{
+    grid_spec_default(g);
+    g->calib = s->calib;
+    g->eval = s->eval;
+    if (s->t) {                 /* kept: each seed draws its own split */
+        g->all = s->t;
+        g->split = o->split;
+    }
+    g->fit = *fo;
+    g->cfg.cost = s->cost;
+    g->cfg.seed = (uint64_t)o->seed;
+    g->cfg.max_batch = (int)o->max_batch;
+    g->cfg.output_tokens = (int32_t)o->output_tokens;
+    g->n_seeds = (int)o->seeds;
+    g->n_workers = o->n_workers;
+    for (int i = 0; i < o->n_workers; i++)
+        g->workers[i] = (int)o->workers[i];
+    g->n_rates = o->n_rate;
+    memcpy(g->rates, o->rate, sizeof o->rate);
+    g->n_taus = o->n_tau;
+    memcpy(g->taus, o->tau, sizeof o->tau);
+    g->n_base = o->n_base;
+    for (int i = 0; i < o->n_base; i++)
+        g->baselines[i] = (route_kind)o->baselines[i];
+    g->min2 = o->min2;
+    g->online = o->online;
+    g->cfg.refit_every = o->refit_every;
+    g->cfg.refit_window = o->refit_window;
+    g->threads = (int)o->threads;
+}
+
 static int run_grid(const sweep_opts *o, sweep_state *s, const model_fit_opts *fo, char *err,
                     size_t errlen)
 {
     grid_spec g;
-    grid_spec_default(&g);
-    g.calib = s->calib;
-    g.eval = s->eval;
-    g.fit = *fo;
-    g.cfg.cost = s->cost;
-    g.cfg.seed = (uint64_t)o->seed;
-    g.cfg.max_batch = (int)o->max_batch;
-    g.cfg.output_tokens = (int32_t)o->output_tokens;
-    g.n_seeds = (int)o->seeds;
-    g.n_workers = o->n_workers;
-    for (int i = 0; i < o->n_workers; i++)
-        g.workers[i] = (int)o->workers[i];
-    g.n_rates = o->n_rate;
-    memcpy(g.rates, o->rate, sizeof o->rate);
-    g.n_taus = o->n_tau;
-    memcpy(g.taus, o->tau, sizeof o->tau);
-    g.n_base = o->n_base;
-    for (int i = 0; i < o->n_base; i++)
-        g.baselines[i] = (route_kind)o->baselines[i];
-    g.min2 = o->min2;
-    g.online = o->online;
-    g.cfg.refit_every = o->refit_every;
-    g.cfg.refit_window = o->refit_window;
-    g.threads = (int)o->threads;
+    make_spec(o, s, fo, &g);
     cli_progress bar;
     cli_progress_start(&bar, o->cmd);
     g.progress = grid_progress;
@@ -584,6 +573,182 @@ static int run_grid(const sweep_opts *o, sweep_state *s, const model_fit_opts *f
     return 0;
 }
 
+/* ---- advise: where the recommendation holds ---- */
+
+/* One condition the pick is rerun under: half or twice its rate, or the
+ * trace's shortest output length. */
+typedef struct regime {
+    char what[48];             /* "30 req/s (1/2 x)", "output 128 tokens" */
+    const char *key;           /* JSON: half_rate, double_rate, shortest_output */
+    double rate;               /* req/s, 0: the trace's arrivals */
+    int32_t output_tokens;     /* 0: the trace's */
+    int ran;                   /* 0: not applicable (skip says why) */
+    char skip[96];
+    grid_stat vs;              /* the pick's change vs the best baseline there */
+    route_kind best;
+    int holds;                 /* the whole 95% interval gains >= min gain */
+} regime;
+
+#define N_REGIMES 3
+
+static int32_t shortest_output(const trace_t *t)
+{
+    int32_t m = 0;
+    for (int64_t i = 0; t && t->decode_tokens && i < t->n; i++)
+        if (t->decode_tokens[i] > 0 && (m == 0 || t->decode_tokens[i] < m))
+            m = t->decode_tokens[i];
+    return m;
+}
+
+/* Rerun ELDR row e of the grid (its K, tau, kind) beside the baselines
+ * under condition r; one pre-chosen comparison, so the plain 95% CI. */
+static int run_regime(const sweep_opts *o, sweep_state *s, const model_fit_opts *fo,
+                      const grid_row *e, regime *r, char *err, size_t errlen)
+{
+    grid_spec g;
+    make_spec(o, s, fo, &g);
+    g.n_workers = 1;
+    g.workers[0] = e->K;
+    g.n_taus = 1;
+    g.taus[0] = e->tau;
+    g.online = e->kind == ROUTE_ELDR_ONLINE;
+    g.n_rates = r->rate > 0 ? 1 : 0;
+    g.rates[0] = r->rate;
+    if (r->output_tokens)
+        g.cfg.output_tokens = r->output_tokens;
+    g.reuse = &s->g;            /* the same splits and fits: not fitted again */
+    grid_result res;
+    if (grid_run(&g, &res, err, errlen) < 0)
+        return cli_fail(o->cmd, "%s: regime %s: %s", o->trace, r->what, err);
+    for (int i = 0; i < res.n; i++)
+        if (res.rows[i].kind == e->kind && res.rows[i].best_baseline >= 0) {
+            r->vs = res.rows[i].vs_best_pct;
+            r->best = res.rows[res.rows[i].best_baseline].kind;
+            r->holds = grid_gains(&r->vs, o->min_gain);
+            r->ran = 1;
+        }
+    grid_result_free(&res);
+    return 0;
+}
+
+static int run_regimes(const sweep_opts *o, sweep_state *s, const model_fit_opts *fo,
+                       const grid_row *e, regime *rg)
+{
+    char err[ELDR_ERRLEN];
+    memset(rg, 0, N_REGIMES * sizeof *rg);
+    rg[0].key = "half_rate";
+    rg[1].key = "double_rate";
+    rg[2].key = "shortest_output";
+    for (int i = 0; i < 2; i++) {
+        rg[i].rate = e->rate * (i ? 2 : 0.5);
+        snprintf(rg[i].what, sizeof rg[i].what, "%g req/s (%s)", rg[i].rate, i ? "2 x" : "1/2 x");
+        if (e->rate <= 0)
+            snprintf(rg[i].skip, sizeof rg[i].skip, "the trace's own arrivals: give --rate to "
+                     "vary the rate");
+    }
+    int32_t shortest = s->shortest;
+    rg[2].rate = e->rate;
+    rg[2].output_tokens = shortest;
+    snprintf(rg[2].what, sizeof rg[2].what, "output %d tokens", (int)shortest);
+    if (shortest <= 0)
+        snprintf(rg[2].skip, sizeof rg[2].skip, "the trace has no decode_tokens");
+    else if (o->output_tokens && o->output_tokens <= shortest)
+        snprintf(rg[2].skip, sizeof rg[2].skip, "--output-tokens %lld is already as short",
+                 o->output_tokens);
+    for (int i = 0; i < N_REGIMES; i++) {
+        if (rg[i].skip[0])
+            continue;
+        int rc = run_regime(o, s, fo, e, &rg[i], err, sizeof err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Where the pick holds, in one line: "holds at 60 req/s with the
+ * trace's output lengths; stops holding at 30 req/s (1/2 x)". */
+static void regime_summary(const sweep_opts *o, const grid_row *e, int wins, const regime *rg,
+                           char *buf, size_t n)
+{
+    char rate[48], fails[160] = "", gains[160] = "";
+    if (e->rate > 0)
+        snprintf(rate, sizeof rate, "%g req/s", e->rate);
+    else
+        snprintf(rate, sizeof rate, "the trace's arrivals");
+    for (int i = 0; i < N_REGIMES; i++) {
+        if (!rg[i].ran)
+            continue;
+        char *dst = rg[i].holds ? gains : fails;
+        size_t len = strlen(dst);
+        snprintf(dst + len, sizeof fails - len, "%s%s", len ? ", " : "", rg[i].what);
+    }
+    const char *out = o->output_tokens ? "the given output length" : "the trace's output lengths";
+    if (wins && fails[0])
+        snprintf(buf, n, "holds at %s with %s; stops holding at %s", rate, out, fails);
+    else if (wins)
+        snprintf(buf, n, "holds at %s with %s%s%s", rate, out, gains[0] ? ", and at " : "",
+                 gains);
+    else
+        snprintf(buf, n, "no gain of %.1f%% at %s with %s%s%s", o->min_gain, rate, out,
+                 gains[0] ? "; the closest setting would hold at " : "", gains);
+}
+
+static void print_regimes(const sweep_opts *o, const grid_result *g, const grid_advice *a,
+                          const regime *rg)
+{
+    const grid_row *e = &g->rows[a->closest_eldr];
+    printf("regime of %stau %g, K %d (%s; rerun beside the baselines, 95%% CI over %d seeds; "
+           "holds = the whole interval at least %.1f%% better):\n",
+           a->eldr_wins ? "" : "the closest, ", e->tau, e->K,
+           e->kind == ROUTE_ELDR_ONLINE ? "eldr-online" : "eldr", g->n_seeds, o->min_gain);
+    for (int i = 0; i < N_REGIMES; i++) {
+        if (!rg[i].ran) {
+            printf("  %-22s -  (%s)\n", rg[i].what, rg[i].skip[0] ? rg[i].skip : "no result");
+            continue;
+        }
+        char ci[32];
+        fmt_pm(ci, sizeof ci, &rg[i].vs, "%.1f");
+        printf("  %-22s TPOT p50 %+.1f%% %s vs %s: %s\n", rg[i].what, rg[i].vs.mean, ci,
+               route_kind_name(rg[i].best), rg[i].holds ? "holds" : "does not hold");
+    }
+    char sum[400];
+    regime_summary(o, e, a->eldr_wins, rg, sum, sizeof sum);
+    printf("  %s\n", sum);
+}
+
+static json_t *regimes_json(const sweep_opts *o, const grid_result *g, const grid_advice *a,
+                            const regime *rg)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < N_REGIMES; i++) {
+        json_t *r = json_object();
+        json_object_set_new(r, "condition", json_string(rg[i].key));
+        json_object_set_new(r, "text", json_string(rg[i].what));
+        json_object_set_new(r, "rate", rg[i].rate > 0 ? json_real(rg[i].rate)
+                                                      : json_string("trace"));
+        json_object_set_new(r, "output_tokens", rg[i].output_tokens
+                                                    ? json_integer(rg[i].output_tokens)
+                                                    : json_string("trace"));
+        json_object_set_new(r, "ran", json_boolean(rg[i].ran));
+        if (rg[i].ran) {
+            json_object_set_new(r, "vs_best_baseline_pct", cli_num_json(rg[i].vs.mean));
+            json_object_set_new(r, "ci95", cli_ci_json(&rg[i].vs));
+            json_object_set_new(r, "best_baseline", json_string(route_kind_name(rg[i].best)));
+            json_object_set_new(r, "holds", json_boolean(rg[i].holds));
+        } else {
+            json_object_set_new(r, "why_not", json_string(rg[i].skip));
+        }
+        json_array_append_new(arr, r);
+    }
+    char sum[400];
+    regime_summary(o, &g->rows[a->closest_eldr], a->eldr_wins, rg, sum, sizeof sum);
+    json_t *o2 = json_object();
+    json_object_set_new(o2, "setting", json_integer(a->closest_eldr));
+    json_object_set_new(o2, "conditions", arr);
+    json_object_set_new(o2, "text", json_string(sum));
+    return o2;
+}
+
 static void print_footer(const sweep_opts *o, const sweep_state *s)
 {
     char d[160];
@@ -591,14 +756,143 @@ static void print_footer(const sweep_opts *o, const sweep_state *s)
     const model_t *m = NULL;
     for (int i = 0; i < s->g.n_models && !m; i++)
         m = s->g.models[i];
-    printf("%s; %d seed%s from %lld%s", d, s->g.n_seeds, s->g.n_seeds == 1 ? "" : "s",
-           o->seed, s->g.n_seeds == 1 ? " (one seed: no confidence interval; --seeds 5)" : "");
+    char cov[256];
+    grid_ci_covers(s->g.n_seeds, (uint64_t)o->seed, s->g.resplit, &o->split, NULL, cov,
+                   sizeof cov);
+    printf("%s%s; %s%s", d, s->g.resplit ? " (the first seed's)" : "", cov,
+           s->g.n_seeds == 1 ? " (--seeds 5 for one)" : "");
     if (m)
         printf("; variant %s, %d layers", sig_variant_name(m->recipe.variant),
                m->recipe.n_layers);
     if (o->csv)
         printf("; csv %s", o->csv);
     printf("; %.2f s\n", s->g.seconds);
+    if (o->rate_default)
+        printf("rate: %g req/s, the default (%s has no arrival_s; --rate LIST to change)\n",
+               SIM_DEFAULT_RATE, o->trace);
+}
+
+/* What advise prints beside the grid. */
+typedef struct advise_out {
+    grid_advice a;
+    char sentence[768], why[400], conditions[600];
+    regime rg[N_REGIMES];
+    int have_regime;
+} advise_out;
+
+static void print_json(const sweep_opts *o, const grid_result *g, const split_rows *rows,
+                       const advise_out *ad)
+{
+    const grid_advice *a = ad ? &ad->a : NULL;
+    json_t *grid = json_array();
+    for (int i = 0; i < g->n; i++)
+        json_array_append_new(grid, row_json(&g->rows[i], a ? a->n_compared : 0));
+    json_t *root = json_object();
+    json_object_set_new(root, "split", cli_split_json(rows));
+    json_object_set_new(root, "calib_rows", json_integer(rows->n_calib));
+    json_object_set_new(root, "eval_rows", json_integer(rows->n_eval));
+    json_object_set_new(root, "seeds", json_integer(g->n_seeds));
+    json_object_set_new(root, "first_seed", json_integer(o->seed));
+    char cov[256];
+    grid_ci_covers(g->n_seeds, (uint64_t)o->seed, g->resplit, &o->split, NULL, cov, sizeof cov);
+    json_object_set_new(root, "ci_covers", json_string(cov));
+    json_object_set_new(root, "split_redrawn", json_boolean(g->resplit));
+    json_object_set_new(root, "rate_default", json_boolean(o->rate_default));
+    json_object_set_new(root, "seconds", json_real(g->seconds));
+    const model_t *m = NULL;
+    for (int i = 0; i < g->n_models && !m; i++)
+        m = g->models[i];
+    if (m) {
+        json_t *mask = json_array();
+        for (int i = 0; i < m->recipe.n_layers; i++)
+            json_array_append_new(mask, json_integer(m->recipe.layers[i]));
+        json_object_set_new(root, "variant", json_string(sig_variant_name(m->recipe.variant)));
+        json_object_set_new(root, "mask", mask);
+    }
+    if (a) {
+        const grid_row *r = &g->rows[a->row];
+        json_t *rec = json_object();
+        json_object_set_new(rec, "policy", json_string(route_kind_name(r->kind)));
+        json_object_set_new(rec, "tau", cli_num_json(r->tau));
+        json_object_set_new(rec, "workers", json_integer(r->K));
+        json_object_set_new(rec, "rate", r->rate > 0 ? json_real(r->rate) : json_string("trace"));
+        json_object_set_new(rec, "tpot_p50_ms", cli_num_json(r->tpot_p50.mean));
+        json_object_set_new(rec, "tpot_p50_ms_ci95", cli_ci_json(&r->tpot_p50));
+        json_object_set_new(rec, "vs_best_baseline_pct", cli_num_json(r->vs_best_pct.mean));
+        json_object_set_new(rec, "ci95", cli_ci_json(&r->vs_best_pct));
+        json_object_set_new(rec, "best_baseline",
+                            r->best_baseline >= 0
+                                ? json_string(route_kind_name(g->rows[r->best_baseline].kind))
+                                : json_null());
+        json_object_set_new(rec, "eldr_beats_baseline", json_boolean(a->eldr_wins));
+        json_object_set_new(rec, "grid_index", json_integer(a->row));
+        json_object_set_new(rec, "sentence", json_string(ad->sentence));
+        json_object_set_new(rec, "why", json_string(ad->why));
+        json_object_set_new(rec, "conditions", json_string(ad->conditions));
+        json_object_set_new(rec, "tpot_p99_ms", cli_num_json(r->tpot_p99.mean));
+        json_object_set_new(rec, "tokens_per_s", cli_num_json(r->tokens_per_s.mean));
+        json_object_set_new(rec, "min_gain_pct", json_real(a->min_gain_pct));
+        json_object_set_new(rec, "correction", json_string("bonferroni"));
+        json_object_set_new(rec, "comparisons", json_integer(a->n_compared));
+        json_object_set_new(rec, "closest_eldr", a->closest_eldr >= 0
+                                                     ? json_integer(a->closest_eldr)
+                                                     : json_null());
+        if (a->closest_eldr >= 0) {
+            const grid_row *e = &g->rows[a->closest_eldr];
+            json_object_set_new(rec, "eldr_ci95_corrected", cli_ci_json(&a->adj));
+            json_object_set_new(rec, "eldr_vs_best_baseline_pct", cli_num_json(e->vs_best_pct.mean));
+            json_object_set_new(rec, "eldr_p99_vs_best_pct", cli_num_json(e->p99_vs_best_pct.mean));
+            json_object_set_new(rec, "eldr_tokens_per_s_vs_best_pct",
+                                cli_num_json(e->tps_vs_best_pct.mean));
+        }
+        json_object_set_new(root, "recommendation", rec);
+        json_object_set_new(root, "min_gain_pct", json_real(a->min_gain_pct));
+        json_object_set_new(root, "grid", grid);
+        if (ad->have_regime)
+            json_object_set_new(root, "regime", regimes_json(o, g, a, ad->rg));
+    } else {
+        json_object_set_new(root, "rows", grid);
+        json_object_set_new(root, "csv", o->csv ? json_string(o->csv) : json_null());
+    }
+    cli_print_json(root);
+}
+
+/* The conditions the grid's numbers hold under, in one line. */
+static void conditions_text(const sweep_opts *o, const grid_result *g, const grid_row *r,
+                            char *buf, size_t n)
+{
+    char rate[80], cov[256], out[48];
+    if (r->rate > 0)
+        snprintf(rate, sizeof rate, "Poisson %g req/s%s", r->rate,
+                 o->rate_default ? " (the default: no arrival_s)" : "");
+    else
+        snprintf(rate, sizeof rate, "the trace's arrivals");
+    if (o->output_tokens)
+        snprintf(out, sizeof out, "%lld output tokens each", o->output_tokens);
+    else
+        snprintf(out, sizeof out, "the trace's output lengths");
+    grid_ci_covers(g->n_seeds, (uint64_t)o->seed, g->resplit, &o->split, NULL, cov, sizeof cov);
+    snprintf(buf, n, "%s, %s, K %d, max batch %lld; %s", rate, out, r->K, o->max_batch, cov);
+}
+
+static int advise_run(const sweep_opts *o, sweep_state *s, const model_fit_opts *fo,
+                      advise_out *ad)
+{
+    grid_advice *a = &ad->a;
+    if (grid_advise(&s->g, o->min_gain, a) < 0)
+        return cli_fail(o->cmd, "%s: no recommendation: the grid has no finite result", o->trace);
+    grid_advice_sentence(&s->g, a, ad->sentence, sizeof ad->sentence);
+    grid_advice_why(&s->g, a, ad->why, sizeof ad->why);
+    int at = a->closest_eldr >= 0 ? a->closest_eldr : a->row;
+    conditions_text(o, &s->g, &s->g.rows[at], ad->conditions, sizeof ad->conditions);
+    if (a->closest_eldr < 0)
+        return 0;
+    cli_progress bar;
+    cli_progress_start(&bar, "regime");
+    int rc = run_regimes(o, s, fo, &s->g.rows[a->closest_eldr], ad->rg);
+    cli_progress_done(&bar);
+    ad->have_regime = rc == 0;
+    return rc;
 }
 
 static int run(int argc, char **argv, int advise)
@@ -610,28 +904,33 @@ static int run(int argc, char **argv, int advise)
     char err[ELDR_ERRLEN];
     sweep_state s = {0};
     model_fit_opts fo;
+    advise_out *ad = advise ? calloc(1, sizeof *ad) : NULL;
+    if (advise && !ad)
+        return cli_error(o.cmd, "out of memory");
     rc = load_inputs(&o, &s, err, sizeof err);
     if (!rc)
         rc = recipe_options(&o, s.file_model, &fo, &s.layer_list, s.calib);
     if (!rc)
         rc = run_grid(&o, &s, &fo, err, sizeof err);
-    grid_advice a;
-    char sentence[512] = "";
-    if (!rc && advise) {
-        grid_advise(&s.g, &a);
-        grid_advice_sentence(&s.g, &a, sentence, sizeof sentence);
-    }
+    if (!rc && advise)
+        rc = advise_run(&o, &s, &fo, ad);
     if (!rc && o.csv && write_csv(o.csv, &s.g, err, sizeof err) < 0)
         rc = cli_fail(o.cmd, "%s", err);
     if (!rc && o.json) {
-        print_json(&o, &s.g, &s.rows, advise ? &a : NULL, sentence);
+        print_json(&o, &s.g, &s.rows, ad);
     } else if (!rc) {
-        print_table(&s.g, advise ? &a : NULL);
+        print_table(&s.g, advise ? &ad->a : NULL);
         print_footer(&o, &s);
-        if (advise)
-            printf("%s: %s\n", a.eldr_wins ? "recommendation" : "recommendation: keep the "
-                   "baseline", sentence);
+        if (advise) {
+            printf("%s: %s\n", ad->a.eldr_wins ? "recommendation" : "recommendation: keep the "
+                   "baseline", ad->sentence);
+            printf("why: %s\n", ad->why);
+            printf("conditions: %s\n", ad->conditions);
+            if (ad->have_regime)
+                print_regimes(&o, &s.g, &ad->a, ad->rg);
+        }
     }
+    free(ad);
     state_free(&s);
     return rc;
 }

@@ -73,12 +73,16 @@ static int probe(const capture_opts *o, server_info *si, char *err, size_t errle
     si->engine = o->engine;
     json_t *models = NULL, *info = NULL;
     long status = 0;
-    if (client_call(c, "GET", "/v1/models", NULL, 0, &status, &models, e, sizeof e) < 0 &&
-        status == 0) {
+    int mrc = client_call(c, "GET", "/v1/models", NULL, 0, &status, &models, e, sizeof e);
+    if (mrc < 0 && status == 0) {
         eldr_errf(err, errlen, "%s: server unreachable: %s", client_url(c), e);
         client_free(c);
         return -1;
     }
+    /* vLLM and SGLang both list their model there: a server that does not
+     * is not an engine, and every prompt would fail the same way */
+    long models_status = status;
+    int models_ok = mrc == 0 && json_is_array(json_object_get(models, "data"));
     json_t *m0 = json_array_get(json_object_get(models, "data"), 0);
     const char *id = json_string_value(json_object_get(m0, "id"));
     const char *owner = json_string_value(json_object_get(m0, "owned_by"));
@@ -97,10 +101,18 @@ static int probe(const capture_opts *o, server_info *si, char *err, size_t errle
         si->L = find_int(info, "num_hidden_layers");
         si->k = find_int(info, "num_experts_per_tok");
     }
-    if (si->engine == CAPTURE_ENGINE_AUTO)
-        si->engine = CAPTURE_ENGINE_VLLM;
+    int sglang_info = info != NULL;
     json_decref(models);
     json_decref(info);
+    if (!models_ok && !sglang_info) {
+        eldr_errf(err, errlen, "%s: not an LLM engine: GET /v1/models answered %ld%s (vLLM "
+                  "and SGLang list their model there); check --server", client_url(c),
+                  models_status, mrc == 0 ? " without a model list" : "");
+        client_free(c);
+        return -1;
+    }
+    if (si->engine == CAPTURE_ENGINE_AUTO)
+        si->engine = CAPTURE_ENGINE_VLLM;
     client_free(c);
     return 0;
 }

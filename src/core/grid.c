@@ -27,16 +27,27 @@ void grid_spec_default(grid_spec *s)
     s->min2 = 1;
 }
 
+/* What one split gives its cells: the rows, a model per K, the domain
+ * baseline's label shares. One for the whole grid, or one per seed when
+ * the split is redrawn (grid.h, "Calibration splits"). */
+typedef struct grid_ctx {
+    const trace_t *calib, *eval;
+    trace_t *own_calib, *own_eval;  /* a redrawn split's rows */
+    model_t **models;               /* [n_workers] */
+    unsigned char *owned;           /* [n_workers] 1: fitted here */
+    double *shares;                 /* domain baseline: label counts of calib */
+    int n_labels;
+} grid_ctx;
+
 typedef struct grid_run_state {
     const grid_spec *s;
     grid_result *r;
     double *raw;                /* [rows][seeds][M_N] */
     int n_policies, n_rates;
-    int64_t next, total, done;
+    int64_t next, tasks, total, done;
     int failed;                 /* -1 error, -2 cancelled */
     char err[ELDR_ERRLEN];
-    double *shares;             /* domain baseline: label shares of calib */
-    int n_labels;
+    grid_ctx fixed;             /* the one split, without s->all */
     pthread_mutex_t lock;
 } grid_run_state;
 
@@ -49,7 +60,7 @@ static double now_s(void)
 
 static int check_spec(const grid_spec *s, char *err, size_t errlen)
 {
-    if (!s->eval || s->eval->n < 1)
+    if (s->all ? s->all->n < 2 : (!s->eval || s->eval->n < 1))
         return eldr_errf(err, errlen, "grid: no evaluation rows");
     if (s->n_seeds < 1 || s->n_seeds > GRID_MAX_SEEDS)
         return eldr_errf(err, errlen, "grid: %d seeds (1 to %d)", s->n_seeds, GRID_MAX_SEEDS);
@@ -66,48 +77,72 @@ static int check_spec(const grid_spec *s, char *err, size_t errlen)
     for (int i = 0; i < s->n_taus; i++)
         if (!isfinite(s->taus[i]) || s->taus[i] < 0)
             return eldr_errf(err, errlen, "grid: tau %g must be >= 0", s->taus[i]);
-    if (!s->calib && (s->n_taus > 0 && !s->model))
+    if (!s->all && !s->calib && (s->n_taus > 0 && !s->model))
         return eldr_errf(err, errlen, "grid: no calibration rows to fit on");
     return 0;
 }
 
-/* The model of each K: the given one when K matches, else a fit. The
- * first automatic layer selection is reused for the other K. */
-static int fit_models(const grid_spec *s, grid_result *r, char *err, size_t errlen)
+/* Seed si's model of K in an earlier resplit result r, or NULL. */
+static model_t *reused(const grid_result *r, int si, int K)
 {
-    r->models = calloc((size_t)s->n_workers, sizeof *r->models);
-    r->model_owned = calloc((size_t)s->n_workers, 1);
-    if (!r->models || !r->model_owned)
-        return eldr_errf(err, errlen, "grid: out of memory");
-    r->n_models = s->n_workers;
+    if (!r || !r->resplit || si >= r->n_seeds)
+        return NULL;
+    model_t *const *m = si == 0 ? r->models : r->seed_models + (size_t)si * r->n_models;
+    for (int i = 0; m && i < r->n_models; i++)
+        if (m[i] && m[i]->K == K)
+            return m[i];
+    return NULL;
+}
+
+/* The model of each K on ctx's calibration rows: the given one when K
+ * matches (redrawing splits: for seed 0 only, whose split it was fitted
+ * on), else a fit seeded fit_seed. The first automatic layer selection
+ * is reused for the other K. */
+/* Fit K on ctx's calibration rows with fo into ctx->models[i]. */
+static int fit_one(const grid_spec *s, grid_ctx *ctx, const model_fit_opts *fo, int i,
+                   char *err, size_t errlen)
+{
+    int K = s->workers[i];
+    if (!ctx->calib)
+        return eldr_errf(err, errlen, "grid: K = %d needs a fit, and there are no "
+                         "calibration rows", K);
+    model_fit_opts o = *fo;
+    o.K = K;
+    o.cancel = s->cancel;
+    int rc = model_fit(ctx->calib, &o, &ctx->models[i], NULL, err, errlen);
+    if (rc == MODEL_FIT_CANCELLED)
+        return rc;
+    if (rc < 0) {
+        char why[ELDR_ERRLEN];
+        snprintf(why, sizeof why, "%s", err);
+        return eldr_errf(err, errlen, "fit K = %d on the calibration rows: %s", K, why);
+    }
+    ctx->owned[i] = 1;
+    return 0;
+}
+
+static int fit_models(const grid_spec *s, grid_ctx *ctx, int si, char *err, size_t errlen)
+{
     if (s->n_taus == 0)
         return 0;                /* baselines only: no model needed */
     model_fit_opts fo = s->fit;
+    fo.seed = s->fit.seed + (uint64_t)si;
     int *layers = NULL;
     int rc = 0;
     for (int i = 0; i < s->n_workers && rc == 0; i++) {
         int K = s->workers[i];
-        if (s->model && s->model->K == K) {
-            r->models[i] = (model_t *)s->model;
+        if (s->model && s->model->K == K && (!s->all || si == 0)) {
+            ctx->models[i] = (model_t *)s->model;
             continue;
         }
-        if (!s->calib)
-            return eldr_errf(err, errlen, "grid: K = %d needs a fit, and there are no "
-                             "calibration rows", K);
-        fo.K = K;
-        fo.cancel = s->cancel;
-        rc = model_fit(s->calib, &fo, &r->models[i], NULL, err, errlen);
-        if (rc == MODEL_FIT_CANCELLED)
+        /* the same split and fit options in an earlier result: borrowed */
+        model_t *again = s->all ? reused(s->reuse, si, K) : NULL;
+        if (again)
+            ctx->models[i] = again;
+        else if ((rc = fit_one(s, ctx, &fo, i, err, errlen)) != 0)
             break;
-        if (rc < 0) {
-            char why[ELDR_ERRLEN];
-            snprintf(why, sizeof why, "%s", err);
-            rc = eldr_errf(err, errlen, "fit K = %d on the calibration rows: %s", K, why);
-            break;
-        }
-        r->model_owned[i] = 1;
         if (fo.layers == MODEL_LAYERS_AUTO) {
-            const sig_recipe *rc0 = &r->models[i]->recipe;
+            const sig_recipe *rc0 = &ctx->models[i]->recipe;
             layers = malloc((size_t)rc0->n_layers * sizeof *layers);
             if (!layers)
                 return eldr_errf(err, errlen, "grid: out of memory");
@@ -121,18 +156,70 @@ static int fit_models(const grid_spec *s, grid_result *r, char *err, size_t errl
     return rc;
 }
 
-static int domain_shares(grid_run_state *st, char *err, size_t errlen)
+static int domain_shares(const grid_spec *s, grid_ctx *ctx, char *err, size_t errlen)
 {
-    const trace_t *c = st->s->calib;
+    int wanted = 0;
+    for (int i = 0; i < s->n_base; i++)
+        wanted |= s->baselines[i] == ROUTE_DOMAIN;
+    if (!wanted)
+        return 0;
+    const trace_t *c = ctx->calib;
     if (!c || !c->label || c->n_labels < 1)
         return eldr_errf(err, errlen, "baseline domain: the calibration rows have no labels");
-    st->shares = calloc((size_t)c->n_labels, sizeof *st->shares);
-    if (!st->shares)
+    ctx->shares = calloc((size_t)c->n_labels, sizeof *ctx->shares);
+    if (!ctx->shares)
         return eldr_errf(err, errlen, "grid: out of memory");
     for (int64_t i = 0; i < c->n; i++)
-        st->shares[c->label[i]] += 1;
-    st->n_labels = c->n_labels;
+        ctx->shares[c->label[i]] += 1;
+    ctx->n_labels = c->n_labels;
     return 0;
+}
+
+/* Free what ctx owns: its rows, shares and, unless they went to the
+ * result, its models. */
+static void ctx_free(grid_ctx *ctx, int n_models)
+{
+    for (int i = 0; ctx->models && i < n_models; i++)
+        if (ctx->owned[i])
+            model_free(ctx->models[i]);
+    trace_free(ctx->own_calib);
+    trace_free(ctx->own_eval);
+    free(ctx->shares);
+}
+
+/* Seed si's own split of s->all, and its models on it. */
+static int ctx_resplit(const grid_spec *s, int si, grid_ctx *ctx, model_t **models,
+                       unsigned char *owned, char *err, size_t errlen)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->models = models;
+    ctx->owned = owned;
+    split_spec sp = s->split;
+    sp.seed = s->split.seed + (uint64_t)si;
+    split_rows rows;
+    char why[ELDR_ERRLEN];
+    if (split_make(s->all, &sp, &rows, why, sizeof why) < 0)
+        return eldr_errf(err, errlen, "split seed %llu: %s", (unsigned long long)sp.seed, why);
+    int rc = 0;
+    if (rows.n_calib < 1 || rows.n_eval < 1)
+        rc = eldr_errf(err, errlen, "split seed %llu: %lld calibration, %lld evaluation rows; "
+                       "both need rows", (unsigned long long)sp.seed, (long long)rows.n_calib,
+                       (long long)rows.n_eval);
+    /* only what the fits and the simulator read: a fraction of the bytes */
+    else if (!(ctx->own_calib = trace_select_some(s->all, rows.calib, rows.n_calib,
+                                                  TRACE_DROP_TOKENS, err, errlen)) ||
+             !(ctx->own_eval = trace_select_some(s->all, rows.eval, rows.n_eval,
+                                                 TRACE_DROP_PROBS | TRACE_DROP_PREFILL, err,
+                                                 errlen)))
+        rc = -1;
+    split_rows_free(&rows);
+    if (rc < 0)
+        return -1;
+    ctx->calib = ctx->own_calib;
+    ctx->eval = ctx->own_eval;
+    if (domain_shares(s, ctx, err, errlen) < 0)
+        return -1;
+    return fit_models(s, ctx, si, err, errlen);
 }
 
 /* Policy p of a cell: the baselines, then per tau eldr (and eldr-online
@@ -148,33 +235,34 @@ static route_kind policy_at(const grid_spec *s, int p, double *tau)
     return q % per ? ROUTE_ELDR_ONLINE : ROUTE_ELDR;
 }
 
-static int run_policy(grid_run_state *st, const sim_workload *w, route_kind kind, int K,
-                      double tau, const model_t *m, uint64_t seed, sim_result *res,
-                      char *err, size_t errlen)
+static int run_policy(const grid_spec *s, const grid_ctx *ctx, const sim_workload *w,
+                      route_kind kind, int K, double tau, const model_t *m, uint64_t seed,
+                      sim_result *res, char *err, size_t errlen)
 {
     route_policy p;
     if (route_policy_init(&p, kind, K, seed, err, errlen) < 0)
         return -1;
     int rc = 0;
     if (route_kind_has_centroids(kind))
-        rc = route_policy_set_centroids(&p, m->centroids, sig_dim(&m->recipe), tau,
-                                        st->s->min2, err, errlen);
+        rc = route_policy_set_centroids(&p, m->centroids, sig_dim(&m->recipe), tau, s->min2,
+                                        err, errlen);
     else if (kind == ROUTE_DOMAIN)
-        rc = route_policy_set_domains(&p, st->shares, st->n_labels, err, errlen);
+        rc = route_policy_set_domains(&p, ctx->shares, ctx->n_labels, err, errlen);
     if (rc == 0)
         rc = sim_run(w, &p, NULL, NULL, res, err, errlen);
     route_policy_free(&p);
     return rc;
 }
 
-/* One task: the workload of (K, rate, seed) and every policy on it. */
-static int run_task(grid_run_state *st, int64_t task, char *err, size_t errlen)
+/* One cell (K index ki, rate index ri, seed si): its workload and every
+ * policy on it. */
+static int run_cell(grid_run_state *st, const grid_ctx *ctx, int ki, int ri, int si,
+                    char *err, size_t errlen)
 {
     const grid_spec *s = st->s;
     int nS = s->n_seeds, nR = st->n_rates, nP = st->n_policies;
-    int si = (int)(task % nS), ri = (int)(task / nS % nR), ki = (int)(task / nS / nR);
     int K = s->workers[ki];
-    const model_t *m = st->r->models[ki];
+    const model_t *m = ctx->models[ki];
     sim_config cfg = s->cfg;
     cfg.seed = s->cfg.seed + (uint64_t)si;
     double rate = s->n_rates ? s->rates[ri] : 0;
@@ -183,14 +271,14 @@ static int run_task(grid_run_state *st, int64_t task, char *err, size_t errlen)
         cfg.rate = rate;
     }
     sim_workload w;
-    if (sim_workload_init(&w, s->eval, &cfg, m ? &m->recipe : NULL, err, errlen) < 0)
+    if (sim_workload_init(&w, ctx->eval, &cfg, m ? &m->recipe : NULL, err, errlen) < 0)
         return -1;
     int rc = 0;
     for (int p = 0; p < nP && rc == 0; p++) {
         double tau;
         route_kind kind = policy_at(s, p, &tau);
         sim_result res;
-        rc = run_policy(st, &w, kind, K, tau, m, cfg.seed, &res, err, errlen);
+        rc = run_policy(s, ctx, &w, kind, K, tau, m, cfg.seed, &res, err, errlen);
         if (rc < 0)
             break;
         int row = (ki * nR + ri) * nP + p;
@@ -208,14 +296,68 @@ static int run_task(grid_run_state *st, int64_t task, char *err, size_t errlen)
     return rc;
 }
 
+/* A cell finished: count it, report progress. */
+static void cell_done(grid_run_state *st)
+{
+    pthread_mutex_lock(&st->lock);
+    st->done++;
+    if (st->s->progress)
+        st->s->progress(st->s->progress_ctx, st->done, st->total);
+    pthread_mutex_unlock(&st->lock);
+}
+
+static int cancelled(const grid_run_state *st)
+{
+    return st->s->cancel && *st->s->cancel;
+}
+
+/* One task: a cell of the fixed split, or, redrawing splits, one seed:
+ * its split, its fits, then its cells. Seed 0's models go to the result. */
+static int run_task(grid_run_state *st, int64_t task, char *err, size_t errlen)
+{
+    const grid_spec *s = st->s;
+    int nS = s->n_seeds, nR = st->n_rates;
+    if (!s->all) {
+        int si = (int)(task % nS), ri = (int)(task / nS % nR), ki = (int)(task / nS / nR);
+        int rc = run_cell(st, &st->fixed, ki, ri, si, err, errlen);
+        if (rc == 0)
+            cell_done(st);
+        return rc;
+    }
+    int si = (int)task, nW = s->n_workers;
+    model_t *models[GRID_MAX_LIST] = {0};
+    unsigned char owned[GRID_MAX_LIST] = {0};
+    grid_ctx ctx;
+    int rc = ctx_resplit(s, si, &ctx, models, owned, err, errlen);
+    if (rc == MODEL_FIT_CANCELLED)
+        rc = -2;
+    for (int ki = 0; rc == 0 && ki < nW; ki++)
+        for (int ri = 0; rc == 0 && ri < nR; ri++) {
+            if (cancelled(st))
+                rc = -2;
+            else if ((rc = run_cell(st, &ctx, ki, ri, si, err, errlen)) == 0)
+                cell_done(st);
+        }
+    if (rc == 0) {              /* only this task writes its seed's models */
+        grid_result *r = st->r;
+        model_t **to = si == 0 ? r->models : r->seed_models + (size_t)si * nW;
+        unsigned char *own = si == 0 ? r->model_owned : r->seed_owned + (size_t)si * nW;
+        memcpy(to, models, (size_t)nW * sizeof *models);
+        memcpy(own, owned, (size_t)nW);
+        memset(owned, 0, sizeof owned);
+    }
+    ctx_free(&ctx, nW);
+    return rc;
+}
+
 static void *worker_main(void *arg)
 {
     grid_run_state *st = arg;
     char err[ELDR_ERRLEN];
     for (;;) {
         pthread_mutex_lock(&st->lock);
-        int stop = st->failed || st->next >= st->total;
-        if (!stop && st->s->cancel && *st->s->cancel) {
+        int stop = st->failed || st->next >= st->tasks;
+        if (!stop && cancelled(st)) {
             st->failed = -2;
             stop = 1;
         }
@@ -225,13 +367,12 @@ static void *worker_main(void *arg)
             break;
         int rc = run_task(st, task, err, sizeof err);
         pthread_mutex_lock(&st->lock);
-        if (rc < 0 && !st->failed) {
+        if (rc == -2 && !st->failed)
+            st->failed = -2;
+        else if (rc < 0 && !st->failed) {
             st->failed = -1;
             snprintf(st->err, sizeof st->err, "%s", err);
         }
-        st->done++;
-        if (rc == 0 && st->s->progress)
-            st->s->progress(st->s->progress_ctx, st->done, st->total);
         pthread_mutex_unlock(&st->lock);
     }
     return NULL;
@@ -301,12 +442,15 @@ static int summarise(grid_run_state *st, char *err, size_t errlen)
             grid_row *g = &r->rows[cell * nP + p];
             g->best_baseline = best;
             g->vs_best_pct = g->distinct_vs_best_pct = (grid_stat){NAN, NAN, NAN};
+            g->p99_vs_best_pct = g->tps_vs_best_pct = (grid_stat){NAN, NAN, NAN};
             if (best < 0)
                 continue;
             const double *a = st->raw + (size_t)(cell * nP + p) * nS * M_N;
             const double *b = st->raw + (size_t)best * nS * M_N;
             paired_pct(a, b, nS, M_TPOT50, &g->vs_best_pct);
             paired_pct(a, b, nS, M_DISTINCT, &g->distinct_vs_best_pct);
+            paired_pct(a, b, nS, M_TPOT99, &g->p99_vs_best_pct);
+            paired_pct(a, b, nS, M_TPS, &g->tps_vs_best_pct);
         }
     }
     return 0;
@@ -322,6 +466,20 @@ static int threads_of(const grid_spec *s, int64_t tasks)
     return (int)(t < tasks ? t : tasks);
 }
 
+/* Without s->all: the one split's models (into the result) and shares. */
+static int prepare_fixed(grid_run_state *st, char *err, size_t errlen)
+{
+    const grid_spec *s = st->s;
+    grid_ctx *ctx = &st->fixed;
+    ctx->calib = s->calib;
+    ctx->eval = s->eval;
+    ctx->models = st->r->models;
+    ctx->owned = st->r->model_owned;
+    if (domain_shares(s, ctx, err, errlen) < 0)
+        return -1;
+    return fit_models(s, ctx, 0, err, errlen);
+}
+
 int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -332,18 +490,27 @@ int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
     st.n_policies = s->n_base + s->n_taus * (s->online ? 2 : 1);
     st.n_rates = s->n_rates ? s->n_rates : 1;
     out->n_seeds = s->n_seeds;
+    out->resplit = s->all != NULL;
     out->n = s->n_workers * st.n_rates * st.n_policies;
     out->rows = calloc((size_t)out->n, sizeof *out->rows);
+    out->models = calloc((size_t)s->n_workers, sizeof *out->models);
+    out->model_owned = calloc((size_t)s->n_workers, 1);
+    out->n_models = s->n_workers;
     st.raw = malloc((size_t)out->n * (size_t)s->n_seeds * M_N * sizeof *st.raw);
-    int rc = (out->rows && st.raw) ? 0 : eldr_errf(err, errlen, "grid: out of memory");
-    for (int i = 0; rc == 0 && i < s->n_base; i++)
-        if (s->baselines[i] == ROUTE_DOMAIN)
-            rc = domain_shares(&st, err, errlen);
-    if (rc == 0)
-        rc = fit_models(s, out, err, errlen);
+    if (s->all) {
+        size_t nm = (size_t)s->n_seeds * (size_t)s->n_workers;
+        out->seed_models = calloc(nm, sizeof *out->seed_models);
+        out->seed_owned = calloc(nm, 1);
+    }
+    int rc = (out->rows && st.raw && out->models && out->model_owned &&
+              (!s->all || (out->seed_models && out->seed_owned)))
+                 ? 0 : eldr_errf(err, errlen, "grid: out of memory");
+    if (rc == 0 && !s->all)
+        rc = prepare_fixed(&st, err, errlen);
     if (rc == 0) {
         st.total = (int64_t)s->n_workers * st.n_rates * s->n_seeds;
-        int nt = threads_of(s, st.total);
+        st.tasks = s->all ? s->n_seeds : st.total;
+        int nt = threads_of(s, st.tasks);
         pthread_t tid[64];
         int started = 0;
         pthread_mutex_init(&st.lock, NULL);
@@ -362,7 +529,7 @@ int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
     if (rc == 0)
         rc = summarise(&st, err, errlen);
     free(st.raw);
-    free(st.shares);
+    free(st.fixed.shares);
     if (rc != 0)
         grid_result_free(out);
     else
@@ -380,46 +547,82 @@ void grid_result_free(grid_result *r)
             model_free(r->models[i]);
     free(r->models);
     free(r->model_owned);
+    for (int i = 0; r->seed_models && i < r->n_seeds * r->n_models; i++)
+        if (r->seed_owned && r->seed_owned[i])
+            model_free(r->seed_models[i]);
+    free(r->seed_models);
+    free(r->seed_owned);
     memset(r, 0, sizeof *r);
 }
 
-int grid_advise(const grid_result *r, grid_advice *a)
+void grid_bonferroni(const grid_row *g, int m, grid_stat *out)
 {
+    *out = g->vs_best_pct;
+    if (m <= 1 || g->n_seeds < 2 || !isfinite(g->vs_best_pct.hi))
+        return;
+    /* the 95% half-width was t975 * se: rescale to the corrected quantile */
+    int df = g->n_seeds - 1;
+    double half = (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2;
+    double wide = half * stats_t_quantile(1 - 0.025 / m, df) / stats_t975(df);
+    out->lo = out->mean - wide;
+    out->hi = out->mean + wide;
+}
+
+static int is_eldr_row(const grid_row *g)
+{
+    return route_kind_has_centroids(g->kind) && isfinite(g->vs_best_pct.mean);
+}
+
+/* a better than b: a lower corrected upper bound, then a better mean */
+static int better_worst_case(const grid_stat *a, const grid_stat *b)
+{
+    if (isfinite(a->hi) != isfinite(b->hi))
+        return isfinite(a->hi);
+    if (isfinite(a->hi) && a->hi != b->hi)
+        return a->hi < b->hi;
+    return a->mean < b->mean;
+}
+
+int grid_gains(const grid_stat *ci, double min_gain_pct)
+{
+    return isfinite(ci->hi) && ci->hi < 0 && ci->hi <= -min_gain_pct;
+}
+
+int grid_advise(const grid_result *r, double min_gain_pct, grid_advice *a)
+{
+    memset(a, 0, sizeof *a);
     a->row = a->closest_eldr = -1;
-    a->eldr_wins = 0;
-    a->n_candidates = 0;
+    a->min_gain_pct = min_gain_pct;
+    a->adj = (grid_stat){NAN, NAN, NAN};
+    for (int i = 0; i < r->n; i++)
+        a->n_compared += is_eldr_row(&r->rows[i]);
     int best = -1;
+    grid_stat best_adj = a->adj;
     for (int i = 0; i < r->n; i++) {
         const grid_row *g = &r->rows[i];
-        if (!route_kind_has_centroids(g->kind) || !isfinite(g->vs_best_pct.mean))
+        if (!is_eldr_row(g))
             continue;
-        if (a->closest_eldr < 0 || g->vs_best_pct.mean < r->rows[a->closest_eldr].vs_best_pct.mean)
-            a->closest_eldr = i;
-        if (!(isfinite(g->vs_best_pct.hi) && g->vs_best_pct.hi < 0))
-            continue;
-        a->n_candidates++;
-        if (best < 0 || g->vs_best_pct.mean < r->rows[best].vs_best_pct.mean)
+        grid_stat adj;
+        grid_bonferroni(g, a->n_compared, &adj);
+        int qualifies = grid_gains(&adj, min_gain_pct);
+        a->n_candidates += qualifies;
+        if (best < 0 || better_worst_case(&adj, &best_adj)) {
             best = i;
+            best_adj = adj;
+        }
     }
     if (best >= 0) {
-        /* as good within noise: CIs overlap the best's; take the best worst case */
-        int pick = best;
-        for (int i = 0; i < r->n; i++) {
-            const grid_row *g = &r->rows[i];
-            if (!route_kind_has_centroids(g->kind) ||
-                !(isfinite(g->vs_best_pct.hi) && g->vs_best_pct.hi < 0))
-                continue;
-            if (g->vs_best_pct.lo <= r->rows[best].vs_best_pct.hi &&
-                g->vs_best_pct.hi < r->rows[pick].vs_best_pct.hi)
-                pick = i;
+        a->closest_eldr = best;
+        a->adj = best_adj;
+        if (grid_gains(&best_adj, min_gain_pct)) {
+            a->row = best;
+            a->eldr_wins = 1;
+            return 0;
         }
-        a->row = pick;
-        a->eldr_wins = 1;
-        return 0;
-    }
-    if (a->closest_eldr >= 0 && r->rows[a->closest_eldr].best_baseline >= 0) {
-        a->row = r->rows[a->closest_eldr].best_baseline;
-        return 0;
+        if (r->rows[best].best_baseline >= 0) {
+            a->row = r->rows[best].best_baseline;
+            return 0;
+        }
     }
     /* no ELDR row: the baseline with the lowest mean TPOT */
     for (int i = 0; i < r->n; i++)
@@ -443,6 +646,17 @@ static const char *online_prefix(const grid_row *g)
     return g->kind == ROUTE_ELDR_ONLINE ? "eldr-online, " : "";
 }
 
+/* "; p99 -2.0%, throughput +0.3%" (empty when unknown) */
+static void side_effects(const grid_row *g, char *buf, size_t n)
+{
+    if (!isfinite(g->p99_vs_best_pct.mean) || !isfinite(g->tps_vs_best_pct.mean)) {
+        buf[0] = 0;
+        return;
+    }
+    snprintf(buf, n, "; p99 %+.1f%%, throughput %+.1f%%", g->p99_vs_best_pct.mean,
+             g->tps_vs_best_pct.mean);
+}
+
 void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf, size_t n)
 {
     if (a->row < 0) {
@@ -450,13 +664,17 @@ void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf,
         return;
     }
     const grid_row *g = &r->rows[a->row];
-    char rate[48];
+    char rate[48], side[96];
     fmt_rate(rate, sizeof rate, g->rate);
     if (a->eldr_wins) {
         const grid_row *b = &r->rows[g->best_baseline];
-        snprintf(buf, n, "%stau %g, K %d: TPOT p50 %+.1f%% +-%.1f%% vs %s at %s; distinct "
-                 "experts %+.1f%%; imbalance %.2f", online_prefix(g), g->tau, g->K, g->vs_best_pct.mean, (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2,
-                 route_kind_name(b->kind), rate, g->distinct_vs_best_pct.mean, g->imbalance.mean);
+        side_effects(g, side, sizeof side);
+        snprintf(buf, n, "%stau %g, K %d: TPOT p50 %+.1f%% +-%.1f%% vs %s at %s (corrected "
+                 "over %d settings: %+.1f%% to %+.1f%%)%s; distinct experts %+.1f%%; "
+                 "imbalance %.2f", online_prefix(g), g->tau, g->K, g->vs_best_pct.mean,
+                 (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2, route_kind_name(b->kind), rate,
+                 a->n_compared, a->adj.lo, a->adj.hi, side, g->distinct_vs_best_pct.mean,
+                 g->imbalance.mean);
         return;
     }
     if (a->closest_eldr < 0) {
@@ -465,13 +683,72 @@ void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf,
         return;
     }
     const grid_row *e = &r->rows[a->closest_eldr];
-    if (isfinite(e->vs_best_pct.hi))
-        snprintf(buf, n, "keep %s (K %d, %s): no ELDR setting beats it beyond noise; the "
-                 "closest, %stau %g, gives TPOT p50 %+.1f%% +-%.1f%%",
-                 route_kind_name(g->kind), g->K, rate, online_prefix(e), e->tau, e->vs_best_pct.mean,
-                 (e->vs_best_pct.hi - e->vs_best_pct.lo) / 2);
-    else
+    if (!isfinite(a->adj.hi)) {
         snprintf(buf, n, "keep %s (K %d, %s): one seed cannot tell ELDR from noise; the "
                  "closest, %stau %g, gives TPOT p50 %+.1f%% (use --seeds 5 or more)",
-                 route_kind_name(g->kind), g->K, rate, online_prefix(e), e->tau, e->vs_best_pct.mean);
+                 route_kind_name(g->kind), g->K, rate, online_prefix(e), e->tau,
+                 e->vs_best_pct.mean);
+        return;
+    }
+    const char *why = a->adj.hi >= 0 ? "it may be no better at all"
+                                     : "its worst case gains less than the minimum";
+    snprintf(buf, n, "keep %s (K %d, %s): no ELDR setting gains %.1f%% over its whole "
+             "corrected interval; the closest, %stau %g, gives TPOT p50 %+.1f%% +-%.1f%% "
+             "(corrected over %d settings: %+.1f%% to %+.1f%%: %s)",
+             route_kind_name(g->kind), g->K, rate, a->min_gain_pct, online_prefix(e), e->tau,
+             e->vs_best_pct.mean, (e->vs_best_pct.hi - e->vs_best_pct.lo) / 2, a->n_compared,
+             a->adj.lo, a->adj.hi, why);
+}
+
+void grid_advice_why(const grid_result *r, const grid_advice *a, char *buf, size_t n)
+{
+    int df = r->n_seeds - 1;
+    char level[96] = "";
+    if (a->n_compared > 1 && df >= 1)
+        snprintf(level, sizeof level, " (each at %.2f%%, t %.2f with %d df)",
+                 100 * (1 - 0.05 / a->n_compared),
+                 stats_t_quantile(1 - 0.025 / a->n_compared, df), df);
+    if (a->eldr_wins)
+        snprintf(buf, n, "of %d ELDR settings, %d gain%s at least %.1f%% over the whole "
+                 "Bonferroni-corrected 95%% interval%s; this one has the best worst case "
+                 "(upper bound %+.1f%%)", a->n_compared, a->n_candidates,
+                 a->n_candidates == 1 ? "s" : "", a->min_gain_pct,
+                 level, a->adj.hi);
+    else
+        snprintf(buf, n, "of %d ELDR settings, none gains at least %.1f%% over the whole "
+                 "Bonferroni-corrected 95%% interval%s; the best baseline of the closest "
+                 "setting's cell is kept", a->n_compared, a->min_gain_pct, level);
+}
+
+int grid_should_resplit(const split_spec *sp, int n_seeds)
+{
+    return n_seeds > 1 && !sp->pinned && sp->mode != SPLIT_HEAD && sp->size != 0;
+}
+
+void grid_ci_covers(int n_seeds, uint64_t first_seed, int resplit, const split_spec *sp,
+                    const char *fixed_why, char *buf, size_t n)
+{
+    unsigned long long a = (unsigned long long)first_seed,
+                       b = (unsigned long long)first_seed + (unsigned long long)n_seeds - 1;
+    if (n_seeds < 2) {
+        snprintf(buf, n, "one seed (%llu): no interval", a);
+        return;
+    }
+    if (resplit) {
+        snprintf(buf, n, "95%% CI over %d seeds (%llu-%llu), each drawing its arrivals and its "
+                 "%s calibration split", n_seeds, a, b, split_mode_name(sp->mode));
+        return;
+    }
+    char why[96];
+    if (fixed_why)
+        snprintf(why, sizeof why, "%s", fixed_why);
+    else if (sp->mode == SPLIT_HEAD)
+        snprintf(why, sizeof why, "the head split");
+    else if (sp->size == 0)
+        snprintf(why, sizeof why, "no split");
+    else
+        snprintf(why, sizeof why, "one %s split, seed %llu (pinned)",
+                 split_mode_name(sp->mode), (unsigned long long)sp->seed);
+    snprintf(buf, n, "95%% CI over %d arrival seeds (%llu-%llu); %s: the split's own "
+             "variation is not in it", n_seeds, a, b, why);
 }

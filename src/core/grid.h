@@ -19,13 +19,28 @@
  * on the calibration rows with spec->fit (greedy layers are selected once,
  * on the first K fitted, and reused for the others, as `eldr sweep`
  * always did). The cells run on `threads` threads; the result does not
- * depend on the thread count. */
+ * depend on the thread count.
+ *
+ * Calibration splits. Which rows calibrate moves the result as much as
+ * the arrivals do (on the shared gpt-oss trace, five pinned splits give
+ * TPOT changes from -1.3% to -2.9% whose seed-only intervals do not
+ * overlap). With `all` set, seed i draws its own split of `all` (mode and
+ * size of `split`, seed split.seed + i), fits its own models on its
+ * calibration rows (fit seed fit.seed + i) and simulates its own
+ * evaluation rows: the interval then covers arrivals, activations, the
+ * split and the fit. calib/eval are ignored then; `model` (when its K is
+ * in the grid) serves seed 0 only, whose split it must have been fitted
+ * on (split.seed's draw, fit.seed): the first seed then repeats the
+ * caller's own run exactly. Without `all` every
+ * seed uses calib/eval: the interval covers arrivals and activations
+ * only (a pinned split, a head split, a given model). */
 #ifndef ELDR_GRID_H
 #define ELDR_GRID_H
 
 #include <stdint.h>
 
 #include "model.h"
+#include "split.h"
 #include "route.h"
 #include "sim.h"
 #include "trace.h"
@@ -36,6 +51,11 @@
 typedef struct grid_spec {
     const trace_t *calib;       /* fits and the domain baseline's shares */
     const trace_t *eval;        /* the simulated rows */
+    const trace_t *all;         /* NULL, or: redraw the split per seed (above) */
+    split_spec split;           /* with all: mode, size, first seed */
+    const struct grid_result *reuse; /* with all: an earlier result over the same
+                                 * splits, fit options and seeds; a K it fitted
+                                 * is taken from it, not fitted again */
     const model_t *model;       /* may be NULL */
     model_fit_opts fit;         /* recipe for the fits (K is set per cell) */
     sim_config cfg;             /* base; seed i uses cfg.seed + i */
@@ -76,10 +96,12 @@ typedef struct grid_row {
     /* against the cell's best baseline (lowest mean TPOT p50), per seed
      * 100 (x - b) / b, then mean and CI; NaN without a baseline */
     grid_stat vs_best_pct, distinct_vs_best_pct;
+    grid_stat p99_vs_best_pct, tps_vs_best_pct; /* TPOT p99, tokens/s: the same */
     int best_baseline;          /* row index of that baseline, -1 */
 } grid_row;
 
-typedef struct grid_result {
+typedef struct grid_result grid_result;
+struct grid_result {
     grid_row *rows;             /* K-major, then rate, then baselines, taus
                                  * (eldr[, eldr-online] per tau) */
     int n;
@@ -87,8 +109,25 @@ typedef struct grid_result {
     model_t **models;           /* [n_workers] the model of each K */
     unsigned char *model_owned; /* [n_workers] 0: spec->model, borrowed */
     int n_models;
+    int resplit;                /* 1: each seed had its own split and fits
+                                 * (models[] are the first seed's) */
+    model_t **seed_models;      /* resplit: [n_seeds][n_models], seeds >= 1 */
+    unsigned char *seed_owned;
     double seconds;             /* wall time of grid_run */
-} grid_result;
+};
+
+/* What a result's intervals cover, one phrase for every front end, e.g.
+ * "95% CI over 5 seeds (1-5), each drawing its arrivals and its random
+ * calibration split" or "95% CI over 5 arrival seeds (1-5); one split:
+ * random, seed 3 (pinned)". fixed_why names why the split is fixed when
+ * it is (NULL: say what the split is: pinned, head). */
+void grid_ci_covers(int n_seeds, uint64_t first_seed, int resplit, const split_spec *sp,
+                    const char *fixed_why, char *buf, size_t n);
+
+/* 1 when a front end should redraw the split per seed: more than one
+ * seed, a seeded split (random or stratified) with calibration rows, and
+ * the seed not pinned. */
+int grid_should_resplit(const split_spec *sp, int n_seeds);
 
 /* Run the grid. Returns 0, -1 with err, or -2 when cancelled. */
 int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen);
@@ -96,23 +135,44 @@ void grid_result_free(grid_result *r);
 
 /* The recommendation of `eldr advise`.
  *
- * Among ELDR rows whose improvement over the best baseline of their cell
- * is beyond noise (the CI of vs_best_pct lies below 0), take the one with
- * the best mean; every such row whose CI overlaps the best's is as good
- * within noise, and of those the one with the lowest CI upper bound (the
- * best worst case) is recommended. When no ELDR row qualifies (or one
- * seed gives no CI), the recommendation is the best baseline of the cell
- * where ELDR came closest, and `eldr_wins` is 0. */
+ * Trying m ELDR settings at once, one of them beats the baseline by luck
+ * far more often than 5% of the time. So each ELDR row's 95% interval of
+ * its improvement is widened by Bonferroni over the m ELDR rows of the
+ * grid: the t quantile 1 - 0.025 / m (n_seeds - 1 df) instead of 0.975,
+ * a family-wise 95% (grid_bonferroni). An ELDR row qualifies when its
+ * whole corrected interval lies at least min_gain_pct below 0 (upper
+ * bound <= -min_gain_pct); of those, the one with the lowest corrected
+ * upper bound - the best worst case - is recommended (ties: the better
+ * mean). When none qualifies (or one seed gives no interval), the
+ * recommendation is the best baseline of the cell of the closest ELDR row
+ * (the lowest corrected upper bound; the best mean with one seed), and
+ * `eldr_wins` is 0. */
 typedef struct grid_advice {
     int row;                    /* index into rows */
-    int eldr_wins;              /* 1 ELDR beats the best baseline beyond noise */
-    int closest_eldr;           /* the ELDR row with the best mean vs_best, -1 */
-    int n_candidates;           /* ELDR rows beyond noise */
+    int eldr_wins;              /* 1 ELDR beats the best baseline by min_gain */
+    int closest_eldr;           /* the recommended ELDR row, else the closest; -1 */
+    int n_candidates;           /* ELDR rows that qualify */
+    int n_compared;             /* m: the ELDR rows the correction is over */
+    double min_gain_pct;
+    grid_stat adj;              /* closest_eldr's corrected interval */
 } grid_advice;
-int grid_advise(const grid_result *r, grid_advice *a);
+int grid_advise(const grid_result *r, double min_gain_pct, grid_advice *a);
+
+/* 1 when interval ci (of a change, percent) lies wholly below 0 and at
+ * least min_gain_pct below it: a gain worth acting on. */
+int grid_gains(const grid_stat *ci, double min_gain_pct);
+
+/* Row g's improvement interval, Bonferroni-corrected over m comparisons
+ * (NaN bounds with one seed; m <= 1: the 95% interval itself). */
+void grid_bonferroni(const grid_row *g, int m, grid_stat *out);
 
 /* One sentence, e.g. "tau 0.05, K 8: TPOT p50 -6.1% +-1.2% vs jsq at
- * 60 req/s; distinct experts -9.0%; imbalance 1.30". */
+ * 60 req/s (corrected over 8 settings: -8.0% to -4.2%); p99 -3.0%,
+ * throughput +0.2%; distinct experts -9.0%; imbalance 1.30", or "keep
+ * rr (K 4, 60 req/s): ...: the closest, ..., falls short because ...". */
 void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf, size_t n);
+
+/* Why: the rule that picked the row, in one line. */
+void grid_advice_why(const grid_result *r, const grid_advice *a, char *buf, size_t n);
 
 #endif

@@ -31,6 +31,11 @@
 #include "rng.h"
 
 #define ROUTE_MAX_WORKERS 256
+/* The tau range every workbench option takes (sim, sweep, advise, fit,
+ * dash, the Lua module): cosines lie in [-1, 1], so a band of 2 already
+ * holds every worker (join-shortest-queue) and a wider one changes
+ * nothing. K ranges over 1..ROUTE_MAX_WORKERS everywhere. */
+#define ROUTE_TAU_MAX 2.0
 #define ROUTE_TAU_JSQ 2.0          /* a band this wide holds every worker */
 
 typedef enum route_kind {

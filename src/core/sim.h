@@ -42,6 +42,10 @@
 #define SIM_DEFAULT_SAMPLE_POOL 32
 #define SIM_DEFAULT_CALIB 1000
 #define SIM_DEFAULT_POOL_CACHE ((size_t)256 << 20)
+/* The one arrival rule of every front end (eldr sim, sweep, advise, dash,
+ * the Lua module): the trace's own arrival_s when it has them, else
+ * Poisson arrivals at this rate, and the report says it was the default. */
+#define SIM_DEFAULT_RATE 20.0
 
 typedef enum sim_arrival_mode {
     SIM_ARRIVE_TRACE = 0,      /* arrival_s of the trace */
@@ -69,6 +73,11 @@ typedef struct sim_config {
 /* max_batch 256, trace lengths, trace arrivals, seed 1, pool 32, pool
  * cache 256 MiB, the documented cost model, refits every 2.5 s over 5 s. */
 void sim_config_default(sim_config *c);
+
+/* c's arrivals from the trace when it has arrival_s; else, when c asks
+ * for the trace's arrivals, Poisson at SIM_DEFAULT_RATE. Returns 1 when
+ * the default was applied (the caller says so), else 0. */
+int sim_default_arrivals(sim_config *c, const trace_t *t);
 
 /* Everything the policies share: the requests in arrival order, their
  * lengths, arrival times and signatures. */

@@ -87,3 +87,12 @@ int sim_arrivals_build(sim_workload *w, char *err, size_t errlen)
         return poisson(w, err, errlen);
     return eldr_errf(err, errlen, "sim: unknown arrival mode %d", (int)w->cfg.arrivals);
 }
+
+int sim_default_arrivals(sim_config *c, const trace_t *t)
+{
+    if (c->arrivals != SIM_ARRIVE_TRACE || t->arrival_s)
+        return 0;
+    c->arrivals = SIM_ARRIVE_POISSON;
+    c->rate = SIM_DEFAULT_RATE;
+    return 1;
+}

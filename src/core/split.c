@@ -16,6 +16,8 @@ void split_spec_default(split_spec *s)
     s->mode = SPLIT_RANDOM;
     s->size = SPLIT_DEFAULT_SIZE;
     s->seed = SPLIT_DEFAULT_SEED;
+    s->pinned = 0;
+    s->size_given = 0;
 }
 
 int split_mode_parse(const char *name)
@@ -107,6 +109,15 @@ int split_make(const trace_t *t, const split_spec *s, split_rows *out, char *err
     int64_t c = split_calib_count(t->n, s->size, err, errlen);
     if (c < 0)
         return -1;
+    /* a count the user gave is meant: calibrating on fewer rows than asked
+     * without a word would change the model under them */
+    if (s->size_given && s->size >= 1) {
+        c = (int64_t)floor(s->size);
+        if (c >= t->n)
+            return eldr_errf(err, errlen, "%lld calibration rows of %lld leave none to "
+                             "evaluate (give a count below %lld, or a fraction)",
+                             (long long)c, (long long)t->n, (long long)t->n);
+    }
     return split_make_count(t, s->mode, s->seed, c, out, err, errlen);
 }
 

@@ -9,9 +9,11 @@
  * trace in arrival order); `stratified` draws the same share of every
  * label.
  *
- * Size: spec >= 1 is a row count, capped at n / 2 (the paper's 1000 rows
- * on a big trace, half of a small one); 0 < spec < 1 a fraction of n
- * (floor); 0 = no split: no calibration row, every row is evaluated.
+ * Size: spec >= 1 is a row count; the default count (1000, the paper's)
+ * is capped at n / 2 (half of a small trace), a count the user gave is
+ * taken as given (split_make refuses one that leaves no evaluation row,
+ * rather than silently calibrating on fewer); 0 < spec < 1 a fraction of
+ * n (floor); 0 = no split: no calibration row, every row is evaluated.
  * Both parts keep trace order. */
 #ifndef ELDR_SPLIT_H
 #define ELDR_SPLIT_H
@@ -30,17 +32,26 @@ typedef struct split_spec {
     split_mode mode;
     double size;                /* count, fraction or 0, as above */
     uint64_t seed;              /* random and stratified */
+    int pinned;                 /* 1: the seed was given (--split-seed): a run
+                                 * over several seeds keeps this one split;
+                                 * 0: each seed s draws its own split, seeded
+                                 * s (grid.h, "Calibration splits") */
+    int size_given;             /* 1: size came from the user: a count is not
+                                 * capped at half the trace (it must leave
+                                 * evaluation rows); 0: the default 1000,
+                                 * capped at half */
 } split_spec;
 
-/* random, 1000 rows capped at half, seed 1 */
+/* random, 1000 rows capped at half, seed 1, not pinned */
 void split_spec_default(split_spec *s);
 
 /* "random", "head", "stratified" -> mode, or -1 */
 int split_mode_parse(const char *name);
 const char *split_mode_name(split_mode m);
 
-/* Number of calibration rows of an n-row trace for size spec, or -1 with
- * err when spec is negative or not finite. */
+/* Number of calibration rows of an n-row trace for size spec (a count
+ * capped at n / 2: the default's rule), or -1 with err when spec is
+ * negative or not finite. split_make applies s->size_given. */
 int64_t split_calib_count(int64_t n, double size, char *err, size_t errlen);
 
 typedef struct split_rows {

@@ -38,3 +38,69 @@ void stats_mean_ci95(const double *x, int n, double *mean, double *half)
     if (n >= 2)
         *half = stats_t975(n - 1) * sqrt(ss / (n - 1)) / sqrt((double)n);
 }
+
+/* The continued fraction of the incomplete beta function (modified
+ * Lentz), for x < (a + 1) / (a + b + 2). */
+static double beta_cf(double a, double b, double x)
+{
+    const double tiny = 1e-300;
+    double c = 1, d = 1 - (a + b) * x / (a + 1);
+    if (fabs(d) < tiny)
+        d = tiny;
+    d = 1 / d;
+    double h = d;
+    for (int m = 1; m <= 300; m++) {
+        double m2 = 2.0 * m;
+        double aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+        for (int k = 0; k < 2; k++) {
+            d = 1 + aa * d;
+            c = 1 + aa / c;
+            if (fabs(d) < tiny)
+                d = tiny;
+            if (fabs(c) < tiny)
+                c = tiny;
+            d = 1 / d;
+            h *= d * c;
+            aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+        }
+        if (fabs(d * c - 1) < 1e-15)
+            break;
+    }
+    return h;
+}
+
+/* I_x(a, b), the regularised incomplete beta function. */
+static double beta_inc(double a, double b, double x)
+{
+    if (x <= 0)
+        return 0;
+    if (x >= 1)
+        return 1;
+    double lb = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+    if (x < (a + 1) / (a + b + 2))
+        return exp(lb) * beta_cf(a, b, x) / a;
+    return 1 - exp(lb) * beta_cf(b, a, 1 - x) / b;
+}
+
+/* P(T <= t) for t >= 0 */
+static double t_cdf(double t, double df)
+{
+    return 1 - 0.5 * beta_inc(df / 2, 0.5, df / (df + t * t));
+}
+
+double stats_t_quantile(double p, int df)
+{
+    if (df < 1 || !(p > 0.5 && p < 1))
+        return NAN;
+    double lo = 0, hi = 1;
+    while (t_cdf(hi, df) < p && hi < 1e12)
+        hi *= 2;
+    for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
+        double mid = (lo + hi) / 2;
+        if (t_cdf(mid, df) < p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (lo + hi) / 2;
+}

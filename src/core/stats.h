@@ -8,6 +8,13 @@
  * the Cornish-Fisher expansion). */
 double stats_t975(int df);
 
+/* The p quantile of Student's t with df degrees of freedom, p in
+ * (0.5, 1), df >= 1: what a confidence level other than 95% needs (a
+ * Bonferroni correction over m comparisons takes p = 1 - 0.025 / m).
+ * Bisection on the CDF (the regularised incomplete beta function by its
+ * continued fraction); within 1e-9 of scipy.stats.t.ppf. NaN outside. */
+double stats_t_quantile(double p, int df);
+
 /* Mean of x[0..n) and the half-width of its 95% confidence interval;
  * half is NaN when n < 2 (one run says nothing of the noise). Non-finite
  * values make both NaN. */

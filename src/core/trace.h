@@ -148,4 +148,13 @@ static inline const uint16_t *trace_decode_row(const trace_t *t, int64_t r)
 trace_t *trace_select(const trace_t *src, const int64_t *rows, int64_t nrows,
                       char *err, size_t errlen);
 
+/* The same without some token-level datasets, which are most of a big
+ * trace's bytes: what the grid's per-seed splits copy (a calibration part
+ * needs no token rows; the simulator reads tokens/decode_experts only). */
+#define TRACE_DROP_TOKENS 1u   /* every tokens/ dataset */
+#define TRACE_DROP_PROBS 2u    /* tokens/decode_probs */
+#define TRACE_DROP_PREFILL 4u  /* tokens/prefill_experts and the block hashes */
+trace_t *trace_select_some(const trace_t *src, const int64_t *rows, int64_t nrows,
+                           unsigned drop, char *err, size_t errlen);
+
 #endif

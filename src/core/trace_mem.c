@@ -199,6 +199,13 @@ static void copy_cells(void *dst, const void *src, const trace_t *t, const int64
 trace_t *trace_select(const trace_t *src, const int64_t *rows, int64_t nrows,
                       char *err, size_t errlen)
 {
+    return trace_select_some(src, rows, nrows, 0, err, errlen);
+}
+
+trace_t *trace_select_some(const trace_t *src, const int64_t *rows, int64_t nrows,
+                           unsigned drop, char *err, size_t errlen)
+{
+    int probs = !(drop & (TRACE_DROP_PROBS | TRACE_DROP_TOKENS));
     for (int64_t i = 0; i < nrows; i++)
         if (rows[i] < 0 || rows[i] >= src->n) {
             eldr_errf(err, errlen, "row %lld out of range [0, %lld)",
@@ -243,16 +250,20 @@ trace_t *trace_select(const trace_t *src, const int64_t *rows, int64_t nrows,
         trace_set_label_names(t, src->n_labels, (const char *const *)src->label_names, err, errlen))
         goto fail;
     size_t width = (size_t)src->L * (size_t)src->k;
-    if (src->prefill_experts &&
+    if (drop & TRACE_DROP_TOKENS)
+        return t;
+    int prefill = !(drop & TRACE_DROP_PREFILL);
+    if (prefill && src->prefill_experts &&
         select_tokens(src->prefill_offsets, src->prefill_experts, NULL, width, sizeof(uint16_t),
                       rows, nrows, &t->prefill_offsets, (void **)&t->prefill_experts, NULL))
         goto oom;
     if (src->decode_experts &&
-        select_tokens(src->decode_offsets, src->decode_experts, src->decode_probs, width,
-                      sizeof(uint16_t), rows, nrows, &t->decode_offsets,
-                      (void **)&t->decode_experts, &t->decode_probs))
+        select_tokens(src->decode_offsets, src->decode_experts,
+                      probs ? src->decode_probs : NULL, width, sizeof(uint16_t), rows, nrows,
+                      &t->decode_offsets, (void **)&t->decode_experts,
+                      probs ? &t->decode_probs : NULL))
         goto oom;
-    if (src->block_hashes &&
+    if (prefill && src->block_hashes &&
         select_tokens(src->block_offsets, src->block_hashes, NULL, 1, sizeof(uint64_t), rows,
                       nrows, &t->block_offsets, (void **)&t->block_hashes, NULL))
         goto oom;

@@ -15,6 +15,7 @@
 #include "../tui/live.h"
 #include "../tui/tui.h"
 #include "err.h"
+#include "route.h"
 #include "l_types.h"
 #include "l_util.h"
 
@@ -35,7 +36,7 @@ static void start_opts(lua_State *L, int idx, const char *fn, tui_start *st)
     /* the heatmap's cell cursor: 0-based ids like the CLI's --cell */
     st->cell_l = (int)l_optint(L, idx, fn, "layer", 0, 1 << 20, 0);
     st->cell_e = (int)l_optint(L, idx, fn, "expert", 0, 1 << 20, 0);
-    st->tau = l_optnum(L, idx, fn, "tau", 0, 2, -1);
+    st->tau = l_optnum(L, idx, fn, "tau", 0, ROUTE_TAU_MAX, -1);
     st->K = (int)l_optint(L, idx, fn, "K", 1, DASH_K_MAX, 0);
     const char *pol = l_optstr(L, idx, fn, "policy", "eldr");
     int k = route_kind_parse(pol);

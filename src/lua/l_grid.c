@@ -193,7 +193,7 @@ static int opt_baselines(lua_State *L, int opts, const char *fn, route_kind *out
 }
 
 static void push_recommendation(lua_State *L, const grid_result *g, const grid_advice *a,
-                                const char *sentence)
+                                const char *sentence, const char *why)
 {
     const grid_row *r = &g->rows[a->row];
     lua_createtable(L, 0, 14);
@@ -221,12 +221,24 @@ static void push_recommendation(lua_State *L, const grid_result *g, const grid_a
     l_setint(L, "grid_index", a->row + 1);
     lua_pushstring(L, sentence);
     lua_setfield(L, -2, "sentence");
+    lua_pushstring(L, why);
+    lua_setfield(L, -2, "why");
+    l_setnum(L, "tpot_p99_ms", r->tpot_p99.mean);
+    l_setnum(L, "tokens_per_s", r->tokens_per_s.mean);
+    l_setnum(L, "min_gain_pct", a->min_gain_pct);
+    lua_pushstring(L, "bonferroni");
+    lua_setfield(L, -2, "correction");
+    l_setint(L, "comparisons", a->n_compared);
+    if (a->closest_eldr >= 0) {
+        l_setint(L, "closest_eldr", a->closest_eldr + 1);
+        l_setci(L, "eldr_ci95_corrected", &a->adj);
+    }
 }
 
 static const char *const advise_keys[] = {
     "model", "workers", "tau", "rate", "seeds", "seed", "split", "split_seed", "calib_split",
     "variant", "layers", "baselines", "output_tokens", "max_batch", "cost", "min2",
-    "sample_pool", "threads", "progress", NULL};
+    "sample_pool", "threads", "progress", "min_gain", NULL};
 
 /* eldr.advise(trace [, opts]) -> {recommendation, grid, split, ...} */
 static int l_advise(lua_State *L)
@@ -252,15 +264,16 @@ static int l_advise(lua_State *L)
         g.workers[0] = 4, g.workers[1] = 8;
         g.n_workers = 2;
     }
-    g.n_taus = l_optnumlist(L, 2, fn, "tau", 0, 1e9, g.taus, GRID_MAX_LIST);
+    g.n_taus = l_optnumlist(L, 2, fn, "tau", 0, ROUTE_TAU_MAX, g.taus, GRID_MAX_LIST);
     if (!g.n_taus) {
         static const double def[] = {0, 0.05, 0.1, 0.2};
         memcpy(g.taus, def, sizeof def);
         g.n_taus = 4;
     }
     g.n_rates = l_optnumlist(L, 2, fn, "rate", 1e-9, 1e9, g.rates, GRID_MAX_LIST);
-    if (!g.n_rates && !t->arrival_s)
-        l_argerror(L, fn, "rate", "the trace has no arrival_s; give the rates");
+    int rate_default = !g.n_rates && !t->arrival_s;   /* the one default rule */
+    if (rate_default)
+        g.rates[g.n_rates++] = SIM_DEFAULT_RATE;
     g.n_seeds = (int)l_optint(L, 2, fn, "seeds", 2, GRID_MAX_SEEDS, 5);
     g.cfg.seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX / 2, 1);
     g.cfg.output_tokens = (int32_t)l_optint(L, 2, fn, "output_tokens", 1, 1 << 24, 0);
@@ -268,6 +281,7 @@ static int l_advise(lua_State *L)
     g.cfg.sample_pool = (int)l_optint(L, 2, fn, "sample_pool", 1, 1 << 20, g.cfg.sample_pool);
     g.min2 = l_optbool(L, 2, fn, "min2", 1);
     g.threads = (int)l_optint(L, 2, fn, "threads", 0, 64, 0);
+    double min_gain = l_optnum(L, 2, fn, "min_gain", 0, 100, 1.0);
     l_optcost(L, 2, &g.cfg.cost, fn);
     g.n_base = opt_baselines(L, 2, fn, g.baselines);
     /* the recipe: the model's variant and mask, else variant and layers */
@@ -298,6 +312,8 @@ static int l_advise(lua_State *L)
     }
     split_spec sp;
     l_optsplit(L, 2, fn, &sp);
+    if (!sp.pinned)              /* one seed draws the workload and the split */
+        sp.seed = g.cfg.seed;
     if (sp.size == 0)
         l_argerror(L, fn, "calib_split", "0 leaves no calibration rows to fit on");
     int progress = 0;
@@ -320,15 +336,20 @@ static int l_advise(lua_State *L)
     l_push_split_traces(L, t, &rows, fn);
     g.calib = ((l_trace *)lua_touserdata(L, -2))->t;
     g.eval = ((l_trace *)lua_touserdata(L, -1))->t;
+    if (grid_should_resplit(&sp, g.n_seeds)) {   /* each seed its own split and fits */
+        g.all = t;
+        g.split = sp;
+    }
     grid_result *res = l_grid_run(L, &g, progress, fn);
     grid_advice a;
-    if (grid_advise(res, &a) < 0)
+    if (grid_advise(res, min_gain, &a) < 0)
         return l_fail(L, fn, "no recommendation: the grid has no finite result");
-    char sentence[512];
+    char sentence[768], why[400];
     grid_advice_sentence(res, &a, sentence, sizeof sentence);
+    grid_advice_why(res, &a, why, sizeof why);
 
     lua_createtable(L, 0, 10);
-    push_recommendation(L, res, &a, sentence);
+    push_recommendation(L, res, &a, sentence, why);
     lua_setfield(L, -2, "recommendation");
     lua_createtable(L, res->n, 0);
     for (int i = 0; i < res->n; i++) {
@@ -342,6 +363,14 @@ static int l_advise(lua_State *L)
     l_setint(L, "eval_rows", rows.n_eval);
     l_setint(L, "seeds", res->n_seeds);
     l_setint(L, "first_seed", (lua_Integer)g.cfg.seed);
+    char covers[256];
+    grid_ci_covers(res->n_seeds, g.cfg.seed, res->resplit, &sp, NULL, covers, sizeof covers);
+    lua_pushstring(L, covers);
+    lua_setfield(L, -2, "ci_covers");
+    lua_pushboolean(L, res->resplit);
+    lua_setfield(L, -2, "split_redrawn");
+    lua_pushboolean(L, rate_default);
+    lua_setfield(L, -2, "rate_default");
     l_setnum(L, "seconds", res->seconds);
     const model_t *m = NULL;
     for (int i = 0; i < res->n_models && !m; i++)
@@ -359,8 +388,9 @@ static const l_fn module_fns[] = {
     {"advise", l_advise,
      "eldr.advise(trace [, {workers = {4, 8}, tau = {0, 0.05, 0.1, 0.2}, rate, seeds = 5, "
      "model, split, split_seed, calib_split, variant, layers, baselines, output_tokens, "
-     "max_batch, cost, min2, seed, sample_pool, threads, progress}]) -> {recommendation, "
-     "grid, split, ...}: which tau and K, as eldr advise --json"},
+     "max_batch, cost, min2, seed, sample_pool, threads, progress, min_gain = 1.0}]) -> "
+     "{recommendation, grid, split, ...}: which tau and K, as eldr advise --json (without "
+     "its regime reruns)"},
     {NULL, NULL, NULL},
 };
 

@@ -138,7 +138,8 @@ static int l_fit(lua_State *L)
     l_checkopts(L, 2, fn, known);
     model_fit_opts o;
     l_getopt(L, 2, "k");
-    model_fit_opts_default(&o, (int)l_checkint(L, -1, fn, "k", 1, t->n));
+    model_fit_opts_default(&o, (int)l_checkint(L, -1, fn, "k", 1,
+                                                 t->n < ROUTE_MAX_WORKERS ? t->n : ROUTE_MAX_WORKERS));
     lua_pop(L, 1);
     o.variant = l_checkvariant(L, fn, l_optstr(L, 2, fn, "variant", "count_idf"));
     int *list = NULL, nl = 0;
@@ -149,7 +150,7 @@ static int l_fit(lua_State *L)
     o.seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX, 1);
     o.iters = (int)l_optint(L, 2, fn, "iters", 0, 1000000, o.iters);
     o.balanced = l_optbool(L, 2, fn, "balanced", 1);
-    o.tau = l_optnum(L, 2, fn, "tau", 0, 1e9, o.tau);
+    o.tau = l_optnum(L, 2, fn, "tau", 0, ROUTE_TAU_MAX, o.tau);
     o.threads = (int)l_optint(L, 2, fn, "threads", 0, 64, 0);
     if (l_getopt(L, 2, "pairs") == LUA_TSTRING) {
         if (strcmp(lua_tostring(L, -1), "all"))
@@ -287,7 +288,7 @@ static int l_model_new(lua_State *L)
     l_getopt(L, 3, "top_k");
     int k = (int)l_checkint(L, -1, fn, "top_k", 1, r->E);
     lua_pop(L, 1);
-    double tau = l_optnum(L, 3, fn, "tau", 0, 1e9, MODEL_TAU_DEFAULT);
+    double tau = l_optnum(L, 3, fn, "tau", 0, ROUTE_TAU_MAX, MODEL_TAU_DEFAULT);
     uint64_t seed = (uint64_t)l_optint(L, 3, fn, "seed", 0, INT64_MAX, 1);
     const char **workers = opt_workers(L, 3, (int)c->n, fn);
     char err[ELDR_ERRLEN];

@@ -438,7 +438,7 @@ static int l_simulate(lua_State *L)
     int nk = opt_policies(L, 2, kinds, fn);
     int K = (int)l_optint(L, 2, fn, "workers", 1, ROUTE_MAX_WORKERS, 0);
     double taus[GRID_MAX_LIST];
-    int ntau = l_optnumlist(L, 2, fn, "tau", 0, 1e9, taus, GRID_MAX_LIST);
+    int ntau = l_optnumlist(L, 2, fn, "tau", 0, ROUTE_TAU_MAX, taus, GRID_MAX_LIST);
     int min2 = l_optbool(L, 2, fn, "min2", 1);
     cfg.rate = l_optnum(L, 2, fn, "rate", 1e-9, 1e12, 0);
     cfg.concurrency = (int)l_optint(L, 2, fn, "concurrency", 1, 1 << 30, 0);
@@ -454,6 +454,8 @@ static int l_simulate(lua_State *L)
     cfg.refit_window = l_optnum(L, 2, fn, "refit_window", 1e-6, 1e9, cfg.refit_window);
     split_spec sp;
     int split_given = l_optsplit(L, 2, fn, &sp);
+    if (!sp.pinned)              /* one seed draws the workload and the split */
+        sp.seed = cfg.seed;
     int seeds = (int)l_optint(L, 2, fn, "seeds", 1, GRID_MAX_SEEDS, 1);
     int want_req = l_optbool(L, 2, fn, "requests", 0);
     int want_series = l_optbool(L, 2, fn, "series", 0);
@@ -554,6 +556,8 @@ static int l_simulate(lua_State *L)
         taus[0] = model ? model->tau : MODEL_TAU_DEFAULT;
         ntau = 1;
     }
+    /* the one default: the trace's arrivals, else SIM_DEFAULT_RATE, said in info */
+    int rate_default = sim_default_arrivals(&cfg, eval);
     double *share = wants_domain ? shares_of(L, calib, fn) : NULL;
     if (sim_workload_init(&s->w, eval, &cfg, model ? &model->recipe : NULL, err, sizeof err))
         return l_fail(L, fn, err);
@@ -625,6 +629,13 @@ static int l_simulate(lua_State *L)
     /* seeds > 1: every policy under seeds seed .. seed + N - 1 (the first
      * repeats the run above), means and 95% CIs, as eldr sim --seeds N */
     const char *baseline = best_at >= 0 ? route_kind_name(out_kind[best_at]) : NULL;
+    int resplit = !calib_given && (s->fitted || !wants_model) &&
+                  grid_should_resplit(&sp, seeds);
+    char covers[256];
+    grid_ci_covers(seeds, cfg.seed, resplit, &sp, calib_given ? "one split (the calibration "
+                   "trace is given)" : model && !s->fitted && grid_should_resplit(&sp, seeds)
+                   ? "one split (the model is given: its centroids fix the calibration)"
+                   : NULL, covers, sizeof covers);
     if (seeds > 1) {
         grid_spec g;
         grid_spec_default(&g);
@@ -646,6 +657,16 @@ static int l_simulate(lua_State *L)
             g.n_taus = ntau;
         }
         g.min2 = min2;
+        /* a model fitted here: each seed draws its own split and fit (the
+         * first repeats the run above) */
+        if (resplit) {
+            g.all = all;
+            g.split = sp;
+            model_fit_opts_default(&g.fit, K);
+            g.fit.seed = cfg.seed;
+            if (!all->decode_counts)
+                g.fit.layers = MODEL_LAYERS_ALL;
+        }
         grid_result *gr = l_grid_run(L, &g, progress, fn);
         baseline = NULL;
         for (int o = 0; o < out; o++) {
@@ -674,6 +695,14 @@ static int l_simulate(lua_State *L)
     l_setint(L, "skipped_rows", s->w.n_skipped);
     l_setint(L, "seeds", seeds);
     l_setint(L, "seed", (lua_Integer)cfg.seed);
+    lua_pushstring(L, covers);
+    lua_setfield(L, -2, "ci_covers");
+    lua_pushboolean(L, resplit);
+    lua_setfield(L, -2, "split_redrawn");
+    lua_pushboolean(L, rate_default);
+    lua_setfield(L, -2, "rate_default");
+    if (cfg.arrivals == SIM_ARRIVE_POISSON)
+        l_setnum(L, "rate", cfg.rate);
     if (baseline) {
         lua_pushstring(L, baseline);
         lua_setfield(L, -2, "baseline");

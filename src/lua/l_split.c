@@ -44,11 +44,12 @@ int l_optsplit(lua_State *L, int opts, const char *fn, split_spec *s)
     lua_pop(L, 1);
     if (l_getopt(L, opts, "calib_split") != LUA_TNIL) {
         s->size = check_size(L, -1, fn, "calib_split");
+        s->size_given = 1;
         given = 1;
     }
     lua_pop(L, 1);
     if (l_getopt(L, opts, "split_seed") != LUA_TNIL)
-        given = 1;
+        given = s->pinned = 1;
     lua_pop(L, 1);
     s->seed = (uint64_t)l_optint(L, opts, fn, "split_seed", 0, INT64_MAX, (lua_Integer)s->seed);
     return given;
@@ -114,8 +115,10 @@ static int l_calib_split(lua_State *L)
     if (lua_istable(L, 2)) {
         static const char *const known[] = {"size", "mode", "seed", NULL};
         l_checkopts(L, 2, fn, known);
-        if (l_getopt(L, 2, "size") != LUA_TNIL)
+        if (l_getopt(L, 2, "size") != LUA_TNIL) {
             s.size = check_size(L, -1, fn, "size");
+            s.size_given = 1;
+        }
         lua_pop(L, 1);
         if (l_getopt(L, 2, "mode") != LUA_TNIL)
             s.mode = check_mode(L, fn, "mode", -1);
@@ -123,6 +126,7 @@ static int l_calib_split(lua_State *L)
         s.seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX, (lua_Integer)s.seed);
     } else if (!lua_isnil(L, 2)) {
         s.size = check_size(L, 2, fn, "spec");
+        s.size_given = 1;
     }
     split_rows r;
     l_split_rows(L, t, &s, -1, fn, "spec", &r);

@@ -22,7 +22,7 @@
 #include "whatif.h"
 
 #define TAU_STEP 0.05
-#define TAU_MAX 2.0
+#define TAU_MAX ROUTE_TAU_MAX
 #define CURSOR_STEP 0.05
 #define KEY_ESC 27
 

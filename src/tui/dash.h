@@ -59,7 +59,7 @@ int dash_view_parse(const char *name);
 #define DASH_BINS 200            /* time bins of the queue histories */
 #define DASH_SCATTER_MAX 600     /* signatures sampled for the scatter */
 #define DASH_N_BASE 4            /* baselines: random, rr, jsq, p2c */
-#define DASH_K_MAX 64            /* what-if K range */
+#define DASH_K_MAX ROUTE_MAX_WORKERS /* what-if K range: the one K range */
 /* Seeds behind every "+-": 5 keeps a header CI (one K, one tau, the four
  * baselines) at about 0.2 s on the shared 449-row trace on 2 cores. */
 #define DASH_SEEDS 5
@@ -107,6 +107,7 @@ typedef struct dash_ci {
     grid_stat vs_best_pct, distinct_vs_best_pct;   /* paired, percent */
     double p99_vs_best_pct;      /* change of the mean p99 (no CI) */
     double tpot_p50_first;       /* seed 0: equals the dashboard's run */
+    int resplit;                 /* 1: each seed drew its own calibration split */
     double seconds;
 } dash_ci;
 
@@ -264,6 +265,8 @@ typedef struct dash {
     char in_sample[256];         /* -m fitted on this trace file: why the
                                   * simulated rows may be in-sample; or "" */
     trace_t *calib, *eval;
+    trace_t *all;                /* the whole trace, kept when the CIs redraw the
+                                  * split per seed (dash_grid_splits); or NULL */
     sim_config cfg;
     sim_workload work;           /* the eval rows, signatures of the recipe */
     int have_work;
@@ -330,6 +333,19 @@ int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double
                     char *err, size_t errlen);
 /* Append the shown setting (d->cur, d->ci) to the trail. */
 void dash_trail_add(dash_t *d);
+
+/* Point a grid at d's whole trace so that each seed draws its own split
+ * and fits (grid.h, "Calibration splits"), when the dashboard fitted its
+ * model here on a seeded split that --split-seed did not pin; else leave
+ * g on d's one split. Returns 1 when it did. */
+int dash_grid_splits(const dash_t *d, grid_spec *g);
+
+/* Why routing cannot matter for the shown run, or NULL when it can: a
+ * mean batch of about 1 (every request decodes alone, so every policy
+ * steps alike), one worker, or a band that holds every worker (ELDR is
+ * then join-shortest-queue). The dashboard says this instead of printing
+ * changes of 0.0 +-0.0 as if they were measured. */
+const char *dash_irrelevant(const dash_t *d, char *buf, size_t n);
 
 /* "random (seed 1): 224 calibrate, 225 simulated", for the overview. */
 void dash_split_text(const dash_t *d, char *buf, size_t n);

@@ -330,6 +330,20 @@ done:
 
 /* ---- the header's confidence intervals ---- */
 
+int dash_grid_splits(const dash_t *d, grid_spec *g)
+{
+    if (!d->all || (d->home && d->home->origin == DASH_FIT_FILE))
+        return 0;
+    g->all = d->all;
+    g->split = d->opts.split;
+    /* the default fit's recipe, selected anew on each seed's split */
+    model_fit_opts_default(&g->fit, 1);
+    g->fit.seed = d->opts.seed;
+    if (!d->all->decode_counts)
+        g->fit.layers = MODEL_LAYERS_ALL;
+    return 1;
+}
+
 typedef struct ci_progress {
     dash_progress_fn fn;
     void *ctx;
@@ -355,6 +369,7 @@ int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double
     g.model = m;
     g.cfg = d->cfg;              /* seed i runs with cfg.seed + i: seed 0 is ours */
     g.n_seeds = d->opts.seeds;
+    dash_grid_splits(d, &g);     /* m serves seed 0, whose split it was fitted on */
     g.workers[0] = m->K;
     g.n_workers = 1;
     for (int i = 0; i < DASH_N_BASE; i++)
@@ -391,6 +406,7 @@ int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double
         out->p99_vs_best_pct = b->tpot_p99.mean > 0
             ? 100.0 * (p->tpot_p99.mean - b->tpot_p99.mean) / b->tpot_p99.mean : NAN;
         out->tpot_p50_first = p->tpot_p50_ms[0];
+        out->resplit = r.resplit;
         out->seconds = r.seconds;
     }
     grid_result_free(&r);
@@ -721,6 +737,7 @@ void dash_free(dash_t *d)
         sim_workload_free(&d->work);
     trace_free(d->calib);
     trace_free(d->eval);
+    trace_free(d->all);
     dash_fit_release(d, d->fit);
     dash_fit_free(d->home);
     free(d->curve);
@@ -770,6 +787,24 @@ static int split(dash_t *d, trace_t *t, const model_t *m, char *err, size_t errl
     int rc = split_apply(t, &rows, &d->calib, &d->eval, err, errlen);
     split_rows_free(&rows);
     return rc < 0 || !d->calib || !d->eval ? -1 : 0;
+}
+
+const char *dash_irrelevant(const dash_t *d, char *buf, size_t n)
+{
+    const dash_sim *s = d->cur;
+    if (!s || d->live)
+        return NULL;
+    if (s->K <= 1)
+        snprintf(buf, n, "routing is moot: K 1, one worker takes every request");
+    else if (s->res.mean_batch < 1.5)
+        snprintf(buf, n, "routing is moot: mean batch %.1f, requests decode alone; raise "
+                 "the rate (--rate)", s->res.mean_batch);
+    else if (s->policy == ROUTE_ELDR && d->tau >= ROUTE_TAU_MAX)
+        snprintf(buf, n, "tau %.2f: the band holds every worker, ELDR is join-shortest-queue",
+                 d->tau);
+    else
+        return NULL;
+    return buf;
 }
 
 void dash_split_text(const dash_t *d, char *buf, size_t n)
@@ -905,10 +940,13 @@ static int setup_workload(dash_t *d, char *err, size_t errlen)
 {
     sim_config_default(&d->cfg);
     d->cfg.seed = d->opts.seed;
-    if (d->opts.rate > 0 || !d->eval->arrival_s) {
+    if (d->opts.rate > 0) {
         d->cfg.arrivals = SIM_ARRIVE_POISSON;
-        d->cfg.rate = d->opts.rate > 0 ? d->opts.rate : 20.0;
+        d->cfg.rate = d->opts.rate;
         snprintf(d->arrivals, sizeof d->arrivals, "Poisson %.3g req/s", d->cfg.rate);
+    } else if (sim_default_arrivals(&d->cfg, d->eval)) {   /* the one default rule */
+        snprintf(d->arrivals, sizeof d->arrivals, "Poisson %.3g req/s (default: no arrival_s)",
+                 d->cfg.rate);
     } else {
         snprintf(d->arrivals, sizeof d->arrivals, "the trace's arrival_s");
     }
@@ -961,8 +999,14 @@ int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
     d->E = t->E;
     d->k = t->k;
     d->n_rows = t->n;
+    /* one seed draws the workload and the split unless --split-seed pins it */
+    if (!d->opts.split.pinned)
+        d->opts.split.seed = d->opts.seed;
     int rc = split(d, t, m, err, errlen);
-    trace_free(t);
+    if (rc == 0 && !m && grid_should_resplit(&d->opts.split, d->opts.seeds))
+        d->all = t;              /* the header's seeds redraw the split */
+    else
+        trace_free(t);
     if (rc) {
         model_free(m);
         return -1;

@@ -70,6 +70,7 @@ int tradeoff_input_make(const dash_t *d, tradeoff_input *in, char *err, size_t e
     g->fit.n_layer_list = m->recipe.n_layers;
     g->fit.seed = m->seed ? m->seed : d->opts.seed;
     g->fit.balanced = m->balanced != 0;
+    dash_grid_splits(d, g);      /* redrawn per seed: the default recipe per split */
     int64_t kmax = d->fit->n_fit < DASH_K_MAX ? d->fit->n_fit : DASH_K_MAX;
     if (kmax > ROUTE_MAX_WORKERS)
         kmax = ROUTE_MAX_WORKERS;

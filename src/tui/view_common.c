@@ -359,6 +359,11 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
         canvas_text(c, x, y, cv_plain(), " | no simulation yet");
         return;
     }
+    char why[160];
+    if (dash_irrelevant(d, why, sizeof why)) {   /* no precise zeros */
+        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), " | %s", why);
+        return;
+    }
     int form = HDR_COLOUR;
     if (c->colors < 8) {
         form = HDR_WORDS;

@@ -124,9 +124,10 @@ static void sim_table(const dash_t *d, canvas_t *c, int x, int y, int w)
                 "  * best baseline (lowest TPOT p50); U/step = distinct experts per layer-step");
     const dash_ci *ci = dash_shown_ci(d);
     if (ci)   /* the header's changes come from more runs than this table */
-        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  one run (seed %llu); the header's "
-                     "changes: mean of %d seeds, +- 95%% CI (7: tau x K)",
-                     (unsigned long long)d->opts.seed, ci->n_seeds);
+        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  one run (seed %llu); header: mean "
+                     "of %d seeds, %s, +- 95%% CI (7: tau x K)",
+                     (unsigned long long)d->opts.seed, ci->n_seeds,
+                     ci->resplit ? "each with its own split" : "arrivals only, this split");
 }
 
 static int router_block(const dash_t *d, canvas_t *c, int x, int y)

@@ -59,15 +59,68 @@ for r in g:
     best = min(cell, key=lambda b: b['tpot_p50_ms'])
     d = [100 * (a - b) / b for a, b in zip(r['tpot_p50_ms_per_seed'], best['tpot_p50_ms_per_seed'])]
     assert abs(sum(d) / len(d) - r['vs_best_pct']) < 1e-6
-win = [i for i, r in enumerate(g) if r['policy'] == 'eldr' and r['vs_best_pct_ci95'][1] < 0]
-if win:
-    b = min(win, key=lambda i: g[i]['vs_best_pct'])
-    near = [i for i in win if g[i]['vs_best_pct_ci95'][0] <= g[b]['vs_best_pct_ci95'][1]]
-    want = min(near, key=lambda i: g[i]['vs_best_pct_ci95'][1])
-    assert rec['eldr_beats_baseline'] and rec['grid_index'] == want, (rec['grid_index'], want)
-    assert rec['ci95'][1] < 0
+# Bonferroni over the ELDR rows (scipy's t), then: whole corrected interval
+# at least min_gain better; the lowest corrected upper bound wins
+from scipy import stats
+eldr = [i for i, r in enumerate(g) if r['policy'] == 'eldr']
+m = len(eldr); n = j['seeds']; gain = j['min_gain_pct']
+assert gain == 1.0 and rec['comparisons'] == m and rec['correction'] == 'bonferroni'
+def corrected(r):
+    lo, hi = r['vs_best_pct_ci95']; half = (hi - lo) / 2
+    # the 95% half-width is eldr's t table value (3 decimals) times se
+    se = half / round(stats.t.ppf(0.975, n - 1), 3)
+    w = stats.t.ppf(1 - 0.025 / m, n - 1) * se
+    return r['vs_best_pct'] - w, r['vs_best_pct'] + w
+for i in eldr:
+    lo, hi = corrected(g[i]); clo, chi = g[i]['vs_best_pct_ci95_corrected']
+    assert abs(lo - clo) < 1e-3 and abs(hi - chi) < 1e-3, (i, lo, clo, hi, chi)
+best = min(eldr, key=lambda i: (corrected(g[i])[1], g[i]['vs_best_pct']))
+assert rec['closest_eldr'] == best, (rec['closest_eldr'], best)
+if corrected(g[best])[1] < 0 and corrected(g[best])[1] <= -gain:
+    assert rec['eldr_beats_baseline'] and rec['grid_index'] == best
+    assert rec['ci95'][1] < 0 and 'best worst case' in rec['why']
 else:
-    assert not rec['eldr_beats_baseline'] and rec['policy'] != 'eldr'"
+    assert not rec['eldr_beats_baseline'] and rec['policy'] != 'eldr'
+    assert rec['grid_index'] == [i for i, r in enumerate(g) if r['workers'] == g[best]['workers']
+        and r['policy'] == rec['policy']][0]"
+
+json_check "advise: p99, throughput, why and conditions beside p50" "$TMP/a.json" "
+rec = j['recommendation']
+for k in ('tpot_p99_ms', 'tokens_per_s', 'why', 'conditions', 'eldr_ci95_corrected'):
+    assert k in rec, k
+assert 'Bonferroni' in rec['why'] and 'req/s' in rec['conditions']
+assert 'each drawing its arrivals and its random calibration split' in rec['conditions']
+assert 'p99' in rec['sentence'] and 'throughput' in rec['sentence'] or not rec['eldr_beats_baseline']"
+
+json_check "advise: the regime runs at 1/2 x, 2 x the rate and the shortest output" "$TMP/a.json" "
+r = j['regime']; c = r['conditions']
+assert [x['condition'] for x in c] == ['half_rate', 'double_rate', 'shortest_output']
+e = j['grid'][r['setting']]
+assert c[0]['rate'] == e['rate'] / 2 and c[1]['rate'] == e['rate'] * 2
+assert c[2]['output_tokens'] == 32     # the shortest decode_tokens of the trace
+for x in c:
+    assert x['ran'] and x['holds'] == (x['ci95'][1] < 0 and x['ci95'][1] <= -j['min_gain_pct'])
+assert r['text'].startswith('holds at ') or r['text'].startswith('no gain of')"
+
+# the regime's half rate, independently: eldr sim on the same setting and seeds
+$PY -c "import json,sys; j=json.load(open(sys.argv[1])); e=j['grid'][j['regime']['setting']]; print(e['workers'], e['tau'], e['rate'] / 2)" "$TMP/a.json" >"$TMP/setting"
+read -r RK RT RR <"$TMP/setting"
+"$ELDR" sim "$DATA" --policy eldr,jsq,rr,p2c --workers "$RK" --tau "$RT" --rate "$RR" --seeds 4 --json >"$TMP/half.json" 2>/dev/null
+json_check "advise: the half-rate rerun = eldr sim at that rate" "$TMP/half.json" "
+a = json.load(open('$TMP/a.json'))['regime']['conditions'][0]
+e = [p for p in j['policies'] if p['name'] == 'eldr'][0]
+assert j['baseline'] == a['best_baseline'], (j['baseline'], a['best_baseline'])
+assert abs(e['vs_baseline_tpot_p50_pct'] - a['vs_best_baseline_pct']) < 1e-6
+assert abs(e['vs_baseline_tpot_p50_pct_ci95'][1] - a['ci95'][1]) < 1e-6"
+
+"$ELDR" advise "$DATA" $ARGS --min-gain 50 --json >"$TMP/g50.json" 2>/dev/null
+json_check "advise --min-gain 50: keep the baseline, and say how close ELDR came" "$TMP/g50.json" "
+rec = j['recommendation']
+assert j['min_gain_pct'] == 50 and not rec['eldr_beats_baseline'] and rec['policy'] != 'eldr'
+assert rec['sentence'].startswith('keep ') and 'the closest' in rec['sentence'], rec['sentence']
+assert 'none gains at least 50.0%' in rec['why'], rec['why']"
+expect_fail2 "advise: bad --min-gain" "--min-gain" "$ELDR" advise "$DATA" --rate 60 --min-gain -1
+expect_fail2 "sweep: --min-gain is advise's" "unknown option" "$ELDR" sweep "$DATA" --rate 60 --workers 4 --min-gain 1
 
 "$ELDR" advise "$DATA" $ARGS --threads 1 --json >"$TMP/a1.json" 2>/dev/null
 json_check "advise: same grid on 1 thread" "$TMP/a1.json" "
@@ -77,6 +130,10 @@ assert j['recommendation'] == k['recommendation']"
 
 expect_status "advise: text" 0 "$ELDR" advise "$DATA" $ARGS
 expect_out "advise: one recommendation line" "^recommendation"
+expect_out "advise: why" "^why: of 6 ELDR settings"
+expect_out "advise: conditions" "^conditions: Poisson 60 req/s, the trace's output lengths"
+expect_out "advise: the regime" "^regime of "
+expect_out "advise: where it holds" "^  (holds at|no gain of)"
 expect_out "advise: the advised row is marked" "<- advised"
 expect_out "advise: the split is named" "random split .seed 1.: 224 calibration, 225 evaluation rows"
 

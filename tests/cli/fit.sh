@@ -79,7 +79,8 @@ sys.exit(0 if a['centroids']==b['centroids'] and a['layer_mask']==b['layer_mask'
         --calib-split 200 --workers a,b,c,d -o "$TMP/u.h5" --json
     check "unbalanced: sizes sum to 200, worker names kept" json_check "$TMP/out" \
         "sum(j['sizes'])==200 and j['workers']==['a','b','c','d'] and not j['balanced']"
-    expect_fail2 "K > N exits 2" "K = 500 exceeds the 449" "$ELDR" fit "$DATA" -k 500 -o "$TMP/x.h5"
+    expect_fail2 "K > N exits 2" "K = 250 exceeds the 200" "$ELDR" fit "$DATA" -k 250 --calib-split 200 -o "$TMP/x.h5"
+    expect_fail2 "K above the one K range exits 2" "-k: 500 out of range \\[1, 256\\]" "$ELDR" fit "$DATA" -k 500 -o "$TMP/x.h5"
     expect_fail2 "missing gate dataset exits 2" "gate_logit" "$ELDR" fit "$DATA" -k 2 \
         --variant gate_logit --layers all -o "$TMP/x.h5"
 fi

@@ -92,7 +92,16 @@ expect_out "sim -m: workers from the model" "workers 3"
 expect_fail2 "sim -m: workers mismatch" "K = 3" "$ELDR" sim "$T" -m "$TMP/m.h5" --workers 4
 
 if [ -f "$DATA" ]; then
-    expect_fail2 "sim real: no arrival_s" "arrival_s" "$ELDR" sim "$DATA" --policy rr
+    # one rule for the rate: the trace's arrival_s, else 20 req/s, said so
+    expect_status "sim real: no arrival_s, no --rate: the default rate" 0 "$ELDR" sim "$DATA" --policy rr
+    expect_out "sim real: the default rate is stated" "Poisson 20 req/s \(the default: the trace has no arrival_s; --rate R\)"
+    "$ELDR" sim "$DATA" --policy rr --json >"$TMP/dr.json" 2>/dev/null
+    if $PY -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (j['rate_default'] is True and j['arrivals'].startswith('Poisson 20 req/s')))" "$TMP/dr.json"; then
+        ok "sim real --json: rate_default"; else notok "sim real --json: rate_default"; fi
+    "$ELDR" sweep "$DATA" --workers 4 --tau 0.1 --baselines rr >"$TMP/out" 2>/dev/null
+    expect_out "sweep real: the same default rate, stated" "^rate: 20 req/s, the default \(.*has no arrival_s"
+    "$ELDR" dash "$DATA" --frame - --width 100 --height 26 --seeds 1 >"$TMP/out" 2>/dev/null
+    expect_out "dash real: the same default rate, stated" "arrivals +Poisson 20 req/s \(default: no arrival_s\)"
     "$ELDR" sim "$DATA" --workers 4 --rate 60 --policy eldr,rr,jsq --json >"$TMP/real.json" \
         2>"$TMP/err"
     if $PY - "$TMP/real.json" <<'EOF'; then ok "sim real: eldr fewer experts/step"; else notok "sim real: eldr fewer experts/step" "$(cat "$TMP/err")"; fi
@@ -135,7 +144,7 @@ for p, q in zip(a["policies"], b["policies"]):
 EOF
     expect_status "sim --seeds: text" 0 "$ELDR" sim "$DATA" --rate 60 --policy eldr,rr --seeds 3
     expect_out "sim --seeds: CI column" "tpot p50 +95% CI"
-    expect_out "sim --seeds: says so" "3 seeds: means, 95% CI over seeds"
+    expect_out "sim --seeds: says so" "means, 95% CI over 3 seeds \(1-3\), each drawing its arrivals and its random calibration split"
     expect_out "sim: the split is named" "random split .seed 1.: 224 calibration, 225 evaluation rows"
     "$ELDR" sim "$DATA" --rate 60 --policy rr --split head --csv "$TMP/hc" >/dev/null 2>&1
     "$ELDR" sim "$DATA" --rate 60 --policy rr --csv "$TMP/rc" >/dev/null 2>&1

@@ -240,6 +240,18 @@ PORT=$(free_port)
 expect_fail2 "unreachable server" "server unreachable" \
     "$ELDR" capture --server "http://127.0.0.1:$PORT" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl"
 check "  ... no file" test ! -e "$TMP/x.h5"
+# a web server that is not an engine: one clear line, exit 2, before any prompt
+mkdir -p "$TMP/www"
+PORT=$(free_port)
+(cd "$TMP/www" && exec $PY -m http.server "$PORT" --bind 127.0.0.1) >/dev/null 2>&1 &
+WWW=$!
+i=0; while ! curl -s "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+seq 1 400 | sed 's/.*/{"prompt": "p &"}/' >"$TMP/many.jsonl"
+expect_fail2 "not an engine: exit 2 at once, one line" \
+    "not an LLM engine: GET /v1/models answered 404" \
+    "$ELDR" capture --server "http://127.0.0.1:$PORT" -o "$TMP/x.h5" --prompts "$TMP/many.jsonl"
+check "  ... no file" test ! -e "$TMP/x.h5"
+kill "$WWW" 2>/dev/null; wait "$WWW" 2>/dev/null
 
 # --- bad input ---
 engine

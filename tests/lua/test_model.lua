@@ -96,7 +96,7 @@ local run = eldr.calibrate.run(t, {k = 2, split = 0.5})
 T.ok(#run.calib + #run.eval == #t and run.model:info().K == 2, "calibrate.run pipeline")
 T.err(function() eldr.calibrate.fit(calib, {kk = 2}) end, "eldr.calibrate.fit: unknown option 'kk'", "calibrate options checked")
 
-T.err(function() eldr.fit(calib, {k = 301}) end, "bad argument 'k' (integer 1..300 expected, got 301)", "fit k range")
+T.err(function() eldr.fit(calib, {k = 301}) end, "bad argument 'k' (integer 1..256 expected, got 301)", "fit k range: the one K range, 1..256")
 T.err(function() eldr.fit(calib, {k = 2, workers = {"a"}}) end, "bad argument 'workers'", "fit workers length")
 T.err(function() eldr.load_model("/nonexistent.h5") end, "eldr.load_model: ", "load_model missing file")
 T.err(function() m:set_tau(-1) end, "bad argument 'tau'", "set_tau checked")

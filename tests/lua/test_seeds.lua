@@ -94,6 +94,14 @@ local var = ((x[1] - m) ^ 2 + (x[2] - m) ^ 2 + (x[3] - m) ^ 2) / 2
 local half = 4.303 * math.sqrt(var / 3)
 T.near(e.tpot_p50_ms, m, 1e-12, "simulate seeds: tpot_p50_ms is the mean over seeds")
 T.near(e.tpot_p50_ms_ci95[2] - e.tpot_p50_ms_ci95[1], 2 * half, 1e-3, "simulate seeds: 95% t interval")
+-- each seed draws its own split, and info says what the interval covers
+T.ok(info.split_redrawn == true and info.ci_covers:find("each drawing its arrivals and its random "
+     .. "calibration split", 1, true), "simulate seeds: the interval covers the split too")
+local pin, pinfo = eldr.simulate(t, {workers = 4, rate = 60, seeds = 3, split_seed = 2})
+T.ok(pinfo.split_redrawn == false and pinfo.ci_covers:find("one random split, seed 2 (pinned)",
+     1, true), "simulate seeds: a pinned split says the interval is over arrivals only")
+local two = eldr.simulate(t, {workers = 4, rate = 60, seed = 2, split_seed = 2})
+T.eq(x[2], two[1].tpot_p50_ms, "simulate seeds: seed 2 is split 2 pinned, one seed")
 local one = eldr.simulate(t, {workers = 4, rate = 60})
 T.eq(x[1], one[1].tpot_p50_ms, "simulate seeds: the first seed is the single run")
 T.ok(x[2] ~= x[1], "simulate seeds: the seeds differ")
@@ -166,6 +174,8 @@ local g = a.grid[rec.grid_index]
 T.ok(g and g.policy == rec.policy and g.K == rec.workers and g.tau == rec.tau
      and g.tpot_p50_ms == rec.tpot_p50_ms, "advise: the recommended row is in the grid")
 T.ok(a.split.mode == "random" and a.seeds == 3 and pc >= 1 and plast == 6, "advise: split, seeds, progress")
+T.ok(a.split_redrawn == true and a.ci_covers:find("each drawing its arrivals", 1, true),
+     "advise: the interval covers the split too")
 if rec.eldr_beats_baseline then
   T.ok(rec.ci95[2] < 0 and rec.policy == "eldr", "advise: an ELDR win is beyond noise")
 else
@@ -184,7 +194,10 @@ T.err(function() eldr.advise(t, {rate = 60, baselines = {"eldr"}}) end, "eldr.ad
       "advise eldr is not a baseline")
 T.err(function() eldr.advise(t, {rate = 60, calib_split = 0}) end, "eldr.advise: bad argument 'calib_split'",
       "advise needs calibration rows")
-T.err(function() eldr.advise(t, {}) end, "eldr.advise: bad argument 'rate'", "advise needs rates without arrival_s")
+local _, dinfo = eldr.simulate(t, {policy = "rr"})
+T.ok(dinfo.rate_default == true and dinfo.rate == 20, "simulate: no arrival_s and no rate: the default 20 req/s, said in info")
+local _, rinfo = eldr.simulate(t, {policy = "rr", rate = 30})
+T.ok(rinfo.rate_default == false and rinfo.rate == 30, "simulate: a given rate is not the default")
 T.err(function() eldr.advise(t, {rate = 60, split = "x"}) end, "eldr.advise: bad argument 'split'", "advise bad split")
 T.err(function() eldr.advise(t, {rate = 60, progress = "no"}) end, "eldr.advise: bad argument 'progress'",
       "advise bad progress")

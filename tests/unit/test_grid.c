@@ -8,8 +8,9 @@
  * per seed); results independent of the thread count; the paired
  * improvement recomputed from the per-seed values; K = 1 (every policy
  * equal: improvement 0 with a zero CI, so advise keeps the baseline);
- * grid_advise's rule on hand-made grids (beyond noise, overlap -> best
- * worst case, none -> the closest cell's best baseline, one seed); the
+ * grid_advise's rule on hand-made grids (Bonferroni over the ELDR rows,
+ * a minimum gain, the best worst case, none -> the closest cell's best
+ * baseline, one seed); the
  * cancel flag; refusals. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,6 +42,15 @@ static void test_stats(void **state)
     for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++)
         assert_true(fabs(stats_t975(ref[i].df) - ref[i].q) < 1e-3);
     assert_true(isnan(stats_t975(0)));
+    /* scipy.stats.t.ppf(p, df): Bonferroni levels need more than 0.975 */
+    static const struct { double p; int df; double q; } tq[] = {
+        {0.975, 4, 2.7764451051977987}, {0.99375, 4, 4.314656048909503},
+        {0.996875, 9, 3.5465084980786328}, {0.999, 2, 22.32712476997542},
+        {0.999, 30, 3.385184866818216}, {0.9, 1, 3.0776835372078066},
+        {0.995, 100, 2.6258905205863337}};
+    for (size_t i = 0; i < sizeof tq / sizeof tq[0]; i++)
+        assert_true(fabs(stats_t_quantile(tq[i].p, tq[i].df) - tq[i].q) < 1e-7 * tq[i].q);
+    assert_true(isnan(stats_t_quantile(0.4, 3)) && isnan(stats_t_quantile(0.9, 0)));
     double x[] = {1, 2, 3, 4}, m, h;
     stats_mean_ci95(x, 4, &m, &h);
     assert_true(fabs(m - 2.5) < 1e-12);
@@ -221,14 +231,14 @@ static void test_k1_keeps_baseline(void **state)
         assert_true(r.rows[i].vs_best_pct.mean == 0 && r.rows[i].vs_best_pct.hi == 0);
     }
     grid_advice a;
-    assert_int_equal(grid_advise(&r, &a), 0);
+    assert_int_equal(grid_advise(&r, 0.0, &a), 0);
     assert_int_equal(a.eldr_wins, 0);
     assert_int_equal(a.n_candidates, 0);
     assert_true(r.rows[a.row].kind != ROUTE_ELDR);
-    char s[512];
+    char s[768];
     grid_advice_sentence(&r, &a, s, sizeof s);
     assert_non_null(strstr(s, "keep "));
-    assert_non_null(strstr(s, "beyond noise"));
+    assert_non_null(strstr(s, "it may be no better at all"));
     grid_result_free(&r);
 }
 
@@ -255,35 +265,50 @@ static void test_advise_rule(void **state)
     grid_row rows[4];
     grid_result r = {.rows = rows, .n = 4, .n_seeds = 5};
     grid_advice a;
-    char s[512];
-    /* both beyond noise and overlapping: the better worst case wins */
+    char s[768];
+    /* 3 ELDR rows: each 95% half-width widens by t(1 - 0.025/3, 4) / t(0.975, 4) */
+    double w = stats_t_quantile(1 - 0.025 / 3, 4) / stats_t975(4);
+    assert_true(w > 1.3 && w < 1.5);
     set_row(&rows[0], ROUTE_JSQ, NAN, 0, 0, 0, 0);
-    set_row(&rows[1], ROUTE_ELDR, 0, -6, -11, -1, 0);
-    set_row(&rows[2], ROUTE_ELDR, 0.05, -5, -6, -4, 0);
+    set_row(&rows[1], ROUTE_ELDR, 0, -6, -11, -1, 0);    /* best mean, corrected crosses 0 */
+    set_row(&rows[2], ROUTE_ELDR, 0.05, -5, -6, -4, 0);  /* corrected hi -5 + w */
     set_row(&rows[3], ROUTE_ELDR, 0.1, 2, 1, 3, 0);
-    assert_int_equal(grid_advise(&r, &a), 0);
+    assert_int_equal(grid_advise(&r, 1.0, &a), 0);
+    assert_int_equal(a.n_compared, 3);
     assert_int_equal(a.row, 2);
     assert_int_equal(a.eldr_wins, 1);
-    assert_int_equal(a.n_candidates, 2);
+    assert_int_equal(a.n_candidates, 1);
+    assert_true(fabs(a.adj.hi - (-5 + w)) < 1e-12 && fabs(a.adj.lo - (-5 - w)) < 1e-12);
+    grid_stat g1;
+    grid_bonferroni(&rows[1], 3, &g1);
+    assert_true(fabs(g1.hi - (-6 + 5 * w)) < 1e-12 && g1.hi > 0);
     grid_advice_sentence(&r, &a, s, sizeof s);
-    assert_string_equal(s, "tau 0.05, K 4: TPOT p50 -5.0% +-1.0% vs jsq at 60 req/s; "
-                           "distinct experts -8.0%; imbalance 1.30");
-    /* no overlap: the best mean */
-    set_row(&rows[1], ROUTE_ELDR, 0, -9, -10, -8, 0);
-    assert_int_equal(grid_advise(&r, &a), 0);
-    assert_int_equal(a.row, 1);
-    /* none beyond noise: keep the closest cell's best baseline */
-    set_row(&rows[1], ROUTE_ELDR, 0, -3, -7, 1, 0);
-    set_row(&rows[2], ROUTE_ELDR, 0.05, -1, -2, 0.5, 0);
-    assert_int_equal(grid_advise(&r, &a), 0);
+    char want[256];
+    snprintf(want, sizeof want, "tau 0.05, K 4: TPOT p50 -5.0%% +-1.0%% vs jsq at 60 req/s "
+             "(corrected over 3 settings: %+.1f%% to %+.1f%%)", -5 - w, -5 + w);
+    assert_non_null(strstr(s, want));
+    grid_advice_why(&r, &a, s, sizeof s);
+    assert_non_null(strstr(s, "of 3 ELDR settings, 1 gains at least 1.0%"));
+    assert_non_null(strstr(s, "best worst case"));
+    /* a minimum gain above its worst case: keep the baseline, say why */
+    assert_int_equal(grid_advise(&r, 4.0, &a), 0);
     assert_int_equal(a.row, 0);
     assert_int_equal(a.eldr_wins, 0);
-    assert_int_equal(a.closest_eldr, 1);
+    assert_int_equal(a.closest_eldr, 2);
     grid_advice_sentence(&r, &a, s, sizeof s);
-    assert_non_null(strstr(s, "keep jsq (K 4, 60 req/s): no ELDR setting beats it beyond noise"));
-    /* one seed: no CI, never "beyond noise" */
+    assert_non_null(strstr(s, "keep jsq (K 4, 60 req/s): no ELDR setting gains 4.0%"));
+    assert_non_null(strstr(s, "its worst case gains less than the minimum"));
+    /* a minimum gain of 0 takes any whole interval below 0 */
+    set_row(&rows[2], ROUTE_ELDR, 0.05, -1, -1.2, -0.8, 0);
+    assert_int_equal(grid_advise(&r, 0.0, &a), 0);
+    assert_int_equal(a.row, 2);
+    assert_int_equal(grid_advise(&r, 1.0, &a), 0);
+    assert_int_equal(a.eldr_wins, 0);
+    /* one seed: no CI, never a win */
     set_row(&rows[1], ROUTE_ELDR, 0, -30, NAN, NAN, 0);
-    assert_int_equal(grid_advise(&r, &a), 0);
+    set_row(&rows[2], ROUTE_ELDR, 0.05, -30, NAN, NAN, 0);
+    set_row(&rows[3], ROUTE_ELDR, 0.1, -30, NAN, NAN, 0);
+    assert_int_equal(grid_advise(&r, 0.0, &a), 0);
     assert_int_equal(a.eldr_wins, 0);
     grid_advice_sentence(&r, &a, s, sizeof s);
     assert_non_null(strstr(s, "one seed cannot tell"));

@@ -87,7 +87,7 @@ static void test_head_and_random(void **state)
 {
     (void)state;
     trace_t *t = sorted_trace(120);
-    split_spec s = {SPLIT_HEAD, 0.5, 1};
+    split_spec s = {SPLIT_HEAD, 0.5, 1, 0, 0};
     split_rows h, r1, r1b, r2;
     assert_int_equal(split_make(t, &s, &h, err, sizeof err), 0);
     check_partition(&h, 120);
@@ -148,7 +148,7 @@ static void test_stratified(void **state)
         cnt[t->label[r]]++;
     double sizes[] = {10, 0.3, 0.5, 49, 1};
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
-        split_spec s = {SPLIT_STRATIFIED, sizes[z], 7};
+        split_spec s = {SPLIT_STRATIFIED, sizes[z], 7, 0, 0};
         split_rows r;
         assert_int_equal(split_make(t, &s, &r, err, sizeof err), 0);
         check_partition(&r, 100);
@@ -167,7 +167,7 @@ static void test_stratified(void **state)
     /* no labels: random, reported as such */
     free(t->label);
     t->label = NULL;
-    split_spec s = {SPLIT_STRATIFIED, 0.5, 7}, sr = {SPLIT_RANDOM, 0.5, 7};
+    split_spec s = {SPLIT_STRATIFIED, 0.5, 7, 0, 0}, sr = {SPLIT_RANDOM, 0.5, 7, 0, 0};
     split_rows a, b;
     assert_int_equal(split_make(t, &s, &a, err, sizeof err), 0);
     assert_int_equal(split_make(t, &sr, &b, err, sizeof err), 0);
@@ -183,7 +183,7 @@ static void test_apply_and_describe(void **state)
     (void)state;
     trace_t *t = tracefix_make(40, 2, 6, 2, 9);
     assert_non_null(t);
-    split_spec s = {SPLIT_RANDOM, 0.25, 3};
+    split_spec s = {SPLIT_RANDOM, 0.25, 3, 0, 0};
     split_rows r;
     trace_t *c, *e;
     assert_int_equal(split_make(t, &s, &r, err, sizeof err), 0);

@@ -76,7 +76,7 @@ static void test_same_as_split_make(void **state)
     const double sizes[] = {0.3, 0.5, 10, 1000};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         for (int mode = 0; mode < 3; mode++) {
-            split_spec s = {(split_mode)mode, sizes[i], 3};
+            split_spec s = {(split_mode)mode, sizes[i], 3, 0, 0};
             split_rows a, b;
             assert_int_equal(split_make(t, &s, &a, err, sizeof err), 0);
             int64_t c = split_calib_count(t->n, sizes[i], err, sizeof err);

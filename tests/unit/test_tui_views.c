@@ -36,6 +36,9 @@ static int setup(void **state)
     dash_opts o;
     dash_opts_default(&o);
     o.trace_path = "fixture.h5";
+    /* batches of several requests: at the default 20 req/s every request
+     * decodes alone and the header says routing is moot (test_moot) */
+    o.rate = 400;
     char err[ELDR_ERRLEN];
     if (dash_open_trace(&D, &o, t, NULL, NULL, NULL, err, sizeof err)) {
         fprintf(stderr, "setup: %s\n", err);
@@ -76,6 +79,50 @@ static int line_with(const char *s, const char *needle, char *line, size_t n)
         e++;
     snprintf(line, n, "%.*s", (int)(e - b), b);
     return 1;
+}
+
+/* When routing cannot matter the header says why instead of printing
+ * changes of 0.0 +-0.0: batches of one (the fixture at the default
+ * 20 req/s), one worker, a band of 2 (ELDR = join-shortest-queue). */
+static void test_moot(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN], why[160];
+    static const struct { double rate, tau; int K; const char *want; } cases[] = {
+        {0, -1, 0, "routing is moot: mean batch 1.0, requests decode alone"},
+        {400, -1, 1, "routing is moot: K 1, one worker takes every request"},
+        {400, 2, 0, "tau 2.00: the band holds every worker, ELDR is join-shortest-queue"},
+        {400, -1, 0, NULL}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dash_opts o;
+        dash_opts_default(&o);
+        o.seeds = 1;
+        o.rate = cases[i].rate;
+        if (cases[i].K)
+            o.K = cases[i].K;
+        dash_t h;
+        assert_int_equal(dash_open_trace(&h, &o, tracefix_make(N_ROWS, 6, 16, 2, 11), NULL,
+                                         NULL, NULL, err, sizeof err), 0);
+        if (cases[i].tau >= 0)
+            h.tau = cases[i].tau;
+        const char *got = dash_irrelevant(&h, why, sizeof why);
+        canvas_t *c = canvas_new(120, 12, 0, 0);
+        h.view = VIEW_OVERVIEW;
+        dash_render(&h, c);
+        char *s = canvas_to_string(c);
+        canvas_free(c);
+        if (cases[i].want) {
+            assert_non_null(got);
+            assert_non_null(strstr(got, cases[i].want));
+            assert_non_null(strstr(s, cases[i].want));     /* in the header */
+            assert_null(strstr(s, "TPOT p50 "));
+        } else {
+            assert_null(got);
+            assert_non_null(strstr(s, "p50 "));
+        }
+        free(s);
+        dash_free(&h);
+    }
 }
 
 static void test_open_split(void **state)
@@ -974,6 +1021,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_split),
+        cmocka_unit_test(test_moot),
         cmocka_unit_test(test_split_random_default),
         cmocka_unit_test(test_sim_digest),
         cmocka_unit_test(test_balance_frame),
