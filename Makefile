@@ -183,13 +183,18 @@ test-built: all $(SAMPLE) unit-tests $(BIN)/pd_instant
 # 20 minutes (docs/reliability.md, "Memory errors and leaks").
 ASAN_SKIP := tests/cli/tour.sh tests/cli/splits.sh tests/cli/sweep.sh tests/cli/advise.sh \
 	tests/cli/sim.sh tests/cli/kmeans_large.sh tests/e2e/dash.sh
+# and of the Lua tests, the three that rerun whole simulations, seeds and
+# the samples (about 90 s under ASan); the other Lua tests still drive
+# every binding under the sanitizers
+ASAN_LUA_SKIP := test_seeds test_samples test_docs
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" bin-asan/eldr bin-asan/eldrd bin-asan/pd_instant \
 	  unit-tests
-	@ASAN_OPTIONS=detect_leaks=1 BIN=bin-asan SAMPLE=$(SAMPLE) RUN_SKIP="$(ASAN_SKIP)" sh tests/run.sh
+	@ASAN_OPTIONS=detect_leaks=1 BIN=bin-asan SAMPLE=$(SAMPLE) RUN_SKIP="$(ASAN_SKIP)" \
+	  LUA_SKIP="$(ASAN_LUA_SKIP)" sh tests/run.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-built
