@@ -28,7 +28,7 @@ DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 	libreadline-dev libncurses-dev liblapacke-dev libopenblas-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libzip-dev \
 	libcmocka-dev tmux valgrind curl wrk python3 python3-numpy python3-scipy \
-	python3-h5py clang libclang-rt-14-dev
+	python3-h5py clang libclang-rt-14-dev iproute2
 
 BUILD ?= build
 BIN ?= bin

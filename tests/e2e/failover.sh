@@ -19,14 +19,6 @@ prereqs "failover"
 "$ELDR" fit "$SMALL" -k 4 -o "$TMP/m.h5" --variant count --layers all --seed 1 >/dev/null 2>&1
 check "fixture: a K=4 count model" test -s "$TMP/m.h5"
 
-standins() { # NAME ARGS...: ports in $TMP/NAME.ports; sets PF and DC (URL lists)
-    n=$1; shift
-    $PY "$ROOT/tests/e2e/fake_pd.py" "$SMALL" "$TMP/$n.ports" "$TMP/$n.jsonl" "$@" --max-seconds 120 &
-    PIDS="$PIDS $!"
-    i=0; while [ ! -s "$TMP/$n.ports" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-    PF=$($PY -c "import json,sys; print(','.join('http://127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['prefill']))" "$TMP/$n.ports")
-    DC=$($PY -c "import json,sys; print(','.join('http://127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['decode']))" "$TMP/$n.ports")
-}
 
 expect_fail2 "--eject-after -1 is refused" "--eject-after" \
     "$ELDRD" -m "$TMP/m.h5" --eject-after -1 --listen 127.0.0.1:1

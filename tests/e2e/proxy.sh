@@ -17,14 +17,6 @@
 check "fixture: a K=4 count model over every layer" test -s "$TMP/m.h5"
 
 # stand-ins: 2 prefill, 4 decode; and a second set whose prefill has no eldr_sig
-standins() { # NAME ARGS...: ports in $TMP/NAME.ports; sets PF and DC (URL lists)
-    n=$1; shift
-    $PY "$ROOT/tests/e2e/fake_pd.py" "$SMALL" "$TMP/$n.ports" "$TMP/$n.jsonl" "$@" --max-seconds 300 &
-    PIDS="$PIDS $!"
-    i=0; while [ ! -s "$TMP/$n.ports" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-    PF=$($PY -c "import json,sys; print(','.join('http://127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['prefill']))" "$TMP/$n.ports")
-    DC=$($PY -c "import json,sys; print(','.join('http://127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['decode']))" "$TMP/$n.ports")
-}
 standins pd --prefill 2 --decode 4 --chunks 3 --chunk-gap 0.3 --decode-delay 3
 PF1=$PF; DC1=$DC
 DEAD="http://127.0.0.1:$(free_port)"
