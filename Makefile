@@ -28,7 +28,8 @@ DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 	libreadline-dev libncurses-dev liblapacke-dev libopenblas-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libzip-dev \
 	libcmocka-dev tmux valgrind curl wrk python3 python3-numpy python3-scipy \
-	python3-h5py clang libclang-rt-14-dev iproute2
+	python3-h5py clang libclang-rt-14-dev iproute2 \
+	libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 
 BUILD ?= build
 BIN ?= bin
@@ -48,16 +49,25 @@ CORE_LIB := $(BUILD)/libeldrcore.a
 # that the test_router_* unit tests link too. Each floor's headers are
 # found by name (-I per floor); tests/cli/layers.sh checks that a file
 # includes only what its floor may.
-ROUTER_FLOORS := base net engine api pdproxy main
-ROUTER_INC := $(ROUTER_FLOORS:%=-Isrc/router/%)
+ROUTER_FLOORS := base net engine api pdproxy extproc main
+ROUTER_INC := $(ROUTER_FLOORS:%=-Isrc/router/%) -I$(BUILD)/gen
 ROUTER_SRC := $(wildcard $(ROUTER_FLOORS:%=src/router/%/*.c))
-ROUTER_OBJ := $(ROUTER_SRC:%.c=$(BUILD)/%.o)
+# The gateway picker's protobuf messages (a trimmed copy of Envoy's
+# ext_proc protocol with Envoy's field numbers, src/router/extproc/xp.proto)
+# become C at build time, by protoc-c; the object sits in the extproc
+# floor with the code that uses it.
+XP_PROTO := src/router/extproc/xp.proto
+XP_GEN_C := $(BUILD)/gen/xp.pb-c.c
+XP_GEN_H := $(BUILD)/gen/xp.pb-c.h
+XP_GEN_OBJ := $(BUILD)/src/router/extproc/xp.pb-c.o
+ROUTER_OBJ := $(ROUTER_SRC:%.c=$(BUILD)/%.o) $(XP_GEN_OBJ)
 ROUTER_MAIN := $(BUILD)/src/router/main/eldrd.o
 ROUTER_LIB := $(BUILD)/libeldrrouter.a
 # libcurl: the eldrd client (src/client, eldr replay/attach) and eldrd's
 # --load-from vllm poller.
 CURL_LIBS := $(shell pkg-config --libs libcurl 2>/dev/null)
-ROUTER_LIBS := $(shell pkg-config --libs libmicrohttpd jansson 2>/dev/null) $(CURL_LIBS)
+ROUTER_LIBS := $(shell pkg-config --libs libmicrohttpd jansson libnghttp2 libprotobuf-c \
+	2>/dev/null) $(CURL_LIBS)
 SAMPLE := samples/small.h5
 # The first screen: the sample's own arrivals (20 req/s) leave every batch
 # at about one request, where no routing policy can matter; at 800 req/s
@@ -87,6 +97,19 @@ $(BUILD)/%.o: %.c
 # the router's floors see each other's headers by name (the layer check
 # says which they may include); so do the tests and benchmarks of them
 $(BUILD)/src/router/%.o $(BUILD)/tests/%.o: INC := $(ROUTER_INC)
+
+$(XP_GEN_C) $(XP_GEN_H) &: $(XP_PROTO)
+	@mkdir -p $(dir $(XP_GEN_C))
+	protoc-c --c_out=$(dir $(XP_GEN_C)) -Isrc/router/extproc $<
+
+# protoc-c's INIT macros brace a oneof's union as one value, which
+# -Wmissing-braces flags: off for the generated file only
+$(XP_GEN_OBJ): $(XP_GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) -Wno-missing-braces $(CFLAGS) $(PKG_CFLAGS) -I$(dir $(XP_GEN_C)) -MMD -MP -c $< -o $@
+
+# the picker's objects include the generated header
+$(filter-out $(XP_GEN_OBJ),$(filter $(BUILD)/src/router/extproc/%,$(ROUTER_OBJ))): $(XP_GEN_H)
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@

@@ -109,6 +109,13 @@ void opts_usage(FILE *f)
             "                            started with --api-key; the file's first line, as\n"
             "                            --admin-token-file). Without it the client's own\n"
             "                            Authorization header is forwarded\n"
+            "  --ext-proc HOST:PORT      serve Envoy's ext_proc (gRPC, cleartext HTTP/2) as\n"
+            "                            the decode pool's endpoint picker of a Kubernetes\n"
+            "                            inference gateway, beside the HTTP API; needs\n"
+            "                            --endpoints (docs/gateway.md)\n"
+            "  --endpoints FILE          the decode endpoints in llm-d's file-discovery\n"
+            "                            format (YAML or JSON), K of them, in worker order\n"
+            "                            or by name; reloaded when the file is replaced\n"
             "  --refit-every S           online refit (off by default): every S seconds,\n"
             "                            refit the centroids on the recent signatures, each\n"
             "                            worker keeping the new centroid nearest its old\n"
@@ -283,7 +290,7 @@ enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBOD
        O_ADMINTOK, O_KVTOK, O_UPKEY, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
        O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO,
        O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS, O_MAXKV, O_MAXMODEL, O_BUDGET,
-       O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK,
+       O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK, O_EXTPROC, O_ENDPOINTS,
        O_EJECT_AFTER, O_EJECT_TIME, O_HEALTH_INT, O_HEALTH_PATH, O_STREAM_BUF, O_UP_IDLE };
 
 /* A number of seconds in [lo, hi]. */
@@ -406,6 +413,12 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
                             &o->admin_port, err, errlen);
     case O_ROUTETOK:
         o->route_token_file = arg;
+        return 0;
+    case O_EXTPROC:
+        return parse_listen("--ext-proc", arg, o->xp_host, sizeof o->xp_host, &o->xp_port, err,
+                            errlen);
+    case O_ENDPOINTS:
+        o->endpoints_file = arg;
         return 0;
     case O_DECISIONS:
         if (parse_ll("--decisions", arg, 1, 1 << 20, &v, err, errlen) < 0)
@@ -590,6 +603,8 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"header-timeout", required_argument, 0, O_HEADERTIMEOUT},
         {"admin-listen", required_argument, 0, O_ADMINLISTEN},
         {"route-token-file", required_argument, 0, O_ROUTETOK},
+        {"ext-proc", required_argument, 0, O_EXTPROC},
+        {"endpoints", required_argument, 0, O_ENDPOINTS},
         {0, 0, 0, 0},
     };
     defaults(o);
@@ -629,6 +644,12 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         opts_free(o);
         return eldr_errf(err, errlen, "--%s is for proxy mode: add --proxy",
                          o->prefill_urls ? "prefill" : "decode");
+    }
+    if (!!o->xp_host[0] != !!o->endpoints_file) {
+        opts_free(o);
+        return eldr_errf(err, errlen, o->xp_host[0] ? "--ext-proc needs --endpoints FILE (the "
+                         "decode pool's addresses, llm-d's file-discovery format)"
+                         : "--endpoints is for the gateway's picker: add --ext-proc HOST:PORT");
     }
     if (!o->proxy && o->upstream_key_file) {
         opts_free(o);

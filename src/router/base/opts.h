@@ -58,6 +58,10 @@ typedef struct eldrd_opts {
     const char *health_path;     /* --health-path PATH (default /health) */
     long long stream_buffer;     /* --stream-buffer BYTES a client may leave unread */
     double upstream_idle;        /* --upstream-idle S a pooled connection may idle */
+    /* the gateway's endpoint picker (docs/gateway.md) */
+    char xp_host[64];            /* --ext-proc HOST:PORT ("" = none) */
+    int xp_port;
+    const char *endpoints_file;  /* --endpoints FILE: the decode pool's addresses */
     int help;                    /* --help given */
     int version;                 /* --version given */
 } eldrd_opts;

@@ -1,0 +1,731 @@
+/* extproc.c - the gateway's endpoint picker (extproc.h). */
+#include "extproc.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decide.h"
+#include "grpc_srv.h"
+#include "log.h"
+#include "signature.h"
+#include "wire.h"
+#include "xp_msg.h"
+#include "xp_sig.h"
+
+#define DEST "x-gateway-destination-endpoint"
+#define DEST_NS "envoy.lb"
+#define PROCESS_PATH "/envoy.service.ext_proc.v3.ExternalProcessor/Process"
+#define HEALTH_PATH "/grpc.health.v1.Health/Check"
+
+/* What a pick's signal came from, and how picks ended. */
+enum { SRC_BODY, SRC_HEADER, SRC_NONE, N_SRC };
+enum { OUT_PICKED, OUT_NO_ENDPOINT, OUT_BAD_SIGNAL, OUT_TOO_LARGE, OUT_DRAINING,
+       OUT_REFUSED, OUT_BAD_MESSAGE, OUT_CANCELLED, N_OUT };
+static const char *const src_name[N_SRC] = {"body", "header", "none"};
+static const char *const out_name[N_OUT] = {"picked", "no_endpoint", "bad_signal",
+                                            "too_large", "draining", "refused",
+                                            "bad_message", "cancelled"};
+
+struct extproc {
+    engine_t *d;
+    evloop *l;
+    endpoints_table *ep;
+    grpc_srv *g;
+    ev_timer poll;
+    int draining;                /* on the loop's thread */
+    atomic_int drain_flag;       /* for the health answer read elsewhere */
+    uint64_t seq;
+    size_t cells;
+    uint16_t *counts;            /* scratch for one decision [L*E] (loop thread only) */
+    float *gates;
+    route_out out;
+    atomic_ullong picks[N_SRC], outcomes[N_OUT], upstream_5xx, finished, chunks_out;
+    atomic_long in_flight;       /* picked, not yet finished */
+    /* the drain's hand-off */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int posted_done;
+};
+
+typedef enum { ST_HEADERS, ST_BODY, ST_PICKED, ST_DONE } xstate;
+
+typedef struct xstream {
+    extproc_t *x;
+    grpc_stream *gs;
+    xstate state;
+    int resp_duplex;             /* echo the response body as streamed_response */
+    int routed, finished, worker;
+    char id[RB_ID_MAX];
+    uint8_t *body;
+    size_t len, cap;
+    uint8_t *hsig;               /* x-eldr-signature, decoded */
+    size_t hsig_len;
+    int hsig_bad;
+    int has_subset;
+    uint8_t subset[ROUTE_MAX_WORKERS];
+    int fail;                    /* a gRPC status to end the stream with, after the message */
+    const char *fail_msg;
+} xstream;
+
+/* ---- answering ---- */
+
+static void send_packed(xstream *s, int rc, uint8_t *buf, size_t len)
+{
+    if (rc == 0)
+        grpc_send(s->gs, buf, len);
+    free(buf);
+}
+
+static void send_continue(xstream *s, xp_kind kind)
+{
+    uint8_t *b = NULL;
+    size_t n;
+    send_packed(s, xp_pack_continue(kind, &b, &n), b, n);
+}
+
+/* The request is over for the load: once. */
+static void finish_request(xstream *s)
+{
+    if (!s->routed || s->finished)
+        return;
+    s->finished = 1;
+    int w;
+    rb_err e;
+    state_finish(s->x->d->st, s->id, &w, &e);
+    atomic_fetch_sub(&s->x->in_flight, 1);
+    atomic_fetch_add(&s->x->finished, 1);
+}
+
+static void immediate(xstream *s, int code, int outcome, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void immediate(xstream *s, int code, int outcome, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    atomic_fetch_add(&s->x->outcomes[outcome], 1);
+    uint8_t *b = NULL;
+    size_t n;
+    send_packed(s, xp_pack_immediate(code, msg, "eldr_picker", &b, &n), b, n);
+    s->state = ST_DONE;
+}
+
+/* The body, as it came, in streamed_response chunks of at most
+ * XP_CHUNK_MAX bytes; end_of_stream on the last when eos. */
+static void echo(xstream *s, int response_side, const uint8_t *p, size_t n, int eos)
+{
+    do {
+        size_t k = n < XP_CHUNK_MAX ? n : XP_CHUNK_MAX;
+        uint8_t *b = NULL;
+        size_t len;
+        int last = k == n;
+        send_packed(s, xp_pack_stream_chunk(response_side, p, k, eos && last, &b, &len), b,
+                    len);
+        atomic_fetch_add(&s->x->chunks_out, 1);
+        p += k;
+        n -= k;
+    } while (n);
+}
+
+/* ---- the pick ---- */
+
+/* The endpoints file maps onto the model's workers. */
+static int ready(extproc_t *x)
+{
+    return endpoints_table_k(x->ep) == x->d->K;
+}
+
+/* The signal: the body's eldr_sig, else the header's; -1 when the one
+ * given is malformed (answered). */
+static int signal_bytes(xstream *s, uint8_t **sig, size_t *len, int *src)
+{
+    char why[256];
+    int rc = xp_body_sig((const char *)s->body, s->len, sig, len, why, sizeof why);
+    if (rc < 0) {
+        immediate(s, 400, OUT_BAD_SIGNAL, "eldr picker: %s", why);
+        return -1;
+    }
+    *src = rc ? SRC_BODY : SRC_NONE;
+    if (!rc && s->hsig_bad) {
+        immediate(s, 400, OUT_BAD_SIGNAL, "eldr picker: x-eldr-signature is not base64");
+        return -1;
+    }
+    if (!rc && s->hsig) {
+        *sig = s->hsig;
+        *len = s->hsig_len;
+        s->hsig = NULL;
+        *src = SRC_HEADER;
+    }
+    return 0;
+}
+
+/* The workers this request may use: the pool's eligible ones, within the
+ * subset hint when one came. NULL: all. -1 when none is left. */
+static int eligible(xstream *s, uint8_t *ok, const uint8_t **mask)
+{
+    extproc_t *x = s->x;
+    const uint8_t *pm = pool_decode_eligible(&x->d->pool, mono_now(), -1, ok);
+    if (!s->has_subset) {
+        *mask = pm;
+        return 0;
+    }
+    int any = 0;
+    for (int k = 0; k < x->d->K; k++) {
+        ok[k] = s->subset[k] && (!pm || pm[k]);
+        any |= ok[k];
+    }
+    *mask = ok;
+    return any ? 0 : -1;
+}
+
+static void new_id(xstream *s)
+{
+    snprintf(s->id, sizeof s->id, "xp-%llu", (unsigned long long)++s->x->seq);
+}
+
+static int route(xstream *s, mref_t *m, const uint8_t *mask, int *nosig, rb_err *e)
+{
+    extproc_t *x = s->x;
+    int gate = sig_variant_uses_gate(m->m->recipe.variant);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (route_request(x->d, m, s->id, gate ? NULL : x->counts, gate ? x->gates : NULL, -1,
+                          NULL, mask, -1, &x->out, nosig, e) == 0)
+            return 0;
+        if (e->status != 409 || attempt)
+            return -1;
+        /* the client's x-request-id is in flight already (a client's
+         * retry that arrived before its first try finished): both are
+         * real requests, so the second gets an id of its own */
+        char was[RB_ID_MAX];
+        snprintf(was, sizeof was, "%s", s->id);
+        snprintf(s->id, sizeof s->id, "%.200s#%llu", was, (unsigned long long)++x->seq);
+    }
+    return -1;
+}
+
+static void pick(xstream *s)
+{
+    extproc_t *x = s->x;
+    uint8_t *sig = NULL, ok[ROUTE_MAX_WORKERS];
+    size_t siglen = 0;
+    int src, nosig = 0;
+    char why[256], dest[EP_HOSTPORT_MAX];
+    if (signal_bytes(s, &sig, &siglen, &src) < 0)
+        return;
+    const uint8_t *mask;
+    mref_t *m = mholder_get(&x->d->model);
+    rb_err e;
+    if (!ready(x)) {
+        immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: the endpoints file does not map "
+                  "onto the model's %d workers", x->d->K);
+    } else if (decide_read_sig(x->d, m, sig, siglen, x->counts, x->gates, why, sizeof why) < 0) {
+        immediate(s, 422, OUT_BAD_SIGNAL, "eldr picker: %s", why);
+    } else if (eligible(s, ok, &mask) < 0) {
+        immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: no endpoint of the subset hint is "
+                  "eligible");
+    } else if (route(s, m, mask, &nosig, &e) < 0) {
+        immediate(s, e.status, e.status == 503 ? OUT_NO_ENDPOINT : OUT_REFUSED,
+                  "eldr picker: %s (%s)", e.error, e.where);
+    } else if (endpoints_table_hostport(x->ep, x->out.d.worker, dest) < 0) {
+        /* the file was replaced between the check and here: cannot be on
+         * one thread, but a pick never goes out without its address */
+        s->routed = 1;
+        s->worker = x->out.d.worker;
+        atomic_fetch_add(&x->in_flight, 1);
+        finish_request(s);
+        immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: worker %d has no endpoint",
+                  x->out.d.worker);
+    } else {
+        s->routed = 1;
+        s->worker = x->out.d.worker;
+        atomic_fetch_add(&x->in_flight, 1);
+        atomic_fetch_add(&x->picks[nosig ? SRC_NONE : src], 1);
+        atomic_fetch_add(&x->outcomes[OUT_PICKED], 1);
+        uint8_t *b = NULL;
+        size_t n;
+        send_packed(s, xp_pack_pick(DEST, DEST_NS, dest, &b, &n), b, n);
+        s->state = ST_PICKED;
+    }
+    mref_put(m);
+    free(sig);
+}
+
+/* ---- the request phase ---- */
+
+static void subset_entry(void *cls, const char *str, size_t n)
+{
+    xstream *s = cls;
+    int k = endpoints_table_worker_of(s->x->ep, str, n);
+    if (k >= 0 && k < s->x->d->K)
+        s->subset[k] = 1;
+}
+
+static void on_request_headers(xstream *s, const xp_in *in)
+{
+    extproc_t *x = s->x;
+    size_t n;
+    const char *v;
+    if (in->has_config && in->request_body_mode != XP_MODE_FULL_DUPLEX &&
+        in->request_body_mode != XP_MODE_NONE) {
+        s->fail = GRPC_FAILED_PRECONDITION;
+        s->fail_msg = "eldrd's picker takes the request body in FULL_DUPLEX_STREAMED mode "
+                      "(request_body_mode 4) or none (0), as the Gateway API Inference "
+                      "Extension configures Envoy";
+        return;
+    }
+    s->resp_duplex = !in->has_config || in->response_body_mode == XP_MODE_FULL_DUPLEX;
+    if (x->draining) {
+        immediate(s, 503, OUT_DRAINING, "eldr picker: draining (shutting down)");
+        return;
+    }
+    if ((v = xp_header(in, "x-request-id", &n)) && n > 0 && n < RB_ID_MAX &&
+        !memchr(v, '\0', n)) {
+        memcpy(s->id, v, n);
+        s->id[n] = '\0';
+    } else {
+        new_id(s);
+    }
+    if ((v = xp_header(in, "x-eldr-signature", &n)) &&
+        xp_text_sig(v, n, &s->hsig, &s->hsig_len, (char[8]){0}, 8) < 0)
+        s->hsig_bad = 1;
+    int hint = xp_subset(in, subset_entry, s);
+    if (hint < 0) {
+        immediate(s, 400, OUT_NO_ENDPOINT, "eldr picker: the subset hint is neither a list "
+                  "of strings nor a string");
+        return;
+    }
+    s->has_subset = hint;
+    if (in->end_of_stream || (in->has_config && in->request_body_mode == XP_MODE_NONE))
+        pick(s);   /* no body: decide on the headers */
+    else
+        s->state = ST_BODY;
+}
+
+static int keep_body(xstream *s, const uint8_t *p, size_t n)
+{
+    long long max = s->x->d->o->max_body;
+    if ((long long)(s->len + n) > max) {
+        immediate(s, 413, OUT_TOO_LARGE, "eldr picker: the body is over --max-body (%lld "
+                  "bytes)", max);
+        return -1;
+    }
+    if (s->len + n > s->cap) {
+        size_t cap = s->cap ? s->cap : 16384;
+        while (cap < s->len + n)
+            cap *= 2;
+        uint8_t *b = realloc(s->body, cap);
+        if (!b) {
+            immediate(s, 503, OUT_REFUSED, "eldr picker: out of memory");
+            return -1;
+        }
+        s->body = b;
+        s->cap = cap;
+    }
+    memcpy(s->body + s->len, p, n);
+    s->len += n;
+    return 0;
+}
+
+static void on_request_body(xstream *s, const xp_in *in)
+{
+    if (s->state != ST_BODY) {
+        if (s->state == ST_PICKED)   /* a body after a headers-only pick: pass it on */
+            echo(s, 0, in->body, in->body_len, in->end_of_stream);
+        return;
+    }
+    if (keep_body(s, in->body, in->body_len) < 0 || !in->end_of_stream)
+        return;
+    pick(s);
+    if (s->state == ST_PICKED)
+        echo(s, 0, s->body, s->len, 1);
+    free(s->body);
+    s->body = NULL;
+    s->len = s->cap = 0;
+}
+
+/* Trailers end the request body without an end_of_stream chunk. */
+static void on_request_trailers(xstream *s)
+{
+    if (s->state == ST_BODY) {
+        pick(s);
+        if (s->state == ST_PICKED && s->len)
+            echo(s, 0, s->body, s->len, 0);
+        free(s->body);
+        s->body = NULL;
+        s->len = s->cap = 0;
+    }
+    if (s->state != ST_DONE)
+        send_continue(s, XP_REQUEST_TRAILERS);
+}
+
+/* ---- the response phase ---- */
+
+/* The upstream's answer: a 5xx counts against the endpoint that served
+ * (Envoy says which when it fell back to another), anything else for it. */
+static void on_response_headers(xstream *s, const xp_in *in)
+{
+    size_t n;
+    const char *st = xp_header(in, ":status", &n);
+    int code = st && n == 3 ? (st[0] - '0') * 100 + (st[1] - '0') * 10 + (st[2] - '0') : 0;
+    int worker = s->worker;
+    const char *served = xp_served(in, &n);
+    if (served) {
+        int k = endpoints_table_worker_of(s->x->ep, served, n);
+        if (k >= 0)
+            worker = k;
+    }
+    if (s->routed && code >= 100 && code <= 599) {
+        if (code >= 500)
+            atomic_fetch_add(&s->x->upstream_5xx, 1);
+        pool_report(&s->x->d->pool, POOL_DECODE, worker, code < 500, mono_now());
+    }
+    send_continue(s, XP_RESPONSE_HEADERS);
+    if (in->end_of_stream)
+        finish_request(s);
+}
+
+static void on_response_body(xstream *s, const xp_in *in)
+{
+    if (s->resp_duplex)
+        echo(s, 1, in->body, in->body_len, in->end_of_stream);
+    else
+        send_continue(s, XP_RESPONSE_BODY);
+    if (in->end_of_stream)
+        finish_request(s);
+}
+
+/* ---- the stream ---- */
+
+static void *xs_open(void *cls, grpc_stream *gs)
+{
+    xstream *s = calloc(1, sizeof *s);
+    if (s) {
+        s->x = cls;
+        s->gs = gs;
+        s->worker = -1;
+    }
+    return s;
+}
+
+static void xs_free(xstream *s)
+{
+    finish_request(s);
+    free(s->body);
+    free(s->hsig);
+    free(s);
+}
+
+static void xs_message(void *cls, void *st, grpc_stream *gs, const uint8_t *msg, size_t len)
+{
+    (void)cls, (void)gs;
+    xstream *s = st;
+    xp_in in;
+    char why[160];
+    if (xp_read(msg, len, &in, why, sizeof why) < 0) {
+        atomic_fetch_add(&s->x->outcomes[OUT_BAD_MESSAGE], 1);
+        grpc_finish(s->gs, GRPC_INVALID_ARGUMENT, why);
+        xs_free(s);
+        return;
+    }
+    int first = s->state == ST_HEADERS;
+    if (first && in.kind != XP_REQUEST_HEADERS && in.kind != XP_RESPONSE_HEADERS) {
+        atomic_fetch_add(&s->x->outcomes[OUT_BAD_MESSAGE], 1);
+        grpc_finish(s->gs, GRPC_INVALID_ARGUMENT, "the stream's first message must be "
+                    "request_headers");
+        xp_in_free(&in);
+        xs_free(s);
+        return;
+    }
+    switch (in.kind) {
+    case XP_REQUEST_HEADERS:
+        if (first)
+            on_request_headers(s, &in);
+        break;
+    case XP_REQUEST_BODY:
+        on_request_body(s, &in);
+        break;
+    case XP_REQUEST_TRAILERS:
+        on_request_trailers(s);
+        break;
+    case XP_RESPONSE_HEADERS:
+        on_response_headers(s, &in);
+        break;
+    case XP_RESPONSE_BODY:
+        on_response_body(s, &in);
+        break;
+    case XP_RESPONSE_TRAILERS:
+        send_continue(s, XP_RESPONSE_TRAILERS);
+        finish_request(s);
+        break;
+    }
+    xp_in_free(&in);
+    if (s->fail) {
+        grpc_finish(s->gs, s->fail, s->fail_msg);
+        xs_free(s);
+    }
+}
+
+/* Envoy half-closes when the exchange is over: the request is finished
+ * (if the response phase did not say so already) and the stream ends. */
+static void xs_half_close(void *cls, void *st, grpc_stream *gs)
+{
+    (void)cls;
+    xstream *s = st;
+    grpc_finish(gs, GRPC_OK, NULL);
+    xs_free(s);
+}
+
+/* Cancelled, reset, or the connection went: the request is finished. */
+static void xs_gone(void *cls, void *st)
+{
+    (void)cls;
+    xstream *s = st;
+    if (s->state != ST_DONE && !s->finished)
+        atomic_fetch_add(&s->x->outcomes[OUT_CANCELLED], 1);
+    xs_free(s);
+}
+
+/* ---- grpc.health.v1 ---- */
+
+typedef struct hstream {
+    char svc[128];
+    int got, bad;
+} hstream;
+
+static void *hs_open(void *cls, grpc_stream *gs)
+{
+    (void)cls, (void)gs;
+    return calloc(1, sizeof(hstream));
+}
+
+static void hs_message(void *cls, void *st, grpc_stream *gs, const uint8_t *msg, size_t len)
+{
+    (void)cls, (void)gs;
+    hstream *h = st;
+    h->bad |= h->got || xp_read_health(msg, len, h->svc, sizeof h->svc) < 0;
+    h->got = 1;
+}
+
+/* "" and the ext_proc service: ready to pick (not draining, endpoints
+ * mapped); GIE's "readiness" the same; "liveness": the process answers. */
+static void hs_half_close(void *cls, void *st, grpc_stream *gs)
+{
+    extproc_t *x = cls;
+    hstream *h = st;
+    int status = -1;
+    if (h->bad || !h->got) {
+        grpc_finish(gs, GRPC_INVALID_ARGUMENT, "one HealthCheckRequest expected");
+    } else if (!strcmp(h->svc, "liveness")) {
+        status = 1;
+    } else if (!h->svc[0] || !strcmp(h->svc, "readiness") ||
+               !strcmp(h->svc, "envoy.service.ext_proc.v3.ExternalProcessor")) {
+        status = !x->draining && ready(x) ? 1 : 2;
+    } else {
+        grpc_finish(gs, GRPC_NOT_FOUND, "unknown service");
+    }
+    if (status > 0) {
+        uint8_t *b = NULL;
+        size_t n;
+        if (xp_pack_health(status, &b, &n) == 0)
+            grpc_send(gs, b, n);
+        free(b);
+        grpc_finish(gs, GRPC_OK, NULL);
+    }
+    free(h);
+}
+
+static void hs_gone(void *cls, void *st)
+{
+    (void)cls;
+    free(st);
+}
+
+/* ---- life ---- */
+
+static void poll_endpoints(evloop *l, ev_timer *t)
+{
+    extproc_t *x = t->cls;
+    char err[512];
+    int rc = endpoints_table_poll(x->ep, mono_now(), err, sizeof err);
+    if (rc < 0) {
+        log_msg("--endpoints: %s; the previous endpoints stay", err);
+    } else if (rc > 0) {
+        ep_stats st;
+        endpoints_table_stats(x->ep, &st);
+        log_msg("--endpoints: reloaded, %d endpoints (generation %llu)", st.n,
+                (unsigned long long)st.generation);
+    }
+    evloop_timer_start(l, t, 1.0);
+}
+
+extproc_t *extproc_start(engine_t *d, evloop *l, endpoints_table *ep, char *err,
+                         size_t errlen)
+{
+    extproc_t *x = calloc(1, sizeof *x);
+    if (!x) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    x->d = d;
+    x->l = l;
+    x->ep = ep;
+    x->cells = (size_t)d->L * (size_t)d->E;
+    x->counts = malloc(x->cells * sizeof *x->counts);
+    x->gates = malloc(x->cells * sizeof *x->gates);
+    pthread_mutex_init(&x->lock, NULL);
+    pthread_cond_init(&x->cond, NULL);
+    grpc_config cfg = {.host = d->o->xp_host, .port = d->o->xp_port,
+                       .max_message = (size_t)d->o->max_body + 4096,
+                       .max_conns = d->o->max_conns};
+    if (!x->counts || !x->gates || !(x->g = grpc_new(l, &cfg, err, errlen))) {
+        if (!x->g && (!x->counts || !x->gates))
+            snprintf(err, errlen, "out of memory");
+        extproc_free(x);
+        return NULL;
+    }
+    grpc_method process = {PROCESS_PATH, xs_open, xs_message, xs_half_close, xs_gone, x};
+    grpc_method health = {HEALTH_PATH, hs_open, hs_message, hs_half_close, hs_gone, x};
+    grpc_add_method(x->g, &process);
+    grpc_add_method(x->g, &health);
+    evloop_timer_init(&x->poll, poll_endpoints, x);
+    evloop_timer_start(l, &x->poll, 1.0);
+    return x;
+}
+
+int extproc_port(const extproc_t *x)
+{
+    return grpc_port(x->g);
+}
+
+static void quiesce_on_loop(void *cls)
+{
+    extproc_t *x = cls;
+    x->draining = 1;
+    atomic_store(&x->drain_flag, 1);
+    grpc_quiesce(x->g);
+    pthread_mutex_lock(&x->lock);
+    x->posted_done = 1;
+    pthread_cond_broadcast(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+}
+
+int extproc_quiesce(extproc_t *x, int loop_running, double grace)
+{
+    if (!x)
+        return 0;
+    if (!loop_running || evloop_post(x->l, quiesce_on_loop, x) < 0) {
+        quiesce_on_loop(x);
+        return 0;
+    }
+    double t0 = mono_now();
+    pthread_mutex_lock(&x->lock);
+    while (!x->posted_done && mono_now() - t0 < 5)
+        wait_for(&x->cond, &x->lock, 0.1);
+    pthread_mutex_unlock(&x->lock);
+    grpc_stats st;
+    for (;;) {
+        grpc_get_stats(x->g, &st);
+        if (!st.streams || mono_now() - t0 >= grace)
+            break;
+        pthread_mutex_lock(&x->lock);
+        wait_for(&x->cond, &x->lock, 0.05);
+        pthread_mutex_unlock(&x->lock);
+    }
+    return (int)st.streams;
+}
+
+void extproc_free(extproc_t *x)
+{
+    if (!x)
+        return;
+    if (x->g) {
+        evloop_timer_stop(x->l, &x->poll);
+        grpc_free(x->g);
+    }
+    pthread_mutex_destroy(&x->lock);
+    pthread_cond_destroy(&x->cond);
+    free(x->counts);
+    free(x->gates);
+    free(x);
+}
+
+void extproc_metrics(void *cls, strbuf *b)
+{
+    extproc_t *x = cls;
+    grpc_stats st;
+    grpc_get_stats(x->g, &st);
+    sb_printf(b, "# TYPE eldr_extproc_streams gauge\neldr_extproc_streams %ld\n", st.streams);
+    sb_printf(b, "# TYPE eldr_extproc_connections gauge\neldr_extproc_connections %ld\n",
+              st.conns);
+    sb_printf(b, "# TYPE eldr_extproc_in_flight gauge\neldr_extproc_in_flight %ld\n",
+              atomic_load(&x->in_flight));
+    sb_str(b, "# TYPE eldr_extproc_picks_total counter\n");
+    for (int i = 0; i < N_SRC; i++)
+        sb_printf(b, "eldr_extproc_picks_total{signal=\"%s\"} %llu\n", src_name[i],
+                  atomic_load(&x->picks[i]));
+    sb_str(b, "# TYPE eldr_extproc_requests_total counter\n");
+    for (int i = 0; i < N_OUT; i++)
+        sb_printf(b, "eldr_extproc_requests_total{outcome=\"%s\"} %llu\n", out_name[i],
+                  atomic_load(&x->outcomes[i]));
+    sb_printf(b, "# TYPE eldr_extproc_upstream_5xx_total counter\n"
+              "eldr_extproc_upstream_5xx_total %llu\n", atomic_load(&x->upstream_5xx));
+    sb_printf(b, "# TYPE eldr_extproc_streams_total counter\neldr_extproc_streams_total %llu\n",
+              st.streams_total);
+    sb_printf(b, "# TYPE eldr_extproc_stream_resets_total counter\n"
+              "eldr_extproc_stream_resets_total %llu\n", st.resets);
+    sb_printf(b, "# TYPE eldr_extproc_bad_frames_total counter\n"
+              "eldr_extproc_bad_frames_total %llu\n", st.bad_frames);
+    ep_stats es;
+    endpoints_table_stats(x->ep, &es);
+    sb_printf(b, "# TYPE eldr_endpoints gauge\neldr_endpoints %d\n"
+              "# TYPE eldr_endpoints_generation gauge\neldr_endpoints_generation %llu\n"
+              "# TYPE eldr_endpoints_reloads_total counter\neldr_endpoints_reloads_total %llu\n"
+              "# TYPE eldr_endpoints_reload_failures_total counter\n"
+              "eldr_endpoints_reload_failures_total %llu\n", es.n,
+              (unsigned long long)es.generation, (unsigned long long)es.reloads,
+              (unsigned long long)es.failed);
+}
+
+static void endpoint_json(void *cls, int k, const endpoint *e)
+{
+    json_t *a = cls;
+    json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:s}", "worker", k, "name", e->name,
+                                       "namespace", e->ns, "address", e->hostport));
+}
+
+json_t *extproc_snapshot(void *cls)
+{
+    extproc_t *x = cls;
+    grpc_stats st;
+    grpc_get_stats(x->g, &st);
+    json_t *o = json_object(), *picks = json_object(), *outs = json_object();
+    for (int i = 0; i < N_SRC; i++)
+        json_object_set_new(picks, src_name[i], json_integer((json_int_t)atomic_load(
+                                                    &x->picks[i])));
+    for (int i = 0; i < N_OUT; i++)
+        json_object_set_new(outs, out_name[i], json_integer((json_int_t)atomic_load(
+                                                   &x->outcomes[i])));
+    json_object_set_new(o, "port", json_integer(grpc_port(x->g)));
+    json_object_set_new(o, "draining", json_boolean(atomic_load(&x->drain_flag)));
+    json_object_set_new(o, "streams", json_integer(st.streams));
+    json_object_set_new(o, "connections", json_integer(st.conns));
+    json_object_set_new(o, "in_flight", json_integer(atomic_load(&x->in_flight)));
+    json_object_set_new(o, "picks", picks);
+    json_object_set_new(o, "requests", outs);
+    json_object_set_new(o, "upstream_5xx", json_integer((json_int_t)atomic_load(
+                                               &x->upstream_5xx)));
+    ep_stats es;
+    endpoints_table_stats(x->ep, &es);
+    json_t *eps = json_array();
+    endpoints_table_each(x->ep, endpoint_json, eps);
+    json_object_set_new(o, "endpoints", eps);
+    json_object_set_new(o, "endpoints_generation", json_integer((json_int_t)es.generation));
+    json_object_set_new(o, "endpoints_reload_failures", json_integer((json_int_t)es.failed));
+    return o;
+}

@@ -1,0 +1,85 @@
+/* xp_msg.h - Envoy's ext_proc messages as eldrd reads and writes them
+ * (router/extproc). The bytes are protobuf (xp.proto, Envoy's field
+ * numbers), decoded and encoded by protobuf-c; this file is the one place
+ * that knows their shape, so the picker (extproc.c) deals in a plain view:
+ * which phase a message is, its headers, its body chunk, the subset hint.
+ *
+ * A message is checked before protobuf-c sees it: google.protobuf.Struct
+ * nests without bound (a Value holds a Struct holds a Value ...), and
+ * protobuf-c's decoder recurses once per level, so a few megabytes of
+ * nesting would overflow the loop thread's stack. xp_read refuses more
+ * than XP_MAX_DEPTH levels, with a reason. */
+#ifndef ELDR_ROUTER_XP_MSG_H
+#define ELDR_ROUTER_XP_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define XP_MAX_DEPTH 32
+/* Envoy's BodySendMode (processing_mode.proto) */
+#define XP_MODE_NONE 0
+#define XP_MODE_FULL_DUPLEX 4
+/* the largest streamed_response chunk (llm-d's chunking.go: 62,000 bytes,
+ * under gRPC's and Envoy's per-message defaults with room for framing) */
+#define XP_CHUNK_MAX 62000
+
+typedef enum xp_kind {
+    XP_REQUEST_HEADERS, XP_RESPONSE_HEADERS, XP_REQUEST_BODY, XP_RESPONSE_BODY,
+    XP_REQUEST_TRAILERS, XP_RESPONSE_TRAILERS
+} xp_kind;
+
+typedef struct xp_in {
+    void *pb;                    /* the decoded message (owned; xp_in_free) */
+    xp_kind kind;
+    int end_of_stream;           /* headers: no body follows; body: the last chunk */
+    const uint8_t *body;         /* a body chunk (in pb) */
+    size_t body_len;
+    int has_config;              /* protocol_config present (the stream's first message) */
+    int request_body_mode, response_body_mode;
+    int observability;           /* observability_mode: answers are ignored */
+} xp_in;
+
+/* Decode one ProcessingRequest. -1 with why (one line) when the bytes are
+ * not one, nest too deep, or carry no phase. */
+int xp_read(const uint8_t *msg, size_t len, xp_in *in, char *why, size_t whylen);
+void xp_in_free(xp_in *in);
+
+/* A header of a headers message (Envoy lowercases names): its raw_value,
+ * else its value; NULL when absent. *len its length. */
+const char *xp_header(const xp_in *in, const char *name, size_t *len);
+
+/* The subset hint: filter_metadata["envoy.lb.subset_hint"]
+ * ["x-gateway-destination-endpoint-subset"], a list of "ip:port" strings
+ * or one comma-separated string. Calls each(cls, entry, len) per entry
+ * and returns 1, or 0 when the hint is absent. A hint whose value is
+ * neither: -1. */
+int xp_subset(const xp_in *in, void (*each)(void *cls, const char *s, size_t n), void *cls);
+
+/* filter_metadata["envoy.lb"]["x-gateway-destination-endpoint-served"]:
+ * the endpoint that served the request (response phase), or NULL. */
+const char *xp_served(const xp_in *in, size_t *len);
+
+/* ---- answers: each packs one ProcessingResponse into *out (malloc'd,
+ * *len bytes); -1 when out of memory ---- */
+
+/* The pick: a request_headers answer setting header `name` to value
+ * (replacing any), clear_route_cache, and dynamic_metadata
+ * {ns: {name: value}}. */
+int xp_pack_pick(const char *name, const char *ns, const char *value, uint8_t **out,
+                 size_t *len);
+/* A body chunk going on: request_body / response_body with
+ * body_mutation.streamed_response {body, end_of_stream}. */
+int xp_pack_stream_chunk(int response_side, const uint8_t *body, size_t n, int eos,
+                         uint8_t **out, size_t *len);
+/* CONTINUE, nothing changed, for a message of this kind. */
+int xp_pack_continue(xp_kind kind, uint8_t **out, size_t *len);
+/* immediate_response: HTTP status code, a text body, details. */
+int xp_pack_immediate(int code, const char *body, const char *details, uint8_t **out,
+                      size_t *len);
+
+/* grpc.health.v1: the service asked (NUL-terminated copy into svc), and
+ * the answer. */
+int xp_read_health(const uint8_t *msg, size_t len, char *svc, size_t n);
+int xp_pack_health(int status, uint8_t **out, size_t *len);
+
+#endif

@@ -1,0 +1,53 @@
+/* xp_sig.c - the signature in a decode request (xp_sig.h). */
+#include "xp_sig.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "b64.h"
+#include "jspan.h"
+
+int xp_text_sig(const char *text, size_t n, uint8_t **sig, size_t *len, char *why,
+                size_t whylen)
+{
+    size_t at;
+    uint8_t *b = malloc(b64_decoded_max(n) + 1);
+    if (!b || b64_decode(text, n, b, len, &at) < 0) {
+        free(b);
+        snprintf(why, whylen, "the signature is not base64 (at byte %zu)", b ? at : 0);
+        return -1;
+    }
+    *sig = b;
+    return 1;
+}
+
+int xp_body_sig(const char *body, size_t n, uint8_t **sig, size_t *len, char *why,
+                size_t whylen)
+{
+    const char *end = body + n, *p = js_ws(body, end);
+    jspan kv, s;
+    *sig = NULL;
+    *len = 0;
+    if (p == end || *p != '{')
+        return 0;
+    int rc = js_member((jspan){p, (size_t)(end - p)}, "kv_transfer_params", NULL, &kv);
+    if (rc <= 0 || *kv.p != '{')
+        return 0;   /* malformed JSON is the engine's to refuse, not the picker's */
+    rc = js_member(kv, "eldr_sig", NULL, &s);
+    if (rc < 0) {
+        snprintf(why, whylen, "kv_transfer_params holds eldr_sig twice, or is malformed");
+        return -1;
+    }
+    if (rc == 0 || (s.n == 4 && !memcmp(s.p, "null", 4)))
+        return 0;
+    if (s.n < 2 || *s.p != '"' || memchr(s.p + 1, '\\', s.n - 2)) {
+        snprintf(why, whylen, "kv_transfer_params.eldr_sig is not a base64 string");
+        return -1;
+    }
+    if (xp_text_sig(s.p + 1, s.n - 2, sig, len, why, whylen) < 0) {
+        snprintf(why, whylen, "kv_transfer_params.eldr_sig is not a base64 string");
+        return -1;
+    }
+    return 1;
+}

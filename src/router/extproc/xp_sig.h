@@ -1,0 +1,25 @@
+/* xp_sig.h - where the gateway's decode request carries its signature
+ * (router/extproc): llm-d's coordinator copies every key of the prefill's
+ * kv_transfer_params into the decode body, so an engine that returns
+ * eldr_sig (the authors' patched engine) hands it over in
+ * kv_transfer_params.eldr_sig; a gateway may also put the same base64
+ * text in a header, x-eldr-signature. The bytes are read for the model by
+ * decide_read_sig (decide.h), as the proxy reads them. */
+#ifndef ELDR_ROUTER_XP_SIG_H
+#define ELDR_ROUTER_XP_SIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The body's kv_transfer_params.eldr_sig: 1 with *sig (malloc'd) and
+ * *len; 0 when there is none (not a JSON object, no kv_transfer_params,
+ * no eldr_sig, or null); -1 with why when it is there but is not a base64
+ * string (or is given twice). */
+int xp_body_sig(const char *body, size_t n, uint8_t **sig, size_t *len, char *why,
+                size_t whylen);
+
+/* A header's base64 text: 1 with *sig, -1 with why. */
+int xp_text_sig(const char *text, size_t n, uint8_t **sig, size_t *len, char *why,
+                size_t whylen);
+
+#endif
