@@ -110,40 +110,63 @@ static void refused(const char *text, size_t len, const char *want)
 }
 
 #define REFUSED(text, want) refused(text, strlen(text), want)
-#define EP(fields) "endpoints:\n  - name: a\n    address: \"10.0.0.1\"\n    port: \"1\"\n  - " fields
+
+/* A file of a good first entry and a second one of these fields, and
+ * what its refusal must say. */
+#define FIRST "endpoints:\n  - name: a\n    address: \"10.0.0.1\"\n    port: \"1\"\n  - "
+static const char *const second_entry[][2] = {
+    {"name: b\n    address: \"10.0.0.2\"\n    port: \"80a\"\n",
+     "endpoints.yaml:7: endpoints[1].port: \"80a\" is not a port (1..65535)"},
+    {"name: b\n    address: \"10.0.0.2\"\n    port: \"65536\"\n",
+     "is not a port"},
+    {"name: b\n    address: \"10.0.0.2\"\n    port: \"0\"\n",
+     "is not a port"},
+    {"name: b\n    address: \"10.0.0.2\"\n    port: \"\"\n",
+     "[1].port: is empty"},
+    {"name: b\n    address: \"10.0.0.2\"\n    port: 8000\n",
+     ":7: endpoints[1].port: 8000 is not a string"},
+    {"name: b\n    address: \"fd00::1\"\n    port: \"1\"\n",
+     ":6: endpoints[1].address: \"fd00::1\" is IPv6"},
+    {"name: b\n    address: \"10.0.0.256\"\n    port: \"1\"\n",
+     "not a dotted IPv4"},
+    {"name: b\n    address: \"010.0.0.2\"\n    port: \"1\"\n",
+     "not a dotted IPv4"},
+    {"name: b\n    address: vllm-1.svc\n    port: \"1\"\n",
+     "not a dotted IPv4"},
+    {"name: b\n    port: \"1\"\n",
+     ":5: endpoints[1]: no address (it is required)"},
+    {"address: \"10.0.0.2\"\n    port: \"1\"\n",
+     "endpoints[1]: no name"},
+    {"name: b\n    address: \"10.0.0.2\"\n",
+     "endpoints[1]: no port"},
+    {"name: ~\n    address: \"10.0.0.2\"\n    port: \"1\"\n",
+     "no name"},
+    {"name: yes\n    address: \"10.0.0.2\"\n    port: \"1\"\n",
+     "name: yes is not a string"},
+    {"name: [b]\n    address: \"10.0.0.2\"\n    port: \"1\"\n",
+     "is a list, not a string"},
+    {"name: a\n    address: \"10.0.0.2\"\n    port: \"1\"\n",
+     ":5: endpoints[1]: default/a is endpoints[0] again"},
+    {"name: b\n    address: \"10.0.0.1\"\n    port: \"+1\"\n",
+     "endpoints[1]: address 10.0.0.1:1 is endpoints[0]'s too"},
+    {"name: b\n    name: c\n    address: \"10.0.0.2\"\n    port: \"1\"\n",
+     ":6: endpoints[1].name: given twice"},
+    {"name: b\n    address: \"10.0.0.2\"\n    port: \"2\"\n    labels: [x]\n",
+     "labels: is a list, not a mapping"},
+    {"name: b\n    address: \"10.0.0.2\"\n    port: \"2\"\n    labels: {rank: 0}\n",
+     "labels.rank: is a number or a boolean, not a string (quote it)"},
+    {"- x\n",
+     "endpoints[1]: is a list, not a mapping"},
+};
 
 static void test_refusals(void **state)
 {
     (void)state;
-    REFUSED(EP("name: b\n    address: \"10.0.0.2\"\n    port: \"80a\"\n"),
-            "endpoints.yaml:7: endpoints[1].port: \"80a\" is not a port (1..65535)");
-    REFUSED(EP("name: b\n    address: \"10.0.0.2\"\n    port: \"65536\"\n"), "is not a port");
-    REFUSED(EP("name: b\n    address: \"10.0.0.2\"\n    port: \"0\"\n"), "is not a port");
-    REFUSED(EP("name: b\n    address: \"10.0.0.2\"\n    port: \"\"\n"), "[1].port: is empty");
-    REFUSED(EP("name: b\n    address: \"10.0.0.2\"\n    port: 8000\n"),
-            ":7: endpoints[1].port: 8000 is not a string");
-    REFUSED(EP("name: b\n    address: \"fd00::1\"\n    port: \"1\"\n"),
-            ":6: endpoints[1].address: \"fd00::1\" is IPv6");
-    REFUSED(EP("name: b\n    address: \"10.0.0.256\"\n    port: \"1\"\n"), "not a dotted IPv4");
-    REFUSED(EP("name: b\n    address: \"010.0.0.2\"\n    port: \"1\"\n"), "not a dotted IPv4");
-    REFUSED(EP("name: b\n    address: vllm-1.svc\n    port: \"1\"\n"), "not a dotted IPv4");
-    REFUSED(EP("name: b\n    port: \"1\"\n"), ":5: endpoints[1]: no address (it is required)");
-    REFUSED(EP("address: \"10.0.0.2\"\n    port: \"1\"\n"), "endpoints[1]: no name");
-    REFUSED(EP("name: b\n    address: \"10.0.0.2\"\n"), "endpoints[1]: no port");
-    REFUSED(EP("name: ~\n    address: \"10.0.0.2\"\n    port: \"1\"\n"), "no name");
-    REFUSED(EP("name: yes\n    address: \"10.0.0.2\"\n    port: \"1\"\n"), "name: yes is not a string");
-    REFUSED(EP("name: [b]\n    address: \"10.0.0.2\"\n    port: \"1\"\n"), "is a list, not a string");
-    REFUSED(EP("name: a\n    address: \"10.0.0.2\"\n    port: \"1\"\n"),
-            ":5: endpoints[1]: default/a is endpoints[0] again");
-    REFUSED(EP("name: b\n    address: \"10.0.0.1\"\n    port: \"+1\"\n"),
-            "endpoints[1]: address 10.0.0.1:1 is endpoints[0]'s too");
-    REFUSED(EP("name: b\n    name: c\n    address: \"10.0.0.2\"\n    port: \"1\"\n"),
-            ":6: endpoints[1].name: given twice");
-    REFUSED(EP("name: b\n    address: \"10.0.0.2\"\n    port: \"2\"\n    labels: [x]\n"),
-            "labels: is a list, not a mapping");
-    REFUSED(EP("name: b\n    address: \"10.0.0.2\"\n    port: \"2\"\n    labels: {rank: 0}\n"),
-            "labels.rank: is a number or a boolean, not a string (quote it)");
-    REFUSED(EP("- x\n"), "endpoints[1]: is a list, not a mapping");
+    for (size_t i = 0; i < sizeof second_entry / sizeof *second_entry; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "%s%s", FIRST, second_entry[i][0]);
+        REFUSED(text, second_entry[i][1]);
+    }
     REFUSED("endpoints: []\n", ":1: no endpoints (the list is empty)");
     REFUSED("endpoints:\n", "no endpoints (`endpoints` is missing or null)");
     REFUSED("nodes: [1]\n", "no endpoints (`endpoints` is missing or null)");
