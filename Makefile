@@ -27,8 +27,8 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 	libreadline-dev libncurses-dev liblapacke-dev libopenblas-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libzip-dev \
-	libcmocka-dev tmux valgrind curl wrk python3 python3-numpy python3-scipy \
-	python3-h5py clang libclang-rt-14-dev iproute2 \
+	libyaml-dev libcmocka-dev tmux valgrind curl wrk python3 python3-numpy python3-scipy \
+	python3-h5py python3-yaml clang libclang-rt-14-dev iproute2 \
 	libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 
 BUILD ?= build
@@ -66,8 +66,10 @@ ROUTER_LIB := $(BUILD)/libeldrrouter.a
 # libcurl: the eldrd client (src/client, eldr replay/attach) and eldrd's
 # --load-from vllm poller.
 CURL_LIBS := $(shell pkg-config --libs libcurl 2>/dev/null)
-ROUTER_LIBS := $(shell pkg-config --libs libmicrohttpd jansson libnghttp2 libprotobuf-c \
-	2>/dev/null) $(CURL_LIBS)
+# libyaml: the YAML form of --endpoints FILE (src/router/engine/endpoints_doc.c);
+# nghttp2 and protobuf-c: the gateway picker (--ext-proc, src/router/extproc).
+ROUTER_LIBS := $(shell pkg-config --libs libmicrohttpd jansson yaml-0.1 libnghttp2 \
+	libprotobuf-c 2>/dev/null) $(CURL_LIBS)
 SAMPLE := samples/small.h5
 # The first screen: the sample's own arrivals (20 req/s) leave every batch
 # at about one request, where no routing policy can matter; at 800 req/s
