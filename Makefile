@@ -91,6 +91,20 @@ deps:
 	  apt-get update -qq >/dev/null && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
 	fi
+	@# tests/gateway: the Envoy ext_proc stand-in (Node), from the committed
+	@# package-lock.json; Debian's nodejs and npm only when npm is missing.
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root to install: nodejs npm" >&2; exit 1; fi; \
+	  echo "make deps: installing nodejs npm"; \
+	  apt-get update -qq >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null || exit 1; \
+	fi
+	@stamp=tests/gateway/node_modules/.package-lock.json; \
+	if [ ! -f $$stamp ] || [ tests/gateway/package-lock.json -nt $$stamp ]; then \
+	  echo "make deps: npm ci in tests/gateway"; \
+	  npm ci --prefix tests/gateway --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null || exit 1; \
+	  touch $$stamp; \
+	fi
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
