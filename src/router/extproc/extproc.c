@@ -84,7 +84,8 @@ static void send_continue(xstream *s, xp_kind kind)
 {
     uint8_t *b = NULL;
     size_t n;
-    send_packed(s, xp_pack_continue(kind, &b, &n), b, n);
+    int packed = xp_pack_continue(kind, &b, &n);
+    send_packed(s, packed, b, n);
 }
 
 /* The request is over for the load: once. */
@@ -112,7 +113,8 @@ static void immediate(xstream *s, int code, int outcome, const char *fmt, ...)
     atomic_fetch_add(&s->x->outcomes[outcome], 1);
     uint8_t *b = NULL;
     size_t n;
-    send_packed(s, xp_pack_immediate(code, msg, "eldr_picker", &b, &n), b, n);
+    int packed = xp_pack_immediate(code, msg, "eldr_picker", &b, &n);
+    send_packed(s, packed, b, n);
     s->state = ST_DONE;
 }
 
@@ -125,7 +127,8 @@ static void echo(xstream *s, int response_side, const uint8_t *p, size_t n, int 
         uint8_t *b = NULL;
         size_t len;
         int last = k == n;
-        send_packed(s, xp_pack_stream_chunk(response_side, p, k, eos && last, &b, &len), b,
+        int packed = xp_pack_stream_chunk(response_side, p, k, eos && last, &b, &len);
+    send_packed(s, packed, b,
                     len);
         atomic_fetch_add(&s->x->chunks_out, 1);
         p += k;
@@ -249,7 +252,8 @@ static void pick(xstream *s)
         atomic_fetch_add(&x->outcomes[OUT_PICKED], 1);
         uint8_t *b = NULL;
         size_t n;
-        send_packed(s, xp_pack_pick(DEST, DEST_NS, dest, &b, &n), b, n);
+        int packed = xp_pack_pick(DEST, DEST_NS, dest, &b, &n);
+    send_packed(s, packed, b, n);
         s->state = ST_PICKED;
     }
     mref_put(m);
@@ -477,6 +481,8 @@ static void xs_half_close(void *cls, void *st, grpc_stream *gs)
 {
     (void)cls;
     xstream *s = st;
+    if (s->state == ST_HEADERS || s->state == ST_BODY)   /* gone before its body ended */
+        atomic_fetch_add(&s->x->outcomes[OUT_CANCELLED], 1);
     grpc_finish(gs, GRPC_OK, NULL);
     xs_free(s);
 }

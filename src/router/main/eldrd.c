@@ -21,7 +21,9 @@
 #include "endpoints.h"
 #include "engine.h"
 #include "err.h"
+#include "endpoints_file.h"
 #include "evloop.h"
+#include "extproc.h"
 #include "http.h"
 #include "load_vllm.h"
 #include "log.h"
@@ -54,6 +56,8 @@ typedef struct eldrd {
     http_server *http;           /* --listen */
     http_server *admin;          /* --admin-listen, a thread pool */
     proxy_t *proxy;              /* --proxy */
+    endpoints_table *ep;         /* --endpoints */
+    extproc_t *xp;               /* --ext-proc */
 } eldrd;
 
 static void *loop_main(void *arg)
@@ -130,7 +134,7 @@ static http_config admin_config(eldrd *d)
 static int start_front(eldrd *d, char *err, size_t errlen)
 {
     eldrd_opts *o = d->o;
-    if (o->proxy && !(d->loop = evloop_new(err, errlen)))
+    if ((o->proxy || o->xp_host[0]) && !(d->loop = evloop_new(err, errlen)))
         return -1;
     http_config cfg = public_config(d);
     if (!(d->http = http_new(&cfg, err, errlen)))
@@ -140,6 +144,14 @@ static int start_front(eldrd *d, char *err, size_t errlen)
         return -1;
     if (o->proxy && !(d->proxy = proxy_start(&d->e, d->loop, d->http, err, errlen)))
         return -1;
+    if (o->xp_host[0]) {
+        if (!(d->ep = endpoints_table_open(o->endpoints_file, (char *const *)d->e.st->workers,
+                                           d->e.K, mono_now(), err, errlen)) ||
+            !(d->xp = extproc_start(&d->e, d->loop, d->ep, err, errlen)))
+            return -1;
+        log_msg("ext_proc endpoint picker on %s:%d (gRPC, h2c)", o->xp_host,
+                extproc_port(d->xp));
+    }
     return 0;
 }
 
@@ -160,12 +172,17 @@ static int register_rooms(eldrd *d, char *err, size_t errlen)
         return eldr_errf(err, errlen, "too many HTTP routes (internal)");
     if (add_provider(d, (engine_provider){.metrics = http_provider, .cls = d}, err, errlen) < 0 ||
         (d->proxy && add_provider(d, (engine_provider){.metrics = proxy_metrics, .cls = d->proxy},
-                                  err, errlen) < 0))
+                                  err, errlen) < 0) ||
+        (d->xp && add_provider(d, (engine_provider){.snapshot_key = "ext_proc",
+                                                    .snapshot = extproc_snapshot,
+                                                    .metrics = extproc_metrics, .cls = d->xp},
+                               err, errlen) < 0))
         return -1;
-    /* the pool's health: reported by the proxy's upstream side */
+    /* the pool's health: reported by the proxy's upstream side and the
+     * gateway's answers */
     engine_provider pp;
     engine_pool_provider(&d->e, &pp);
-    if (d->proxy && add_provider(d, pp, err, errlen) < 0)
+    if ((d->proxy || d->xp) && add_provider(d, pp, err, errlen) < 0)
         return -1;
     return 0;
 }
@@ -192,6 +209,8 @@ static long long fds_needed(const eldrd *d)
     }
     if (o->load_vllm)
         n += d->e.K;
+    if (o->xp_host[0])   /* the gateway's connections (grpc_srv's max_conns) */
+        n += o->max_conns;
     return n;
 }
 
@@ -248,7 +267,7 @@ static int start(eldrd *d, char *err, size_t errlen)
     warn_open_admin(d);
     if (d->loop) {
         if (pthread_create(&d->loop_thread, NULL, loop_main, d->loop) != 0)
-            return eldr_errf(err, errlen, "proxy mode: cannot start the event loop thread");
+            return eldr_errf(err, errlen, "cannot start the event loop thread");
         d->loop_on = 1;
     }
     return 0;
@@ -276,7 +295,10 @@ static int drain(eldrd *d)
     if (d->admin)
         http_quiesce(d->admin);
     double t0 = mono_now();
-    int cut = http_drain(d->http, d->o->drain);
+    /* the gateway's streams: health turns NOT_SERVING, GOAWAY, then wait */
+    int cut = extproc_quiesce(d->xp, d->loop_on, d->o->drain);
+    double left0 = d->o->drain - (mono_now() - t0);
+    cut += http_drain(d->http, left0 > 0 ? left0 : 0);
     if (d->admin) {
         double left = d->o->drain - (mono_now() - t0);
         cut += http_drain(d->admin, left > 0 ? left : 0);
@@ -299,6 +321,8 @@ static void teardown(eldrd *d)
         http_stop(d->http);
     }
     proxy_free(d->proxy);
+    extproc_free(d->xp);   /* the loop has stopped: its streams finish here */
+    endpoints_table_free(d->ep);
     http_free(d->admin);
     http_free(d->http);
     refit_stop(d->refit);

@@ -8,7 +8,6 @@
  * trailers. Connections whose streams got new output are flushed by one
  * after-turn hook, so a service answering from a timer or from another
  * stream's message costs no extra write per message. */
-#define _GNU_SOURCE
 #include "grpc_srv.h"
 
 #include <arpa/inet.h>
