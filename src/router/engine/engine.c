@@ -147,9 +147,13 @@ static int split_urls(const char *spec, const char *opt, char ***out, int *n, ch
 static int init_pool(engine_t *d, char *err, size_t errlen)
 {
     const eldrd_opts *o = d->o;
-    if (!o->proxy)
-        return pool_init(&d->pool, (const char *const *)o->prefill, o->n_prefill,
-                         (const char *const *)d->st->workers, d->K, err, errlen);
+    if (!o->proxy) {
+        int rc = pool_init(&d->pool, (const char *const *)o->prefill, o->n_prefill,
+                           (const char *const *)d->st->workers, d->K, err, errlen);
+        if (rc == 0)   /* the gateway picker reports the endpoints' answers here */
+            pool_set_policy(&d->pool, o->eject_after, o->eject_time);
+        return rc;
+    }
     char **pre = NULL, **dec = NULL;
     int n_pre = 0, n_dec = 0, rc = -1;
     if (split_urls(o->prefill_urls, "--prefill", &pre, &n_pre, err, errlen) < 0 ||
