@@ -6,7 +6,7 @@
 #   make test     deps, build, sample, then every test; ends "N passed, N failed"
 #   make asan     the unit and CLI tests under AddressSanitizer + UBSan
 #   make bench    benchmarks, printed as a table
-#   make fuzz     every libFuzzer harness for FUZZ_SECONDS (60) each; make fuzz-smoke: 20 s
+#   make fuzz     every libFuzzer harness for FUZZ_SECONDS (60) each; make fuzz-smoke: 8 s
 #   make soak     eldrd under replay with hot swaps for SOAK_SECONDS (300); RSS flat, no failure
 #   make samples  the larger generated traces (samples/*.h5 beside small.h5)
 #   make install PREFIX=/usr/local
@@ -279,7 +279,7 @@ fuzz: $(FUZZ_BIN)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) sh tests/fuzz/run.sh $(FUZZ_BIN)
 
 fuzz-smoke: deps
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=8
 
 # The soak test (tests/soak/soak.sh, docs/reliability.md): not in `make
 # test`, which runs its 20 s form (tests/e2e/soak_short.sh).

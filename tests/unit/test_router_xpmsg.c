@@ -1,0 +1,372 @@
+/* test_router_xpmsg.c - the gateway picker's messages (src/router/extproc/
+ * xp_msg.h, xp_sig.h) against bytes written here by hand from Envoy's
+ * field numbers, not by protobuf-c: a request_headers message with its
+ * headers (raw_value and value), protocol_config and the subset hint as a
+ * list and as a comma string; a body chunk; the nesting bound (a value 32
+ * levels deep passes, 35 do not); malformed bytes; the answers decoded back field by
+ * field; the signature in the body. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xp_msg.h"
+#include "xp_sig.h"
+
+/* ---- a tiny protobuf writer (the test's own) ---- */
+
+typedef struct buf {
+    uint8_t b[1 << 16];
+    size_t n;
+} buf;
+
+static void varint(buf *o, uint64_t v)
+{
+    do {
+        uint8_t c = v & 0x7f;
+        v >>= 7;
+        o->b[o->n++] = (uint8_t)(c | (v ? 0x80 : 0));
+    } while (v);
+}
+
+static void ld(buf *o, int num, const void *p, size_t n)
+{
+    varint(o, (uint64_t)num << 3 | 2);
+    varint(o, n);
+    memcpy(o->b + o->n, p, n);
+    o->n += n;
+}
+
+static void vint(buf *o, int num, uint64_t v)
+{
+    varint(o, (uint64_t)num << 3);
+    varint(o, v);
+}
+
+static void str(buf *o, int num, const char *s)
+{
+    ld(o, num, s, strlen(s));
+}
+
+/* a google.protobuf.Value holding a string */
+static void value_str(buf *o, const char *s)
+{
+    str(o, 3, s);
+}
+
+/* Metadata{filter_metadata{ns: Struct{key: value}}} with the value's
+ * bytes given */
+static void metadata(buf *o, const char *ns, const char *key, const buf *value)
+{
+    buf entry = {.n = 0}, st = {.n = 0}, fme = {.n = 0}, md = {.n = 0};
+    str(&entry, 1, key);
+    ld(&entry, 2, value->b, value->n);
+    ld(&st, 1, entry.b, entry.n);
+    str(&fme, 1, ns);
+    ld(&fme, 2, st.b, st.n);
+    ld(&md, 1, fme.b, fme.n);
+    ld(o, 8, md.b, md.n);
+}
+
+static void header(buf *map, const char *k, const char *v, int raw)
+{
+    buf h = {.n = 0};
+    str(&h, 1, k);
+    str(&h, raw ? 3 : 2, v);
+    ld(map, 1, h.b, h.n);
+}
+
+static buf *request_headers(const buf *hint)
+{
+    static buf o;
+    buf map = {.n = 0}, hh = {.n = 0}, cfg = {.n = 0};
+    o.n = 0;
+    header(&map, ":path", "/v1/completions", 1);
+    header(&map, "x-request-id", "req-7", 1);
+    header(&map, "x-plain", "old-style", 0);
+    ld(&hh, 1, map.b, map.n);
+    vint(&hh, 3, 0);
+    ld(&o, 2, hh.b, hh.n);
+    vint(&cfg, 1, 4);
+    vint(&cfg, 2, 4);
+    ld(&o, 11, cfg.b, cfg.n);
+    if (hint)
+        metadata(&o, "envoy.lb.subset_hint", "x-gateway-destination-endpoint-subset", hint);
+    return &o;
+}
+
+typedef struct seen {
+    char s[8][32];
+    int n;
+} seen;
+
+static void collect(void *cls, const char *s, size_t n)
+{
+    seen *v = cls;
+    assert_true(n > 0 && n < 32 && v->n < 8);
+    memcpy(v->s[v->n], s, n);
+    v->s[v->n++][n] = '\0';
+}
+
+static void test_request_headers(void **state)
+{
+    (void)state;
+    buf list = {.n = 0}, lv = {.n = 0}, e1 = {.n = 0}, e2 = {.n = 0};
+    value_str(&e1, "10.0.0.1:8000");
+    value_str(&e2, "10.0.0.2:8000");
+    ld(&lv, 1, e1.b, e1.n);
+    ld(&lv, 1, e2.b, e2.n);
+    ld(&list, 6, lv.b, lv.n);   /* Value{list_value} */
+    buf *m = request_headers(&list);
+    xp_in in;
+    char why[128];
+    assert_int_equal(xp_read(m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(in.kind, XP_REQUEST_HEADERS);
+    assert_int_equal(in.end_of_stream, 0);
+    assert_true(in.has_config);
+    assert_int_equal(in.request_body_mode, XP_MODE_FULL_DUPLEX);
+    size_t n;
+    const char *v = xp_header(&in, "x-request-id", &n);
+    assert_non_null(v);
+    assert_int_equal(n, 5);
+    assert_memory_equal(v, "req-7", 5);
+    v = xp_header(&in, "x-plain", &n);   /* value, not raw_value */
+    assert_non_null(v);
+    assert_memory_equal(v, "old-style", n);
+    assert_null(xp_header(&in, "x-absent", &n));
+    seen s = {.n = 0};
+    assert_int_equal(xp_subset(&in, collect, &s), 1);
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.s[0], "10.0.0.1:8000");
+    assert_string_equal(s.s[1], "10.0.0.2:8000");
+    xp_in_free(&in);
+
+    /* the comma string form, spaces around */
+    buf cs = {.n = 0};
+    value_str(&cs, " 10.0.0.3:8000 , 10.0.0.4:8000,");
+    m = request_headers(&cs);
+    assert_int_equal(xp_read(m->b, m->n, &in, why, sizeof why), 0);
+    s.n = 0;
+    assert_int_equal(xp_subset(&in, collect, &s), 1);
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.s[1], "10.0.0.4:8000");
+    xp_in_free(&in);
+
+    /* no hint; a hint of a number */
+    m = request_headers(NULL);
+    assert_int_equal(xp_read(m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(xp_subset(&in, collect, &s), 0);
+    xp_in_free(&in);
+    buf num = {.n = 0};
+    varint(&num, 2 << 3 | 1);   /* number_value, a double */
+    memset(num.b + num.n, 0, 8);
+    num.n += 8;
+    m = request_headers(&num);
+    assert_int_equal(xp_read(m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(xp_subset(&in, collect, &s), -1);
+    xp_in_free(&in);
+}
+
+static void test_body_and_malformed(void **state)
+{
+    (void)state;
+    buf m = {.n = 0}, body = {.n = 0};
+    str(&body, 1, "{\"prompt\":\"x\"}");
+    vint(&body, 2, 1);
+    ld(&m, 5, body.b, body.n);   /* response_body */
+    xp_in in;
+    char why[128];
+    assert_int_equal(xp_read(m.b, m.n, &in, why, sizeof why), 0);
+    assert_int_equal(in.kind, XP_RESPONSE_BODY);
+    assert_int_equal(in.end_of_stream, 1);
+    assert_int_equal(in.body_len, 14);
+    assert_memory_equal(in.body, "{\"prompt\":\"x\"}", 14);
+    xp_in_free(&in);
+
+    static const uint8_t junk[][4] = {{0x0a, 0x05, 0x01}, {0xff, 0xff, 0xff, 0xff}, {0x07}};
+    for (size_t i = 0; i < sizeof junk / sizeof *junk; i++) {
+        why[0] = '\0';
+        assert_int_equal(xp_read(junk[i], i == 2 ? 1 : 3 + (i == 1), &in, why, sizeof why), -1);
+        assert_non_null(strstr(why, "ProcessingRequest"));
+    }
+    /* no phase at all: only observability_mode */
+    buf none = {.n = 0};
+    vint(&none, 10, 1);
+    assert_int_equal(xp_read(none.b, none.n, &in, why, sizeof why), -1);
+    assert_non_null(strstr(why, "no phase"));
+}
+
+/* Value nested `levels` deep in Struct/Value pairs under the subset hint's
+ * namespace: the bound is on the wire walk's depth (Metadata, its entry,
+ * then each Struct, entry and Value count one). */
+static int read_nested(int pairs)
+{
+    static buf inner, tmp;
+    inner.n = 0;
+    value_str(&inner, "leaf");
+    for (int i = 0; i < pairs; i++) {
+        tmp.n = 0;
+        buf st = {.n = 0}, entry = {.n = 0};
+        str(&entry, 1, "k");
+        ld(&entry, 2, inner.b, inner.n);
+        ld(&st, 1, entry.b, entry.n);
+        ld(&tmp, 5, st.b, st.n);   /* Value{struct_value} */
+        inner = tmp;
+    }
+    buf *m = request_headers(&inner);
+    xp_in in;
+    char why[128];
+    int rc = xp_read(m->b, m->n, &in, why, sizeof why);
+    if (rc == 0)
+        xp_in_free(&in);
+    else
+        assert_non_null(strstr(why, "deeper than 32"));
+    return rc;
+}
+
+static void test_nesting_bound(void **state)
+{
+    (void)state;
+    assert_int_equal(read_nested(9), 0);    /* the leaf at 5 + 9 x 3 = 32 levels */
+    assert_int_equal(read_nested(10), -1);  /* 35 */
+    assert_int_equal(read_nested(200), -1);
+}
+
+/* The answers, read back by the test's own walk. */
+static const uint8_t *field_at(const uint8_t *p, size_t n, int num, size_t *len)
+{
+    const uint8_t *end = p + n;
+    while (p < end) {
+        uint64_t key = 0, v = 0;
+        int sh = 0;
+        do key |= (uint64_t)(*p & 0x7f) << sh, sh += 7; while (*p++ & 0x80);
+        if ((key & 7) == 0) {
+            sh = 0;
+            do v |= (uint64_t)(*p & 0x7f) << sh, sh += 7; while (*p++ & 0x80);
+            if ((int)(key >> 3) == num) {
+                *len = v;
+                return NULL;
+            }
+            continue;
+        }
+        assert_int_equal(key & 7, 2);
+        sh = 0;
+        do v |= (uint64_t)(*p & 0x7f) << sh, sh += 7; while (*p++ & 0x80);
+        if ((int)(key >> 3) == num) {
+            *len = v;
+            return p;
+        }
+        p += v;
+    }
+    fail_msg("field %d absent", num);
+    return NULL;
+}
+
+static void test_pick_answer(void **state)
+{
+    (void)state;
+    uint8_t *out;
+    size_t n, l1, l2, l3, l4, l5, l6, l7;
+    assert_int_equal(xp_pack_pick("x-gateway-destination-endpoint", "envoy.lb", "10.0.0.9:8000",
+                                  &out, &n), 0);
+    /* ProcessingResponse.request_headers(1).response(1) */
+    const uint8_t *hr = field_at(out, n, 1, &l1);
+    const uint8_t *cr = field_at(hr, l1, 1, &l2);
+    size_t crc;
+    field_at(cr, l2, 5, &crc);
+    assert_int_equal(crc, 1);   /* clear_route_cache */
+    const uint8_t *hm = field_at(cr, l2, 2, &l3);
+    const uint8_t *opt = field_at(hm, l3, 1, &l4);
+    size_t action;
+    field_at(opt, l4, 3, &action);
+    assert_int_equal(action, 2);   /* OVERWRITE_IF_EXISTS_OR_ADD */
+    const uint8_t *hv = field_at(opt, l4, 1, &l5);
+    const uint8_t *key = field_at(hv, l5, 1, &l6);
+    assert_memory_equal(key, "x-gateway-destination-endpoint", l6);
+    const uint8_t *raw = field_at(hv, l5, 3, &l7);
+    assert_int_equal(l7, 13);
+    assert_memory_equal(raw, "10.0.0.9:8000", 13);
+    /* dynamic_metadata(8): Struct{fields{"envoy.lb": {struct_value: ...}}} */
+    const uint8_t *dm = field_at(out, n, 8, &l1);
+    const uint8_t *fe = field_at(dm, l1, 1, &l2);
+    const uint8_t *ns = field_at(fe, l2, 1, &l3);
+    assert_memory_equal(ns, "envoy.lb", l3);
+    const uint8_t *val = field_at(fe, l2, 2, &l3);
+    const uint8_t *st = field_at(val, l3, 5, &l4);
+    const uint8_t *fe2 = field_at(st, l4, 1, &l5);
+    const uint8_t *v2 = field_at(fe2, l5, 2, &l6);
+    const uint8_t *s2 = field_at(v2, l6, 3, &l7);
+    assert_memory_equal(s2, "10.0.0.9:8000", l7);
+    free(out);
+
+    uint8_t body[70];
+    memset(body, 'b', sizeof body);
+    assert_int_equal(xp_pack_stream_chunk(0, body, sizeof body, 1, &out, &n), 0);
+    const uint8_t *br = field_at(out, n, 3, &l1);   /* request_body */
+    cr = field_at(br, l1, 1, &l2);
+    const uint8_t *bm = field_at(cr, l2, 3, &l3);
+    const uint8_t *sr = field_at(bm, l3, 3, &l4);   /* streamed_response */
+    const uint8_t *b = field_at(sr, l4, 1, &l5);
+    assert_int_equal(l5, sizeof body);
+    assert_memory_equal(b, body, l5);
+    size_t eos;
+    field_at(sr, l4, 2, &eos);
+    assert_int_equal(eos, 1);
+    free(out);
+
+    assert_int_equal(xp_pack_immediate(503, "no endpoint", "eldr", &out, &n), 0);
+    const uint8_t *ir = field_at(out, n, 7, &l1);
+    const uint8_t *hs = field_at(ir, l1, 1, &l2);
+    size_t code;
+    field_at(hs, l2, 1, &code);
+    assert_int_equal(code, 503);
+    free(out);
+}
+
+static void test_body_sig(void **state)
+{
+    (void)state;
+    uint8_t *sig;
+    size_t len;
+    char why[128];
+    const char *ok = "{\"prompt\":\"p\",\"kv_transfer_params\":{\"a\":[1,{\"b\":2}],"
+                     "\"eldr_sig\":\"AQACAA==\"}}";
+    assert_int_equal(xp_body_sig(ok, strlen(ok), &sig, &len, why, sizeof why), 1);
+    assert_int_equal(len, 4);
+    assert_int_equal(sig[0], 1);
+    assert_int_equal(sig[2], 2);
+    free(sig);
+    static const char *const none[] = {
+        "{\"prompt\":\"p\"}", "{\"kv_transfer_params\":{\"eldr_sig\":null}}",
+        "{\"kv_transfer_params\":[]}", "not json", "", "[1,2]",
+        "{\"kv_transfer_params\":{}}",
+    };
+    for (size_t i = 0; i < sizeof none / sizeof *none; i++)
+        assert_int_equal(xp_body_sig(none[i], strlen(none[i]), &sig, &len, why, sizeof why), 0);
+    static const char *const bad[] = {
+        "{\"kv_transfer_params\":{\"eldr_sig\":12}}",
+        "{\"kv_transfer_params\":{\"eldr_sig\":\"@@@@\"}}",
+        "{\"kv_transfer_params\":{\"eldr_sig\":\"AQ==\",\"eldr_sig\":\"AQ==\"}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(xp_body_sig(bad[i], strlen(bad[i]), &sig, &len, why, sizeof why), -1);
+        assert_non_null(strstr(why, "eldr_sig"));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_request_headers),
+        cmocka_unit_test(test_body_and_malformed),
+        cmocka_unit_test(test_nesting_bound),
+        cmocka_unit_test(test_pick_answer),
+        cmocka_unit_test(test_body_sig),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
