@@ -34,6 +34,7 @@ cat >"$TMP/eps.json" <<'EOF'
   {"name": "w2", "namespace": "inference", "address": "10.0.0.3", "port": "8000"},
   {"name": "w3", "namespace": "inference", "address": "10.0.0.4", "port": "8000"}]}
 EOF
+cp "$TMP/eps.json" "$TMP/eps.good"
 
 # --- options -------------------------------------------------------------
 expect_fail2 "--ext-proc without --endpoints" "--ext-proc needs --endpoints" \
@@ -189,5 +190,31 @@ check "a bad replacement is logged and kept out" grep -q -- "--endpoints: .*prev
 envoy pick --target "$T" --body-file "$TMP/plain.json" --repeat 4 --quiet >"$TMP/p" 2>&1
 check "... the previous endpoints serve on" grep -q '"ok":4' "$TMP/p"
 
+
+# --- limits: a silent connection, the body budget --------------------------------
+XP2=$(free_port)
+$PY -c "import json; print(json.dumps({'prompt': 'y' * 900000}))" >"$TMP/900k.json"
+start lim -m "$TMP/m.h5" --ext-proc "127.0.0.1:$XP2" --endpoints "$TMP/eps.good" --header-timeout 1 \
+    --max-body 1000000 --max-model-body 1000000 --max-kv-body 1000000 --body-budget 1500000 || exit 0
+LIMURL=$URL
+check "a connection that sends nothing is closed after --header-timeout" $PY -c "
+import socket,sys,time
+s=socket.create_connection(('127.0.0.1',int(sys.argv[1]))); s.settimeout(5); t=time.time()
+assert s.recv(100000) is not None
+while s.recv(100000): pass
+assert 0.5 < time.time()-t < 4, time.time()-t" "$XP2"
+envoy cancel --target "127.0.0.1:$XP2" --body-file "$TMP/900k.json" --after-bytes 800000 --wait-ms 3000 >"$TMP/hold" 2>&1 &
+HOLD=$!
+sleep 1
+envoy pick --target "127.0.0.1:$XP2" --body-file "$TMP/900k.json" >"$TMP/p" 2>&1
+check "a body past --body-budget (another one held): immediate 503" \
+    test "$(field "$TMP/p" "j['immediate_status']")" = 503
+check "... naming the budget" grep -q 'body-budget' "$TMP/p"
+wait $HOLD
+envoy pick --target "127.0.0.1:$XP2" --body-file "$TMP/900k.json" >"$TMP/p" 2>&1
+check "once the held body is gone, the same body is picked" test "$(field "$TMP/p" "j['echo_ok']")" = True
+curl -s --max-time 5 "$LIMURL/metrics" >"$TMP/met"
+expect_grep_file "the silent connection counted" 'eldr_extproc_preface_timeouts_total 1' "$TMP/met"
+expect_grep_file "the budget holds nothing when idle" 'eldr_body_bytes 0' "$TMP/met"
 PID=$GWPID; stop
 check "SIGTERM: eldrd exits 0" test "$RC" = 0

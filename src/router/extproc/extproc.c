@@ -311,6 +311,29 @@ static void on_request_headers(xstream *s, const xp_in *in)
         s->state = ST_BODY;
 }
 
+/* The bytes of bodies held count against --body-budget with the HTTP
+ * API's (the engine's metrics hold the one count): growing a buffer takes
+ * its growth, and freeing it gives its size back. */
+static int budget_take(extproc_t *x, size_t n)
+{
+    atomic_uint_least64_t *held = &x->d->met.body_bytes;
+    uint64_t cur = atomic_load(held);
+    do {
+        if (cur + n > (uint64_t)x->d->o->body_budget)
+            return -1;
+    } while (!atomic_compare_exchange_weak(held, &cur, cur + n));
+    return 0;
+}
+
+static void body_free(xstream *s)
+{
+    if (s->cap)
+        atomic_fetch_sub(&s->x->d->met.body_bytes, (uint64_t)s->cap);
+    free(s->body);
+    s->body = NULL;
+    s->len = s->cap = 0;
+}
+
 static int keep_body(xstream *s, const uint8_t *p, size_t n)
 {
     long long max = s->x->d->o->max_body;
@@ -323,8 +346,17 @@ static int keep_body(xstream *s, const uint8_t *p, size_t n)
         size_t cap = s->cap ? s->cap : 16384;
         while (cap < s->len + n)
             cap *= 2;
+        if (cap > (size_t)max)
+            cap = (size_t)max;
+        if (budget_take(s->x, cap - s->cap) < 0) {
+            atomic_fetch_add(&s->x->d->met.body_refusals, 1);
+            immediate(s, 503, OUT_REFUSED, "eldr picker: the request bodies held reached "
+                      "--body-budget (%lld bytes)", s->x->d->o->body_budget);
+            return -1;
+        }
         uint8_t *b = realloc(s->body, cap);
         if (!b) {
+            atomic_fetch_sub(&s->x->d->met.body_bytes, (uint64_t)(cap - s->cap));
             immediate(s, 503, OUT_REFUSED, "eldr picker: out of memory");
             return -1;
         }
@@ -348,9 +380,7 @@ static void on_request_body(xstream *s, const xp_in *in)
     pick(s);
     if (s->state == ST_PICKED)
         echo(s, 0, s->body, s->len, 1);
-    free(s->body);
-    s->body = NULL;
-    s->len = s->cap = 0;
+    body_free(s);
 }
 
 /* Trailers end the request body without an end_of_stream chunk. */
@@ -360,9 +390,7 @@ static void on_request_trailers(xstream *s)
         pick(s);
         if (s->state == ST_PICKED && s->len)
             echo(s, 0, s->body, s->len, 0);
-        free(s->body);
-        s->body = NULL;
-        s->len = s->cap = 0;
+        body_free(s);
     }
     if (s->state != ST_DONE)
         send_continue(s, XP_REQUEST_TRAILERS);
@@ -420,7 +448,7 @@ static void *xs_open(void *cls, grpc_stream *gs)
 static void xs_free(xstream *s)
 {
     finish_request(s);
-    free(s->body);
+    body_free(s);
     free(s->hsig);
     free(s);
 }
@@ -588,7 +616,8 @@ extproc_t *extproc_start(engine_t *d, evloop *l, endpoints_table *ep, char *err,
     pthread_cond_init(&x->cond, NULL);
     grpc_config cfg = {.host = d->o->xp_host, .port = d->o->xp_port,
                        .max_message = (size_t)d->o->max_body + 4096,
-                       .max_conns = d->o->max_conns};
+                       .max_conns = d->o->max_conns,
+                       .preface_timeout = d->o->header_timeout};
     if (!x->counts || !x->gates || !(x->g = grpc_new(l, &cfg, err, errlen))) {
         if (!x->g && (!x->counts || !x->gates))
             snprintf(err, errlen, "out of memory");
@@ -687,6 +716,8 @@ void extproc_metrics(void *cls, strbuf *b)
               "eldr_extproc_stream_resets_total %llu\n", st.resets);
     sb_printf(b, "# TYPE eldr_extproc_bad_frames_total counter\n"
               "eldr_extproc_bad_frames_total %llu\n", st.bad_frames);
+    sb_printf(b, "# TYPE eldr_extproc_preface_timeouts_total counter\n"
+              "eldr_extproc_preface_timeouts_total %llu\n", st.preface_timeouts);
     ep_stats es;
     endpoints_table_stats(x->ep, &es);
     sb_printf(b, "# TYPE eldr_endpoints gauge\neldr_endpoints %d\n"

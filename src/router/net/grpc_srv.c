@@ -54,7 +54,8 @@ struct gconn {
     nghttp2_session *ses;
     uint8_t *wbuf;                /* produced, not yet written */
     size_t wlen, woff, wcap;
-    int dirty, dead;
+    int dirty, dead, spoke;
+    ev_timer preface;             /* the first frame's deadline */
     char peer[64];
     grpc_stream *streams;
     gconn *prev, *next;           /* the server's connections */
@@ -73,7 +74,8 @@ struct grpc_srv {
     gconn *conns;
     gconn *dirty;
     atomic_long streams, nconns;
-    atomic_ullong streams_total, conns_total, refused_conns, bad_frames, resets;
+    atomic_ullong streams_total, conns_total, refused_conns, bad_frames, resets,
+        preface_timeouts;
 };
 
 static void conn_close(gconn *c);
@@ -336,7 +338,11 @@ static void stream_half_close(grpc_stream *s)
 
 static int on_frame_recv(nghttp2_session *ses, const nghttp2_frame *f, void *ud)
 {
-    (void)ud;
+    gconn *c = ud;
+    if (!c->spoke) {   /* the preface and a frame came: no deadline any more */
+        c->spoke = 1;
+        evloop_timer_stop(c->g->l, &c->preface);
+    }
     grpc_stream *s = nghttp2_session_get_stream_user_data(ses, f->hd.stream_id);
     if (!s)
         return 0;
@@ -478,6 +484,7 @@ static void conn_close(gconn *c)
     if (c->dead)
         return;
     c->dead = 1;
+    evloop_timer_stop(g->l, &c->preface);
     evloop_io_del(g->l, &c->io);
     close(c->fd);
     /* nghttp2_session_del does not call on_stream_close: tell the
@@ -609,6 +616,16 @@ static void conn_io(evloop *l, ev_io *w, uint32_t events)
         conn_flush(c);
 }
 
+/* A connection that sent no frame within the preface timeout: closed
+ * (a client that connects and says nothing would hold a descriptor). */
+static void preface_late(evloop *l, ev_timer *t)
+{
+    (void)l;
+    gconn *c = t->cls;
+    atomic_fetch_add(&c->g->preface_timeouts, 1);
+    conn_close(c);
+}
+
 static void conn_new(grpc_srv *g, int fd, const struct sockaddr_storage *ss)
 {
     gconn *c = calloc(1, sizeof *c);
@@ -653,6 +670,9 @@ static void conn_new(grpc_srv *g, int fd, const struct sockaddr_storage *ss)
     if (g->conns)
         g->conns->prev = c;
     g->conns = c;
+    evloop_timer_init(&c->preface, preface_late, c);
+    if (g->cfg.preface_timeout > 0)
+        evloop_timer_start(g->l, &c->preface, g->cfg.preface_timeout);
     atomic_fetch_add(&g->nconns, 1);
     atomic_fetch_add(&g->conns_total, 1);
     if (g->quiescing)
@@ -787,6 +807,7 @@ void grpc_get_stats(const grpc_srv *g, grpc_stats *st)
     st->refused_conns = atomic_load(&g->refused_conns);
     st->bad_frames = atomic_load(&g->bad_frames);
     st->resets = atomic_load(&g->resets);
+    st->preface_timeouts = atomic_load(&g->preface_timeouts);
 }
 
 void grpc_quiesce(grpc_srv *g)

@@ -59,6 +59,8 @@ typedef struct grpc_config {
     uint32_t max_streams;        /* per connection; 0: 1024 */
     int max_conns;               /* 0: 1024 */
     size_t max_pending;          /* bytes queued per stream; 0: 16 MiB */
+    double preface_timeout;      /* seconds a new connection has to send its first
+                                  * frame, else it is closed; 0: no limit */
 } grpc_config;
 
 /* Listen (bound and listening when this returns, watched on l). NULL
@@ -84,7 +86,8 @@ const char *grpc_peer(const grpc_stream *s);
  * from any thread). */
 typedef struct grpc_stats {
     long streams, conns;
-    unsigned long long streams_total, conns_total, refused_conns, bad_frames, resets;
+    unsigned long long streams_total, conns_total, refused_conns, bad_frames, resets,
+        preface_timeouts;
 } grpc_stats;
 void grpc_get_stats(const grpc_srv *g, grpc_stats *st);
 
