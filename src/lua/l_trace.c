@@ -339,6 +339,8 @@ static int l_gen(lua_State *L)
     p.cancel = l_progress_cancel(&gw.lp);   /* Ctrl-C stops the threads, not the next line */
     l_trace *u = l_newtrace(L);
     int rc = gen_run(&p, &u->t, err, sizeof err);
+    if (rc == 0)   /* the last requests may have finished on another thread */
+        gen_tick(1.0, &gw);
     l_tty_bar_done(&gw.bar);
     l_progress_check(L, &gw.lp);
     if (rc == -2)
