@@ -297,3 +297,14 @@ hdr_base=$(sed -n 2p "$TMP/out" | sed -n 's/.* vs \([a-z0-9]*\)$/\1/p')
 if [ -n "$hdr_base" ] && grep -Eq "^   $hdr_base \*" "$TMP/out"; then
     ok "the overview's star and the header name one baseline ($hdr_base)"
 else notok "the overview's star and the header name one baseline" "$(sed -n 2p "$TMP/out")" "$(grep '\*' "$TMP/out")"; fi
+
+# issue 22, item 4: make run's sample batches (mean batch well above 1 at
+# RUN_RATE), and settings where routing cannot matter are said in words
+expect_status "heatmap as make run opens it" 0 "$ELDR" dash "$SAMPLE" --rate 800 --frame - --view heatmap --width 100 --height 30
+mb=$(sed -n 's/.* batch \([0-9.]*\); under 1: reuse$/\1/p' "$TMP/out" | head -1)
+if [ -n "$mb" ] && awk "BEGIN { exit !($mb >= 5) }"; then ok "make run's sample: mean batch $mb (>= 5)"
+else notok "make run's sample: mean batch >= 5" "got '$mb'"; fi
+expect_status "dash -k 1" 0 "$ELDR" dash "$SAMPLE" --rate 800 -k 1 --frame - --width 100 --height 30
+expect_out "K 1: the header says routing is moot" '^eldr tau 0\.10 K 1 \| routing is moot: '
+expect_status "dash --tau 2" 0 "$ELDR" dash "$SAMPLE" --rate 800 --tau 2 --frame - --width 100 --height 30
+expect_out "tau 2: the header says ELDR is a balancer" '^eldr tau 2\.00 K 4 \| tau 2\.00: the band holds every worker, ELDR is join-shortest-queue'
