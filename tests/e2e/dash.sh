@@ -167,12 +167,10 @@ check "trade-off gives a verdict" '^ verdict: (nothing beats|tau [0-9.]+ K [0-9]
 check "trade-off says what its intervals cover" '^ \+-: 95% CI over 10 seeds' 5
 check "trade-off marks the current cell" '^>.@ +0\.10 +4 ' 5
 check "trade-off draws the scatter" 'gain \(y\) vs imbalance \(x\)' 5
-$T send-keys -t dash m
-check "m: the cells compare on p99" 'tau x K: TPOT p99 change' 5
-$T send-keys -t dash m
-check "m again: on tokens/s" 'tau x K: tok/s change' 5
-$T send-keys -t dash m
-check "m a third time: back to p50" 'tau x K: TPOT p50 change' 5
+for metric in 'TPOT p99' 'tok/s' 'TPOT p50'; do   # m cycles them, back to p50
+    $T send-keys -t dash m
+    check "m: the cells compare on $metric" "tau x K: $metric change" 5
+done
 check "trail starts with the opening setting" ' 1  eldr tau 0\.10  K 4 ' 5
 $T send-keys -t dash j
 check "j moves the cursor to the next cell" '^>.  +0\.20 +4 ' 5
