@@ -98,6 +98,51 @@ local function split_of(trace, opts, fn)
   return calib, eval, info
 end
 
+-- With seeds > 1 the calibration split is redrawn per seed, as eldr.simulate
+-- and eldr.advise do, so an interval covers which rows calibrate as well as
+-- the arrivals (issue 22); not when the split is fixed on purpose: a model
+-- (its centroids fix it), a pinned split_seed, a head split, or the options
+-- only the one-split path runs (online refits, closed-loop concurrency).
+local function redraws_split(opts)
+  return (opts.seeds or 1) > 1 and not opts.model and opts.split_seed == nil
+    and opts.split ~= "head" and opts.calib_split ~= 0 and not opts.online
+    and opts.concurrency == nil and opts.refit_every == nil and opts.refit_window == nil
+end
+
+-- The sweep on the core grid with a split per seed (eldr.advise's engine:
+-- each seed draws its split, fits every K on its calibration rows and
+-- simulates its held-out rows); its rows as the one-split path gives them.
+local function sweep_resplit(trace, opts, ks, taus, rates, baselines)
+  local o = {workers = ks, tau = taus, seeds = opts.seeds, seed = opts.seed,
+             split = opts.split, calib_split = opts.calib_split, variant = opts.variant,
+             layers = opts.layers, baselines = baselines, progress = opts.progress}
+  for _, k in ipairs({"output_tokens", "max_batch", "cost", "sample_pool", "min2"}) do
+    o[k] = opts[k]
+  end
+  if rates[1] then o.rate = rates end
+  local ok, g = pcall(eldr.advise, trace, o)
+  if not ok then error((tostring(g):gsub("^eldr%.advise:", "eldr.sweep:")), 3) end
+  local rows = {}
+  for _, r in ipairs(g.grid) do
+    local row = {}
+    for _, k in ipairs(ROW_KEYS) do row[k] = r[k] end
+    row.K = r.K
+    row.rate = rates[1] and r.rate or "trace"
+    rows[#rows + 1] = row
+  end
+  return rows, {split = g.split, seeds = g.seeds, calib_rows = g.calib_rows,
+                eval_rows = g.eval_rows, ci_covers = g.ci_covers,
+                split_redrawn = g.split_redrawn}
+end
+
+-- Why the one-split path kept its split, for ci_covers.
+local function fixed_why(opts)
+  if opts.model then return "the model is given: its centroids fix the calibration" end
+  if opts.split_seed ~= nil then return "pinned by split_seed" end
+  if opts.split == "head" then return "a head split" end
+  return "online refits and concurrency run on one split"
+end
+
 --- experiments.sweep(trace, {model, tau, workers, rate, split, split_seed,
 --- calib_split, seeds, progress, variant, layers, baselines, seed, online, ...}) ->
 --- rows {K, rate, policy, tau, tpot_p50_ms, tpot_p99_ms, distinct_per_step,
@@ -126,6 +171,7 @@ function M.sweep(trace, opts)
   if opts.progress ~= nil and type(opts.progress) ~= "function" then
     error("eldr.sweep: bad argument 'progress' (function(done, total) expected)", 2)
   end
+  if redraws_split(opts) then return sweep_resplit(trace, opts, ks, taus, rates, baselines) end
   local calib, eval, split = split_of(trace, opts, fn)
   if #calib == 0 then
     error("eldr.sweep: bad argument 'calib_split' (0 leaves no calibration rows)", 2)
@@ -155,13 +201,13 @@ function M.sweep(trace, opts)
       if opts.progress then opts.progress(done, cells) end
     end
   end
-  -- one split for the whole grid (each K is fitted once on it): its intervals
-  -- cover arrivals only; eldr.advise and eldr.simulate redraw the split per seed
+  -- one split for the whole grid (each K is fitted once on it): kept on
+  -- purpose (redraws_split says when); its intervals cover arrivals only
   local n = opts.seeds or 1
   local covers = n < 2 and string.format("one seed (%d): no interval", seed)
-    or string.format("95%% CI over %d arrival seeds (%d-%d); one %s split: the split's own "
-                     .. "variation is not in it (eldr.advise redraws it per seed)", n, seed,
-                     seed + n - 1, split.mode)
+    or string.format("95%% CI over %d arrival seeds (%d-%d); one %s split (%s): the split's "
+                     .. "own variation is not in it", n, seed, seed + n - 1, split.mode,
+                     fixed_why(opts))
   return rows, {split = split, seeds = n, calib_rows = #calib, eval_rows = #eval,
                 ci_covers = covers, split_redrawn = false}
 end

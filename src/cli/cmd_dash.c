@@ -39,8 +39,9 @@ static void usage(void)
         "default recipe (count_idf, greedy layers, K=4). Keys: 1-7 or Tab views, +/-\n"
         "tau, [/] K, p policy, arrows worker (in the heatmap: its cell cursor; j/k\n"
         "worker), Enter zoom, ? help, q quit; in view 7 Up/Down pick a cell, Enter\n"
-        "applies it, r recomputes; the view keeps a trail of the settings tried; live:\n"
-        "space pauses decisions.\n"
+        "applies it, m cycles the metric, r recomputes; the view keeps a trail of the\n"
+        "settings tried and gives a verdict by advise's rule; live: space pauses\n"
+        "decisions.\n"
         "\n"
         "Live (--attach): polls eldrd's GET /v1/snapshot every --interval seconds and\n"
         "shows its real in-flight counts and totals per worker (with a history of the\n"
@@ -60,6 +61,8 @@ static void usage(void)
         "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho,\n"
         "                        tradeoff (the tau x K grid, computed before the frame);\n"
         "                        live: decisions, drift instead of tradeoff\n"
+        "  --metric M            tradeoff: compare the cells on p50 (TPOT p50, default),\n"
+        "                        p99 (TPOT p99) or tps (tokens/s); key m cycles them\n"
         "  --worker I            the selected worker (default 0); --zoom zooms on it\n"
         "  --cell L,E            heatmap: the cell under the cursor (layer, expert; 0,0)\n"
         "  --frame FILE          write one frame as text to FILE ('-': stdout), no terminal\n"
@@ -98,6 +101,16 @@ typedef struct dash_args {
     int split_given;             /* 1: a split option, 2: --seeds (not for live) */
 } dash_args;
 
+/* --metric: what the trade-off view compares (key m cycles it); -1 unknown. */
+static int metric_parse(const char *s)
+{
+    static const char *names[TRADE_N_METRICS] = {"p50", "p99", "tps"};
+    for (int i = 0; i < TRADE_N_METRICS; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
 /* Live mode takes no trace and none of the what-if options. */
 static int check_live(int argc, char **argv, dash_args *a)
 {
@@ -121,7 +134,7 @@ static int parse(int argc, char **argv, dash_args *a)
 {
     enum { O_TAU = 256, O_POLICY, O_VIEW, O_WORKER, O_ZOOM, O_FRAME, O_WIDTH, O_HEIGHT,
            O_HELPOV, O_SPLIT, O_RATE, O_SEED, O_JSON, O_ATTACH, O_SNAP, O_INTERVAL,
-           O_TIMEOUT, O_CELL, O_SPLITMODE, O_SPLITSEED, O_SEEDS };
+           O_TIMEOUT, O_CELL, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_METRIC };
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},   {"clusters", required_argument, 0, 'k'},
         {"tau", required_argument, 0, O_TAU},   {"policy", required_argument, 0, O_POLICY},
@@ -139,6 +152,7 @@ static int parse(int argc, char **argv, dash_args *a)
         {"interval", required_argument, 0, O_INTERVAL},
         {"timeout", required_argument, 0, O_TIMEOUT},
         {"cell", required_argument, 0, O_CELL},
+        {"metric", required_argument, 0, O_METRIC},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     long long v;
     int c;
@@ -193,6 +207,10 @@ static int parse(int argc, char **argv, dash_args *a)
         }
         case O_HELPOV:
             a->st.help = 1;
+            break;
+        case O_METRIC:
+            if ((a->st.metric = metric_parse(optarg)) < 0)
+                return cli_fail(CMD, "--metric '%s': expected p50, p99 or tps", optarg);
             break;
         case O_FRAME:
             a->frame = optarg;
@@ -311,26 +329,39 @@ static json_t *ci_pair(const grid_stat *s)
 }
 
 /* The trade-off grid's ELDR cells (--view tradeoff), in table order. */
+/* The trade-off grid: each cell's changes against its K's best baseline
+ * (p50, p99, tokens/s with CIs), the front on the metric shown, the
+ * verdict and what the intervals cover. */
 static json_t *tradeoff_json(const dash_t *d)
 {
     const grid_result *g = &d->trade.g;
     int rows[GRID_MAX_LIST * 3], pareto[GRID_MAX_LIST * 3];
     int n = tradeoff_eldr_rows(g, rows, GRID_MAX_LIST * 3);
-    tradeoff_pareto(g, rows, n, pareto);
+    tradeoff_pareto(g, rows, n, d->trade_metric, pareto);
     json_t *cells = json_array();
     for (int i = 0; i < n; i++) {
         const grid_row *r = &g->rows[rows[i]];
         const char *base = r->best_baseline >= 0 ? route_kind_name(g->rows[r->best_baseline].kind)
                                                  : "";
-        json_array_append_new(cells, json_pack(
+        json_t *c = json_pack(
             "{s:f, s:i, s:f, s:o, s:f, s:o, s:s, s:f, s:f, s:b}", "tau", r->tau, "workers", r->K,
             "tpot_p50_ms", r->tpot_p50.mean, "tpot_p50_ms_ci95", ci_pair(&r->tpot_p50),
             "vs_best_baseline_pct", r->vs_best_pct.mean, "ci95", ci_pair(&r->vs_best_pct),
             "best_baseline", base, "imbalance", r->imbalance.mean, "distinct_per_step",
-            r->distinct.mean, "pareto", pareto[i]));
+            r->distinct.mean, "pareto", pareto[i]);
+        json_object_set_new(c, "p99_vs_best_baseline_pct", json_real(r->p99_vs_best_pct.mean));
+        json_object_set_new(c, "p99_ci95", ci_pair(&r->p99_vs_best_pct));
+        json_object_set_new(c, "tps_vs_best_baseline_pct", json_real(r->tps_vs_best_pct.mean));
+        json_object_set_new(c, "tps_ci95", ci_pair(&r->tps_vs_best_pct));
+        json_array_append_new(cells, c);
     }
-    return json_pack("{s:i, s:f, s:o}", "seeds", g->n_seeds, "seconds", g->seconds, "cells",
-                     cells);
+    char verdict[400], cov[300];
+    int wins = tradeoff_verdict(g, verdict, sizeof verdict);
+    tradeoff_covers(d, cov, sizeof cov);
+    return json_pack("{s:i, s:f, s:s, s:s, s:b, s:s, s:b, s:o}", "seeds", g->n_seeds, "seconds",
+                     g->seconds, "metric", tradeoff_metric_name(d->trade_metric), "verdict",
+                     verdict, "eldr_wins", wins, "ci_covers", cov, "split_redrawn", g->resplit,
+                     "cells", cells);
 }
 
 static void print_json(const dash_t *d, const dash_args *a)

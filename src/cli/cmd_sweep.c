@@ -249,7 +249,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
     o->layers_arg = "auto";
     o->refit_every = ONLINE_DEFAULT_EVERY;
     o->refit_window = ONLINE_DEFAULT_WINDOW;
-    o->min_gain = 1.0;
+    o->min_gain = GRID_MIN_GAIN_PCT;
     parse_baselines("jsq,rr,p2c", o);
     opterr = 0;
     optind = 1;

@@ -321,6 +321,8 @@ static void *work(void *arg)
     run_t *run = a->run;
     int64_t n = run->p->requests;
     for (;;) {
+        if (run->p->cancel && *run->p->cancel)
+            break;
         int64_t r0 = atomic_fetch_add(&run->next, GEN_CHUNK);
         if (r0 >= n)
             break;
@@ -558,6 +560,11 @@ int gen_run(const gen_params_t *p, trace_t **out, char *err, size_t errlen)
     atomic_init(&run.done, 0);
     if (route_all(&run, err, errlen))
         goto done;
+    if (p->cancel && *p->cancel) {
+        eldr_errf(err, errlen, "cancelled");
+        rc = -2;
+        goto done;
+    }
     rc = 0;
 done:
     worker_free(&w0);

@@ -70,6 +70,10 @@ typedef struct gen_params {
      * the fraction of requests done. */
     void (*progress)(double frac, void *ctx);
     void *progress_ctx;
+    /* Optional: set (by a signal handler, say) to stop; every thread
+     * looks at it between chunks of GEN_CHUNK requests, so a large trace
+     * stops within milliseconds and gen_run returns -2 ("cancelled"). */
+    volatile int *cancel;
 } gen_params_t;
 
 /* The defaults (documented in docs/generator.md and `eldr gen --help`). */
@@ -78,7 +82,8 @@ void gen_defaults(gen_params_t *p);
 /* Check every parameter; the message names the flag ("--mix-prob ..."). */
 int gen_check(const gen_params_t *p, char *err, size_t errlen);
 
-/* Generate a trace; *out owned by the caller (trace_free). */
+/* Generate a trace; *out owned by the caller (trace_free). Returns 0,
+ * -1 with err, or -2 when p->cancel was set (err says "cancelled"). */
 int gen_run(const gen_params_t *p, trace_t **out, char *err, size_t errlen);
 
 /* The name of domain d: "code", "math", ... then "domain8", ... (static

@@ -147,6 +147,10 @@ void grid_result_free(grid_result *r);
  * recommendation is the best baseline of the cell of the closest ELDR row
  * (the lowest corrected upper bound; the best mean with one seed), and
  * `eldr_wins` is 0. */
+/* The least worthwhile gain, percent: advise's --min-gain default and the
+ * dashboard's trade-off verdict. */
+#define GRID_MIN_GAIN_PCT 1.0
+
 typedef struct grid_advice {
     int row;                    /* index into rows */
     int eldr_wins;              /* 1 ELDR beats the best baseline by min_gain */

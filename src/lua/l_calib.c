@@ -82,22 +82,34 @@ void l_push_selection(lua_State *L, const layersel_result *g)
 
 /* Greedy selection, reporting to pg (the progress option); pushes the
  * selection table. */
-static void push_greedy(lua_State *L, const trace_t *t, sig_variant v, const float *idf,
-                        const rho_pairs *pr, const char *fn, l_progress *pg)
+/* The greedy selection pushed as a table: 0, or -1 with err when the
+ * selection itself fails (an undefined rho, say) and nothing is pushed;
+ * a cancel or an error in the progress function is raised. */
+static int try_greedy(lua_State *L, const trace_t *t, sig_variant v, const float *idf,
+                      const rho_pairs *pr, const char *fn, l_progress *pg, char *err,
+                      size_t errlen)
 {
     layersel_result g;
-    char err[ELDR_ERRLEN];
     int rc = layersel_run_progress(t, v, idf, pr, 0, l_progress_cancel(pg), l_progress_call, pg,
-                                   &g, err, sizeof err);
+                                   &g, err, errlen);
     if (pg->failed && rc == 0)
         layersel_result_free(&g);
     l_progress_check(L, pg);
     if (rc == LAYERSEL_CANCELLED)
         luaL_error(L, "eldr.%s: interrupted", fn);
     if (rc)
-        l_fail(L, fn, err);
+        return -1;
     l_push_selection(L, &g);
     layersel_result_free(&g);
+    return 0;
+}
+
+static void push_greedy(lua_State *L, const trace_t *t, sig_variant v, const float *idf,
+                        const rho_pairs *pr, const char *fn, l_progress *pg)
+{
+    char err[ELDR_ERRLEN];
+    if (try_greedy(L, t, v, idf, pr, fn, pg, err, sizeof err))
+        l_fail(L, fn, err);
 }
 
 /* rho of a mask (NULL = all layers); sd (may be NULL) gets the distances. */
@@ -208,7 +220,36 @@ static int l_rho(lua_State *L)
     return 2;
 }
 
-/* eldr.rho_variants(trace [, {pairs, seed}]) -> list, best first */
+/* One variant of rho_variants into the table on top: rho_all and the
+ * greedy selection's fields. Returns its rho, or NaN with err saying why
+ * (a selection that fails, or rho undefined for this variant). */
+static double variant_rho(lua_State *L, const trace_t *t, sig_variant v, const float *idf,
+                          const rho_pairs *pr, const double *dec, const char *fn,
+                          l_progress *pg, char *err, size_t errlen)
+{
+    double all;
+    if (eval_mask(t, v, idf, NULL, 0, pr, dec, NULL, &all, NULL, err, errlen))
+        return NAN;
+    l_pushnum_or_nil(L, all);
+    lua_setfield(L, -2, "rho_all");
+    if (try_greedy(L, t, v, idf, pr, fn, pg, err, errlen))
+        return NAN;
+    const char *keys[] = {"rho", "mask", "n_star", "curve", "order"};
+    for (int i = 0; i < 5; i++) {
+        lua_getfield(L, -1, keys[i]);
+        lua_setfield(L, -3, keys[i]);
+    }
+    lua_getfield(L, -1, "rho");
+    double rho = lua_isnil(L, -1) ? NAN : lua_tonumber(L, -1);
+    lua_pop(L, 2);
+    if (isnan(rho))
+        snprintf(err, errlen, "rho is undefined for %s on this trace (no pair's distances "
+                 "vary with the decode distances)", sig_variant_name(v));
+    return rho;
+}
+
+/* eldr.rho_variants(trace [, {pairs, seed}]) -> list, best first; a
+ * variant whose rho is nil says why in `why` */
 static int l_rho_variants(lua_State *L)
 {
     lua_settop(L, 2); /* optional arguments stay at fixed slots */
@@ -239,25 +280,14 @@ static int l_rho_variants(lua_State *L)
         lua_pushboolean(L, why == NULL);
         lua_setfield(L, -2, "available");
         score[v] = -INFINITY;
-        if (why) {
-            lua_pushstring(L, why);
-            lua_setfield(L, -2, "reason");
-        } else {
-            double all;
-            if (eval_mask(t, (sig_variant)v, idf, NULL, 0, pr, dec, NULL, &all, NULL, err,
-                          sizeof err))
-                return l_fail(L, fn, err);
-            l_pushnum_or_nil(L, all);
-            lua_setfield(L, -2, "rho_all");
-            push_greedy(L, t, (sig_variant)v, idf, pr, fn, &pg);
-            const char *keys[] = {"rho", "mask", "n_star", "curve", "order"};
-            for (int i = 0; i < 5; i++) {
-                lua_getfield(L, -1, keys[i]);
-                lua_setfield(L, -3, keys[i]);
-            }
-            lua_getfield(L, -1, "rho");
-            score[v] = lua_isnil(L, -1) ? -INFINITY : lua_tonumber(L, -1);
-            lua_pop(L, 2);
+        if (!why)
+            score[v] = variant_rho(L, t, (sig_variant)v, idf, pr, dec, fn, &pg, err, sizeof err);
+        if (why || isnan(score[v])) {   /* rho is nil: say why (issue 22) */
+            lua_pushstring(L, why ? why : err);
+            lua_setfield(L, -2, "why");
+            lua_pushstring(L, why ? why : err);
+            lua_setfield(L, -2, "reason");   /* the older name of why */
+            score[v] = -INFINITY;
         }
         lua_rawseti(L, list, v + 1);
     }

@@ -281,7 +281,7 @@ static int l_advise(lua_State *L)
     g.cfg.sample_pool = (int)l_optint(L, 2, fn, "sample_pool", 1, 1 << 20, g.cfg.sample_pool);
     g.min2 = l_optbool(L, 2, fn, "min2", 1);
     g.threads = (int)l_optint(L, 2, fn, "threads", 0, 64, 0);
-    double min_gain = l_optnum(L, 2, fn, "min_gain", 0, 100, 1.0);
+    double min_gain = l_optnum(L, 2, fn, "min_gain", 0, 100, GRID_MIN_GAIN_PCT);
     l_optcost(L, 2, &g.cfg.cost, fn);
     g.n_base = opt_baselines(L, 2, fn, g.baselines);
     /* the recipe: the model's variant and mask, else variant and layers */

@@ -1,5 +1,9 @@
 /* l_progress.c - a Lua progress function behind the core's progress_fn
  * (l_util.h, "progress callbacks"). */
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <lauxlib.h>
 
 #include "l_util.h"
@@ -53,4 +57,47 @@ void l_progress_check(lua_State *L, l_progress *p)
         return;
     lua_pushvalue(L, p->failed);
     lua_error(L);
+}
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void l_tty_bar_start(l_tty_bar *b, const char *fn)
+{
+    b->fn = fn;
+    b->tty = isatty(STDERR_FILENO);
+    b->drawn = 0;
+    b->last = -1;
+}
+
+void l_tty_bar_draw(l_tty_bar *b, double frac)
+{
+    if (!b->tty)
+        return;
+    double now = mono_now();
+    if (b->last >= 0 && now - b->last < 0.1 && frac < 1)
+        return;
+    b->last = now;
+    enum { W = 24 };
+    char bar[W + 1];
+    int fill = (int)(frac * W + 0.5);
+    for (int i = 0; i < W; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[W] = 0;
+    fprintf(stderr, "\reldr.%s [%s] %3.0f%%  (Ctrl-C stops)\033[K", b->fn, bar, 100 * frac);
+    fflush(stderr);
+    b->drawn = 1;
+}
+
+void l_tty_bar_done(l_tty_bar *b)
+{
+    if (b->drawn) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+    b->drawn = 0;
 }

@@ -5,7 +5,8 @@
  *
  * eldr.simulate splits the trace like the CLI (src/core/split.h: a seeded
  * random split by default), or takes the calibration trace as `calib`;
- * uses the given Model or fits one on the calibration rows; builds one
+ * uses the given Model or fits one on the calibration rows (a Model given
+ * with no split option: no split, every row is simulated); builds one
  * workload of the evaluation rows (common random numbers) and runs every
  * policy, ELDR once per tau. With seeds = N > 1 the same policies run
  * again under N seeds on the grid engine (src/core/grid.h, as `eldr sim
@@ -500,10 +501,15 @@ static int l_simulate(lua_State *L)
     if (po.n_modes && sim_prefix_check_trace(all, po.cfg.block_size, err, sizeof err))
         return l_fail(L, fn, err);
 
+    /* A model given with no split asked for: its centroids already fix the
+     * calibration, so the trace is taken as the rows to simulate - the
+     * held-out rows of eldr.calibrate.run, say - and never split again
+     * (the domain baseline's shares come from the same rows). */
+    int whole = model && !calib_given && !split_given;
     /* the split: calibration = the given trace, or the core split */
     split_rows rows;
     memset(&rows, 0, sizeof rows);
-    if (!calib_given) {
+    if (!calib_given && !whole) {
         l_split_rows(L, all, &sp, -1, fn, "calib_split", &rows);
         if (rows.n_calib > 0 && rows.n_eval < 1)
             l_argerror(L, fn, "calib_split", "%lld calibration rows leave none of %lld to "
@@ -513,8 +519,8 @@ static int l_simulate(lua_State *L)
     memset(s, 0, sizeof *s);
     luaL_setmetatable(L, L_SIMSTATE);
     const trace_t *calib, *eval;
-    if (calib_given) {
-        calib = calib_given;
+    if (calib_given || whole) {
+        calib = calib_given ? calib_given : all;
         eval = all;
     } else {
         if (!(s->eval = trace_select(all, rows.eval, rows.n_eval, err, sizeof err)))
@@ -629,11 +635,13 @@ static int l_simulate(lua_State *L)
     /* seeds > 1: every policy under seeds seed .. seed + N - 1 (the first
      * repeats the run above), means and 95% CIs, as eldr sim --seeds N */
     const char *baseline = best_at >= 0 ? route_kind_name(out_kind[best_at]) : NULL;
-    int resplit = !calib_given && (s->fitted || !wants_model) &&
+    int resplit = !calib_given && !whole && (s->fitted || !wants_model) &&
                   grid_should_resplit(&sp, seeds);
     char covers[256];
     grid_ci_covers(seeds, cfg.seed, resplit, &sp, calib_given ? "one split (the calibration "
-                   "trace is given)" : model && !s->fitted && grid_should_resplit(&sp, seeds)
+                   "trace is given)" : whole ? "no split (the model is given: every row of "
+                   "the trace is simulated)" : model && !s->fitted &&
+                   grid_should_resplit(&sp, seeds)
                    ? "one split (the model is given: its centroids fix the calibration)"
                    : NULL, covers, sizeof covers);
     if (seeds > 1) {
@@ -690,7 +698,7 @@ static int l_simulate(lua_State *L)
     l_setnum(L, "tau", taus[0]);
     l_pushnums(L, taus, ntau);
     lua_setfield(L, -2, "taus");
-    l_setint(L, "calib_rows", calib->n);
+    l_setint(L, "calib_rows", whole ? 0 : calib->n);
     l_setint(L, "eval_rows", s->w.n);
     l_setint(L, "skipped_rows", s->w.n_skipped);
     l_setint(L, "seeds", seeds);
@@ -707,14 +715,18 @@ static int l_simulate(lua_State *L)
         lua_pushstring(L, baseline);
         lua_setfield(L, -2, "baseline");
     }
-    if (calib_given) {
+    if (calib_given || whole) {
         char text[160];
-        snprintf(text, sizeof text, "calibration trace given: %lld calibration, %lld "
-                 "evaluation rows", (long long)calib->n, (long long)eval->n);
+        if (whole)
+            snprintf(text, sizeof text, "no split: the model is given; all %lld rows "
+                     "simulated", (long long)eval->n);
+        else
+            snprintf(text, sizeof text, "calibration trace given: %lld calibration, %lld "
+                     "evaluation rows", (long long)calib->n, (long long)eval->n);
         lua_createtable(L, 0, 4);
-        lua_pushstring(L, "given");
+        lua_pushstring(L, whole ? "none" : "given");
         lua_setfield(L, -2, "mode");
-        l_setint(L, "calib_rows", calib->n);
+        l_setint(L, "calib_rows", whole ? 0 : calib->n);
         l_setint(L, "eval_rows", eval->n);
         lua_pushstring(L, text);
         lua_setfield(L, -2, "text");

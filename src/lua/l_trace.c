@@ -245,7 +245,7 @@ static const char *const gen_keys[] = {
     "mix_prob", "mix_weight", "request_noise", "decode_drift", "prompt_tokens",
     "decode_tokens", "length_spread", "arrival_rate", "burst_factor", "burst_period",
     "gates", "gate_prob", "gate_logit", "tokens", "prefix_groups", "prefix_blocks",
-    "block_size", "threads", NULL};
+    "block_size", "threads", "progress", NULL};
 
 /* gen_check names CLI flags ("--mix-prob is 2, ..."): turn the flag into
  * the Lua option name so the message names what the caller wrote. */
@@ -262,6 +262,23 @@ static int gen_error(lua_State *L, const char *err)
     while (*p == ':' || *p == ' ')
         p++;
     return luaL_error(L, "eldr.gen: bad argument '%s' (%s)", key, p);
+}
+
+/* eldr.gen's progress: the caller's function, or a bar on a terminal;
+ * either way Ctrl-C is looked at with every report. */
+typedef struct gen_watch {
+    l_progress lp;
+    l_tty_bar bar;
+    int64_t requests;
+} gen_watch;
+
+static void gen_tick(double frac, void *ctx)
+{
+    gen_watch *w = ctx;
+    if (w->lp.fn_idx)
+        l_progress_call(&w->lp, "requests", (int64_t)(frac * (double)w->requests), w->requests);
+    else
+        l_tty_bar_draw(&w->bar, frac);
 }
 
 static int l_gen(lua_State *L)
@@ -314,8 +331,21 @@ static int l_gen(lua_State *L)
     char err[ELDR_ERRLEN];
     if (gen_check(&p, err, sizeof err))
         return gen_error(L, err);
+    gen_watch gw = {.requests = p.requests};
+    l_progress_opt(L, 1, fn, &gw.lp);
+    l_tty_bar_start(&gw.bar, fn);
+    p.progress = gen_tick;
+    p.progress_ctx = &gw;
+    p.cancel = l_progress_cancel(&gw.lp);   /* Ctrl-C stops the threads, not the next line */
     l_trace *u = l_newtrace(L);
-    if (gen_run(&p, &u->t, err, sizeof err))
+    int rc = gen_run(&p, &u->t, err, sizeof err);
+    if (rc == 0)   /* the last requests may have finished on another thread */
+        gen_tick(1.0, &gw);
+    l_tty_bar_done(&gw.bar);
+    l_progress_check(L, &gw.lp);
+    if (rc == -2)
+        return luaL_error(L, "eldr.%s: interrupted", fn);
+    if (rc)
         return gen_error(L, err);
     return 1;
 }
@@ -553,7 +583,8 @@ static const l_fn module_fns[] = {
     {"load", l_load, "eldr.load(path [, {rows = {first, last}}]) -> Trace: load an eldr-trace "
                      "file, validated (all rows or a 1-based inclusive row range)"},
     {"gen", l_gen, "eldr.gen{requests=, layers=, experts=, top_k=, domains=, seed=, ...} -> "
-                   "Trace: synthetic trace (every option of `eldr gen`, '-' -> '_')"},
+                   "Trace: synthetic trace (every option of `eldr gen`, '-' -> '_'; progress = "
+                   "function(done, total, what), else a bar on a terminal; Ctrl-C stops it)"},
     {"import", l_import, "eldr.import(path [, {format = 'npz'|'jsonl'|'npy'|'frames', top_k =, "
                          "layers =, experts =}]) -> Trace: import a calibration capture, JSON "
                          "lines, a count array or proxy frames"},

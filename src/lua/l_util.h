@@ -147,4 +147,17 @@ volatile int *l_progress_cancel(l_progress *p);
 /* After the core returned: raise the progress function's error, if any. */
 void l_progress_check(lua_State *L, l_progress *p);
 
+/* Without a progress function, a call that may run for seconds draws its
+ * own one-line bar on stderr when stderr is a terminal ("eldr.gen [###...]
+ * 45%"), at most ten times a second, and erases it when done; so the REPL
+ * shows that it is working and Ctrl-C is not a guess. Silent otherwise. */
+typedef struct l_tty_bar {
+    const char *fn;
+    int tty, drawn;
+    double last;            /* monotonic seconds of the last draw */
+} l_tty_bar;
+void l_tty_bar_start(l_tty_bar *b, const char *fn);
+void l_tty_bar_draw(l_tty_bar *b, double frac);
+void l_tty_bar_done(l_tty_bar *b);
+
 #endif

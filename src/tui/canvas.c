@@ -93,6 +93,52 @@ int canvas_text(canvas_t *c, int x, int y, cv_style st, const char *utf8)
     return col;
 }
 
+/* Columns of the next word of s (up to a blank or the end) and its bytes. */
+static int word_cols(const unsigned char *s, int *bytes)
+{
+    int cols = 0, b = 0;
+    while (s[b] && s[b] != ' ') {
+        int len;
+        utf8_next(s + b, &len);
+        b += len;
+        cols++;
+    }
+    *bytes = b;
+    return cols;
+}
+
+int canvas_wrap(canvas_t *c, int x, int y, int w, int max_lines, cv_style st, const char *utf8)
+{
+    const unsigned char *s = (const unsigned char *)utf8;
+    int line = 0, col = 0;
+    if (w < 1 || max_lines < 1)
+        return 0;
+    while (*s && line < max_lines) {
+        if (*s == ' ') {
+            s++;
+            continue;
+        }
+        int bytes, cols = word_cols(s, &bytes);
+        if (col > 0 && col + 1 + cols > w) {   /* the word goes to the next line */
+            if (++line >= max_lines)
+                break;
+            col = 0;
+        }
+        col += col > 0;                        /* the blank before it */
+        for (int b = 0; b < bytes;) {
+            int len;
+            uint32_t cp = utf8_next(s + b, &len);
+            if (col < w)
+                canvas_put(c, x + col, y + line, cp < 0x20 ? ' ' : cp, st);
+            col++;
+            b += len;
+        }
+        s += bytes;
+    }
+    int used = col > 0 || line > 0 ? line + 1 : 0;
+    return used > max_lines ? max_lines : used;
+}
+
 int canvas_textf(canvas_t *c, int x, int y, cv_style st, const char *fmt, ...)
 {
     char buf[1024];

@@ -44,6 +44,7 @@ static void apply_view(dash_t *d, const tui_start *s)
     d->view = s->view;
     d->zoom = s->zoom;
     d->help = s->help;
+    d->trade_metric = s->metric;
     int K = d->live ? d->live->now.K : d->fit ? d->fit->model->K : 1;
     d->worker = s->worker < K ? s->worker : K - 1;
     d->hl = s->cell_l < d->L ? s->cell_l : d->L - 1;
@@ -282,6 +283,10 @@ static int trade_key(session *s, int ch)
             trade_start(s);
         return 1;
     }
+    if (ch == 'm' || ch == 'M') {   /* the metric the cells compare on */
+        d->trade_metric = (d->trade_metric + 1) % TRADE_N_METRICS;
+        return 1;
+    }
     if (t->state != DASH_TRADE_DONE)
         return 0;
     int rows[GRID_MAX_LIST * 3];
@@ -368,12 +373,13 @@ static void cycle_view(dash_t *d, int step)
 static void key(session *s, int ch)
 {
     dash_t *d = s->ready ? &s->d : &s->shell;
-    if (ch == 'q' || ch == 'Q') {
-        s->quit = 1;
+    /* q in the help overlay closes the overlay, as a pager's q does */
+    if (d->help && (ch == '?' || ch == KEY_ESC || ch == 'q' || ch == 'Q')) {
+        d->help = 0;
         return;
     }
-    if (d->help && (ch == '?' || ch == KEY_ESC)) {
-        d->help = 0;
+    if (ch == 'q' || ch == 'Q') {
+        s->quit = 1;
         return;
     }
     if (ch >= '1' && ch < '1' + dash_n_views(d))

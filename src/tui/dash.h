@@ -103,9 +103,10 @@ typedef struct dash_ci {
     double tau;
     int K, n_seeds;
     route_kind best;             /* the best baseline by mean TPOT p50 */
-    grid_stat tpot_p50;          /* of the policy */
+    grid_stat tpot_p50, tpot_p99, distinct;        /* of the policy: the header's
+                                  * numbers, as the trade-off cell and the trail */
     grid_stat vs_best_pct, distinct_vs_best_pct;   /* paired, percent */
-    double p99_vs_best_pct;      /* change of the mean p99 (no CI) */
+    grid_stat p99_vs_best_pct;   /* paired, percent */
     double tpot_p50_first;       /* seed 0: equals the dashboard's run */
     int resplit;                 /* 1: each seed drew its own calibration split */
     double seconds;
@@ -297,6 +298,7 @@ typedef struct dash {
     int hl, he;                  /* heatmap cell cursor: layer, expert */
     double cursor;               /* "now" as a fraction of t_end */
     int help;                    /* help overlay shown */
+    int trade_metric;            /* view 7 compares on it (trade_metric, key m) */
     char status[ELDR_ERRLEN + 64];            /* job in progress / last message */
     double progress;             /* < 0: none */
     int busy;                    /* a what-if job is running */
@@ -350,7 +352,9 @@ const char *dash_irrelevant(const dash_t *d, char *buf, size_t n);
 /* "random (seed 1): 224 calibrate, 225 simulated", for the overview. */
 void dash_split_text(const dash_t *d, char *buf, size_t n);
 
-/* The best baseline: the one with the lowest TPOT p50 (NULL if none). */
+/* The best baseline: with the header's seeds (dash_shown_ci), the one
+ * of lowest mean TPOT p50 over them, which the header names; else the
+ * lowest TPOT p50 of the one run (NULL if none). */
 const dash_sim *dash_best_base(const dash_t *d);
 /* Bin of the time cursor in a run's histories. */
 int dash_cursor_bin(const dash_t *d, const dash_sim *s);

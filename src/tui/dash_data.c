@@ -401,10 +401,11 @@ int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double
         out->n_seeds = r.n_seeds;
         out->best = b->kind;
         out->tpot_p50 = p->tpot_p50;
+        out->tpot_p99 = p->tpot_p99;
+        out->distinct = p->distinct;
         out->vs_best_pct = p->vs_best_pct;
         out->distinct_vs_best_pct = p->distinct_vs_best_pct;
-        out->p99_vs_best_pct = b->tpot_p99.mean > 0
-            ? 100.0 * (p->tpot_p99.mean - b->tpot_p99.mean) / b->tpot_p99.mean : NAN;
+        out->p99_vs_best_pct = p->p99_vs_best_pct;
         out->tpot_p50_first = p->tpot_p50_ms[0];
         out->resplit = r.resplit;
         out->seconds = r.seconds;
@@ -427,7 +428,8 @@ void dash_trail_add(dash_t *d)
     t->tau = d->cur->tau;
     t->K = d->cur->K;
     t->tpot_p50 = d->cur->res.tpot_p50_ms;
-    if (d->ci.valid) {
+    if (d->ci.valid) {   /* the header's and the trade-off cell's number */
+        t->tpot_p50 = d->ci.tpot_p50.mean;
         t->vs_best = d->ci.vs_best_pct.mean;
         t->vs_half = (d->ci.vs_best_pct.hi - d->ci.vs_best_pct.lo) / 2;
     } else {
@@ -439,6 +441,12 @@ void dash_trail_add(dash_t *d)
 
 const dash_sim *dash_best_base(const dash_t *d)
 {
+    /* the header's baseline when it has its seeds: the overview's star,
+     * the JSON and the header must name one and the same */
+    const dash_ci *ci = dash_shown_ci(d);
+    for (int i = 0; ci && i < DASH_N_BASE; i++)
+        if (d->base[i] && d->base[i]->policy == ci->best)
+            return d->base[i];
     const dash_sim *best = NULL;
     for (int i = 0; i < DASH_N_BASE; i++)
         if (d->base[i] && (!best || d->base[i]->res.tpot_p50_ms < best->res.tpot_p50_ms))

@@ -230,17 +230,109 @@ int tradeoff_eldr_rows(const grid_result *g, int *rows, int max)
     return n;
 }
 
-void tradeoff_pareto(const grid_result *g, const int *rows, int n, int *pareto)
+static const char *METRIC_NAMES[TRADE_N_METRICS] = {"TPOT p50", "TPOT p99", "tok/s"};
+
+const char *tradeoff_metric_name(int metric)
+{
+    return metric >= 0 && metric < TRADE_N_METRICS ? METRIC_NAMES[metric] : "?";
+}
+
+const grid_stat *tradeoff_change(const grid_row *r, int metric)
+{
+    return metric == TRADE_P99 ? &r->p99_vs_best_pct
+           : metric == TRADE_TPS ? &r->tps_vs_best_pct : &r->vs_best_pct;
+}
+
+double tradeoff_gain(const grid_row *r, int metric)
+{
+    double m = tradeoff_change(r, metric)->mean;
+    return metric == TRADE_TPS ? m : -m;
+}
+
+const grid_stat *tradeoff_value(const grid_row *r, int metric)
+{
+    return metric == TRADE_P99 ? &r->tpot_p99 : metric == TRADE_TPS ? &r->tokens_per_s
+                                                                    : &r->tpot_p50;
+}
+
+void tradeoff_pareto(const grid_result *g, const int *rows, int n, int metric, int *pareto)
 {
     for (int i = 0; i < n; i++) {
         const grid_row *a = &g->rows[rows[i]];
-        double at = a->tpot_p50.mean, ai = a->imbalance.mean;
-        pareto[i] = isfinite(at) && isfinite(ai);
+        double ag = tradeoff_gain(a, metric), ai = a->imbalance.mean;
+        pareto[i] = isfinite(ag) && isfinite(ai) && ag > 0;
         for (int j = 0; j < n && pareto[i]; j++) {
             const grid_row *b = &g->rows[rows[j]];
-            double bt = b->tpot_p50.mean, bi = b->imbalance.mean;
-            if (j != i && bt <= at && bi <= ai && (bt < at || bi < ai))
+            double bg = tradeoff_gain(b, metric), bi = b->imbalance.mean;
+            if (j != i && bg > 0 && bg >= ag && bi <= ai && (bg > ag || bi < ai))
                 pareto[i] = 0;
         }
     }
+}
+
+/* "tau 0.10 K 8" */
+static void setting_name(const grid_row *r, char *buf, size_t n)
+{
+    snprintf(buf, n, "tau %.2f K %d", r->tau, r->K);
+}
+
+/* "rr" when every K has the same best baseline, else "the best baseline
+ * of each K (rr, jsq)": the verdict must not name one that some K lacks. */
+static void baseline_names(const grid_result *g, char *buf, size_t n)
+{
+    int seen[ROUTE_N_KINDS] = {0}, kinds = 0;
+    route_kind one = ROUTE_RR;
+    for (int i = 0; i < g->n; i++) {
+        int b = g->rows[i].best_baseline;
+        if (b < 0 || seen[g->rows[b].kind])
+            continue;
+        seen[g->rows[b].kind] = 1;
+        one = g->rows[b].kind;
+        kinds++;
+    }
+    if (kinds <= 1) {
+        snprintf(buf, n, "%s", kinds ? route_kind_name(one) : "the baselines");
+        return;
+    }
+    size_t len = (size_t)snprintf(buf, n, "the best baseline of each K (");
+    for (int k = 0; k < ROUTE_N_KINDS && len < n; k++)
+        if (seen[k])
+            len += (size_t)snprintf(buf + len, n - len, "%s%s", len > 29 ? ", " : "",
+                                    route_kind_name((route_kind)k));
+    if (len < n)
+        snprintf(buf + len, n - len, ")");
+}
+
+int tradeoff_verdict(const grid_result *g, char *buf, size_t n)
+{
+    grid_advice a;
+    if (grid_advise(g, GRID_MIN_GAIN_PCT, &a) || a.closest_eldr < 0) {
+        snprintf(buf, n, "no ELDR cell to judge");
+        return 0;
+    }
+    const grid_row *e = &g->rows[a.closest_eldr];
+    char base[64];
+    baseline_names(g, base, sizeof base);
+    char name[48], ci[96];
+    setting_name(e, name, sizeof name);
+    if (isfinite(a.adj.lo))
+        snprintf(ci, sizeof ci, "%+.1f%% [%+.1f, %+.1f] corrected over %d settings",
+                 e->vs_best_pct.mean, a.adj.lo, a.adj.hi, a.n_compared);
+    else
+        snprintf(ci, sizeof ci, "%+.1f%% (one seed: no interval)", e->vs_best_pct.mean);
+    if (a.eldr_wins)
+        snprintf(buf, n, "%s beats %s: TPOT p50 %s", name, base, ci);
+    else
+        snprintf(buf, n, "nothing beats %s at this rate by %.0f%%: the closest, %s, %s", base,
+                 a.min_gain_pct, name, ci);
+    return a.eldr_wins;
+}
+
+void tradeoff_covers(const dash_t *d, char *buf, size_t n)
+{
+    const grid_result *g = &d->trade.g;
+    grid_ci_covers(g->n_seeds, d->cfg.seed, g->resplit, &d->opts.split,
+                   !g->resplit && d->home && d->home->origin == DASH_FIT_FILE
+                       ? "one split (the model is given: its centroids fix the calibration)"
+                       : NULL, buf, n);
 }

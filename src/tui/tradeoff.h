@@ -67,9 +67,34 @@ void tradeoff_job_cancel(tradeoff_job *j);
 /* Rows of the ELDR cells of a grid, in table order (K, then tau): their
  * indices into g->rows; returns how many (at most max). */
 int tradeoff_eldr_rows(const grid_result *g, int *rows, int max);
-/* pareto[i] = 1 when ELDR row rows[i] is on the Pareto front of (mean
- * TPOT p50, mean imbalance), both lower-better: no other row is at
- * least as good in both and better in one. */
-void tradeoff_pareto(const grid_result *g, const int *rows, int n, int *pareto);
+
+/* What the view compares (key m cycles them): each cell against the best
+ * baseline of its own K (grid.h: the baseline of lowest mean TPOT p50),
+ * paired per seed, never absolute numbers across K. */
+typedef enum trade_metric { TRADE_P50 = 0, TRADE_P99, TRADE_TPS, TRADE_N_METRICS } trade_metric;
+const char *tradeoff_metric_name(int metric);      /* "TPOT p50", "TPOT p99", "tok/s" */
+/* The cell's change against its baseline, percent, with its 95% CI. */
+const grid_stat *tradeoff_change(const grid_row *r, int metric);
+/* The mean change signed so that > 0 is better (lower TPOT, more tok/s). */
+double tradeoff_gain(const grid_row *r, int metric);
+/* The cell's own value of the metric (ms or tokens/s), mean over seeds. */
+const grid_stat *tradeoff_value(const grid_row *r, int metric);
+
+/* pareto[i] = 1 when ELDR row rows[i] beats its baseline on the metric
+ * (tradeoff_gain > 0: a cell worse than the baseline is never on the
+ * front) and no other such row is at least as good in both the gain and
+ * the mean imbalance and better in one. */
+void tradeoff_pareto(const grid_result *g, const int *rows, int n, int metric, int *pareto);
+
+/* The view's one-line answer, by the rule of `eldr advise` (grid_advise:
+ * TPOT p50, GRID_MIN_GAIN_PCT, Bonferroni over the cells): "tau 0.10 K 8
+ * beats random by 2.9% [1.4, 4.4] (corrected over 12 settings)" or
+ * "nothing beats rr at this rate by 1%: the closest, tau 0 K 4, ...".
+ * Returns 1 when an ELDR setting wins, else 0. */
+int tradeoff_verdict(const grid_result *g, char *buf, size_t n);
+
+/* What the grid's intervals cover (grid_ci_covers), for the view and
+ * the JSON. */
+void tradeoff_covers(const dash_t *d, char *buf, size_t n);
 
 #endif

@@ -12,6 +12,7 @@
  * what-if changes after opening; tau < 0 and K <= 0 keep the model's. */
 typedef struct tui_start {
     int view, worker, zoom, help;
+    int metric;                  /* the trade-off view's (trade_metric) */
     int cell_l, cell_e;          /* heatmap cursor (layer, expert); clamped */
     route_kind policy;
     double tau;

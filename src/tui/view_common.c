@@ -235,20 +235,27 @@ static int verdict(double a, double b)
 
 /* The header's deltas are coloured by verdict: green better, red worse.
  * Without colour (a plain terminal, and --frame text) a word follows
- * each delta instead, so a capture still says which way it went; the
- * line then loses, in turn, the " vs rr", the long labels, the units
- * and the "|" separators, and at last the words shrink to one letter
- * (b / w / =). */
-enum { HDR_COLOUR, HDR_WORDS, HDR_WORDS_NOVS, HDR_SHORT, HDR_SHORT_NOUNIT, HDR_TIGHT,
-       HDR_LETTERS, HDR_FORMS };
+ * each delta instead, so a capture still says which way it went. When
+ * the line does not fit it loses, in turn, the long labels, the units,
+ * the "|" separators, the words' length (b / w / =), the p99 part, the
+ * absolute numbers and at last the " vs rr"; the baseline's name and
+ * U/step outlast the rest (60 columns keep both, issue 22). */
+typedef struct hdr_form {
+    unsigned shortl : 1, nounit : 1, tight : 1, letters : 1, nop99 : 1, noabs : 1, novs : 1;
+} hdr_form;
+static const hdr_form HDR_FORMS[] = {
+    {0, 0, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0, 0}, {1, 1, 0, 0, 0, 0, 0}, {1, 1, 1, 0, 0, 0, 0},
+    {1, 1, 1, 1, 0, 0, 0}, {1, 1, 1, 1, 1, 0, 0}, {1, 1, 1, 1, 1, 1, 0}, {1, 1, 1, 1, 1, 1, 1},
+};
+#define N_HDR_FORMS ((int)(sizeof HDR_FORMS / sizeof HDR_FORMS[0]))
 
-static const char *verdict_word(int v, int form)
+static const char *verdict_word(int v, int words, const hdr_form *f)
 {
-    static const char *words[] = {"better", "even", "worse"};
+    static const char *names[] = {"better", "even", "worse"};
     static const char *letters[] = {"b", "=", "w"};
-    if (form == HDR_COLOUR || v == 2)
+    if (!words || v == 2)
         return "";
-    return form == HDR_LETTERS ? letters[v + 1] : words[v + 1];
+    return f->letters ? letters[v + 1] : names[v + 1];
 }
 
 /* Columns a UTF-8 string takes (the plus-minus sign is two bytes, one
@@ -272,75 +279,79 @@ static int ci_verdict(const grid_stat *g)
     return g->hi < 0 ? -1 : g->lo > 0 ? 1 : 0;
 }
 
-/* Draws (or, with draw 0, measures) the numbers part from x; returns the
- * columns it takes. With the CIs (dash_shown_ci) the changes are the means
- * over the seeds, paired per seed, each with its 95% half-width. */
-static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, int form, int draw)
+/* Text at x + *n (when draw) in style st; advances *n by its columns. */
+static void put_part(canvas_t *c, int x, int y, int *n, cv_style st, const char *s, int draw)
+{
+    if (draw && *s)
+        canvas_text(c, x + *n, y, st, s);
+    *n += cols_of(s);
+}
+
+/* Draws (or, with draw 0, measures) the numbers part from x in form f;
+ * returns the columns it takes. With the CIs (dash_shown_ci) the numbers
+ * are the means over the seeds (the trade-off cell's and the trail's)
+ * and the changes are paired per seed, each with its 95% half-width. */
+static int whatif_numbers(const dash_t *d, canvas_t *c, int x, int y, const hdr_form *f,
+                          int words, int draw)
 {
     const dash_sim *s = d->cur, *b = dash_best_base(d);
     const dash_ci *ci = dash_shown_ci(d);
     double v[3] = {s->res.tpot_p50_ms, s->res.tpot_p99_ms, s->res.distinct_per_step};
     double r[3] = {b ? b->res.tpot_p50_ms : 0, b ? b->res.tpot_p99_ms : 0,
                    b ? b->res.distinct_per_step : 0};
-    int shortl = form >= HDR_SHORT, nounit = form >= HDR_SHORT_NOUNIT;
-    const char *label[3] = {shortl ? " | p50 " : " | TPOT p50 ", " p99 ",
-                            shortl ? " | U " : " | U/step "};
-    if (form >= HDR_TIGHT) {   /* 80 columns: the words still fit without the bars */
+    const grid_stat *g[3] = {NULL, NULL, NULL};
+    if (ci) {
+        v[0] = ci->tpot_p50.mean;
+        v[1] = ci->tpot_p99.mean;
+        v[2] = ci->distinct.mean;
+        g[0] = &ci->vs_best_pct;
+        g[1] = &ci->p99_vs_best_pct;
+        g[2] = &ci->distinct_vs_best_pct;
+    }
+    const char *label[3] = {f->shortl ? " | p50 " : " | TPOT p50 ", " p99 ",
+                            f->shortl ? " | U " : " | U/step "};
+    if (f->tight) {   /* 80 columns: the words still fit without the bars */
         label[0] = " p50 ";
         label[2] = " U ";
     }
-    const char *unit = nounit ? "" : "ms";
-    int colour = form == HDR_COLOUR && c->colors >= 8;
+    const char *unit = f->nounit ? "" : "ms";
+    int colour = !words && c->colors >= 8;
     int green = c->colors >= 256 ? 40 : 2, red = c->colors >= 256 ? 196 : 1;
     int n = 0;
     for (int i = 0; i < 3; i++) {
+        if (i == 1 && f->nop99)
+            continue;
         char num[32], ch[24], pm[24] = "", buf[96];
-        snprintf(num, sizeof num, i < 2 ? "%.2f%s" : "%.1f", v[i], unit);
+        snprintf(num, sizeof num, i < 2 ? "%.2f%s " : "%.1f ", v[i], unit);
         dash_fmt_change(ch, sizeof ch, v[i], r[i]);
         int vd = verdict(v[i], r[i]);
-        const grid_stat *g = !ci ? NULL : i == 0 ? &ci->vs_best_pct
-                                        : i == 2 ? &ci->distinct_vs_best_pct : NULL;
-        if (g) {
-            snprintf(ch, sizeof ch, "%+.1f%%", g->mean);
-            dash_fmt_pm(c, pm, sizeof pm, g);
-            vd = ci_verdict(g);
-        } else if (ci && isfinite(ci->p99_vs_best_pct)) {
-            snprintf(ch, sizeof ch, "%+.1f%%", ci->p99_vs_best_pct);
-            vd = ci->p99_vs_best_pct <= -0.05 ? -1 : ci->p99_vs_best_pct >= 0.05 ? 1 : 0;
+        if (g[i]) {
+            snprintf(ch, sizeof ch, "%+.1f%%", g[i]->mean);
+            dash_fmt_pm(c, pm, sizeof pm, g[i]);
+            vd = ci_verdict(g[i]);
         }
-        snprintf(buf, sizeof buf, "%s%s ", label[i], num);
-        if (draw)
-            canvas_text(c, x + n, y, cv_plain(), buf);
-        n += (int)strlen(buf);
+        snprintf(buf, sizeof buf, "%s%s", label[i], f->noabs ? "" : num);
+        put_part(c, x, y, &n, cv_plain(), buf, draw);
         cv_style st = colour && vd != 2 && vd != 0
                           ? cv_fg(vd < 0 ? green : red, CV_BOLD) : cv_plain();
-        if (draw)
-            canvas_text(c, x + n, y, st, ch);
-        n += (int)strlen(ch);
-        if (draw && *pm)
-            canvas_text(c, x + n, y, cv_plain(), pm);
-        n += cols_of(pm);
-        const char *w = verdict_word(vd, form);
+        put_part(c, x, y, &n, st, ch, draw);
+        put_part(c, x, y, &n, cv_plain(), pm, draw);
+        const char *w = verdict_word(vd, words, f);
         if (*w) {
             snprintf(buf, sizeof buf, " %s", w);
-            if (draw)
-                canvas_text(c, x + n, y, cv_fg(CV_DEFAULT, CV_DIM), buf);
-            n += (int)strlen(buf);
+            put_part(c, x, y, &n, cv_fg(CV_DEFAULT, CV_DIM), buf, draw);
         }
     }
-    if (b && form != HDR_WORDS_NOVS && form < HDR_SHORT) {
+    if (b && !f->novs) {
         char vs[32];
-        snprintf(vs, sizeof vs, " vs %s", route_kind_name(ci ? ci->best : b->policy));
-        if (draw && (form != HDR_COLOUR || c->w - x - n >= 10))
-            canvas_text(c, x + n, y, cv_fg(CV_DEFAULT, CV_DIM), vs);
-        if (form != HDR_COLOUR)
-            n += (int)strlen(vs);
+        snprintf(vs, sizeof vs, " vs %s", route_kind_name(b->policy));
+        put_part(c, x, y, &n, cv_fg(CV_DEFAULT, CV_DIM), vs, draw);
     }
     return n;
 }
 
 /* "eldr tau 0.10 K 4 | TPOT p50 2.71ms -3.1% +-1.0 p99 ... | U/step 17.2 -20% +-2.1
- * vs jsq": with --seeds the changes are means with their 95% CIs. */
+ * vs jsq": with --seeds the numbers are means and the changes carry their 95% CIs. */
 static void draw_whatif(const dash_t *d, canvas_t *c, int y)
 {
     if (d->live) {
@@ -364,13 +375,10 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
         canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), " | %s", why);
         return;
     }
-    int form = HDR_COLOUR;
-    if (c->colors < 8) {
-        form = HDR_WORDS;
-        while (form < HDR_LETTERS && x + whatif_numbers(d, c, x, y, form, 0) > c->w)
-            form++;
-    }
-    whatif_numbers(d, c, x, y, form, 1);
+    int words = c->colors < 8, f = 0;
+    while (f + 1 < N_HDR_FORMS && x + whatif_numbers(d, c, x, y, &HDR_FORMS[f], words, 0) > c->w)
+        f++;
+    whatif_numbers(d, c, x, y, &HDR_FORMS[f], words, 1);
 }
 
 static void draw_footer(const dash_t *d, canvas_t *c)
@@ -409,9 +417,9 @@ static void draw_footer(const dash_t *d, canvas_t *c)
         return;
     }
     if (d->view == VIEW_TRADEOFF) {
-        canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-7/Tab view  Up/Down cell  Enter apply  "
-                    "r recompute  +/- tau  [/] K  p policy  ? help  q quit"
-                    : " 1-7 view Up/Down cell Enter apply r recompute ? help q quit");
+        canvas_text(c, 0, y, bar, c->w >= 96 ? " 1-7/Tab view  Up/Down cell  Enter apply  "
+                    "m metric  r recompute  +/- tau  [/] K  ? help  q quit"
+                    : " 1-7 view Up/Down cell Enter apply m metric r recompute ? help q quit");
         return;
     }
     int x = canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-7/Tab view  +/- tau  [/] K  p policy  "
@@ -434,7 +442,7 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "Up/Down, Left/Right  select a worker (balance, heatmap, queues)",
         "Enter              zoom on the selected worker / back",
         "space              pause / resume the decisions list (polls go on)",
-        "?                  this help        q  quit",
+        "?                  this help (?, Esc or q close it)    q  quit",
         "",
         "Live mode shows what eldrd's GET /v1/snapshot says: in-flight and",
         "totals per worker, the recent decisions with their evidence, drift.",
@@ -454,9 +462,10 @@ static void draw_help(const dash_t *d, canvas_t *c)
         ", / .              move the time cursor ('now') in the simulation",
         "7 tradeoff         the tau x K grid (computed in the background):",
         "                   Up/Down a cell, Enter applies it, r recomputes,",
+        "                   m: compare on TPOT p50, p99 or tokens/s,",
         "                   Esc cancels the grid while it computes",
         "Esc                cancel a running refit",
-        "?                  this help        q  quit",
+        "?                  this help (?, Esc or q close it)    q  quit",
         "",
         "Numbers compare the policy with the best load-balancing baseline",
         "(lowest TPOT p50 of random, rr, jsq, p2c) on the held-out rows;",

@@ -94,7 +94,7 @@ static void readout(const dash_t *d, canvas_t *c, int x, int y, int gl, int ge)
     double ws = heat_sum(s, wk, l0, l1, 0, E), gs = heat_sum(s, -1, l0, l1, 0, E);
     cv_style st = cv_fg(CV_DEFAULT, CV_BOLD);
     int n = canvas_textf(c, x, y, st, "cursor %s %s%s: ", lr, er,
-                         in_mask(d->fit->model, l0, l1) ? " (masked)" : "");
+                         in_mask(d->fit->model, l0, l1) ? " (in signature)" : "");
     if (gv > 0 && ws > 0 && gs > 0)
         canvas_textf(c, x + n, y, st, "%.2fx: %s %.2f%% vs all %.2f%% of %s's activations",
                      (wv / ws) / (gv / gs), dash_worker_name(d, wk), 100 * wv / ws,
@@ -120,8 +120,14 @@ static void worker_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, int
     int nr = ceil_div(L, gl), nc = ceil_div(E, ge);
     int cw = cols / nc > 3 ? 3 : cols / nc < 1 ? 1 : cols / nc;
     int cx = x + 5, cr = d->hl / gl, cc = d->he / ge;
-    canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), "%s: activation share / global share, "
-                 "%lld requests served", dash_worker_name(d, wk), (long long)s->res.served[wk]);
+    /* the panel beside it starts at x + w: the title and legend stay inside */
+    char title[160];
+    snprintf(title, sizeof title, "%s: activation share / global share, %lld requests served",
+             dash_worker_name(d, wk), (long long)s->res.served[wk]);
+    if ((int)strlen(title) > w)
+        snprintf(title, sizeof title, "%s: share / global share, %lld served",
+                 dash_worker_name(d, wk), (long long)s->res.served[wk]);
+    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), title);
     if (gl > 1 || ge > 1)
         canvas_textf(c, x, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "     (%d layer%s x %d expert%s "
                      "per cell)", gl, gl > 1 ? "s" : "", ge, ge > 1 ? "s" : "");
@@ -174,7 +180,11 @@ static void worker_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, int
         if (r == cr)
             canvas_put(c, cx + nc * cw, y + 2 + r, '<', cv_fg(CV_DEFAULT, CV_BOLD));
     }
-    legend(c, x, y + 2 + nr, "legend: 1/8x", "8x", "  blank: unused; * masked");
+    static const char *tails[] = {"  blank: unused; *: signature layer", "  *: signature layer", ""};
+    int ti = 0;
+    while (ti < 2 && 25 + (int)strlen(tails[ti]) > w)   /* "legend: 1/8x " ramp " 8x" */
+        ti++;
+    legend(c, x, y + 2 + nr, "legend: 1/8x", "8x", tails[ti]);
     readout(d, c, x, y + 3 + nr, gl, ge);
 }
 
@@ -205,10 +215,12 @@ static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, i
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
-    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), !norm ? "distinct experts per step"
+    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), !norm ? (w >= 25 ? "distinct experts per step"
+                                                             : "distinct experts/step")
                 : w >= 60 ? "distinct experts per step / random batch of that size"
                 : w >= 42 ? "distinct experts per step / random batch"
-                : "distinct experts per step / random");
+                : w >= 34 ? "distinct experts per step / random"
+                : "distinct/step vs random");
     for (int j = 0; j < nc; j += 4)
         canvas_textf(c, x + 10 + j * cw, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "%d", j * gl);
     int first = d->worker >= rows ? d->worker - rows + 1 : 0;
@@ -232,16 +244,18 @@ static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, i
         }
     }
     char lo_s[32], hi_s[32];
-    snprintf(lo_s, sizeof lo_s, norm ? "legend: %.2f" : "legend: %.1f", isfinite(lo) ? lo : 0);
+    snprintf(lo_s, sizeof lo_s, "%s%.*f", w >= 30 ? "legend: " : "", norm ? 2 : 1,
+             isfinite(lo) ? lo : 0);
     snprintf(hi_s, sizeof hi_s, norm ? "%.2f" : "%.1f", isfinite(hi) ? hi : 0);
     legend(c, x, y + 2 + shown, lo_s, hi_s, !norm ? (w >= 45 ? " per layer" : "")
            : w >= 45 ? " observed/expected" : "");
-    if (norm) {
-        canvas_textf(c, x, y + 3 + shown, cv_fg(CV_DEFAULT, CV_DIM), "all: %.2f vs %.2f random "
-                     "= %.2f", s->distinct_all, s->expected_all,
-                     s->distinct_all / s->expected_all);
-        canvas_textf(c, x, y + 4 + shown, cv_fg(CV_DEFAULT, CV_DIM), "mean batch %.1f; under 1: "
-                     "reuse", s->res.mean_batch);
+    if (norm) {   /* a side panel at 100 columns has about 26 */
+        canvas_textf(c, x, y + 3 + shown, cv_fg(CV_DEFAULT, CV_DIM), w >= 34
+                     ? "all: %.2f vs %.2f random = %.2f" : "all %.2f/%.2f = %.2f",
+                     s->distinct_all, s->expected_all, s->distinct_all / s->expected_all);
+        canvas_textf(c, x, y + 4 + shown, cv_fg(CV_DEFAULT, CV_DIM), w >= 31
+                     ? "mean batch %.1f; under 1: reuse" : "batch %.1f; under 1: reuse",
+                     s->res.mean_batch);
     }
 }
 

@@ -54,6 +54,41 @@ static void source_line(const dash_t *d, canvas_t *c, int x, int y)
                  "(%s)", f->model->K, base);
 }
 
+/* "1 worker (w0)", "2 workers (w0, w1)", "4 workers (w0 ... w3)" */
+static void workers_text(const model_t *m, char *buf, size_t n)
+{
+    if (m->K == 1)
+        snprintf(buf, n, "1 worker (%s)", m->workers[0]);
+    else
+        snprintf(buf, n, "%d workers (%s%s%s)", m->K, m->workers[0], m->K == 2 ? ", " : " ... ",
+                 m->workers[m->K - 1]);
+}
+
+/* What "balanced" promises - a cap of ceil(N/K) members per cluster, not
+ * equal sizes - with the sizes the fit gave. */
+static void balance_text(const dash_fit *f, char *buf, size_t n)
+{
+    const model_t *m = f->model;
+    int64_t lo = 0, hi = 0;
+    for (int k = 0; k < m->K && f->have_sizes; k++) {
+        lo = k == 0 || f->sizes[k] < lo ? f->sizes[k] : lo;
+        hi = k == 0 || f->sizes[k] > hi ? f->sizes[k] : hi;
+    }
+    char sizes[64] = "";
+    if (f->have_sizes)
+        snprintf(sizes, sizeof sizes, lo == hi ? ", sizes %lld" : ", sizes %lld..%lld",
+                 (long long)lo, (long long)hi);
+    if (m->balanced == 1 && f->have_sizes && f->n_fit > 0)
+        snprintf(buf, n, "balanced fit: at most ceil(%lld/%d) = %lld each%s",
+                 (long long)f->n_fit, m->K, (long long)((f->n_fit + m->K - 1) / m->K), sizes);
+    else if (m->balanced == 1)
+        snprintf(buf, n, "balanced fit: at most ceil(N/K) members each");
+    else if (m->balanced == 0)
+        snprintf(buf, n, "unbalanced fit: each to its nearest centroid%s", sizes);
+    else
+        snprintf(buf, n, "fit's balance unknown%s", sizes);
+}
+
 static int model_block(const dash_t *d, canvas_t *c, int x, int y)
 {
     cv_style h = cv_fg(CV_DEFAULT, CV_BOLD), p = cv_plain();
@@ -67,9 +102,11 @@ static int model_block(const dash_t *d, canvas_t *c, int x, int y)
                  sig_variant_name(m->recipe.variant), m->recipe.n_layers, mask);
     if (isfinite(m->rho))
         canvas_textf(c, x, y++, p, "  quality   rho %.3f, N* %d", m->rho, m->n_star);
-    canvas_textf(c, x, y++, p, "  K         %d workers (%s ... %s), %s", m->K, m->workers[0],
-                 m->workers[m->K - 1], m->balanced == 0 ? "unbalanced" : "balanced");
     const dash_fit *f = d->fit;
+    char names[160], bal[160];
+    workers_text(m, names, sizeof names);
+    balance_text(f, bal, sizeof bal);
+    canvas_textf(c, x, y++, p, "  K         %s; %s", names, bal);
     if (!f->reassigned)
         canvas_textf(c, x, y++, p, "  calib     %lld signatures clustered", (long long)f->n_fit);
     else if (f->have_sizes)
@@ -120,9 +157,16 @@ static void sim_table(const dash_t *d, canvas_t *c, int x, int y, int w)
     if (d->cur && d->cur->policy != ROUTE_ELDR)
         canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  (policy %s is one of the "
                      "baselines; p cycles back to eldr)", route_kind_name(d->cur->policy));
-    canvas_text(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM),
-                "  * best baseline (lowest TPOT p50); U/step = distinct experts per layer-step");
     const dash_ci *ci = dash_shown_ci(d);
+    /* the star is the header's baseline (dash_best_base): with seeds, the
+     * lowest mean over them, which this one run may not show as lowest */
+    if (ci)
+        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  * best baseline (lowest mean "
+                     "TPOT p50 over the %d seeds); U/step = distinct experts/layer-step",
+                     ci->n_seeds);
+    else
+        canvas_text(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  * best baseline (lowest TPOT "
+                    "p50); U/step = distinct experts per layer-step");
     if (ci)   /* the header's changes come from more runs than this table */
         canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  one run (seed %llu); header: mean "
                      "of %d seeds, %s, +- 95%% CI (7: tau x K)",

@@ -49,12 +49,13 @@ void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         canvas_textf(c, x + 2, y, cv_fg(CV_DEFAULT, CV_BOLD), " PCA of the %d centroids eldrd "
                      "serves: PC1 %.0f%% (x), PC2 %.0f%% (y) ", K, 100 * f->explained[0],
                      100 * f->explained[1]);
-    uint32_t dot = c->unicode && c->colors ? 0x2022 : 0;
+    /* members are their cluster's letter in every terminal: a colour
+     * alone (a dot) cannot be told apart on a monochrome one */
     for (int i = 0; i < f->n_pts; i++) {
         int px = (int)((f->pts[2 * i] - x0) * sx + 0.5);
         int py = (int)((y1 - f->pts[2 * i + 1]) * sy + 0.5);
         int k = f->pt_cluster[i];
-        canvas_put(c, x + 1 + px, y + 1 + py, dot ? dot : (uint32_t)cluster_glyph(k, 0),
+        canvas_put(c, x + 1 + px, y + 1 + py, (uint32_t)cluster_glyph(k, 0),
                    cv_fg(dash_cluster_color(k), 0));
     }
     for (int k = 0; k < K; k++) {
@@ -81,6 +82,7 @@ void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
             canvas_text(c, lx + n, y + 1 + k, st, "    -");
     }
     int ly = y + 1 + (K < rows ? K : rows);
-    if (ly < y + h)
-        canvas_text(c, lx, ly, cv_fg(CV_DEFAULT, CV_DIM), "lower: member, CAP: centroid");
+    if (ly < y + h)   /* wrapped into the legend's own columns */
+        canvas_wrap(c, lx, ly, legend_w - 1, y + h - ly, cv_fg(CV_DEFAULT, CV_DIM),
+                    "a, b, ...: members of a cluster; A, B, ...: its centroid");
 }

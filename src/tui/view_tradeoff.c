@@ -1,13 +1,19 @@
 /* view_tradeoff.c - view 7, "which tau and K?": the tau x K grid around
- * the current setting (tradeoff.h computes it in the background) as a
- * table, a text scatter of TPOT p50 against imbalance with the Pareto
- * front marked, and the trail of the settings tried this session, so a
- * what-if change never erases what was seen before it.
+ * the current setting (tradeoff.h computes it in the background). Every
+ * cell is its change against the best baseline of its own K (absolute
+ * TPOT across K would compare different fleets); m cycles the metric
+ * (TPOT p50, p99, tokens/s). On top a one-line verdict by advise's rule
+ * and what the intervals cover; then the table, a text scatter of the
+ * change against imbalance with the baseline's line, and the trail of
+ * the settings tried this session, so a what-if change never erases what
+ * was seen before it.
  *
  * Marks, so that a plain-text frame says it all: every ELDR cell has a
  * letter, the same in the table and the scatter; a CAPITAL letter is on
- * the Pareto front (no other cell has both lower TPOT and lower
- * imbalance); '@' is the dashboard's current tau and K; '>' the cursor. */
+ * the front (better than its baseline, and no other such cell has both
+ * a larger gain and a lower imbalance): a cell worse than its baseline
+ * is never capital; '@' is the dashboard's current tau and K; '>' the
+ * cursor. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +22,7 @@
 #include "tradeoff.h"
 
 #define MAX_CELLS (GRID_MAX_LIST * 3)
-#define TABLE_W 64               /* the table's columns; the scatter gets the rest */
+#define TABLE_W 68               /* the table's columns; the scatter gets the rest */
 
 static char cell_letter(int i, int pareto)
 {
@@ -31,22 +37,40 @@ static int is_current(const dash_t *d, const grid_row *r)
 }
 
 /* " +-0.041" / " \u00b10.041": a CI half-width with `prec` decimals. */
-static void fmt_half(const canvas_t *c, char *buf, size_t n, const grid_stat *s, int prec,
-                     const char *unit)
+static void fmt_half(const canvas_t *c, char *buf, size_t n, const grid_stat *s, int prec)
 {
     double half = (s->hi - s->lo) / 2;
     if (!isfinite(half))
         snprintf(buf, n, "%s", "");
     else
-        snprintf(buf, n, c->unicode ? " \u00b1%.*f%s" : " +-%.*f%s", prec, half, unit);
+        snprintf(buf, n, c->unicode ? " \u00b1%.*f" : " +-%.*f", prec, half);
+}
+
+/* better / even / worse: by the interval when there is one (even: it
+ * holds 0), else by the mean. */
+static const char *judge(const grid_row *r, int metric)
+{
+    const grid_stat *ch = tradeoff_change(r, metric);
+    double lo = ch->lo, hi = ch->hi;
+    if (!isfinite(lo) || !isfinite(hi))
+        lo = hi = ch->mean;
+    if (metric == TRADE_TPS) {   /* more tokens/s is better */
+        double t = lo;
+        lo = -hi;
+        hi = -t;
+    }
+    return hi < 0 ? "better" : lo > 0 ? "worse" : "even";
 }
 
 static void draw_table(const dash_t *d, canvas_t *c, int x, int y, int h, const int *rows,
                        int n, const int *pareto)
 {
     const grid_result *g = &d->trade.g;
-    canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "     %5s %3s  %-16s %-15s %5s %7s",
-                 "tau", "K", "TPOT p50 ms", "vs best", "imbal", "U/step");
+    int m = d->trade_metric;
+    canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "     %5s %3s  %-13s %-6s %-6s %8s %5s "
+                 "%6s", "tau", "K", m == TRADE_TPS ? "tok/s change" : m == TRADE_P99
+                 ? "p99 change" : "p50 change", "", "vs", m == TRADE_TPS ? "tok/s" : "ms",
+                 "imbal", "U/step");
     int first = 0, avail = h - 1;
     if (avail < 1)
         return;
@@ -55,81 +79,94 @@ static void draw_table(const dash_t *d, canvas_t *c, int x, int y, int h, const 
     for (int i = first; i < n && i - first < avail; i++) {
         const grid_row *r = &g->rows[rows[i]];
         int cur = i == d->trade.cursor, now = is_current(d, r);
-        char tp[64], vs[64], pm[24];
-        fmt_half(c, pm, sizeof pm, &r->tpot_p50, 3, "");
-        snprintf(tp, sizeof tp, "%.3f%s", r->tpot_p50.mean, pm);
-        fmt_half(c, pm, sizeof pm, &r->vs_best_pct, 1, "");
-        snprintf(vs, sizeof vs, "%+.1f%%%s", r->vs_best_pct.mean, pm);
+        const grid_stat *ch = tradeoff_change(r, m);
+        char vs[48], pm[24];
+        fmt_half(c, pm, sizeof pm, ch, 1);
+        snprintf(vs, sizeof vs, "%+.1f%%%s", ch->mean, pm);
         /* printf pads bytes: the UTF-8 plus-minus is two bytes, one column */
         int wide = c->unicode && pm[0];
         int attr = (cur ? CV_REVERSE : 0) | (now ? CV_BOLD : 0);
-        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, attr), "%c%c%c  %5.2f %3d  %-*s %-*s %5.2f "
-                     "%7.2f", cur ? '>' : ' ', cell_letter(i, pareto[i]), now ? '@' : ' ',
-                     r->tau, r->K, 16 + wide, tp, 15 + wide, vs, r->imbalance.mean,
+        const char *base = r->best_baseline >= 0 ? route_kind_name(g->rows[r->best_baseline].kind)
+                                                 : "-";
+        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, attr), "%c%c%c  %5.2f %3d  %-*s %-6s %-6s "
+                     "%8.*f %5.2f %6.2f", cur ? '>' : ' ', cell_letter(i, pareto[i]),
+                     now ? '@' : ' ', r->tau, r->K, 13 + wide, vs, judge(r, m), base,
+                     m == TRADE_TPS ? 0 : 3, tradeoff_value(r, m)->mean, r->imbalance.mean,
                      r->distinct.mean);
     }
 }
 
-/* "  best baseline: K 2 jsq 3.590, K 4 rr 3.553 ms", within w columns */
+/* "  vs: K 2 random 7.506, K 4 random 5.570 ms", within w */
 static void draw_baselines(const dash_t *d, canvas_t *c, int x, int y, int w)
 {
     const grid_result *g = &d->trade.g;
-    int cx = x + canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  best baseline:");
-    int last = -1;
+    int m = d->trade_metric;
+    int cx = x + canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  vs:");
+    int last = -1, any = 0;
     for (int i = 0; i < g->n; i++) {
         int b = g->rows[i].best_baseline;
         if (b < 0 || b == last || g->rows[i].kind != ROUTE_ELDR)
             continue;
         last = b;
         char item[64];
-        snprintf(item, sizeof item, "%s K %d %s %.3f", last >= 0 && cx > x + 16 ? "," : "",
-                 g->rows[b].K, route_kind_name(g->rows[b].kind), g->rows[b].tpot_p50.mean);
+        snprintf(item, sizeof item, "%s K %d %s %.*f", any ? "," : "", g->rows[b].K,
+                 route_kind_name(g->rows[b].kind), m == TRADE_TPS ? 0 : 3,
+                 tradeoff_value(&g->rows[b], m)->mean);
         if (cx + (int)strlen(item) > x + w)
             break;
+        any = 1;
         cx += canvas_text(c, cx, y, cv_fg(CV_DEFAULT, CV_DIM), item);
     }
-    if (cx + 3 <= x + w)
-        canvas_text(c, cx, y, cv_fg(CV_DEFAULT, CV_DIM), " ms");
+    const char *unit = m == TRADE_TPS ? " tok/s" : " ms";
+    if (cx + (int)strlen(unit) <= x + w)
+        canvas_text(c, cx, y, cv_fg(CV_DEFAULT, CV_DIM), unit);
 }
 
 static void draw_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h,
                          const int *rows, int n, const int *pareto)
 {
     const grid_result *g = &d->trade.g;
+    int m = d->trade_metric;
     int pw = w - 2, ph = h - 3;
     if (pw < 8 || ph < 3 || n < 1)
         return;
-    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    /* y: the change (better up), with 0 - the baseline - always in range */
+    double x0 = INFINITY, x1 = -INFINITY, y0 = 0, y1 = 0;
     for (int i = 0; i < n; i++) {
         const grid_row *r = &g->rows[rows[i]];
-        if (!isfinite(r->tpot_p50.mean) || !isfinite(r->imbalance.mean))
+        double gy = tradeoff_gain(r, m);
+        if (!isfinite(gy) || !isfinite(r->imbalance.mean))
             continue;
         x0 = fmin(x0, r->imbalance.mean);
         x1 = fmax(x1, r->imbalance.mean);
-        y0 = fmin(y0, r->tpot_p50.mean);
-        y1 = fmax(y1, r->tpot_p50.mean);
+        y0 = fmin(y0, gy);
+        y1 = fmax(y1, gy);
     }
-    if (!(x1 >= x0) || !(y1 >= y0))
+    if (!(x1 >= x0))
         return;
-    canvas_box(c, x, y, pw + 2, ph + 2, cv_fg(CV_DEFAULT, CV_DIM),
-               " TPOT p50 (y) vs imbalance (x) ");
+    canvas_box(c, x, y, pw + 2, ph + 2, cv_fg(CV_DEFAULT, CV_DIM), " gain (y) vs imbalance (x) ");
     double sx = x1 > x0 ? (pw - 1) / (x1 - x0) : 0, sy = y1 > y0 ? (ph - 1) / (y1 - y0) : 0;
+    int zy = y1 > y0 ? (int)(y1 * sy + 0.5) : ph / 2;   /* the baseline's row */
+    for (int i = 0; i < pw; i++)
+        canvas_put(c, x + 1 + i, y + 1 + zy, '.', cv_fg(CV_DEFAULT, CV_DIM));
+    canvas_text(c, x + pw - 3, y + 1 + zy, cv_fg(CV_DEFAULT, CV_DIM), "base");
     /* the cursor last, so it is never hidden under another cell */
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < n; i++) {
             const grid_row *r = &g->rows[rows[i]];
+            double gy = tradeoff_gain(r, m);
             int cur = i == d->trade.cursor;
-            if (cur != pass || !isfinite(r->tpot_p50.mean) || !isfinite(r->imbalance.mean))
+            if (cur != pass || !isfinite(gy) || !isfinite(r->imbalance.mean))
                 continue;
             int px = x1 > x0 ? (int)((r->imbalance.mean - x0) * sx + 0.5) : pw / 2;
-            int py = y1 > y0 ? (int)((y1 - r->tpot_p50.mean) * sy + 0.5) : ph / 2;
+            int py = y1 > y0 ? (int)((y1 - gy) * sy + 0.5) : ph / 2;
             int now = is_current(d, r);
             uint32_t ch = now ? '@' : (uint32_t)cell_letter(i, pareto[i]);
             int attr = (pareto[i] ? CV_BOLD : 0) | (cur ? CV_REVERSE : 0);
             canvas_put(c, x + 1 + px, y + 1 + py, ch,
                        cv_fg(pareto[i] ? 70 : now ? 220 : CV_DEFAULT, attr));
         }
-    canvas_textf(c, x, y + ph + 2, cv_fg(CV_DEFAULT, CV_DIM), " y %.3f..%.3f ms, x %.2f..%.2f",
+    canvas_textf(c, x, y + ph + 2, cv_fg(CV_DEFAULT, CV_DIM), " y %+.1f..%+.1f%%, x %.2f..%.2f",
                  y0, y1, x0, x1);
 }
 
@@ -187,6 +224,19 @@ static void draw_pending(const dash_t *d, canvas_t *c, int x, int y, int w)
                 "table appears here when the grid is done (Esc cancels)");
 }
 
+/* The verdict and what the intervals cover, wrapped into w; returns the lines used. */
+static int draw_verdict(const dash_t *d, canvas_t *c, int x, int y, int w)
+{
+    char v[400], cov[300], line[420];
+    int wins = tradeoff_verdict(&d->trade.g, v, sizeof v);
+    snprintf(line, sizeof line, "verdict: %s", v);
+    int n = canvas_wrap(c, x + 1, y, w - 1, 2, cv_fg(CV_DEFAULT, wins ? CV_BOLD : CV_BOLD),
+                        line);
+    tradeoff_covers(d, cov, sizeof cov);
+    snprintf(line, sizeof line, "+-: %s", cov);
+    return n + canvas_wrap(c, x + 1, y + n, w - 1, 2, cv_fg(CV_DEFAULT, CV_DIM), line);
+}
+
 void view_tradeoff(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
     if (d->live) {
@@ -205,35 +255,42 @@ void view_tradeoff(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         return;
     }
     const grid_result *g = &t->g;
-    int rows[MAX_CELLS], pareto[MAX_CELLS];
+    int rows[MAX_CELLS], pareto[MAX_CELLS], m = d->trade_metric;
     int n = tradeoff_eldr_rows(g, rows, MAX_CELLS);
-    tradeoff_pareto(g, rows, n, pareto);
-    int tx = x + 1 + canvas_textf(c, x + 1, y, cv_fg(CV_DEFAULT, CV_BOLD), "tau x K at %s, %d "
-                                  "seed%s; vs the best baseline of each K, +- 95%% CI (%.1f s)",
-                                  d->arrivals, g->n_seeds, g->n_seeds == 1 ? "" : "s",
-                                  g->seconds);
+    tradeoff_pareto(g, rows, n, m, pareto);
+    char title[200];
+    snprintf(title, sizeof title, "tau x K: %s change vs each K's best baseline, %s, %d seed%s "
+             "(%.1f s; m: metric)", tradeoff_metric_name(m), d->arrivals, g->n_seeds,
+             g->n_seeds == 1 ? "" : "s", g->seconds);
+    int tl = canvas_wrap(c, x + 1, y, w - 1, 2, cv_fg(CV_DEFAULT, CV_BOLD), title);
     if (d->fit->model->K != t->K0)   /* K moved since: the grid is about the old one */
-        canvas_textf(c, tx, y, cv_fg(CV_DEFAULT, CV_REVERSE), " around K %d; r: around K %d ",
-                     t->K0, d->fit->model->K);
+        canvas_textf(c, x + 1, y + tl, cv_fg(CV_DEFAULT, CV_REVERSE), " around K %d; r: around "
+                     "K %d ", t->K0, d->fit->model->K);
+    tl += d->fit->model->K != t->K0;
+    y += tl;
+    h -= tl;
+    int vl = draw_verdict(d, c, x, y, w);
+    y += vl;
+    h -= vl;
     int side = w >= TABLE_W + 30;
     int trows = n + 1;
     if (trows > h - 4)
         trows = h - 4;
-    draw_table(d, c, x, y + 1, trows, rows, n, pareto);
-    int yb = y + 1 + trows, tw = side ? TABLE_W - 1 : w;
+    draw_table(d, c, x, y, trows, rows, n, pareto);
+    int yb = y + trows, tw = side ? TABLE_W - 1 : w;
     draw_baselines(d, c, x, yb, tw);
-    canvas_text(c, x, yb + 1, cv_fg(CV_DEFAULT, CV_DIM), tw >= 62
-                ? "  CAPITAL: on the Pareto front; @ current; Enter applies >"
-                : "  CAPITAL: Pareto; @ current");
+    canvas_text(c, x, yb + 1, cv_fg(CV_DEFAULT, CV_DIM), tw >= 66
+                ? "  CAPITAL: front (gains, and no cell gains more at less imbal); @ now"
+                : "  CAPITAL: front; @ current");
     int used = yb + 2 - y;
     if (side) {
         /* beside the table: its rows, the two lines under it and a label */
         int sh = used + 1 < 8 ? 8 : used + 1;
         if (sh > h - 1)
             sh = h - 1;
-        draw_scatter(d, c, x + TABLE_W + 1, y + 1, w - TABLE_W - 1, sh - 1, rows, n, pareto);
+        draw_scatter(d, c, x + TABLE_W + 1, y, w - TABLE_W - 1, sh - 1, rows, n, pareto);
         used = sh > used ? sh : used;
-        draw_trail(d, c, x, y + used + 1, h - used - 1);
+        draw_trail(d, c, x, y + used, h - used);
         return;
     }
     /* narrow: the scatter under the table when there is room, then the trail */

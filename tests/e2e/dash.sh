@@ -36,7 +36,7 @@ $T new-session -d -s dash -x 100 -y 30 "env PS1='PROMPT\$ ' TERM=xterm-256color 
 wait_for 'PROMPT\$' 5
 $T send-keys -t dash "$ELDR dash $SAMPLE --rate 100 --tau 0; echo EXIT=\$?" Enter
 check "dash starts and shows the overview" '\[1 overview\]' 15
-check "dash shows the headline numbers" 'TPOT p50 [0-9.]+ms' 15
+check "dash shows the headline numbers" 'p50 [0-9.]+ms' 15
 # issue 14: on this sample at 100 req/s eldr at tau 0 is worse than the best baseline:
 # its deltas are red (256-colour 196) and, in colour, need no words
 hdr_e=$($T capture-pane -e -p -t dash | sed -n 2p)
@@ -67,30 +67,42 @@ check "key 6: rho view" '\[6 rho\]'
 check "rho marks N*" 'N\*='
 
 # the start's --tau 0 is a what-if change: wait until it is shown (no "...")
-wait_for 'eldr tau 0\.00 K 4 \| TPOT' 30
+wait_for 'eldr tau 0\.00 K 4 \| (TPOT )?p50' 30
 before=$(header)
 $T send-keys -t dash +
-check "'+': tau shown goes to 0.05" 'eldr tau 0\.05 K 4 \| TPOT'
-wait_for 'eldr tau 0\.05 K 4 \| TPOT' 10
+check "'+': tau shown goes to 0.05" 'eldr tau 0\.05 K 4 \| (TPOT )?p50'
+wait_for 'eldr tau 0\.05 K 4 \| (TPOT )?p50' 10
 after=$(header)
-nb=$(echo "$before" | sed 's/.*| TPOT//'); na=$(echo "$after" | sed 's/.*| TPOT//')
+nb=$(echo "$before" | sed 's/^.* K [0-9]* //'); na=$(echo "$after" | sed 's/^.* K [0-9]* //')
 if [ -n "$na" ] && [ "$nb" != "$na" ]; then ok "'+': the numbers change"; else
     notok "'+': the numbers change" "before: $before" "after:  $after"; fi
 
 $T send-keys -t dash ]
-check "']': refit to K 5" 'tau 0\.05 K 5 \| TPOT' 20
+check "']': refit to K 5" 'tau 0\.05 K 5 \| (TPOT )?p50' 20
 $T send-keys -t dash 2
 check "balance after refit shows w4" '^ +>?w4 '
 # issue 14: the overview says a refit is one, and '[' back restores
 $T send-keys -t dash 1
 check "overview after ']' says refitted here with K 5" 'source +refitted here with K 5'
 $T send-keys -t dash '['
-check "'[': back to K 4" 'tau 0\.05 K 4 \| TPOT' 20
+check "'[': back to K 4" 'tau 0\.05 K 4 \| (TPOT )?p50' 20
 check "'[': the first fit is back in the overview" 'source +fitted here \(default recipe\)' 5
 $T send-keys -t dash 2
 $T send-keys -t dash '?'
 check "'?': help overlay" 'keys'
 $T send-keys -t dash '?'
+# issue 22: q in the help overlay closes the overlay, not the dashboard
+$T send-keys -t dash '?'
+check "'?' again: help overlay" 'this help \(\?, Esc or q close it\)'
+$T send-keys -t dash q
+if wait_for '\[2 balance\]' 5 && ! screen | grep -q 'this help (' && ! screen | grep -q 'EXIT='; then
+    ok "q in the help overlay closes it; the dashboard stays"
+else notok "q in the help overlay closes it; the dashboard stays" "$(screen | head -3)"; fi
+# U/step is kept at 60 columns (it is the last number of the header)
+$T resize-window -t dash -x 60 -y 24
+sleep 0.3
+if wait_for '^eldr tau 0\.05 K 4 .* U [-+]?[0-9.]+' 5; then ok "60 columns: the header keeps U"
+else notok "60 columns: the header keeps U" "$(header)"; fi
 
 $T resize-window -t dash -x 80 -y 24
 sleep 0.3
@@ -118,8 +130,8 @@ $T send-keys -t dash clear Enter
 # the second start on a terminal without colour (vt100): the header's
 # deltas say better / worse in words instead (issue 14)
 $T send-keys -t dash "TERM=vt100 $ELDR dash $SAMPLE --rate 800; echo EXIT=\$?" Enter
-check "second start" 'TPOT p50' 15
-check "no-colour terminal: each delta says which way" 'TPOT p50 [0-9.]+ms [-+][0-9.]+%( (±|\+-)[0-9.]+)? (worse|better|even) p99' 5
+check "second start" ' p50 [0-9.]+' 15
+check "no-colour terminal: each delta says which way" 'p50 [0-9.]+(ms)? [-+][0-9.]+%( (±|\+-)[0-9.]+)? (worse|better|even) p99 .* vs (random|rr|jsq|p2c)' 5
 $T send-keys -t dash C-c
 check "^C exits with 130" 'EXIT=130' 10
 $T send-keys -t dash "stty -a | tr ' ;' '\n\n' | grep -Ex -- '-?(icanon|echo)' | tr '\n' ' '; echo STTY2" Enter
@@ -138,7 +150,7 @@ esac
 TR="$DATA"; [ -f "$TR" ] || TR="$SAMPLE"
 $T send-keys -t dash clear Enter
 $T send-keys -t dash "$ELDR dash $TR --seeds 10; echo EXIT=\$?" Enter
-check "third start (trade-off), the header has its +-" 'TPOT p50 [0-9.]+ms [-+][0-9.]+% (±|\+-)[0-9.]+ p99' 30
+check "third start (trade-off), the header has its +-" 'p50 [0-9.]+ms [-+][0-9.]+% (±|\+-)[0-9.]+ p99' 30
 $T send-keys -t dash 7
 check "key 7: trade-off view" '\[7 tradeoff\]' 5
 if [ "$TR" = "$DATA" ]; then
@@ -150,19 +162,25 @@ if [ "$TR" = "$DATA" ]; then
     else notok "the UI answers keys while the grid computes (footer: its progress)" "$(screen | tail -1)"; fi
     $T send-keys -t dash 7
 fi
-check "trade-off table appears when done" 'tau x K at .*seeds' 90
+check "trade-off table appears when done" 'tau x K: TPOT p50 change vs each K.s best baseline' 90
+check "trade-off gives a verdict" '^ verdict: (nothing beats|tau [0-9.]+ K [0-9]+ beats)' 5
+check "trade-off says what its intervals cover" '^ \+-: 95% CI over 10 seeds' 5
 check "trade-off marks the current cell" '^>.@ +0\.10 +4 ' 5
-check "trade-off draws the scatter" 'TPOT p50 \(y\) vs imbalance \(x\)' 5
+check "trade-off draws the scatter" 'gain \(y\) vs imbalance \(x\)' 5
+for metric in 'TPOT p99' 'tok/s' 'TPOT p50'; do   # m cycles them, back to p50
+    $T send-keys -t dash m
+    check "m: the cells compare on $metric" "tau x K: $metric change" 5
+done
 check "trail starts with the opening setting" ' 1  eldr tau 0\.10  K 4 ' 5
 $T send-keys -t dash j
 check "j moves the cursor to the next cell" '^>.  +0\.20 +4 ' 5
 $T send-keys -t dash Enter
-check "Enter applies the cell: tau 0.20 in the header" '^eldr tau 0\.20 K 4 \| TPOT' 30
+check "Enter applies the cell: tau 0.20 in the header" '^eldr tau 0\.20 K 4 \| (TPOT )?p50' 30
 check "the applied cell joins the trail" ' 2  eldr tau 0\.20  K 4 ' 30
 $T send-keys -t dash j j j j
 check "cursor on tau 0.20 K 8" '^>.  +0\.20 +8 ' 5
 $T send-keys -t dash Enter
-check "Enter with another K refits: K 8 in the header" '^eldr tau 0\.20 K 8 \| TPOT' 60
+check "Enter with another K refits: K 8 in the header" '^eldr tau 0\.20 K 8 \| (TPOT )?p50' 60
 check "trail: 3 settings" ' 3  eldr tau 0\.20  K 8 ' 30
 $T send-keys -t dash -
 check "'-' appends to the trail too" ' 4  eldr tau 0\.15  K 8 ' 30
@@ -174,20 +192,35 @@ if [ "$TR" = "$DATA" ]; then
     $T send-keys -t dash Escape
     check "Esc cancels the grid" 'trade-off grid: cancelled \(r: compute again\)' 10
     $T send-keys -t dash r
-    check "r after a cancel computes it again" 'tau x K at .*seeds' 90
+    check "r after a cancel computes it again" 'tau x K: TPOT p50 change' 90
     check "the new grid is around K 8 (K 4, 8, 16)" '^...  +0\.20 +16 ' 5
 fi
 $T send-keys -t dash q
 check "q quits from the trade-off view" 'EXIT=0' 10
 
 expect_status "dash --view tradeoff frame" 0 "$ELDR" dash "$SAMPLE" --frame - --view tradeoff --width 100 --height 30
-expect_out "tradeoff frame is complete (table)" 'tau x K at .*5 seeds'
+expect_out "tradeoff frame is complete (table)" 'tau x K: TPOT p50 change .* 5 seeds'
 expect_out "tradeoff frame has the current cell" '^>.@ +0\.10 +4 '
 expect_out "tradeoff frame has the trail" 'Trail: 1 setting'
-expect_status "dash --view tradeoff --json" 0 "$ELDR" dash "$SAMPLE" --frame "$TMP/t.txt" --view tradeoff --json
+expect_status "dash --view tradeoff --json" 0 "$ELDR" dash "$SAMPLE" --rate 800 --frame "$TMP/t.txt" --view tradeoff --json
 expect_out "tradeoff json has 12 cells with CIs and the Pareto flag" '"tradeoff"'
-if python3 -c "import json,sys; d=json.load(open('$TMP/out')); c=d['tradeoff']['cells']; sys.exit(not (len(c)==12 and all(len(x['ci95'])==2 for x in c) and any(x['pareto'] for x in c)))" 2>/dev/null; then
-    ok "tradeoff json: 12 cells, ci95 pairs, a Pareto cell"; else notok "tradeoff json: 12 cells, ci95 pairs, a Pareto cell" "$(head -c 300 "$TMP/out")"; fi
+if python3 -c "import json,sys; d=json.load(open('$TMP/out')); c=d['tradeoff']['cells']; sys.exit(not (len(c)==12 and all(len(x['ci95'])==2 and len(x['p99_ci95'])==2 and len(x['tps_ci95'])==2 for x in c) and any(x['pareto'] for x in c)))" 2>/dev/null; then
+    ok "tradeoff json: 12 cells, ci95 pairs for p50, p99, tok/s, a Pareto cell"; else notok "tradeoff json: 12 cells, ci95 pairs for p50, p99, tok/s, a Pareto cell" "$(head -c 300 "$TMP/out")"; fi
+# issue 22, item 5: no cell worse than its baseline on the front; the
+# verdict and what the intervals cover are in the JSON as on screen
+if python3 -c "import json,sys; t=json.load(open('$TMP/out'))['tradeoff']; sys.exit(not (all(x['vs_best_baseline_pct'] < 0 for x in t['cells'] if x['pareto']) and t['split_redrawn'] and 'calibration split' in t['ci_covers'] and t['verdict']))" 2>/dev/null; then
+    ok "tradeoff json: the front beats its baselines; verdict, ci_covers"; else notok "tradeoff json: the front beats its baselines; verdict, ci_covers" "$(head -c 300 "$TMP/out")"; fi
+v=$(python3 -c "import json; print(json.load(open('$TMP/out'))['tradeoff']['verdict'])" 2>/dev/null)
+if [ -n "$v" ] && grep -qF "verdict: $(printf '%s' "$v" | cut -c1-60)" "$TMP/t.txt"; then
+    ok "the frame shows the JSON's verdict"; else notok "the frame shows the JSON's verdict" "$v"; fi
+# at 60 req/s on the sample no setting gains 1% over the baselines
+expect_status "dash --view tradeoff at 60 req/s" 0 "$ELDR" dash "$SAMPLE" --rate 60 --frame - --view tradeoff --width 100 --height 30
+expect_out "verdict at 60 req/s: nothing beats the baselines" '^ verdict: nothing beats (rr|jsq|random|p2c|the best baseline of each K \([a-z0-9, ]+\)) at this rate by 1%: the closest, tau'
+expect_status "dash --view tradeoff --metric p99" 0 "$ELDR" dash "$SAMPLE" --rate 800 --frame - --view tradeoff --metric p99 --width 100 --height 30
+expect_out "--metric p99 heads the table" 'p99 change +vs +ms imbal'
+expect_status "dash --view tradeoff --metric tps" 0 "$ELDR" dash "$SAMPLE" --rate 800 --frame - --view tradeoff --metric tps --width 100 --height 30
+expect_out "--metric tps heads the table" 'tok/s change +vs +tok/s imbal'
+expect_fail2 "dash --metric bad" "--metric 'p90': expected p50, p99 or tps" "$ELDR" dash "$SAMPLE" --frame - --metric p90
 expect_status "dash --view tradeoff --seeds 2 -k 2" 0 "$ELDR" dash "$SAMPLE" --frame - --view tradeoff -k 2 --seeds 2 --width 100 --height 30
 expect_out "tradeoff around K 2: K 1, 2, 4" '0\.20 +1 .*' 
 expect_out "tradeoff around K 2 has K 4" '0\.00 +4 '
@@ -219,7 +252,7 @@ expect_out "overview names the random split and its seed" 'split +random \(seed 
 expect_status "dash --split-seed 7 --calib-split 0.25" 0 "$ELDR" dash "$SAMPLE" --frame - --split-seed 7 --calib-split 0.25
 expect_out "overview shows seed 7 and a quarter" 'split +random \(seed 7\): 150 calibrate, 450 simulated'
 expect_status "dash header with CIs" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --height 30 --rate 60
-expect_out "header: TPOT and U/step changes with +- (5 seeds)" '(TPOT )?p50 [0-9.]+ms [-+][0-9.]+% \+-[0-9.]+ (worse|better|even) p99 .*U(/step)? [0-9.]+ [-+][0-9.]+% \+-[0-9.]+ (worse|better|even)'
+expect_out "header: TPOT, p99 and U/step changes with +- (5 seeds), naming the baseline" '(TPOT )?p50 [0-9.]+(ms)? [-+][0-9.]+% \+-[0-9.]+ (worse|better|even|b|w|=) p99 [0-9.]+(ms)? [-+][0-9.]+% \+-[0-9.]+ .*U(/step)? [0-9.]+ [-+][0-9.]+% \+-[0-9.]+ (worse|better|even|b|w|=) vs (random|rr|jsq|p2c)'
 expect_status "dash --seeds 1" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --height 30 --rate 60 --seeds 1
 if grep -q -- '+-' "$TMP/out"; then notok "--seeds 1: no +- in the header" "$(sed -n 2p "$TMP/out")"; else ok "--seeds 1: no +- in the header"; fi
 "$ELDR" fit "$SAMPLE" -k 4 -o "$TMP/self.h5" >/dev/null 2>&1
@@ -239,6 +272,37 @@ expect_out "json has the sizes and the best baseline" '"best_baseline"'
 expect_status "dash at the sample's own rate" 0 "$ELDR" dash "$SAMPLE" --frame - --width 100 --height 30
 expect_out "header: routing is moot at batch 1, and says why" '^eldr tau 0\.10 K 4 \| routing is moot: mean batch 1\.[0-4], requests decode alone'
 expect_status "dash as make run opens it" 0 "$ELDR" dash "$SAMPLE" --rate 800 --frame - --width 100 --height 30
-expect_out "header at 800 req/s: changes with +-" '^eldr tau 0\.10 K 4 \| p50 [0-9.]+ms [-+][0-9.]+% \+-'
+expect_out "header at 800 req/s: changes with +-" '^eldr tau 0\.10 K 4 (\| )?p50 [0-9.]+(ms)? [-+][0-9.]+% \+-'
 if grep -q 'RUN_RATE := 800' "$ROOT/Makefile" && grep -q 'dash $(SAMPLE) --rate $(RUN_RATE)' "$ROOT/Makefile"; then
     ok "make run opens the sample at 800 req/s"; else notok "make run opens the sample at 800 req/s"; fi
+
+# issue 22, item 7: layout and wording at 100 columns. The heatmap's side
+# panel ends inside the frame (its last words are there, not clipped);
+# the scatter's legend is wrapped into its column; members are letters
+# on a monochrome canvas; K 1 and "balanced" say what they mean.
+expect_status "heatmap at 100 columns" 0 "$ELDR" dash "$SAMPLE" --rate 800 --frame - --view heatmap --width 100 --height 30
+expect_out "heatmap side panel: its batch line whole" ' batch [0-9.]+; under 1: reuse$'
+expect_out "heatmap side panel: the legend's top value whole" ' [0-9]\.[0-9][0-9]$'
+expect_out "heatmap marks the signature's layers in words" 'blank: unused; \*: signature layer'
+expect_status "scatter at 100 columns" 0 "$ELDR" dash "$SAMPLE" --rate 800 --frame - --view scatter --width 100 --height 30
+expect_out "scatter legend wrapped into its column" '\| centroid$'
+expect_out "scatter members are letters (monochrome)" '^\|.* [abcd]{3,}'
+expect_status "overview with K 1" 0 "$ELDR" dash "$SAMPLE" --rate 800 -k 1 --frame - --width 100 --height 30
+expect_out "K 1 is one worker" '  K +1 worker \(w0\); balanced fit: at most ceil\(300/1\) = 300 each'
+expect_status "overview with K 4" 0 "$ELDR" dash "$SAMPLE" --rate 800 --frame - --width 100 --height 30
+expect_out "balanced says its cap and the sizes" '  K +4 workers \(w0 \.\.\. w3\); balanced fit: at most ceil\(300/4\) = 75 each, sizes 75'
+hdr_base=$(sed -n 2p "$TMP/out" | sed -n 's/.* vs \([a-z0-9]*\)$/\1/p')
+if [ -n "$hdr_base" ] && grep -Eq "^   $hdr_base \*" "$TMP/out"; then
+    ok "the overview's star and the header name one baseline ($hdr_base)"
+else notok "the overview's star and the header name one baseline" "$(sed -n 2p "$TMP/out")" "$(grep '\*' "$TMP/out")"; fi
+
+# issue 22, item 4: make run's sample batches (mean batch well above 1 at
+# RUN_RATE), and settings where routing cannot matter are said in words
+expect_status "heatmap as make run opens it" 0 "$ELDR" dash "$SAMPLE" --rate 800 --frame - --view heatmap --width 100 --height 30
+mb=$(sed -n 's/.* batch \([0-9.]*\); under 1: reuse$/\1/p' "$TMP/out" | head -1)
+if [ -n "$mb" ] && awk "BEGIN { exit !($mb >= 5) }"; then ok "make run's sample: mean batch $mb (>= 5)"
+else notok "make run's sample: mean batch >= 5" "got '$mb'"; fi
+expect_status "dash -k 1" 0 "$ELDR" dash "$SAMPLE" --rate 800 -k 1 --frame - --width 100 --height 30
+expect_out "K 1: the header says routing is moot" '^eldr tau 0\.10 K 1 \| routing is moot: '
+expect_status "dash --tau 2" 0 "$ELDR" dash "$SAMPLE" --rate 800 --tau 2 --frame - --width 100 --height 30
+expect_out "tau 2: the header says ELDR is a balancer" '^eldr tau 2\.00 K 4 \| tau 2\.00: the band holds every worker, ELDR is join-shortest-queue'

@@ -110,7 +110,11 @@ check ":help grouped: the first area's title" "^Traces$"
 check ":help paged: a more prompt" "^-- more \([0-9]+%\): Space next page, Enter next line, q quit --"
 if $T capture-pane -t r -p | grep -q "^Reports and help$"; then notok ":help paged: the last area not on the first page"; else
     ok ":help paged: the last area not on the first page"; fi
-$T send-keys -t r Space
+# (Space pages on; the listing may take three pages of this pane)
+for _ in 1 2 3; do
+    wait_for "^Reports and help$" 1 && break
+    $T send-keys -t r Space
+done
 check ":help paged: Space shows the next page (the last area)" "^Reports and help$"
 sleep 0.3
 # (a narrower pane could need a third page: leave it with q)
@@ -143,6 +147,22 @@ $T send-keys -t r C-c
 check "Ctrl-C interrupts a long fit (within 5 s)" "interrupted" 5
 type_line "6 * 7"
 check "prompt alive after the interrupt" "^42$"
+# Ctrl-C during eldr.gen (issue 22): its threads stop within a second, and
+# its bar shows on the terminal while it runs (40M prompt tokens: about a
+# minute on 2 cores when left alone)
+type_line "big = eldr.gen{requests = 20000, layers = 16, experts = 64, top_k = 4, prompt_tokens = 2000, decode_tokens = 0}"
+check "eldr.gen shows its progress while it runs" 'eldr\.gen \[#*\.*\] +[0-9]+%  \(Ctrl-C stops\)' 10
+t0=$(date +%s%N)
+$T send-keys -t r C-c
+# (the message is the REPL's "interrupted!" or eldr.gen's own, whichever
+# comes first; the traceback names eldr.gen either way)
+if wait_for "in function 'eldr\.gen'" 3 && wait_for "interrupted" 1; then
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    if [ "$ms" -le 1000 ]; then ok "Ctrl-C stops eldr.gen within a second (${ms} ms)"
+    else notok "Ctrl-C stops eldr.gen within a second (${ms} ms)"; fi
+else notok "Ctrl-C stops eldr.gen within a second (no 'interrupted')"; fi
+type_line "print(big == nil, 6 * 7)"
+check "prompt alive after eldr.gen's interrupt, nothing assigned" "^true\s+42$"
 type_line "while true do end"
 sleep 0.5
 $T send-keys -t r C-c

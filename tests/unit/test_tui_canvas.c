@@ -50,6 +50,26 @@ static void test_text_clips_and_trims(void **state)
     canvas_free(c);
 }
 
+/* canvas_wrap: words to the next line at the panel's edge, a word
+ * longer than the panel cut, at most max_lines, multi-byte counted once. */
+static void test_wrap(void **state)
+{
+    (void)state;
+    canvas_t *c = canvas_new(12, 4, 1, 0);
+    assert_int_equal(canvas_wrap(c, 1, 0, 10, 4, cv_plain(), "a, b: members; A \u00b1 centroid"),
+                     3);
+    char *s = canvas_to_string(c);
+    assert_string_equal(s, " a, b:\n members; A\n \u00b1 centroid\n\n");
+    free(s);
+    canvas_clear(c);
+    assert_int_equal(canvas_wrap(c, 0, 0, 4, 1, cv_plain(), "abcdefg hij"), 1);
+    s = canvas_to_string(c);
+    assert_string_equal(s, "abcd\n\n\n\n");   /* cut, and one line only */
+    free(s);
+    assert_int_equal(canvas_wrap(c, 0, 0, 4, 2, cv_plain(), ""), 0);
+    canvas_free(c);
+}
+
 static void test_utf8(void **state)
 {
     (void)state;
@@ -241,6 +261,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_bounds),
         cmocka_unit_test(test_text_clips_and_trims),
+        cmocka_unit_test(test_wrap),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_hbar_ascii),
         cmocka_unit_test(test_hbar_unicode_eighths),
