@@ -125,7 +125,7 @@ static void test_request_headers(void **state)
     buf *m = request_headers(&list);
     xp_in in;
     char why[128];
-    assert_int_equal(xp_read(m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(xp_read(NULL, m->b, m->n, &in, why, sizeof why), 0);
     assert_int_equal(in.kind, XP_REQUEST_HEADERS);
     assert_int_equal(in.end_of_stream, 0);
     assert_true(in.has_config);
@@ -150,7 +150,7 @@ static void test_request_headers(void **state)
     buf cs = {.n = 0};
     value_str(&cs, " 10.0.0.3:8000 , 10.0.0.4:8000,");
     m = request_headers(&cs);
-    assert_int_equal(xp_read(m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(xp_read(NULL, m->b, m->n, &in, why, sizeof why), 0);
     s.n = 0;
     assert_int_equal(xp_subset(&in, collect, &s), 1);
     assert_int_equal(s.n, 2);
@@ -159,7 +159,7 @@ static void test_request_headers(void **state)
 
     /* no hint; a hint of a number */
     m = request_headers(NULL);
-    assert_int_equal(xp_read(m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(xp_read(NULL, m->b, m->n, &in, why, sizeof why), 0);
     assert_int_equal(xp_subset(&in, collect, &s), 0);
     xp_in_free(&in);
     buf num = {.n = 0};
@@ -167,7 +167,7 @@ static void test_request_headers(void **state)
     memset(num.b + num.n, 0, 8);
     num.n += 8;
     m = request_headers(&num);
-    assert_int_equal(xp_read(m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(xp_read(NULL, m->b, m->n, &in, why, sizeof why), 0);
     assert_int_equal(xp_subset(&in, collect, &s), -1);
     xp_in_free(&in);
 }
@@ -181,7 +181,7 @@ static void test_body_and_malformed(void **state)
     ld(&m, 5, body.b, body.n);   /* response_body */
     xp_in in;
     char why[128];
-    assert_int_equal(xp_read(m.b, m.n, &in, why, sizeof why), 0);
+    assert_int_equal(xp_read(NULL, m.b, m.n, &in, why, sizeof why), 0);
     assert_int_equal(in.kind, XP_RESPONSE_BODY);
     assert_int_equal(in.end_of_stream, 1);
     assert_int_equal(in.body_len, 14);
@@ -191,13 +191,13 @@ static void test_body_and_malformed(void **state)
     static const uint8_t junk[][4] = {{0x0a, 0x05, 0x01}, {0xff, 0xff, 0xff, 0xff}, {0x07}};
     for (size_t i = 0; i < sizeof junk / sizeof *junk; i++) {
         why[0] = '\0';
-        assert_int_equal(xp_read(junk[i], i == 2 ? 1 : 3 + (i == 1), &in, why, sizeof why), -1);
+        assert_int_equal(xp_read(NULL, junk[i], i == 2 ? 1 : 3 + (i == 1), &in, why, sizeof why), -1);
         assert_non_null(strstr(why, "ProcessingRequest"));
     }
     /* no phase at all: only observability_mode */
     buf none = {.n = 0};
     vint(&none, 10, 1);
-    assert_int_equal(xp_read(none.b, none.n, &in, why, sizeof why), -1);
+    assert_int_equal(xp_read(NULL, none.b, none.n, &in, why, sizeof why), -1);
     assert_non_null(strstr(why, "no phase"));
 }
 
@@ -221,7 +221,7 @@ static int read_nested(int pairs)
     buf *m = request_headers(&inner);
     xp_in in;
     char why[128];
-    int rc = xp_read(m->b, m->n, &in, why, sizeof why);
+    int rc = xp_read(NULL, m->b, m->n, &in, why, sizeof why);
     if (rc == 0)
         xp_in_free(&in);
     else
@@ -270,10 +270,12 @@ static const uint8_t *field_at(const uint8_t *p, size_t n, int num, size_t *len)
 static void test_pick_answer(void **state)
 {
     (void)state;
-    uint8_t *out;
+    xp_buf ob = {0};
+    const uint8_t *out;
     size_t n, l1, l2, l3, l4, l5, l6, l7;
     assert_int_equal(xp_pack_pick("x-gateway-destination-endpoint", "envoy.lb", "10.0.0.9:8000",
-                                  &out, &n), 0);
+                                  &ob, &n), 0);
+    out = ob.p;
     /* ProcessingResponse.request_headers(1).response(1) */
     const uint8_t *hr = field_at(out, n, 1, &l1);
     const uint8_t *cr = field_at(hr, l1, 1, &l2);
@@ -302,11 +304,11 @@ static void test_pick_answer(void **state)
     const uint8_t *v2 = field_at(fe2, l5, 2, &l6);
     const uint8_t *s2 = field_at(v2, l6, 3, &l7);
     assert_memory_equal(s2, "10.0.0.9:8000", l7);
-    free(out);
 
     uint8_t body[70];
     memset(body, 'b', sizeof body);
-    assert_int_equal(xp_pack_stream_chunk(0, body, sizeof body, 1, &out, &n), 0);
+    assert_int_equal(xp_pack_stream_chunk(0, body, sizeof body, 1, &ob, &n), 0);
+    out = ob.p;
     const uint8_t *br = field_at(out, n, 3, &l1);   /* request_body */
     cr = field_at(br, l1, 1, &l2);
     const uint8_t *bm = field_at(cr, l2, 3, &l3);
@@ -317,30 +319,29 @@ static void test_pick_answer(void **state)
     size_t eos;
     field_at(sr, l4, 2, &eos);
     assert_int_equal(eos, 1);
-    free(out);
 
-    assert_int_equal(xp_pack_immediate(503, "no endpoint", "eldr", &out, &n), 0);
+    assert_int_equal(xp_pack_immediate(503, "no endpoint", "eldr", &ob, &n), 0);
+    out = ob.p;
     const uint8_t *ir = field_at(out, n, 7, &l1);
     const uint8_t *hs = field_at(ir, l1, 1, &l2);
     size_t code;
     field_at(hs, l2, 1, &code);
     assert_int_equal(code, 503);
-    free(out);
+    xp_buf_free(&ob);
 }
 
 static void test_body_sig(void **state)
 {
     (void)state;
-    uint8_t *sig;
+    xp_buf sig = {0};
     size_t len;
     char why[128];
     const char *ok = "{\"prompt\":\"p\",\"kv_transfer_params\":{\"a\":[1,{\"b\":2}],"
                      "\"eldr_sig\":\"AQACAA==\"}}";
     assert_int_equal(xp_body_sig(ok, strlen(ok), &sig, &len, why, sizeof why), 1);
     assert_int_equal(len, 4);
-    assert_int_equal(sig[0], 1);
-    assert_int_equal(sig[2], 2);
-    free(sig);
+    assert_int_equal(sig.p[0], 1);
+    assert_int_equal(sig.p[2], 2);
     static const char *const none[] = {
         "{\"prompt\":\"p\"}", "{\"kv_transfer_params\":{\"eldr_sig\":null}}",
         "{\"kv_transfer_params\":[]}", "not json", "", "[1,2]",
@@ -357,6 +358,7 @@ static void test_body_sig(void **state)
         assert_int_equal(xp_body_sig(bad[i], strlen(bad[i]), &sig, &len, why, sizeof why), -1);
         assert_non_null(strstr(why, "eldr_sig"));
     }
+    xp_buf_free(&sig);
 }
 
 int main(void)

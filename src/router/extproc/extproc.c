@@ -42,6 +42,9 @@ struct extproc {
     size_t cells;
     uint16_t *counts;            /* scratch for one decision [L*E] (loop thread only) */
     float *gates;
+    xp_arena *arena;             /* the message being handled (loop thread only) */
+    xp_buf pk;                   /* the answer being packed (loop thread only) */
+    xp_buf sig;                  /* the body's signature, decoded (loop thread only) */
     route_out out;
     atomic_ullong picks[N_SRC], outcomes[N_OUT], upstream_5xx, finished, chunks_out;
     atomic_long in_flight;       /* picked, not yet finished */
@@ -62,9 +65,9 @@ typedef struct xstream {
     char id[RB_ID_MAX];
     uint8_t *body;
     size_t len, cap;
-    uint8_t *hsig;               /* x-eldr-signature, decoded */
+    xp_buf hsig;                 /* x-eldr-signature, decoded */
     size_t hsig_len;
-    int hsig_bad;
+    int has_hsig, hsig_bad;
     int has_subset;
     uint8_t subset[ROUTE_MAX_WORKERS];
     int fail;                    /* a gRPC status to end the stream with, after the message */
@@ -73,19 +76,18 @@ typedef struct xstream {
 
 /* ---- answering ---- */
 
-static void send_packed(xstream *s, int rc, uint8_t *buf, size_t len)
+/* the answer packed into x->pk by an xp_pack_* that returned rc */
+static void send_packed(xstream *s, int rc, size_t len)
 {
     if (rc == 0)
-        grpc_send(s->gs, buf, len);
-    free(buf);
+        grpc_send(s->gs, s->x->pk.p, len);
 }
 
 static void send_continue(xstream *s, xp_kind kind)
 {
-    uint8_t *b = NULL;
     size_t n;
-    int packed = xp_pack_continue(kind, &b, &n);
-    send_packed(s, packed, b, n);
+    int packed = xp_pack_continue(kind, &s->x->pk, &n);
+    send_packed(s, packed, n);
 }
 
 /* The request is over for the load: once. */
@@ -111,10 +113,9 @@ static void immediate(xstream *s, int code, int outcome, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     atomic_fetch_add(&s->x->outcomes[outcome], 1);
-    uint8_t *b = NULL;
     size_t n;
-    int packed = xp_pack_immediate(code, msg, "eldr_picker", &b, &n);
-    send_packed(s, packed, b, n);
+    int packed = xp_pack_immediate(code, msg, "eldr_picker", &s->x->pk, &n);
+    send_packed(s, packed, n);
     s->state = ST_DONE;
 }
 
@@ -124,12 +125,10 @@ static void echo(xstream *s, int response_side, const uint8_t *p, size_t n, int 
 {
     do {
         size_t k = n < XP_CHUNK_MAX ? n : XP_CHUNK_MAX;
-        uint8_t *b = NULL;
         size_t len;
         int last = k == n;
-        int packed = xp_pack_stream_chunk(response_side, p, k, eos && last, &b, &len);
-    send_packed(s, packed, b,
-                    len);
+        int packed = xp_pack_stream_chunk(response_side, p, k, eos && last, &s->x->pk, &len);
+        send_packed(s, packed, len);
         atomic_fetch_add(&s->x->chunks_out, 1);
         p += k;
         n -= k;
@@ -145,11 +144,13 @@ static int ready(extproc_t *x)
 }
 
 /* The signal: the body's eldr_sig, else the header's; -1 when the one
- * given is malformed (answered). */
-static int signal_bytes(xstream *s, uint8_t **sig, size_t *len, int *src)
+ * given is malformed (answered). *sig points into x->sig or s->hsig. */
+static int signal_bytes(xstream *s, const uint8_t *body, size_t n, const uint8_t **sig,
+                        size_t *len, int *src)
 {
     char why[256];
-    int rc = xp_body_sig((const char *)s->body, s->len, sig, len, why, sizeof why);
+    int rc = xp_body_sig((const char *)body, n, &s->x->sig, len, why, sizeof why);
+    *sig = rc > 0 ? s->x->sig.p : NULL;
     if (rc < 0) {
         immediate(s, 400, OUT_BAD_SIGNAL, "eldr picker: %s", why);
         return -1;
@@ -159,10 +160,9 @@ static int signal_bytes(xstream *s, uint8_t **sig, size_t *len, int *src)
         immediate(s, 400, OUT_BAD_SIGNAL, "eldr picker: x-eldr-signature is not base64");
         return -1;
     }
-    if (!rc && s->hsig) {
-        *sig = s->hsig;
+    if (!rc && s->has_hsig) {
+        *sig = s->hsig.p;
         *len = s->hsig_len;
-        s->hsig = NULL;
         *src = SRC_HEADER;
     }
     return 0;
@@ -212,14 +212,16 @@ static int route(xstream *s, mref_t *m, const uint8_t *mask, int *nosig, rb_err 
     return -1;
 }
 
-static void pick(xstream *s)
+/* Decide on the request's body (n bytes; none: NULL, 0) and headers. */
+static void pick(xstream *s, const uint8_t *body, size_t n)
 {
     extproc_t *x = s->x;
-    uint8_t *sig = NULL, ok[ROUTE_MAX_WORKERS];
+    const uint8_t *sig = NULL;
+    uint8_t ok[ROUTE_MAX_WORKERS];
     size_t siglen = 0;
     int src, nosig = 0;
     char why[256], dest[EP_HOSTPORT_MAX];
-    if (signal_bytes(s, &sig, &siglen, &src) < 0)
+    if (signal_bytes(s, body, n, &sig, &siglen, &src) < 0)
         return;
     const uint8_t *mask;
     mref_t *m = mholder_get(&x->d->model);
@@ -250,14 +252,12 @@ static void pick(xstream *s)
         atomic_fetch_add(&x->in_flight, 1);
         atomic_fetch_add(&x->picks[nosig ? SRC_NONE : src], 1);
         atomic_fetch_add(&x->outcomes[OUT_PICKED], 1);
-        uint8_t *b = NULL;
-        size_t n;
-        int packed = xp_pack_pick(DEST, DEST_NS, dest, &b, &n);
-    send_packed(s, packed, b, n);
+        size_t len;
+        int packed = xp_pack_pick(DEST, DEST_NS, dest, &x->pk, &len);
+        send_packed(s, packed, len);
         s->state = ST_PICKED;
     }
     mref_put(m);
-    free(sig);
 }
 
 /* ---- the request phase ---- */
@@ -295,9 +295,12 @@ static void on_request_headers(xstream *s, const xp_in *in)
     } else {
         new_id(s);
     }
-    if ((v = xp_header(in, "x-eldr-signature", &n)) &&
-        xp_text_sig(v, n, &s->hsig, &s->hsig_len, (char[8]){0}, 8) < 0)
-        s->hsig_bad = 1;
+    if ((v = xp_header(in, "x-eldr-signature", &n))) {
+        if (xp_text_sig(v, n, &s->hsig, &s->hsig_len, (char[8]){0}, 8) < 0)
+            s->hsig_bad = 1;
+        else
+            s->has_hsig = 1;
+    }
     int hint = xp_subset(in, subset_entry, s);
     if (hint < 0) {
         immediate(s, 400, OUT_NO_ENDPOINT, "eldr picker: the subset hint is neither a list "
@@ -306,7 +309,7 @@ static void on_request_headers(xstream *s, const xp_in *in)
     }
     s->has_subset = hint;
     if (in->end_of_stream || (in->has_config && in->request_body_mode == XP_MODE_NONE))
-        pick(s);   /* no body: decide on the headers */
+        pick(s, NULL, 0);   /* no body: decide on the headers */
     else
         s->state = ST_BODY;
 }
@@ -375,9 +378,17 @@ static void on_request_body(xstream *s, const xp_in *in)
             echo(s, 0, in->body, in->body_len, in->end_of_stream);
         return;
     }
+    if (!s->len && in->end_of_stream) {
+        /* the whole body in one message (a body under Envoy's chunk
+         * size): decided on and echoed from the message, not copied */
+        pick(s, in->body, in->body_len);
+        if (s->state == ST_PICKED)
+            echo(s, 0, in->body, in->body_len, 1);
+        return;
+    }
     if (keep_body(s, in->body, in->body_len) < 0 || !in->end_of_stream)
         return;
-    pick(s);
+    pick(s, s->body, s->len);
     if (s->state == ST_PICKED)
         echo(s, 0, s->body, s->len, 1);
     body_free(s);
@@ -387,7 +398,7 @@ static void on_request_body(xstream *s, const xp_in *in)
 static void on_request_trailers(xstream *s)
 {
     if (s->state == ST_BODY) {
-        pick(s);
+        pick(s, s->body, s->len);
         if (s->state == ST_PICKED && s->len)
             echo(s, 0, s->body, s->len, 0);
         body_free(s);
@@ -449,7 +460,7 @@ static void xs_free(xstream *s)
 {
     finish_request(s);
     body_free(s);
-    free(s->hsig);
+    xp_buf_free(&s->hsig);
     free(s);
 }
 
@@ -459,7 +470,7 @@ static void xs_message(void *cls, void *st, grpc_stream *gs, const uint8_t *msg,
     xstream *s = st;
     xp_in in;
     char why[160];
-    if (xp_read(msg, len, &in, why, sizeof why) < 0) {
+    if (xp_read(s->x->arena, msg, len, &in, why, sizeof why) < 0) {
         atomic_fetch_add(&s->x->outcomes[OUT_BAD_MESSAGE], 1);
         grpc_finish(s->gs, GRPC_INVALID_ARGUMENT, why);
         xs_free(s);
@@ -564,11 +575,11 @@ static void hs_half_close(void *cls, void *st, grpc_stream *gs)
         grpc_finish(gs, GRPC_NOT_FOUND, "unknown service");
     }
     if (status > 0) {
-        uint8_t *b = NULL;
+        xp_buf b = {0};
         size_t n;
         if (xp_pack_health(status, &b, &n) == 0)
-            grpc_send(gs, b, n);
-        free(b);
+            grpc_send(gs, b.p, n);
+        xp_buf_free(&b);
         grpc_finish(gs, GRPC_OK, NULL);
     }
     free(h);
@@ -612,14 +623,15 @@ extproc_t *extproc_start(engine_t *d, evloop *l, endpoints_table *ep, char *err,
     x->cells = (size_t)d->L * (size_t)d->E;
     x->counts = malloc(x->cells * sizeof *x->counts);
     x->gates = malloc(x->cells * sizeof *x->gates);
+    x->arena = xp_arena_new();
     pthread_mutex_init(&x->lock, NULL);
     pthread_cond_init(&x->cond, NULL);
     grpc_config cfg = {.host = d->o->xp_host, .port = d->o->xp_port,
                        .max_message = (size_t)d->o->max_body + 4096,
                        .max_conns = d->o->max_conns,
                        .preface_timeout = d->o->header_timeout};
-    if (!x->counts || !x->gates || !(x->g = grpc_new(l, &cfg, err, errlen))) {
-        if (!x->g && (!x->counts || !x->gates))
+    if (!x->counts || !x->gates || !x->arena || !(x->g = grpc_new(l, &cfg, err, errlen))) {
+        if (!x->g && (!x->counts || !x->gates || !x->arena))
             snprintf(err, errlen, "out of memory");
         extproc_free(x);
         return NULL;
@@ -687,6 +699,9 @@ void extproc_free(extproc_t *x)
     pthread_cond_destroy(&x->cond);
     free(x->counts);
     free(x->gates);
+    xp_arena_free(x->arena);
+    xp_buf_free(&x->pk);
+    xp_buf_free(&x->sig);
     free(x);
 }
 

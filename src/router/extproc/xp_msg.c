@@ -1,6 +1,7 @@
 /* xp_msg.c - ext_proc messages through protobuf-c (xp_msg.h). */
 #include "xp_msg.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,13 +92,110 @@ static int walk(wire w, int kind, int depth)
     return 0;
 }
 
+/* ---- buffers and the arena ---- */
+
+int xp_buf_reserve(xp_buf *b, size_t n)
+{
+    if (n <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < n)
+        cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p)
+        return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void xp_buf_free(xp_buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+/* One block, reused; what does not fit goes in blocks of its own, freed
+ * at the reset (a large body chunk). */
+#define ARENA_BLOCK (64u << 10)
+#define ARENA_ALIGN 16u
+
+typedef struct big {
+    struct big *next;
+    max_align_t pad[];           /* the allocation, aligned */
+} big;
+
+struct xp_arena {
+    ProtobufCAllocator alloc;
+    uint8_t *base;
+    size_t used;
+    big *bigs;
+};
+
+static void *arena_alloc(void *ad, size_t n)
+{
+    xp_arena *a = ad;
+    n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (n <= ARENA_BLOCK - a->used) {
+        void *p = a->base + a->used;
+        a->used += n;
+        return p;
+    }
+    if (n > SIZE_MAX - sizeof(big))
+        return NULL;
+    big *b = malloc(sizeof *b + n);
+    if (!b)
+        return NULL;
+    b->next = a->bigs;
+    a->bigs = b;
+    return b->pad;
+}
+
+static void arena_nofree(void *ad, void *p)
+{
+    (void)ad, (void)p;   /* all at once, in arena_reset */
+}
+
+static void arena_reset(xp_arena *a)
+{
+    while (a->bigs) {
+        big *b = a->bigs;
+        a->bigs = b->next;
+        free(b);
+    }
+    a->used = 0;
+}
+
+xp_arena *xp_arena_new(void)
+{
+    xp_arena *a = calloc(1, sizeof *a);
+    if (a && !(a->base = aligned_alloc(ARENA_ALIGN, ARENA_BLOCK))) {
+        free(a);
+        return NULL;
+    }
+    if (a)
+        a->alloc = (ProtobufCAllocator){arena_alloc, arena_nofree, a};
+    return a;
+}
+
+void xp_arena_free(xp_arena *a)
+{
+    if (!a)
+        return;
+    arena_reset(a);
+    free(a->base);
+    free(a);
+}
+
 static int bad(char *why, size_t n, const char *msg)
 {
     snprintf(why, n, "%s", msg);
     return -1;
 }
 
-int xp_read(const uint8_t *msg, size_t len, xp_in *in, char *why, size_t whylen)
+int xp_read(xp_arena *a, const uint8_t *msg, size_t len, xp_in *in, char *why,
+            size_t whylen)
 {
     memset(in, 0, sizeof *in);
     int rc = walk((wire){msg, msg + len}, W_REQUEST, 0);
@@ -106,10 +204,14 @@ int xp_read(const uint8_t *msg, size_t len, xp_in *in, char *why, size_t whylen)
                    "levels");
     if (rc < 0)
         return bad(why, whylen, "not a ProcessingRequest (malformed protobuf)");
-    Xp__ProcessingRequest *r = xp__processing_request__unpack(NULL, len, msg);
-    if (!r)
+    Xp__ProcessingRequest *r = xp__processing_request__unpack(a ? &a->alloc : NULL, len, msg);
+    if (!r) {
+        if (a)
+            arena_reset(a);   /* what the failed decode had taken */
         return bad(why, whylen, "not a ProcessingRequest (malformed protobuf)");
+    }
     in->pb = r;
+    in->arena = a;
     in->observability = r->observability_mode;
     if (r->protocol_config) {
         in->has_config = 1;
@@ -146,7 +248,9 @@ int xp_read(const uint8_t *msg, size_t len, xp_in *in, char *why, size_t whylen)
 
 void xp_in_free(xp_in *in)
 {
-    if (in->pb)
+    if (in->pb && in->arena)
+        arena_reset(in->arena);
+    else if (in->pb)
         xp__processing_request__free_unpacked(in->pb, NULL);
     in->pb = NULL;
 }
@@ -240,16 +344,16 @@ const char *xp_served(const xp_in *in, size_t *len)
 
 /* ---- answers ---- */
 
-static int pack(const ProtobufCMessage *m, uint8_t **out, size_t *len)
+static int pack(const ProtobufCMessage *m, xp_buf *out, size_t *len)
 {
     *len = protobuf_c_message_get_packed_size(m);
-    if (!(*out = malloc(*len ? *len : 1)))
+    if (xp_buf_reserve(out, *len ? *len : 1) < 0)
         return -1;
-    protobuf_c_message_pack(m, *out);
+    protobuf_c_message_pack(m, out->p);
     return 0;
 }
 
-int xp_pack_pick(const char *name, const char *ns, const char *value, uint8_t **out,
+int xp_pack_pick(const char *name, const char *ns, const char *value, xp_buf *out,
                  size_t *len)
 {
     Xp__HeaderValue hv;
@@ -311,7 +415,7 @@ int xp_pack_pick(const char *name, const char *ns, const char *value, uint8_t **
 }
 
 int xp_pack_stream_chunk(int response_side, const uint8_t *body, size_t n, int eos,
-                         uint8_t **out, size_t *len)
+                         xp_buf *out, size_t *len)
 {
     Xp__StreamedBodyResponse sb;
     xp__streamed_body_response__init(&sb);
@@ -340,7 +444,7 @@ int xp_pack_stream_chunk(int response_side, const uint8_t *body, size_t n, int e
     return pack(&pr.base, out, len);
 }
 
-int xp_pack_continue(xp_kind kind, uint8_t **out, size_t *len)
+int xp_pack_continue(xp_kind kind, xp_buf *out, size_t *len)
 {
     Xp__CommonResponse cr;
     xp__common_response__init(&cr);
@@ -383,7 +487,7 @@ int xp_pack_continue(xp_kind kind, uint8_t **out, size_t *len)
     return pack(&pr.base, out, len);
 }
 
-int xp_pack_immediate(int code, const char *body, const char *details, uint8_t **out,
+int xp_pack_immediate(int code, const char *body, const char *details, xp_buf *out,
                       size_t *len)
 {
     Xp__HttpStatus st;
@@ -412,7 +516,7 @@ int xp_read_health(const uint8_t *msg, size_t len, char *svc, size_t n)
     return 0;
 }
 
-int xp_pack_health(int status, uint8_t **out, size_t *len)
+int xp_pack_health(int status, xp_buf *out, size_t *len)
 {
     Xp__HealthCheckResponse r;
     xp__health_check_response__init(&r);

@@ -28,8 +28,28 @@ typedef enum xp_kind {
     XP_REQUEST_TRAILERS, XP_RESPONSE_TRAILERS
 } xp_kind;
 
+/* A growing byte buffer that is reused: the answers are packed into one
+ * and the signature decoded into one, instead of a malloc each. */
+typedef struct xp_buf {
+    uint8_t *p;
+    size_t cap;
+} xp_buf;
+/* At least n bytes in b->p; -1 when out of memory (b unchanged). */
+int xp_buf_reserve(xp_buf *b, size_t n);
+void xp_buf_free(xp_buf *b);
+
+/* Where decoded messages live: protobuf-c allocates every field of a
+ * message (each header's key and value, the body's bytes), and an arena
+ * makes those a pointer bump, all given back at once by xp_in_free,
+ * instead of some 20 malloc/free pairs a message. One xp_in at a time
+ * per arena. */
+typedef struct xp_arena xp_arena;
+xp_arena *xp_arena_new(void);
+void xp_arena_free(xp_arena *a);
+
 typedef struct xp_in {
     void *pb;                    /* the decoded message (owned; xp_in_free) */
+    xp_arena *arena;             /* where it lives (NULL: malloc) */
     xp_kind kind;
     int end_of_stream;           /* headers: no body follows; body: the last chunk */
     const uint8_t *body;         /* a body chunk (in pb) */
@@ -39,9 +59,11 @@ typedef struct xp_in {
     int observability;           /* observability_mode: answers are ignored */
 } xp_in;
 
-/* Decode one ProcessingRequest. -1 with why (one line) when the bytes are
- * not one, nest too deep, or carry no phase. */
-int xp_read(const uint8_t *msg, size_t len, xp_in *in, char *why, size_t whylen);
+/* Decode one ProcessingRequest, in arena a (NULL: malloc'd). -1 with why
+ * (one line) when the bytes are not one, nest too deep, or carry no
+ * phase. The body and the strings stay valid until xp_in_free. */
+int xp_read(xp_arena *a, const uint8_t *msg, size_t len, xp_in *in, char *why,
+            size_t whylen);
 void xp_in_free(xp_in *in);
 
 /* A header of a headers message (Envoy lowercases names): its raw_value,
@@ -59,27 +81,27 @@ int xp_subset(const xp_in *in, void (*each)(void *cls, const char *s, size_t n),
  * the endpoint that served the request (response phase), or NULL. */
 const char *xp_served(const xp_in *in, size_t *len);
 
-/* ---- answers: each packs one ProcessingResponse into *out (malloc'd,
- * *len bytes); -1 when out of memory ---- */
+/* ---- answers: each packs one ProcessingResponse into out->p (grown as
+ * needed, *len bytes); -1 when out of memory ---- */
 
 /* The pick: a request_headers answer setting header `name` to value
  * (replacing any), clear_route_cache, and dynamic_metadata
  * {ns: {name: value}}. */
-int xp_pack_pick(const char *name, const char *ns, const char *value, uint8_t **out,
+int xp_pack_pick(const char *name, const char *ns, const char *value, xp_buf *out,
                  size_t *len);
 /* A body chunk going on: request_body / response_body with
  * body_mutation.streamed_response {body, end_of_stream}. */
 int xp_pack_stream_chunk(int response_side, const uint8_t *body, size_t n, int eos,
-                         uint8_t **out, size_t *len);
+                         xp_buf *out, size_t *len);
 /* CONTINUE, nothing changed, for a message of this kind. */
-int xp_pack_continue(xp_kind kind, uint8_t **out, size_t *len);
+int xp_pack_continue(xp_kind kind, xp_buf *out, size_t *len);
 /* immediate_response: HTTP status code, a text body, details. */
-int xp_pack_immediate(int code, const char *body, const char *details, uint8_t **out,
+int xp_pack_immediate(int code, const char *body, const char *details, xp_buf *out,
                       size_t *len);
 
 /* grpc.health.v1: the service asked (NUL-terminated copy into svc), and
  * the answer. */
 int xp_read_health(const uint8_t *msg, size_t len, char *svc, size_t n);
-int xp_pack_health(int status, uint8_t **out, size_t *len);
+int xp_pack_health(int status, xp_buf *out, size_t *len);
 
 #endif

@@ -8,26 +8,25 @@
 #include "b64.h"
 #include "jspan.h"
 
-int xp_text_sig(const char *text, size_t n, uint8_t **sig, size_t *len, char *why,
+int xp_text_sig(const char *text, size_t n, xp_buf *sig, size_t *len, char *why,
                 size_t whylen)
 {
-    size_t at;
-    uint8_t *b = malloc(b64_decoded_max(n) + 1);
-    if (!b || b64_decode(text, n, b, len, &at) < 0) {
-        free(b);
-        snprintf(why, whylen, "the signature is not base64 (at byte %zu)", b ? at : 0);
+    size_t at = 0;
+    *len = 0;
+    if (xp_buf_reserve(sig, b64_decoded_max(n) + 1) < 0 ||
+        b64_decode(text, n, sig->p, len, &at) < 0) {
+        *len = 0;
+        snprintf(why, whylen, "the signature is not base64 (at byte %zu)", at);
         return -1;
     }
-    *sig = b;
     return 1;
 }
 
-int xp_body_sig(const char *body, size_t n, uint8_t **sig, size_t *len, char *why,
+int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, char *why,
                 size_t whylen)
 {
     const char *end = body + n, *p = js_ws(body, end);
     jspan kv, s;
-    *sig = NULL;
     *len = 0;
     if (p == end || *p != '{')
         return 0;

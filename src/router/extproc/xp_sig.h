@@ -11,15 +11,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The body's kv_transfer_params.eldr_sig: 1 with *sig (malloc'd) and
- * *len; 0 when there is none (not a JSON object, no kv_transfer_params,
- * no eldr_sig, or null); -1 with why when it is there but is not a base64
- * string (or is given twice). */
-int xp_body_sig(const char *body, size_t n, uint8_t **sig, size_t *len, char *why,
+#include "xp_msg.h"
+
+/* The body's kv_transfer_params.eldr_sig: 1 with the bytes in sig->p
+ * (grown as needed) and *len; 0 when there is none (not a JSON object, no
+ * kv_transfer_params, no eldr_sig, or null); -1 with why when it is there
+ * but is not a base64 string (or is given twice). */
+int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, char *why,
                 size_t whylen);
 
-/* A header's base64 text: 1 with *sig, -1 with why. */
-int xp_text_sig(const char *text, size_t n, uint8_t **sig, size_t *len, char *why,
+/* A header's base64 text: 1 with the bytes in sig->p and *len, -1 with
+ * why. */
+int xp_text_sig(const char *text, size_t n, xp_buf *sig, size_t *len, char *why,
                 size_t whylen);
 
 #endif

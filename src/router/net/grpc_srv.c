@@ -549,25 +549,30 @@ static int keep(gconn *c, const uint8_t *p, size_t n)
 }
 
 /* Send what nghttp2 has, as long as the socket takes it; watch for
- * EPOLLOUT while bytes wait. Closes the connection when it is over. */
+ * EPOLLOUT while bytes wait. Closes the connection when it is over.
+ * nghttp2 hands out about one frame per mem_send: the frames are gathered
+ * (up to FLUSH_BATCH bytes) and go in one send, not one send a frame (a
+ * pick's answer is a HEADERS and two DATA frames, its stream's end a
+ * trailer; one syscall each cost more than the pick itself). */
+#define FLUSH_BATCH (256u << 10)
 static void conn_flush(gconn *c)
 {
     if (c->dead)
         return;
     int rc = write_pending(c);
     while (rc == 1) {
-        const uint8_t *data;
-        ssize_t n = nghttp2_session_mem_send(c->ses, &data);
-        if (n < 0) {
-            rc = -1;
-            break;
+        while (c->wlen < FLUSH_BATCH) {
+            const uint8_t *data;
+            ssize_t n = nghttp2_session_mem_send(c->ses, &data);
+            if (n < 0 || (n > 0 && keep(c, data, (size_t)n) < 0)) {
+                rc = -1;
+                break;
+            }
+            if (n == 0)
+                break;
         }
-        if (n == 0)
+        if (rc < 0 || !c->wlen)
             break;
-        if (keep(c, data, (size_t)n) < 0) {
-            rc = -1;
-            break;
-        }
         rc = write_pending(c);
     }
     if (rc < 0 || (rc == 1 && !c->wlen && !nghttp2_session_want_read(c->ses) &&
