@@ -142,9 +142,11 @@ print("eldrd CPU per pick, %s (user+sys)\t%s\t%.3f\t%.1f us" % (label, size, sec
 PYEOF
 }
 
-# warm up: connections, the loop's buffers, the signature path
-timeout 60 node "$GW/envoy.js" pick --target "127.0.0.1:$XP" --body-file "$TMP/eps.json" \
-    --repeat 200 --concurrency 16 --quiet >/dev/null 2>&1
+# warm up, with the measured load: connections, the signature path, and
+# the heap the loop's streams grow (its first-touch page faults were a
+# third of a cold run's CPU)
+timeout 120 node "$GW/envoy.js" pick --target "127.0.0.1:$XP" --body-lines "$TMP/bodies" \
+    --chunk 16384 --concurrency "$CONC" --connections "$NCONN" --quiet >/dev/null 2>&1
 run "pick only" --no-response
 run "full exchange"
 curl -s --max-time 5 "$URL/metrics" >"$TMP/met"
