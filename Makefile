@@ -221,7 +221,7 @@ test-built: all $(SAMPLE) unit-tests $(BIN)/pd_instant
 # and UBSan, and which cost the most there; CI's whole run must stay under
 # 20 minutes (docs/reliability.md, "Memory errors and leaks").
 ASAN_SKIP := tests/cli/tour.sh tests/e2e/tour_live.sh tests/cli/splits.sh tests/cli/sweep.sh tests/cli/advise.sh \
-	tests/cli/sim.sh tests/cli/kmeans_large.sh tests/e2e/dash.sh
+	tests/cli/sim.sh tests/cli/kmeans_large.sh tests/e2e/dash.sh tests/e2e/gateway_standin.sh
 # and of the Lua tests, the three that rerun whole simulations, seeds and
 # the samples (about 90 s under ASan); the other Lua tests still drive
 # every binding under the sanitizers
