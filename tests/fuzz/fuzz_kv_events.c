@@ -7,6 +7,7 @@
  * batch holds at most RB_EVENTS_MAX events of known kinds, each with at
  * most RB_HASHES_MAX hashes that are all there. */
 #include "body.h"
+#include "json_in.h"
 #include "fuzz.h"
 
 static void kv_check_ok(const kv_batch *b)

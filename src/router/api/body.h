@@ -75,9 +75,4 @@ typedef struct kv_batch {
 int kv_body_parse(const char *text, size_t len, kv_batch *b, rb_err *e);
 void kv_batch_free(kv_batch *b);
 
-/* A block hash: a JSON integer (negative ones are vLLM's signed 64-bit
- * hashes, taken as their two's complement) or a decimal string of an
- * unsigned or signed 64-bit value. Exposed for tests. */
-int rb_parse_hash_text(const char *s, uint64_t *out);
-
 #endif

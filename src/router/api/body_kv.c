@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "body_json.h"
+#include "body.h"
+#include "json_in.h"
 
 static int kind_of(const json_t *tag, kv_kind *k, const char *where, rb_err *e)
 {

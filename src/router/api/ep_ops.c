@@ -6,7 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "body_json.h"
+#include "body.h"
+#include "json_in.h"
 #include "log.h"
 #include "endpoints.h"
 #include "err.h"
