@@ -117,6 +117,50 @@ check "... naming the size" grep -q 'bytes' "$TMP/p"
 envoy pick --target "$T" --no-body --request-id nobody >"$TMP/p" 2>&1
 check "a headers-only request is picked on its headers" test "$(field "$TMP/p" "j['ok']")" = True
 
+# --- the signature cache, claimed in the handoff ---------------------------------
+# a prefill whose prefix cache served 3 blocks sends eldr_sig for the rest
+# and names the blocks (eldr_block_hashes, eldr_cached_blocks): eldrd adds
+# the blocks' counts, kept from an earlier handoff's eldr_block_counts, as
+# POST /v1/route does with block_hashes (tests/e2e/eldrd_fixtures.py's set)
+mkdir -p "$TMP/fx"
+$PY "$ROOT/tests/e2e/eldrd_fixtures.py" bodies "$SMALL" "$TMP/fx"
+$PY - "$TMP/fx" <<'PYEOF'
+import json, sys
+d = sys.argv[1]
+ren = {"counts": "eldr_sig", "block_hashes": "eldr_block_hashes",
+       "cached_blocks": "eldr_cached_blocks", "block_counts": "eldr_block_counts"}
+for name in ("cold", "warm1", "warm2", "miss"):
+    r = json.load(open(f"{d}/{name}.json"))
+    kv = {ren[k]: v for k, v in r.items() if k in ren}
+    kv["remote_engine_id"] = "pf-0"
+    json.dump({"model": "m", "prompt": name, "kv_transfer_params": kv}, open(f"{d}/{name}.h.json", "w"))
+PYEOF
+pick_of() { envoy pick --target "$T" --body-file "$TMP/fx/$1.h.json" --request-id "c-$1" >"$TMP/p" 2>&1; field "$TMP/p" "j['endpoint'] or j['immediate_status']"; }
+COLD=$(pick_of cold)
+W1=$(pick_of warm1)
+W2=$(pick_of warm2)
+check "the first handoff (all counts, 3 blocks to keep) picks as the whole prompt" test "$W1" = "$COLD"
+check "the next (3 blocks cached, eldr_sig the rest): the same pick, from the cache" test "$W2" = "$COLD"
+curl -s --max-time 5 "$GWURL/metrics" >"$TMP/met"
+expect_grep_file "the 3 claimed blocks were found" 'eldr_sigcache_hit_blocks_total{prefill="default"} 3' "$TMP/met"
+for f in warm1 warm2; do
+    URL=$REF; req POST /v1/route "$(cat "$TMP/fx/$f.json")"
+    $PY -c "import json,sys; print(json.load(open(sys.argv[1]))['worker_index'])" "$TMP/body" >"$TMP/ref.$f"
+    req POST /v1/finish "{\"request_id\": \"$f\"}"
+done
+check "... as /v1/route picks for the same claims" test "$W2" = "10.0.0.$(($(cat "$TMP/ref.warm2") + 1)):8000"
+MISS=$(pick_of miss)
+curl -s --max-time 5 "$GWURL/metrics" >"$TMP/met"
+expect_grep_file "claimed blocks it never kept are counted missing, not invented" \
+    'eldr_sigcache_miss_blocks_total{prefill="default"} 3' "$TMP/met"
+check "... and the request is still picked" test -n "$(echo "$MISS" | grep 8000)"
+$PY -c "
+import json,sys
+b=json.load(open(sys.argv[1])); b['kv_transfer_params']['eldr_cached_blocks']=9
+json.dump(b,open(sys.argv[2],'w'))" "$TMP/fx/warm2.h.json" "$TMP/fx/bad.h.json"
+check "eldr_cached_blocks past the hashes: 422 naming it" \
+    sh -c "node '$GW/envoy.js' pick --target '$T' --body-file '$TMP/fx/bad.h.json' | grep -q 'eldr_cached_blocks'"
+
 # --- bodies over 64 KiB -------------------------------------------------------
 $PY -c "import json; print(json.dumps({'prompt': 'x' * 150000, 'max_tokens': 4}))" >"$TMP/big.json"
 envoy pick --target "$T" --body-file "$TMP/big.json" --chunk 16384 >"$TMP/p" 2>&1

@@ -4,7 +4,9 @@
  * ProcessingRequest (its nesting check, then protobuf-c), then what the
  * picker takes out of it: headers (x-request-id, :status,
  * x-eldr-signature), the subset hint, the endpoint that served, the
- * body's kv_transfer_params.eldr_sig; and grpc.health.v1's
+ * body's kv_transfer_params.eldr_sig and its signature cache claim
+ * (eldr_block_hashes, ...: a refusal names its field, a claim holds no
+ * more cached blocks than hashes); and grpc.health.v1's
  * HealthCheckRequest.
  *
  * Each input is decoded twice, with malloc and in an arena (eldrd's way):
@@ -49,6 +51,21 @@ static void check_sig(const char *body, size_t n)
         fuzz_check(len == 0);
     else
         fuzz_check(len <= n && (!len || sigbuf.p));
+    /* the claim beside it, for a 2 x 4 model whose counts are all 255 */
+    static const uint16_t counts[8] = {255, 255, 255, 255, 255, 255, 255, 255};
+    rb_blocks bl;
+    rb_err e;
+    char pw[RB_NAME_MAX];
+    rc = xp_body_claim(body, n, 2, 4, counts, &bl, pw, sizeof pw, &e);
+    fuzz_check(rc >= -1 && rc <= 1);
+    if (rc < 0)
+        fuzz_check_err(e.error, sizeof e.error);
+    if (rc > 0) {
+        fuzz_check(bl.cached_blocks >= 0 && bl.cached_blocks <= bl.n_hashes);
+        fuzz_check(bl.n_block_counts <= bl.n_hashes - bl.cached_blocks);
+        fuzz_check(memchr(pw, '\0', sizeof pw) != NULL);
+        rb_blocks_free(&bl);
+    }
 }
 
 static const char *const HEADERS[] = {"x-request-id", ":status", "x-eldr-signature",

@@ -41,6 +41,7 @@ struct extproc {
     uint64_t seq;
     size_t cells;
     uint16_t *counts;            /* scratch for one decision [L*E] (loop thread only) */
+    uint16_t *total;             /* ... the counts completed from the signature cache */
     float *gates;
     xp_arena *arena;             /* the message being handled (loop thread only) */
     xp_buf pk;                   /* the answer being packed (loop thread only) */
@@ -192,13 +193,15 @@ static void new_id(xstream *s)
     snprintf(s->id, sizeof s->id, "xp-%llu", (unsigned long long)++s->x->seq);
 }
 
-static int route(xstream *s, mref_t *m, const uint8_t *mask, int *nosig, rb_err *e)
+/* counts: the prompt's (eldr_sig's, or completed from the signature
+ * cache, u); NULL for a gate model, which routes on x->gates. */
+static int route(xstream *s, mref_t *m, const uint16_t *counts, const cache_use *u,
+                 const uint8_t *mask, int *nosig, rb_err *e)
 {
     extproc_t *x = s->x;
-    int gate = sig_variant_uses_gate(m->m->recipe.variant);
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (route_request(x->d, m, s->id, gate ? NULL : x->counts, gate ? x->gates : NULL, -1,
-                          NULL, mask, -1, &x->out, nosig, e) == 0)
+        if (route_request(x->d, m, s->id, counts, counts ? NULL : x->gates, u ? u->prefill : -1,
+                          u, mask, -1, &x->out, nosig, e) == 0)
             return 0;
         if (e->status != 409 || attempt)
             return -1;
@@ -210,6 +213,48 @@ static int route(xstream *s, mref_t *m, const uint8_t *mask, int *nosig, rb_err 
         snprintf(s->id, sizeof s->id, "%.200s#%llu", was, (unsigned long long)++x->seq);
     }
     return -1;
+}
+
+/* The counts to route with: eldr_sig's (x->counts), or, when the handoff
+ * claims prefix-cached blocks, those completed from the signature cache
+ * (x->total, *u filled, *up = u); NULL for a gate model. -1 answered. */
+static int cached_counts(xstream *s, mref_t *m, const uint8_t *body, size_t n,
+                         const uint16_t **counts, cache_use *u, const cache_use **up)
+{
+    extproc_t *x = s->x;
+    int gate = sig_variant_uses_gate(m->m->recipe.variant);
+    rb_blocks bl;
+    char pw[RB_NAME_MAX];
+    rb_err e;
+    *counts = gate ? NULL : x->counts;
+    *up = NULL;
+    int c = body ? xp_body_claim((const char *)body, n, x->d->L, x->d->E, x->counts, &bl, pw,
+                                 sizeof pw, &e) : 0;
+    if (c <= 0) {
+        if (c < 0)
+            immediate(s, e.status, OUT_BAD_SIGNAL, "eldr picker: %s (%s)", e.error, e.where);
+        return c;
+    }
+    int rc = -1;
+    memset(u, 0, sizeof *u);
+    u->prefill = engine_prefill_index(x->d, pw);
+    cache_claim claim = {x->counts, bl.hashes, bl.n_hashes, bl.cached_blocks, bl.block_counts,
+                         bl.n_block_counts};
+    if (gate)
+        immediate(s, 422, OUT_BAD_SIGNAL, "eldr picker: the signature cache keeps counts; a "
+                  "gate model's handoff sends its whole prompt's gates and no eldr_block_*");
+    else if (u->prefill < 0)
+        immediate(s, 422, OUT_BAD_SIGNAL, "eldr picker: unknown prefill worker '%s' "
+                  "(eldr_prefill_worker)", pw);
+    else if (decide_use_cache(x->d, &claim, x->total, u, &e) < 0)
+        immediate(s, e.status, OUT_BAD_SIGNAL, "eldr picker: %s (%s)", e.error, e.where);
+    else {
+        *counts = x->total;
+        *up = u;
+        rc = 0;
+    }
+    rb_blocks_free(&bl);
+    return rc;
 }
 
 /* Decide on the request's body (n bytes; none: NULL, 0) and headers. */
@@ -224,6 +269,9 @@ static void pick(xstream *s, const uint8_t *body, size_t n)
     if (signal_bytes(s, body, n, &sig, &siglen, &src) < 0)
         return;
     const uint8_t *mask;
+    const uint16_t *counts;
+    cache_use u;
+    const cache_use *up;
     mref_t *m = mholder_get(&x->d->model);
     rb_err e;
     if (!ready(x)) {
@@ -231,10 +279,12 @@ static void pick(xstream *s, const uint8_t *body, size_t n)
                   "onto the model's %d workers", x->d->K);
     } else if (decide_read_sig(x->d, m, sig, siglen, x->counts, x->gates, why, sizeof why) < 0) {
         immediate(s, 422, OUT_BAD_SIGNAL, "eldr picker: %s", why);
+    } else if (cached_counts(s, m, body, n, &counts, &u, &up) < 0) {
+        /* answered */
     } else if (eligible(s, ok, &mask) < 0) {
         immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: no endpoint of the subset hint is "
                   "eligible");
-    } else if (route(s, m, mask, &nosig, &e) < 0) {
+    } else if (route(s, m, counts, up, mask, &nosig, &e) < 0) {
         immediate(s, e.status, e.status == 503 ? OUT_NO_ENDPOINT : OUT_REFUSED,
                   "eldr picker: %s (%s)", e.error, e.where);
     } else if (endpoints_table_hostport(x->ep, x->out.d.worker, dest) < 0) {
@@ -622,6 +672,7 @@ extproc_t *extproc_start(engine_t *d, evloop *l, endpoints_table *ep, char *err,
     x->ep = ep;
     x->cells = (size_t)d->L * (size_t)d->E;
     x->counts = malloc(x->cells * sizeof *x->counts);
+    x->total = malloc(x->cells * sizeof *x->total);
     x->gates = malloc(x->cells * sizeof *x->gates);
     x->arena = xp_arena_new();
     pthread_mutex_init(&x->lock, NULL);
@@ -630,8 +681,9 @@ extproc_t *extproc_start(engine_t *d, evloop *l, endpoints_table *ep, char *err,
                        .max_message = (size_t)d->o->max_body + 4096,
                        .max_conns = d->o->max_conns,
                        .preface_timeout = d->o->header_timeout};
-    if (!x->counts || !x->gates || !x->arena || !(x->g = grpc_new(l, &cfg, err, errlen))) {
-        if (!x->g && (!x->counts || !x->gates || !x->arena))
+    if (!x->counts || !x->total || !x->gates || !x->arena ||
+        !(x->g = grpc_new(l, &cfg, err, errlen))) {
+        if (!x->g && (!x->counts || !x->total || !x->gates || !x->arena))
             snprintf(err, errlen, "out of memory");
         extproc_free(x);
         return NULL;
@@ -698,6 +750,7 @@ void extproc_free(extproc_t *x)
     pthread_mutex_destroy(&x->lock);
     pthread_cond_destroy(&x->cond);
     free(x->counts);
+    free(x->total);
     free(x->gates);
     xp_arena_free(x->arena);
     xp_buf_free(&x->pk);

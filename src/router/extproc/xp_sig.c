@@ -50,3 +50,35 @@ int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, char *why,
     }
     return 1;
 }
+
+int xp_body_claim(const char *body, size_t n, int L, int E, const uint16_t *counts,
+                  rb_blocks *b, char *prefill, size_t plen, rb_err *e)
+{
+    static const char *const keys[3] = {"eldr_block_hashes", "eldr_cached_blocks",
+                                        "eldr_block_counts"};
+    memset(b, 0, sizeof *b);
+    prefill[0] = '\0';
+    if (!memmem(body, n, "\"eldr_block_hashes\"", 19))
+        return 0;
+    const char *end = body + n, *p = js_ws(body, end);
+    jspan kv;
+    if (p == end || *p != '{' ||
+        js_member((jspan){p, (size_t)(end - p)}, "kv_transfer_params", NULL, &kv) <= 0 ||
+        *kv.p != '{')
+        return 0;
+    json_t *o = rb_load(kv.p, kv.n, e);
+    if (!o)
+        return -1;
+    const json_t *h = json_object_get(o, keys[0]), *pw = json_object_get(o, "eldr_prefill_worker");
+    int rc = 0;
+    if (h && !json_is_null(h)) {
+        rc = rb_blocks_parse(o, keys, L, E, counts, b, e) < 0 ? -1 : 1;
+        if (rc > 0 && pw && !json_is_null(pw) &&
+            rb_string(pw, prefill, plen, "eldr_prefill_worker", e) < 0) {
+            rb_blocks_free(b);
+            rc = -1;
+        }
+    }
+    json_decref(o);
+    return rc;
+}

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "json_in.h"
+
 #include "xp_msg.h"
 
 /* The body's kv_transfer_params.eldr_sig: 1 with the bytes in sig->p
@@ -24,5 +26,17 @@ int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, char *why,
  * why. */
 int xp_text_sig(const char *text, size_t n, xp_buf *sig, size_t *len, char *why,
                 size_t whylen);
+
+/* The signature cache's claim beside eldr_sig, for a prefill whose
+ * prefix cache served the prompt's first blocks (eldr_sig then counts
+ * only the tokens it computed): kv_transfer_params' eldr_block_hashes,
+ * eldr_cached_blocks and eldr_block_counts, read as POST /v1/route reads
+ * block_hashes, cached_blocks and block_counts (eldr_-prefixed, as
+ * eldr_sig is), and eldr_prefill_worker (whose cache; "" when absent).
+ * counts [L*E]: eldr_sig's, which the new blocks must be part of. 1 read
+ * into *b (rb_blocks_free it); 0 none (no eldr_block_hashes); -1 with e.
+ * A body without the key's text pays one memmem. */
+int xp_body_claim(const char *body, size_t n, int L, int E, const uint16_t *counts,
+                  rb_blocks *b, char *prefill, size_t plen, rb_err *e);
 
 #endif
