@@ -54,13 +54,8 @@ trap '[ -n "$DPID" ] && kill -9 $DPID 2>/dev/null; rm -rf "$TMP"' EXIT
 
 "$ROOT/$BIN/eldr" fit "$SMALL" -k 4 -o "$TMP/m.h5" --variant count --layers all --seed 1 \
     >/dev/null 2>&1 || { echo "extproc bench: fixture failed" >&2; exit 1; }
-cat >"$TMP/eps.json" <<'EOF'
-{"endpoints": [
-  {"name": "w0", "namespace": "inference", "address": "10.0.0.1", "port": "8000"},
-  {"name": "w1", "namespace": "inference", "address": "10.0.0.2", "port": "8000"},
-  {"name": "w2", "namespace": "inference", "address": "10.0.0.3", "port": "8000"},
-  {"name": "w3", "namespace": "inference", "address": "10.0.0.4", "port": "8000"}]}
-EOF
+# the K = 4 decode endpoints, JSON form (tests/gateway/endpoints.json)
+cp "$ROOT/tests/gateway/endpoints.json" "$TMP/eps.json"
 # N decode bodies of 4096 bytes (one a line) from the trace's prefill
 # counts, and the route bodies' tails for wrk_route.lua: "counts":"..."}
 $PY - "$SMALL" "$TMP" "$N" <<'PYEOF' || exit 1

@@ -27,13 +27,8 @@ field() { $PY -c "import json,sys; j=json.loads(open(sys.argv[1]).readline()); p
 
 "$ELDR" fit "$SMALL" -k 4 -o "$TMP/m.h5" --variant count --layers all --seed 1 >/dev/null 2>&1
 check "fixture: a K=4 count model" test -s "$TMP/m.h5"
-cat >"$TMP/eps.json" <<'EOF'
-{"endpoints": [
-  {"name": "w0", "namespace": "inference", "address": "10.0.0.1", "port": "8000"},
-  {"name": "w1", "namespace": "inference", "address": "10.0.0.2", "port": "8000"},
-  {"name": "w2", "namespace": "inference", "address": "10.0.0.3", "port": "8000"},
-  {"name": "w3", "namespace": "inference", "address": "10.0.0.4", "port": "8000"}]}
-EOF
+# the K = 4 decode endpoints, JSON form (tests/gateway/endpoints.json)
+cp "$ROOT/tests/gateway/endpoints.json" "$TMP/eps.json"
 cp "$TMP/eps.json" "$TMP/eps.good"
 
 # --- options -------------------------------------------------------------
