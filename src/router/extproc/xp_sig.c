@@ -22,29 +22,66 @@ int xp_text_sig(const char *text, size_t n, xp_buf *sig, size_t *len, char *why,
     return 1;
 }
 
+/* One walk over the body: kv_transfer_params' eldr_sig value, its span. */
+typedef struct sig_walk {
+    jspan kv, sig;
+    int twice;
+} sig_walk;
+
+static int read_kv(void *cls, const char *k, size_t kl, cj_t *s)
+{
+    sig_walk *w = cls;
+    if (!cj_key_is(k, kl, "eldr_sig"))
+        return cj_skip(s) < 0 ? -1 : 0;
+    if (w->sig.n) {
+        w->twice = 1;
+        return -2;
+    }
+    const char *at = s->p;
+    if (cj_skip(s) < 0)
+        return -1;
+    w->sig = (jspan){at, (size_t)(s->p - at)};
+    return 0;
+}
+
+static int read_top(void *cls, const char *k, size_t kl, cj_t *s)
+{
+    sig_walk *w = cls;
+    if (!cj_key_is(k, kl, "kv_transfer_params") || cj_peek(s) != '{')
+        return cj_skip(s) < 0 ? -1 : 0;
+    if (w->kv.n) {
+        w->twice = 1;
+        return -2;
+    }
+    const char *at = s->p;
+    int rc = js_walk_at(s, read_kv, w);
+    w->kv = (jspan){at, (size_t)(s->p - at)};
+    return rc;
+}
+
 int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, char *why,
                 size_t whylen)
 {
     const char *end = body + n, *p = js_ws(body, end);
-    jspan kv, s;
     *len = 0;
     if (p == end || *p != '{')
         return 0;
-    int rc = js_member((jspan){p, (size_t)(end - p)}, "kv_transfer_params", NULL, &kv);
-    if (rc <= 0 || *kv.p != '{')
+    sig_walk w = {{NULL, 0}, {NULL, 0}, 0};
+    cj_t s;
+    cj_init(&s, p, (size_t)(end - p));
+    int rc = js_walk_at(&s, read_top, &w);
+    if (rc == -2) {
+        snprintf(why, whylen, "kv_transfer_params or its eldr_sig is given twice");
+        return -1;
+    }
+    if (rc < 0 || !w.sig.n)
         return 0;   /* malformed JSON is the engine's to refuse, not the picker's */
-    rc = js_member(kv, "eldr_sig", NULL, &s);
-    if (rc < 0) {
-        snprintf(why, whylen, "kv_transfer_params holds eldr_sig twice, or is malformed");
-        return -1;
-    }
-    if (rc == 0 || (s.n == 4 && !memcmp(s.p, "null", 4)))
+    jspan v = w.sig;
+    if (v.n == 4 && !memcmp(v.p, "null", 4))
         return 0;
-    if (s.n < 2 || *s.p != '"' || memchr(s.p + 1, '\\', s.n - 2)) {
-        snprintf(why, whylen, "kv_transfer_params.eldr_sig is not a base64 string");
-        return -1;
-    }
-    if (xp_text_sig(s.p + 1, s.n - 2, sig, len, why, whylen) < 0) {
+    if (v.n < 2 || *v.p != '"' || memchr(v.p + 1, '\\', v.n - 2) ||
+        xp_text_sig(v.p + 1, v.n - 2, sig, len, why, whylen) < 0) {
+        *len = 0;
         snprintf(why, whylen, "kv_transfer_params.eldr_sig is not a base64 string");
         return -1;
     }
