@@ -3,7 +3,8 @@
 # need a running engine or router (issue 22, item 6), as typed but for the
 # address: 127.0.0.1:8470 becomes a free port, the proxy's URL
 # placeholders become unreachable stand-ins (tests/e2e/proxy.sh drives a
-# real exchange), and the capture's engine is a closed port, where it must
+# real exchange), the gateway picker's port a free one (tests/e2e/gateway.sh
+# drives it), and the capture's engine is a closed port, where it must
 # fail as an engine that does not answer, not as a usage error. The router
 # lines start, answer /healthz and are stopped; replay and the attached
 # dashboard run against the first one. t.h5 and m.h5 come from the tour's
@@ -12,14 +13,14 @@
 . "$ROOT/tests/e2e/daemon.inc"
 prereqs "tour (live)"
 export PATH="$ROOT/$BIN:$PATH"
-D="$TMP/tour" && mkdir -p "$D"
+D="$TMP/tour" && mkdir -p "$D" && ln -s "$ROOT/samples" "$D/samples"   # the tour runs from the root
 (cd "$D" && eldr gen -o t.h5 --requests 2000 --domains 6 && eldr fit t.h5 -k 8 -o m.h5) \
     >/dev/null 2>&1 || { notok "tour (live): t.h5 and m.h5 from the tour"; exit 0; }
 awk '/^## A tour of the commands/ { on = 1 } on && /^```/ { n++; next } on && n == 3' \
     "$ROOT/README.md" | sed 's/  *#.*$//' | grep -E '^(eldr|eldrd) ' >"$TMP/lines"
 count=$(wc -l <"$TMP/lines")
-if [ "$count" -eq 6 ]; then ok "tour (live): 6 lines need an engine or router"; else
-    notok "tour (live): 6 lines need an engine or router" "found $count"; fi
+if [ "$count" -eq 7 ]; then ok "tour (live): 7 lines need an engine or router"; else
+    notok "tour (live): 7 lines need an engine or router" "found $count"; fi
 
 P=$(free_port)
 # wait_up PORT: /healthz answers within 10 s
@@ -60,6 +61,13 @@ while IFS= read -r line; do
         run=$(echo "$run" | sed "s|--decode URL,\.\.\.|--decode $decs|; s|--prefill URL|--prefill $dead|")
         serve "$run --listen 127.0.0.1:$Q" "$Q"
         stop ;;
+    "eldrd "*"--ext-proc"*)
+        stop
+        Q=$(free_port)
+        run=$(echo "$run" | sed "s|127\.0\.0\.1:9002|127.0.0.1:$(free_port)|")
+        serve "$run --listen 127.0.0.1:$Q" "$Q"
+        stop
+        serve "eldrd -m m.h5 --listen 127.0.0.1:$P" "$P" ;;   # back for replay and dash
     "eldrd "*"--listen"*)
         serve "$run" "$P"
         router=1 ;;

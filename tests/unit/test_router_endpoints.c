@@ -446,7 +446,7 @@ static void test_sample_independent(void **state)
     endpoint_set s;
     char err[512];
     assert_int_equal(endpoints_load("samples/endpoints.yaml", &s, err, sizeof err), 0);
-    assert_int_equal(s.n, 4);
+    assert_int_equal(s.n, 8);
     FILE *py = popen("/usr/bin/python3 -c 'import yaml,sys\n"
                      "for e in yaml.safe_load(open(\"samples/endpoints.yaml\"))[\"endpoints\"]:\n"
                      "    print(e[\"name\"], e.get(\"namespace\") or \"default\", e[\"address\"], "
@@ -463,11 +463,11 @@ static void test_sample_independent(void **state)
     }
     assert_int_equal(pclose(py), 0);
     endpoints_free(&s);
-    endpoints_table *t = endpoints_table_open("samples/endpoints.yaml", NULL, 4, 0, err, sizeof err);
+    endpoints_table *t = endpoints_table_open("samples/endpoints.yaml", NULL, 8, 0, err, sizeof err);
     assert_non_null(t);
     int n = 0;
     endpoints_table_each(t, count_each, &n);
-    assert_int_equal(n, 4);
+    assert_int_equal(n, 8);
     endpoints_table_free(t);
 }
 
