@@ -6,7 +6,7 @@
 #   make test     deps, build, sample, then every test; ends "N passed, N failed"
 #   make asan     the unit and CLI tests under AddressSanitizer + UBSan
 #   make bench    benchmarks, printed as a table
-#   make fuzz     every libFuzzer harness for FUZZ_SECONDS (60) each; make fuzz-smoke: 8 s
+#   make fuzz     every libFuzzer harness for FUZZ_SECONDS (60) each; make fuzz-smoke: 6 s
 #   make soak     eldrd under replay with hot swaps for SOAK_SECONDS (300); RSS flat, no failure
 #   make samples  the larger generated traces (samples/*.h5 beside small.h5)
 #   make install PREFIX=/usr/local
@@ -221,7 +221,8 @@ test-built: all $(SAMPLE) unit-tests $(BIN)/pd_instant
 # and UBSan, and which cost the most there; CI's whole run must stay under
 # 20 minutes (docs/reliability.md, "Memory errors and leaks").
 ASAN_SKIP := tests/cli/tour.sh tests/e2e/tour_live.sh tests/cli/splits.sh tests/cli/sweep.sh tests/cli/advise.sh \
-	tests/cli/sim.sh tests/cli/kmeans_large.sh tests/e2e/dash.sh tests/e2e/gateway_standin.sh
+	tests/cli/sim.sh tests/cli/kmeans_large.sh tests/e2e/dash.sh tests/e2e/gateway_standin.sh \
+	tests/cli/fit.sh tests/cli/import.sh tests/cli/faults.sh tests/e2e/soak_short.sh
 # and of the Lua tests, the three that rerun whole simulations, seeds and
 # the samples (about 90 s under ASan); the other Lua tests still drive
 # every binding under the sanitizers
@@ -298,7 +299,7 @@ fuzz: $(FUZZ_BIN)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) sh tests/fuzz/run.sh $(FUZZ_BIN)
 
 fuzz-smoke: deps
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=8
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=6
 
 # The soak test (tests/soak/soak.sh, docs/reliability.md): not in `make
 # test`, which runs its 20 s form (tests/e2e/soak_short.sh).

@@ -255,5 +255,15 @@ check "once the held body is gone, the same body is picked" test "$(field "$TMP/
 curl -s --max-time 5 "$LIMURL/metrics" >"$TMP/met"
 expect_grep_file "the silent connection counted" 'eldr_extproc_preface_timeouts_total 1' "$TMP/met"
 expect_grep_file "the budget holds nothing when idle" 'eldr_body_bytes 0' "$TMP/met"
+# --- the drain: a stream mid-body holds it; the picker stops being ready --------
+envoy cancel --target "$T" --body-file "$TMP/big.json" --after-bytes 50000 --wait-ms 5000 >"$TMP/hold" 2>&1 &
+HOLD=$!
+sleep 0.7
+kill -TERM $GWPID
+sleep 0.5
+envoy health --target "$T" --expect any --timeout 3 >"$TMP/h" 2>&1
+check "draining: health is no longer SERVING" sh -c "! grep -q '\"status\":\"SERVING\"' '$TMP/h'"
+check "draining: the open stream keeps eldrd up" kill -0 $GWPID
+wait $HOLD
 PID=$GWPID; stop
-check "SIGTERM: eldrd exits 0" test "$RC" = 0
+check "SIGTERM: eldrd exits 0 once the stream is gone" test "$RC" = 0
