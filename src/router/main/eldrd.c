@@ -363,6 +363,33 @@ static int serve(eldrd *d, const sigset_t *set)
     }
 }
 
+/* Threads that libraries start before main (OpenBLAS's pool, at load)
+ * do not block SIGTERM, SIGINT and SIGHUP as every thread of eldrd's own
+ * does. One that arrives while main is not in sigwait (a second SIGTERM
+ * during the drain) would go to such a thread and, by its default
+ * action, end the process mid-drain (exit 143). A handler that hands it
+ * to main instead: pending there, blocked, it waits for main's next
+ * sigwait (or for the drain to end). pthread_kill is async-signal-safe. */
+static pthread_t main_thread;
+
+static void to_main(int sig)
+{
+    pthread_kill(main_thread, sig);
+}
+
+static void forward_signals(void)
+{
+    main_thread = pthread_self();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = to_main;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
 int main(int argc, char **argv)
 {
     eldrd_opts o;
@@ -388,6 +415,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+    forward_signals();
     signal(SIGPIPE, SIG_IGN);
     /* concurrency comes from the HTTP threads; a K x dim product is too
      * small for BLAS threads to pay for their hand-offs */
