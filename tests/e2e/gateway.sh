@@ -266,4 +266,4 @@ check "draining: health is no longer SERVING" sh -c "! grep -q '\"status\":\"SER
 check "draining: the open stream keeps eldrd up" kill -0 $GWPID
 wait $HOLD
 PID=$GWPID; stop
-check "SIGTERM: eldrd exits 0 once the stream is gone" test "$RC" = 0
+check "a second SIGTERM (stop) waits for the drain: eldrd exits 0 once the stream is gone" test "$RC" = 0
