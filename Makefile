@@ -33,6 +33,10 @@ DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 
 BUILD ?= build
 BIN ?= bin
+# The builds of run, test, asan, bench and fuzz use every core (the tests
+# themselves run two at a time, tests/run.sh); JOBS=1 builds one file at
+# a time.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 CORE_SRC := $(wildcard src/core/*.c)
 CLI_SRC := $(wildcard src/cli/*.c src/lua/*.c src/repl/*.c src/tui/*.c src/client/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
@@ -199,7 +203,7 @@ samples: $(SAMPLE) $(BIN)/eldr
 # reads them once, when it starts: on a fresh machine, before the packages
 # that provide them exist).
 run: deps
-	@$(MAKE) --no-print-directory run-built
+	@$(MAKE) --no-print-directory -j$(JOBS) run-built
 
 run-built: all $(SAMPLE)
 	@if [ -t 0 ] && [ -t 1 ]; then exec $(BIN)/eldr dash $(SAMPLE) --rate $(RUN_RATE); fi; \
@@ -210,7 +214,7 @@ run-built: all $(SAMPLE)
 	echo "  $(BIN)/eldr repl"
 
 test: deps
-	@$(MAKE) --no-print-directory test-built
+	@$(MAKE) --no-print-directory -j$(JOBS) test-built
 
 test-built: all $(SAMPLE) unit-tests $(BIN)/pd_instant
 	@BIN=$(BIN) sh tests/run.sh
@@ -229,7 +233,7 @@ ASAN_SKIP := tests/cli/tour.sh tests/e2e/tour_live.sh tests/cli/splits.sh tests/
 ASAN_LUA_SKIP := test_seeds test_samples test_docs
 
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
+	@$(MAKE) --no-print-directory -j$(JOBS) BUILD=build-asan BIN=bin-asan \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" bin-asan/eldr bin-asan/eldrd bin-asan/pd_instant \
 	  unit-tests
@@ -237,7 +241,7 @@ asan: deps
 	  LUA_SKIP="$(ASAN_LUA_SKIP)" sh tests/run.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory bench-built
+	@$(MAKE) --no-print-directory -j$(JOBS) bench-built
 
 bench-built: all $(BENCH_BIN) $(BIN)/capture_engine $(BIN)/pd_instant
 	@BIN=$(BIN) sh tests/bench/run.sh
@@ -299,7 +303,7 @@ fuzz: $(FUZZ_BIN)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) sh tests/fuzz/run.sh $(FUZZ_BIN)
 
 fuzz-smoke: deps
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=6
+	@$(MAKE) --no-print-directory -j$(JOBS) fuzz FUZZ_SECONDS=6
 
 # The soak test (tests/soak/soak.sh, docs/reliability.md): not in `make
 # test`, which runs its 20 s form (tests/e2e/soak_short.sh).
