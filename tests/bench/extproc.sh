@@ -84,18 +84,14 @@ PYEOF
 free_port() {
     $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
+. "$ROOT/tests/bench/wrk.inc"
 PORT=$(free_port)
 XP=$(free_port)
 URL="http://127.0.0.1:$PORT"
 "${ELDRD:-$ROOT/$BIN/eldrd}" -m "$TMP/m.h5" --listen "127.0.0.1:$PORT" --threads "$THREADS" --quiet \
     --ext-proc "127.0.0.1:$XP" --endpoints "$TMP/eps.json" &
 DPID=$!
-i=0
-until curl -s --max-time 1 "$URL/healthz" >/dev/null 2>&1; do
-    i=$((i + 1))
-    [ $i -gt 100 ] && { echo "extproc bench: eldrd did not start" >&2; exit 1; }
-    sleep 0.1
-done
+wait_up "extproc bench"
 
 # eldrd's CPU time in nanoseconds: the sum over its threads of
 # /proc/PID/task/TID/schedstat's run time (user + system, ns resolution;
@@ -150,7 +146,6 @@ grep -q 'eldr_extproc_in_flight 0' "$TMP/met" ||
 
 # the same decisions through POST /v1/route (+ /v1/finish), by wrk, with
 # the machinery of wrk_route.sh (tests/bench/wrk.inc: eldrd's CPU per route)
-. "$ROOT/tests/bench/wrk.inc"
 export WRK_BODIES="$TMP/routes"
 wrk_cpu "extproc bench (route)" wrk_route.lua "S*E=1024 K=4 c=$CONNS" "$URL" \
     "eldrd CPU per route+finish, same model (user+sys)" | grep -v 'latency\|failed'

@@ -38,20 +38,16 @@ PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(
 URL="http://127.0.0.1:$PORT"
 # four decode workers, all the one instant stand-in (distinct URLs by path
 # would change the request path; 127.0.0.1-4 name the same socket)
+. "$ROOT/tests/bench/wrk.inc"
 "$ROOT/$BIN/eldrd" -m "$TMP/m.h5" --listen "127.0.0.1:$PORT" --threads "$THREADS" --quiet \
     --proxy --prefill "$P" --decode "$D,http://127.0.0.2:$DP,http://127.0.0.3:$DP,http://127.0.0.4:$DP" \
     --max-conns-per-ip 1000 &
 DPID=$!
 PIDS="$PIDS $DPID"
-i=0
-until curl -s --max-time 1 "$URL/healthz" >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 100 ] && { echo "proxy bench: eldrd did not start" >&2; exit 1; }
-    sleep 0.1
-done
+wait_up "proxy bench"
 curl -s --max-time 5 "$URL/v1/completions" -d '{"prompt":"warm up","max_tokens":8}' >"$TMP/warm"
 grep -q '"choices"' "$TMP/warm" || { echo "proxy bench: a proxied request failed:" >&2;
     cat "$TMP/warm" >&2; exit 1; }
-. "$ROOT/tests/bench/wrk.inc"
 wrk_cpu "proxy bench" wrk_proxy.lua "64-token prompt, K=4, c=$CONNS" "$URL" \
     "eldrd CPU per proxied request (user+sys)"
 # time to first byte added to a stream

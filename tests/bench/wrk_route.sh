@@ -49,15 +49,10 @@ ELDRD=${ELDRD:-$ROOT/$BIN/eldrd}
 serve() { # ARGS...: eldrd on $PORT
     "$ELDRD" -m "$TMP/m.h5" --listen "127.0.0.1:$PORT" --threads "$THREADS" --quiet "$@" &
     DPID=$!
-    i=0
-    until curl -s --max-time 1 "$URL/healthz" >/dev/null 2>&1; do
-        i=$((i + 1))
-        [ $i -gt 100 ] && { echo "wrk_route: eldrd did not start" >&2; exit 1; }
-        sleep 0.1
-    done
+    wait_up wrk_route
 }
-serve
 . "$ROOT/tests/bench/wrk.inc"
+serve
 export WRK_BODIES="$TMP/bodies"
 wrk_cpu wrk_route wrk_route.lua "S*E=2560 K=16 c=$CONNS" "$URL" \
     "eldrd CPU per route+finish (user+sys)"
