@@ -154,3 +154,13 @@ void metrics_render(const metrics_t *m, strbuf *b)
            "Models installed after the first.",
            atomic_load(&m->model_swaps));
 }
+
+int metrics_body_take(metrics_t *m, size_t n, long long budget)
+{
+    uint64_t cur = atomic_load(&m->body_bytes);
+    do {
+        if (cur + n > (uint64_t)budget)
+            return -1;
+    } while (!atomic_compare_exchange_weak(&m->body_bytes, &cur, cur + n));
+    return 0;
+}

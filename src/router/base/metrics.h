@@ -50,4 +50,10 @@ void metrics_response_at(metrics_t *m, int endpoint, int status);
 /* The histogram and counters of m, in exposition format. */
 void metrics_render(const metrics_t *m, strbuf *b);
 
+/* --body-budget, one count for every front end that holds request bodies
+ * (the HTTP glue, the gateway picker): take n bytes of it (0), or -1 and
+ * nothing taken when held + n would pass budget. Give bytes back with an
+ * atomic_fetch_sub on body_bytes. */
+int metrics_body_take(metrics_t *m, size_t n, long long budget);
+
 #endif

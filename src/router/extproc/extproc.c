@@ -367,17 +367,6 @@ static void on_request_headers(xstream *s, const xp_in *in)
 /* The bytes of bodies held count against --body-budget with the HTTP
  * API's (the engine's metrics hold the one count): growing a buffer takes
  * its growth, and freeing it gives its size back. */
-static int budget_take(extproc_t *x, size_t n)
-{
-    atomic_uint_least64_t *held = &x->d->met.body_bytes;
-    uint64_t cur = atomic_load(held);
-    do {
-        if (cur + n > (uint64_t)x->d->o->body_budget)
-            return -1;
-    } while (!atomic_compare_exchange_weak(held, &cur, cur + n));
-    return 0;
-}
-
 static void body_free(xstream *s)
 {
     if (s->cap)
@@ -401,7 +390,7 @@ static int keep_body(xstream *s, const uint8_t *p, size_t n)
             cap *= 2;
         if (cap > (size_t)max)
             cap = (size_t)max;
-        if (budget_take(s->x, cap - s->cap) < 0) {
+        if (metrics_body_take(&s->x->d->met, cap - s->cap, s->x->d->o->body_budget) < 0) {
             atomic_fetch_add(&s->x->d->met.body_refusals, 1);
             immediate(s, 503, OUT_REFUSED, "eldr picker: the request bodies held reached "
                       "--body-budget (%lld bytes)", s->x->d->o->body_budget);

@@ -237,13 +237,7 @@ static long long body_limit(const http_server *s, int i)
  * pass it. */
 static int budget_take(http_server *s, size_t n)
 {
-    atomic_uint_least64_t *held = &s->cfg.met->body_bytes;
-    uint64_t cur = atomic_load(held);
-    do {
-        if (cur + n > (uint64_t)s->cfg.body_budget)
-            return -1;
-    } while (!atomic_compare_exchange_weak(held, &cur, cur + n));
-    return 0;
+    return metrics_body_take(s->cfg.met, n, s->cfg.body_budget);
 }
 
 /* The body's buffer goes, and its bytes go back to the budget. */
