@@ -128,8 +128,10 @@ $(XP_GEN_OBJ): $(XP_GEN_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) -Wno-missing-braces $(CFLAGS) $(PKG_CFLAGS) -I$(dir $(XP_GEN_C)) -MMD -MP -c $< -o $@
 
-# the picker's objects include the generated header
-$(filter-out $(XP_GEN_OBJ),$(filter $(BUILD)/src/router/extproc/%,$(ROUTER_OBJ))): $(XP_GEN_H)
+# the picker's objects include the generated header, and so does the
+# unit test that holds the hand-framed messages to protobuf-c's packing
+$(filter-out $(XP_GEN_OBJ),$(filter $(BUILD)/src/router/extproc/%,$(ROUTER_OBJ))) \
+	$(BUILD)/tests/unit/test_router_xpmsg.o: $(XP_GEN_H)
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@

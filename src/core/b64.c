@@ -1,6 +1,8 @@
 /* b64.c - base64 decoding and encoding (b64.h). */
 #include "b64.h"
 
+#include <string.h>
+
 static const char ALPHABET[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -70,11 +72,13 @@ static size_t first_bad(const unsigned char *s, size_t n)
     return i;
 }
 
-int b64_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, size_t *bad_at)
+/* The scalar decoder from quad q0 on (the vector path did those before). */
+static int decode_from(const unsigned char *src, size_t body, size_t q0, uint8_t *out,
+                       size_t *outlen, size_t *bad_at)
 {
-    const unsigned char *s = (const unsigned char *)src;
-    size_t body = unpadded(src, n), quads = body / 4, tail = body % 4, o = 0;
-    for (size_t q = 0; q < quads; q++, s += 4) {
+    size_t quads = body / 4, tail = body % 4, o = q0 * 3;
+    const unsigned char *s = src + q0 * 4;
+    for (size_t q = q0; q < quads; q++, s += 4) {
         uint32_t v = D0[s[0]] | D1[s[1]] | D2[s[2]] | D3[s[3]];
         if (v & DBAD) {
             *bad_at = q * 4 + first_bad(s, 4);
@@ -103,6 +107,66 @@ int b64_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, size_t *
     }
     *outlen = o;
     return 0;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <tmmintrin.h>
+#define B64_VECTOR 1
+
+/* Sixteen characters at a time with SSSE3 (every x86-64 made since 2008
+ * has it; checked at run time): each byte's two nibbles look up whether
+ * it is in the alphabet and what to add to it to get its 6-bit value
+ * (Mula and Lemire's method, "Faster Base64 Encoding and Decoding Using
+ * AVX2 Instructions", 2018); two multiply-adds pack four values into 24
+ * bits and a shuffle puts the 12 bytes in order. A block with any
+ * character outside the alphabet is left to the scalar decoder, which
+ * names it. Returns the quads decoded (a multiple of four). */
+__attribute__((target("ssse3"))) static size_t decode_vector(const unsigned char *s,
+                                                              size_t quads, uint8_t *out)
+{
+    const __m128i lut_lo = _mm_setr_epi8(0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+                                         0x11, 0x13, 0x1a, 0x1b, 0x1b, 0x1b, 0x1a);
+    const __m128i lut_hi = _mm_setr_epi8(0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10,
+                                         0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10);
+    const __m128i lut_roll = _mm_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0,
+                                           0, 0);
+    const __m128i nib = _mm_set1_epi8(0x2f), zero = _mm_setzero_si128();
+    const __m128i ab_bc = _mm_set1_epi32(0x01400140), abcd = _mm_set1_epi32(0x00011000);
+    const __m128i order = _mm_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
+    size_t q = 0;
+    for (; q + 4 <= quads; q += 4, s += 16, out += 12) {
+        __m128i in = _mm_loadu_si128((const __m128i *)(const void *)s);
+        /* nib keeps bits 0-3 (the index) and bit 5, which pshufb ignores */
+        __m128i hi = _mm_and_si128(_mm_srli_epi32(in, 4), nib), lo = _mm_and_si128(in, nib);
+        __m128i bad = _mm_and_si128(_mm_shuffle_epi8(lut_lo, lo), _mm_shuffle_epi8(lut_hi, hi));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(bad, zero)) != 0xffff)
+            break;
+        __m128i roll = _mm_shuffle_epi8(lut_roll, _mm_add_epi8(_mm_cmpeq_epi8(in, nib), hi));
+        __m128i v = _mm_add_epi8(in, roll);
+        v = _mm_madd_epi16(_mm_maddubs_epi16(v, ab_bc), abcd);
+        v = _mm_shuffle_epi8(v, order);
+        _mm_storel_epi64((__m128i *)(void *)out, v);
+        uint32_t last = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 8));
+        memcpy(out + 8, &last, 4);
+    }
+    return q;
+}
+#endif
+
+int b64_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, size_t *bad_at)
+{
+    size_t body = unpadded(src, n), q0 = 0;
+#ifdef B64_VECTOR
+    if (__builtin_cpu_supports("ssse3"))
+        q0 = decode_vector((const unsigned char *)src, body / 4, out);
+#endif
+    return decode_from((const unsigned char *)src, body, q0, out, outlen, bad_at);
+}
+
+int b64_decode_scalar(const char *src, size_t n, uint8_t *out, size_t *outlen,
+                      size_t *bad_at)
+{
+    return decode_from((const unsigned char *)src, unpadded(src, n), 0, out, outlen, bad_at);
 }
 
 void b64_encode(const uint8_t *src, size_t n, char *dst)

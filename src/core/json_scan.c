@@ -47,8 +47,13 @@ static int utf8_ok(const unsigned char *p, size_t n)
 
 /* Whether n bytes of a string are not allowed there as they are: a
  * control character (which JSON wants escaped) or bytes that are not
- * UTF-8. A plain reduction first, so that the compiler can vectorise
- * it: base64 strings of tens of kilobytes pass through here. */
+ * UTF-8. A plain reduction first, sixteen bytes at a time with SSE2
+ * (every x86-64 has it) or eight in a word elsewhere: base64 strings of
+ * tens of kilobytes and kilobytes of prompt pass through here; the UTF-8
+ * check runs only when a byte from 0x80 is there. */
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 static int has_control(const unsigned char *p, size_t n)
 {
     /* eight bytes at a time: "a byte below 0x20" is (w - 0x20..) & ~w &
@@ -56,6 +61,20 @@ static int has_control(const unsigned char *p, size_t n)
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     uint64_t low = 0, high = 0;
     size_t i = 0;
+#ifdef __SSE2__
+    {
+        /* signed: a byte below 0x20 is one under 0x20 whose top bit is clear */
+        const __m128i sp = _mm_set1_epi8(0x20);
+        __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
+        for (; i + 16 <= n; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+            lo = _mm_or_si128(lo, _mm_andnot_si128(v, _mm_cmplt_epi8(v, sp)));
+            hi = _mm_or_si128(hi, v);
+        }
+        low = (uint64_t)_mm_movemask_epi8(lo);
+        high = (uint64_t)_mm_movemask_epi8(hi);
+    }
+#endif
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);

@@ -43,8 +43,11 @@ static void check_sig(const char *body, size_t n)
 {
     char why[256] = "";
     size_t len = 99;
-    int rc = xp_body_sig(body, n, &sigbuf, &len, why, sizeof why);
+    int claim = -1;
+    int rc = xp_body_sig(body, n, &sigbuf, &len, &claim, why, sizeof why);
     fuzz_check(rc >= -1 && rc <= 1);
+    fuzz_check(claim == 0 || claim == 1);
+    int sig_rc = rc;
     if (rc < 0)
         fuzz_check_err(why, sizeof why);
     if (rc <= 0)
@@ -58,6 +61,11 @@ static void check_sig(const char *body, size_t n)
     char pw[RB_NAME_MAX];
     rc = xp_body_claim(body, n, 2, 4, counts, &bl, pw, sizeof pw, &e);
     fuzz_check(rc >= -1 && rc <= 1);
+    /* the picker reads the claim only when the signature's walk met its
+     * key: whatever xp_body_claim would read, that walk saw (unless it
+     * refused the signature, when the pick is refused anyway) */
+    if (rc != 0 && sig_rc >= 0)
+        fuzz_check(claim == 1);
     if (rc < 0)
         fuzz_check_err(e.error, sizeof e.error);
     if (rc > 0) {

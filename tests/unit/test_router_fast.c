@@ -1,5 +1,6 @@
 /* test_router_fast.c - eldrd's fast paths against their slow twins:
- * the table-driven base64 decoder against a bit-by-bit reference, the
+ * the base64 decoders (vector and table-driven) against a bit-by-bit
+ * reference, the
  * jansson-free route and finish body parsers (body_fast.h) against the
  * jansson path on a corpus of valid and malformed bodies (escapes,
  * whitespace, key order, duplicate keys, unicode, control bytes, every
@@ -23,7 +24,9 @@
 #include "body.h"
 #include "body_fast.h"
 #include "g9.h"
+#include "json_scan.h"
 #include "window_stream.h"
+#include <jansson.h>
 #include "rng.h"
 
 /* ---- base64 ---- */
@@ -74,18 +77,27 @@ static int ref_decode(const char *src, size_t n, uint8_t *out, size_t *outlen, s
     return 0;
 }
 
+/* b64_decode (the vector path where the CPU has it), b64_decode_scalar
+ * and the reference agree: bytes, length, or the offending offset. */
 static void check_b64_same(const char *s, size_t n)
 {
-    uint8_t a[80], b[80];
-    size_t alen = 0, blen = 0, abad = 0, bbad = 0;
+    enum { MAXB = 1200 };
+    assert_true(n <= 4 * MAXB / 3);
+    uint8_t a[MAXB], b[MAXB], c[MAXB];
+    size_t alen = 0, blen = 0, clen = 0, abad = 0, bbad = 0, cbad = 0;
     int ra = b64_decode(s, n, a, &alen, &abad), rb = ref_decode(s, n, b, &blen, &bbad);
+    int rc = b64_decode_scalar(s, n, c, &clen, &cbad);
     assert_int_equal(ra, rb);
+    assert_int_equal(rc, rb);
     if (ra == 0) {
         assert_int_equal(alen, blen);
+        assert_int_equal(clen, blen);
         assert_memory_equal(a, b, alen);
+        assert_memory_equal(c, b, clen);
         assert_int_equal(b64_decoded_len(s, n), alen);
     } else {
         assert_int_equal(abad, bbad);
+        assert_int_equal(cbad, bbad);
     }
     if (b64_decoded_len(s, n) == (size_t)-1)
         assert_int_equal(ra, -1);
@@ -116,6 +128,37 @@ static void test_b64_table_against_reference(void **state)
         for (size_t i = 0; i < n; i++)
             s[i] = pool[rng_below(&r, clean ? 64 : sizeof pool - 1)];
         check_b64_same(s, n);
+    }
+    /* the vector path decodes 16 characters a block: every byte value in
+     * every position of the first two blocks of a 40-character string */
+    for (int c = 0; c < 256; c++)
+        for (int pos = 0; pos < 32; pos++) {
+            char q[41] = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNk";
+            q[pos] = (char)c;
+            check_b64_same(q, 40);
+        }
+    /* long text as engines send it (a few kilobytes of counts), padded or
+     * not, with one or two odd characters anywhere or a length no bytes
+     * have */
+    static const char odd[] = {' ', '\n', '=', '-', '_', '.', ':', '@', '[', '`', '{', '\0',
+                               (char)0x80, (char)0xc3, (char)0xff, '*', ',', '%'};
+    for (int it = 0; it < 5000; it++) {
+        uint8_t raw[900];
+        char enc[1204];
+        size_t n = rng_below(&r, sizeof raw);
+        for (size_t i = 0; i < n; i++)
+            raw[i] = (uint8_t)rng_below(&r, 256);
+        b64_encode(raw, n, enc);
+        size_t len = strlen(enc);
+        if (rng_below(&r, 2))
+            while (len && enc[len - 1] == '=')
+                len--;
+        int flips = (int)rng_below(&r, 3);
+        for (int f = 0; f < flips && len; f++)
+            enc[rng_below(&r, len)] = odd[rng_below(&r, sizeof odd)];
+        if (rng_below(&r, 8) == 0 && len)
+            len -= 1 + rng_below(&r, len < 3 ? len : 3);
+        check_b64_same(enc, len);
     }
 }
 
@@ -459,6 +502,58 @@ static void g9_same(double v)
         fail_msg("%.17g: g9 '%s', printf '%s'", v, got, want);
 }
 
+/* ---- the scanner's strings ---- */
+
+/* cj_string's check of a string's bytes (sixteen at a time with SSE2)
+ * against jansson's: random strings without escapes over ASCII, control
+ * bytes, DEL, valid UTF-8 of every length, and bytes that break it
+ * (lone continuations, overlong forms, surrogates, past U+10FFFF,
+ * truncated sequences), at every offset of strings up to 200 bytes. */
+static void test_string_bytes_against_jansson(void **state)
+{
+    (void)state;
+    static const char *const pieces[] = {
+        "a", "Z", " ", "~", "\x7f", "\x01", "\x1f", "\t", "\n", "\xc3\xa9", "\xe2\x82\xac",
+        "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\x80", "\xbf", "\xc0\xaf", "\xc1\xbf",
+        "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xc3",
+        "\xe2\x82", "\xf0\x9f\x98", "\xff", "\xfe",
+    };
+    rng_t r;
+    rng_seed(&r, 23);
+    for (int it = 0; it < 30000; it++) {
+        char text[1024];
+        size_t n = 1;
+        text[0] = '"';
+        size_t want = rng_below(&r, 200);
+        int plain = rng_below(&r, 3) == 0;   /* mostly ASCII: one odd piece, or none */
+        size_t odd_at = rng_below(&r, want + 1);
+        while (n < want + 1) {
+            const char *p = plain && n != odd_at ? "x"
+                                                 : pieces[rng_below(&r, sizeof pieces / sizeof *pieces)];
+            if (!plain && rng_below(&r, 4))
+                p = "q";
+            size_t k = strlen(p);
+            memcpy(text + n, p, k);
+            n += k;
+        }
+        text[n++] = '"';
+        cj_t sc;
+        cj_init(&sc, text, n);
+        const char *str;
+        size_t len;
+        int ours = cj_string(&sc, &str, &len) == 0;
+        json_error_t je;
+        json_t *j = json_loadb(text, n, JSON_DECODE_ANY, &je);
+        int theirs = j != NULL;
+        json_decref(j);
+        if (ours != theirs)
+            fail_msg("cj_string %s, jansson %s: string of %zu bytes (iteration %d)",
+                     ours ? "accepts" : "refuses", theirs ? "accepts" : "refuses", n, it);
+        if (ours)
+            assert_int_equal(len, n - 2);
+    }
+}
+
 static void test_g9_against_printf(void **state)
 {
     (void)state;
@@ -707,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_route_padding),
         cmocka_unit_test(test_route_mutations),
         cmocka_unit_test(test_finish_corpus),
+        cmocka_unit_test(test_string_bytes_against_jansson),
         cmocka_unit_test(test_g9_against_printf),
         cmocka_unit_test(test_answers_match_jansson),
         cmocka_unit_test(test_state_window_swaps),

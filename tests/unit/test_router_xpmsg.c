@@ -4,7 +4,8 @@
  * headers (raw_value and value), protocol_config and the subset hint as a
  * list and as a comma string; a body chunk; the nesting bound (a value 32
  * levels deep passes, 35 do not); malformed bytes; the answers decoded back field by
- * field; the signature in the body. */
+ * field; the framed body chunk byte for byte against protobuf-c's packing
+ * of the same message; the signature in the body. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xp.pb-c.h"
 #include "xp_msg.h"
 #include "xp_sig.h"
 
@@ -267,6 +269,72 @@ static const uint8_t *field_at(const uint8_t *p, size_t n, int num, size_t *len)
     return NULL;
 }
 
+/* A framed body chunk as one message: head, body, tail. */
+static void chunk_bytes(int response_side, const uint8_t *body, size_t n, int eos, buf *o)
+{
+    uint8_t head[XP_CHUNK_HEAD_MAX], tail[2];
+    size_t hl, tl;
+    xp_frame_stream_chunk(response_side, n, eos, head, &hl, tail, &tl);
+    assert_true(hl <= XP_CHUNK_HEAD_MAX && tl <= 2);
+    assert_true(hl + n + tl <= sizeof o->b);
+    memcpy(o->b, head, hl);
+    memcpy(o->b + hl, body, n);
+    memcpy(o->b + hl + n, tail, tl);
+    o->n = hl + n + tl;
+}
+
+/* The framed chunk is what protobuf-c packs for the same message, on
+ * both sides, with and without end_of_stream, at every size where a
+ * length's varint grows a byte (and the empty body, which proto3 leaves
+ * out). */
+static void test_chunk_frame_protobuf_c(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 2, 100, 112, 113, 114, 115, 116, 117, 118, 119, 120,
+                                   121, 122, 123, 124, 125, 126, 127, 128, 129, 4096, 16369,
+                                   16370, 16371, 16372, 16375, 16377, 16380, 16383, 16384,
+                                   16385, 30000, 61999, 62000};
+    static buf a, b;
+    static uint8_t body[62000];
+    for (size_t i = 0; i < sizeof body; i++)
+        body[i] = (uint8_t)(i * 7 + 3);
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (int side = 0; side < 2; side++)
+            for (int eos = 0; eos < 2; eos++) {
+                size_t n = sizes[i];
+                chunk_bytes(side, body, n, eos, &a);
+                Xp__StreamedBodyResponse sb;
+                xp__streamed_body_response__init(&sb);
+                sb.body.data = body;
+                sb.body.len = n;
+                sb.end_of_stream = eos;
+                Xp__BodyMutation bm;
+                xp__body_mutation__init(&bm);
+                bm.mutation_case = XP__BODY_MUTATION__MUTATION_STREAMED_RESPONSE;
+                bm.streamed_response = &sb;
+                Xp__CommonResponse cr;
+                xp__common_response__init(&cr);
+                cr.body_mutation = &bm;
+                Xp__BodyResponse br;
+                xp__body_response__init(&br);
+                br.response = &cr;
+                Xp__ProcessingResponse pr;
+                xp__processing_response__init(&pr);
+                pr.response_case = side ? XP__PROCESSING_RESPONSE__RESPONSE_RESPONSE_BODY
+                                        : XP__PROCESSING_RESPONSE__RESPONSE_REQUEST_BODY;
+                if (side)
+                    pr.response_body = &br;
+                else
+                    pr.request_body = &br;
+                b.n = protobuf_c_message_get_packed_size(&pr.base);
+                assert_true(b.n <= sizeof b.b);
+                protobuf_c_message_pack(&pr.base, b.b);
+                if (a.n != b.n || memcmp(a.b, b.b, a.n))
+                    fail_msg("chunk of %zu bytes (side %d, eos %d): %zu framed bytes, "
+                             "protobuf-c packs %zu", n, side, eos, a.n, b.n);
+            }
+}
+
 static void test_pick_answer(void **state)
 {
     (void)state;
@@ -307,8 +375,10 @@ static void test_pick_answer(void **state)
 
     uint8_t body[70];
     memset(body, 'b', sizeof body);
-    assert_int_equal(xp_pack_stream_chunk(0, body, sizeof body, 1, &ob, &n), 0);
-    out = ob.p;
+    buf chunk = {.n = 0};
+    chunk_bytes(0, body, sizeof body, 1, &chunk);
+    out = chunk.b;
+    n = chunk.n;
     const uint8_t *br = field_at(out, n, 3, &l1);   /* request_body */
     cr = field_at(br, l1, 1, &l2);
     const uint8_t *bm = field_at(cr, l2, 3, &l3);
@@ -335,10 +405,12 @@ static void test_body_sig(void **state)
     (void)state;
     xp_buf sig = {0};
     size_t len;
+    int claim;
     char why[128];
     const char *ok = "{\"prompt\":\"p\",\"kv_transfer_params\":{\"a\":[1,{\"b\":2}],"
                      "\"eldr_sig\":\"AQACAA==\"}}";
-    assert_int_equal(xp_body_sig(ok, strlen(ok), &sig, &len, why, sizeof why), 1);
+    assert_int_equal(xp_body_sig(ok, strlen(ok), &sig, &len, &claim, why, sizeof why), 1);
+    assert_int_equal(claim, 0);
     assert_int_equal(len, 4);
     assert_int_equal(sig.p[0], 1);
     assert_int_equal(sig.p[2], 2);
@@ -348,15 +420,33 @@ static void test_body_sig(void **state)
         "{\"kv_transfer_params\":{}}",
     };
     for (size_t i = 0; i < sizeof none / sizeof *none; i++)
-        assert_int_equal(xp_body_sig(none[i], strlen(none[i]), &sig, &len, why, sizeof why), 0);
+        assert_int_equal(xp_body_sig(none[i], strlen(none[i]), &sig, &len, &claim, why,
+                                     sizeof why), 0);
     static const char *const bad[] = {
         "{\"kv_transfer_params\":{\"eldr_sig\":12}}",
         "{\"kv_transfer_params\":{\"eldr_sig\":\"@@@@\"}}",
         "{\"kv_transfer_params\":{\"eldr_sig\":\"AQ==\",\"eldr_sig\":\"AQ==\"}}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        assert_int_equal(xp_body_sig(bad[i], strlen(bad[i]), &sig, &len, why, sizeof why), -1);
+        assert_int_equal(xp_body_sig(bad[i], strlen(bad[i]), &sig, &len, &claim, why,
+                                     sizeof why), -1);
         assert_non_null(strstr(why, "eldr_sig"));
+    }
+    /* the claim's key is seen in the same walk, beside eldr_sig or
+     * without it, and only inside kv_transfer_params */
+    static const struct {
+        const char *body;
+        int rc, claim;
+    } claims[] = {
+        {"{\"kv_transfer_params\":{\"eldr_sig\":\"AQACAA==\",\"eldr_block_hashes\":[1]}}", 1, 1},
+        {"{\"kv_transfer_params\":{\"eldr_block_hashes\":[1],\"eldr_cached_blocks\":1}}", 0, 1},
+        {"{\"eldr_block_hashes\":[1],\"kv_transfer_params\":{\"eldr_sig\":\"AQACAA==\"}}", 1, 0},
+        {"{\"kv_transfer_params\":{\"x\":{\"eldr_block_hashes\":[1]}}}", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof claims / sizeof *claims; i++) {
+        assert_int_equal(xp_body_sig(claims[i].body, strlen(claims[i].body), &sig, &len, &claim,
+                                     why, sizeof why), claims[i].rc);
+        assert_int_equal(claim, claims[i].claim);
     }
     xp_buf_free(&sig);
 }
@@ -368,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_body_and_malformed),
         cmocka_unit_test(test_nesting_bound),
         cmocka_unit_test(test_pick_answer),
+        cmocka_unit_test(test_chunk_frame_protobuf_c),
         cmocka_unit_test(test_body_sig),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

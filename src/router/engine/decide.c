@@ -1,5 +1,6 @@
 /* decide.c - the one decision path (decide.h). */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,7 +90,23 @@ static int sig_gates(const engine_t *d, const uint8_t *sig, size_t len, int prob
     return 0;
 }
 
-/* The counts in eldr_sig (<i2 [L*E]) as the router's uint16 counts. */
+/* The first negative count in eldr_sig, as an error. */
+static int negative_count(const engine_t *d, const uint8_t *sig, size_t cells, char *why,
+                          size_t whylen)
+{
+    size_t i = 0;
+    while (i < cells && !(sig[2 * i + 1] & 0x80))
+        i++;
+    return eldr_errf(why, whylen, "the prefill's eldr_sig has a negative count %d at layer %zu "
+                     "expert %zu", (int16_t)(sig[2 * i] | (sig[2 * i + 1] << 8)),
+                     i / (size_t)d->E, i % (size_t)d->E);
+}
+
+/* The counts in eldr_sig (<i2 [L*E]) as the router's uint16 counts. A
+ * count is negative when the high byte's top bit is set: on a
+ * little-endian host the bytes are the counts already, and one OR over
+ * them, a word at a time, tells whether any is; the scan for which runs
+ * only then. */
 static int sig_counts(const engine_t *d, const uint8_t *sig, size_t len, uint16_t *counts,
                       char *why, size_t whylen)
 {
@@ -102,15 +119,24 @@ static int sig_counts(const engine_t *d, const uint8_t *sig, size_t len, uint16_
         return eldr_errf(why, whylen, "the prefill's eldr_sig holds %zu bytes; the model's "
                          "%d layers x %d experts need %zu (little-endian int16 counts)",
                          len, d->L, d->E, cells * 2);
-    for (size_t i = 0; i < cells; i++) {
-        int16_t v = (int16_t)(sig[2 * i] | (sig[2 * i + 1] << 8));
-        if (v < 0)
-            return eldr_errf(why, whylen, "the prefill's eldr_sig has a negative count %d at "
-                             "layer %zu expert %zu", v, i / (size_t)d->E,
-                             i % (size_t)d->E);
-        counts[i] = (uint16_t)v;
+    uint64_t any = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(counts, sig, cells * sizeof *counts);
+    size_t i = 0;
+    for (; i + 4 <= cells; i += 4) {   /* four counts a word */
+        uint64_t w;
+        memcpy(&w, counts + i, sizeof w);
+        any |= w;
     }
-    return 0;
+    for (; i < cells; i++)
+        any |= counts[i];
+#else
+    for (size_t i = 0; i < cells; i++) {
+        counts[i] = (uint16_t)(sig[2 * i] | (sig[2 * i + 1] << 8));
+        any |= counts[i];
+    }
+#endif
+    return any & 0x8000800080008000ull ? negative_count(d, sig, cells, why, whylen) : 0;
 }
 
 int decide_read_sig(const engine_t *d, const mref_t *r, const uint8_t *sig, size_t len,
@@ -139,11 +165,45 @@ static int similarities(const mref_t *r, const uint16_t *total, const float *gat
     return 0;
 }
 
+/* A buffer of dim floats: a spare of that size, else a new one. */
+static float *sig_take(engine_t *d, size_t dim)
+{
+    sig_spares *sp = &d->spares;
+    float *b = NULL;
+    pthread_mutex_lock(&sp->lock);
+    for (int i = sp->n - 1; i >= 0 && !b; i--)
+        if (sp->dim[i] == dim) {
+            b = sp->buf[i];
+            sp->buf[i] = sp->buf[sp->n - 1];
+            sp->dim[i] = sp->dim[sp->n - 1];
+            sp->n--;
+        }
+    pthread_mutex_unlock(&sp->lock);
+    return b ? b : malloc(dim * sizeof *b);
+}
+
+/* Keep b (dim floats) for a later route, or free it when the spares are
+ * full (b NULL: nothing). */
+static void sig_give(engine_t *d, float *b, size_t dim)
+{
+    sig_spares *sp = &d->spares;
+    if (!b)
+        return;
+    pthread_mutex_lock(&sp->lock);
+    if (sp->n < ENGINE_SIG_SPARES) {
+        sp->buf[sp->n] = b;
+        sp->dim[sp->n++] = dim;
+        b = NULL;
+    }
+    pthread_mutex_unlock(&sp->lock);
+    free(b);
+}
+
 int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t *counts,
                   const float *gates, int prefill, const cache_use *u, const uint8_t *eligible,
                   int retry_of, route_out *o, int *no_signature, rb_err *e)
 {
-    float *sig = malloc(m->dim * sizeof *sig);
+    float *sig = sig_take(d, m->dim);
     double sim[ROUTE_MAX_WORKERS];
     int zero = 0, rc = -1;
     if (!sig)
@@ -159,11 +219,10 @@ int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t
                        u ? u->hit : 0, u ? u->missing : 0, u ? u->stored : 0, eligible,
                        retry_of};
         rc = state_route(d->st, &in, o, e);
-        sig = in.sig;   /* the window may have swapped it for an old one */
+        sig = in.sig;   /* the window may have swapped it for an old one, of m's dim */
     }
     if (no_signature)
         *no_signature = zero;
-    free(sig);
+    sig_give(d, sig, m->dim);
     return rc;
 }
-

@@ -185,6 +185,7 @@ int engine_init(engine_t *d, eldrd_opts *o, char *err, size_t errlen)
     mholder_init(&d->model);
     metrics_init(&d->met);
     pthread_mutex_init(&d->install_lock, NULL);
+    pthread_mutex_init(&d->spares.lock, NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     d->started = (double)ts.tv_sec;
@@ -221,6 +222,9 @@ void engine_free(engine_t *d)
     state_free(d->st);
     mholder_destroy(&d->model);
     pthread_mutex_destroy(&d->install_lock);
+    for (int i = 0; i < d->spares.n; i++)
+        free(d->spares.buf[i]);
+    pthread_mutex_destroy(&d->spares.lock);
 }
 
 int engine_add_provider(engine_t *d, const engine_provider *p)

@@ -53,6 +53,18 @@ typedef struct engine_provider {
 
 #define ENGINE_PROVIDERS_MAX 8
 
+/* Signature buffers to reuse (decide.c): once the decision window is
+ * full, each route gets back the buffer of the signature it dropped; a
+ * route takes one of these instead of allocating |S|*E floats, and gives
+ * back what the window returned. */
+#define ENGINE_SIG_SPARES 8
+typedef struct sig_spares {
+    pthread_mutex_t lock;
+    float *buf[ENGINE_SIG_SPARES];
+    size_t dim[ENGINE_SIG_SPARES];   /* floats in buf[i] */
+    int n;
+} sig_spares;
+
 typedef struct engine {
     eldrd_opts *o;
     int K, L, E;                 /* fixed for the process's life */
@@ -69,6 +81,7 @@ typedef struct engine {
     double started;              /* unix seconds */
     engine_provider providers[ENGINE_PROVIDERS_MAX];
     int n_providers;             /* set before serving, read-only after */
+    sig_spares spares;
 } engine_t;
 
 /* Set up from options: loads the model (the state dir's if present, else

@@ -30,6 +30,15 @@ static const char *const out_name[N_OUT] = {"picked", "no_endpoint", "bad_signal
                                             "too_large", "draining", "refused",
                                             "bad_message", "cancelled"};
 
+/* A worker's pick answer, packed once: it depends on the endpoint's
+ * address alone, and is packed again when the endpoints file gives the
+ * worker another. */
+typedef struct pick_memo {
+    char dest[EP_HOSTPORT_MAX];
+    uint8_t *p;
+    size_t len;
+} pick_memo;
+
 struct extproc {
     engine_t *d;
     evloop *l;
@@ -46,6 +55,7 @@ struct extproc {
     xp_arena *arena;             /* the message being handled (loop thread only) */
     xp_buf pk;                   /* the answer being packed (loop thread only) */
     xp_buf sig;                  /* the body's signature, decoded (loop thread only) */
+    pick_memo memo[ROUTE_MAX_WORKERS];   /* (loop thread only) */
     route_out out;
     atomic_ullong picks[N_SRC], outcomes[N_OUT], upstream_5xx, finished, chunks_out;
     atomic_long in_flight;       /* picked, not yet finished */
@@ -126,14 +136,38 @@ static void echo(xstream *s, int response_side, const uint8_t *p, size_t n, int 
 {
     do {
         size_t k = n < XP_CHUNK_MAX ? n : XP_CHUNK_MAX;
-        size_t len;
-        int last = k == n;
-        int packed = xp_pack_stream_chunk(response_side, p, k, eos && last, &s->x->pk, &len);
-        send_packed(s, packed, len);
+        uint8_t head[XP_CHUNK_HEAD_MAX], tail[2];
+        grpc_part parts[3] = {{head, 0}, {p, k}, {tail, 0}};
+        xp_frame_stream_chunk(response_side, k, eos && k == n, head, &parts[0].n, tail,
+                              &parts[2].n);
+        grpc_sendv(s->gs, parts, 3);
         atomic_fetch_add(&s->x->chunks_out, 1);
         p += k;
         n -= k;
     } while (n);
+}
+
+/* The pick's answer for worker s->worker at dest: the memo's bytes, packed
+ * (and kept) when the worker's address is not the memo's. */
+static void send_pick(xstream *s, const char *dest)
+{
+    pick_memo *pm = &s->x->memo[s->worker];
+    if (strcmp(pm->dest, dest)) {
+        size_t len;
+        if (xp_pack_pick(DEST, DEST_NS, dest, &s->x->pk, &len) < 0)
+            return;
+        uint8_t *p = malloc(len);
+        if (!p) {   /* send it anyway, unkept */
+            grpc_send(s->gs, s->x->pk.p, len);
+            return;
+        }
+        free(pm->p);
+        memcpy(p, s->x->pk.p, len);
+        pm->p = p;
+        pm->len = len;
+        snprintf(pm->dest, sizeof pm->dest, "%s", dest);
+    }
+    grpc_send(s->gs, pm->p, pm->len);
 }
 
 /* ---- the pick ---- */
@@ -145,12 +179,13 @@ static int ready(extproc_t *x)
 }
 
 /* The signal: the body's eldr_sig, else the header's; -1 when the one
- * given is malformed (answered). *sig points into x->sig or s->hsig. */
+ * given is malformed (answered). *sig points into x->sig or s->hsig;
+ * *claim when the body carries the signature cache's claim. */
 static int signal_bytes(xstream *s, const uint8_t *body, size_t n, const uint8_t **sig,
-                        size_t *len, int *src)
+                        size_t *len, int *src, int *claim)
 {
     char why[256];
-    int rc = xp_body_sig((const char *)body, n, &s->x->sig, len, why, sizeof why);
+    int rc = xp_body_sig((const char *)body, n, &s->x->sig, len, claim, why, sizeof why);
     *sig = rc > 0 ? s->x->sig.p : NULL;
     if (rc < 0) {
         immediate(s, 400, OUT_BAD_SIGNAL, "eldr picker: %s", why);
@@ -216,9 +251,10 @@ static int route(xstream *s, mref_t *m, const uint16_t *counts, const cache_use 
 }
 
 /* The counts to route with: eldr_sig's (x->counts), or, when the handoff
- * claims prefix-cached blocks, those completed from the signature cache
- * (x->total, *u filled, *up = u); NULL for a gate model. -1 answered. */
-static int cached_counts(xstream *s, mref_t *m, const uint8_t *body, size_t n,
+ * claims prefix-cached blocks (claim: the body names eldr_block_hashes),
+ * those completed from the signature cache (x->total, *u filled, *up =
+ * u); NULL for a gate model. -1 answered. */
+static int cached_counts(xstream *s, mref_t *m, const uint8_t *body, size_t n, int claim,
                          const uint16_t **counts, cache_use *u, const cache_use **up)
 {
     extproc_t *x = s->x;
@@ -228,8 +264,9 @@ static int cached_counts(xstream *s, mref_t *m, const uint8_t *body, size_t n,
     rb_err e;
     *counts = gate ? NULL : x->counts;
     *up = NULL;
-    int c = body ? xp_body_claim((const char *)body, n, x->d->L, x->d->E, x->counts, &bl, pw,
-                                 sizeof pw, &e) : 0;
+    int c = body && claim ? xp_body_claim((const char *)body, n, x->d->L, x->d->E, x->counts,
+                                          &bl, pw, sizeof pw, &e)
+                          : 0;
     if (c <= 0) {
         if (c < 0)
             immediate(s, e.status, OUT_BAD_SIGNAL, "eldr picker: %s (%s)", e.error, e.where);
@@ -238,15 +275,15 @@ static int cached_counts(xstream *s, mref_t *m, const uint8_t *body, size_t n,
     int rc = -1;
     memset(u, 0, sizeof *u);
     u->prefill = engine_prefill_index(x->d, pw);
-    cache_claim claim = {x->counts, bl.hashes, bl.n_hashes, bl.cached_blocks, bl.block_counts,
-                         bl.n_block_counts};
+    cache_claim cc = {x->counts, bl.hashes, bl.n_hashes, bl.cached_blocks, bl.block_counts,
+                      bl.n_block_counts};
     if (gate)
         immediate(s, 422, OUT_BAD_SIGNAL, "eldr picker: the signature cache keeps counts; a "
                   "gate model's handoff sends its whole prompt's gates and no eldr_block_*");
     else if (u->prefill < 0)
         immediate(s, 422, OUT_BAD_SIGNAL, "eldr picker: unknown prefill worker '%s' "
                   "(eldr_prefill_worker)", pw);
-    else if (decide_use_cache(x->d, &claim, x->total, u, &e) < 0)
+    else if (decide_use_cache(x->d, &cc, x->total, u, &e) < 0)
         immediate(s, e.status, OUT_BAD_SIGNAL, "eldr picker: %s (%s)", e.error, e.where);
     else {
         *counts = x->total;
@@ -264,9 +301,9 @@ static void pick(xstream *s, const uint8_t *body, size_t n)
     const uint8_t *sig = NULL;
     uint8_t ok[ROUTE_MAX_WORKERS];
     size_t siglen = 0;
-    int src, nosig = 0;
+    int src, nosig = 0, claim = 0;
     char why[256], dest[EP_HOSTPORT_MAX];
-    if (signal_bytes(s, body, n, &sig, &siglen, &src) < 0)
+    if (signal_bytes(s, body, n, &sig, &siglen, &src, &claim) < 0)
         return;
     const uint8_t *mask;
     const uint16_t *counts;
@@ -279,7 +316,7 @@ static void pick(xstream *s, const uint8_t *body, size_t n)
                   "onto the model's %d workers", x->d->K);
     } else if (decide_read_sig(x->d, m, sig, siglen, x->counts, x->gates, why, sizeof why) < 0) {
         immediate(s, 422, OUT_BAD_SIGNAL, "eldr picker: %s", why);
-    } else if (cached_counts(s, m, body, n, &counts, &u, &up) < 0) {
+    } else if (cached_counts(s, m, body, n, claim, &counts, &u, &up) < 0) {
         /* answered */
     } else if (eligible(s, ok, &mask) < 0) {
         immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: no endpoint of the subset hint is "
@@ -302,9 +339,7 @@ static void pick(xstream *s, const uint8_t *body, size_t n)
         atomic_fetch_add(&x->in_flight, 1);
         atomic_fetch_add(&x->picks[nosig ? SRC_NONE : src], 1);
         atomic_fetch_add(&x->outcomes[OUT_PICKED], 1);
-        size_t len;
-        int packed = xp_pack_pick(DEST, DEST_NS, dest, &x->pk, &len);
-        send_packed(s, packed, len);
+        send_pick(s, dest);
         s->state = ST_PICKED;
     }
     mref_put(m);
@@ -744,6 +779,8 @@ void extproc_free(extproc_t *x)
     xp_arena_free(x->arena);
     xp_buf_free(&x->pk);
     xp_buf_free(&x->sig);
+    for (int k = 0; k < ROUTE_MAX_WORKERS; k++)
+        free(x->memo[k].p);
     free(x);
 }
 

@@ -414,34 +414,58 @@ int xp_pack_pick(const char *name, const char *ns, const char *value, xp_buf *ou
     return pack(&pr.base, out, len);
 }
 
-int xp_pack_stream_chunk(int response_side, const uint8_t *body, size_t n, int eos,
-                         xp_buf *out, size_t *len)
+/* ---- a body chunk, framed by hand ---- */
+
+static size_t varint_len(uint64_t v)
 {
-    Xp__StreamedBodyResponse sb;
-    xp__streamed_body_response__init(&sb);
-    sb.body.data = (uint8_t *)body;
-    sb.body.len = n;
-    sb.end_of_stream = eos;
-    Xp__BodyMutation bm;
-    xp__body_mutation__init(&bm);
-    bm.mutation_case = XP__BODY_MUTATION__MUTATION_STREAMED_RESPONSE;
-    bm.streamed_response = &sb;
-    Xp__CommonResponse cr;
-    xp__common_response__init(&cr);
-    cr.body_mutation = &bm;
-    Xp__BodyResponse br;
-    xp__body_response__init(&br);
-    br.response = &cr;
-    Xp__ProcessingResponse pr;
-    xp__processing_response__init(&pr);
-    if (response_side) {
-        pr.response_case = XP__PROCESSING_RESPONSE__RESPONSE_RESPONSE_BODY;
-        pr.response_body = &br;
-    } else {
-        pr.response_case = XP__PROCESSING_RESPONSE__RESPONSE_REQUEST_BODY;
-        pr.request_body = &br;
+    size_t n = 1;
+    while (v >= 0x80)
+        v >>= 7, n++;
+    return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
     }
-    return pack(&pr.base, out, len);
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* A length-delimited field's key and length (wire type 2). */
+static uint8_t *put_len(uint8_t *p, unsigned num, uint64_t len)
+{
+    *p++ = (uint8_t)(num << 3 | 2);
+    return put_varint(p, len);
+}
+
+void xp_frame_stream_chunk(int response_side, size_t n, int eos,
+                           uint8_t head[XP_CHUNK_HEAD_MAX], size_t *head_len, uint8_t tail[2],
+                           size_t *tail_len)
+{
+    /* ProcessingResponse.request_body(3) | response_body(4)
+     *   BodyResponse.response(1)  CommonResponse.body_mutation(3)
+     *   BodyMutation.streamed_response(3)
+     *   StreamedBodyResponse { body(1), end_of_stream(2) }
+     * with proto3's rule that a field at its default is not sent */
+    uint64_t sb = (n ? 1 + varint_len(n) + n : 0) + (eos ? 2 : 0);
+    uint64_t bm = 1 + varint_len(sb) + sb, cr = 1 + varint_len(bm) + bm;
+    uint64_t br = 1 + varint_len(cr) + cr;
+    uint8_t *p = put_len(head, response_side ? 4 : 3, br);
+    p = put_len(p, 1, cr);
+    p = put_len(p, 3, bm);
+    p = put_len(p, 3, sb);
+    if (n)
+        p = put_len(p, 1, n);
+    *head_len = (size_t)(p - head);
+    *tail_len = 0;
+    if (eos) {
+        tail[0] = 2 << 3;   /* end_of_stream, varint */
+        tail[1] = 1;
+        *tail_len = 2;
+    }
 }
 
 int xp_pack_continue(xp_kind kind, xp_buf *out, size_t *len)

@@ -90,9 +90,16 @@ const char *xp_served(const xp_in *in, size_t *len);
 int xp_pack_pick(const char *name, const char *ns, const char *value, xp_buf *out,
                  size_t *len);
 /* A body chunk going on: request_body / response_body with
- * body_mutation.streamed_response {body, end_of_stream}. */
-int xp_pack_stream_chunk(int response_side, const uint8_t *body, size_t n, int eos,
-                         xp_buf *out, size_t *len);
+ * body_mutation.streamed_response {body, end_of_stream}, framed around
+ * the n body bytes instead of packed with them (a chunk is kilobytes,
+ * and goes into the stream's queue with one copy): the message is
+ * head[0..*head_len), the body, tail[0..*tail_len). The bytes are the
+ * ones protobuf-c packs for the same message (test_router_xpmsg holds
+ * them to it). */
+#define XP_CHUNK_HEAD_MAX 64
+void xp_frame_stream_chunk(int response_side, size_t n, int eos,
+                           uint8_t head[XP_CHUNK_HEAD_MAX], size_t *head_len, uint8_t tail[2],
+                           size_t *tail_len);
 /* CONTINUE, nothing changed, for a message of this kind. */
 int xp_pack_continue(xp_kind kind, xp_buf *out, size_t *len);
 /* immediate_response: HTTP status code, a text body, details. */

@@ -22,15 +22,18 @@ int xp_text_sig(const char *text, size_t n, xp_buf *sig, size_t *len, char *why,
     return 1;
 }
 
-/* One walk over the body: kv_transfer_params' eldr_sig value, its span. */
+/* One walk over the body: kv_transfer_params' eldr_sig value, its span,
+ * and whether the signature cache's claim is beside it. */
 typedef struct sig_walk {
     jspan kv, sig;
-    int twice;
+    int twice, claim;
 } sig_walk;
 
 static int read_kv(void *cls, const char *k, size_t kl, cj_t *s)
 {
     sig_walk *w = cls;
+    if (cj_key_is(k, kl, "eldr_block_hashes"))
+        w->claim = 1;
     if (!cj_key_is(k, kl, "eldr_sig"))
         return cj_skip(s) < 0 ? -1 : 0;
     if (w->sig.n) {
@@ -59,17 +62,19 @@ static int read_top(void *cls, const char *k, size_t kl, cj_t *s)
     return rc;
 }
 
-int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, char *why,
-                size_t whylen)
+int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, int *claim,
+                char *why, size_t whylen)
 {
     const char *end = body + n, *p = js_ws(body, end);
     *len = 0;
+    *claim = 0;
     if (p == end || *p != '{')
         return 0;
-    sig_walk w = {{NULL, 0}, {NULL, 0}, 0};
+    sig_walk w = {{NULL, 0}, {NULL, 0}, 0, 0};
     cj_t s;
     cj_init(&s, p, (size_t)(end - p));
     int rc = js_walk_at(&s, read_top, &w);
+    *claim = w.claim;
     if (rc == -2) {
         snprintf(why, whylen, "kv_transfer_params or its eldr_sig is given twice");
         return -1;

@@ -18,9 +18,10 @@
 /* The body's kv_transfer_params.eldr_sig: 1 with the bytes in sig->p
  * (grown as needed) and *len; 0 when there is none (not a JSON object, no
  * kv_transfer_params, no eldr_sig, or null); -1 with why when it is there
- * but is not a base64 string (or is given twice). */
-int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, char *why,
-                size_t whylen);
+ * but is not a base64 string (or is given twice). *claim = 1 when the same
+ * walk met kv_transfer_params.eldr_block_hashes (xp_body_claim reads it). */
+int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, int *claim,
+                char *why, size_t whylen);
 
 /* A header's base64 text: 1 with the bytes in sig->p and *len, -1 with
  * why. */
@@ -35,7 +36,8 @@ int xp_text_sig(const char *text, size_t n, xp_buf *sig, size_t *len, char *why,
  * eldr_sig is), and eldr_prefill_worker (whose cache; "" when absent).
  * counts [L*E]: eldr_sig's, which the new blocks must be part of. 1 read
  * into *b (rb_blocks_free it); 0 none (no eldr_block_hashes); -1 with e.
- * A body without the key's text pays one memmem. */
+ * A body without the key's text pays one memmem (the picker calls it only
+ * when xp_body_sig's walk met the key). */
 int xp_body_claim(const char *body, size_t n, int L, int E, const uint16_t *counts,
                   rb_blocks *b, char *prefill, size_t plen, rb_err *e);
 

@@ -110,10 +110,25 @@ static void pct_encode(const char *in, char *out, size_t n)
 
 #define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
 
+/* grpc-status in decimal (a status is 0..16; every stream's end writes
+ * one, where snprintf cost a thousand instructions) */
+static void status_text(int status, char out[16])
+{
+    char tmp[16];
+    unsigned v = status < 0 ? 0u : (unsigned)status;
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < 15);
+    for (int i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+}
+
 static void submit_trailers(grpc_stream *s)
 {
     char code[16], msg[sizeof s->status_msg * 3 + 1];
-    snprintf(code, sizeof code, "%d", s->status);
+    status_text(s->status, code);
     pct_encode(s->status_msg, msg, sizeof msg);
     nghttp2_nv nv[2] = {NV("grpc-status", code), NV("grpc-message", msg)};
     nghttp2_submit_trailer(s->c->ses, s->id, nv, msg[0] ? 2 : 1);
@@ -157,7 +172,7 @@ static void submit_head(grpc_stream *s)
 static void submit_trailers_only(grpc_stream *s)
 {
     char code[16], msg[sizeof s->status_msg * 3 + 1];
-    snprintf(code, sizeof code, "%d", s->status);
+    status_text(s->status, code);
     pct_encode(s->status_msg, msg, sizeof msg);
     nghttp2_nv nv[4] = {NV(":status", "200"), NV("content-type", "application/grpc"),
                         NV("grpc-status", code), NV("grpc-message", msg)};
@@ -167,8 +182,10 @@ static void submit_trailers_only(grpc_stream *s)
 
 static void set_status(grpc_stream *s, int status, const char *message)
 {
+    size_t n = message ? strnlen(message, sizeof s->status_msg - 1) : 0;
     s->status = status;
-    snprintf(s->status_msg, sizeof s->status_msg, "%s", message ? message : "");
+    memcpy(s->status_msg, message ? message : "", n);
+    s->status_msg[n] = '\0';
 }
 
 void grpc_finish(grpc_stream *s, int status, const char *message)
@@ -202,39 +219,61 @@ static void stream_fail(grpc_stream *s, int status, const char *message, int tel
     grpc_finish(s, status, message);
 }
 
-int grpc_send(grpc_stream *s, const uint8_t *msg, size_t len)
+/* Room for need more bytes at the end of s->out. The queue grows into a
+ * new buffer that takes only the bytes still queued (realloc would copy
+ * the whole old block). -1 out of memory. */
+static int out_room(grpc_stream *s, size_t need)
+{
+    size_t queued = s->out_len - s->out_off;
+    if (s->out_len + need <= s->out_cap)
+        return 0;
+    if (queued + need <= s->out_cap) {
+        memmove(s->out, s->out + s->out_off, queued);
+    } else {
+        size_t cap = s->out_cap ? s->out_cap : 4096;
+        while (cap < queued + need)
+            cap *= 2;
+        uint8_t *o = malloc(cap);
+        if (!o)
+            return -1;
+        if (queued)
+            memcpy(o, s->out + s->out_off, queued);
+        free(s->out);
+        s->out = o;
+        s->out_cap = cap;
+    }
+    s->out_len = queued;
+    s->out_off = 0;
+    return 0;
+}
+
+int grpc_sendv(grpc_stream *s, const grpc_part *parts, int n)
 {
     if (s->done)
         return -1;
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += parts[i].n;
     size_t queued = s->out_len - s->out_off;
     if (queued + len + 5 > s->c->g->cfg.max_pending || len > UINT32_MAX) {
         stream_fail(s, GRPC_RESOURCE_EXHAUSTED, "the client reads too slowly: answers over the "
                     "bound of bytes queued for one stream", 0);
         return -1;
     }
-    if (s->out_off && s->out_len + len + 5 > s->out_cap) {
-        memmove(s->out, s->out + s->out_off, queued);
-        s->out_len = queued;
-        s->out_off = 0;
-    }
-    if (s->out_len + len + 5 > s->out_cap) {
-        size_t cap = s->out_cap ? s->out_cap : 4096;
-        while (cap < s->out_len + len + 5)
-            cap *= 2;
-        uint8_t *o = realloc(s->out, cap);
-        if (!o) {
-            stream_fail(s, GRPC_RESOURCE_EXHAUSTED, "out of memory", 0);
-            return -1;
-        }
-        s->out = o;
-        s->out_cap = cap;
+    if (out_room(s, len + 5) < 0) {
+        stream_fail(s, GRPC_RESOURCE_EXHAUSTED, "out of memory", 0);
+        return -1;
     }
     uint8_t *p = s->out + s->out_len;
     p[0] = 0;
     p[1] = (uint8_t)(len >> 24), p[2] = (uint8_t)(len >> 16);
     p[3] = (uint8_t)(len >> 8), p[4] = (uint8_t)len;
-    if (len)
-        memcpy(p + 5, msg, len);
+    p += 5;
+    for (int i = 0; i < n; i++) {
+        if (parts[i].n)
+            memcpy(p, parts[i].p, parts[i].n);
+        p += parts[i].n;
+    }
     s->out_len += len + 5;
     if (!s->submitted)
         submit_head(s);
@@ -244,6 +283,12 @@ int grpc_send(grpc_stream *s, const uint8_t *msg, size_t len)
     }
     mark_dirty(s->c);
     return 0;
+}
+
+int grpc_send(grpc_stream *s, const uint8_t *msg, size_t len)
+{
+    grpc_part one = {msg, len};
+    return grpc_sendv(s, &one, 1);
 }
 
 const char *grpc_peer(const grpc_stream *s)

@@ -76,6 +76,14 @@ int grpc_port(const grpc_srv *g);
  * (the stream is then reset with RESOURCE_EXHAUSTED and gone is not
  * called: the caller learns it here). */
 int grpc_send(grpc_stream *s, const uint8_t *msg, size_t len);
+/* The same for one message given in parts (its bytes are the parts'
+ * one after the other): a large body goes in without first being copied
+ * into a packed message. */
+typedef struct grpc_part {
+    const uint8_t *p;
+    size_t n;
+} grpc_part;
+int grpc_sendv(grpc_stream *s, const grpc_part *parts, int n);
 /* End stream s after its queued messages with this status (message:
  * grpc-message, may be NULL). The service's state is no longer used. */
 void grpc_finish(grpc_stream *s, int status, const char *message);
