@@ -132,6 +132,42 @@ static void test_wide_tau_is_jsq(void **state)
     }
 }
 
+/* route_dot (its AVX2 or baseline build, whichever this CPU runs) gives
+ * the scalar twin's double to the bit: eight float partial sums (element
+ * i into i mod 8 below n - n mod 8, each a float multiply then a float
+ * add), added in double in lane order, then the tail in double. Float
+ * sums depend on their order, so a build that fused, reordered or
+ * widened them would differ here. */
+static void test_dot_bits_against_scalar(void **state)
+{
+    (void)state;
+    rng_t g;
+    rng_seed(&g, 17);
+    static float a[3000], b[3000];
+    for (int it = 0; it < 400; it++) {
+        size_t n = rng_below(&g, 3000);
+        for (size_t i = 0; i < n; i++) {
+            a[i] = (float)((double)rng_below(&g, 2000001) / 1e6 - 1.0);
+            b[i] = (float)((double)rng_below(&g, 2000001) / 1e3 - 1000.0);
+        }
+        float acc[8] = {0};
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; j++) {
+                float p = a[i + j] * b[i + j];
+                acc[j] = acc[j] + p;
+            }
+        double want = 0;
+        for (int j = 0; j < 8; j++)
+            want += acc[j];
+        for (; i < n; i++)
+            want += (double)a[i] * b[i];
+        double got = route_dot(a, b, n);
+        if (memcmp(&got, &want, sizeof got))
+            fail_msg("n=%zu: route_dot %.17g, scalar %.17g", n, got, want);
+    }
+}
+
 static void test_eldr_centroids(void **state)
 {
     (void)state;
@@ -446,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_min2),
         cmocka_unit_test(test_wide_tau_is_jsq),
         cmocka_unit_test(test_eldr_centroids),
+        cmocka_unit_test(test_dot_bits_against_scalar),
         cmocka_unit_test(test_rr_and_random),
         cmocka_unit_test(test_jsq_ties),
         cmocka_unit_test(test_p2c),

@@ -210,6 +210,10 @@ static void test_route_blocks(void **state)
             fail_msg("%s: got %d at '%s' (%s), want %d at '%s'", bad[i].json, e.status, e.where,
                      e.error, bad[i].status, bad[i].where);
     }
+    /* a hash with control characters is quoted on one line */
+    assert_int_equal(parse("{\"sparse\":[],\"block_hashes\":[\"12\\n\\t\\u007f3\"]}", &b, &e), -1);
+    assert_int_equal(e.status, 422);
+    assert_non_null(strstr(e.error, "'12???3'"));
 }
 
 /* A gate model's body: "gates", dense (base64 LE float32) or sparse. */

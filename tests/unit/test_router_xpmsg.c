@@ -102,6 +102,55 @@ static buf *request_headers(const buf *hint)
     return &o;
 }
 
+/* ---- reading, both ways ---- */
+
+static void same_span(xp_span a, xp_span b)
+{
+    assert_int_equal(a.n, b.n);
+    if (a.n)
+        assert_memory_equal(a.p, b.p, a.n);
+}
+
+/* xp_read (on the wire where it can) held to xp_read_pb (protobuf-c) on
+ * the same bytes: the same answer and the same view. in: xp_read's. */
+static int read_both(const uint8_t *msg, size_t n, xp_in *in, char *why, size_t whylen)
+{
+    static xp_arena *a, *b;
+    if (!a) {
+        a = xp_arena_new();
+        b = xp_arena_new();
+    }
+    xp_in p;
+    char pwhy[160];
+    int rc = xp_read(a, msg, n, in, why, whylen), rp = xp_read_pb(b, msg, n, &p, pwhy, sizeof pwhy);
+    assert_int_equal(rc, rp);
+    if (rc < 0) {
+        assert_string_equal(why, pwhy);
+        return rc;
+    }
+    assert_int_equal(in->kind, p.kind);
+    assert_int_equal(in->end_of_stream, p.end_of_stream);
+    assert_int_equal(in->has_config, p.has_config);
+    assert_int_equal(in->request_body_mode, p.request_body_mode);
+    assert_int_equal(in->response_body_mode, p.response_body_mode);
+    assert_int_equal(in->observability, p.observability);
+    same_span((xp_span){(const char *)in->body, in->body_len},
+              (xp_span){(const char *)p.body, p.body_len});
+    assert_int_equal(in->n_headers, p.n_headers);
+    for (size_t i = 0; i < in->n_headers; i++) {
+        same_span(in->headers[i].key, p.headers[i].key);
+        same_span(in->headers[i].value, p.headers[i].value);
+    }
+    assert_int_equal(in->subset, p.subset);
+    assert_int_equal(in->n_subset_items, p.n_subset_items);
+    for (size_t i = 0; i < in->n_subset_items; i++)
+        same_span(in->subset_items[i], p.subset_items[i]);
+    assert_int_equal(!in->served.p, !p.served.p);
+    same_span(in->served, p.served);
+    xp_in_free(&p);
+    return rc;
+}
+
 typedef struct seen {
     char s[8][32];
     int n;
@@ -127,7 +176,8 @@ static void test_request_headers(void **state)
     buf *m = request_headers(&list);
     xp_in in;
     char why[128];
-    assert_int_equal(xp_read(NULL, m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(read_both(m->b, m->n, &in, why, sizeof why), 0);
+    assert_null(in.pb);   /* as Envoy writes it: read on the wire */
     assert_int_equal(in.kind, XP_REQUEST_HEADERS);
     assert_int_equal(in.end_of_stream, 0);
     assert_true(in.has_config);
@@ -152,7 +202,7 @@ static void test_request_headers(void **state)
     buf cs = {.n = 0};
     value_str(&cs, " 10.0.0.3:8000 , 10.0.0.4:8000,");
     m = request_headers(&cs);
-    assert_int_equal(xp_read(NULL, m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(read_both(m->b, m->n, &in, why, sizeof why), 0);
     s.n = 0;
     assert_int_equal(xp_subset(&in, collect, &s), 1);
     assert_int_equal(s.n, 2);
@@ -161,7 +211,7 @@ static void test_request_headers(void **state)
 
     /* no hint; a hint of a number */
     m = request_headers(NULL);
-    assert_int_equal(xp_read(NULL, m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(read_both(m->b, m->n, &in, why, sizeof why), 0);
     assert_int_equal(xp_subset(&in, collect, &s), 0);
     xp_in_free(&in);
     buf num = {.n = 0};
@@ -169,7 +219,7 @@ static void test_request_headers(void **state)
     memset(num.b + num.n, 0, 8);
     num.n += 8;
     m = request_headers(&num);
-    assert_int_equal(xp_read(NULL, m->b, m->n, &in, why, sizeof why), 0);
+    assert_int_equal(read_both(m->b, m->n, &in, why, sizeof why), 0);
     assert_int_equal(xp_subset(&in, collect, &s), -1);
     xp_in_free(&in);
 }
@@ -183,7 +233,8 @@ static void test_body_and_malformed(void **state)
     ld(&m, 5, body.b, body.n);   /* response_body */
     xp_in in;
     char why[128];
-    assert_int_equal(xp_read(NULL, m.b, m.n, &in, why, sizeof why), 0);
+    assert_int_equal(read_both(m.b, m.n, &in, why, sizeof why), 0);
+    assert_null(in.pb);
     assert_int_equal(in.kind, XP_RESPONSE_BODY);
     assert_int_equal(in.end_of_stream, 1);
     assert_int_equal(in.body_len, 14);
@@ -193,14 +244,89 @@ static void test_body_and_malformed(void **state)
     static const uint8_t junk[][4] = {{0x0a, 0x05, 0x01}, {0xff, 0xff, 0xff, 0xff}, {0x07}};
     for (size_t i = 0; i < sizeof junk / sizeof *junk; i++) {
         why[0] = '\0';
-        assert_int_equal(xp_read(NULL, junk[i], i == 2 ? 1 : 3 + (i == 1), &in, why, sizeof why), -1);
+        assert_int_equal(read_both(junk[i], i == 2 ? 1 : 3 + (i == 1), &in, why, sizeof why), -1);
         assert_non_null(strstr(why, "ProcessingRequest"));
     }
     /* no phase at all: only observability_mode */
     buf none = {.n = 0};
     vint(&none, 10, 1);
-    assert_int_equal(xp_read(NULL, none.b, none.n, &in, why, sizeof why), -1);
+    assert_int_equal(read_both(none.b, none.n, &in, why, sizeof why), -1);
     assert_non_null(strstr(why, "no phase"));
+}
+
+/* Messages that are not as Envoy writes them go through protobuf-c,
+ * whose reading decides them, and give the view it gives; the ones that
+ * are, on the wire. Each case: its bytes, and whether protobuf-c reads
+ * it. */
+static void test_wire_or_protobuf_c(void **state)
+{
+    (void)state;
+    buf hv = {.n = 0}, map = {.n = 0}, hh = {.n = 0}, m = {.n = 0}, body = {.n = 0};
+    xp_in in;
+    char why[160];
+    /* a header whose key comes twice: protobuf's last one wins */
+    str(&hv, 1, "x-first");
+    str(&hv, 1, "x-request-id");
+    str(&hv, 3, "r-9");
+    ld(&map, 1, hv.b, hv.n);
+    ld(&hh, 1, map.b, map.n);
+    ld(&m, 2, hh.b, hh.n);
+    assert_int_equal(read_both(m.b, m.n, &in, why, sizeof why), 0);
+    assert_non_null(in.pb);
+    size_t n;
+    const char *v = xp_header(&in, "x-request-id", &n);
+    assert_non_null(v);
+    assert_memory_equal(v, "r-9", 3);
+    xp_in_free(&in);
+    /* a phase given twice (headers, then a body): the last one */
+    str(&body, 1, "{}");
+    ld(&m, 4, body.b, body.n);
+    assert_int_equal(read_both(m.b, m.n, &in, why, sizeof why), 0);
+    assert_non_null(in.pb);
+    assert_int_equal(in.kind, XP_REQUEST_BODY);
+    assert_int_equal(in.body_len, 2);
+    xp_in_free(&in);
+    /* end_of_stream written as 2, and as a 2-byte 1 */
+    static const uint8_t eos2[] = {0x22, 0x02, 0x10, 0x02}, eos_long[] = {0x22, 0x03, 0x10, 0x81,
+                                                                           0x00};
+    assert_int_equal(read_both(eos2, sizeof eos2, &in, why, sizeof why), 0);
+    assert_non_null(in.pb);
+    assert_int_equal(in.end_of_stream, 1);
+    xp_in_free(&in);
+    assert_int_equal(read_both(eos_long, sizeof eos_long, &in, why, sizeof why), 0);
+    assert_non_null(in.pb);
+    xp_in_free(&in);
+    /* a header key with a NUL: protobuf-c's C string ends there */
+    buf hv2 = {.n = 0}, map2 = {.n = 0}, hh2 = {.n = 0}, m2 = {.n = 0};
+    ld(&hv2, 1, "x-request-id\0zz", 15);
+    str(&hv2, 2, "r-1");
+    ld(&map2, 1, hv2.b, hv2.n);
+    ld(&hh2, 1, map2.b, map2.n);
+    ld(&m2, 2, hh2.b, hh2.n);
+    assert_int_equal(read_both(m2.b, m2.n, &in, why, sizeof why), 0);
+    assert_non_null(in.pb);
+    assert_non_null(xp_header(&in, "x-request-id", &n));
+    xp_in_free(&in);
+    /* unknown fields of every wire type beside the body: skipped, on the wire */
+    static const uint8_t unknown[] = {0x22, 0x03, 0x0a, 0x01, 'x', 0x60, 0x05, 0x69, 1, 2, 3,
+                                      4, 5, 6, 7, 8, 0x75, 1, 2, 3, 4, 0x7a, 0x01, 0x00};
+    assert_int_equal(read_both(unknown, sizeof unknown, &in, why, sizeof why), 0);
+    assert_null(in.pb);
+    assert_int_equal(in.body_len, 1);
+    xp_in_free(&in);
+    /* a key written in six bytes (a field number padded with a zero
+     * byte): protobuf-c reads keys of at most five and refuses it */
+    static const uint8_t long_key[] = {0x22, 0x09, 0xb9, 0xbe, 0xbe, 0xa7, 0x8a, 0x00, 0x01,
+                                       0x02, 0x03};
+    assert_int_equal(read_both(long_key, sizeof long_key, &in, why, sizeof why), -1);
+    /* a group (wire type 3) anywhere: refused by both */
+    static const uint8_t group[] = {0x22, 0x02, 0x0b, 0x0c};
+    assert_int_equal(read_both(group, sizeof group, &in, why, sizeof why), -1);
+    /* a known field of the wrong wire type: protobuf-c decides */
+    static const uint8_t wrong[] = {0x22, 0x02, 0x08, 0x01};   /* body as a varint */
+    int rc = read_both(wrong, sizeof wrong, &in, why, sizeof why);
+    if (rc == 0)
+        xp_in_free(&in);
 }
 
 /* Value nested `levels` deep in Struct/Value pairs under the subset hint's
@@ -223,7 +349,7 @@ static int read_nested(int pairs)
     buf *m = request_headers(&inner);
     xp_in in;
     char why[128];
-    int rc = xp_read(NULL, m->b, m->n, &in, why, sizeof why);
+    int rc = read_both(m->b, m->n, &in, why, sizeof why);
     if (rc == 0)
         xp_in_free(&in);
     else
@@ -456,6 +582,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_request_headers),
         cmocka_unit_test(test_body_and_malformed),
+        cmocka_unit_test(test_wire_or_protobuf_c),
         cmocka_unit_test(test_nesting_bound),
         cmocka_unit_test(test_pick_answer),
         cmocka_unit_test(test_chunk_frame_protobuf_c),

@@ -73,6 +73,89 @@ static trace_t *abc_trace(int with_gate)
 
 /* ---- names ---- */
 
+/* ---- the bits, against a scalar twin ---- */
+
+/* The row as signature.c documents its arithmetic, one element at a
+ * time: the variant's value in float, the sum of squares in eight double
+ * accumulators (element j into j mod 8 below n - n mod 8, the tail into
+ * the first), added ((0+1)+(2+3))+((4+5)+(6+7)), then each value times
+ * 1/sqrt(sum) in double, rounded to float. */
+static void scalar_row(const sig_recipe *r, const uint16_t *c, float *out)
+{
+    size_t E = (size_t)r->E, n = sig_dim(r);
+    for (int i = 0; i < r->n_layers; i++)
+        for (size_t e = 0; e < E; e++) {
+            float v = (float)c[(size_t)r->layers[i] * E + e];
+            if (r->variant == SIG_SQRT_COUNT)
+                v = sqrtf(v);
+            else if (r->variant == SIG_BINARY)
+                v = (float)(v != 0);
+            else if (r->variant == SIG_COUNT_IDF)
+                v = v * r->idf[(size_t)i * E + e];
+            out[(size_t)i * E + e] = v;
+        }
+    double a[8] = {0};
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++)
+            a[l] += (double)out[j + l] * out[j + l];
+    for (; j < n; j++)
+        a[0] += (double)out[j] * out[j];
+    double ss = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    double inv = 1.0 / sqrt(ss);
+    for (j = 0; j < n; j++)
+        out[j] = (float)((double)out[j] * inv);
+}
+
+/* sig_from_counts (the AVX2 or the baseline build of its loops, whichever
+ * this CPU runs) gives the scalar twin's floats to the bit, for every
+ * count variant, on geometries whose rows are and are not a multiple of
+ * eight, with large counts. */
+static void test_row_bits_against_scalar(void **state)
+{
+    (void)state;
+    static const int geo[][2] = {{16, 64}, {24, 32}, {3, 4}, {5, 13}, {2, 7}, {48, 128}};
+    static const sig_variant vars[] = {SIG_COUNT, SIG_COUNT_IDF, SIG_SQRT_COUNT, SIG_BINARY};
+    rng_t g;
+    rng_seed(&g, 41);
+    char err[256];
+    for (size_t gi = 0; gi < sizeof geo / sizeof *geo; gi++) {
+        int L = geo[gi][0], E = geo[gi][1];
+        size_t cells = (size_t)L * (size_t)E;
+        uint16_t *c = malloc(cells * sizeof *c);
+        float *idf = malloc(cells * sizeof *idf), *got = malloc(cells * sizeof *got),
+              *want = malloc(cells * sizeof *want);
+        int *layers = malloc((size_t)L * sizeof *layers), nl = 0;
+        for (int l = 0; l < L; l++)
+            if (l % 3 != 1 || L < 3)
+                layers[nl++] = l;
+        for (size_t v = 0; v < sizeof vars / sizeof *vars; v++)
+            for (int it = 0; it < 20; it++) {
+                for (size_t i = 0; i < cells; i++) {
+                    c[i] = (uint16_t)(rng_below(&g, 3) ? 0 : rng_below(&g, it % 2 ? 60000 : 40));
+                    idf[i] = (float)(rng_below(&g, 1000) / 137.0);
+                }
+                c[0] |= 1;   /* never all zero */
+                sig_recipe r;
+                assert_int_equal(sig_recipe_init(&r, vars[v], L, E, layers, nl, err, sizeof err),
+                                 0);
+                if (vars[v] == SIG_COUNT_IDF)
+                    assert_int_equal(sig_recipe_set_idf(&r, idf, err, sizeof err), 0);
+                assert_int_equal(sig_from_counts(&r, c, NULL, got, err, sizeof err), 0);
+                scalar_row(&r, c, want);
+                if (memcmp(got, want, sig_dim(&r) * sizeof *got))
+                    fail_msg("L=%d E=%d variant %s: not the scalar twin's bits", L, E,
+                             sig_variant_name(vars[v]));
+                sig_recipe_free(&r);
+            }
+        free(c);
+        free(idf);
+        free(got);
+        free(want);
+        free(layers);
+    }
+}
+
 static void test_variant_names(void **state)
 {
     (void)state;
@@ -716,6 +799,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_variant_names),
+        cmocka_unit_test(test_row_bits_against_scalar),
         cmocka_unit_test(test_count),
         cmocka_unit_test(test_sqrt_count),
         cmocka_unit_test(test_binary),

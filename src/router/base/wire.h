@@ -32,7 +32,8 @@ typedef struct rb_err {
     char where[96];
 } rb_err;
 
-/* Fill e and return -1. */
+/* Fill e and return -1. A control character in where or the message
+ * (a client's text quoted in it) becomes '?', so the error is one line. */
 int rb_fail(rb_err *e, int status, const char *where, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -194,93 +194,91 @@ static int bad(char *why, size_t n, const char *msg)
     return -1;
 }
 
-int xp_read(xp_arena *a, const uint8_t *msg, size_t len, xp_in *in, char *why,
-            size_t whylen)
+static void *arena_array(xp_arena *a, size_t n, size_t size)
 {
-    memset(in, 0, sizeof *in);
-    int rc = walk((wire){msg, msg + len}, W_REQUEST, 0);
-    if (rc == -2)
-        return bad(why, whylen, "the ProcessingRequest's metadata nests deeper than 32 "
-                   "levels");
-    if (rc < 0)
-        return bad(why, whylen, "not a ProcessingRequest (malformed protobuf)");
-    Xp__ProcessingRequest *r = xp__processing_request__unpack(a ? &a->alloc : NULL, len, msg);
-    if (!r) {
-        if (a)
-            arena_reset(a);   /* what the failed decode had taken */
-        return bad(why, whylen, "not a ProcessingRequest (malformed protobuf)");
-    }
-    in->pb = r;
-    in->arena = a;
-    in->observability = r->observability_mode;
-    if (r->protocol_config) {
-        in->has_config = 1;
-        in->request_body_mode = r->protocol_config->request_body_mode;
-        in->response_body_mode = r->protocol_config->response_body_mode;
-    }
-    switch (r->request_case) {
-    case XP__PROCESSING_REQUEST__REQUEST_REQUEST_HEADERS:
-    case XP__PROCESSING_REQUEST__REQUEST_RESPONSE_HEADERS:
-        in->kind = r->request_case == XP__PROCESSING_REQUEST__REQUEST_REQUEST_HEADERS
-                       ? XP_REQUEST_HEADERS : XP_RESPONSE_HEADERS;
-        in->end_of_stream = r->request_headers->end_of_stream;
-        return 0;
-    case XP__PROCESSING_REQUEST__REQUEST_REQUEST_BODY:
-    case XP__PROCESSING_REQUEST__REQUEST_RESPONSE_BODY:
-        in->kind = r->request_case == XP__PROCESSING_REQUEST__REQUEST_REQUEST_BODY
-                       ? XP_REQUEST_BODY : XP_RESPONSE_BODY;
-        in->end_of_stream = r->request_body->end_of_stream;
-        in->body = r->request_body->body.data;
-        in->body_len = r->request_body->body.len;
-        return 0;
-    case XP__PROCESSING_REQUEST__REQUEST_REQUEST_TRAILERS:
-        in->kind = XP_REQUEST_TRAILERS;
-        return 0;
-    case XP__PROCESSING_REQUEST__REQUEST_RESPONSE_TRAILERS:
-        in->kind = XP_RESPONSE_TRAILERS;
-        return 0;
-    default:
-        xp_in_free(in);
-        return bad(why, whylen, "the ProcessingRequest carries no phase (request_headers, "
-                   "request_body, response_headers, ...)");
-    }
+    return n ? arena_alloc(a, n * size) : NULL;
 }
 
-void xp_in_free(xp_in *in)
+/* ---- the view ---- */
+
+#define NS_HINT "envoy.lb.subset_hint"
+#define KEY_HINT "x-gateway-destination-endpoint-subset"
+#define NS_LB "envoy.lb"
+#define KEY_SERVED "x-gateway-destination-endpoint-served"
+
+static int span_is(xp_span s, const char *lit)
 {
-    if (in->pb && in->arena)
-        arena_reset(in->arena);
-    else if (in->pb)
-        xp__processing_request__free_unpacked(in->pb, NULL);
-    in->pb = NULL;
+    size_t n = strlen(lit);
+    return s.n == n && !memcmp(s.p, lit, n);
 }
 
 const char *xp_header(const xp_in *in, const char *name, size_t *len)
 {
-    const Xp__ProcessingRequest *r = in->pb;
-    if (in->kind != XP_REQUEST_HEADERS && in->kind != XP_RESPONSE_HEADERS)
-        return NULL;
-    const Xp__HttpHeaders *h = r->request_headers;   /* same union slot for both */
-    if (!h || !h->headers)
-        return NULL;
-    for (size_t i = 0; i < h->headers->n_headers; i++) {
-        const Xp__HeaderValue *v = h->headers->headers[i];
-        if (strcmp(v->key, name))
-            continue;
-        if (v->raw_value.len) {
-            *len = v->raw_value.len;
-            return (const char *)v->raw_value.data;
+    size_t n = strlen(name);
+    for (size_t i = 0; i < in->n_headers; i++) {
+        const xp_hdr *h = &in->headers[i];
+        if (h->key.n == n && !memcmp(h->key.p, name, n)) {
+            *len = h->value.n;
+            return h->value.p;
         }
-        *len = strlen(v->value);
-        return v->value;
     }
     return NULL;
 }
 
-/* filter_metadata[ns][key], or NULL. */
-static const Xp__Value *meta_value(const xp_in *in, const char *ns, const char *key)
+/* Each part of a comma-separated string, spaces around it trimmed. */
+static void each_comma(xp_span str, void (*each)(void *, const char *, size_t), void *cls)
 {
-    const Xp__ProcessingRequest *r = in->pb;
+    const char *s = str.p, *end = str.p + str.n;
+    while (s < end) {
+        while (s < end && (*s == ' ' || *s == ','))
+            s++;
+        const char *e = s;
+        while (e < end && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > s && t[-1] == ' ')
+            t--;
+        if (t > s)
+            each(cls, s, (size_t)(t - s));
+        s = e;
+    }
+}
+
+int xp_subset(const xp_in *in, void (*each)(void *cls, const char *s, size_t n), void *cls)
+{
+    if (in->subset <= 0)
+        return in->subset;
+    for (size_t i = 0; i < in->n_subset_items; i++)
+        each_comma(in->subset_items[i], each, cls);
+    return 1;
+}
+
+const char *xp_served(const xp_in *in, size_t *len)
+{
+    *len = in->served.n;
+    return in->served.p;
+}
+
+void xp_in_free(xp_in *in)
+{
+    if (in->live)
+        arena_reset(in->arena);
+    in->live = 0;
+    in->pb = NULL;
+}
+
+/* ---- through protobuf-c ---- */
+
+static xp_span cstr(const char *s)
+{
+    return (xp_span){s, strlen(s)};
+}
+
+/* filter_metadata[ns][key], or NULL: the first entry named ns that has
+ * the key, its first field of that name. */
+static const Xp__Value *meta_value(const Xp__ProcessingRequest *r, const char *ns,
+                                   const char *key)
+{
     if (!r->metadata_context)
         return NULL;
     const Xp__Metadata *m = r->metadata_context;
@@ -295,51 +293,597 @@ static const Xp__Value *meta_value(const xp_in *in, const char *ns, const char *
     return NULL;
 }
 
-static void each_comma(const char *s, void (*each)(void *, const char *, size_t), void *cls)
+static int pb_view(xp_in *in, const Xp__ProcessingRequest *r)
 {
-    while (*s) {
-        while (*s == ' ' || *s == ',')
-            s++;
-        const char *e = s;
-        while (*e && *e != ',')
-            e++;
-        const char *t = e;
-        while (t > s && t[-1] == ' ')
-            t--;
-        if (t > s)
-            each(cls, s, (size_t)(t - s));
-        s = e;
+    xp_arena *a = in->arena;
+    if (in->kind == XP_REQUEST_HEADERS || in->kind == XP_RESPONSE_HEADERS) {
+        const Xp__HttpHeaders *hh = r->request_headers;   /* same union slot for both */
+        const Xp__HeaderMap *hm = hh ? hh->headers : NULL;
+        size_t n = hm ? hm->n_headers : 0;
+        xp_hdr *h = arena_array(a, n, sizeof *h);
+        if (n && !h)
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            const Xp__HeaderValue *v = hm->headers[i];
+            h[i].key = cstr(v->key);
+            h[i].value = v->raw_value.len ? (xp_span){(const char *)v->raw_value.data,
+                                                      v->raw_value.len}
+                                          : cstr(v->value);
+        }
+        in->headers = h;
+        in->n_headers = n;
+    }
+    const Xp__Value *v = meta_value(r, NS_HINT, KEY_HINT);
+    if (v && v->kind_case == XP__VALUE__KIND_STRING_VALUE) {
+        xp_span *it = arena_array(a, 1, sizeof *it);
+        if (!it)
+            return -1;
+        it[0] = cstr(v->string_value);
+        in->subset = 1;
+        in->subset_items = it;
+        in->n_subset_items = 1;
+    } else if (v && v->kind_case == XP__VALUE__KIND_LIST_VALUE) {
+        size_t n = v->list_value->n_values;
+        xp_span *it = arena_array(a, n, sizeof *it);
+        if (n && !it)
+            return -1;
+        in->subset = 1;
+        for (size_t i = 0; i < n; i++) {
+            const Xp__Value *e = v->list_value->values[i];
+            if (e->kind_case != XP__VALUE__KIND_STRING_VALUE) {
+                in->subset = -1;
+                break;
+            }
+            it[i] = cstr(e->string_value);
+        }
+        in->subset_items = in->subset > 0 ? it : NULL;
+        in->n_subset_items = in->subset > 0 ? n : 0;
+    } else if (v) {
+        in->subset = -1;
+    }
+    v = meta_value(r, NS_LB, KEY_SERVED);
+    if (v && v->kind_case == XP__VALUE__KIND_STRING_VALUE)
+        in->served = cstr(v->string_value);
+    return 0;
+}
+
+int xp_read_pb(xp_arena *a, const uint8_t *msg, size_t len, xp_in *in, char *why,
+               size_t whylen)
+{
+    memset(in, 0, sizeof *in);
+    in->arena = a;
+    int rc = walk((wire){msg, msg + len}, W_REQUEST, 0);
+    if (rc == -2)
+        return bad(why, whylen, "the ProcessingRequest's metadata nests deeper than 32 "
+                   "levels");
+    if (rc < 0)
+        return bad(why, whylen, "not a ProcessingRequest (malformed protobuf)");
+    Xp__ProcessingRequest *r = xp__processing_request__unpack(&a->alloc, len, msg);
+    in->live = 1;   /* what a failed decode took is given back too */
+    if (!r) {
+        xp_in_free(in);
+        return bad(why, whylen, "not a ProcessingRequest (malformed protobuf)");
+    }
+    in->pb = r;
+    in->observability = r->observability_mode;
+    if (r->protocol_config) {
+        in->has_config = 1;
+        in->request_body_mode = r->protocol_config->request_body_mode;
+        in->response_body_mode = r->protocol_config->response_body_mode;
+    }
+    switch (r->request_case) {
+    case XP__PROCESSING_REQUEST__REQUEST_REQUEST_HEADERS:
+    case XP__PROCESSING_REQUEST__REQUEST_RESPONSE_HEADERS:
+        in->kind = r->request_case == XP__PROCESSING_REQUEST__REQUEST_REQUEST_HEADERS
+                       ? XP_REQUEST_HEADERS : XP_RESPONSE_HEADERS;
+        in->end_of_stream = r->request_headers->end_of_stream;
+        break;
+    case XP__PROCESSING_REQUEST__REQUEST_REQUEST_BODY:
+    case XP__PROCESSING_REQUEST__REQUEST_RESPONSE_BODY:
+        in->kind = r->request_case == XP__PROCESSING_REQUEST__REQUEST_REQUEST_BODY
+                       ? XP_REQUEST_BODY : XP_RESPONSE_BODY;
+        in->end_of_stream = r->request_body->end_of_stream;
+        in->body = r->request_body->body.data;
+        in->body_len = r->request_body->body.len;
+        break;
+    case XP__PROCESSING_REQUEST__REQUEST_REQUEST_TRAILERS:
+        in->kind = XP_REQUEST_TRAILERS;
+        break;
+    case XP__PROCESSING_REQUEST__REQUEST_RESPONSE_TRAILERS:
+        in->kind = XP_RESPONSE_TRAILERS;
+        break;
+    default:
+        xp_in_free(in);
+        return bad(why, whylen, "the ProcessingRequest carries no phase (request_headers, "
+                   "request_body, response_headers, ...)");
+    }
+    if (pb_view(in, r) < 0) {
+        xp_in_free(in);
+        return bad(why, whylen, "out of memory for the ProcessingRequest");
+    }
+    return 0;
+}
+
+/* ---- on the wire ----
+ *
+ * The common case read where it lies: a message whose every field is
+ * there once (a repeated one any number of times), of the wire type its
+ * number has, strings without NUL, booleans 0 or 1, enums 0..2^31-1 in at
+ * most five bytes, keys and lengths in at most five bytes, no groups,
+ * metadata no deeper than XP_MAX_DEPTH. That is what Envoy writes.
+ * Anything else is left to protobuf-c (FALLBACK), so that its reading
+ * decides every case where protobuf's rules of merging and last-one-wins,
+ * or protobuf-c's own limits, would come in. */
+
+enum { OK = 0, FALLBACK = 1, NOMEM = 2 };
+
+/* One field: its number and wire type; a length-delimited one's bytes in
+ * sub, a varint's value in v (written in vlen bytes). */
+typedef struct fld {
+    uint32_t num;
+    int type;
+    wire sub;
+    uint64_t v;
+    size_t vlen;
+} fld;
+
+/* The next field of w. FALLBACK when malformed, a group, or written
+ * longer than protobuf-c reads (a key or a length in more than five
+ * bytes). */
+static int next_field(wire *w, fld *f)
+{
+    const uint8_t *at = w->p;
+    uint64_t key;
+    if (varint(w, &key) < 0 || w->p - at > 5 || key >> 3 == 0 || key >> 3 > 536870911u)
+        return FALLBACK;
+    f->num = (uint32_t)(key >> 3);
+    f->type = (int)(key & 7);
+    switch (f->type) {
+    case 0:
+        at = w->p;
+        if (varint(w, &f->v) < 0)
+            return FALLBACK;
+        f->vlen = (size_t)(w->p - at);
+        return OK;
+    case 1:
+    case 5: {
+        size_t k = f->type == 1 ? 8 : 4;
+        if ((size_t)(w->end - w->p) < k)
+            return FALLBACK;
+        w->p += k;
+        return OK;
+    }
+    case 2:
+        at = w->p;
+        if (varint(w, &f->v) < 0 || w->p - at > 5 || f->v > (uint64_t)(w->end - w->p))
+            return FALLBACK;
+        f->sub = (wire){w->p, w->p + f->v};
+        w->p += f->v;
+        return OK;
+    default:
+        return FALLBACK;
     }
 }
 
-int xp_subset(const xp_in *in, void (*each)(void *cls, const char *s, size_t n), void *cls)
+/* A known field as Envoy writes it, the first time (seen: a bit per
+ * field number below 32): length-delimited; a string without NUL; a
+ * boolean 0 or 1 in one byte; an enum or int32 non-negative in at most
+ * five bytes. */
+static int first(const fld *f, uint32_t *seen)
 {
-    const Xp__Value *v = meta_value(in, "envoy.lb.subset_hint",
-                                    "x-gateway-destination-endpoint-subset");
-    if (!v)
+    if (*seen & (1u << f->num))
         return 0;
-    if (v->kind_case == XP__VALUE__KIND_STRING_VALUE) {
-        each_comma(v->string_value, each, cls);
-        return 1;
-    }
-    if (v->kind_case != XP__VALUE__KIND_LIST_VALUE)
-        return -1;
-    for (size_t i = 0; i < v->list_value->n_values; i++) {
-        const Xp__Value *e = v->list_value->values[i];
-        if (e->kind_case != XP__VALUE__KIND_STRING_VALUE)
-            return -1;
-        each_comma(e->string_value, each, cls);
-    }
+    *seen |= 1u << f->num;
     return 1;
 }
 
-const char *xp_served(const xp_in *in, size_t *len)
+static int is_len(const fld *f, uint32_t *seen)
 {
-    const Xp__Value *v = meta_value(in, "envoy.lb", "x-gateway-destination-endpoint-served");
-    if (!v || v->kind_case != XP__VALUE__KIND_STRING_VALUE)
-        return NULL;
-    *len = strlen(v->string_value);
-    return v->string_value;
+    return f->type == 2 && first(f, seen);
+}
+
+static int is_text(const fld *f, uint32_t *seen)
+{
+    return is_len(f, seen) && !memchr(f->sub.p, '\0', (size_t)(f->sub.end - f->sub.p));
+}
+
+static int is_bool(const fld *f, uint32_t *seen)
+{
+    return f->type == 0 && f->vlen == 1 && f->v <= 1 && first(f, seen);
+}
+
+static int is_enum(const fld *f, uint32_t *seen)
+{
+    return f->type == 0 && f->vlen <= 5 && f->v <= 0x7fffffffu && first(f, seen);
+}
+
+static xp_span span_of(wire s)
+{
+    return (xp_span){(const char *)s.p, (size_t)(s.end - s.p)};
+}
+
+/* HeaderValue {key 1, value 2, raw_value 3}; h may be NULL (checked only). */
+static int wire_header(wire w, xp_hdr *h)
+{
+    uint32_t seen = 0;
+    fld f;
+    xp_span key = {"", 0}, value = {"", 0}, raw = {"", 0};
+    while (w.p < w.end) {
+        if (next_field(&w, &f))
+            return FALLBACK;
+        if (f.num == 1 || f.num == 2) {
+            if (!is_text(&f, &seen))
+                return FALLBACK;
+            *(f.num == 1 ? &key : &value) = span_of(f.sub);
+        } else if (f.num == 3) {
+            if (!is_len(&f, &seen))
+                return FALLBACK;
+            raw = span_of(f.sub);
+        }
+    }
+    if (h) {
+        h->key = key;
+        h->value = raw.n ? raw : value;
+    }
+    return OK;
+}
+
+/* HeaderMap {repeated HeaderValue headers 1}: counted, then read into
+ * the arena (out NULL: checked only). */
+static int wire_header_map(wire w, xp_arena *a, const xp_hdr **out, size_t *n_out)
+{
+    fld f;
+    size_t n = 0, i = 0;
+    for (wire scan = w; scan.p < scan.end; n += f.num == 1)
+        if (next_field(&scan, &f) || (f.num == 1 && f.type != 2))
+            return FALLBACK;
+    xp_hdr *h = out ? arena_array(a, n, sizeof *h) : NULL;
+    if (out && n && !h)
+        return NOMEM;
+    while (w.p < w.end) {
+        next_field(&w, &f);   /* checked above */
+        if (f.num == 1 && wire_header(f.sub, h ? &h[i++] : NULL))
+            return FALLBACK;
+    }
+    if (out) {
+        *out = h;
+        *n_out = n;
+    }
+    return OK;
+}
+
+/* HttpHeaders {HeaderMap headers 1, bool end_of_stream 3} or HttpTrailers
+ * {HeaderMap trailers 1}; the headers go into in when keep. */
+static int wire_headers(wire w, int trailers, xp_in *in, int keep)
+{
+    uint32_t seen = 0;
+    int rc;
+    fld f;
+    while (w.p < w.end) {
+        if (next_field(&w, &f))
+            return FALLBACK;
+        if (f.num == 1) {
+            if (!is_len(&f, &seen))
+                return FALLBACK;
+            if ((rc = wire_header_map(f.sub, in->arena, keep ? &in->headers : NULL,
+                                      &in->n_headers)))
+                return rc;
+        } else if (f.num == 3 && !trailers) {
+            if (!is_bool(&f, &seen))
+                return FALLBACK;
+            in->end_of_stream = (int)f.v;
+        }
+    }
+    return OK;
+}
+
+/* HttpBody {bytes body 1, bool end_of_stream 2} */
+static int wire_body(wire w, xp_in *in)
+{
+    uint32_t seen = 0;
+    fld f;
+    while (w.p < w.end) {
+        if (next_field(&w, &f))
+            return FALLBACK;
+        if (f.num == 1) {
+            if (!is_len(&f, &seen))
+                return FALLBACK;
+            in->body = f.sub.p;
+            in->body_len = (size_t)(f.sub.end - f.sub.p);
+        } else if (f.num == 2) {
+            if (!is_bool(&f, &seen))
+                return FALLBACK;
+            in->end_of_stream = (int)f.v;
+        }
+    }
+    if (!in->body_len)
+        in->body = NULL;   /* as protobuf-c leaves an empty bytes field */
+    return OK;
+}
+
+/* ProtocolConfiguration {enum 1, enum 2, bool 3} */
+static int wire_config(wire w, xp_in *in)
+{
+    uint32_t seen = 0;
+    fld f;
+    while (w.p < w.end) {
+        if (next_field(&w, &f))
+            return FALLBACK;
+        if (f.num == 1 || f.num == 2) {
+            if (!is_enum(&f, &seen))
+                return FALLBACK;
+            *(f.num == 1 ? &in->request_body_mode : &in->response_body_mode) = (int)f.v;
+        } else if (f.num == 3 && !is_bool(&f, &seen)) {
+            return FALLBACK;
+        }
+    }
+    in->has_config = 1;
+    return OK;
+}
+
+/* google.protobuf.Value, Struct and ListValue, checked to the depth
+ * bound (numbered as walk() numbers it); a Value's kind (its one field,
+ * 0 when none) and, for a string, a list or a struct, its bytes. */
+static int wire_struct(wire w, int depth);
+static int wire_value(wire w, int depth, uint32_t *kind, wire *body);
+
+static int wire_list(wire w, int depth)
+{
+    fld f;
+    uint32_t kind;
+    wire body;
+    if (depth > XP_MAX_DEPTH)
+        return FALLBACK;
+    while (w.p < w.end)
+        if (next_field(&w, &f) ||
+            (f.num == 1 && (f.type != 2 || wire_value(f.sub, depth + 1, &kind, &body))))
+            return FALLBACK;
+    return OK;
+}
+
+static int wire_value(wire w, int depth, uint32_t *kind, wire *body)
+{
+    uint32_t seen = 0;
+    fld f;
+    *kind = 0;
+    if (depth > XP_MAX_DEPTH)
+        return FALLBACK;
+    while (w.p < w.end) {
+        if (next_field(&w, &f))
+            return FALLBACK;
+        if (f.num < 1 || f.num > 6)
+            continue;
+        if (seen)   /* a second kind: protobuf-c's last-one-wins */
+            return FALLBACK;
+        int ok = f.num == 1 ? is_enum(&f, &seen)   /* null_value */
+                 : f.num == 2 ? f.type == 1 && first(&f, &seen)   /* number_value */
+                 : f.num == 3 ? is_text(&f, &seen)   /* string_value */
+                 : f.num == 4 ? is_bool(&f, &seen)   /* bool_value */
+                 : f.num == 5 ? is_len(&f, &seen) && !wire_struct(f.sub, depth + 1)
+                              : is_len(&f, &seen) && !wire_list(f.sub, depth + 1);
+        if (!ok)
+            return FALLBACK;
+        *kind = f.num;
+        *body = f.sub;
+    }
+    return OK;
+}
+
+/* FieldsEntry {string key 1, Value value 2}: its key and value's bytes
+ * (*has: a value was given). */
+static int wire_entry(wire w, int depth, xp_span *key, wire *value, int *has)
+{
+    uint32_t seen = 0, kind;
+    fld f;
+    wire body;
+    *key = (xp_span){"", 0};
+    *has = 0;
+    if (depth > XP_MAX_DEPTH)
+        return FALLBACK;
+    while (w.p < w.end) {
+        if (next_field(&w, &f))
+            return FALLBACK;
+        if (f.num == 1) {
+            if (!is_text(&f, &seen))
+                return FALLBACK;
+            *key = span_of(f.sub);
+        } else if (f.num == 2) {
+            if (!is_len(&f, &seen) || wire_value(f.sub, depth + 1, &kind, &body))
+                return FALLBACK;
+            *value = f.sub;
+            *has = 1;
+        }
+    }
+    return OK;
+}
+
+/* Struct {repeated FieldsEntry fields 1}, checked */
+static int wire_struct(wire w, int depth)
+{
+    fld f;
+    int has;
+    wire val;
+    xp_span key;
+    if (depth > XP_MAX_DEPTH)
+        return FALLBACK;
+    while (w.p < w.end)
+        if (next_field(&w, &f) ||
+            (f.num == 1 && (f.type != 2 || wire_entry(f.sub, depth + 1, &key, &val, &has))))
+            return FALLBACK;
+    return OK;
+}
+
+/* What the picker looks up in the metadata: the first field `key` of the
+ * first entry named ns that has it (protobuf-c's meta_value). */
+typedef struct meta_find {
+    const char *ns, *key;
+    int found, has;              /* found: the key; has: with a value */
+    wire value;
+} meta_find;
+
+/* In Struct w (checked before): field f->key, the first. */
+static void find_in_struct(wire w, meta_find *mf)
+{
+    fld f;
+    int has;
+    wire val = {0};
+    xp_span key;
+    while (!mf->found && w.p < w.end) {
+        next_field(&w, &f);
+        if (f.num == 1 && !wire_entry(f.sub, 0, &key, &val, &has) && span_is(key, mf->key)) {
+            mf->found = 1;
+            mf->has = has;
+            mf->value = val;
+        }
+    }
+}
+
+/* Metadata {repeated FilterMetadataEntry filter_metadata 1}, each
+ * {string key 1, Struct value 2}: checked, then searched. An entry
+ * without a value is passed over, as meta_value does. */
+static int wire_metadata(wire w, meta_find *finds, int n_finds)
+{
+    fld f, g;
+    while (w.p < w.end) {
+        if (next_field(&w, &f))
+            return FALLBACK;
+        if (f.num != 1)
+            continue;
+        if (f.type != 2)
+            return FALLBACK;
+        uint32_t seen = 0;
+        xp_span ns = {"", 0};
+        wire st = {0}, e = f.sub;
+        while (e.p < e.end) {
+            if (next_field(&e, &g))
+                return FALLBACK;
+            if (g.num == 1) {
+                if (!is_text(&g, &seen))
+                    return FALLBACK;
+                ns = span_of(g.sub);
+            } else if (g.num == 2) {
+                if (!is_len(&g, &seen) || wire_struct(g.sub, 3))
+                    return FALLBACK;
+                st = g.sub;
+            }
+        }
+        for (int i = 0; (seen & (1u << 2)) && i < n_finds; i++)
+            if (!finds[i].found && span_is(ns, finds[i].ns))
+                find_in_struct(st, &finds[i]);
+    }
+    return OK;
+}
+
+/* The strings of a Value (checked before): kind 3 one; a list's, each
+ * element a string (else -1, none); another kind -1. NOMEM. */
+static int wire_strings(xp_arena *a, wire v, const xp_span **items, size_t *n_items)
+{
+    uint32_t kind, ek;
+    wire body = {0}, eb;
+    fld f;
+    size_t n = 0, i = 0;
+    wire_value(v, 0, &kind, &body);
+    if (kind != 3 && kind != 6)
+        return -1;
+    for (wire l = body; kind == 6 && l.p < l.end; n += f.num == 1) {
+        next_field(&l, &f);
+        if (f.num == 1 && (wire_value(f.sub, 0, &ek, &eb), ek != 3))
+            return -1;
+    }
+    xp_span *it = arena_array(a, kind == 3 ? 1 : n, sizeof *it);
+    if (!it && (kind == 3 || n))
+        return NOMEM;
+    if (kind == 3)
+        it[i++] = span_of(body);
+    for (wire l = body; kind == 6 && l.p < l.end;) {
+        next_field(&l, &f);
+        if (f.num == 1) {
+            wire_value(f.sub, 0, &ek, &eb);
+            it[i++] = span_of(eb);
+        }
+    }
+    *items = it;
+    *n_items = i;
+    return OK;
+}
+
+/* The metadata's two lookups into the view. */
+static int wire_lookups(xp_in *in, wire meta)
+{
+    meta_find finds[2] = {{NS_HINT, KEY_HINT, 0, 0, {0}}, {NS_LB, KEY_SERVED, 0, 0, {0}}};
+    if (wire_metadata(meta, finds, 2))
+        return FALLBACK;
+    if (finds[0].found && finds[0].has) {
+        int rc = wire_strings(in->arena, finds[0].value, &in->subset_items,
+                              &in->n_subset_items);
+        if (rc == NOMEM)
+            return NOMEM;
+        in->subset = rc < 0 ? -1 : 1;
+    }
+    if (finds[1].found && finds[1].has) {
+        uint32_t k;
+        wire b = {0};
+        wire_value(finds[1].value, 0, &k, &b);
+        if (k == 3)
+            in->served = span_of(b);
+    }
+    return OK;
+}
+
+static int wire_read(xp_in *in, const uint8_t *msg, size_t len)
+{
+    static const xp_kind kinds[] = {XP_REQUEST_HEADERS, XP_RESPONSE_HEADERS, XP_REQUEST_BODY,
+                                    XP_RESPONSE_BODY, XP_REQUEST_TRAILERS,
+                                    XP_RESPONSE_TRAILERS};
+    wire w = {msg, msg + len}, phase = {0}, meta = {0};
+    uint32_t seen = 0;
+    int rc, kind = -1;
+    fld f;
+    while (w.p < w.end) {
+        if (next_field(&w, &f))
+            return FALLBACK;
+        if (f.num >= 2 && f.num <= 7) {
+            if (f.type != 2 || kind >= 0)   /* a second phase: protobuf-c's last-one-wins */
+                return FALLBACK;
+            kind = (int)f.num;
+            phase = f.sub;
+        } else if (f.num == 8) {
+            if (!is_len(&f, &seen))
+                return FALLBACK;
+            meta = f.sub;
+        } else if (f.num == 10) {
+            if (!is_bool(&f, &seen))
+                return FALLBACK;
+            in->observability = (int)f.v;
+        } else if (f.num == 11) {
+            if (!is_len(&f, &seen) || wire_config(f.sub, in))
+                return FALLBACK;
+        }
+    }
+    if (kind < 0)
+        return FALLBACK;   /* protobuf-c's path names it */
+    in->kind = kinds[kind - 2];
+    rc = kind <= 3 ? wire_headers(phase, 0, in, 1)
+         : kind <= 5 ? wire_body(phase, in)
+                     : wire_headers(phase, 1, in, 0);
+    if (rc == OK && (seen & (1u << 8)))
+        rc = wire_lookups(in, meta);
+    return rc;
+}
+
+int xp_read(xp_arena *a, const uint8_t *msg, size_t len, xp_in *in, char *why,
+            size_t whylen)
+{
+    memset(in, 0, sizeof *in);
+    in->arena = a;
+    in->live = 1;
+    int rc = wire_read(in, msg, len);
+    if (rc == OK)
+        return 0;
+    xp_in_free(in);
+    if (rc == NOMEM)
+        return bad(why, whylen, "out of memory for the ProcessingRequest");
+    return xp_read_pb(a, msg, len, in, why, whylen);
 }
 
 /* ---- answers ---- */

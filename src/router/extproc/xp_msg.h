@@ -38,32 +38,59 @@ typedef struct xp_buf {
 int xp_buf_reserve(xp_buf *b, size_t n);
 void xp_buf_free(xp_buf *b);
 
-/* Where decoded messages live: protobuf-c allocates every field of a
- * message (each header's key and value, the body's bytes), and an arena
- * makes those a pointer bump, all given back at once by xp_in_free,
- * instead of some 20 malloc/free pairs a message. One xp_in at a time
- * per arena. */
+/* Where a decoded message lives: its view's arrays (the headers, the
+ * subset hint's entries) and, when protobuf-c decodes it, every field
+ * protobuf-c allocates: a pointer bump, all given back at once by
+ * xp_in_free, instead of some 20 malloc/free pairs a message. One xp_in
+ * at a time per arena. */
 typedef struct xp_arena xp_arena;
 xp_arena *xp_arena_new(void);
 void xp_arena_free(xp_arena *a);
 
+/* A span of bytes in the message or the arena (not NUL-terminated). */
+typedef struct xp_span {
+    const char *p;
+    size_t n;
+} xp_span;
+
+typedef struct xp_hdr {
+    xp_span key, value;          /* value: its raw_value, else its value */
+} xp_hdr;
+
+/* A ProcessingRequest as the picker sees it. */
 typedef struct xp_in {
-    void *pb;                    /* the decoded message (owned; xp_in_free) */
-    xp_arena *arena;             /* where it lives (NULL: malloc) */
+    xp_arena *arena;             /* where it lives */
+    void *pb;                    /* protobuf-c's message when it decoded this one */
+    int live;                    /* read and not yet freed */
     xp_kind kind;
     int end_of_stream;           /* headers: no body follows; body: the last chunk */
-    const uint8_t *body;         /* a body chunk (in pb) */
+    const uint8_t *body;         /* a body chunk (in the message or the arena) */
     size_t body_len;
     int has_config;              /* protocol_config present (the stream's first message) */
     int request_body_mode, response_body_mode;
     int observability;           /* observability_mode: answers are ignored */
+    const xp_hdr *headers;       /* a headers message's headers, in order */
+    size_t n_headers;
+    int subset;                  /* the subset hint: 0 absent, 1 given, -1 not strings */
+    const xp_span *subset_items; /* its strings (a list's, or the one) */
+    size_t n_subset_items;
+    xp_span served;              /* the served endpoint (p NULL: absent) */
 } xp_in;
 
-/* Decode one ProcessingRequest, in arena a (NULL: malloc'd). -1 with why
- * (one line) when the bytes are not one, nest too deep, or carry no
- * phase. The body and the strings stay valid until xp_in_free. */
+/* Decode one ProcessingRequest in arena a. -1 with why (one line) when
+ * the bytes are not one, nest too deep, or carry no phase. The view (body,
+ * headers, strings) stays valid until xp_in_free, and points into msg:
+ * msg must outlive it.
+ *
+ * A message as Envoy writes it (each field once, strings without NUL,
+ * booleans 0 or 1) is read on the wire, where it lies; any other goes
+ * through protobuf-c (xp_read_pb), whose reading is the reference: the
+ * two give the same view (the fuzz harness holds them to it). */
 int xp_read(xp_arena *a, const uint8_t *msg, size_t len, xp_in *in, char *why,
             size_t whylen);
+/* The same through protobuf-c alone. */
+int xp_read_pb(xp_arena *a, const uint8_t *msg, size_t len, xp_in *in, char *why,
+               size_t whylen);
 void xp_in_free(xp_in *in);
 
 /* A header of a headers message (Envoy lowercases names): its raw_value,
@@ -74,7 +101,7 @@ const char *xp_header(const xp_in *in, const char *name, size_t *len);
  * ["x-gateway-destination-endpoint-subset"], a list of "ip:port" strings
  * or one comma-separated string. Calls each(cls, entry, len) per entry
  * and returns 1, or 0 when the hint is absent. A hint whose value is
- * neither: -1. */
+ * neither: -1 (and no call). */
 int xp_subset(const xp_in *in, void (*each)(void *cls, const char *s, size_t n), void *cls);
 
 /* filter_metadata["envoy.lb"]["x-gateway-destination-endpoint-served"]:

@@ -47,6 +47,9 @@ struct grpc_stream {
     grpc_stream *prev, *next;     /* the connection's streams */
 };
 
+#define OUT_SPARES 8              /* answer queues a connection keeps for its next streams */
+#define OUT_SPARE_MAX (256u << 10)
+
 struct gconn {
     grpc_srv *g;
     int fd;
@@ -54,6 +57,9 @@ struct gconn {
     nghttp2_session *ses;
     uint8_t *wbuf;                /* produced, not yet written */
     size_t wlen, woff, wcap;
+    uint8_t *spare[OUT_SPARES];   /* ended streams' answer queues, reused */
+    size_t spare_cap[OUT_SPARES];
+    int n_spare;
     int dirty, dead, spoke;
     ev_timer preface;             /* the first frame's deadline */
     char peer[64];
@@ -219,9 +225,39 @@ static void stream_fail(grpc_stream *s, int status, const char *message, int tel
     grpc_finish(s, status, message);
 }
 
-/* Room for need more bytes at the end of s->out. The queue grows into a
- * new buffer that takes only the bytes still queued (realloc would copy
- * the whole old block). -1 out of memory. */
+/* A queue of at least need bytes: an ended stream's, else a new one of
+ * cap bytes (*got: its size). */
+static uint8_t *out_take(gconn *c, size_t need, size_t cap, size_t *got)
+{
+    for (int i = c->n_spare - 1; i >= 0; i--)
+        if (c->spare_cap[i] >= need) {
+            uint8_t *p = c->spare[i];
+            *got = c->spare_cap[i];
+            c->n_spare--;
+            c->spare[i] = c->spare[c->n_spare];
+            c->spare_cap[i] = c->spare_cap[c->n_spare];
+            return p;
+        }
+    *got = cap;
+    return malloc(cap);
+}
+
+/* Keep a queue for the connection's next streams, or free it. */
+static void out_give(gconn *c, uint8_t *p, size_t cap)
+{
+    if (p && c->n_spare < OUT_SPARES && cap <= OUT_SPARE_MAX && !c->dead) {
+        c->spare[c->n_spare] = p;
+        c->spare_cap[c->n_spare++] = cap;
+        return;
+    }
+    free(p);
+}
+
+/* Room for need more bytes at the end of s->out. The queue grows into
+ * another buffer that takes only the bytes still queued (realloc would
+ * copy the whole old block); one an ended stream left is taken first,
+ * so that a connection's streams stop allocating once it is warm. -1
+ * out of memory. */
 static int out_room(grpc_stream *s, size_t need)
 {
     size_t queued = s->out_len - s->out_off;
@@ -233,12 +269,12 @@ static int out_room(grpc_stream *s, size_t need)
         size_t cap = s->out_cap ? s->out_cap : 4096;
         while (cap < queued + need)
             cap *= 2;
-        uint8_t *o = malloc(cap);
+        uint8_t *o = out_take(s->c, queued + need, cap, &cap);
         if (!o)
             return -1;
         if (queued)
             memcpy(o, s->out + s->out_off, queued);
-        free(s->out);
+        out_give(s->c, s->out, s->out_cap);
         s->out = o;
         s->out_cap = cap;
     }
@@ -508,7 +544,7 @@ static void stream_unlink_free(gconn *c, grpc_stream *s)
         s->next->prev = s->prev;
     atomic_fetch_sub(&c->g->streams, 1);
     free(s->in);
-    free(s->out);
+    out_give(c, s->out, s->out_cap);
     free(s);
 }
 
@@ -569,6 +605,8 @@ static void conn_close(gconn *c)
     }
     nghttp2_session_del(c->ses);
     c->ses = NULL;
+    while (c->n_spare > 0)
+        free(c->spare[--c->n_spare]);
     if (c->prev)
         c->prev->next = c->next;
     else
