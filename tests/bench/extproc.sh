@@ -20,14 +20,22 @@
 #     the request when the stream ends);
 #   "full exchange": response_headers and a 256-byte response_body, each
 #     answered (the response side finishes the request).
+# Then a number that does not depend on the machine: the instructions
+# eldrd's event loop runs per pick (callgrind, counting only the loop's
+# turns, where the picker and its transport run; the kernel's work is not
+# counted), as the difference between a run of XP_CG_REQUESTS picks and
+# one of a third as many, so that start-up and connection set-up cancel.
 # Prints TSV rows (what, size, seconds, rate) on stdout, notes on stderr.
-# Environment: BIN (default bin), XP_REQUESTS (4000 streams a run),
+# Environment: BIN (default bin), XP_REQUESTS (12000 streams a run;
+# fewer let the stand-in's connection ramp weigh on the per-pick CPU),
+# XP_CG_REQUESTS (1800; 0 skips the callgrind row),
 # XP_CONCURRENCY (64), XP_CONNECTIONS (2), WRK_SECONDS (5),
 # WRK_CONNECTIONS (16), ELDRD_THREADS (2), ELDRD (the eldrd to measure;
 # default $BIN/eldrd).
 BIN=${BIN:-bin}
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-N=${XP_REQUESTS:-4000}
+N=${XP_REQUESTS:-12000}
+NCG=${XP_CG_REQUESTS:-1800}
 CONC=${XP_CONCURRENCY:-64}
 NCONN=${XP_CONNECTIONS:-2}
 SECS=${WRK_SECONDS:-5}
@@ -105,31 +113,50 @@ cpu_ns() {
     fi
 }
 
-# run LABEL ARGS...: one stand-in run over every body; rows: picks/s and
-# eldrd CPU per pick
+# eldrd's wake-ups: the times its threads were switched in (the second
+# number of schedstat), summed
+wakeups() {
+    cat /proc/"$DPID"/task/*/schedstat 2>/dev/null | awk '{s += $3} END {printf "%.0f\n", s}'
+}
+
+# what this machine bills a thread for one sleep and wake-up (bench_wake.c)
+WAKE_US=$("$ROOT/$BIN/bench_wake" --us 2>/dev/null || echo "")
+
+# run LABEL ARGS...: one stand-in run over every body; rows: picks/s,
+# eldrd CPU per pick, and its wake-ups a pick and the CPU per pick
+# without what they are billed
 run() {
     label=$1; shift
+    w0=$(wakeups)
     c0=$(cpu_ns)
     timeout 120 node "$GW/envoy.js" pick --target "127.0.0.1:$XP" --body-lines "$TMP/bodies" \
         --chunk 16384 --concurrency "$CONC" --connections "$NCONN" --quiet "$@" \
         >"$TMP/out" 2>"$TMP/err"
     rc=$?
     c1=$(cpu_ns)
+    w1=$(wakeups)
     if [ $rc -ne 0 ] || ! grep -q '"summary":true' "$TMP/out"; then
         echo "extproc bench: $label: the stand-in failed (exit $rc):" >&2
         head -c 2000 "$TMP/err" >&2; head -c 2000 "$TMP/out" >&2
         exit 1
     fi
-    $PY - "$TMP/out" "$label" "$c0" "$c1" "4 KB body, K=4, c=$CONC" <<'PYEOF'
+    $PY - "$TMP/out" "$label" "$c0" "$c1" "4 KB body, K=4, c=$CONC" "$w0" "$w1" "$WAKE_US" <<'PYEOF'
 import json, sys
 j = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 label, c0, c1, size = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+w0, w1, wake = int(sys.argv[6]), int(sys.argv[7]), sys.argv[8]
 secs = j["elapsed_ms"] / 1e3
 ok = j["ok"]
 if j["failed"] or ok == 0 or sum(j["picks"].values()) != ok:
     sys.exit("extproc bench: %s: %s" % (label, json.dumps(j)))
+cpu = (c1 - c0) / 1e3 / ok
+wakes = (w1 - w0) / ok
 print("eldrd --ext-proc picks, %s (Envoy stand-in)\t%s\t%.3f\t%.0f picks/s" % (label, size, secs, ok / secs))
-print("eldrd CPU per pick, %s (user+sys)\t%s\t%.3f\t%.1f us" % (label, size, secs, (c1 - c0) / 1e3 / ok))
+print("eldrd CPU per pick, %s (user+sys)\t%s\t%.3f\t%.1f us" % (label, size, secs, cpu))
+print("eldrd wake-ups per pick, %s\t%s\t%.3f\t%.3f /pick" % (label, size, secs, wakes))
+if wake:
+    print("eldrd CPU per pick less its wake-ups (estimate, %s us each), %s\t%s\t%.3f\t%.1f us"
+          % (wake, label, size, secs, cpu - wakes * float(wake)))
 PYEOF
 }
 
@@ -152,3 +179,35 @@ wrk_cpu "extproc bench (route)" wrk_route.lua "S*E=1024 K=4 c=$CONNS" "$URL" \
 kill -TERM $DPID 2>/dev/null
 i=0; while kill -0 $DPID 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 DPID=""
+
+# instructions per pick: eldrd under callgrind, the loop's turns counted
+# (--toggle-collect=evloop_turn), NCG picks against NCG/3
+cg_run() {
+    n=$1; out="$TMP/cg.$n"
+    CGP=$(free_port); CGX=$(free_port)
+    valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect=evloop_turn \
+        "${ELDRD:-$ROOT/$BIN/eldrd}" -m "$TMP/m.h5" --listen "127.0.0.1:$CGP" --threads "$THREADS" \
+        --quiet --ext-proc "127.0.0.1:$CGX" --endpoints "$TMP/eps.json" 2>"$TMP/cg.err" &
+    DPID=$!
+    URL="http://127.0.0.1:$CGP"
+    wait_up "extproc bench (callgrind)"
+    head -n "$n" "$TMP/bodies" >"$TMP/cgbodies"
+    timeout 300 node "$GW/envoy.js" pick --target "127.0.0.1:$CGX" --body-lines "$TMP/cgbodies" \
+        --chunk 16384 --concurrency "$CONC" --connections "$NCONN" --quiet --no-response \
+        >"$TMP/cgout" 2>&1 || { echo "extproc bench: the callgrind run failed" >&2; exit 1; }
+    kill -TERM $DPID 2>/dev/null
+    wait $DPID 2>/dev/null
+    DPID=""
+    awk '/^summary:|^totals:/ {print $2; exit}' "$out"
+}
+if [ "$NCG" -gt 0 ] && command -v valgrind >/dev/null && [ "$N" -ge "$NCG" ]; then
+    few=$((NCG / 3))
+    i_few=$(cg_run "$few")
+    i_all=$(cg_run "$NCG")
+    awk -v a="$i_all" -v b="$i_few" -v n="$((NCG - few))" -v size="4 KB body, K=4, c=$CONC" 'BEGIN {
+        if (a > b && n > 0)
+            printf "eldrd instructions per pick, pick only (callgrind, the loop)\t%s\t0\t%.0f instr\n",
+                   size, (a - b) / n }'
+elif [ "$NCG" -gt 0 ]; then
+    echo "extproc bench: valgrind not installed; the instructions row is skipped" >&2
+fi

@@ -262,7 +262,12 @@ sleep 0.7
 kill -TERM $GWPID
 sleep 0.5
 envoy health --target "$T" --expect any --timeout 3 >"$TMP/h" 2>&1
-check "draining: health is no longer SERVING" sh -c "! grep -q '\"status\":\"SERVING\"' '$TMP/h'"
+check "draining: health answers NOT_SERVING on a new connection" \
+    grep -q '"status":"NOT_SERVING"' "$TMP/h"
+envoy pick --target "$T" --body-file "$TMP/plain.json" >"$TMP/p" 2>&1
+check "draining: a new stream gets the immediate 503 ..." \
+    test "$(field "$TMP/p" "j['immediate_status']")" = 503
+check "... that says it is draining" grep -q 'draining' "$TMP/p"
 check "draining: the open stream keeps eldrd up" kill -0 $GWPID
 wait $HOLD
 PID=$GWPID; stop

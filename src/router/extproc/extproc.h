@@ -38,10 +38,13 @@ extproc_t *extproc_start(engine_t *d, evloop *l, endpoints_table *ep, char *err,
                          size_t errlen);
 int extproc_port(const extproc_t *x);
 
-/* The drain: health turns NOT_SERVING, no new stream is taken (GOAWAY),
- * streams in progress go on. Then wait up to `grace` seconds for them;
- * returns how many were still open. loop_running: the loop's thread runs
- * (the work is posted there and waited for). */
+/* The drain: health turns NOT_SERVING, the connections open now are
+ * told to open no new stream (GOAWAY), streams in progress go on. The
+ * port stays open until extproc_free: a health check on a new connection
+ * gets NOT_SERVING, a new Process stream the draining 503. Then wait up
+ * to `grace` seconds for the streams; returns how many were still open.
+ * loop_running: the loop's thread runs (the work is posted there and
+ * waited for). */
 int extproc_quiesce(extproc_t *x, int loop_running, double grace);
 /* Close everything (open streams finish their requests). After the loop
  * stopped, or before it ran. */

@@ -1,4 +1,4 @@
-/* xp_msg.c - ext_proc messages through protobuf-c (xp_msg.h). */
+/* xp_msg.c - ext_proc messages, on the wire and through protobuf-c (xp_msg.h). */
 #include "xp_msg.h"
 
 #include <stddef.h>

@@ -1,8 +1,10 @@
 /* xp_msg.h - Envoy's ext_proc messages as eldrd reads and writes them
  * (router/extproc). The bytes are protobuf (xp.proto, Envoy's field
- * numbers), decoded and encoded by protobuf-c; this file is the one place
- * that knows their shape, so the picker (extproc.c) deals in a plain view:
- * which phase a message is, its headers, its body chunk, the subset hint.
+ * numbers): read on the wire where they are as Envoy writes them, else
+ * by protobuf-c, and packed by protobuf-c (body chunks framed by hand);
+ * this file is the one place that knows their shape, so the picker
+ * (extproc.c) deals in a plain view: which phase a message is, its
+ * headers, its body chunk, the subset hint.
  *
  * A message is checked before protobuf-c sees it: google.protobuf.Struct
  * nests without bound (a Value holds a Struct holds a Value ...), and

@@ -790,8 +790,6 @@ static void conn_new(grpc_srv *g, int fd, const struct sockaddr_storage *ss)
         evloop_timer_start(g->l, &c->preface, g->cfg.preface_timeout);
     atomic_fetch_add(&g->nconns, 1);
     atomic_fetch_add(&g->conns_total, 1);
-    if (g->quiescing)
-        nghttp2_submit_goaway(c->ses, NGHTTP2_FLAG_NONE, 0, NGHTTP2_NO_ERROR, NULL, 0);
     conn_flush(c);
 }
 
@@ -930,11 +928,6 @@ void grpc_quiesce(grpc_srv *g)
     if (g->quiescing)
         return;
     g->quiescing = 1;
-    if (g->lfd >= 0) {
-        evloop_io_del(g->l, &g->lio);
-        close(g->lfd);
-        g->lfd = -1;
-    }
     for (gconn *c = g->conns; c; c = c->next) {
         nghttp2_submit_goaway(c->ses, NGHTTP2_FLAG_NONE,
                               nghttp2_session_get_last_proc_stream_id(c->ses),

@@ -99,9 +99,11 @@ typedef struct grpc_stats {
 } grpc_stats;
 void grpc_get_stats(const grpc_srv *g, grpc_stats *st);
 
-/* The drain, on the loop's thread: stop accepting, tell each connection
- * to open no new stream (GOAWAY); the streams in progress go on, and a
- * connection closes when its last stream has ended. */
+/* The drain, on the loop's thread: tell each open connection to open no
+ * new stream (GOAWAY); the streams in progress go on, and a connection
+ * closes when its last stream has ended. The port keeps accepting, so
+ * that a health check on a new connection is answered (the services say
+ * what a draining server answers) until grpc_free. */
 void grpc_quiesce(grpc_srv *g);
 /* Close every connection (the services' open streams get gone) and the
  * listener; free. On the loop's thread, or after the loop stopped. */
