@@ -260,11 +260,19 @@ class Handler(BaseHTTPRequestHandler):
 BIND = [int(x) for x in opt["--bind-decode"].split(",") if x]
 
 
+class Server(ThreadingHTTPServer):
+    # the listen backlog an engine has (vLLM's uvicorn: 2048), not
+    # socketserver's 5: with 256 requests at once, connects past the fifth
+    # were dropped and retried by TCP after 1, 3, 7, 15 s, and the streams
+    # waiting behind them ran into the test's 30 s timeout
+    request_queue_size = 2048
+    daemon_threads = True
+
+
 def serve(role, index):
     h = type("H%s%d" % (role, index), (Handler,), {"role": role, "index": index})
     port = BIND[index] if role == "decode" and index < len(BIND) else 0
-    s = ThreadingHTTPServer(("127.0.0.1", port), h)
-    s.daemon_threads = True
+    s = Server(("127.0.0.1", port), h)
     threading.Thread(target=s.serve_forever, daemon=True).start()
     return s.server_address[1]
 
