@@ -258,19 +258,28 @@ static void test_body_and_malformed(void **state)
  * whose reading decides them, and give the view it gives; the ones that
  * are, on the wire. Each case: its bytes, and whether protobuf-c reads
  * it. */
+/* request_headers holding one HeaderValue of the given bytes, into m */
+static void one_header_message(const buf *hv, buf *m)
+{
+    buf map = {.n = 0}, hh = {.n = 0};
+    ld(&map, 1, hv->b, hv->n);
+    ld(&hh, 1, map.b, map.n);
+    m->n = 0;
+    ld(m, 2, hh.b, hh.n);
+}
+
 static void test_wire_or_protobuf_c(void **state)
 {
     (void)state;
-    buf hv = {.n = 0}, map = {.n = 0}, hh = {.n = 0}, m = {.n = 0}, body = {.n = 0};
+    static buf hv, m, body;
     xp_in in;
     char why[160];
     /* a header whose key comes twice: protobuf's last one wins */
+    hv.n = body.n = 0;
     str(&hv, 1, "x-first");
     str(&hv, 1, "x-request-id");
     str(&hv, 3, "r-9");
-    ld(&map, 1, hv.b, hv.n);
-    ld(&hh, 1, map.b, map.n);
-    ld(&m, 2, hh.b, hh.n);
+    one_header_message(&hv, &m);
     assert_int_equal(read_both(m.b, m.n, &in, why, sizeof why), 0);
     assert_non_null(in.pb);
     size_t n;
@@ -297,13 +306,11 @@ static void test_wire_or_protobuf_c(void **state)
     assert_non_null(in.pb);
     xp_in_free(&in);
     /* a header key with a NUL: protobuf-c's C string ends there */
-    buf hv2 = {.n = 0}, map2 = {.n = 0}, hh2 = {.n = 0}, m2 = {.n = 0};
-    ld(&hv2, 1, "x-request-id\0zz", 15);
-    str(&hv2, 2, "r-1");
-    ld(&map2, 1, hv2.b, hv2.n);
-    ld(&hh2, 1, map2.b, map2.n);
-    ld(&m2, 2, hh2.b, hh2.n);
-    assert_int_equal(read_both(m2.b, m2.n, &in, why, sizeof why), 0);
+    hv.n = 0;
+    ld(&hv, 1, "x-request-id\0zz", 15);
+    str(&hv, 2, "r-1");
+    one_header_message(&hv, &m);
+    assert_int_equal(read_both(m.b, m.n, &in, why, sizeof why), 0);
     assert_non_null(in.pb);
     assert_non_null(xp_header(&in, "x-request-id", &n));
     xp_in_free(&in);
@@ -531,12 +538,12 @@ static void test_body_sig(void **state)
     (void)state;
     xp_buf sig = {0};
     size_t len;
-    int claim;
+    jspan claim;
     char why[128];
     const char *ok = "{\"prompt\":\"p\",\"kv_transfer_params\":{\"a\":[1,{\"b\":2}],"
                      "\"eldr_sig\":\"AQACAA==\"}}";
     assert_int_equal(xp_body_sig(ok, strlen(ok), &sig, &len, &claim, why, sizeof why), 1);
-    assert_int_equal(claim, 0);
+    assert_int_equal(claim.n, 0);
     assert_int_equal(len, 4);
     assert_int_equal(sig.p[0], 1);
     assert_int_equal(sig.p[2], 2);
@@ -559,7 +566,8 @@ static void test_body_sig(void **state)
         assert_non_null(strstr(why, "eldr_sig"));
     }
     /* the claim's key is seen in the same walk, beside eldr_sig or
-     * without it, and only inside kv_transfer_params */
+     * without it, and only inside kv_transfer_params; the claim is
+     * kv_transfer_params' span, and only in a body that walks whole */
     static const struct {
         const char *body;
         int rc, claim;
@@ -568,12 +576,30 @@ static void test_body_sig(void **state)
         {"{\"kv_transfer_params\":{\"eldr_block_hashes\":[1],\"eldr_cached_blocks\":1}}", 0, 1},
         {"{\"eldr_block_hashes\":[1],\"kv_transfer_params\":{\"eldr_sig\":\"AQACAA==\"}}", 1, 0},
         {"{\"kv_transfer_params\":{\"x\":{\"eldr_block_hashes\":[1]}}}", 0, 0},
+        {"{\"kv_transfer_params\":{\"eldr_block_hashes\":[1]},\"prompt\":tru}", 0, 0},
     };
     for (size_t i = 0; i < sizeof claims / sizeof *claims; i++) {
         assert_int_equal(xp_body_sig(claims[i].body, strlen(claims[i].body), &sig, &len, &claim,
                                      why, sizeof why), claims[i].rc);
-        assert_int_equal(claim, claims[i].claim);
+        assert_int_equal(claim.n > 0, claims[i].claim);
+        if (claim.n) {
+            assert_true(claim.p[0] == '{' && claim.p[claim.n - 1] == '}');
+            assert_non_null(memmem(claim.p, claim.n, "eldr_block_hashes", 17));
+        }
     }
+    /* the claim read from that span: the hashes, or none when absent */
+    static const uint16_t counts[4] = {1, 2, 3, 4};
+    rb_blocks bl;
+    rb_err e;
+    char pw[RB_NAME_MAX];
+    const char *cl = "{\"kv_transfer_params\":{\"eldr_block_hashes\":[7,8],"
+                     "\"eldr_prefill_worker\":\"p1\"}}";
+    assert_int_equal(xp_body_sig(cl, strlen(cl), &sig, &len, &claim, why, sizeof why), 0);
+    assert_int_equal(xp_body_claim(claim, 1, 4, counts, &bl, pw, sizeof pw, &e), 1);
+    assert_int_equal(bl.n_hashes, 2);
+    assert_string_equal(pw, "p1");
+    rb_blocks_free(&bl);
+    assert_int_equal(xp_body_claim((jspan){NULL, 0}, 1, 4, counts, &bl, pw, sizeof pw, &e), 0);
     xp_buf_free(&sig);
 }
 

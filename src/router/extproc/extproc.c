@@ -180,9 +180,10 @@ static int ready(extproc_t *x)
 
 /* The signal: the body's eldr_sig, else the header's; -1 when the one
  * given is malformed (answered). *sig points into x->sig or s->hsig;
- * *claim when the body carries the signature cache's claim. */
+ * *claim: the body's kv_transfer_params when it carries the signature
+ * cache's claim (xp_body_sig). */
 static int signal_bytes(xstream *s, const uint8_t *body, size_t n, const uint8_t **sig,
-                        size_t *len, int *src, int *claim)
+                        size_t *len, int *src, jspan *claim)
 {
     char why[256];
     int rc = xp_body_sig((const char *)body, n, &s->x->sig, len, claim, why, sizeof why);
@@ -251,11 +252,12 @@ static int route(xstream *s, mref_t *m, const uint16_t *counts, const cache_use 
 }
 
 /* The counts to route with: eldr_sig's (x->counts), or, when the handoff
- * claims prefix-cached blocks (claim: the body names eldr_block_hashes),
- * those completed from the signature cache (x->total, *u filled, *up =
- * u); NULL for a gate model. -1 answered. */
-static int cached_counts(xstream *s, mref_t *m, const uint8_t *body, size_t n, int claim,
-                         const uint16_t **counts, cache_use *u, const cache_use **up)
+ * claims prefix-cached blocks (claim: kv_transfer_params, which names
+ * eldr_block_hashes; empty: none), those completed from the signature
+ * cache (x->total, *u filled, *up = u); NULL for a gate model. -1
+ * answered. */
+static int cached_counts(xstream *s, mref_t *m, jspan claim, const uint16_t **counts,
+                         cache_use *u, const cache_use **up)
 {
     extproc_t *x = s->x;
     int gate = sig_variant_uses_gate(m->m->recipe.variant);
@@ -264,9 +266,7 @@ static int cached_counts(xstream *s, mref_t *m, const uint8_t *body, size_t n, i
     rb_err e;
     *counts = gate ? NULL : x->counts;
     *up = NULL;
-    int c = body && claim ? xp_body_claim((const char *)body, n, x->d->L, x->d->E, x->counts,
-                                          &bl, pw, sizeof pw, &e)
-                          : 0;
+    int c = xp_body_claim(claim, x->d->L, x->d->E, x->counts, &bl, pw, sizeof pw, &e);
     if (c <= 0) {
         if (c < 0)
             immediate(s, e.status, OUT_BAD_SIGNAL, "eldr picker: %s (%s)", e.error, e.where);
@@ -301,7 +301,8 @@ static void pick(xstream *s, const uint8_t *body, size_t n)
     const uint8_t *sig = NULL;
     uint8_t ok[ROUTE_MAX_WORKERS];
     size_t siglen = 0;
-    int src, nosig = 0, claim = 0;
+    int src, nosig = 0;
+    jspan claim;
     char why[256], dest[EP_HOSTPORT_MAX];
     if (signal_bytes(s, body, n, &sig, &siglen, &src, &claim) < 0)
         return;
@@ -316,7 +317,7 @@ static void pick(xstream *s, const uint8_t *body, size_t n)
                   "onto the model's %d workers", x->d->K);
     } else if (decide_read_sig(x->d, m, sig, siglen, x->counts, x->gates, why, sizeof why) < 0) {
         immediate(s, 422, OUT_BAD_SIGNAL, "eldr picker: %s", why);
-    } else if (cached_counts(s, m, body, n, claim, &counts, &u, &up) < 0) {
+    } else if (cached_counts(s, m, claim, &counts, &u, &up) < 0) {
         /* answered */
     } else if (eligible(s, ok, &mask) < 0) {
         immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: no endpoint of the subset hint is "

@@ -62,19 +62,20 @@ static int read_top(void *cls, const char *k, size_t kl, cj_t *s)
     return rc;
 }
 
-int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, int *claim,
+int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, jspan *claim,
                 char *why, size_t whylen)
 {
     const char *end = body + n, *p = js_ws(body, end);
     *len = 0;
-    *claim = 0;
+    *claim = (jspan){NULL, 0};
     if (p == end || *p != '{')
         return 0;
     sig_walk w = {{NULL, 0}, {NULL, 0}, 0, 0};
     cj_t s;
     cj_init(&s, p, (size_t)(end - p));
     int rc = js_walk_at(&s, read_top, &w);
-    *claim = w.claim;
+    if (rc == 0 && w.claim)   /* the whole body walked: its kv_transfer_params */
+        *claim = w.kv;
     if (rc == -2) {
         snprintf(why, whylen, "kv_transfer_params or its eldr_sig is given twice");
         return -1;
@@ -93,20 +94,14 @@ int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, int *claim
     return 1;
 }
 
-int xp_body_claim(const char *body, size_t n, int L, int E, const uint16_t *counts,
-                  rb_blocks *b, char *prefill, size_t plen, rb_err *e)
+int xp_body_claim(jspan kv, int L, int E, const uint16_t *counts, rb_blocks *b, char *prefill,
+                  size_t plen, rb_err *e)
 {
     static const char *const keys[3] = {"eldr_block_hashes", "eldr_cached_blocks",
                                         "eldr_block_counts"};
     memset(b, 0, sizeof *b);
     prefill[0] = '\0';
-    if (!memmem(body, n, "\"eldr_block_hashes\"", 19))
-        return 0;
-    const char *end = body + n, *p = js_ws(body, end);
-    jspan kv;
-    if (p == end || *p != '{' ||
-        js_member((jspan){p, (size_t)(end - p)}, "kv_transfer_params", NULL, &kv) <= 0 ||
-        *kv.p != '{')
+    if (!kv.n)
         return 0;
     json_t *o = rb_load(kv.p, kv.n, e);
     if (!o)

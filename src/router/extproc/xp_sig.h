@@ -12,15 +12,18 @@
 #include <stdint.h>
 
 #include "json_in.h"
+#include "jspan.h"
 
 #include "xp_msg.h"
 
 /* The body's kv_transfer_params.eldr_sig: 1 with the bytes in sig->p
  * (grown as needed) and *len; 0 when there is none (not a JSON object, no
  * kv_transfer_params, no eldr_sig, or null); -1 with why when it is there
- * but is not a base64 string (or is given twice). *claim = 1 when the same
- * walk met kv_transfer_params.eldr_block_hashes (xp_body_claim reads it). */
-int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, int *claim,
+ * but is not a base64 string (or is given twice). *claim: the span of
+ * kv_transfer_params when the same walk met its eldr_block_hashes and the
+ * whole body was JSON as far as the walk checks it (xp_body_claim reads
+ * it), else empty. */
+int xp_body_sig(const char *body, size_t n, xp_buf *sig, size_t *len, jspan *claim,
                 char *why, size_t whylen);
 
 /* A header's base64 text: 1 with the bytes in sig->p and *len, -1 with
@@ -30,15 +33,15 @@ int xp_text_sig(const char *text, size_t n, xp_buf *sig, size_t *len, char *why,
 
 /* The signature cache's claim beside eldr_sig, for a prefill whose
  * prefix cache served the prompt's first blocks (eldr_sig then counts
- * only the tokens it computed): kv_transfer_params' eldr_block_hashes,
- * eldr_cached_blocks and eldr_block_counts, read as POST /v1/route reads
- * block_hashes, cached_blocks and block_counts (eldr_-prefixed, as
- * eldr_sig is), and eldr_prefill_worker (whose cache; "" when absent).
- * counts [L*E]: eldr_sig's, which the new blocks must be part of. 1 read
- * into *b (rb_blocks_free it); 0 none (no eldr_block_hashes); -1 with e.
- * A body without the key's text pays one memmem (the picker calls it only
- * when xp_body_sig's walk met the key). */
-int xp_body_claim(const char *body, size_t n, int L, int E, const uint16_t *counts,
-                  rb_blocks *b, char *prefill, size_t plen, rb_err *e);
+ * only the tokens it computed): in kv (kv_transfer_params' span, as
+ * xp_body_sig gives it), eldr_block_hashes, eldr_cached_blocks and
+ * eldr_block_counts, read as POST /v1/route reads block_hashes,
+ * cached_blocks and block_counts (eldr_-prefixed, as eldr_sig is), and
+ * eldr_prefill_worker (whose cache; "" when absent). counts [L*E]:
+ * eldr_sig's, which the new blocks must be part of. 1 read into *b
+ * (rb_blocks_free it); 0 none (kv empty, or eldr_block_hashes null); -1
+ * with e. */
+int xp_body_claim(jspan kv, int L, int E, const uint16_t *counts, rb_blocks *b, char *prefill,
+                  size_t plen, rb_err *e);
 
 #endif
