@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -554,6 +555,42 @@ static void test_string_bytes_against_jansson(void **state)
     }
 }
 
+/* g9_int against printf's "%lld": the edges, every power of ten and its
+ * neighbours, and random values of every width, both signs. */
+static void int_same(long long v)
+{
+    char a[32], b[32];
+    int n = g9_int(v, a);
+    snprintf(b, sizeof b, "%lld", v);
+    assert_string_equal(a, b);
+    assert_int_equal(n, (int)strlen(b));
+}
+
+static void test_g9_int_against_printf(void **state)
+{
+    (void)state;
+    static const long long edge[] = {0, 1, -1, 9, 10, -10, LLONG_MAX, LLONG_MIN,
+                                     LLONG_MIN + 1, INT_MAX, INT_MIN};
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++)
+        int_same(edge[i]);
+    long long p = 1;
+    for (int j = 0; j < 19; j++, p *= 10) {
+        int_same(p);
+        int_same(p - 1);
+        int_same(-p);
+        int_same(-(p + 1));
+    }
+    rng_t r;
+    rng_seed(&r, 29);
+    for (int it = 0; it < 20000; it++) {
+        unsigned long long u = ((unsigned long long)rng_below(&r, 1u << 31) << 33) ^
+                               ((unsigned long long)rng_below(&r, 1u << 31) << 2) ^
+                               rng_below(&r, 4);
+        long long v = (long long)(u >> (1 + rng_below(&r, 63)));   /* >= 0: -v is defined */
+        int_same(rng_below(&r, 2) ? v : -v);
+    }
+}
+
 static void test_g9_against_printf(void **state)
 {
     (void)state;
@@ -804,6 +841,7 @@ int main(void)
         cmocka_unit_test(test_finish_corpus),
         cmocka_unit_test(test_string_bytes_against_jansson),
         cmocka_unit_test(test_g9_against_printf),
+        cmocka_unit_test(test_g9_int_against_printf),
         cmocka_unit_test(test_answers_match_jansson),
         cmocka_unit_test(test_state_window_swaps),
     };

@@ -68,14 +68,8 @@ static void put_str(jw *w, const char *s)
 /* Decimal, as "%lld" writes it (without printf: an answer has dozens). */
 static void put_int(jw *w, long long v)
 {
-    char b[24], *p = b + sizeof b;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do
-        *--p = (char)('0' + u % 10);
-    while (u /= 10);
-    if (v < 0)
-        *--p = '-';
-    put(w, p, (size_t)(b + sizeof b - p));
+    char b[24];
+    put(w, b, (size_t)g9_int(v, b));
 }
 
 /* A real as jansson's dumper writes it with JSON_REAL_PRECISION(9):

@@ -134,3 +134,18 @@ int g9_format(double v, char *out)
     out[n] = '\0';
     return n;
 }
+
+int g9_int(long long v, char *out)
+{
+    char b[24], *p = b + sizeof b;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--p = '-';
+    int n = (int)(b + sizeof b - p);
+    memcpy(out, p, (size_t)n);
+    out[n] = '\0';
+    return n;
+}

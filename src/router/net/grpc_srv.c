@@ -23,6 +23,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "g9.h"
+
 #define GRPC_METHODS_MAX 16
 #define READ_CHUNK 65536
 #define READS_PER_TURN 8          /* fairness: at most this many reads a turn */
@@ -116,25 +118,10 @@ static void pct_encode(const char *in, char *out, size_t n)
 
 #define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
 
-/* grpc-status in decimal (a status is 0..16; every stream's end writes
- * one, where snprintf cost a thousand instructions) */
-static void status_text(int status, char out[16])
-{
-    char tmp[16];
-    unsigned v = status < 0 ? 0u : (unsigned)status;
-    int n = 0;
-    do
-        tmp[n++] = (char)('0' + v % 10);
-    while ((v /= 10) && n < 15);
-    for (int i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    out[n] = '\0';
-}
-
 static void submit_trailers(grpc_stream *s)
 {
-    char code[16], msg[sizeof s->status_msg * 3 + 1];
-    status_text(s->status, code);
+    char code[24], msg[sizeof s->status_msg * 3 + 1];
+    g9_int(s->status, code);   /* not snprintf: every stream ends with one */
     pct_encode(s->status_msg, msg, sizeof msg);
     nghttp2_nv nv[2] = {NV("grpc-status", code), NV("grpc-message", msg)};
     nghttp2_submit_trailer(s->c->ses, s->id, nv, msg[0] ? 2 : 1);
@@ -177,8 +164,8 @@ static void submit_head(grpc_stream *s)
 /* An error before any message: Trailers-Only (one HEADERS, END_STREAM). */
 static void submit_trailers_only(grpc_stream *s)
 {
-    char code[16], msg[sizeof s->status_msg * 3 + 1];
-    status_text(s->status, code);
+    char code[24], msg[sizeof s->status_msg * 3 + 1];
+    g9_int(s->status, code);
     pct_encode(s->status_msg, msg, sizeof msg);
     nghttp2_nv nv[4] = {NV(":status", "200"), NV("content-type", "application/grpc"),
                         NV("grpc-status", code), NV("grpc-message", msg)};

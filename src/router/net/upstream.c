@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "g9.h"
 #include "upstream_parse.h"
 
 #define READ_CHUNK (64 * 1024)
@@ -499,19 +500,15 @@ static upx *request(upc *c, const char *method, int origin_i, const char *path,
     }
     /* built by hand: one request line and four to six headers, every request */
     char *w = x->head, digits[24];
-    int nd = 0;
-    size_t v = len;
-    do
-        digits[nd++] = (char)('0' + v % 10);
-    while ((v /= 10));
+    int nd = g9_int((long long)len, digits);
     size_t ml = strlen(method);
     memcpy(w, method, ml);
     memcpy(w += ml, path, pl);
     memcpy(w += pl, " HTTP/1.1\r\n", 11);
     memcpy(w += 11, o->fixed, o->fixed_len);
     w += o->fixed_len;
-    while (nd)
-        *w++ = digits[--nd];
+    memcpy(w, digits, (size_t)nd);
+    w += nd;
     memcpy(w, "\r\n", 2);
     w += 2;
     if (request_id) {
