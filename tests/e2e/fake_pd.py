@@ -261,7 +261,8 @@ BIND = [int(x) for x in opt["--bind-decode"].split(",") if x]
 
 
 class Server(ThreadingHTTPServer):
-    # the listen backlog an engine has (vLLM's uvicorn: 2048), not
+    # the listen backlog an engine has (vLLM serves through uvicorn, whose
+    # uvicorn/config.py Config has backlog: int = 2048), not
     # socketserver's 5: with 256 requests at once, connects past the fifth
     # were dropped and retried by TCP after 1, 3, 7, 15 s, and the streams
     # waiting behind them ran into the test's 30 s timeout
