@@ -156,12 +156,6 @@ $(BIN)/test_tui_%: $(BUILD)/tests/unit/test_tui_%.o $(TEST_UTIL_OBJ) $(TUI_OBJ) 
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) $(TEST_LIBS)
 
-# test_capture_*: the engine-answer decoder of eldr capture (src/client)
-CAPTURE_DECODE_OBJ := $(BUILD)/src/client/capture_decode.o $(BUILD)/src/client/capture_field.o
-$(BIN)/test_capture_%: $(BUILD)/tests/unit/test_capture_%.o $(TEST_UTIL_OBJ) $(CAPTURE_DECODE_OBJ) $(CORE_LIB)
-	@mkdir -p $(BIN)
-	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
-
 $(BIN)/test_router_%: $(BUILD)/tests/unit/test_router_%.o $(TEST_UTIL_OBJ) $(ROUTER_LIB) $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(ROUTER_LIBS) $(TEST_LIBS)
@@ -259,7 +253,7 @@ FUZZ_BUILD := build-fuzz
 FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
 FUZZ_SRC := $(CORE_SRC) $(wildcard src/router/api/body_*.c) \
-	src/client/capture_decode.c src/client/capture_field.c src/router/base/wire.c \
+	src/router/base/wire.c \
 	src/router/pdproxy/proxy_msg.c src/router/pdproxy/proxy_req.c src/router/base/jspan.c \
 	src/router/net/upstream_parse.c src/router/base/strbuf.c \
 	src/router/extproc/xp_msg.c src/router/extproc/xp_sig.c src/router/engine/json_in.c

@@ -183,7 +183,7 @@ int capture_run(const capture_opts *o, capture_result *r, char *err, size_t errl
     capture_drive d = {.url = c ? client_url(c) : "", .jobs = jobs, .n = ps.n,
                        .concurrency = o->concurrency, .rate = o->rate, .timeout_s = o->timeout_s,
                        .stop = o->stop, .progress = o->progress, .progress_arg = o->progress_arg};
-    d.hint = (capture_hint){.L = o->layers ? o->layers : si.L, .k = o->top_k ? o->top_k : si.k,
+    d.hint = (routed_hint){.L = o->layers ? o->layers : si.L, .k = o->top_k ? o->top_k : si.k,
                            .E = o->experts, .require_full = o->require_full,
                            .from = o->layers || o->top_k ? "--layers/--top-k"
                                                          : "the server's model info"};
@@ -209,7 +209,7 @@ int capture_run(const capture_opts *o, capture_result *r, char *err, size_t errl
         rc = eldr_errf(err, errlen, "out of memory");
     for (int64_t i = 0; jobs && i < ps.n; i++) {
         free(jobs[i].body);
-        capture_routes_free(&jobs[i].routes);
+        routed_free(&jobs[i].routes);
     }
     free(jobs);
     client_free(c);

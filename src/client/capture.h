@@ -5,7 +5,7 @@
  * capture_run loads the prompts, asks the server what it is (engine and
  * model, GET /v1/models and /get_model_info), sends every prompt (C in
  * flight, optionally paced at R per second; a failed request is retried
- * twice), decodes each answer (capture_decode.h) and assembles the trace
+ * twice), decodes each answer (routed.h) and assembles the trace
  * (capture_trace.c). It stops sending when *stop becomes non-zero (Ctrl-C),
  * waits for the requests in flight, and returns what was captured.
  *

@@ -120,7 +120,7 @@ static int finish(run *r, CURLMsg *m, char *err, size_t errlen)
         return 0;
     }
     char e[ELDR_ERRLEN];
-    if (capture_decode(s->buf ? s->buf : "", s->len, &d->hint, &job->routes, e, sizeof e) < 0)
+    if (routed_decode(s->buf ? s->buf : "", s->len, &d->hint, &job->routes, e, sizeof e) < 0)
         return eldr_errf(err, errlen, "%s%s (request %lld): %s", d->url, job->path,
                          (long long)j, e);
     if (!d->hint.L) {

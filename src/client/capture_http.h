@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "capture.h"
-#include "capture_decode.h"
+#include "routed.h"
 
 enum { JOB_PENDING, JOB_FLIGHT, JOB_OK, JOB_FAILED };
 
@@ -24,7 +24,7 @@ typedef struct capture_job {
     int state;                   /* JOB_* */
     double sent_s;               /* first attempt, seconds after the start */
     double retry_at;             /* not before (seconds after the start) */
-    capture_routes routes;       /* JOB_OK */
+    routed_t routes;       /* JOB_OK */
     char error[200];             /* the last failed attempt's */
 } capture_job;
 
@@ -34,7 +34,7 @@ typedef struct capture_drive {
     int64_t n;
     int concurrency;
     double rate, timeout_s;
-    capture_hint hint;           /* L and k are fixed by the first answer when 0 */
+    routed_hint hint;           /* L and k are fixed by the first answer when 0 */
     volatile sig_atomic_t *stop;
     capture_progress_fn progress;
     void *progress_arg;

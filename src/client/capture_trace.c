@@ -22,7 +22,7 @@ static int add_counts(uint16_t *counts, const uint16_t *ids, int64_t rows, int L
     return 0;
 }
 
-static int fill_row(trace_t *t, int64_t r, const capture_routes *cr, char *err, size_t errlen)
+static int fill_row(trace_t *t, int64_t r, const routed_t *cr, char *err, size_t errlen)
 {
     size_t row = (size_t)t->L * (size_t)t->k, cells = TRACE_CELLS(t);
     if (cr->prompt_tokens > INT32_MAX || cr->decode_rows > INT32_MAX)
@@ -53,7 +53,7 @@ int capture_trace_build(const capture_job *jobs, const capture_prompts *ps, int 
     *out = NULL;
     for (int64_t i = 0; i < ps->n; i++)
         if (jobs[i].state == JOB_OK) {
-            const capture_routes *cr = &jobs[i].routes;
+            const routed_t *cr = &jobs[i].routes;
             n++;
             tp += cr->prompt_tokens;
             td += cr->decode_rows;
@@ -91,7 +91,7 @@ int capture_trace_build(const capture_job *jobs, const capture_prompts *ps, int 
     for (int64_t i = 0, r = 0; rc == 0 && i < ps->n; i++) {
         if (jobs[i].state != JOB_OK)
             continue;
-        const capture_routes *cr = &jobs[i].routes;
+        const routed_t *cr = &jobs[i].routes;
         t->prefill_offsets[r + 1] = t->prefill_offsets[r] + cr->prompt_tokens;
         t->decode_offsets[r + 1] = t->decode_offsets[r] + cr->decode_rows;
         t->arrival_s[r] = jobs[i].sent_s;

@@ -1,5 +1,5 @@
 /* json_scan.h - a small pull scanner over a JSON text: the engine answers
- * that `eldr capture` reads (capture_decode.c), and the upstream answers
+ * that `eldr capture` reads (routed.c), and the upstream answers
  * eldrd's proxy splices (src/router/jspan.c).
  *
  * Why not jansson: an answer carries the expert ids of every token, layer

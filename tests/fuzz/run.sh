@@ -32,7 +32,7 @@ run_one() {
     mkdir -p "$work"
     dict=
     case $name in
-        jsonl|centroid_json|route_body|kv_events|capture|proxy_answer|proxy_request) dict=-dict=tests/fuzz/json.dict ;;
+        jsonl|centroid_json|route_body|kv_events|routed|proxy_answer|proxy_request) dict=-dict=tests/fuzz/json.dict ;;
     esac
     # -timeout: one input may take 10 s (a stuck loop is a failure);
     # -rss_limit_mb: a lying header must not make us allocate 2 GB.

@@ -1,5 +1,5 @@
-/* fuzz_capture.c - libFuzzer harness: the routed-experts decoder of
- * `eldr capture` (src/client/capture_decode.h) on arbitrary engine
+/* fuzz_routed.c - libFuzzer harness: the routed-experts decoder of
+ * `eldr capture` (src/core/routed.h) on arbitrary engine
  * answers. The first byte picks the hints (layers, top-k, experts known or
  * not); the rest is the answer body.
  *
@@ -7,24 +7,24 @@
  * line and leaves no ids; an accepted answer has a routing shape, P + D
  * rows with D = max(C - 1, 0), every id below E (or 65536), the k ids of
  * a token and layer distinct, and max_id the largest of them. */
-#include "../../src/client/capture_decode.h"
+#include "../../src/core/routed.h"
 #include "err.h"
 #include "fuzz.h"
 
-static int fuzz_capture_one(const uint8_t *data, size_t size)
+static int fuzz_routed_one(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    capture_hint h = {0};
+    routed_hint h = {0};
     if (data[0] & 1)
         h.L = 1 + (data[0] >> 1 & 3);
     if (data[0] & 8)
         h.k = 1 + (data[0] >> 4 & 3);
     if (data[0] & 64)
         h.E = 8;
-    capture_routes r;
+    routed_t r;
     char err[ELDR_ERRLEN] = "";
-    if (capture_decode((const char *)data + 1, size - 1, &h, &r, err, sizeof err) < 0) {
+    if (routed_decode((const char *)data + 1, size - 1, &h, &r, err, sizeof err) < 0) {
         fuzz_check_err(err, sizeof err);
         fuzz_check(r.ids == NULL);
         return 0;
@@ -46,7 +46,7 @@ static int fuzz_capture_one(const uint8_t *data, size_t size)
             }
         }
     fuzz_check(max == r.max_id);
-    capture_routes_free(&r);
+    routed_free(&r);
     return 0;
 }
 
@@ -54,6 +54,6 @@ static int fuzz_capture_one(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    return fuzz_capture_one(data, size);
+    return fuzz_routed_one(data, size);
 }
 #endif

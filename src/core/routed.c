@@ -1,14 +1,14 @@
-/* capture_decode.c - routed experts out of an engine answer
- * (capture_decode.h). The answer is walked once with the in-place scanner
+/* routed.c - routed experts out of an engine answer
+ * (routed.h). The answer is walked once with the in-place scanner
  * (json_scan.h), keeping only the spans of the fields that matter; the
- * spans are decoded afterwards (capture_field.c), when the token counts
+ * spans are decoded afterwards (routed_field.c), when the token counts
  * are known (a raw SGLang buffer needs them to find its item size, and
  * the keys may come in any order), and put together here. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture_decode.h"
-#include "capture_field.h"
+#include "routed.h"
+#include "routed_field.h"
 #include "json_scan.h"
 #include "err.h"
 
@@ -144,19 +144,49 @@ static int walk(cj_t *s, found *f)
 
 /* ---- putting the rows together ---- */
 
-/* The k ids of a token in a layer are distinct; max_id is over the rows
- * kept (not the dropped last generated row, whose contents are junk).
- * Distinctness with a bitset over the id range: k marks and k clears per
- * token and layer, not k^2 comparisons. */
-static int check_ids(capture_routes *o, char *err, size_t errlen)
+/* 1 when layer l holds 0 in every place of every kept row (k >= 2). */
+static int layer_all_zero(const routed_t *o, int l)
+{
+    if (o->k < 2)
+        return 0;
+    int64_t rows = o->prompt_tokens + o->decode_rows;
+    size_t row = (size_t)o->L * (size_t)o->k;
+    for (int64_t t = 0; t < rows; t++) {
+        const uint16_t *x = o->ids + (size_t)t * row + (size_t)l * (size_t)o->k;
+        for (int a = 0; a < o->k; a++)
+            if (x[a])
+                return 0;
+    }
+    return rows > 0;
+}
+
+int routed_dense_layers(const routed_t *r, uint8_t *dense)
+{
+    int n = 0;
+    for (int l = 0; l < r->L; l++)
+        n += dense[l] = (uint8_t)layer_all_zero(r, l);
+    return n;
+}
+
+/* The k ids of a token in a layer are distinct (but in a dense layer,
+ * all 0); max_id is over the rows kept (not the dropped last generated
+ * row, whose contents are junk). Distinctness with a bitset over the id
+ * range: k marks and k clears per token and layer, not k^2 comparisons. */
+static int check_ids(routed_t *o, char *err, size_t errlen)
 {
     static _Thread_local uint64_t seen[65536 / 64];
     int64_t rows = o->prompt_tokens + o->decode_rows;
     const uint16_t *x = o->ids;
     unsigned max = 0;
+    uint8_t *dense = calloc((size_t)o->L + 1, 1);
+    if (!dense)
+        return eldr_errf(err, errlen, "out of memory");
+    routed_dense_layers(o, dense);
     for (int64_t t = 0; t < rows; t++)
         for (int l = 0; l < o->L; l++, x += o->k) {
             int dup = -1;
+            if (dense[l])
+                continue;
             for (int a = 0; a < o->k; a++) {
                 uint64_t bit = UINT64_C(1) << (x[a] & 63), *w = &seen[x[a] >> 6];
                 if (*w & bit)
@@ -166,21 +196,56 @@ static int check_ids(capture_routes *o, char *err, size_t errlen)
             }
             for (int a = 0; a < o->k; a++)
                 seen[x[a] >> 6] = 0;
-            if (dup >= 0)
+            if (dup >= 0) {
+                free(dense);
                 return eldr_errf(err, errlen, "%s token %lld layer %d: expert %d picked "
                                  "twice (top-k ids must be distinct)",
                                  t < o->prompt_tokens ? "prompt" : "decode",
                                  (long long)(t < o->prompt_tokens ? t : t - o->prompt_tokens), l,
                                  dup);
+            }
         }
+    free(dense);
     o->max_id = rows ? (int)max : -1;
+    return 0;
+}
+
+int routed_counts(const routed_t *r, int64_t row0, int64_t n, const uint8_t *keep, int E,
+                  uint16_t *out, char *err, size_t errlen)
+{
+    size_t row = (size_t)r->L * (size_t)r->k;
+    int nk = 0;
+    for (int l = 0; l < r->L; l++)
+        nk += !keep || keep[l];
+    memset(out, 0, (size_t)nk * (size_t)E * sizeof *out);
+    if (row0 < 0 || n < 0 || row0 + n > r->prompt_tokens + r->decode_rows)
+        return eldr_errf(err, errlen, "rows %lld..%lld are outside the answer's %lld rows",
+                         (long long)row0, (long long)(row0 + n),
+                         (long long)(r->prompt_tokens + r->decode_rows));
+    for (int64_t t = row0; t < row0 + n; t++) {
+        const uint16_t *x = r->ids + (size_t)t * row;
+        for (int l = 0, o = 0; l < r->L; l++, x += r->k) {
+            if (keep && !keep[l])
+                continue;
+            uint16_t *c = out + (size_t)o++ * (size_t)E;
+            for (int a = 0; a < r->k; a++) {
+                if (x[a] >= E)
+                    return eldr_errf(err, errlen, "token %lld layer %d: expert %u, but the "
+                                     "model has %d experts", (long long)t, l, x[a], E);
+                if (c[x[a]] == UINT16_MAX)
+                    return eldr_errf(err, errlen, "layer %d expert %u: more than 65535 tokens",
+                                     l, x[a]);
+                c[x[a]]++;
+            }
+        }
+    }
     return 0;
 }
 
 /* Prompt rows the engine marked -1 throughout (vLLM's prefix-cache hits)
  * leave the prompt; o->unrouted counts them. A -1 in a row that has
  * routing elsewhere, or in a decode row, is not that: refused. */
-static int drop_unrouted(capture_routes *o, char *err, size_t errlen)
+static int drop_unrouted(routed_t *o, char *err, size_t errlen)
 {
     size_t row = (size_t)o->L * (size_t)o->k;
     uint16_t *ids = o->ids;
@@ -189,11 +254,13 @@ static int drop_unrouted(capture_routes *o, char *err, size_t errlen)
         const uint16_t *x = ids + (size_t)t * row;
         size_t holes = 0, first = 0;
         for (size_t i = row; i-- > 0;)
-            if (x[i] == CAPTURE_NO_ROUTE)
+            if (x[i] == ROUTED_NO_ROUTE)
                 holes++, first = i;
         int prompt = t < o->prompt_tokens;
-        if (holes == row && prompt)
+        if (holes == row && prompt) {
+            o->unrouted_lead += kept == 0;   /* before any routed prompt row */
             continue;   /* a cached position: no routing, left out */
+        }
         if (holes)
             return eldr_errf(err, errlen, "%s token %lld layer %zu: expert id -1 in a token "
                              "%s (the engine has no routing for this position)",
@@ -210,7 +277,7 @@ static int drop_unrouted(capture_routes *o, char *err, size_t errlen)
 }
 
 /* out gets P prompt rows from a and D decode rows from g starting at row g0. */
-static int assemble(capture_routes *o, const idbuf *a, int64_t P, const idbuf *g, int64_t g0,
+static int assemble(routed_t *o, const idbuf *a, int64_t P, const idbuf *g, int64_t g0,
                     int64_t C, char *err, size_t errlen)
 {
     if (g->L != a->L || g->k != a->k)
@@ -238,24 +305,24 @@ static int assemble(capture_routes *o, const idbuf *a, int64_t P, const idbuf *g
 }
 
 /* vLLM with separate prompt and generation arrays. */
-static int split_two(const found *f, const capture_hint *h, capture_routes *o, char *err,
+static int split_two(const found *f, const routed_hint *h, routed_t *o, char *err,
                      size_t errlen)
 {
     idbuf a, g;
     const char *pn = "prompt_routed_experts", *gn = "choices[0].routed_experts";
     int64_t pw[1] = {f->usage_p}, gw[2] = {f->usage_c >= 1 ? f->usage_c - 1 : f->usage_c,
                                            f->usage_c};
-    capture_hint hp = *h;
+    routed_hint hp = *h;
     hp.unrouted_ok = !h->require_full;   /* vLLM 0.21 marks prefix-cache rows -1 */
-    int rc = capture_decode_field(f->prompt, &hp, pw, 1, (span){0}, pn, &a, err, errlen);
+    int rc = routed_decode_field(f->prompt, &hp, pw, 1, (span){0}, pn, &a, err, errlen);
     if (rc == 0) {
-        capture_hint h2 = *h;
+        routed_hint h2 = *h;
         h2.L = a.L;
         h2.k = a.k;
         h2.from = pn;
-        rc = capture_decode_field(f->gen, a.L ? &h2 : h, gw, 2, (span){0}, gn, &g, err, errlen);
+        rc = routed_decode_field(f->gen, a.L ? &h2 : h, gw, 2, (span){0}, gn, &g, err, errlen);
         if (rc < 0) {
-            capture_idbuf_free(&a);
+            routed_idbuf_free(&a);
             return -1;
         }
     } else {
@@ -278,8 +345,8 @@ static int split_two(const found *f, const capture_hint *h, capture_routes *o, c
             g.L = a.L, g.k = a.k;
         rc = assemble(o, &a, a.rows, &g, 0, C, err, errlen);
     }
-    capture_idbuf_free(&a);
-    capture_idbuf_free(&g);
+    routed_idbuf_free(&a);
+    routed_idbuf_free(&g);
     return rc;
 }
 
@@ -287,7 +354,7 @@ static int split_two(const found *f, const capture_hint *h, capture_routes *o, c
  * SGLang's covers exactly P + C - 1 tokens; vLLM's .npy P + C - 1 (main;
  * P + C accepted from older builds). */
 static int split_full(span full, span dtype, int sglang, const char *name, int64_t P, int64_t C,
-                      const char *pname, const capture_hint *h, capture_routes *o, char *err,
+                      const char *pname, const routed_hint *h, routed_t *o, char *err,
                       size_t errlen)
 {
     if (P < 0 || C < 0)
@@ -295,7 +362,7 @@ static int split_full(span full, span dtype, int sglang, const char *name, int64
                          "%s.prompt_tokens and completion_tokens to split it", name, pname);
     int64_t want[2] = {C > 0 ? P + C - 1 : P, P + C};
     idbuf b;
-    if (capture_decode_field(full, h, want, sglang ? 1 : 2, dtype, name, &b, err, errlen) < 0)
+    if (routed_decode_field(full, h, want, sglang ? 1 : 2, dtype, name, &b, err, errlen) < 0)
         return -1;
     int rc;
     if (b.rows != want[0] && b.rows != want[1])
@@ -306,20 +373,20 @@ static int split_full(span full, span dtype, int sglang, const char *name, int64
         rc = eldr_errf(err, errlen, "%s is empty", name);
     else
         rc = assemble(o, &b, P, &b, P, C, err, errlen);
-    capture_idbuf_free(&b);
+    routed_idbuf_free(&b);
     return rc;
 }
 
 /* An SGLang place, its counts beside it or else in usage. */
-static int split_sglang(const found *f, const sgl_place *pl, const capture_hint *h,
-                        capture_routes *o, char *err, size_t errlen)
+static int split_sglang(const found *f, const sgl_place *pl, const routed_hint *h,
+                        routed_t *o, char *err, size_t errlen)
 {
     int own = pl->p >= 0 && pl->c >= 0;
     return split_full(pl->routes, pl->dtype, 1, pl->name, own ? pl->p : f->usage_p,
                       own ? pl->c : f->usage_c, own ? "meta_info" : "usage", h, o, err, errlen);
 }
 
-int capture_decode(const char *body, size_t len, const capture_hint *hint, capture_routes *out,
+int routed_decode(const char *body, size_t len, const routed_hint *hint, routed_t *out,
                    char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -333,7 +400,7 @@ int capture_decode(const char *body, size_t len, const capture_hint *hint, captu
     if (cj_peek(&s) != '{') {
         char q[64];
         return eldr_errf(err, errlen, "the answer is not a JSON object: %s",
-                         capture_quote(body, len, q, sizeof q));
+                         routed_quote(body, len, q, sizeof q));
     }
     if (walk(&s, &f) < 0)
         return eldr_errf(err, errlen, "the answer is not valid JSON (byte %zu of %zu)",
@@ -351,23 +418,23 @@ int capture_decode(const char *body, size_t len, const capture_hint *hint, captu
     else if (f.gen.n) {
         /* vLLM's whole sequence: its prompt rows may be -1 too (an int32 .npy);
          * drop_unrouted refuses any -1 past them */
-        capture_hint hv = *hint;
+        routed_hint hv = *hint;
         hv.unrouted_ok = !hint->require_full;
         rc = split_full(f.gen, (span){0}, 0, "choices[0].routed_experts", f.usage_p, f.usage_c,
                         "usage", &hv, out, err, errlen);
     }
     else
         return eldr_errf(err, errlen, "the answer has no routed experts (%s)",
-                         CAPTURE_NO_ROUTES_HINT);
+                         ROUTED_NO_ROUTES_HINT);
     if (rc < 0) {
-        capture_routes_free(out);
+        routed_free(out);
         if (!err[0])
             eldr_errf(err, errlen, "routed experts: bad answer");
     }
     return rc;
 }
 
-void capture_routes_free(capture_routes *r)
+void routed_free(routed_t *r)
 {
     free(r->ids);
     memset(r, 0, sizeof *r);

@@ -1,20 +1,20 @@
-/* capture_field.h - one routed-experts field of an engine answer
- * (capture_decode.h lists the encodings), decoded into rows of L x k ids.
- * Internal to the capture decoder: capture_decode.c finds the fields in
+/* routed_field.h - one routed-experts field of an engine answer
+ * (routed.h lists the encodings), decoded into rows of L x k ids.
+ * Internal to the capture decoder: routed.c finds the fields in
  * an answer and puts their rows together; this decodes one field. */
-#ifndef ELDR_CAPTURE_FIELD_H
-#define ELDR_CAPTURE_FIELD_H
+#ifndef ELDR_ROUTED_FIELD_H
+#define ELDR_ROUTED_FIELD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture_decode.h"
+#include "routed.h"
 
 /* One decoded field: rows of L x k ids. */
 typedef struct idbuf {
     uint16_t *ids;
     int64_t rows, cap;          /* rows held, rows allocated */
-    int minus1;                 /* some id was -1, stored as CAPTURE_NO_ROUTE (hint's unrouted_ok) */
+    int minus1;                 /* some id was -1, stored as ROUTED_NO_ROUTE (hint's unrouted_ok) */
     int L, k;                   /* 0 until known */
     const char *encoding;
 } idbuf;
@@ -29,12 +29,12 @@ typedef struct span {
  * item type the answer names for a flat buffer (n 0: none). name: the
  * field, for messages. 0, or -1 with err and b empty. An empty list
  * leaves L and k 0 unless the hint has both. */
-int capture_decode_field(span f, const capture_hint *h, const int64_t *want, int nwant,
+int routed_decode_field(span f, const routed_hint *h, const int64_t *want, int nwant,
                          span dtype, const char *name, idbuf *b, char *err, size_t errlen);
-void capture_idbuf_free(idbuf *b);
+void routed_idbuf_free(idbuf *b);
 
 /* The first bytes of a value, printable and cut at 48, for "found ..."
  * messages; returns buf. */
-const char *capture_quote(const char *p, size_t n, char *buf, size_t cap);
+const char *routed_quote(const char *p, size_t n, char *buf, size_t cap);
 
 #endif

@@ -1,5 +1,5 @@
-/* test_capture_decode.c - the routed-experts decoder of `eldr capture`
- * (src/client/capture_decode.h) and its JSON scanner: every encoding
+/* test_routed.c - the routed-experts decoder of `eldr capture`
+ * (src/core/routed.h) and its JSON scanner: every encoding
  * (nested lists, vLLM's base64 object, base64 .npy, SGLang's raw buffer)
  * gives the same ids, rows and token alignment; every malformed answer is
  * refused with one line that says what was found, never a crash. */
@@ -13,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/client/capture_decode.h"
+#include "../../src/core/routed.h"
 #include "json_scan.h"
 #include "b64.h"
 #include "err.h"
 #include "util_replay.h"
 
 #define FUZZ_NO_MAIN
-#include "../fuzz/fuzz_capture.c"
+#include "../fuzz/fuzz_routed.c"
 
 /* The routing used throughout: P prompt tokens, G generated rows, L = 2
  * layers, top-2; token t layer l picks experts (t + l) % 8 and (t + l + 3) % 8. */
@@ -94,15 +94,15 @@ static char *npy_b64(char *p, int t0, int t1, const char *descr, int ndim)
     return p + strlen(p);
 }
 
-static int decode(const char *b, const capture_hint *h, capture_routes *r)
+static int decode(const char *b, const routed_hint *h, routed_t *r)
 {
-    capture_hint none = {0};
+    routed_hint none = {0};
     err[0] = 0;
-    return capture_decode(b, strlen(b), h ? h : &none, r, err, sizeof err);
+    return routed_decode(b, strlen(b), h ? h : &none, r, err, sizeof err);
 }
 
 /* r holds P prompt rows then D = C - 1 decode rows of the routing above. */
-static void expect_routes(const capture_routes *r, int P, int C)
+static void expect_routes(const routed_t *r, int P, int C)
 {
     assert_int_equal(r->L, NL);
     assert_int_equal(r->k, NK);
@@ -153,31 +153,31 @@ static void vllm_lists_and_object(void **state)
     const char *kinds[] = {"lists", "object"};
     for (int i = 0; i < 2; i++)
         for (int G = 4; G <= 5; G++) {  /* C rows (last one dropped) or C - 1 */
-            capture_routes r;
+            routed_t r;
             assert_int_equal(decode(vllm_two(3, 5, G, kinds[i]), NULL, &r), 0);
             expect_routes(&r, 3, 5);
             assert_string_equal(r.encoding, i ? "base64" : "json");
-            capture_routes_free(&r);
+            routed_free(&r);
         }
 }
 
 static void vllm_one_token(void **state)
 {
     (void)state;
-    capture_routes r;
+    routed_t r;
     /* one generated token: nothing is fed forward, no decode rows */
     assert_int_equal(decode(vllm_two(2, 1, 1, "lists"), NULL, &r), 0);
     expect_routes(&r, 2, 1);
-    capture_routes_free(&r);
+    routed_free(&r);
     assert_int_equal(decode(vllm_two(2, 1, 0, "lists"), NULL, &r), 0);
     expect_routes(&r, 2, 1);
-    capture_routes_free(&r);
+    routed_free(&r);
 }
 
 static void vllm_npy_whole_sequence(void **state)
 {
     (void)state;
-    capture_routes r;
+    routed_t r;
     for (int T = 6; T <= 7; T++) {  /* P + C or P + C - 1 rows */
         char *p = body + sprintf(body, "{\"choices\":[{\"routed_experts\":\"");
         p = npy_b64(p, 0, T, "<i2", 3);
@@ -185,7 +185,7 @@ static void vllm_npy_whole_sequence(void **state)
         assert_int_equal(decode(body, NULL, &r), 0);
         expect_routes(&r, 4, 3);
         assert_string_equal(r.encoding, "npy");
-        capture_routes_free(&r);
+        routed_free(&r);
     }
 }
 
@@ -200,8 +200,8 @@ static void sgl_body(const char *head, int itemsize, const char *tail)
 static void sglang_raw(void **state)
 {
     (void)state;
-    capture_hint h = {.L = NL, .k = NK, .from = "--layers/--top-k"};
-    capture_routes r;
+    routed_hint h = {.L = NL, .k = NK, .from = "--layers/--top-k"};
+    routed_t r;
     const int sizes[] = {4, 2, 1, 8};
     const char *names[] = {"raw-int32", "raw-uint16", "raw-uint8", "raw-int64"};
     for (int i = 0; i < 4; i++) {
@@ -211,7 +211,7 @@ static void sglang_raw(void **state)
         assert_int_equal(decode(body, &h, &r), 0);
         expect_routes(&r, 5, 3);
         assert_string_equal(r.encoding, names[i]);
-        capture_routes_free(&r);
+        routed_free(&r);
     }
     /* no geometry: refused, asking for it */
     sgl_body("{\"meta_info\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"routed_experts\":\"",
@@ -230,28 +230,93 @@ static void sglang_raw(void **state)
              "\"},\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
     assert_int_equal(decode(body, &h, &r), 0);
     expect_routes(&r, 5, 3);
-    capture_routes_free(&r);
+    routed_free(&r);
     sgl_body("{\"choices\":[{\"index\":0,\"meta_info\":{\"prompt_tokens\":5,"
              "\"completion_tokens\":3,\"routed_experts\":\"", 2,
              "\"}}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":9}}");
     assert_int_equal(decode(body, &h, &r), 0);
     expect_routes(&r, 5, 3);
     assert_string_equal(r.encoding, "raw-uint16");
-    capture_routes_free(&r);
+    routed_free(&r);
     /* choices[0].sgl_ext is written by no SGLang: not read */
     sgl_body("{\"choices\":[{\"sgl_ext\":{\"routed_experts\":\"", 4,
              "\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}");
     assert_int_equal(decode(body, &h, &r), -1);
-    assert_non_null(strstr(err, CAPTURE_NO_ROUTES_HINT));
+    assert_non_null(strstr(err, ROUTED_NO_ROUTES_HINT));
 }
 
 /* vLLM 0.21 with prefix caching: prompt rows served from the cache are -1
  * throughout; they leave the prompt and are counted, unless require_full.
  * A -1 in a row that has routing, or in a decode row, is refused. */
+/* routed_counts against a brute force over the ids, with and without a
+ * layer mask; the prompt rows' counts keep the trace's conservation
+ * (each layer sums to tokens x k); ids past E and rows past the answer
+ * are refused. */
+static void counts_of_rows(void **state)
+{
+    (void)state;
+    routed_t r;
+    char *p = body + sprintf(body, "{\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":4},"
+                             "\"choices\":[{\"routed_experts\":\"");
+    p = npy_b64(p, 0, 10, "<u2", 3);
+    sprintf(p, "\"}]}");
+    assert_int_equal(decode(body, NULL, &r), 0);
+    expect_routes(&r, 7, 4);
+    uint16_t c[NL * 8], want[NL * 8];
+    for (int row0 = 0; row0 < 3; row0++) {
+        int n = 7 - row0;
+        assert_int_equal(routed_counts(&r, row0, n, NULL, 8, c, err, sizeof err), 0);
+        memset(want, 0, sizeof want);
+        for (int t = row0; t < row0 + n; t++)
+            for (int l = 0; l < NL; l++)
+                for (int j = 0; j < NK; j++)
+                    want[l * 8 + id_at(t, l, j)]++;
+        assert_memory_equal(c, want, sizeof want);
+        for (int l = 0; l < NL; l++) {
+            int sum = 0;
+            for (int e = 0; e < 8; e++)
+                sum += c[l * 8 + e];
+            assert_int_equal(sum, n * NK);
+        }
+    }
+    const uint8_t keep[NL] = {0, 1};
+    assert_int_equal(routed_counts(&r, 0, 7, keep, 8, c, err, sizeof err), 0);
+    assert_int_equal(routed_counts(&r, 0, 7, NULL, 8, want, err, sizeof err), 0);
+    assert_memory_equal(c, want + 8, 8 * sizeof *c);
+    assert_int_equal(routed_counts(&r, 0, 7, NULL, 5, c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "but the model has 5 experts"));
+    assert_int_equal(routed_counts(&r, 8, 5, NULL, 8, c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "outside the answer's 10 rows"));
+    routed_free(&r);
+}
+
+/* vLLM's capturer leaves a dense layer's rows 0: the layer is found and
+ * its zeros are not "expert 0 picked twice"; a routed layer's duplicate
+ * still is. */
+static void dense_layer_rows(void **state)
+{
+    (void)state;
+    routed_t r;
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1},"
+             "\"choices\":[{\"routed_experts\":[[[0,0],[3,4]],[[0,0],[5,1]]]}]}");
+    assert_int_equal(decode(body, NULL, &r), 0);
+    uint8_t dense[2];
+    assert_int_equal(routed_dense_layers(&r, dense), 1);
+    assert_int_equal(dense[0], 1);
+    assert_int_equal(dense[1], 0);
+    assert_int_equal(r.max_id, 5);
+    routed_free(&r);
+    /* one row of the layer routed: the zeros of the other are a duplicate */
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1},"
+             "\"choices\":[{\"routed_experts\":[[[0,0],[3,4]],[[2,6],[5,1]]]}]}");
+    assert_int_equal(decode(body, NULL, &r), -1);
+    assert_non_null(strstr(err, "prompt token 0 layer 0: expert 0 picked twice"));
+}
+
 static void vllm_prefix_cache_rows(void **state)
 {
     (void)state;
-    capture_routes r;
+    routed_t r;
     const char *gen = "\"choices\":[{\"routed_experts\":[[[1,2],[3,4]],[[5,6],[7,0]]]}]";
     /* P 3 (rows 0, 1 cached), C 2 */
     snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2},"
@@ -260,13 +325,14 @@ static void vllm_prefix_cache_rows(void **state)
     assert_int_equal(decode(body, NULL, &r), 0);
     assert_int_equal(r.prompt_tokens, 1);
     assert_int_equal(r.unrouted, 2);
+    assert_int_equal(r.unrouted_lead, 2);
     assert_int_equal(r.decode_rows, 1);
     const int want[8] = {4, 5, 6, 7, 1, 2, 3, 4};
     for (int i = 0; i < 8; i++)
         assert_int_equal(r.ids[i], want[i]);
     assert_int_equal(r.max_id, 7);
-    capture_routes_free(&r);
-    capture_hint full = {.require_full = 1};
+    routed_free(&r);
+    routed_hint full = {.require_full = 1};
     assert_int_equal(decode(body, &full, &r), -1);
     assert_non_null(strstr(err, "prompt_routed_experts token 0 layer 0: expert id -1"));
     /* a -1 beside routed ids: not a cached row */
@@ -308,7 +374,7 @@ static void vllm_prefix_cache_rows(void **state)
     assert_int_equal(r.decode_rows, 1);
     assert_int_equal(r.ids[0], 3);
     assert_int_equal(r.ids[3], 6);
-    capture_routes_free(&r);
+    routed_free(&r);
 }
 
 /* body = a /generate answer: P, C, the bytes as base64, dtype named or not */
@@ -327,8 +393,8 @@ static void meta_body(const uint8_t *bytes, size_t n, int P, int C, const char *
 static void sglang_unsigned(void **state)
 {
     (void)state;
-    capture_hint h = {.L = 1, .k = 2, .from = "--layers/--top-k"};
-    capture_routes r;
+    routed_hint h = {.L = 1, .k = 2, .from = "--layers/--top-k"};
+    routed_t r;
     uint8_t raw[16];
     /* 2 tokens (P 2, C 1) x 1 layer x top-2, uint8: 200, 129 / 255, 0 */
     const uint8_t u8[4] = {200, 129, 255, 0};
@@ -339,7 +405,7 @@ static void sglang_unsigned(void **state)
     assert_int_equal(r.ids[2], 255);
     assert_int_equal(r.max_id, 255);
     assert_string_equal(r.encoding, "raw-uint8");
-    capture_routes_free(&r);
+    routed_free(&r);
     /* uint16: 65535 and 40000 */
     const uint16_t u16[4] = {65535, 40000, 1, 2};
     for (int i = 0; i < 4; i++)
@@ -349,7 +415,7 @@ static void sglang_unsigned(void **state)
     assert_int_equal(r.ids[0], 65535);
     assert_int_equal(r.ids[1], 40000);
     assert_int_equal(r.max_id, 65535);
-    capture_routes_free(&r);
+    routed_free(&r);
     /* named: 8 bytes as "uint8" are 8 ids = 4 tokens, not 2 tokens of uint16 */
     const uint8_t u8b[8] = {1, 2, 3, 4, 5, 6, 7, 9};
     meta_body(u8b, 8, 3, 2, "uint8");
@@ -358,7 +424,7 @@ static void sglang_unsigned(void **state)
     assert_int_equal(r.ids[7], 9);
     assert_int_equal(r.prompt_tokens + r.decode_rows, 4);
     assert_string_equal(r.encoding, "raw");
-    capture_routes_free(&r);
+    routed_free(&r);
     meta_body(u8b, 8, 2, 1, "uint8");
     assert_int_equal(decode(body, &h, &r), -1);
     assert_non_null(strstr(err, "of 1-byte ids (its routed_experts_dtype; inconsistent shapes)"));
@@ -374,9 +440,9 @@ static void sglang_unsigned(void **state)
 }
 
 /* body must be refused with a message holding want. */
-static void refused(const char *b, const capture_hint *h, const char *want)
+static void refused(const char *b, const routed_hint *h, const char *want)
 {
-    capture_routes r;
+    routed_t r;
     if (decode(b, h, &r) != -1)
         fail_msg("accepted: %s", b);
     assert_null(r.ids);
@@ -388,14 +454,14 @@ static void refused(const char *b, const capture_hint *h, const char *want)
 static void malformed(void **state)
 {
     (void)state;
-    capture_hint h3 = {.L = 3, .k = NK, .from = "--layers/--top-k"}, e4 = {.E = 4};
+    routed_hint h3 = {.L = 3, .k = NK, .from = "--layers/--top-k"}, e4 = {.E = 4};
     const char *u = "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}";
     char b[512];
     refused("[1,2]", NULL, "not a JSON object: [1,2]");
     refused("{\"choices\":[{\"routed_experts\":[[[1,2]]]}", NULL, "not valid JSON");
     refused("{\"choices\":[],}", NULL, "not valid JSON");
-    refused("{\"choices\":[{\"text\":\"x\"}]}", NULL, CAPTURE_NO_ROUTES_HINT);
-    refused("{\"choices\":[{\"routed_experts\":null}]}", NULL, CAPTURE_NO_ROUTES_HINT);
+    refused("{\"choices\":[{\"text\":\"x\"}]}", NULL, ROUTED_NO_ROUTES_HINT);
+    refused("{\"choices\":[{\"routed_experts\":null}]}", NULL, ROUTED_NO_ROUTES_HINT);
     refused("{\"choices\":[{\"routed_experts\":[[[1,2]]]}]}", NULL, "no usage.prompt_tokens");
 #define BAD(routes, hint, want)                                                            \
     do {                                                                                   \
@@ -472,7 +538,7 @@ static void deep_and_truncated(void **state)
     vllm_two(3, 5, 5, "object");
     size_t n = strlen(body);
     for (size_t cut = 0; cut < n; cut += 7) {
-        capture_routes r;
+        routed_t r;
         char save = body[cut];
         body[cut] = 0;
         assert_int_equal(decode(body, NULL, &r), -1);
@@ -521,30 +587,30 @@ static void scanner(void **state)
     assert_true(v64 == INT64_MIN);
 }
 
-/* The harness's corpus (tests/fuzz/corpus/capture) through its checks;
+/* The harness's corpus (tests/fuzz/corpus/routed) through its checks;
  * the seeds themselves decode (they are meant to reach deep). */
 static void fuzz_corpus(void **state)
 {
     (void)state;
-    assert_true(corpus_replay("capture", fuzz_capture_one) >= 5);
+    assert_true(corpus_replay("routed", fuzz_routed_one) >= 5);
     const char *seeds[] = {"vllm_lists", "vllm_object", "vllm_npy", "sglang_raw", "sglang_openai"};
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         char path[256];
-        snprintf(path, sizeof path, "tests/fuzz/corpus/capture/%s", seeds[i]);
+        snprintf(path, sizeof path, "tests/fuzz/corpus/routed/%s", seeds[i]);
         FILE *f = fopen(path, "rb");
         assert_non_null(f);
         size_t n = fread(body, 1, sizeof body - 1, f);
         fclose(f);
-        capture_hint h = {0};
+        routed_hint h = {0};
         if (body[0] & 1)
             h.L = 1 + (body[0] >> 1 & 3);
         if (body[0] & 8)
             h.k = 1 + (body[0] >> 4 & 3);
-        capture_routes r;
-        if (capture_decode(body + 1, n - 1, &h, &r, err, sizeof err) < 0)
+        routed_t r;
+        if (routed_decode(body + 1, n - 1, &h, &r, err, sizeof err) < 0)
             fail_msg("seed %s refused: %s", seeds[i], err);
         expect_routes(&r, 3, 3);
-        capture_routes_free(&r);
+        routed_free(&r);
     }
 }
 
@@ -554,7 +620,8 @@ int main(void)
         cmocka_unit_test(vllm_lists_and_object), cmocka_unit_test(vllm_one_token),
         cmocka_unit_test(vllm_npy_whole_sequence), cmocka_unit_test(sglang_raw),
         cmocka_unit_test(sglang_unsigned),
-        cmocka_unit_test(vllm_prefix_cache_rows),
+        cmocka_unit_test(vllm_prefix_cache_rows), cmocka_unit_test(counts_of_rows),
+        cmocka_unit_test(dense_layer_rows),
         cmocka_unit_test(malformed), cmocka_unit_test(deep_and_truncated),
         cmocka_unit_test(scanner), cmocka_unit_test(fuzz_corpus),
     };

@@ -1,23 +1,23 @@
-/* capture_field.c - one routed-experts field into rows of ids
- * (capture_field.h): nested lists, vLLM's base64 object, a base64 .npy,
+/* routed_field.c - one routed-experts field into rows of ids
+ * (routed_field.h): nested lists, vLLM's base64 object, a base64 .npy,
  * or a raw little-endian buffer whose item size follows from its length. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "b64.h"
-#include "capture_field.h"
+#include "routed_field.h"
 #include "json_scan.h"
 #include "err.h"
 #include "npy.h"
 
-void capture_idbuf_free(idbuf *b)
+void routed_idbuf_free(idbuf *b)
 {
     free(b->ids);
     memset(b, 0, sizeof *b);
 }
 
 /* The first bytes of a value, printable, for "found ..." messages. */
-const char *capture_quote(const char *p, size_t n, char *buf, size_t cap)
+const char *routed_quote(const char *p, size_t n, char *buf, size_t cap)
 {
     size_t m = n < 48 ? n : 48, j = 0;
     for (size_t i = 0; i < m && j + 1 < cap; i++)
@@ -64,7 +64,7 @@ static inline int check_id(int64_t v, int E, const char *name, int64_t row, int 
     return 0;
 }
 
-static int set_geometry(idbuf *b, int64_t L, int64_t k, const capture_hint *h, const char *name,
+static int set_geometry(idbuf *b, int64_t L, int64_t k, const routed_hint *h, const char *name,
                         char *err, size_t errlen)
 {
     if (L < 1 || k < 1 || L > 4096 || k > 4096)
@@ -109,7 +109,7 @@ static int ids_fast(cj_t *s, uint16_t *dst, int k, uint32_t limit)
 }
 
 /* Nested lists [[[id, ...] x k] x L] x T. */
-static int decode_lists(cj_t *s, const capture_hint *h, const char *name, idbuf *b, char *err,
+static int decode_lists(cj_t *s, const routed_hint *h, const char *name, idbuf *b, char *err,
                         size_t errlen)
 {
     int nt = 0, r;
@@ -148,7 +148,7 @@ static int decode_lists(cj_t *s, const capture_hint *h, const char *name, idbuf 
                                      "shapes)", name, (long long)row, l, b->k);
                 } else {
                     if (v == -1 && h->unrouted_ok)
-                        b->minus1 = 1, v = CAPTURE_NO_ROUTE;
+                        b->minus1 = 1, v = ROUTED_NO_ROUTE;
                     else if (check_id(v, h->E, name, row, l, err, errlen) < 0)
                         return -1;
                     b->ids[((size_t)row * (size_t)b->L + (size_t)l) * (size_t)b->k + (size_t)j] =
@@ -214,7 +214,7 @@ static int64_t raw_at(const uint8_t *d, size_t i, int itemsize, int is_signed, i
  * notes whether some id is out of range; the general loop then finds it
  * and says which. */
 static int store_raw(idbuf *b, const uint8_t *d, int itemsize, int is_signed, int big,
-                     const capture_hint *h, const char *name, char *err, size_t errlen)
+                     const routed_hint *h, const char *name, char *err, size_t errlen)
 {
     size_t row = (size_t)b->L * (size_t)b->k, n = (size_t)b->rows * row;
     if (grow(b, b->rows ? b->rows : 1, err, errlen) < 0)
@@ -252,7 +252,7 @@ static int store_raw(idbuf *b, const uint8_t *d, int itemsize, int is_signed, in
     for (size_t i = 0; i < n; i++) {
         int64_t v = raw_at(d, i, itemsize, is_signed, big);
         if (v == -1 && h->unrouted_ok)
-            b->minus1 = 1, v = CAPTURE_NO_ROUTE;
+            b->minus1 = 1, v = ROUTED_NO_ROUTE;
         else if (check_id(v, h->E, name, (int64_t)(i / row), (int)(i % row / (size_t)b->k), err,
                           errlen) < 0)
             return -1;
@@ -269,7 +269,7 @@ static uint8_t *unbase64(const char *p, size_t n, size_t *outlen, const char *na
     char q[64];
     if (want == (size_t)-1) {
         eldr_errf(err, errlen, "%s: found \"%s\", not base64 (%zu characters cannot encode "
-                  "whole bytes)", name, capture_quote(p, n, q, sizeof q), n);
+                  "whole bytes)", name, routed_quote(p, n, q, sizeof q), n);
         return NULL;
     }
     uint8_t *d = malloc(want ? want : 1);
@@ -280,7 +280,7 @@ static uint8_t *unbase64(const char *p, size_t n, size_t *outlen, const char *na
     if (b64_decode(p, n, d, outlen, &bad) < 0) {
         free(d);
         eldr_errf(err, errlen, "%s: found \"%s\", not base64 (character %zu)", name,
-                  capture_quote(p, n, q, sizeof q), bad);
+                  routed_quote(p, n, q, sizeof q), bad);
         return NULL;
     }
     return d;
@@ -320,7 +320,7 @@ static int parse_dtype(const char *p, size_t n, int *itemsize, int *is_signed, i
 }
 
 /* {"encoding": "base64", "dtype": ..., "shape": [T, L, k], "data": ...} */
-static int decode_object(cj_t *s, const capture_hint *h, const char *name, idbuf *b, char *err,
+static int decode_object(cj_t *s, const routed_hint *h, const char *name, idbuf *b, char *err,
                          size_t errlen)
 {
     const char *key, *dt = NULL, *data = NULL, *enc = NULL;
@@ -360,7 +360,7 @@ static int decode_object(cj_t *s, const capture_hint *h, const char *name, idbuf
         return -1;
     if (enc && !(encn == 6 && !memcmp(enc, "base64", 6)))
         return eldr_errf(err, errlen, "%s: encoding \"%s\" (only base64 is understood)", name,
-                         capture_quote(enc, encn, q, sizeof q));
+                         routed_quote(enc, encn, q, sizeof q));
     if (!data || !dt || ndim < 0)
         return eldr_errf(err, errlen, "%s: an object without %s (expected encoding, dtype, "
                          "shape, data)", name, !data ? "\"data\"" : !dt ? "\"dtype\"" : "\"shape\"");
@@ -370,7 +370,7 @@ static int decode_object(cj_t *s, const capture_hint *h, const char *name, idbuf
     int isz, sgn, big;
     if (parse_dtype(dt, dtn, &isz, &sgn, &big) < 0)
         return eldr_errf(err, errlen, "%s: dtype \"%s\" is not an integer type", name,
-                         capture_quote(dt, dtn, q, sizeof q));
+                         routed_quote(dt, dtn, q, sizeof q));
     size_t len;
     uint8_t *d = unbase64(data, datan, &len, name, err, errlen);
     if (!d)
@@ -392,7 +392,7 @@ static int decode_object(cj_t *s, const capture_hint *h, const char *name, idbuf
 }
 
 /* A .npy image. */
-static int decode_npy(const uint8_t *d, size_t len, const capture_hint *h, const char *name,
+static int decode_npy(const uint8_t *d, size_t len, const routed_hint *h, const char *name,
                       idbuf *b, char *err, size_t errlen)
 {
     npy_array_t a;
@@ -423,7 +423,7 @@ static int decode_npy(const uint8_t *d, size_t len, const capture_hint *h, const
  * item size, so the byte length tells which, and narrow ids are unsigned
  * (uint8 id 200 is expert 200, not -56). A dtype the answer names
  * (meta_info.routed_experts_dtype) is taken as named and must fit. */
-static int decode_flat(const uint8_t *d, size_t len, const capture_hint *h, const int64_t *want,
+static int decode_flat(const uint8_t *d, size_t len, const routed_hint *h, const int64_t *want,
                        int nwant, span dtype, const char *name, idbuf *b, char *err,
                        size_t errlen)
 {
@@ -436,7 +436,7 @@ static int decode_flat(const uint8_t *d, size_t len, const capture_hint *h, cons
                          "--layers and --top-k", name, len);
     if (dtype.n && (parse_dtype(dtype.p, dtype.n, &named_size, &named_sgn, &big) < 0 || big))
         return eldr_errf(err, errlen, "%s: routed_experts_dtype \"%s\" is not a little-endian "
-                         "integer type", name, capture_quote(dtype.p, dtype.n, q, sizeof q));
+                         "integer type", name, routed_quote(dtype.p, dtype.n, q, sizeof q));
     size_t row = (size_t)h->L * (size_t)h->k;
     for (int w = 0; w < nwant; w++)
         for (int i = 0; i < nk; i++) {
@@ -459,8 +459,8 @@ static int decode_flat(const uint8_t *d, size_t len, const capture_hint *h, cons
                      h->k);
 }
 
-/* Decode one field's span (capture_field.h). */
-static int decode_field_in(span f, const capture_hint *h, const int64_t *want, int nwant,
+/* Decode one field's span (routed_field.h). */
+static int decode_field_in(span f, const routed_hint *h, const int64_t *want, int nwant,
                            span dtype, const char *name, idbuf *b, char *err, size_t errlen)
 {
     cj_t s;
@@ -504,14 +504,14 @@ static int decode_field_in(span f, const capture_hint *h, const int64_t *want, i
         return rc;
     }
     return eldr_errf(err, errlen, "%s: found %s, not routed experts (lists, a base64 object or "
-                     "string)", name, capture_quote(f.p, f.n, q, sizeof q));
+                     "string)", name, routed_quote(f.p, f.n, q, sizeof q));
 }
 
-int capture_decode_field(span f, const capture_hint *h, const int64_t *want, int nwant,
+int routed_decode_field(span f, const routed_hint *h, const int64_t *want, int nwant,
                          span dtype, const char *name, idbuf *b, char *err, size_t errlen)
 {
     int rc = decode_field_in(f, h, want, nwant, dtype, name, b, err, errlen);
     if (rc < 0)
-        capture_idbuf_free(b);
+        routed_idbuf_free(b);
     return rc;
 }
