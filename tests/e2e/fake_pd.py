@@ -8,7 +8,7 @@ docs/eldrd.md, "Proxy mode"). Test-only; never part of eldr.
                [--no-sig] [--stock] [--gate] [--decode-delay S] [--chunks C] [--chunk-gap S]
                [--max-seconds T] [--chunk-bytes B] [--fail-decode I,...]
                [--bind-decode PORT,...] [--health-fail I,...] [--json-stream I,...]
-               [--huge-prefill] [--api-key KEY]
+               [--huge-prefill] [--api-key KEY] [--routed npy|lists] [--prefix-cache]
 
 Serves N prefill and K decode instances on 127.0.0.1 (free ports, written
 to PORTFILE as JSON {"prefill": [ports], "decode": [ports]}).
@@ -33,6 +33,27 @@ and eldr_sig, unless --no-sig). Stock vLLM has no release route: with
 it carries Authorization: Bearer KEY, as vLLM started with --api-key does
 (the toy proxy sends Bearer $OPENAI_API_KEY to prefill and decode); the
 decode record notes whether the header came ("auth": true/false).
+--routed makes the stock prefill a vLLM started with
+--enable-return-routed-experts (no eldr_sig): the prompt's token ids are
+its words' hashes (the tokenizer), each token's top-k experts per layer a
+function of the prompt's ids up to it (as a real model's are: the same
+prefix, the same routing), leaning towards experts of the prompt's first
+word. `--routed npy` answers as vLLM >= 0.22
+(vllm/entrypoints/openai/completion/protocol.py at vllm-project/vllm
+002032ee2b18e1f7bd924ec47b62504ba3866063, CompletionResponseChoice):
+choices[0].routed_experts = base64 of a .npy (P + C - 1, L, k), uint8 for
+E <= 256, and every row routed (the capturer keeps routing per KV slot,
+vllm/model_executor/layers/fused_moe/routed_experts_capturer.py at
+00bd1493b3e82d6c13c68ee8a0e1c5a96707e190, so a prefix-cached row reads
+what its slot held). `--routed lists` answers as vLLM 0.21
+(docs/training/routed_experts_replay.md at
+0087e005dec9ed37e5564c4d13b38d350ce61992): the response-level
+prompt_routed_experts [P, L, k] and choices[0].routed_experts [C, L, k]
+as nested lists; with --prefix-cache, the prompt's leading whole blocks
+of 16 tokens that an earlier prompt filled are -1 (never the last token).
+With return_token_ids (vLLM's request field), choices[0] carries
+prompt_token_ids and token_ids. Each answer's truth goes to RECORD.truth:
+{"request_id", "ids", "rows" [P][L][k], "unrouted"}.
 With --gate, eldr_sig is the prompt's gate_prob row instead, as
 little-endian float32 [L*E] (what the reference sends for a gate model).
 The counts are row
@@ -72,14 +93,16 @@ args = sys.argv[1:]
 TRACE, PORTFILE, RECORD = args[0], args[1], args[2]
 opt = {"--prefill": 1, "--decode": 4, "--decode-delay": 0.0, "--chunks": 3,
        "--chunk-gap": 0.2, "--max-seconds": 120.0, "--chunk-bytes": 0, "--fail-decode": "",
-       "--bind-decode": "", "--health-fail": "", "--json-stream": "", "--api-key": ""}
+       "--bind-decode": "", "--health-fail": "", "--json-stream": "", "--api-key": "",
+       "--routed": ""}
 NO_SIG = "--no-sig" in args
 HUGE = "--huge-prefill" in args
-STOCK = "--stock" in args
+STOCK = "--stock" in args or "--routed" in args
+PREFIX_CACHE = "--prefix-cache" in args
 GATE = "--gate" in args
 i = 3
 while i < len(args):
-    if args[i] in ("--no-sig", "--stock", "--gate", "--huge-prefill"):
+    if args[i] in ("--no-sig", "--stock", "--gate", "--huge-prefill", "--prefix-cache"):
         i += 1
         continue
     opt[args[i]] = type(opt[args[i]])(args[i + 1])
@@ -87,7 +110,9 @@ while i < len(args):
 
 with h5py.File(TRACE, "r") as f:
     COUNTS = f["gate_prob"][:].astype("<f4") if GATE else f["prefill_counts"][:].astype("<i2")
-N_ROWS = COUNTS.shape[0]
+    TOPK = int(f.attrs["top_k"])
+N_ROWS, NL, NE = COUNTS.shape
+CACHED_BLOCKS = set()   # --prefix-cache: the engine's prefix cache, by chained block hash
 FAIL_DECODE = {int(x) for x in opt["--fail-decode"].split(",") if x}
 HEALTH_FAIL = {int(x) for x in opt["--health-fail"].split(",") if x}
 JSON_STREAM = {int(x) for x in opt["--json-stream"].split(",") if x}
@@ -110,6 +135,49 @@ def prompt_text(body):
 def counts_of(text):
     row = int(hashlib.sha256(text.encode()).hexdigest(), 16) % N_ROWS
     return COUNTS[row]
+
+
+def token_ids(text):
+    return [int(hashlib.sha256(w.encode()).hexdigest()[:8], 16) % 50000 for w in text.split()] \
+        or [1]
+
+
+def routing_rows(ids):
+    """[P][L][k] expert ids: token t's depend on ids[0..t] only."""
+    lean = int(hashlib.sha256(str(ids[0]).encode()).hexdigest()[:8], 16)
+    rows, h = [], hashlib.sha256()
+    for t in ids:
+        h.update(b"%d," % t)
+        rng = np.random.default_rng(int(h.hexdigest()[:16], 16))
+        row = []
+        for layer in range(NL):
+            w = np.ones(NE)
+            w[(lean + layer * 7 + np.arange(NE // 4)) % NE] += 6.0
+            row.append([int(x) for x in rng.choice(NE, TOPK, replace=False, p=w / w.sum())])
+        rows.append(row)
+    return rows
+
+
+def cached_prefix(ids, block=16):
+    """Prompt rows the prefix cache serves (whole blocks, never the last
+    token), then the prompt's full blocks go into the cache."""
+    hashes, parent = [], "root"
+    for b in range(len(ids) // block):
+        parent = hashlib.sha256((parent + str(ids[b * block:(b + 1) * block])).encode()).hexdigest()
+        hashes.append(parent)
+    with LOCK:
+        hit = 0
+        while hit < len(hashes) and hashes[hit] in CACHED_BLOCKS:
+            hit += 1
+        CACHED_BLOCKS.update(hashes)
+    return min(hit * block, (len(ids) - 1) // block * block)
+
+
+def npy_b64(arr):
+    import io
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(arr, dtype=np.uint8 if NE <= 256 else np.uint16))
+    return base64.b64encode(buf.getvalue()).decode()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -177,13 +245,37 @@ class Handler(BaseHTTPRequestHandler):
                     "remote_request_id": "cmpl-%s-0" % self.headers.get("X-Request-Id"),
                     "remote_host": "127.0.0.1", "remote_port": 5600 + self.index,
                     "tp_size": 1}
-        if not NO_SIG:
+        if not NO_SIG and not opt["--routed"]:
             transfer["eldr_sig"] = base64.b64encode(
                 counts_of(prompt_text(body)).tobytes()).decode()
-        self.send_json(200, {"id": "cmpl-%s" % body.get("request_id"),
-                             "object": "text_completion", "created": 1700000000,
-                             "choices": [{"index": 0, "text": "T", "finish_reason": "length"}],
-                             "kv_transfer_params": transfer})
+        answer = {"id": "cmpl-%s" % body.get("request_id"),
+                  "object": "text_completion", "created": 1700000000,
+                  "choices": [{"index": 0, "text": "T", "finish_reason": "length"}],
+                  "kv_transfer_params": transfer}
+        if opt["--routed"]:
+            self.routed(body, answer)
+        self.send_json(200, answer)
+
+    def routed(self, body, answer):
+        ids = token_ids(prompt_text(body))
+        rows = routing_rows(ids)
+        unrouted = cached_prefix(ids) if PREFIX_CACHE else 0
+        first = sum(ids) % 50000
+        gen = routing_rows(ids + [first])[-1:]   # the generated token's row
+        choice = answer["choices"][0]
+        if opt["--routed"] == "npy":
+            choice["routed_experts"] = npy_b64(rows)   # P + C - 1 rows, C = 1
+        else:
+            answer["prompt_routed_experts"] = [[[-1] * TOPK] * NL] * unrouted + rows[unrouted:]
+            choice["routed_experts"] = gen
+        if body.get("return_token_ids"):
+            choice["prompt_token_ids"] = ids
+            choice["token_ids"] = [first]
+        answer["usage"] = {"prompt_tokens": len(ids), "completion_tokens": 1,
+                           "total_tokens": len(ids) + 1}
+        with LOCK, open(RECORD + ".truth", "a") as f:
+            f.write(json.dumps({"request_id": self.headers.get("X-Request-Id"), "ids": ids,
+                                "rows": rows, "unrouted": unrouted}) + "\n")
 
     def prefill(self, body):
         if STOCK:

@@ -694,7 +694,7 @@ static void test_answers_match_jansson(void **state)
         snprintf(o.request_id, sizeof o.request_id, "req-%d", it);
         route_answer_in a = {names, K, &o, it % 2 ? "prefill-0" : "p",
                              (int)rng_below(&r, 100),
-                             {0, (int)rng_below(&r, 9), (int)rng_below(&r, 3), (int)rng_below(&r, 9)},
+                             {.hit = (int)rng_below(&r, 9), .missing = (int)rng_below(&r, 3), .stored = (int)rng_below(&r, 9)},
                              rng_below(&r, 1000)};
         char *text = route_answer_text(&a), *want = dumped(route_answer_json(&a));
         assert_non_null(text);
@@ -704,7 +704,7 @@ static void test_answers_match_jansson(void **state)
     }
     /* strings jansson would escape or check: the direct writer declines */
     static const char *const odd[] = {"a\"b", "a\\b", "tab\t", "caf\xc3\xa9", "\x7f"};
-    route_answer_in a = {names, 1, &o, "p", 0, {0, 0, 0, 0}, 1};
+    route_answer_in a = {names, 1, &o, "p", 0, {.prefill = 0}, 1};
     memset(&o, 0, sizeof o);
     o.d.K = 1;
     for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
@@ -758,7 +758,7 @@ static void test_state_window_swaps(void **state)
         float *mine = sig_of((float)i, model.dim);
         char id[16];
         snprintf(id, sizeof id, "q%d", i);
-        route_in in = {id, &model, sim, mine, 0, 0, 0, 0, NULL, -1};
+        route_in in = {id, &model, sim, mine, 0, 0, 0, 0, NULL, -1, 0, 0, 0, NULL};
         assert_int_equal(state_route(st, &in, &o, &e), 0);
         assert_ptr_not_equal(in.sig, mine);   /* the window kept it */
         if (i < 3) {
@@ -773,10 +773,10 @@ static void test_state_window_swaps(void **state)
     }
     /* another model generation, or no signature: the window keeps nothing */
     float *mine = sig_of(99, model.dim);
-    route_in in = {"x1", &other, sim, mine, 0, 0, 0, 0, NULL, -1};
+    route_in in = {"x1", &other, sim, mine, 0, 0, 0, 0, NULL, -1, 0, 0, 0, NULL};
     assert_int_equal(state_route(st, &in, &o, &e), 0);
     assert_ptr_equal(in.sig, mine);
-    route_in zero = {"x2", &model, NULL, mine, 0, 0, 0, 0, NULL, -1};
+    route_in zero = {"x2", &model, NULL, mine, 0, 0, 0, 0, NULL, -1, 0, 0, 0, NULL};
     assert_int_equal(state_route(st, &zero, &o, &e), 0);
     assert_ptr_equal(zero.sig, mine);
     free(mine);

@@ -43,6 +43,7 @@ void ep_route(void *ctx, const http_req *r, http_resp *out)
         http_rb_error(out, &e);
     } else {
         u.prefill = engine_prefill_index(d, b.prefill_worker);
+        u.origin = SIG_ORIGIN_BODY;
         cache_claim claim = {b.counts, b.hashes, b.n_hashes, b.cached_blocks, b.block_counts,
                              b.n_block_counts};
         if (u.prefill < 0)

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "online.h"
 #include "opts.h"
+#include "sigcache.h"
 
 void opts_usage(FILE *f)
 {
@@ -41,6 +42,9 @@ void opts_usage(FILE *f)
             "  --window N                recent signatures kept for refit/drift (default 1024)\n"
             "  --cache-blocks N          signature cache capacity per prefill worker,\n"
             "                            in blocks (default 65536)\n"
+            "  --block-size N            tokens in a KV block of the prefill engines (default\n"
+            "                            16, as vLLM's): the signature cache keys a stock\n"
+            "                            engine's prompt by blocks of N of its token ids\n"
             "  --timeout S               idle connection timeout in seconds (default 10)\n"
             "  --header-timeout S        a request's headers must be complete within S\n"
             "                            seconds of the connection's start (or of its\n"
@@ -270,6 +274,7 @@ static void defaults(eldrd_opts *o)
     o->decisions = 4096;
     o->window = 1024;
     o->cache_blocks = 65536;
+    o->block_size = 16;
     o->timeout = 10;
     o->poll_ms = 100;
     o->max_conns = 1000;
@@ -287,7 +292,7 @@ static void defaults(eldrd_opts *o)
 }
 
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
-       O_DECISIONS, O_WINDOW, O_CACHE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
+       O_DECISIONS, O_WINDOW, O_CACHE, O_BLOCKSIZE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
        O_ADMINTOK, O_KVTOK, O_UPKEY, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
        O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO,
        O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS, O_MAXKV, O_MAXMODEL, O_BUDGET,
@@ -433,6 +438,12 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
         return 0;
     case O_CACHE:
         return parse_ll("--cache-blocks", arg, 1, 1LL << 32, &o->cache_blocks, err, errlen);
+    case O_BLOCKSIZE:
+        /* a block's count of one expert must fit the cache's uint8 */
+        if (parse_ll("--block-size", arg, 1, SIGCACHE_MAX_BLOCK, &v, err, errlen) < 0)
+            return -1;
+        o->block_size = (int)v;
+        return 0;
     case O_TIMEOUT:
         if (parse_ll("--timeout", arg, 1, 86400, &v, err, errlen) < 0)
             return -1;
@@ -571,6 +582,7 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"decisions", required_argument, 0, O_DECISIONS},
         {"window", required_argument, 0, O_WINDOW},
         {"cache-blocks", required_argument, 0, O_CACHE},
+        {"block-size", required_argument, 0, O_BLOCKSIZE},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
         {"load-from", required_argument, 0, O_LOADFROM},
         {"worker-urls", required_argument, 0, O_URLS},

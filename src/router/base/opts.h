@@ -29,6 +29,7 @@ typedef struct eldrd_opts {
     int decisions;               /* --decisions: ring size */
     int window;                  /* --window: recent signatures kept */
     long long cache_blocks;      /* --cache-blocks per prefill worker */
+    int block_size;              /* --block-size: tokens a KV block of the engines holds */
     int timeout;                 /* --timeout: idle connection seconds */
     int quiet;                   /* --quiet: no log lines on stderr */
     int load_vllm;               /* --load-from vllm (0: own in-flight counts) */

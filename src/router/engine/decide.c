@@ -199,6 +199,15 @@ static void sig_give(engine_t *d, float *b, size_t dim)
     free(b);
 }
 
+/* The signal's origin for the record: u's, else dflt. */
+static void signal_of(route_in *in, const cache_use *u, int dflt)
+{
+    in->origin = u ? u->origin : dflt;
+    in->sig_rows = u ? u->rows : 0;
+    in->cached_rows = u ? u->cached_rows : 0;
+    in->note = u && u->note[0] ? u->note : NULL;
+}
+
 int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t *counts,
                   const float *gates, int prefill, const cache_use *u, const uint8_t *eligible,
                   int retry_of, route_out *o, int *no_signature, rb_err *e)
@@ -210,14 +219,17 @@ int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t
         return rb_fail(e, 503, "route", "out of memory");
     if (!counts && !gates) {
         zero = 1;   /* no signal: the no-signature rule */
-        route_in in = {request_id, m, NULL, sig, prefill, 0, 0, 0, eligible, retry_of};
+        route_in in = {request_id, m, NULL, sig, prefill, u ? u->hit : 0, u ? u->missing : 0,
+                       u ? u->stored : 0, eligible, retry_of, 0, 0, 0, NULL};
+        signal_of(&in, u, SIG_ORIGIN_NONE);
         memset(sig, 0, m->dim * sizeof *sig);
         rc = state_route(d->st, &in, o, e);
         sig = in.sig;
     } else if (similarities(m, counts, gates, sig, sim, &zero, e) == 0) {
         route_in in = {request_id, m, zero ? NULL : sim, sig, prefill,
                        u ? u->hit : 0, u ? u->missing : 0, u ? u->stored : 0, eligible,
-                       retry_of};
+                       retry_of, 0, 0, 0, NULL};
+        signal_of(&in, u, SIG_ORIGIN_BODY);
         rc = state_route(d->st, &in, o, e);
         sig = in.sig;   /* the window may have swapped it for an old one, of m's dim */
     }

@@ -18,9 +18,16 @@
 #include "engine.h"
 #include "wire.h"
 
-/* What the signature cache did for one route. */
+/* What the signature cache did for one route, and where its signal came
+ * from: rows = the prompt rows the signal was counted over, cached_rows
+ * = how many of them the signature cache gave (a stock engine's
+ * prefix-cached rows); note = why a signal is absent or partial ("" when
+ * there is nothing to say). */
 typedef struct cache_use {
     int prefill, hit, missing, stored;
+    int origin;                  /* sig_origin */
+    int rows, cached_rows;
+    char note[160];
 } cache_use;
 
 /* A route's claim on the signature cache (POST /v1/route's fields): the
@@ -55,6 +62,23 @@ int decide_check_signal(const mref_t *r, const uint16_t *counts, const float *ga
  * -1 with why naming the size or value that is wrong. */
 int decide_read_sig(const engine_t *d, const mref_t *r, const uint8_t *sig, size_t len,
                     uint16_t *counts, float *gates, char *why, size_t whylen);
+
+/* A stock engine's prefill answer (no eldr_sig), for a count model: the
+ * prompt's counts [L*E] from the answer's routed experts (routed.h, the
+ * one decoder): its prompt rows only. When the engine reports more
+ * layers than the model has, its dense layers (all 0, routed.h) are left
+ * out and the rest must match. Prompt rows the prefix cache served
+ * (vLLM 0.21 marks them -1) are filled from prefill worker `prefill`'s
+ * signature cache, keyed by eldrd's chained hash (blockhash.h) of the
+ * answer's prompt token ids in blocks of --block-size; every full block
+ * of rows the answer routed is stored for the prompts that come later.
+ * Returns 1 with counts and u (origin SIG_ORIGIN_ROUTED, rows,
+ * cached_rows, hit, stored), or 0 when the answer gives no usable
+ * signal: u->origin SIG_ORIGIN_NONE and u->note saying why (no routed
+ * experts, other layers, cached blocks the cache does not hold). A bad
+ * answer never fails the request: it is routed without a signature. */
+int decide_stock_counts(engine_t *d, int prefill, const char *answer, size_t len,
+                        uint16_t *counts, cache_use *u);
 
 /* Decide among the eligible workers (NULL: all; retry_of, the worker
  * that failed this request before, or -1, is named in the decision's

@@ -119,6 +119,10 @@ static void record_decision(rstate *s, const route_in *in, const route_out *out)
     r->hit_blocks = in->hit_blocks;
     r->missing_blocks = in->missing_blocks;
     r->stored_blocks = in->stored_blocks;
+    r->origin = in->origin;
+    r->sig_rows = in->sig_rows;
+    r->cached_rows = in->cached_rows;
+    snprintf(r->note, sizeof r->note, "%s", in->note ? in->note : "");
     r->has_sim = d->has_sim;
     r->sim_max = d->sim_max;
     r->n_cand = d->n_cand;

@@ -23,6 +23,17 @@
 #define STATE_INFLIGHT_MAX (1 << 22)  /* in-flight requests before 503 */
 
 /* One decision as the ring keeps it (arrays of K). */
+/* Where a route's signal came from (explain's "signal"). */
+typedef enum sig_origin {
+    SIG_ORIGIN_NONE = 0,         /* no signal: the no-signature rule */
+    SIG_ORIGIN_BODY,             /* counts or gates in POST /v1/route */
+    SIG_ORIGIN_ELDR_SIG,         /* the authors' patched engine's eldr_sig */
+    SIG_ORIGIN_ROUTED            /* a stock engine's routed experts (routed.h) */
+} sig_origin;
+
+/* "none", "counts", "eldr_sig", "routed_experts" */
+const char *sig_origin_name(int origin);
+
 typedef struct drec {
     char id[RB_ID_MAX];
     uint64_t seq;
@@ -33,6 +44,8 @@ typedef struct drec {
     int worker, rule, prefill;
     int finished;                /* 0 in flight, 1 finished, 2 expired (ttl), 3 cleared */
     int hit_blocks, missing_blocks, stored_blocks;
+    int origin, sig_rows, cached_rows;   /* the signal's (decide.h, sig_origin) */
+    char note[160];              /* why the signal is absent or partial, "" */
     int has_sim, n_cand;
     double sim_max;
     double *sim;
@@ -110,6 +123,8 @@ typedef struct route_in {
     int hit_blocks, missing_blocks, stored_blocks;
     const uint8_t *eligible;     /* [K] workers it may go to; NULL all */
     int retry_of;                /* a retry: the worker that failed it; -1 none */
+    int origin, sig_rows, cached_rows;   /* where the signal came from (decide.h) */
+    const char *note;            /* why it is absent or partial; NULL none */
 } route_in;
 
 typedef struct route_out {

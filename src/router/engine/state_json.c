@@ -8,6 +8,12 @@
 
 #include "state.h"
 
+const char *sig_origin_name(int origin)
+{
+    static const char *const names[] = {"none", "counts", "eldr_sig", "routed_experts"};
+    return origin >= 0 && origin <= SIG_ORIGIN_ROUTED ? names[origin] : "none";
+}
+
 static json_t *num_or_null(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
@@ -80,6 +86,11 @@ json_t *drec_json(const rstate *s, const drec *d)
     json_object_set_new(o, "finished", json_boolean(d->finished == 1));
     json_object_set_new(o, "ended", d->finished > 0 && d->finished < 4
                                         ? json_string(ended[d->finished]) : json_null());
+    json_t *sg = json_pack("{s:s, s:i, s:i}", "source", sig_origin_name(d->origin), "rows",
+                           d->sig_rows, "cached_rows", d->cached_rows);
+    if (sg && d->note[0])
+        json_object_set_new(sg, "note", json_string(d->note));
+    json_object_set_new(o, "signal", sg);
     json_object_set_new(o, "cache", json_pack("{s:i, s:i, s:i}", "hit_blocks", d->hit_blocks,
                                               "missing_blocks", d->missing_blocks,
                                               "stored_blocks", d->stored_blocks));

@@ -294,6 +294,19 @@ static int cached_counts(xstream *s, mref_t *m, jspan claim, const uint16_t **co
     return rc;
 }
 
+/* The signal's origin for explain: eldr_sig's, or none; *up is set to u
+ * when cached_counts left it NULL. Returns 1. */
+static int signal_origin(cache_use *u, const cache_use **up, const uint8_t *sig)
+{
+    if (!*up) {
+        memset(u, 0, sizeof *u);
+        u->prefill = -1;
+        *up = u;
+    }
+    u->origin = sig ? SIG_ORIGIN_ELDR_SIG : SIG_ORIGIN_NONE;
+    return 1;
+}
+
 /* Decide on the request's body (n bytes; none: NULL, 0) and headers. */
 static void pick(xstream *s, const uint8_t *body, size_t n)
 {
@@ -319,7 +332,7 @@ static void pick(xstream *s, const uint8_t *body, size_t n)
         immediate(s, 422, OUT_BAD_SIGNAL, "eldr picker: %s", why);
     } else if (cached_counts(s, m, claim, &counts, &u, &up) < 0) {
         /* answered */
-    } else if (eligible(s, ok, &mask) < 0) {
+    } else if (signal_origin(&u, &up, sig) && eligible(s, ok, &mask) < 0) {
         immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: no endpoint of the subset hint is "
                   "eligible");
     } else if (route(s, m, counts, up, mask, &nosig, &e) < 0) {

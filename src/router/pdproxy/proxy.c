@@ -106,6 +106,8 @@ struct proxy {
     unsigned long long boot;
     atomic_ullong outcomes[PX_N_OUTCOMES];
     atomic_ullong no_signature;
+    atomic_ullong signal[3];     /* decisions by the signal's source: eldr_sig, routed
+                                  * experts, none */
     atomic_ullong retries[2];    /* by role: prefill, decode */
     atomic_llong open;           /* requests between begin and conclusion */
     /* "Bearer KEY" from --upstream-api-key-file, else "" (the client's own
@@ -394,17 +396,45 @@ static void conclude(proxy_t *p, pxreq *r, int avoid)
     unref(r);
 }
 
-/* Decide the decode worker from the prefill's eldr_sig: the same path as
- * POST /v1/route. The served model says how to read it: counts, or gate
- * values for a gate model (its variant can change with a hot swap). */
+/* The signature cache of prefill instance i: the --prefill-workers name
+ * of the same place, else the first. Sharing one is exact (a block's
+ * counts follow from its tokens alone); one each mirrors each engine's
+ * evictions (docs/eldrd.md, "Stock engines"). */
+static int cache_of(const proxy_t *p, int i)
+{
+    return i >= 0 && i < p->d->n_caches ? i : 0;
+}
+
+/* The signal of a prefill answer without eldr_sig: its routed experts
+ * (a stock engine), for a count model; u says where it came from. 1
+ * with counts, 0 none. */
+static int stock_signal(proxy_t *p, pxreq *r, int gate, uint16_t *counts, cache_use *u)
+{
+    memset(u, 0, sizeof *u);
+    u->prefill = cache_of(p, r->prefill);
+    if (gate) {
+        snprintf(u->note, sizeof u->note, "a gate model needs eldr_sig: routed experts give "
+                 "counts only");
+        return 0;
+    }
+    int rc = decide_stock_counts(p->d, u->prefill, r->pre.text, r->pre.text_len, counts, u);
+    return rc;
+}
+
+/* Decide the decode worker from the prefill's eldr_sig, else its routed
+ * experts: the same path as POST /v1/route. The served model says how to
+ * read it: counts, or gate values for a gate model (its variant can
+ * change with a hot swap). */
 static int decide(proxy_t *p, pxreq *r, int except)
 {
     char why[256];
     size_t cells = (size_t)p->d->L * (size_t)p->d->E;
     mref_t *m = mholder_get(&p->d->model);
     int gate = sig_variant_uses_gate(m->m->recipe.variant);
-    uint16_t *counts = gate ? NULL : malloc(cells * sizeof *counts);
-    float *gates = gate ? malloc(cells * sizeof *gates) : NULL;
+    uint16_t *counts_buf = gate ? NULL : malloc(cells * sizeof *counts_buf);
+    float *gates_buf = gate ? malloc(cells * sizeof *gates_buf) : NULL;
+    uint16_t *counts = counts_buf;
+    float *gates = gates_buf;
     route_out *o = malloc(sizeof *o);
     uint8_t ok[ROUTE_MAX_WORKERS];
     int rc = -1;
@@ -416,21 +446,25 @@ static int decide(proxy_t *p, pxreq *r, int except)
     } else {
         rb_err e;
         int nosig = 0;
-        if (route_request(p->d, m, r->id, counts, gates, -1, NULL,
+        cache_use u = {.prefill = -1, .origin = SIG_ORIGIN_ELDR_SIG};
+        if (!r->pre.sig && !stock_signal(p, r, gate, counts, &u))
+            counts = NULL, gates = NULL;   /* no signal: the no-signature rule, noted */
+        if (route_request(p->d, m, r->id, counts, gates, u.prefill, &u,
                           pool_decode_eligible(p->pool, mono_now(), except, ok), except, o,
                           &nosig, &e) < 0) {
             fail(r, e.status, "%s (%s)", e.error, e.where);
         } else {
             r->worker = o->d.worker;
             r->routed = 1;
-            if (!r->pre.sig)
+            if (nosig)
                 atomic_fetch_add(&p->no_signature, 1);
+            atomic_fetch_add(&p->signal[nosig ? 2 : r->pre.sig ? 0 : 1], 1);
             rc = 0;
         }
     }
     mref_put(m);
-    free(counts);
-    free(gates);
+    free(counts_buf);
+    free(gates_buf);
     free(o);
     return rc;
 }
@@ -1096,8 +1130,19 @@ void proxy_metrics(void *cls, strbuf *b)
     for (int o = 0; o < PX_N_OUTCOMES; o++)
         sb_printf(b, "eldr_proxy_requests_total{outcome=\"%s\"} %llu\n", outcome_names[o],
                   (unsigned long long)atomic_load(&p->outcomes[o]));
-    sb_printf(b, "# HELP eldr_proxy_no_signature_total Proxied requests whose prefill answer "
-                 "had no eldr_sig (a stock engine): routed to the least loaded worker.\n"
+    sb_printf(b, "# HELP eldr_proxy_signal_total Proxied decisions by where the prompt's "
+                 "signal came from: eldr_sig (the patched engine), routed_experts (a stock "
+                 "engine's answer), none (least loaded).\n"
+                 "# TYPE eldr_proxy_signal_total counter\n"
+                 "eldr_proxy_signal_total{source=\"eldr_sig\"} %llu\n"
+                 "eldr_proxy_signal_total{source=\"routed_experts\"} %llu\n"
+                 "eldr_proxy_signal_total{source=\"none\"} %llu\n",
+              (unsigned long long)atomic_load(&p->signal[0]),
+              (unsigned long long)atomic_load(&p->signal[1]),
+              (unsigned long long)atomic_load(&p->signal[2]));
+    sb_printf(b, "# HELP eldr_proxy_no_signature_total Proxied requests routed without a "
+                 "signal (no eldr_sig and no usable routed experts, or a signature all zero "
+                 "on the mask): to the least loaded worker.\n"
                  "# TYPE eldr_proxy_no_signature_total counter\n"
                  "eldr_proxy_no_signature_total %llu\n",
               (unsigned long long)atomic_load(&p->no_signature));

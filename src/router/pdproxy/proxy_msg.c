@@ -103,6 +103,9 @@ char *pm_prefill_body(const pm_client *c, const char *request_id)
     json_object_del(b, "stream_options");
     json_object_set_new(b, "request_id", json_string(request_id));
     if (c->protocol == PM_VLLM) {
+        /* the prompt's token ids name its KV blocks for the signature
+         * cache (a stock engine's routed experts, docs/eldrd.md) */
+        json_object_set_new(b, "return_token_ids", json_true());
         json_object_set_new(b, "max_tokens", json_integer(1));
         if (json_object_get(b, "max_completion_tokens"))
             json_object_set_new(b, "max_completion_tokens", json_integer(1));
@@ -476,6 +479,7 @@ static int prefill_parse(const char *text, size_t len, const pm_client *c, pm_pr
         }
         /* the tree only where the client's first answer is built from it:
          * a stream's first token, or an answer the prefill ended */
+        p->text_len = len;
         if (!c->stream && p->continues)
             return 0;
     }
@@ -493,6 +497,7 @@ static int prefill_parse(const char *text, size_t len, const pm_client *c, pm_pr
         pm_prefill_free(p);
         return -1;
     }
+    p->text_len = len;
     return 0;
 }
 
@@ -510,7 +515,11 @@ json_t *pm_public_first(const pm_prefill *p, const pm_client *c)
     if (!r)
         return NULL;
     json_object_del(r, "kv_transfer_params");
+    /* the engine's routing is eldrd's signal, never the client's */
+    json_object_del(r, "prompt_routed_experts");
+    json_object_del(r, "sglext");
     json_t *choice = json_copy(json_array_get(json_object_get(r, "choices"), 0));
+    json_object_del(choice, "routed_experts");
     json_object_set_new(r, "choices", json_pack("[o]", choice));
     if (!c->return_ids) {
         json_object_del(choice, "token_ids");

@@ -81,6 +81,7 @@ char *pm_prefill_body(const pm_client *c, const char *request_id);
 /* What the prefill's answer gives. */
 typedef struct pm_prefill {
     char *text;                  /* owned: the answer's text, eldr_sig cut out */
+    size_t text_len;
     jspan kv, ids, created;      /* spans in text: kv_transfer_params, the prompt's
                                   * token ids (n = 0: none), created (n = 0: none) */
     json_t *result;              /* owned: text parsed, for PM_VLLM, a stream or an
