@@ -3,6 +3,9 @@
  * or a raw little-endian buffer whose item size follows from its length. */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "b64.h"
 #include "routed_field.h"
@@ -222,13 +225,42 @@ static int store_raw(idbuf *b, const uint8_t *d, int itemsize, int is_signed, in
     uint32_t limit = h->E > 0 ? (uint32_t)h->E : 65536;
     if (!big && !is_signed && itemsize <= 2) {
         /* vLLM's and SGLang's narrow wire types: every value is an id below 65536 */
+        /* one loop per width, so that each is a plain widening copy the
+         * compiler vectorises (a 4,096-token answer at L 48, k 8 is 1.6M ids) */
         uint32_t over = 0;
-        for (size_t i = 0; i < n; i++) {
-            uint16_t v = d[itemsize * i];
-            if (itemsize == 2)
-                v = (uint16_t)(v | d[2 * i + 1] << 8);
-            over |= v >= limit;
-            b->ids[i] = v;
+        uint16_t *restrict o = b->ids;
+        const uint8_t *restrict s = d;
+        if (itemsize == 1) {
+            uint8_t top = 0;
+            size_t i = 0;
+#if defined(__SSE2__)
+            /* 16 ids at a time: widened by an unpack with zero, the top
+             * kept by an unsigned byte max (vLLM's uint8 answers) */
+            __m128i z = _mm_setzero_si128(), mx = z;
+            for (; i + 16 <= n; i += 16) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+                mx = _mm_max_epu8(mx, v);
+                _mm_storeu_si128((__m128i *)(void *)(o + i), _mm_unpacklo_epi8(v, z));
+                _mm_storeu_si128((__m128i *)(void *)(o + i + 8), _mm_unpackhi_epi8(v, z));
+            }
+            uint8_t lanes[16];
+            _mm_storeu_si128((__m128i *)(void *)lanes, mx);
+            for (int j = 0; j < 16; j++)
+                top = lanes[j] > top ? lanes[j] : top;
+#endif
+            for (; i < n; i++) {
+                top = s[i] > top ? s[i] : top;
+                o[i] = s[i];
+            }
+            over = top >= limit;
+        } else {
+            uint16_t top = 0;
+            for (size_t i = 0; i < n; i++) {
+                uint16_t v = (uint16_t)(s[2 * i] | s[2 * i + 1] << 8);
+                top = v > top ? v : top;
+                o[i] = v;
+            }
+            over = top >= limit;
         }
         if (!over)
             return 0;

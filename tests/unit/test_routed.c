@@ -313,6 +313,37 @@ static void dense_layer_rows(void **state)
     assert_non_null(strstr(err, "prompt token 0 layer 0: expert 0 picked twice"));
 }
 
+/* Top-8 rows take the SIMD pair check (routed.c, distinct8): every
+ * position of a duplicate is found, ids past 255 too, and a row of 8
+ * distinct ids passes; checked against the pairs by brute force. */
+static void top8_duplicates(void **state)
+{
+    (void)state;
+    routed_t r;
+    for (int i = 0; i < 8; i++)
+        for (int j = i + 1; j < 8; j++)
+            for (int big = 0; big < 2; big++) {
+                int ids[8];
+                for (int a = 0; a < 8; a++)
+                    ids[a] = a * 3 + (big ? 300 : 1);
+                ids[j] = ids[i];
+                snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":1,"
+                         "\"completion_tokens\":1},\"choices\":[{\"routed_experts\":"
+                         "[[[1,2,3,4,5,6,7,8],[%d,%d,%d,%d,%d,%d,%d,%d]]]}]}", ids[0], ids[1],
+                         ids[2], ids[3], ids[4], ids[5], ids[6], ids[7]);
+                assert_int_equal(decode(body, NULL, &r), -1);
+                char want[64];
+                snprintf(want, sizeof want, "layer 1: expert %d picked twice", ids[i]);
+                assert_non_null(strstr(err, want));
+            }
+    snprintf(body, sizeof body, "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1},"
+             "\"choices\":[{\"routed_experts\":[[[8,7,6,5,4,3,2,1],[0,9,300,301,65535,12,"
+             "13,14]]]}]}");
+    assert_int_equal(decode(body, NULL, &r), 0);
+    assert_int_equal(r.max_id, 65535);
+    routed_free(&r);
+}
+
 static void vllm_prefix_cache_rows(void **state)
 {
     (void)state;
@@ -621,7 +652,7 @@ int main(void)
         cmocka_unit_test(vllm_npy_whole_sequence), cmocka_unit_test(sglang_raw),
         cmocka_unit_test(sglang_unsigned),
         cmocka_unit_test(vllm_prefix_cache_rows), cmocka_unit_test(counts_of_rows),
-        cmocka_unit_test(dense_layer_rows),
+        cmocka_unit_test(dense_layer_rows), cmocka_unit_test(top8_duplicates),
         cmocka_unit_test(malformed), cmocka_unit_test(deep_and_truncated),
         cmocka_unit_test(scanner), cmocka_unit_test(fuzz_corpus),
     };
