@@ -50,6 +50,36 @@ grep -q '"choices"' "$TMP/warm" || { echo "proxy bench: a proxied request failed
     cat "$TMP/warm" >&2; exit 1; }
 wrk_cpu "proxy bench" wrk_proxy.lua "64-token prompt, K=4, c=$CONNS" "$URL" \
     "eldrd CPU per proxied request (user+sys)"
+# the stock handoff (--pd-protocol vllm): eldr_sig in the transfer, then a
+# stock vLLM's routed experts (no eldr_sig) read by eldrd, one after the
+# other on fresh stand-ins, so that the two rows differ only in the signal
+for mode in vllm-sig vllm-routed; do
+    rm -f "$TMP/ports.$mode"
+    "$ROOT/$BIN/pd_instant" "$TMP/ports.$mode" 24 32 "$mode" &
+    SPID=$!
+    i=0; while [ ! -s "$TMP/ports.$mode" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    read -r SPP SDP <"$TMP/ports.$mode"
+    SPORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    SURL="http://127.0.0.1:$SPORT"
+    "$ROOT/$BIN/eldrd" -m "$TMP/m.h5" --listen "127.0.0.1:$SPORT" --quiet --proxy \
+        --pd-protocol vllm --prefill "http://127.0.0.1:$SPP" \
+        --decode "http://127.0.0.1:$SDP,http://127.0.0.2:$SDP,http://127.0.0.3:$SDP,http://127.0.0.4:$SDP" \
+        --max-conns-per-ip 1000 &
+    SDPID=$!
+    PIDS="$PIDS $SPID $SDPID"
+    (URL=$SURL; DPID=$SDPID; wait_up "proxy bench ($mode)"
+     curl -s --max-time 5 "$URL/v1/completions" -d '{"prompt":"warm up","max_tokens":8}' >"$TMP/warm"
+     grep -q '"choices"' "$TMP/warm" || { echo "proxy bench ($mode): a proxied request failed:" >&2;
+         cat "$TMP/warm" >&2; exit 1; }
+     case $mode in
+     vllm-sig) what="eldr_sig in the transfer" ;;
+     *) what="a stock prefill's routed experts (.npy)" ;;
+     esac
+     export WRK_LABEL="eldrd --proxy --pd-protocol vllm, $what"
+     wrk_cpu "proxy bench ($mode)" wrk_proxy.lua "64-token prompt, K=4, c=$CONNS" "$URL" \
+         "eldrd CPU per proxied request (user+sys), $what")
+    kill -9 $SPID $SDPID 2>/dev/null
+done
 # time to first byte added to a stream
 $PY - "$URL" "$P" <<'PYEOF'
 import socket, sys, time, urllib.parse

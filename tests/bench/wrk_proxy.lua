@@ -27,6 +27,7 @@ function response(status, hdrs, b)
 end
 
 function done(summary, latency, requests)
-  wrk_write_rows(summary, latency, "eldrd --proxy completions, instant upstreams",
+  wrk_write_rows(summary, latency,
+                 os.getenv("WRK_LABEL") or "eldrd --proxy completions, instant upstreams",
                  wrk_sum(threads, "ok_n"), "requests/s", wrk_sum(threads, "failures"))
 end

@@ -599,7 +599,8 @@ static void test_vllm_protocol(void **state)
     assert_int_equal(json_integer_value(json_object_get(j, "max_completion_tokens")), 1);
     assert_null(json_object_get(j, "min_tokens"));
     assert_null(json_object_get(j, "stream_options"));
-    assert_null(json_object_get(j, "return_token_ids"));
+    /* the prompt's token ids key a stock engine's blocks (decide_stock_counts) */
+    assert_true(json_is_true(json_object_get(j, "return_token_ids")));
     assert_true(json_is_true(json_object_get(kv, "do_remote_decode")));
     assert_true(json_is_null(json_object_get(kv, "remote_engine_id")));
     assert_null(json_object_get(kv, "prefill_first"));
