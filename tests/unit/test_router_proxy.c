@@ -639,6 +639,24 @@ static void test_vllm_protocol(void **state)
     pm_prefill_free(&p);
     const char *badkv = "{\"kv_transfer_params\": [1]}";
     assert_int_equal(pm_prefill_parse(badkv, strlen(badkv), &c, &p, why, sizeof why), -1);
+    /* checked on the text, with no tree: every value, anywhere, as jansson
+     * would; a key eldrd reads given twice */
+    static const struct { const char *answer, *why; } refused[] = {
+        {"{\"kv_transfer_params\": {}, \"kv_transfer_params\": null}", "twice"},
+        {"{\"choices\": [{\"text\": \"a\x01\"}]}", "invalid JSON near byte"},
+        {"{\"choices\": [{\"routed_experts\": [[[1, 2]]], \"x\": tru}]}", "invalid JSON"},
+        {"{\"a\": 1} x", "invalid JSON"},
+        {"{\"a\": \"\xff\"}", "invalid JSON"},
+        {"[1]", "another JSON value"},
+        {"nope", "not JSON"},
+        {"{\"kv_transfer_params\": 3}", "not an object"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        const char *a = refused[i].answer;
+        assert_int_equal(pm_prefill_parse(a, strlen(a), &c, &p, why, sizeof why), -1);
+        if (!strstr(why, refused[i].why))
+            fail_msg("%s: %s", a, why);
+    }
     pm_client_free(&c);
 }
 

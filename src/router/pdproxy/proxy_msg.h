@@ -84,9 +84,8 @@ typedef struct pm_prefill {
     size_t text_len;
     jspan kv, ids, created;      /* spans in text: kv_transfer_params, the prompt's
                                   * token ids (n = 0: none), created (n = 0: none) */
-    json_t *result;              /* owned: text parsed, for PM_VLLM, a stream or an
+    json_t *result;              /* owned: text parsed, for PM_ELDR's stream or an
                                   * answer the prefill ended (else NULL) */
-    json_t *transfer;            /* borrowed from result: kv_transfer_params (PM_VLLM) */
     int continues;               /* prefill_continues */
     uint8_t *sig;                /* malloc'd decoded eldr_sig bytes, NULL when absent */
     size_t sig_len;
@@ -101,7 +100,10 @@ typedef struct pm_prefill {
  * character), and decoded straight from the text. The prefill-first
  * checks run on the text too (json_scan.h), with no tree: one is parsed
  * only when the client's first answer is made from it (a stream, or an
- * answer the prefill ended) and for PM_VLLM. A key the proxy reads or
+ * answer the prefill ended), never for PM_VLLM, whose answer (a stock
+ * engine's routed experts: up to megabytes) is checked on its text as
+ * valid JSON, an object, kv_transfer_params an object or null. A key the
+ * proxy reads or
  * splices given twice is refused (the spliced and the checked values
  * could differ). -1 with why (the answer is then bad: 502). */
 int pm_prefill_parse(const char *text, size_t len, const pm_client *c, pm_prefill *p,
