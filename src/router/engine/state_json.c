@@ -81,7 +81,8 @@ json_t *drec_json(const rstate *s, const drec *d)
     json_object_set_new(o, "model_refit_of", d->model_refit_of
                                                  ? json_integer((json_int_t)d->model_refit_of)
                                                  : json_null());
-    json_object_set_new(o, "prefill_index", json_integer(d->prefill));
+    json_object_set_new(o, "prefill_index",
+                        d->prefill >= 0 ? json_integer(d->prefill) : json_null());
     static const char *const ended[] = {NULL, "finished", "expired", "cleared"};
     json_object_set_new(o, "finished", json_boolean(d->finished == 1));
     json_object_set_new(o, "ended", d->finished > 0 && d->finished < 4
