@@ -117,7 +117,9 @@ static void print_json(const char *path, const model_t *m, const centroid_stats 
 static void print_text(const char *path, const model_t *m, const centroid_stats *s)
 {
     const sig_recipe *r = &m->recipe;
-    if (model_file_is_json(path))
+    if (m->snapshot)
+        printf("%s: eldrd snapshot (the model it served)\n", path);
+    else if (model_file_is_json(path))
         printf("%s: reference fit JSON\n", path);
     else
         printf("%s: eldr-model v%d\n", path, MODEL_VERSION);

@@ -68,6 +68,7 @@ typedef struct model {
     char transform_sha256[SHA256_HEX]; /* SHA-256 of the fit whose recipe
                                         * was reused (a transform template) */
     char eldr_version[32];       /* eldr that wrote it; "" */
+    int snapshot;                /* read from an eldrd snapshot (snapshot.h) */
 } model_t;
 
 /* A new model for recipe r (copied) with K zero centroids, default worker

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "snapshot.h"
 #include "err.h"
 #include "model.h"
 #include "model_json.h"
@@ -488,6 +489,13 @@ int model_load_json(const char *path, model_t **out, char *err, size_t errlen)
             return eldr_errf(err, errlen, "%s: %s", path, je.text);
         return eldr_errf(err, errlen, "%s: line %d column %d: %s", path, je.line, je.column,
                          je.text);
+    }
+    /* a snapshot taken with centroids is a whole model (docs/http-api.md) */
+    json_t *fmt = json_object_get(o, "format");
+    if (json_is_string(fmt) && !strcmp(json_string_value(fmt), SNAPSHOT_FORMAT)) {
+        int rc = snapshot_model_json(o, path, out, err, errlen);
+        json_decref(o);
+        return rc;
     }
     *out = from_object(o, path, err, errlen);
     json_decref(o);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "json_scan.h"
 #include "snapshot.h"
 
 /* The snapshot's model summary in the reference centroid JSON's keys,
@@ -56,6 +57,8 @@ int snapshot_model_json(const json_t *snap, const char *where, model_t **out, ch
         return eldr_errf(err, errlen, "%s: out of memory", where);
     int rc = model_from_json_text(text, where, out, err, errlen);
     free(text);
+    if (rc == 0)
+        (*out)->snapshot = 1;
     return rc;
 }
 
@@ -71,6 +74,35 @@ int snapshot_model_text(const char *text, size_t len, const char *where, model_t
     int rc = snapshot_model_json(snap, where, out, err, errlen);
     json_decref(snap);
     return rc;
+}
+
+/* 1 when the top-level object's "format" is the snapshot's (a scan of
+ * the top level only: no tree for a model's megabytes of centroids). */
+static int is_snapshot(const char *text, size_t len)
+{
+    cj_t s;
+    const char *k, *v;
+    size_t kl, vl;
+    int n = 0;
+    cj_init(&s, text, len);
+    if (cj_expect(&s, '{') < 0)
+        return 0;
+    while (cj_next_key(&s, &n, &k, &kl) == 1) {
+        if (cj_key_is(k, kl, "format") && cj_peek(&s) == '"')
+            return cj_string(&s, &v, &vl) == 0 && vl == sizeof SNAPSHOT_FORMAT - 1 &&
+                   !memcmp(v, SNAPSHOT_FORMAT, vl);
+        if (cj_skip(&s) < 0)
+            return 0;
+    }
+    return 0;
+}
+
+int snapshot_or_model_text(const char *text, size_t len, const char *where, model_t **out,
+                           char *err, size_t errlen)
+{
+    if (is_snapshot(text, len))
+        return snapshot_model_text(text, len, where, out, err, errlen);
+    return model_from_json_text(text, where, out, err, errlen);
 }
 
 int snapshot_model_load(const char *path, model_t **out, char *err, size_t errlen)

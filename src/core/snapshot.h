@@ -28,4 +28,11 @@ int snapshot_model_text(const char *text, size_t len, const char *where, model_t
                         char *err, size_t errlen);
 int snapshot_model_load(const char *path, model_t **out, char *err, size_t errlen);
 
+/* A model from JSON text that is either the reference centroid JSON (eldr
+ * model export) or a snapshot taken with centroids (its top-level
+ * "format" names it): what PUT /v1/model takes, so that a saved snapshot
+ * goes back to a router as the docs promise. text is NUL-terminated. */
+int snapshot_or_model_text(const char *text, size_t len, const char *where, model_t **out,
+                           char *err, size_t errlen);
+
 #endif

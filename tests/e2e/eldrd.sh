@@ -277,10 +277,29 @@ expect_http "hot swap: generation 11, every load back to 0" 200 \
     'j["model"]["generation"] == 11 and all(w["inflight"] == 0 for w in j["workers"]) and sum(w["routed"] for w in j["workers"]) == 180'
 check "PUT persisted the last model to the state dir" sh -c "'$ELDR' info '$TMP/state/model.h5' | grep -q 'valid *yes'"
 check "the persisted model is the last one PUT (m2: all 16 layers)" sh -c "'$ELDR' info '$TMP/state/model.h5' | grep -q 'over 16 layers'"
+# the round trips the docs promise (issue 31, item 8): a snapshot taken
+# with centroids goes back by PUT /v1/model, and eldr info reads it
+curl -s --max-time 10 "$URL/v1/snapshot?centroids=1" >"$TMP/snap.json"
+req PUT /v1/model "$TMP/snap.json"
+expect_http "a snapshot with centroids goes back: PUT /v1/model takes it (generation 12)" 200 \
+    'j["model_generation"] == 12'
+curl -s --max-time 10 "$URL/v1/snapshot?centroids=1" >"$TMP/snap2.json"
+check "... and serves the same centroids and recipe" $PY -c "
+import json, sys
+a, b = (json.load(open(f))['model'] for f in sys.argv[1:3])
+keys = ('centroids', 'layer_mask', 'sig_idf', 'variant', 'K', 'dim')
+sys.exit(0 if all(a[k] == b[k] for k in keys) else 1)" "$TMP/snap.json" "$TMP/snap2.json"
+check "eldr info reads a saved snapshot as the model it served" sh -c \
+    "'$ELDR' info '$TMP/snap.json' | grep -q 'eldrd snapshot' && '$ELDR' info '$TMP/snap.json' | grep -q 'valid *yes'"
+curl -s --max-time 10 "$URL/v1/snapshot" >"$TMP/snap0.json"
+req PUT /v1/model "$TMP/snap0.json"
+expect_http "a snapshot without centroids: 422 naming ?centroids=1" 422 \
+    '"centroids=1" in json.dumps(j)'
+check "eldr info of a pushed model: the state dir's file" sh -c "'$ELDR' info '$TMP/state/model.h5' | grep -q 'valid *yes'"
 # SIGHUP reloads the state dir's model (a new generation)
 kill -HUP $PID; sleep 0.5
 req GET /v1/snapshot
-expect_http "SIGHUP reloads the model file" 200 'j["model"]["generation"] == 12 and j["model"]["source"].endswith("state/model.h5")'
+expect_http "SIGHUP reloads the model file" 200 'j["model"]["generation"] == 13 and j["model"]["source"].endswith("state/model.h5")'
 stop
 
 # --- kill -9 during model PUTs leaves a valid file, and a restart keeps it ---

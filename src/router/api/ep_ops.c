@@ -8,6 +8,7 @@
 
 #include "body.h"
 #include "json_in.h"
+#include "snapshot.h"
 #include "log.h"
 #include "endpoints.h"
 #include "err.h"
@@ -174,7 +175,7 @@ void ep_put_model(void *ctx, const http_req *r, http_resp *out)
         http_rb_error(out, &be);
         return;
     }
-    if (model_from_json_text(r->body, "body", &m, err, sizeof err) < 0) {
+    if (snapshot_or_model_text(r->body, r->len, "body", &m, err, sizeof err) < 0) {
         http_error(out, 422, "body", "%s", err);
         return;
     }
