@@ -245,7 +245,8 @@ check "metrics: cache hits and misses" sh -c "grep -q '^eldr_sigcache_hit_blocks
 stop
 
 # --- hot swap under concurrent load: zero failed requests ---
-mkdir -p "$TMP/state"
+# (eldrd makes the state dir itself: 0700)
+rm -rf "$TMP/state"
 start swap -m "$TMP/m1.h5" --state-dir "$TMP/state" --threads 2 --quiet || exit 0
 load() { # CLIENT: 60 route+finish pairs; failures to $TMP/fail.CLIENT
     c=$1; n=0
@@ -275,6 +276,8 @@ check "hot swap: zero failed requests over 3 x 60 route+finish" sh -c "! cat '$T
 req GET /v1/snapshot
 expect_http "hot swap: generation 11, every load back to 0" 200 \
     'j["model"]["generation"] == 11 and all(w["inflight"] == 0 for w in j["workers"]) and sum(w["routed"] for w in j["workers"]) == 180'
+check "the state dir is the owner's (0700), the persisted model too (0600)" sh -c \
+    "[ \$(stat -c %a '$TMP/state') = 700 ] && [ \$(stat -c %a '$TMP/state/model.h5') = 600 ]"
 check "PUT persisted the last model to the state dir" sh -c "'$ELDR' info '$TMP/state/model.h5' | grep -q 'valid *yes'"
 check "the persisted model is the last one PUT (m2: all 16 layers)" sh -c "'$ELDR' info '$TMP/state/model.h5' | grep -q 'over 16 layers'"
 # the round trips the docs promise (issue 31, item 8): a snapshot taken

@@ -46,6 +46,13 @@ MAIN=$URL; MAINPID=$PID
 start proxy0 -m "$TMP/m.h5" --proxy --prefill "$PF1" --decode "$DC1" --tau 0 --threads 4 \
     --max-conns-per-ip 400 || exit 0
 TAU0=$URL
+check "proxy mode starts without a library warning (libmicrohttpd's thread pool)" \
+    sh -c "! grep -q 'libmicrohttpd' '$TMP/proxy.log'"
+if [ "$(id -u)" = 0 ]; then
+    check "running as root is warned of at start" grep -q "warning: running as root" "$TMP/proxy.log"
+else
+    check "no root warning for a user" sh -c "! grep -q 'running as root' '$TMP/proxy.log'"
+fi
 standins nosig --prefill 1 --decode 4 --no-sig
 start nosig -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" || exit 0
 NOSIG=$URL

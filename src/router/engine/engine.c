@@ -22,16 +22,21 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* The state dir: created if missing; temp files of a save that was killed
- * (model.h5.tmp.PID) are removed, the model itself is untouched. */
+/* The state dir: created if missing, 0700 (the model is the fleet's
+ * routing: no one else's to read); temp files of a save that was killed
+ * (model.h5.tmp.PID) are removed, the model itself is untouched. A dir
+ * that others may read is left as the operator made it, with a warning. */
 static int prepare_state_dir(engine_t *d, char *err, size_t errlen)
 {
     const char *dir = d->o->state_dir;
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return eldr_errf(err, errlen, "--state-dir %s: cannot create: %s", dir, strerror(errno));
     struct stat st;
     if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
         return eldr_errf(err, errlen, "--state-dir %s: not a directory", dir);
+    if (st.st_mode & 077)
+        log_msg("warning: --state-dir %s is open to others (mode %03o); eldrd creates it 0700",
+                dir, (unsigned)(st.st_mode & 0777));
     if ((size_t)snprintf(d->persist_path, sizeof d->persist_path, "%s/model.h5", dir) >=
         sizeof d->persist_path)
         return eldr_errf(err, errlen, "--state-dir %s: path too long", dir);
@@ -253,6 +258,8 @@ int engine_install(engine_t *d, model_t *m, const char *source, int persist, cha
         model_free(m);
         return -1;
     }
+    if (persist && d->persist_path[0])
+        chmod(d->persist_path, 0600);   /* the owner's alone, as its dir */
     mref_t *r = mref_new(m, source, err, errlen);
     if (!r) {
         pthread_mutex_unlock(&d->install_lock);

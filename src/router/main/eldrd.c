@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/resource.h>
 
 #include "auth.h"
@@ -431,6 +432,9 @@ int main(int argc, char **argv)
                 d.auth.admin[0] ? (d.auth.kv[0] ? "admin and kv tokens required"
                                                 : "admin token required")
                                 : "open: no admin token");
+        if (geteuid() == 0)
+            log_msg("warning: running as root; eldrd needs no privilege (its ports may be "
+                    "above 1023, its files its own): run it as an unprivileged user");
         rc = serve(&d, &set);
     }
     teardown(&d);

@@ -840,13 +840,17 @@ static struct MHD_Daemon *start_mhd(http_server *s, int fd, int v6)
                                    MHD_USE_ERROR_LOG;
     if (v6)
         flags |= MHD_USE_IPv6;
+    /* a thread pool only with libmicrohttpd's own threads: a size of 0 in
+     * loop mode made it print a warning at every start */
+    struct MHD_OptionItem pool[] = {
+        {o->loop ? MHD_OPTION_END : MHD_OPTION_THREAD_POOL_SIZE, o->loop ? 0 : o->threads, NULL},
+        {MHD_OPTION_END, 0, NULL}};
     return MHD_start_daemon(
         flags, 0, on_accept, s, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout,
-        MHD_OPTION_THREAD_POOL_SIZE, o->loop ? 0u : (unsigned)o->threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_conns, MHD_OPTION_END);
+        MHD_OPTION_ARRAY, pool, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_conns, MHD_OPTION_END);
 }
 
 /* Loop mode: libmicrohttpd's epoll fd on the loop, the side thread. */
