@@ -23,13 +23,14 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lreadline -lncursesw
 TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # Debian packages: build, runtime, and the test oracles (numpy/scipy/h5py
-# under /usr/bin/python3 are oracles and benchmark peers, never the product).
+# under /usr/bin/python3 are oracles and benchmark peers, never the product;
+# prometheus ships promtool, the checker of every /metrics page).
 DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 	libreadline-dev libncurses-dev liblapacke-dev libopenblas-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libzip-dev \
 	libyaml-dev libcmocka-dev tmux valgrind curl wrk python3 python3-numpy python3-scipy \
 	python3-h5py python3-yaml clang libclang-rt-14-dev iproute2 \
-	libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+	libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler prometheus
 
 BUILD ?= build
 BIN ?= bin
@@ -94,7 +95,12 @@ deps:
 	  echo "make deps: installing" $$missing; \
 	  apt-get update -qq >/dev/null && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	  case " $$missing " in *" prometheus "*) \
+	    command -v systemctl >/dev/null 2>&1 && systemctl disable --now prometheus >/dev/null 2>&1 || true; \
+	  esac; \
 	fi
+	@# prometheus is here for its promtool (tests/e2e/metrics_lint.sh), not
+	@# its server: on a systemd host the service it starts is stopped above.
 	@# tests/gateway: the Envoy ext_proc stand-in (Node), from the committed
 	@# package-lock.json; Debian's nodejs and npm only when npm is missing.
 	@if ! command -v npm >/dev/null 2>&1; then \

@@ -71,11 +71,21 @@ void metrics_response(metrics_t *m, int status)
         atomic_fetch_add(&m->bad_requests, 1);
 }
 
-/* One series of one value, with its help and type. */
+void metrics_head(strbuf *b, const char *name, const char *type, const char *help)
+{
+    sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void metrics_series(strbuf *b, const char *name, const char *type, const char *help,
+                    uint64_t v)
+{
+    metrics_head(b, name, type, help);
+    sb_printf(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
 static void series(strbuf *b, const char *name, const char *type, const char *help, uint64_t v)
 {
-    sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
-              (unsigned long long)v);
+    metrics_series(b, name, type, help, v);
 }
 
 void metrics_render(const metrics_t *m, strbuf *b)

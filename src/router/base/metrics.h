@@ -50,6 +50,12 @@ void metrics_response_at(metrics_t *m, int endpoint, int status);
 /* The histogram and counters of m, in exposition format. */
 void metrics_render(const metrics_t *m, strbuf *b);
 
+/* A family's "# HELP" and "# TYPE" lines (every family has both:
+ * promtool check metrics), and with them one unlabelled value. */
+void metrics_head(strbuf *b, const char *name, const char *type, const char *help);
+void metrics_series(strbuf *b, const char *name, const char *type, const char *help,
+                    uint64_t v);
+
 /* --body-budget, one count for every front end that holds request bodies
  * (the HTTP glue, the gateway picker): take n bytes of it (0), or -1 and
  * nothing taken when held + n would pass budget. Give bytes back with an

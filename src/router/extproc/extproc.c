@@ -803,38 +803,46 @@ void extproc_metrics(void *cls, strbuf *b)
     extproc_t *x = cls;
     grpc_stats st;
     grpc_get_stats(x->g, &st);
-    sb_printf(b, "# TYPE eldr_extproc_streams gauge\neldr_extproc_streams %ld\n", st.streams);
-    sb_printf(b, "# TYPE eldr_extproc_connections gauge\neldr_extproc_connections %ld\n",
-              st.conns);
-    sb_printf(b, "# TYPE eldr_extproc_in_flight gauge\neldr_extproc_in_flight %ld\n",
-              atomic_load(&x->in_flight));
-    sb_str(b, "# TYPE eldr_extproc_picks_total counter\n");
+    metrics_series(b, "eldr_extproc_streams", "gauge", "Envoy ext_proc streams open now.",
+                   (uint64_t)st.streams);
+    metrics_series(b, "eldr_extproc_connections", "gauge",
+                   "HTTP/2 connections from Envoy open now.", (uint64_t)st.conns);
+    metrics_series(b, "eldr_extproc_in_flight", "gauge",
+                   "Picked requests whose response has not ended.",
+                   (uint64_t)atomic_load(&x->in_flight));
+    metrics_head(b, "eldr_extproc_picks_total", "counter",
+                 "Endpoints picked, by where the prompt's signal came from.");
     for (int i = 0; i < N_SRC; i++)
         sb_printf(b, "eldr_extproc_picks_total{signal=\"%s\"} %llu\n", src_name[i],
                   atomic_load(&x->picks[i]));
-    sb_str(b, "# TYPE eldr_extproc_requests_total counter\n");
+    metrics_head(b, "eldr_extproc_requests_total", "counter",
+                 "ext_proc requests by how the picker answered them.");
     for (int i = 0; i < N_OUT; i++)
         sb_printf(b, "eldr_extproc_requests_total{outcome=\"%s\"} %llu\n", out_name[i],
                   atomic_load(&x->outcomes[i]));
-    sb_printf(b, "# TYPE eldr_extproc_upstream_5xx_total counter\n"
-              "eldr_extproc_upstream_5xx_total %llu\n", atomic_load(&x->upstream_5xx));
-    sb_printf(b, "# TYPE eldr_extproc_streams_total counter\neldr_extproc_streams_total %llu\n",
-              st.streams_total);
-    sb_printf(b, "# TYPE eldr_extproc_stream_resets_total counter\n"
-              "eldr_extproc_stream_resets_total %llu\n", st.resets);
-    sb_printf(b, "# TYPE eldr_extproc_bad_frames_total counter\n"
-              "eldr_extproc_bad_frames_total %llu\n", st.bad_frames);
-    sb_printf(b, "# TYPE eldr_extproc_preface_timeouts_total counter\n"
-              "eldr_extproc_preface_timeouts_total %llu\n", st.preface_timeouts);
+    metrics_series(b, "eldr_extproc_upstream_5xx_total", "counter",
+                   "Picked endpoints that answered 5xx (passive health).",
+                   atomic_load(&x->upstream_5xx));
+    metrics_series(b, "eldr_extproc_streams_total", "counter", "ext_proc streams opened.",
+                   st.streams_total);
+    metrics_series(b, "eldr_extproc_stream_resets_total", "counter",
+                   "ext_proc streams reset by either side.", st.resets);
+    metrics_series(b, "eldr_extproc_bad_frames_total", "counter",
+                   "HTTP/2 or gRPC frames refused as malformed.", st.bad_frames);
+    metrics_series(b, "eldr_extproc_preface_timeouts_total", "counter",
+                   "Connections closed for not sending the HTTP/2 preface in time.",
+                   st.preface_timeouts);
     ep_stats es;
     endpoints_table_stats(x->ep, &es);
-    sb_printf(b, "# TYPE eldr_endpoints gauge\neldr_endpoints %d\n"
-              "# TYPE eldr_endpoints_generation gauge\neldr_endpoints_generation %llu\n"
-              "# TYPE eldr_endpoints_reloads_total counter\neldr_endpoints_reloads_total %llu\n"
-              "# TYPE eldr_endpoints_reload_failures_total counter\n"
-              "eldr_endpoints_reload_failures_total %llu\n", es.n,
-              (unsigned long long)es.generation, (unsigned long long)es.reloads,
-              (unsigned long long)es.failed);
+    metrics_series(b, "eldr_endpoints", "gauge", "Endpoints in the --endpoints file.",
+                   (uint64_t)es.n);
+    metrics_series(b, "eldr_endpoints_generation", "gauge",
+                   "The endpoints set in use (it counts up with each reload taken).", es.generation);
+    metrics_series(b, "eldr_endpoints_reloads_total", "counter",
+                   "Replacements of the endpoints file read in.", es.reloads);
+    metrics_series(b, "eldr_endpoints_reload_failures_total", "counter",
+                   "Replacements of the endpoints file refused (the previous endpoints stay).",
+                   es.failed);
 }
 
 static void endpoint_json(void *cls, int k, const endpoint *e)
