@@ -9,6 +9,7 @@ docs/eldrd.md, "Proxy mode"). Test-only; never part of eldr.
                [--max-seconds T] [--chunk-bytes B] [--fail-decode I,...]
                [--bind-decode PORT,...] [--health-fail I,...] [--json-stream I,...]
                [--huge-prefill] [--api-key KEY] [--routed npy|lists] [--prefix-cache]
+               [--reset-decode I,...] [--stall-decode I,...]
 
 Serves N prefill and K decode instances on 127.0.0.1 (free ports, written
 to PORTFILE as JSON {"prefill": [ports], "decode": [ports]}).
@@ -33,6 +34,9 @@ and eldr_sig, unless --no-sig). Stock vLLM has no release route: with
 it carries Authorization: Bearer KEY, as vLLM started with --api-key does
 (the toy proxy sends Bearer $OPENAI_API_KEY to prefill and decode); the
 decode record notes whether the header came ("auth": true/false).
+--reset-decode lists decode instances that break every stream midway:
+the first chunk, then a TCP reset (SO_LINGER 0); --stall-decode, ones
+that send the first chunk and then nothing (a hung engine).
 --routed makes the stock prefill a vLLM started with
 --enable-return-routed-experts (no eldr_sig): the prompt's token ids are
 its words' hashes (the tokenizer), each token's top-k experts per layer a
@@ -94,7 +98,7 @@ TRACE, PORTFILE, RECORD = args[0], args[1], args[2]
 opt = {"--prefill": 1, "--decode": 4, "--decode-delay": 0.0, "--chunks": 3,
        "--chunk-gap": 0.2, "--max-seconds": 120.0, "--chunk-bytes": 0, "--fail-decode": "",
        "--bind-decode": "", "--health-fail": "", "--json-stream": "", "--api-key": "",
-       "--routed": ""}
+       "--routed": "", "--reset-decode": "", "--stall-decode": ""}
 NO_SIG = "--no-sig" in args
 HUGE = "--huge-prefill" in args
 STOCK = "--stock" in args or "--routed" in args
@@ -116,6 +120,8 @@ CACHED_BLOCKS = set()   # --prefix-cache: the engine's prefix cache, by chained 
 FAIL_DECODE = {int(x) for x in opt["--fail-decode"].split(",") if x}
 HEALTH_FAIL = {int(x) for x in opt["--health-fail"].split(",") if x}
 JSON_STREAM = {int(x) for x in opt["--json-stream"].split(",") if x}
+RESET_DECODE = {int(x) for x in opt["--reset-decode"].split(",") if x}
+STALL_DECODE = {int(x) for x in opt["--stall-decode"].split(",") if x}
 LOCK = threading.Lock()
 
 
@@ -331,6 +337,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        if self.index in RESET_DECODE | STALL_DECODE:
+            return self.break_stream(rid)
         try:
             for c in range(opt["--chunks"]):
                 ev = {"id": "cmpl-%s" % rid, "decoder": self.index, "chunk": c,
@@ -343,6 +351,23 @@ class Handler(BaseHTTPRequestHandler):
             self.chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
             record({"instance": self.index, "request_id": rid, "cut": True})
+
+    def break_stream(self, rid):
+        import socket
+        import struct
+        ev = {"id": "cmpl-%s" % rid, "decoder": self.index, "chunk": 0,
+              "choices": [{"index": 0, "text": " t0"}]}
+        try:
+            self.chunk(("data: " + json.dumps(ev) + "\n\n").encode())
+            if self.index in STALL_DECODE:
+                time.sleep(30)
+                return
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+        except OSError:
+            pass
 
     def chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -158,6 +158,15 @@ static char *error_json(const char *where, const char *msg, size_t *len)
     return s;
 }
 
+/* OpenAI's error type for an HTTP status. */
+static const char *error_type(int status)
+{
+    return status == 504 ? "timeout"
+         : status == 502 ? "upstream_error"
+         : status == 503 ? "service_unavailable"
+         : status >= 400 && status < 500 ? "invalid_request_error" : "server_error";
+}
+
 /* The request fails with status: a JSON error, or in a stream that has
  * begun, an error event and a cut (never a partial answer that looks
  * complete). */
@@ -176,7 +185,9 @@ static void fail(pxreq *r, int status, const char *fmt, ...)
     atomic_fetch_add(&r->p->outcomes[o], 1);
     pthread_mutex_lock(&r->lock);
     if (r->streaming) {
-        json_t *j = json_pack("{s:{s:s, s:i}}", "error", "message", msg, "code", status);
+        /* OpenAI's error object, as its clients read an SSE error event */
+        json_t *j = json_pack("{s:{s:s, s:s, s:n, s:i}}", "error", "message", msg, "type",
+                              error_type(status), "param", "code", status);
         char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
         if (s) {
             out_append(r, "data: ", 6);
@@ -578,12 +589,16 @@ static int upstream_failed(xfer *x, up_result res, int status, const char *msg, 
 }
 
 /* Was it the instance's fault? No connection, a reset or an unreadable
- * answer, silence, or a 5xx, all before any byte went to the client. A
- * 4xx is the request's fault; a client that left is nobody's. */
+ * answer, silence, or a 5xx before any byte went to the client; after
+ * it, a reset, a truncated or malformed chunk, or silence: a stream the
+ * instance broke midway counts toward its ejection like a failure before
+ * it (Envoy's outlier detection on consecutive gateway errors), though it
+ * cannot be retried. A 4xx is the request's fault; a client that left is
+ * nobody's. */
 static int instance_fault(const xfer *x, up_result res, int code)
 {
     if (x->relayed)
-        return 0;
+        return res == UP_IO || res == UP_PROTOCOL || res == UP_TIMED_OUT;
     if (res == UP_OK)
         return code >= 500;
     return res == UP_CONNECT || res == UP_IO || res == UP_PROTOCOL || res == UP_TIMED_OUT;
@@ -641,22 +656,28 @@ static int retry_decode(proxy_t *p, pxreq *r, int failed)
     return 1;
 }
 
-/* Tell the pool what instance i did; log an ejection. */
-static void report(proxy_t *p, pool_role role, int i, int fault, up_result res, int code,
-                   const char *msg)
+/* Tell the pool what instance i did for request id; log a failure after
+ * the first byte (the client saw a broken stream) and an ejection, each
+ * naming the request and the instance. */
+static void report(proxy_t *p, pool_role role, int i, const xfer *x, int fault, up_result res,
+                   int code, const char *msg, const char *id)
 {
     if (res == UP_ABORTED)
         return;   /* eldrd stopped reading it (the client left, or too big) */
+    const char *what = role == POOL_PREFILL ? "prefill" : "decode";
+    const char *url = role == POOL_PREFILL ? p->pool->prefill[i].name : p->pool->decode[i].name;
+    if (fault && x->relayed)
+        log_msg("request %s: %s %s failed mid-stream (%s): the client's stream ends with an "
+                "error event", id, what, url, res == UP_TIMED_OUT ? "silent past the timeout"
+                                                                   : msg[0] ? msg : "cut");
     double now = mono_now();
     if (!pool_report(p->pool, role, i, !fault, now))
         return;
     pool_health h;
     pool_get_health(p->pool, role, i, now, &h);
-    log_msg("%s %s ejected for %.3g s (%llu failure%s in all; the last: %s)",
-            role == POOL_PREFILL ? "prefill" : "decode",
-            role == POOL_PREFILL ? p->pool->prefill[i].name : p->pool->decode[i].name,
-            h.ejected_for, (unsigned long long)h.failures, h.failures == 1 ? "" : "s",
-            msg[0] ? msg : code ? "HTTP 5xx" : "no answer");
+    log_msg("request %s: %s %s ejected for %.3g s (%llu failure%s in all; the last: %s)", id,
+            what, url, h.ejected_for, (unsigned long long)h.failures,
+            h.failures == 1 ? "" : "s", msg[0] ? msg : code ? "HTTP 5xx" : "no answer");
 }
 
 static void prefill_done(proxy_t *p, pxreq *r, xfer *x, up_result res, int code,
@@ -665,12 +686,12 @@ static void prefill_done(proxy_t *p, pxreq *r, xfer *x, up_result res, int code,
     char why[600];
     pool_prefill_release(p->pool, x->upstream);
     int fault = instance_fault(x, res, code);
-    report(p, POOL_PREFILL, x->upstream, fault, res, code, msg);
+    report(p, POOL_PREFILL, x->upstream, x, fault, res, code, msg, r->id);
     int status = upstream_failed(x, res, code, msg, why, sizeof why, "prefill",
                                  p->pool->prefill[x->upstream].name);
     if (!status)
         after_prefill(p, r, x);
-    else if (!(fault && retry_prefill(p, r, x->upstream))) {
+    else if (!(fault && !x->relayed && retry_prefill(p, r, x->upstream))) {
         fail(r, status, "%s", why);
         conclude(p, r, -1);
     }
@@ -684,12 +705,12 @@ static void decode_done(proxy_t *p, pxreq *r, xfer *x, up_result res, int code,
     int gone = r->gone;
     pthread_mutex_unlock(&r->lock);
     int fault = instance_fault(x, res, code);
-    report(p, POOL_DECODE, x->upstream, fault, res, code, msg);
+    report(p, POOL_DECODE, x->upstream, x, fault, res, code, msg, r->id);
     int status = upstream_failed(x, res, code, msg, why, sizeof why, "decode",
                                  p->pool->decode[x->upstream].name);
     if (gone) {
         atomic_fetch_add(&p->outcomes[PX_CLIENT_GONE], 1);
-    } else if (status && fault && retry_decode(p, r, x->upstream)) {
+    } else if (status && fault && !x->relayed && retry_decode(p, r, x->upstream)) {
         return;
     } else if (status) {
         fail(r, status, "%s", why);
