@@ -139,8 +139,10 @@ mutate "decode replicas differ from the decode endpoints" vllm-decode.yaml \
     's/replicas: 4/replicas: 3/' "4 role: decode endpoints for the 3 pods of vllm-decode"
 mutate "the picker's port is not the Service's" inferencepools.yaml \
     '0,/number: 9002/s//number: 9003/' "spec.endpointPickerRef.port.number: 9003 is no port of Service eldr-epp"
-mutate "two pools, one rule without EPP-Profile" httproute.yaml \
+mutate "one EPP-Profile value sent to two pools" httproute.yaml \
     '/value: decode/,+0{s/value: decode/value: prefill/}' "EPP-Profile 'prefill' goes to eldr-decode and to eldr-prefill"
+mutate "two pools, the decode rule without its EPP-Profile match" httproute.yaml \
+    ':a;N;$!ba;s/name: EPP-Profile/name: X-Phase/2' "a rule to eldr-decode matches no EPP-Profile header"
 mutate "a backend pool that does not exist" httproute.yaml \
     's/name: eldr-decode/name: eldr-decodes/' "'eldr-decodes' is no InferencePool of the set"
 mutate "an endpoint's port unquoted (llm-d reads strings)" eldr-epp.yaml \
