@@ -108,6 +108,9 @@ bad "a prefill vLLM: shared-storage connector, no routed experts" \
     "$FX/bad-vllm-shared-storage.yaml" \
     "kv_connector 'SharedStorageConnector'" \
     "without --enable-return-routed-experts"
+bad "a prefill vLLM 0.22 or unpinned, with routed experts beside NIXL" "$FX/bad-vllm-022.yaml" \
+    "containers[0].image: 'docker.io/vllm/vllm-openai:v0.22.1': vLLM 0.22 refuses" \
+    "containers[1].image: 'vllm/vllm-openai': pin the vLLM version"
 bad "the coordinator on kv-shared-storage" "$FX/bad-coordinator-shared-storage.yaml" \
     "data.coordinator.yaml.pipeline.kv_connector: 'kv-shared-storage'"
 
@@ -151,6 +154,8 @@ mutate "prefill endpoints other than --prefill-workers" eldr-epp.yaml \
     's/"p0,p1"/"p0,p2"/' "role: prefill endpoints p0,p1, eldrd's --prefill-workers p0,p2"
 mutate "a pool's target port the pods lack" inferencepools.yaml \
     '0,/number: 8000/s//number: 8001/' "spec.targetPorts[0].number: 8001 is no container port of vllm-prefill"
+mutate "eldrd's --block-size other than the prefill engines'" eldr-epp.yaml \
+    '/- "--block-size"/{n;s/"16"/"32"/}' "--block-size 32, and vllm-prefill's vLLM --block-size 16"
 mutate "the Service's target port the pod lacks" eldr-epp.yaml \
     's/targetPort: 9002/targetPort: 9012/' "spec.ports[0].targetPort: 9012 is no port of eldr-epp's pods"
 

@@ -60,7 +60,9 @@ What is checked, and how:
    - a vLLM container (`vllm serve`) has a --kv-transfer-config that is JSON
      naming NixlConnector (the coordinator's kv-nixl path; docs/gateway.md),
      and a pod labelled llm-d.ai/role: prefill has
-     --enable-return-routed-experts (the stock-engine signature);
+     --enable-return-routed-experts (the stock-engine signature); beside a
+     KV connector that flag wants a pinned vLLM image other than 0.22, which
+     refuses the two together (docs/eldrd.md);
    - a ConfigMap holding llm-d's coordinator.yaml sets pipeline.kv_connector
      kv-nixl (kv-shared-storage drops kv_transfer_params).
 5. --set: the files are one deployment (deploy/), so the references between
@@ -73,7 +75,8 @@ What is checked, and how:
    eldrd's --endpoints file is a key of a ConfigMap of the set, in llm-d's
    file-discovery format (docs/endpoints.md), with one role: decode entry per
    pod of the decode pool's Deployment and one role: prefill entry per
-   --prefill-workers name, on the pools' target ports. A ConfigMap a volume
+   --prefill-workers name, on the pools' target ports; eldrd's --block-size
+   is the prefill engines' (default 16 on both sides). A ConfigMap a volume
    names but the set does not hold is listed as `external` (one you create).
 """
 import copy
@@ -992,9 +995,32 @@ def check_vllm(doc, field, c, role):
             if j.get("kv_role") not in ("kv_both", "kv_producer", "kv_consumer"):
                 doc.err(field + ".args", "--kv-transfer-config kv_role %r is not one of vLLM's "
                         "kv_both, kv_producer, kv_consumer" % (j.get("kv_role"),))
+    if "--enable-return-routed-experts" in args and kv is not None:
+        image = str(c.get("image", ""))
+        tag = image.rpartition("/")[2].partition("@")[0].partition(":")[2]
+        if "@" not in image and tag in ("", "latest"):
+            doc.err(field + ".image", "%r: pin the vLLM version; 0.22 refuses "
+                    "--enable-return-routed-experts beside a KV connector (docs/eldrd.md)" % image)
+        elif re.match(r"v?0\.22(\.|$)", tag):
+            doc.err(field + ".image", "%r: vLLM 0.22 refuses --enable-return-routed-experts "
+                    "beside a KV connector (vllm/config/vllm.py, docs/eldrd.md)" % image)
     if role == "prefill" and "--enable-return-routed-experts" not in args:
         doc.err(field + ".args", "a prefill engine without --enable-return-routed-experts: "
                 "its answers carry no routed experts, and eldrd picks decode by load alone")
+
+
+def vllm_block_size(c):
+    """A vLLM container's --block-size as a string ("16", vLLM's default on
+    GPUs, docs/eldrd.md), or None for a container that is not vLLM."""
+    args = argv(c)
+    if not args or os.path.basename(args[0]) != "vllm" or "serve" not in args[:2]:
+        return None
+    for i, a in enumerate(args):
+        if a == "--block-size" and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("--block-size="):
+            return a.partition("=")[2]
+    return "16"
 
 
 def check_coordinator_cm(doc):
@@ -1209,6 +1235,16 @@ def check_set(docs):
                         if str(e.get("port")).lstrip("+0") not in ports:
                             cmd.err("data.%s" % key, "endpoint %s: port %s is not a target port "
                                     "of pool %s" % (e.get("name"), e.get("port"), name(p)))
+                if role == "prefill":
+                    bs = str(a.get("--block-size", "16"))
+                    for p in rp:
+                        for dep in selected(p.obj["spec"].get("selector") or {}):
+                            for cf, vc in containers(dep.obj):
+                                vb = vllm_block_size(vc)
+                                if vb is not None and vb != bs:
+                                    d.err(field + ".args", "--block-size %s, and %s's vLLM "
+                                          "--block-size %s: the signature cache would key "
+                                          "other blocks than the engine's" % (bs, name(dep), vb))
                 if role == "prefill" and sorted(e.get("name") for e in mine) != sorted(pf):
                     cmd.err("data.%s" % key, "role: prefill endpoints %s, eldrd's "
                             "--prefill-workers %s" % (",".join(sorted(str(e.get("name"))
