@@ -150,6 +150,8 @@ mutate "a backend pool that does not exist" httproute.yaml \
     's/name: eldr-decode/name: eldr-decodes/' "'eldr-decodes' is no InferencePool of the set"
 mutate "an endpoint's port unquoted (llm-d reads strings)" eldr-epp.yaml \
     '0,/port: "8000"/s//port: 8000/' "endpoints[0].port: 8000 is not a port string"
+mutate "an endpoint role llm-d does not have" eldr-epp.yaml \
+    '0,/ role: prefill$/s// role: prefil/' "endpoints[0].labels.role: 'prefil' is not one of llm-d's roles"
 mutate "prefill endpoints other than --prefill-workers" eldr-epp.yaml \
     's/"p0,p1"/"p0,p2"/' "role: prefill endpoints p0,p1, eldrd's --prefill-workers p0,p2"
 mutate "a pool's target port the pods lack" inferencepools.yaml \

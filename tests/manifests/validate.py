@@ -73,9 +73,10 @@ What is checked, and how:
    port) of the set; where one route reaches several pools, each pool's rule
    matches its own EPP-Profile header value; a Service selects a Deployment;
    eldrd's --endpoints file is a key of a ConfigMap of the set, in llm-d's
-   file-discovery format (docs/endpoints.md), with one role: decode entry per
-   pod of the decode pool's Deployment and one role: prefill entry per
-   --prefill-workers name, on the pools' target ports; eldrd's --block-size
+   file-discovery format (docs/endpoints.md), with one decode entry per
+   pod of the decode pool's Deployment and one prefill entry per
+   --prefill-workers name, on the pools' target ports (the role is the label
+   llm-d.ai/role or role, read as llm-d's role filters read it); eldrd's --block-size
    is the prefill engines' (default 16 on both sides). A ConfigMap a volume
    names but the set does not hold is listed as `external` (one you create).
 """
@@ -1052,6 +1053,21 @@ def eldr_rules(doc, opts):
 # ------------------------------------------------------------------ the set
 
 
+# llm-d's roles (llm-d/llm-d-router pkg/epp/framework/plugins/scheduling/filter/
+# bylabel/roles.go @ ebab6879): the values each of its filters takes; its decode
+# filter also takes an endpoint without the label.
+ROLE_TAKES = {"decode": {"decode", "prefill-decode", "both", "encode-prefill-decode", None},
+              "prefill": {"prefill", "encode-prefill", "prefill-decode", "both",
+                          "encode-prefill-decode"}}
+ROLES = {"encode"} | (ROLE_TAKES["decode"] | ROLE_TAKES["prefill"]) - {None}
+
+
+def ep_role(e):
+    """An endpoint's role label: llm-d's key llm-d.ai/role, else role."""
+    labels = e.get("labels") or {}
+    return labels.get("llm-d.ai/role", labels.get("role"))
+
+
 def endpoints_file(doc, field, text):
     """llm-d's file-discovery format (docs/endpoints.md): the entries, or None."""
     try:
@@ -1084,8 +1100,9 @@ def endpoints_file(doc, field, text):
         for k, v in (e.get("labels") or {}).items():
             if not isinstance(v, str):
                 doc.err("%s.labels.%s" % (ef, k), "%r is not a string" % (v,))
-        if (e.get("labels") or {}).get("role") not in ("prefill", "decode"):
-            doc.err(ef + ".labels.role", "wanted prefill or decode")
+        if ep_role(e) is not None and ep_role(e) not in ROLES:
+            doc.err(ef + ".labels.role", "%r is not one of llm-d's roles (%s)" %
+                    (ep_role(e), ", ".join(sorted(ROLES))))
     return eps
 
 
@@ -1219,8 +1236,7 @@ def check_set(docs):
             eps = endpoints_file(cmd, "data.%s" % key, text) or []
             pf = [x for x in str(a.get("--prefill-workers", "")).split(",") if x]
             for role in ("prefill", "decode"):
-                mine = [e for e in eps if isinstance(e, dict)
-                        and (e.get("labels") or {}).get("role") == role]
+                mine = [e for e in eps if isinstance(e, dict) and ep_role(e) in ROLE_TAKES[role]]
                 rp = [p for p in pools.values() if (((p.obj.get("spec") or {}).get("selector")
                                                      or {}).get("matchLabels") or {})
                       .get("llm-d.ai/role") == role]
