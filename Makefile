@@ -225,10 +225,12 @@ test-built: all $(SAMPLE) unit-tests $(BIN)/pd_instant
 # simulator, advise, sweep and the dashboard whose C paths the unit tests
 # (test_sim, test_grid, test_kmeans, test_tui_*) already run under ASan
 # and UBSan, and which cost the most there; CI's whole run must stay under
-# 20 minutes (docs/reliability.md, "Memory errors and leaks").
+# 20 minutes (docs/reliability.md, "Memory errors and leaks"). manifests.sh
+# runs no C code of the project at all (it checks deploy/ and the docs' YAML).
 ASAN_SKIP := tests/cli/tour.sh tests/e2e/tour_live.sh tests/cli/splits.sh tests/cli/sweep.sh tests/cli/advise.sh \
 	tests/cli/sim.sh tests/cli/kmeans_large.sh tests/e2e/dash.sh tests/e2e/gateway_standin.sh \
-	tests/cli/fit.sh tests/cli/import.sh tests/cli/faults.sh tests/e2e/soak_short.sh
+	tests/cli/fit.sh tests/cli/import.sh tests/cli/faults.sh tests/e2e/soak_short.sh \
+	tests/cli/manifests.sh
 # and of the Lua tests, the three that rerun whole simulations, seeds and
 # the samples (about 90 s under ASan); the other Lua tests still drive
 # every binding under the sanitizers
