@@ -9,7 +9,7 @@ docs/eldrd.md, "Proxy mode"). Test-only; never part of eldr.
                [--max-seconds T] [--chunk-bytes B] [--fail-decode I,...]
                [--bind-decode PORT,...] [--health-fail I,...] [--json-stream I,...]
                [--huge-prefill] [--api-key KEY] [--routed npy|lists] [--prefix-cache]
-               [--reset-decode I,...] [--stall-decode I,...]
+               [--reset-decode I,...] [--stall-decode I,...] [--prefill-delay S]
 
 Serves N prefill and K decode instances on 127.0.0.1 (free ports, written
 to PORTFILE as JSON {"prefill": [ports], "decode": [ports]}).
@@ -34,6 +34,7 @@ and eldr_sig, unless --no-sig). Stock vLLM has no release route: with
 it carries Authorization: Bearer KEY, as vLLM started with --api-key does
 (the toy proxy sends Bearer $OPENAI_API_KEY to prefill and decode); the
 decode record notes whether the header came ("auth": true/false).
+--prefill-delay S: every prefill answers after S seconds (a long prompt).
 --reset-decode lists decode instances that break every stream midway:
 the first chunk, then a TCP reset (SO_LINGER 0); --stall-decode, ones
 that send the first chunk and then nothing (a hung engine).
@@ -98,7 +99,7 @@ TRACE, PORTFILE, RECORD = args[0], args[1], args[2]
 opt = {"--prefill": 1, "--decode": 4, "--decode-delay": 0.0, "--chunks": 3,
        "--chunk-gap": 0.2, "--max-seconds": 120.0, "--chunk-bytes": 0, "--fail-decode": "",
        "--bind-decode": "", "--health-fail": "", "--json-stream": "", "--api-key": "",
-       "--routed": "", "--reset-decode": "", "--stall-decode": ""}
+       "--routed": "", "--reset-decode": "", "--stall-decode": "", "--prefill-delay": 0.0}
 NO_SIG = "--no-sig" in args
 HUGE = "--huge-prefill" in args
 STOCK = "--stock" in args or "--routed" in args
@@ -237,6 +238,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path not in ("/v1/completions", "/v1/chat/completions"):
             return self.send_json(404, {"error": "no such path"})
         if self.role == "prefill":
+            time.sleep(opt["--prefill-delay"])
             return self.prefill(body)
         return self.decode(body)
 

@@ -88,9 +88,21 @@ void opts_usage(FILE *f)
             "  --prefill URL,...         proxy mode: the prefill instances\n"
             "  --decode URL,...          proxy mode: the decode instances, K of them, in\n"
             "                            worker order\n"
-            "  --upstream-timeout S      proxy mode: an upstream silent this long (before\n"
-            "                            its answer or between stream chunks) is cut:\n"
-            "                            504 (default 600)\n"
+            "  --connect-timeout S       proxy mode: an upstream connection not made in S\n"
+            "                            seconds is given up, and the request tried on\n"
+            "                            another instance (default 5, Envoy's)\n"
+            "  --prefill-timeout S       proxy mode: a prefill's answer may take S seconds\n"
+            "                            (a long prompt's prefill is slow by right;\n"
+            "                            default: --upstream-timeout)\n"
+            "  --decode-timeout S        proxy mode: a decoder's first byte may take S\n"
+            "                            seconds (a non-streamed answer's first byte is\n"
+            "                            the whole answer; default: --upstream-timeout)\n"
+            "  --stream-idle-timeout S   proxy mode: once an answer flows, silence longer\n"
+            "                            than S cuts it (default 60, nginx's\n"
+            "                            proxy_read_timeout; --upstream-timeout when given)\n"
+            "  --upstream-timeout S      proxy mode: the default of the prefill, decode and\n"
+            "                            stream-idle limits (default 600); past a limit\n"
+            "                            the client gets 504, or an error event in a stream\n"
             "  --eject-after N           proxy mode: N failures in a row (connect error,\n"
             "                            reset, 5xx, silence, all before the first byte)\n"
             "                            take an instance out of rotation (default 3; 0:\n"
@@ -282,6 +294,8 @@ static void defaults(eldrd_opts *o)
     o->deadline = 30;
     o->drain = 10;
     o->upstream_timeout = 600;
+    o->connect_timeout = 5;
+    o->prefill_timeout = o->decode_timeout = o->stream_idle_timeout = NAN;
     o->eject_after = 3;
     o->eject_time = 5;
     o->health_path = "/health";
@@ -294,7 +308,8 @@ static void defaults(eldrd_opts *o)
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
        O_DECISIONS, O_WINDOW, O_CACHE, O_BLOCKSIZE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
        O_ADMINTOK, O_KVTOK, O_UPKEY, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
-       O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO,
+       O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO, O_CONN_TO, O_PF_TO, O_DEC_TO,
+       O_IDLE_TO,
        O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS, O_MAXKV, O_MAXMODEL, O_BUDGET,
        O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK, O_EXTPROC, O_ENDPOINTS,
        O_EJECT_AFTER, O_EJECT_TIME, O_HEALTH_INT, O_HEALTH_PATH, O_STREAM_BUF, O_UP_IDLE };
@@ -524,8 +539,20 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
             return eldr_errf(err, errlen, "--upstream-timeout: '%s' is not a number of "
                              "seconds in 0.01..86400", arg);
         o->upstream_timeout = t;
+        o->upstream_timeout_given = 1;
         return 0;
     }
+    case O_CONN_TO:
+        return parse_secs("--connect-timeout", arg, 0.01, 86400, &o->connect_timeout, err,
+                          errlen);
+    case O_PF_TO:
+        return parse_secs("--prefill-timeout", arg, 0.01, 86400, &o->prefill_timeout, err,
+                          errlen);
+    case O_DEC_TO:
+        return parse_secs("--decode-timeout", arg, 0.01, 86400, &o->decode_timeout, err, errlen);
+    case O_IDLE_TO:
+        return parse_secs("--stream-idle-timeout", arg, 0.01, 86400, &o->stream_idle_timeout,
+                          err, errlen);
     case O_REFIT_EVERY:
         return parse_refit_seconds("--refit-every", arg, &o->refit_every, err, errlen);
     case O_REFIT_WINDOW:
@@ -599,6 +626,10 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"prefill", required_argument, 0, O_PFURLS},
         {"decode", required_argument, 0, O_DECURLS},
         {"upstream-timeout", required_argument, 0, O_UPTIMEOUT},
+        {"connect-timeout", required_argument, 0, O_CONN_TO},
+        {"prefill-timeout", required_argument, 0, O_PF_TO},
+        {"decode-timeout", required_argument, 0, O_DEC_TO},
+        {"stream-idle-timeout", required_argument, 0, O_IDLE_TO},
         {"pd-protocol", required_argument, 0, O_PDPROTO},
         {"upstream-api-key-file", required_argument, 0, O_UPKEY},
         {"refit-every", required_argument, 0, O_REFIT_EVERY},
@@ -697,6 +728,12 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
     }
     if (isnan(o->refit_window))
         o->refit_window = ONLINE_DEFAULT_WINDOW;
+    if (isnan(o->prefill_timeout))
+        o->prefill_timeout = o->upstream_timeout;
+    if (isnan(o->decode_timeout))
+        o->decode_timeout = o->upstream_timeout;
+    if (isnan(o->stream_idle_timeout))
+        o->stream_idle_timeout = o->upstream_timeout_given ? o->upstream_timeout : 60;
     if (o->refit_max_rows < 0)
         o->refit_max_rows = ONLINE_DEFAULT_MAX_ROWS;
     if (!o->model_path && !o->state_dir) {

@@ -46,7 +46,15 @@ typedef struct eldrd_opts {
     int proxy;                   /* --proxy: serve the OpenAI paths in the request path */
     const char *prefill_urls;    /* --prefill URL,... (proxy mode) */
     const char *decode_urls;     /* --decode URL,..., K of them in worker order */
-    double upstream_timeout;     /* --upstream-timeout: seconds an upstream may stay silent */
+    double upstream_timeout;     /* --upstream-timeout: the default of the next three */
+    int upstream_timeout_given;
+    /* proxy mode: an upstream's time limits, each its own (docs/reliability.md,
+     * "Timeouts"); a transfer past one is cut (504) and, before its first byte,
+     * retried on another instance */
+    double connect_timeout;      /* --connect-timeout: to connect */
+    double prefill_timeout;      /* --prefill-timeout: a prefill's answer (first byte) */
+    double decode_timeout;       /* --decode-timeout: a decoder's first byte */
+    double stream_idle_timeout;  /* --stream-idle-timeout: silence once bytes flow */
     int pd_vllm;                 /* --pd-protocol vllm (0: eldr, the prefill-first handoff) */
     const char *upstream_key_file; /* --upstream-api-key-file: the key sent to every upstream */
     double refit_every;          /* --refit-every seconds, 0 = no online refit */

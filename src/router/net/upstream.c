@@ -640,6 +640,11 @@ static void conn_event(evloop *l, ev_io *w, uint32_t e)
         readable(c, k);
 }
 
+int upc_connected(const upx *x)
+{
+    return x->k && x->k->state != C_CONNECTING;
+}
+
 int upc_open_connections(const upc *c)
 {
     return c->n_open;

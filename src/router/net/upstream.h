@@ -97,6 +97,11 @@ void upc_set_idle(upc *c, double seconds);
  * not be told from the next one); on_done is not called. */
 void upc_cancel(upc *c, upx *x);
 
+/* 1 once x has a connection that is made (its request going out or
+ * gone), 0 while it is still connecting: which time limit is running
+ * (proxy.c: --connect-timeout, then the first byte's). */
+int upc_connected(const upx *x);
+
 /* Connections now open, for the tests and /metrics. */
 int upc_open_connections(const upc *c);
 

@@ -52,7 +52,9 @@ typedef struct xfer {
     int sse_checked;             /* a stream's first bytes were seen to be SSE */
     int too_big;                 /* its answer passed UPSTREAM_BODY_MAX */
     double last;                 /* monotonic seconds of its last bytes (or start) */
-    ev_timer silence;            /* --upstream-timeout, from last */
+    ev_timer silence;            /* the running time limit (limit_of), from last */
+    int heard;                   /* its first byte came */
+    const char *timed_out;       /* the option of the limit it passed */
     pxreq *r;                    /* NULL for a release */
     struct xfer *prev, *next;    /* the active list */
 } xfer;
@@ -274,10 +276,17 @@ static int relay(xfer *x, const char *data, size_t n)
     return ok ? 0 : -1;   /* -1 aborts the transfer: the client is gone */
 }
 
+static double limit_of(const xfer *x, const char **option);
+
 static void on_status(void *cls, int status)
 {
     xfer *x = cls;
     x->code_ok = status >= 200 && status < 300;
+    x->heard = 1;
+    x->last = mono_now();
+    /* the first byte's limit is over; the silence limit may be shorter */
+    const char *option;
+    evloop_timer_start(x->p->loop, &x->silence, limit_of(x, &option));
 }
 
 /* Answer bytes: a streamed decode's 2xx bytes go to the client as they
@@ -316,24 +325,46 @@ static void xfer_free(proxy_t *p, xfer *x)
     free(x);
 }
 
-/* POST body (taken over) to an upstream: origin is its index in the
- * client (the prefill URLs, then the decode URLs), upstream its index in
- * its own list. NULL when it cannot start. */
-/* An upstream silent for --upstream-timeout seconds (no answer yet, or
- * no stream chunk since) is cut: 504. The timer is armed once per
- * transfer and moved only when it fires: bytes just note their time. */
+/* The limit running for x now, and its option: to connect; then the
+ * first byte, a prefill's (its whole answer) or a decoder's; then the
+ * silence between bytes once they flow (docs/reliability.md, "Timeouts"). */
+static double limit_of(const xfer *x, const char **option)
+{
+    const eldrd_opts *o = x->p->d->o;
+    if (!x->ux || !upc_connected(x->ux)) {
+        *option = "--connect-timeout";
+        return o->connect_timeout;
+    }
+    if (!x->heard) {
+        *option = x->role == ROLE_PREFILL ? "--prefill-timeout" : "--decode-timeout";
+        return x->role == ROLE_PREFILL ? o->prefill_timeout : o->decode_timeout;
+    }
+    *option = "--stream-idle-timeout";
+    return o->stream_idle_timeout;
+}
+
+/* An upstream past its limit (limit_of) is cut: 504, retried elsewhere
+ * before its first byte. The timer is moved only when it fires (bytes
+ * just note their time), and re-armed when the limit changes (the first
+ * byte came: the silence limit may be the shorter). */
 static void silent(evloop *l, ev_timer *t)
 {
     xfer *x = t->cls;
-    double limit = x->p->d->o->upstream_timeout, idle = mono_now() - x->last;
+    const char *option;
+    double limit = limit_of(x, &option), idle = mono_now() - x->last;
     if (x->paused)
         idle = 0;   /* waiting for the client, not for the upstream */
     if (idle < limit) {
         evloop_timer_start(l, t, limit - idle);
         return;
     }
+    x->timed_out = option;
     transfer_done(x->p, x, UP_TIMED_OUT, 0, "");   /* frees x */
 }
+
+/* POST body (taken over) to an upstream: origin is its index in the
+ * client (the prefill URLs, then the decode URLs), upstream its index in
+ * its own list. NULL when it cannot start. */
 
 static xfer *xfer_start(proxy_t *p, role role, int origin, const char *path, char *body,
                         pxreq *r, const char *client_auth, int upstream, int stream)
@@ -360,7 +391,12 @@ static xfer *xfer_start(proxy_t *p, role role, int origin, const char *path, cha
     x->last = mono_now();
     if (r) {
         evloop_timer_init(&x->silence, silent, x);
-        evloop_timer_start(p->loop, &x->silence, p->d->o->upstream_timeout);
+        /* first at the earlier of the connect and the first-byte limits:
+         * a connection made at once leaves the first byte's running */
+        const eldrd_opts *o = p->d->o;
+        double first = role == ROLE_PREFILL ? o->prefill_timeout : o->decode_timeout;
+        evloop_timer_start(p->loop, &x->silence,
+                           o->connect_timeout < first ? o->connect_timeout : first);
     }
     x->next = p->active;
     if (p->active)
@@ -556,6 +592,17 @@ static void after_prefill(proxy_t *p, pxreq *r, xfer *x)
     start_decode(p, r);
 }
 
+/* What the limit x passed means, for messages. */
+static const char *timeout_what(const xfer *x)
+{
+    if (!x->timed_out)
+        return "no answer in time";
+    return !strcmp(x->timed_out, "--connect-timeout") ? "no connection in time"
+         : !strcmp(x->timed_out, "--stream-idle-timeout")
+               ? "silent too long between the bytes of its answer"
+               : "no answer in time";
+}
+
 /* How the upstream transfer ended, as the client's status: 504 for
  * silence past --upstream-timeout, 502 for any other failure or a non-2xx
  * answer, 0 for success. */
@@ -563,7 +610,7 @@ static int upstream_failed(xfer *x, up_result res, int status, const char *msg, 
                            size_t n, const char *what, const char *url)
 {
     if (res == UP_TIMED_OUT) {
-        snprintf(why, n, "%s %s did not answer in time (--upstream-timeout)", what, url);
+        snprintf(why, n, "%s %s: %s (%s)", what, url, timeout_what(x), x->timed_out);
         return 504;
     }
     if (res == UP_ABORTED && x->too_big) {
@@ -666,10 +713,14 @@ static void report(proxy_t *p, pool_role role, int i, const xfer *x, int fault, 
         return;   /* eldrd stopped reading it (the client left, or too big) */
     const char *what = role == POOL_PREFILL ? "prefill" : "decode";
     const char *url = role == POOL_PREFILL ? p->pool->prefill[i].name : p->pool->decode[i].name;
+    char tw[96];
+    if (res == UP_TIMED_OUT) {   /* the limit it passed says what happened */
+        snprintf(tw, sizeof tw, "%s (%s)", timeout_what(x), x->timed_out ? x->timed_out : "");
+        msg = tw;
+    }
     if (fault && x->relayed)
         log_msg("request %s: %s %s failed mid-stream (%s): the client's stream ends with an "
-                "error event", id, what, url, res == UP_TIMED_OUT ? "silent past the timeout"
-                                                                   : msg[0] ? msg : "cut");
+                "error event", id, what, url, msg[0] ? msg : "cut");
     double now = mono_now();
     if (!pool_report(p->pool, role, i, !fault, now))
         return;
