@@ -174,7 +174,7 @@ if unshare -n true 2>/dev/null; then
     check "netns: --proxy on 0.0.0.0 without --admin-listen serves, and warns" \
         sh -c "grep -q '^warn 200' '$TMP/netns.out' && grep -q 'warning: --proxy on 0.0.0.0, which is not loopback, without --admin-listen' '$TMP/warn.log'"
     check "netns: with --admin-listen on loopback, 0.0.0.0 needs no admin token, and no warning" \
-        sh -c "grep -q '^nowarn 200' '$TMP/netns.out' && ! grep -q warning '$TMP/nowarn.log'"
+        sh -c "grep -q '^nowarn 200' '$TMP/netns.out' && ! grep warning '$TMP/nowarn.log' | grep -qv 'running as root'"
     check "netns: 0.0.0.0 serving the admin endpoints without a token is still refused" \
         grep -q "not a loopback address" "$TMP/plain.log"
 else

@@ -38,6 +38,7 @@ static const struct api_route {
     {"POST", "/v1/inflight/clear", 0, AUTH_ADMIN, BODY_SMALL, ON_ADMIN, 0, ep_inflight_clear, 0},
     {"GET", "/metrics", 0, AUTH_NONE, BODY_SMALL, ON_BOTH, 0, ep_metrics, 1},
     {"GET", "/healthz", 0, AUTH_NONE, BODY_SMALL, ON_BOTH, 0, ep_healthz, 1},
+    {"GET", "/livez", 0, AUTH_NONE, BODY_SMALL, ON_BOTH, 0, ep_livez, 1},
 };
 
 static const char *openai_paths[] = {"/v1/completions", "/v1/chat/completions"};

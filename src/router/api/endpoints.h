@@ -38,6 +38,7 @@ void ep_put_model(void *d, const http_req *r, http_resp *out);
 void ep_put_config(void *d, const http_req *r, http_resp *out);
 void ep_inflight_clear(void *d, const http_req *r, http_resp *out);
 void ep_healthz(void *d, const http_req *r, http_resp *out);
+void ep_livez(void *d, const http_req *r, http_resp *out);
 void ep_metrics(void *d, const http_req *r, http_resp *out);
 void ep_proxied(void *d, const http_req *r, http_resp *out);
 void ep_admin_elsewhere(void *d, const http_req *r, http_resp *out);

@@ -263,10 +263,51 @@ void ep_inflight_clear(void *ctx, const http_req *r, http_resp *out)
     out->json = json_pack("{s:s, s:I}", "worker", d->st->workers[k], "cleared", (json_int_t)n);
 }
 
+/* The roles this daemon needs and how many of each are in rotation:
+ * prefill and decode in proxy mode, the decode endpoints as the gateway's
+ * picker, none otherwise (eldrd only answers /v1/route). *down: the first
+ * role with none (NULL when ready), *back: seconds until one returns. */
+static json_t *rotation(engine_t *d, const char **down, double *back)
+{
+    json_t *o = json_object();
+    double now = mono_now();
+    *down = NULL;
+    *back = 0;
+    for (int role = POOL_PREFILL; role <= POOL_DECODE; role++) {
+        if (!d->o->proxy && (role == POOL_PREFILL || !d->o->xp_host[0]))
+            continue;
+        double b;
+        int n = role == POOL_PREFILL ? d->pool.n_prefill : d->pool.K;
+        int in = pool_in_rotation(&d->pool, (pool_role)role, now, &b);
+        const char *name = role == POOL_PREFILL ? "prefill" : "decode";
+        json_object_set_new(o, name, json_pack("{s:i, s:i}", "in_rotation", in, "of", n));
+        if (!in && !*down) {
+            *down = name;
+            *back = b;
+        }
+    }
+    return o;
+}
+
+/* Readiness: 503 naming the role when one the daemon needs has no
+ * instance in rotation (Kubernetes then takes the pod out of the
+ * Service), with Retry-After; 200 with the counts otherwise, "degraded"
+ * when some instance is out. */
 void ep_healthz(void *ctx, const http_req *r, http_resp *out)
 {
     engine_t *d = ctx;
     (void)r;
+    const char *down;
+    double back;
+    json_t *rot = rotation(d, &down, &back);
+    if (down) {
+        out->status = 503;
+        out->retry_after = back < 1 ? 1 : (int)(back + 0.999);
+        out->json = json_pack("{s:s, s:s, s:s, s:o}", "status", "unavailable", "role", down,
+                              "message", "no instance of this role is in rotation: every one "
+                              "is ejected after failures", "in_rotation", rot);
+        return;
+    }
     mref_t *m = mholder_get(&d->model);
     json_t *why = json_object();
     for (int i = 0; why && i < d->n_providers; i++) {
@@ -283,6 +324,21 @@ void ep_healthz(void *ctx, const http_req *r, http_resp *out)
     /* still 200 when degraded: eldrd routes, on what it last knew */
     if (out->json && degraded)
         json_object_update(out->json, why);
+    if (out->json && json_object_size(rot))
+        json_object_set(out->json, "in_rotation", rot);
+    json_decref(rot);
     json_decref(why);
     mref_put(m);
+}
+
+/* Liveness: 200 while the process runs and answers (a restart will not
+ * help a daemon whose upstreams are down: that is readiness). */
+void ep_livez(void *ctx, const http_req *r, http_resp *out)
+{
+    engine_t *d = ctx;
+    (void)r;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    out->json = json_pack("{s:s, s:f}", "status", "alive", "uptime_s",
+                          (double)ts.tv_sec - d->started);
 }

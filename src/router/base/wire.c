@@ -17,6 +17,7 @@ static void one_line(char *s)
 int rb_fail(rb_err *e, int status, const char *where, const char *fmt, ...)
 {
     e->status = status;
+    e->retry_after = 0;
     snprintf(e->where, sizeof e->where, "%s", where);
     va_list ap;
     va_start(ap, fmt);

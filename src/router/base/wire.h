@@ -30,6 +30,7 @@ typedef struct rb_err {
     int status;                  /* HTTP status: 400, 422, ... */
     char error[256];
     char where[96];
+    int retry_after;             /* seconds for a Retry-After header (503), 0 none */
 } rb_err;
 
 /* Fill e and return -1. A control character in where or the message

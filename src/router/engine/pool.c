@@ -177,6 +177,26 @@ int pool_report(pool *p, pool_role role, int i, int ok, double now)
     return ejected;
 }
 
+int pool_in_rotation(pool *p, pool_role role, double now, double *back_in)
+{
+    int n = role == POOL_PREFILL ? p->n_prefill : p->K, in = 0;
+    double soonest = -1;
+    if (atomic_load(&p->n_ejected) == 0)
+        return n;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < n; i++) {
+        pool_inst *x = inst(p, role, i);
+        if (!out_locked(p, x, now))
+            in++;
+        else if (soonest < 0 || x->ejected_until - now < soonest)
+            soonest = x->ejected_until - now;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (back_in)
+        *back_in = in ? 0 : soonest;
+    return in;
+}
+
 void pool_get_health(pool *p, pool_role role, int i, double now, pool_health *h)
 {
     pthread_mutex_lock(&p->lock);

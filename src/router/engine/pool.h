@@ -92,6 +92,11 @@ void pool_restore(pool *p, pool_role role, int i);
 /* 1 when instance i is out of rotation at monotonic time now. */
 int pool_ejected(pool *p, pool_role role, int i, double now);
 
+/* How many instances of a role are in rotation at monotonic time now;
+ * when none, *back_in (if not NULL) gets the seconds until the first
+ * ejection runs out. Readiness: a role with none cannot serve. */
+int pool_in_rotation(pool *p, pool_role role, double now, double *back_in);
+
 /* Instance i's health at monotonic time now, copied under the lock. */
 typedef struct pool_health {
     int ejected;

@@ -127,6 +127,7 @@ void http_error(http_resp *out, int status, const char *where, const char *fmt, 
 void http_rb_error(http_resp *out, const rb_err *e)
 {
     http_error(out, e->status, e->where, "%s", e->error);
+    out->retry_after = e->retry_after;
 }
 
 /* HEAD is answered as GET (libmicrohttpd sends the headers only). */
@@ -206,6 +207,11 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, http_server *s, htt
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (challenge)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
+    if (out->retry_after > 0) {
+        char ra[24];
+        snprintf(ra, sizeof ra, "%d", out->retry_after);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
     metrics_response_at(s->cfg.met, route >= 0 ? s->slot[route] : -1, out->status);
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)out->status, r);
     MHD_destroy_response(r);

@@ -73,6 +73,7 @@ typedef struct http_req {
 
 typedef struct http_resp {
     int status;
+    int retry_after;             /* seconds: a Retry-After header (503), 0 none */
     json_t *json;                /* owned; or */
     char *text;                  /* owned, malloc'd */
     const char *content_type;    /* for text and stream */

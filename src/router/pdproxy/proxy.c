@@ -892,6 +892,26 @@ static void stop_here(void *cls)
 
 /* ---- the HTTP side ---------------------------------------------------- */
 
+/* A role with no instance in rotation cannot serve: the client gets 503
+ * with Retry-After (when the first ejection runs out) before any byte,
+ * not a prefill's first token and then a stream's error event. Panic
+ * routing (pool.h) stays for the requests already under way. */
+static int in_rotation(proxy_t *p, rb_err *e)
+{
+    double now = mono_now(), back;
+    for (int role = POOL_PREFILL; role <= POOL_DECODE; role++) {
+        if (pool_in_rotation(p->pool, (pool_role)role, now, &back) > 0)
+            continue;
+        rb_fail(e, 503, role == POOL_PREFILL ? "prefill" : "decode",
+                "no %s instance is in rotation (every one is ejected after failures): try "
+                "again in %.0f s", role == POOL_PREFILL ? "prefill" : "decode", back + 0.5);
+        e->retry_after = back < 1 ? 1 : (int)(back + 0.999);
+        atomic_fetch_add(&p->outcomes[PX_REFUSED], 1);
+        return 0;
+    }
+    return 1;
+}
+
 static int id_ok(const char *s)
 {
     size_t n = strlen(s);
@@ -931,6 +951,8 @@ static void *proxy_begin(void *ctx, const http_req *hr, rb_err *e)
                 "through another router");
         return NULL;
     }
+    if (!in_rotation(p, e))
+        return NULL;
     if (request_id && !id_ok(request_id)) {
         atomic_fetch_add(&p->outcomes[PX_BAD_REQUEST], 1);
         rb_fail(e, 400, "X-Request-Id", "X-Request-Id must be 1 to %d printable ASCII "
