@@ -112,8 +112,14 @@ const char *client_url(const client_t *c)
 static void http_failure(client_t *c, const char *path, long status, char *err, size_t errlen)
 {
     json_t *j = c->len ? json_loadb(c->buf, c->len, 0, NULL) : NULL;
-    const char *msg = j ? json_string_value(json_object_get(j, "error")) : NULL;
-    const char *where = j ? json_string_value(json_object_get(j, "where")) : NULL;
+    json_t *e = j ? json_object_get(j, "error") : NULL;
+    /* OpenAI's shape, {"error": {"message", "param", ...}}; an older
+     * eldrd's {"error": "...", "where": "..."} too */
+    const char *msg = json_is_object(e) ? json_string_value(json_object_get(e, "message"))
+                                        : json_string_value(e);
+    const char *where = json_is_object(e) ? json_string_value(json_object_get(e, "param"))
+                                          : j ? json_string_value(json_object_get(j, "where"))
+                                              : NULL;
     if (msg)
         eldr_errf(err, errlen, "%s%s: HTTP %ld: %s%s%s%s", c->url, path, status, msg,
                   where ? " (" : "", where ? where : "", where ? ")" : "");

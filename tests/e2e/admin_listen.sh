@@ -39,7 +39,7 @@ expect_http "public: POST /v1/finish" 200
 for ep in "GET /v1/snapshot" "GET /v1/explain/a-1" "GET /v1/window" "PUT /v1/config" \
           "POST /v1/inflight/clear" "POST /v1/kv-events" "PUT /v1/model"; do
     req ${ep% *} ${ep#* } '{}'
-    expect_http "public: $ep is 404 naming --admin-listen" 404 '"--admin-listen" in j["error"]'
+    expect_http "public: $ep is 404 naming --admin-listen" 404 '"--admin-listen" in j["error"]["message"]'
 done
 $PY -c 'print("{\"x\": \"" + "a" * 6000000 + "\"}")' >"$TMP/big.json"
 hreq "" PUT /v1/model "@$TMP/big.json"
@@ -67,7 +67,7 @@ expect_http "admin: POST /v1/inflight/clear" 200 'j["cleared"] == 1'
 areq PUT /v1/model "@$TMP/m.json"
 expect_http "admin: PUT /v1/model" 200 'j["model_generation"] == 2'
 areq POST /v1/route "$(route_body a-3)"
-expect_http "admin: no POST /v1/route there" 404 '"no such endpoint" in j["error"]'
+expect_http "admin: no POST /v1/route there" 404 '"no such endpoint" in j["error"]["message"]'
 curl -s --max-time 5 "$AURL/metrics" >"$TMP/metrics.txt"
 check "/metrics: PUT /v1/model counted once by code, whichever listener answered" \
     sh -c "grep -qx 'eldr_http_responses_by_endpoint_total{endpoint=\"PUT /v1/model\",code=\"404\"} 2' '$TMP/metrics.txt' &&
@@ -133,7 +133,7 @@ curl -s --max-time 10 -o "$TMP/body" -w '%{http_code}' -H 'X-Request-Id: px-1' \
     "$URL/v1/completions" >"$TMP/status"
 expect_http "proxy: a completion on the public listener needs no token" 200
 hreq "" POST /v1/route "$(route_body r-1)"
-expect_http "proxy: POST /v1/route without the route token: 401" 401 '"route token" in j["error"]'
+expect_http "proxy: POST /v1/route without the route token: 401" 401 '"route token" in j["error"]["message"]'
 hreq "$ROUTEH" POST /v1/route "$(route_body r-1)"
 expect_http "proxy: ... with it: 200" 200
 hreq "" POST /v1/finish '{"request_id": "r-1"}'

@@ -111,7 +111,7 @@ req POST /v1/route "$TMP/b/sparse_0.json"
 expect_http "route sparse gives the dense similarities" 200 \
     "j['similarities'] == json.load(open('$TMP/d0.json'))['similarities']"
 req POST /v1/route "$TMP/b/dense_0.json"
-expect_http "route with an id in flight: 409" 409 '"in flight" in j["error"] and j["where"] == "request_id"'
+expect_http "route with an id in flight: 409" 409 '"in flight" in j["error"]["message"] and j["error"]["param"] == "request_id"'
 req POST /v1/route "$(body '{"sparse": []}')"
 expect_http "route zero counts: no-signature rule, generated id" 200 \
     'j["rule"] == "no-signature" and j["similarities"] is None and j["request_id"].startswith("r")'
@@ -120,11 +120,11 @@ expect_http "explain d0" 200 'j["request_id"] == "d0" and not j["finished"] and 
 req POST /v1/finish "$(body '{"request_id": "d0"}')"
 expect_http "finish d0" 200 'j["request_id"] == "d0"'
 req POST /v1/finish "$(body '{"request_id": "d0"}')"
-expect_http "finish again: 404, loads untouched" 404 '"not in flight" in j["error"]'
+expect_http "finish again: 404, loads untouched" 404 '"not in flight" in j["error"]["message"]'
 req GET /v1/explain/d0
 expect_http "explain shows finished" 200 'j["finished"]'
 req GET /v1/explain/nobody
-expect_http "explain unknown id: 404" 404 'j["where"] == "request_id"'
+expect_http "explain unknown id: 404" 404 'j["error"]["param"] == "request_id"'
 req GET "/v1/snapshot?centroids=1&decisions=3"
 expect_http "snapshot: model, centroids, workers, decisions, drift" 200 \
     'j["model"]["K"] == 4 and len(j["model"]["centroids"]) == 4 and len(j["model"]["centroids"][0]) == j["model"]["dim"] and [w["name"] for w in j["workers"]] == ["alpha","beta","gamma","delta"] and sum(w["inflight"] for w in j["workers"]) == 2 and sum(w["routed"] for w in j["workers"]) == 3 and len(j["decisions"]) == 3 and j["drift"]["window"] == 2 and abs(sum(j["drift"]["calibration_share"]) - 1) < 1e-9'
@@ -160,27 +160,27 @@ check "metrics: decision counters sum to the routes" sh -c \
 
 # --- bad input: each its 4xx with a JSON error, the daemon unharmed ---
 req POST /v1/route "$(body '{"counts": ')"
-expect_http "malformed JSON: 400" 400 '"malformed JSON" in j["error"] and "where" in j'
+expect_http "malformed JSON: 400" 400 '"malformed JSON" in j["error"]["message"] and "param" in j["error"]'
 req POST /v1/route "$(body '{"counts": "AAAA"}')"
-expect_http "wrong geometry: 422" 422 'j["where"] == "counts" and "L*E*2" in j["error"]'
+expect_http "wrong geometry: 422" 422 'j["error"]["param"] == "counts" and "L*E*2" in j["error"]["message"]'
 req POST /v1/route "$(body '{"sparse": [[0, 0, -4]]}')"
-expect_http "negative count: 422" 422 'j["where"] == "sparse[0][2]"'
+expect_http "negative count: 422" 422 'j["error"]["param"] == "sparse[0][2]"'
 req POST /v1/route "$(body '{"sparse": [[0, 0, 100000]]}')"
-expect_http "huge count: 422" 422 'j["where"] == "sparse[0][2]"'
+expect_http "huge count: 422" 422 'j["error"]["param"] == "sparse[0][2]"'
 req POST /v1/route "$(body '{"sparse": [[16, 0, 1]]}')"
-expect_http "layer out of range: 422" 422 'j["where"] == "sparse[0][0]"'
+expect_http "layer out of range: 422" 422 'j["error"]["param"] == "sparse[0][0]"'
 req POST /v1/route "$(body '{"sparse": [], "prefill_worker": "p9"}')"
-expect_http "unknown prefill worker: 404" 404 'j["where"] == "prefill_worker"'
+expect_http "unknown prefill worker: 404" 404 'j["error"]["param"] == "prefill_worker"'
 req POST /v1/nowhere "$(body '{}')"
-expect_http "unknown endpoint: 404" 404 'j["error"] == "no such endpoint"'
+expect_http "unknown endpoint: 404" 404 'j["error"]["message"] == "no such endpoint"'
 req GET /v1/route
-expect_http "wrong method: 405" 405 '"POST" in j["error"]'
+expect_http "wrong method: 405" 405 '"POST" in j["error"]["message"]'
 req PUT /v1/config "$(body '{"tau": -1}')"
-expect_http "bad tau: 422" 422 'j["where"] == "tau"'
+expect_http "bad tau: 422" 422 'j["error"]["param"] == "tau"'
 req PUT /v1/model "$(body '{"L": 3}')"
-expect_http "bad model: 422" 422 'j["where"] == "body"'
+expect_http "bad model: 422" 422 'j["error"]["param"] == "body"'
 req GET "/v1/snapshot?decisions=x"
-expect_http "bad query argument: 400" 400 'j["where"] == "decisions"'
+expect_http "bad query argument: 400" 400 'j["error"]["param"] == "decisions"'
 req GET /healthz
 expect_http "still healthy after the bad inputs" 200 'j["status"] == "ok"'
 stop
@@ -190,7 +190,7 @@ check "SIGTERM exits 0" test "$RC" -eq 0
 start limits -m "$TMP/m1.h5" --max-body 4096 --timeout 1 --quiet || exit 0
 $PY -c 'import sys; sys.stdout.write("{\"sparse\": [" + ",".join(["[0,0,0]"] * 1000) + "]}")' >"$TMP/big.json"
 req POST /v1/route "$TMP/big.json"
-expect_http "body over --max-body: 413" 413 '"limit" in j["error"]'
+expect_http "body over --max-body: 413" 413 '"limit" in j["error"]["message"]'
 curl -s --max-time 10 -o "$TMP/body" -w '%{http_code}' -H 'Transfer-Encoding: chunked' \
     --data-binary "@$TMP/big.json" "$URL/v1/route" >"$TMP/status" 2>/dev/null
 expect_http "chunked body over the limit: 413" 413 ''
@@ -306,7 +306,7 @@ expect_http "SIGHUP reloads the model file" 200 'j["model"]["generation"] == 13 
 stop
 
 # --- kill -9 during model PUTs leaves a valid file, and a restart keeps it ---
-rm -rf "$TMP/state"; mkdir -p "$TMP/state"
+rm -rf "$TMP/state"; mkdir -p -m 700 "$TMP/state"
 for delay in 0.15 0.3 0.45; do
     start kill9 -m "$TMP/m1.h5" --state-dir "$TMP/state" --quiet || exit 0
     (k=0; while [ $k -lt 200 ]; do

@@ -41,7 +41,7 @@ route_body() { # ID: a sparse route body
 start tok -m "$TMP/m.h5" --admin-token-file "$TMP/admin.tok" || exit 0
 hreq "" PUT /v1/config '{"tau": 0.3}'
 expect_http "PUT /v1/config without a token: 401 JSON" 401 \
-    'j["where"] == "authorization" and "Bearer" in j["error"]'
+    'j["error"]["param"] == "authorization" and "Bearer" in j["error"]["message"]'
 check "401 carries WWW-Authenticate: Bearer" grep -qi '^WWW-Authenticate: Bearer' "$TMP/headers"
 hreq "Authorization: Bearer adm1n-t0ken-0123456789abcdeX" PUT /v1/config '{"tau": 0.3}'
 expect_http "PUT /v1/config with a wrong token: 401" 401
@@ -154,24 +154,24 @@ expect_http "that worker is at 0, the others keep theirs" 200 \
 check "eldr_inflight_cleared_total counts them" test "$(metric eldr_inflight_cleared_total)" -eq "$HAD"
 check "audit log: the clear" grep -q "audit: POST /v1/inflight/clear from 127.0.0.1 (admin token): worker $NAME, $HAD in-flight" "$TMP/clear.log"
 hreq "$ADMIN" POST /v1/inflight/clear '{"worker": "nobody"}'
-expect_http "clear an unknown worker: 404" 404 'j["where"] == "worker"'
+expect_http "clear an unknown worker: 404" 404 'j["error"]["param"] == "worker"'
 hreq "$ADMIN" POST /v1/inflight/clear '{"wroker": "w0"}'
-expect_http "clear with a misspelt key: 422 naming it" 422 'j["where"] == "wroker"'
+expect_http "clear with a misspelt key: 422 naming it" 422 'j["error"]["param"] == "wroker"'
 hreq "$ADMIN" POST /v1/inflight/clear '[1'
 expect_http "clear with broken JSON: 400" 400
 stop
 
 # ---- refused requests change nothing; typos are not ignored (items 9, 11) ----
-mkdir -p "$TMP/state"
+mkdir -p -m 700 "$TMP/state"   # the owner's, as eldrd makes it (no warning)
 start strict -m "$TMP/m.h5" --state-dir "$TMP/state" || exit 0
 req POST /v1/route '{"request_id": "t-1", "sparse": [[0, 1, 3]], "cached_block": 1}'
-expect_http "route with a misspelt key: 422 naming it" 422 'j["where"] == "cached_block" and "cached_blocks" in j["error"]'
+expect_http "route with a misspelt key: 422 naming it" 422 'j["error"]["param"] == "cached_block" and "cached_blocks" in j["error"]["message"]'
 req POST /v1/finish '{"request_id": "t-1", "force": true}'
-expect_http "finish with an unknown key: 422" 422 'j["where"] == "force"'
+expect_http "finish with an unknown key: 422" 422 'j["error"]["param"] == "force"'
 req PUT /v1/config '{"tua": 0.2}'
-expect_http "config with a misspelt key: 422" 422 'j["where"] == "tua"'
+expect_http "config with a misspelt key: 422" 422 'j["error"]["param"] == "tua"'
 req POST /v1/route '{"request_id": "bc-1", "sparse": [[0, 1, 300], [0, 2, 20]], "block_hashes": [11, 12], "block_counts": [[[0, 2, 5]], [[0, 1, 300]]]}'
-expect_http "route with a bad block_counts[1]: 422" 422 'j["where"] == "block_counts" and "block_counts[1]" in j["error"]'
+expect_http "route with a bad block_counts[1]: 422" 422 'j["error"]["param"] == "block_counts" and "block_counts[1]" in j["error"]["message"]'
 req GET /v1/snapshot
 expect_http "... and block_counts[0] was not stored" 200 \
     'j["caches"][0]["entries"] == 0 and j["caches"][0]["stored_blocks"] == 0 and sum(w["inflight"] for w in j["workers"]) == 0'
@@ -197,7 +197,7 @@ s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
 s.sendall(b'POST /v1/finish HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 20\r\n\r\n{"a":')
 print(s.recv(4096).decode(errors="replace"))
 EOF
-check "two Content-Length headers: 400 JSON naming them" grep -q '"where":"Content-Length"' "$TMP/dup.out"
+check "two Content-Length headers: 400 JSON naming them" grep -q '"param":"Content-Length"' "$TMP/dup.out"
 check "... with the status line 400" grep -q "^HTTP/1.1 400" "$TMP/dup.out"
 req GET /healthz
 expect_http "the daemon serves on after it" 200
@@ -231,16 +231,16 @@ $PY -c 'import sys; sys.stdout.write("[" + ",".join(["{}"] * 2300000) + "]")' >"
 $PY -c 'import sys; sys.stdout.write("{\"request_id\": \"" + "x" * 100000 + "\"}")' >"$TMP/longfinish.json"
 h0=$(hwm); r0=$(rss)
 req PUT /v1/config "@$TMP/objs.json"
-expect_http "7 MB of {} to /v1/config: 413 (its limit is 64 KiB)" 413 '"65536" in j["error"]'
+expect_http "7 MB of {} to /v1/config: 413 (its limit is 64 KiB)" 413 '"65536" in j["error"]["message"]'
 req POST /v1/finish "@$TMP/longfinish.json"
 expect_http "100 kB to /v1/finish: 413" 413
 req POST /v1/kv-events "@$TMP/objs.json"
-expect_http "7 MB of {} to /v1/kv-events: 413 before parsing" 413 '"200000" in j["error"]'
+expect_http "7 MB of {} to /v1/kv-events: 413 before parsing" 413 '"200000" in j["error"]["message"]'
 req PUT /v1/model "@$TMP/objs.json"
-expect_http "7 MB of {} to /v1/model: 413 before parsing" 413 '"objects and arrays" in j["error"]'
+expect_http "7 MB of {} to /v1/model: 413 before parsing" 413 '"objects and arrays" in j["error"]["message"]'
 $PY -c 'print("[" * 40 + "]" * 40)' >"$TMP/deep.json"
 req POST /v1/kv-events "@$TMP/deep.json"
-expect_http "JSON 40 levels deep: 413" 413 '"deeper" in j["error"]'
+expect_http "JSON 40 levels deep: 413" 413 '"deeper" in j["error"]["message"]'
 h1=$(hwm); r1=$(rss)
 case "$BIN" in
 *asan*) ok "RSS: not judged under ASan (its quarantine keeps freed memory)" ;;
@@ -254,13 +254,13 @@ stop
 # ---- every answer is JSON (item 7) ---------------------------------------
 start errs -m "$TMP/m.h5" || exit 0
 req GET /v1/explain/%FF
-expect_http "explain of an id with invalid UTF-8: 404 JSON" 404 '"error" in j and "where" in j'
+expect_http "explain of an id with invalid UTF-8: 404 JSON" 404 '"error" in j and "param" in j["error"]'
 ID=$($PY -c 'print("a" + "\u00e9" * 120)')
 req POST /v1/route "{\"request_id\": \"$ID\", \"sparse\": [[0, 1, 3]]}"
 req POST /v1/route "{\"request_id\": \"$ID\", \"sparse\": [[0, 1, 3]]}"
-expect_http "409 for an id cut inside a character: still JSON" 409 '"in flight already" in j["error"]'
+expect_http "409 for an id cut inside a character: still JSON" 409 '"in flight already" in j["error"]["message"]'
 req POST /v1/finish "{\"request_id\": \"${ID}x\"}"
-expect_http "404 for such an id: JSON" 404 '"not in flight" in j["error"]'
+expect_http "404 for such an id: JSON" 404 '"not in flight" in j["error"]["message"]'
 check "HEAD /healthz: 200" sh -c "curl -s --max-time 5 -I '$URL/healthz' | head -1 | grep -q ' 200'"
 check "HEAD /metrics: 200" sh -c "curl -s --max-time 5 -I '$URL/metrics' | head -1 | grep -q ' 200'"
 stop
@@ -377,7 +377,7 @@ print("before", post("/v1/route", {"request_id": "d-1", "sparse": [[0, 1, 3]]})[
 os.kill(pid, signal.SIGTERM)
 time.sleep(0.3)
 st, conn, b = post("/v1/route", {"request_id": "d-2", "sparse": [[0, 1, 3]]})
-print("route while draining", st, conn, json.loads(b)["where"])
+print("route while draining", st, conn, json.loads(b)["error"]["param"])
 a.sendall(body[5:])
 print("slow upload", a.recv(4096).split(b"\r\n")[0].decode())
 EOF

@@ -61,7 +61,7 @@ start huge -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" || exit 0
 curl -s --max-time 20 -o "$TMP/body" -w '%{http_code}' "$URL/v1/completions" \
     -d '{"prompt": "a long answer", "max_tokens": 4}' >"$TMP/status"
 expect_http "a prefill answer over 64 MiB: 502 naming the limit" 502 \
-    '"64 MiB limit" in j["error"] and "prefill" in j["error"]'
+    '"64 MiB limit" in j["error"]["message"] and "prefill" in j["error"]["message"]'
 curl -s --max-time 10 -N "$JSONS/v1/completions" \
     -d '{"prompt": "stream me", "max_tokens": 4, "stream": true}' >"$TMP/sse" 2>/dev/null
 if grep -q '^data: {"error"' "$TMP/sse" && grep -q 'not SSE' "$TMP/sse" &&

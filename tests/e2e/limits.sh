@@ -107,7 +107,7 @@ print(ans.decode(errors="replace"))
 print("closed after" if b.recv(1) == b"" else "kept")
 EOF
 check "a body past the budget: 503" grep -q "^HTTP/1.1 503" "$TMP/two.out"
-check "... JSON naming --body-budget" grep -q '"where":"body".*--body-budget\|--body-budget.*"where":"body"' "$TMP/two.out"
+check "... JSON naming --body-budget" grep -q '"param":"body".*--body-budget\|--body-budget.*"param":"body"' "$TMP/two.out"
 check "... and the connection closes" grep -q "^closed after" "$TMP/two.out"
 stop
 
@@ -308,7 +308,7 @@ print(got.decode(errors="replace"))
 print("answers", got.count(b"HTTP/1.1 "))
 EOF
 check "Transfer-Encoding with Content-Length: 400" grep -q "^HTTP/1.1 400" "$TMP/te.out"
-check "... JSON naming Transfer-Encoding" grep -q '"where":"Transfer-Encoding"' "$TMP/te.out"
+check "... JSON naming Transfer-Encoding" grep -q '"param":"Transfer-Encoding"' "$TMP/te.out"
 check "... with Connection: close, and nothing after it is answered" \
     sh -c "grep -qi '^Connection: close' '$TMP/te.out' && grep -q '^answers 1$' '$TMP/te.out'"
 stop

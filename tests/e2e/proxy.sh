@@ -36,7 +36,7 @@ expect_fail2 "--upstream-timeout 0" "--upstream-timeout" \
 
 start plain -m "$TMP/m.h5" || exit 0
 req POST /v1/completions '{"prompt": "x"}'
-expect_http "without --proxy, /v1/completions is 404 naming --proxy" 404 '"--proxy" in j["error"]'
+expect_http "without --proxy, /v1/completions is 404 naming --proxy" 404 '"--proxy" in j["error"]["message"]'
 stop
 
 # --- the main run: tau from the model, and a tau 0 replica for the oracle ----
@@ -118,11 +118,11 @@ for i in 1 2 3 4; do
 done
 check "without the file, the client's Authorization is forwarded: 4 of 4 served ($n200)" test $n200 -eq 4
 req POST /v1/completions '{"prompt": "no key", "max_tokens": 4}'
-expect_http "... a client without it: the engine's 401 relayed as 502 naming it" 502 '"401" in j["error"]'
+expect_http "... a client without it: the engine's 401 relayed as 502 naming it" 502 '"401" in j["error"]["message"]'
 curl -s --max-time 10 -o "$TMP/body" -w '%{http_code}' -H "Authorization: Bearer a$(printf '\177')b" \
     --data-binary '{"prompt": "odd header", "max_tokens": 4}' "$URL/v1/completions" >"$TMP/status" 2>/dev/null
 expect_http "... a header that is not printable ASCII: 400 naming Authorization" 400 \
-    'j["where"] == "Authorization"'
+    'j["error"]["param"] == "Authorization"'
 stop
 check "the key is in no log line (both daemons)" sh -c "! grep -q '$KEY' '$TMP/keyfile.log' '$TMP/keyfwd.log'"
 # the authors' protocol behind keyed engines: the release call carries the key too
@@ -181,7 +181,7 @@ PYEOF
 start gatebad -m "$TMP/gm.h5" --proxy --prefill "$PF1" --decode "$GDC" || exit 0
 req POST /v1/completions '{"prompt": "counts to a gate model", "max_tokens": 4}'
 expect_http "a gate model given int16 counts in eldr_sig: 502 naming float32" 502 \
-    '"float32" in j["error"]'
+    '"float32" in j["error"]["message"]'
 
 # live attach shows the proxied traffic: the dashboard's decisions view
 # (tau 0 replica: the oracle's requests and the 256 streams went there)

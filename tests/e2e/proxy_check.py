@@ -154,7 +154,7 @@ for body, where in (("{nope", "body"), ({"prompt": ["a", "b"]}, "prompt"),
                     ({"prompt": "x", "kv_transfer_params": {}}, "kv_transfer_params")):
     st, data, _ = post(MAIN, "/v1/completions", body)
     j = json.loads(data) if data.startswith(b"{") else {}
-    ok("a bad body (%s) gets 400 naming %s" % (where, where), st == 400 and j.get("where") == where,
+    ok("a bad body (%s) gets 400 naming %s" % (where, where), st == 400 and j.get("error", {}).get("param") == where,
        st, data)
 st, data, _ = post(MAIN, "/v1/chat/completions", {"messages": []})
 ok("a chat without messages gets 400", st == 400, st, data)
@@ -165,7 +165,7 @@ j = json.loads(data) if data.startswith(b"{") else {}
 rec = [r for r in records(PD_REC) if r.get("request_id") == "chat-1"]
 ok("--pd-protocol eldr: a chat gets 400 naming --pd-protocol vllm (the authors' proxy refuses "
    "chat too), and reaches no instance",
-   st == 400 and j.get("where") == "path" and "--pd-protocol vllm" in j.get("error", "")
+   st == 400 and j.get("error", {}).get("param") == "path" and "--pd-protocol vllm" in j.get("error", {}).get("message", "")
    and not rec, st, data, rec)
 
 # ---- stock vLLM's handoff (--pd-protocol vllm) -----------------------------
@@ -305,7 +305,7 @@ ok("... in flight back to zero", wait_idle(MAIN, 5), inflight(MAIN))
 st, data, _ = post(DEADPF, "/v1/completions", {"prompt": "p", "max_tokens": 4})
 j = json.loads(data) if data.startswith(b"{") else {}
 ok("a dead prefill instance: 502 with a JSON error naming it", st == 502 and "prefill" in
-   j.get("error", ""), st, data)
+   j.get("error", {}).get("message", ""), st, data)
 to_dead = [p for p in prompts if oracle(p) == 3][:2]
 res = [post(DEADDC, "/v1/completions", {"prompt": p, "max_tokens": 4}) for p in to_dead]
 ok("a dead decode instance: retried once on the next best worker (200, decoded elsewhere)",

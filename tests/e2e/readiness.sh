@@ -72,7 +72,7 @@ for stream in (False, True):
     ok("a %s request gets 503 with Retry-After before any byte (no prefill token, no SSE)"
        % ("streamed" if stream else "plain"),
        st == 503 and "Retry-After" in hd and not data.startswith(b"data:") and
-       json.loads(data).get("where") == "decode", st, hd, data[:200])
+       json.loads(data)["error"].get("param") == "decode", st, hd, data[:200])
 # revive: stand-ins on the dead ports; the probes put them back
 proc = subprocess.Popen(["/usr/bin/python3", ROOT + "/tests/e2e/fake_pd.py", SMALL,
                          TMP + "/revive.ports", TMP + "/revive.jsonl", "--prefill", "0",

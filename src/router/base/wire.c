@@ -14,6 +14,19 @@ static void one_line(char *s)
             *s = '?';
 }
 
+const char *rb_error_type(int status)
+{
+    return status == 504 ? "timeout"
+         : status == 502 ? "upstream_error"
+         : status == 503 ? "service_unavailable"
+         : status == 401 || status == 403 ? "authentication_error"
+         : status == 404 ? "not_found_error"
+         : status == 409 ? "conflict_error"
+         : status == 413 ? "request_too_large"
+         : status == 429 ? "rate_limit_error"
+         : status >= 400 && status < 500 ? "invalid_request_error" : "server_error";
+}
+
 int rb_fail(rb_err *e, int status, const char *where, const char *fmt, ...)
 {
     e->status = status;

@@ -33,6 +33,10 @@ typedef struct rb_err {
     int retry_after;             /* seconds for a Retry-After header (503), 0 none */
 } rb_err;
 
+/* OpenAI's error "type" for an HTTP status (every error answer and SSE
+ * error event carries it, docs/http-api.md "Errors"). */
+const char *rb_error_type(int status);
+
 /* Fill e and return -1. A control character in where or the message
  * (a client's text quoted in it) becomes '?', so the error is one line. */
 int rb_fail(rb_err *e, int status, const char *where, const char *fmt, ...)

@@ -121,7 +121,13 @@ void http_error(http_resp *out, int status, const char *where, const char *fmt, 
     utf8_clean(w);
     json_decref(out->json);
     out->status = status;
-    out->json = json_pack("{s:s, s:s}", "error", msg, "where", w);
+    out->json = http_error_json(status, w[0] ? w : NULL, msg);
+}
+
+json_t *http_error_json(int status, const char *where, const char *msg)
+{
+    return json_pack("{s:{s:s, s:s, s:s?, s:i}}", "error", "message", msg, "type",
+                     rb_error_type(status), "param", where, "code", status);
 }
 
 void http_rb_error(http_resp *out, const rb_err *e)
@@ -173,7 +179,8 @@ static void json_to_text(http_resp *out)
     out->content_type = "application/json";
     if (!out->text) {
         out->status = 500;
-        out->text = strdup("{\"error\":\"out of memory\",\"where\":\"response\"}");
+        out->text = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":"
+                           "\"server_error\",\"param\":\"response\",\"code\":500}}");
     }
 }
 

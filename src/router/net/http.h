@@ -144,6 +144,10 @@ typedef struct http_config {
 const char *http_query(const http_req *r, const char *key);
 const char *http_header(const http_req *r, const char *name);
 
+/* OpenAI's error object, {"error": {"message", "type", "param", "code"}}:
+ * param is where (NULL: null), code the HTTP status. New reference. */
+json_t *http_error_json(int status, const char *where, const char *msg);
+
 /* Set an error answer {"error": msg, "where": where}. */
 void http_error(http_resp *out, int status, const char *where, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

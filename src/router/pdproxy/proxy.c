@@ -151,22 +151,13 @@ static int out_append(pxreq *r, const char *s, size_t n)
     return r->out.oom ? -1 : 0;
 }
 
-static char *error_json(const char *where, const char *msg, size_t *len)
+static char *error_json(int status, const char *where, const char *msg, size_t *len)
 {
-    json_t *j = json_pack("{s:s, s:s}", "error", msg, "where", where);
+    json_t *j = http_error_json(status, where, msg);
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     *len = s ? strlen(s) : 0;
     return s;
-}
-
-/* OpenAI's error type for an HTTP status. */
-static const char *error_type(int status)
-{
-    return status == 504 ? "timeout"
-         : status == 502 ? "upstream_error"
-         : status == 503 ? "service_unavailable"
-         : status >= 400 && status < 500 ? "invalid_request_error" : "server_error";
 }
 
 /* The request fails with status: a JSON error, or in a stream that has
@@ -188,8 +179,7 @@ static void fail(pxreq *r, int status, const char *fmt, ...)
     pthread_mutex_lock(&r->lock);
     if (r->streaming) {
         /* OpenAI's error object, as its clients read an SSE error event */
-        json_t *j = json_pack("{s:{s:s, s:s, s:n, s:i}}", "error", "message", msg, "type",
-                              error_type(status), "param", "code", status);
+        json_t *j = http_error_json(status, NULL, msg);
         char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
         if (s) {
             out_append(r, "data: ", 6);
@@ -201,7 +191,7 @@ static void fail(pxreq *r, int status, const char *fmt, ...)
         r->out_done = r->out_error = 1;
     } else if (!r->ready) {
         r->status = status;
-        r->body = error_json("upstream", msg, &r->body_len);
+        r->body = error_json(status, "upstream", msg, &r->body_len);
         r->ready = 1;
     }
     wake(r);
@@ -575,7 +565,7 @@ static void after_prefill(proxy_t *p, pxreq *r, xfer *x)
             char *a = pm_first_answer(&r->pre, &r->client, &n);
             pthread_mutex_lock(&r->lock);
             r->status = a ? 200 : 503;
-            r->body = a ? a : error_json("proxy", "out of memory", &n);
+            r->body = a ? a : error_json(503, "proxy", "out of memory", &n);
             r->body_len = n;
             r->ready = 1;
             wake(r);
