@@ -199,6 +199,35 @@ print(s.recv(4096).decode(errors="replace"))
 EOF
 check "two Content-Length headers: 400 JSON naming them" grep -q '"param":"Content-Length"' "$TMP/dup.out"
 check "... with the status line 400" grep -q "^HTTP/1.1 400" "$TMP/dup.out"
+# transfer codings as RFC 9112 (issue 31, item 5): chunked last and once,
+# else 400; a coding eldrd does not read, 501; each with a status line, a
+# JSON body naming Transfer-Encoding, and Connection: close
+$PY - "$PORT" >"$TMP/te.out" 2>&1 <<'EOF'
+import socket, sys
+for te in (b"chunked, identity", b"chunked, chunked", b"gzip, chunked", b"xchunked",
+           b"identity", b"gzip;q=1, chunked"):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    s.sendall(b"POST /v1/finish HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + te +
+              b"\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+    out = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        out += d
+    head, _, body = out.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    print(te.decode(), "|", lines[0].split()[1], "|", "Connection: close" in lines, "|",
+          body.decode())
+    s.close()
+EOF
+check "Transfer-Encoding with chunked not last, or twice: 400 and close" sh -c \
+    "grep -q '^chunked, identity | 400 | True |.*\"param\":\"Transfer-Encoding\"' '$TMP/te.out' &&
+     grep -q '^chunked, chunked | 400 | True |' '$TMP/te.out'"
+check "a coding eldrd does not read (gzip, xchunked, identity): 501 and close" sh -c \
+    "grep -q '^gzip, chunked | 501 | True |.*not_implemented_error' '$TMP/te.out' &&
+     grep -q '^xchunked | 501 | True |' '$TMP/te.out' && grep -q '^identity | 501 | True |' '$TMP/te.out' &&
+     grep -q '^gzip;q=1, chunked | 501 | True |' '$TMP/te.out'"
 req GET /healthz
 expect_http "the daemon serves on after it" 200
 # libmicrohttpd answers bad framing itself (HTML, no hook in 0.9.75):

@@ -24,6 +24,7 @@ const char *rb_error_type(int status)
          : status == 409 ? "conflict_error"
          : status == 413 ? "request_too_large"
          : status == 429 ? "rate_limit_error"
+         : status == 501 ? "not_implemented_error"
          : status >= 400 && status < 500 ? "invalid_request_error" : "server_error";
 }
 

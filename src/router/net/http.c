@@ -330,18 +330,50 @@ static http_req request_of(struct MHD_Connection *c, const char *method, const c
  * Transfer-Encoding headers. */
 typedef struct framing {
     int lengths, codings;
+    int chunked, chunked_last, unknown;  /* over every Transfer-Encoding value */
+    char first_unknown[48];
 } framing;
+
+/* The codings of one Transfer-Encoding value, comma-separated, in order
+ * (RFC 9112, 6.1): each noted; chunked_last says whether the last one
+ * seen so far is chunked. */
+static void read_codings(framing *f, const char *v)
+{
+    while (*v) {
+        while (*v == ' ' || *v == '\t' || *v == ',')
+            v++;
+        const char *e = v;
+        while (*e && *e != ',' && *e != ';')
+            e++;
+        const char *end = e;
+        while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        size_t n = (size_t)(end - v);
+        if (n) {
+            int is_chunked = n == 7 && !strncasecmp(v, "chunked", 7);
+            f->chunked += is_chunked;
+            f->chunked_last = is_chunked;
+            if (!is_chunked && !f->unknown++)
+                snprintf(f->first_unknown, sizeof f->first_unknown, "%.*s",
+                         (int)(n < 40 ? n : 40), v);
+        }
+        while (*e && *e != ',')
+            e++;   /* parameters (;q=...) belong to their coding */
+        v = e;
+    }
+}
 
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value)
 {
     (void)kind;
-    (void)value;
     framing *f = cls;
     if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
         f->lengths++;
-    else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+    else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
         f->codings++;
+        read_codings(f, value ? value : "");
+    }
     return MHD_YES;
 }
 
@@ -351,7 +383,7 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
  * the error in out. */
 static int ambiguous_framing(struct MHD_Connection *c, http_resp *out)
 {
-    framing f = {0, 0};
+    framing f = {0};
     MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
     if (f.lengths > 1)
         http_error(out, 400, "Content-Length", "%d Content-Length headers; send one",
@@ -359,6 +391,12 @@ static int ambiguous_framing(struct MHD_Connection *c, http_resp *out)
     else if (f.lengths && f.codings)
         http_error(out, 400, "Transfer-Encoding", "Transfer-Encoding and Content-Length "
                    "both given; send one (RFC 9112, 6.3)");
+    else if (f.codings && (f.chunked != 1 || !f.chunked_last) && (f.chunked || !f.unknown))
+        http_error(out, 400, "Transfer-Encoding", "chunked must be the last transfer coding, "
+                   "once (RFC 9112, 6.3): the body's length cannot be known");
+    else if (f.unknown)
+        http_error(out, 501, "Transfer-Encoding", "transfer coding '%s' is not implemented "
+                   "(eldrd reads chunked only; RFC 9112, 6.1)", f.first_unknown);
     else
         return 0;
     return 1;
