@@ -41,7 +41,7 @@ stop
 
 # --- the main run: tau from the model, and a tau 0 replica for the oracle ----
 start proxy -m "$TMP/m.h5" --proxy --prefill "$PF1" --decode "$DC1" --upstream-timeout 1.5 --threads 4 \
-    --max-conns-per-ip 400 || exit 0
+    --max-conns-per-ip 400 --route-api || exit 0
 MAIN=$URL; MAINPID=$PID
 start proxy0 -m "$TMP/m.h5" --proxy --prefill "$PF1" --decode "$DC1" --tau 0 --threads 4 \
     --max-conns-per-ip 400 || exit 0
@@ -193,6 +193,16 @@ expect_status "dash --attach on the proxy: the balance view" 0 "$ELDR" dash --at
 check "... counts them: in flight 0, routed >= 300" \
     $PY -c 'import re,sys; t=open(sys.argv[1]).read(); m=re.search(r"in-flight (\d+), routed (\d+)", t); sys.exit(0 if m and m.group(1) == "0" and int(m.group(2)) >= 300 else 1)' "$TMP/bal.txt"
 
+# /v1/route and /v1/finish are off in proxy mode unless asked for (issue
+# 31, item 7): anyone reaching the port could pin load with them
+URL=$TAU0
+req POST /v1/route '{"request_id": "direct-0", "sparse": [[0, 0, 3], [1, 2, 1]]}'
+expect_http "proxy mode without --route-api: POST /v1/route is 404 naming it" 404 \
+    '"--route-api" in j["error"]["message"]'
+req POST /v1/finish '{"request_id": "direct-0"}'
+expect_http "... and POST /v1/finish too" 404 '"--route-api" in j["error"]["message"]'
+expect_fail2 "--route-api without --proxy is refused" "--route-api is for proxy mode" \
+    "$ELDRD" -m "$TMP/m.h5" --route-api --listen 127.0.0.1:1
 # the rest of the API in proxy mode (it runs beside the proxy's loop)
 URL=$MAIN; PID=$MAINPID
 req POST /v1/route '{"request_id": "direct-1", "sparse": [[0, 0, 3], [1, 2, 1]]}'

@@ -25,9 +25,23 @@ static void route_answer(engine_t *d, const route_out *o, const cache_use *u,
         http_error(out, 503, "route", "out of memory for the answer");
 }
 
+/* In proxy mode eldrd routes its own requests: /v1/route and /v1/finish
+ * are off unless --route-api or --route-token-file turns them on (anyone
+ * who reached the port could otherwise pin load for ever). 1 answered. */
+static int route_api_off(const engine_t *d, http_resp *out)
+{
+    if (!d->o->proxy || d->o->route_api || d->o->route_token_file)
+        return 0;
+    http_error(out, 404, "path", "in proxy mode eldrd routes its own requests: POST /v1/route "
+               "and /v1/finish are off (start eldrd with --route-api, or --route-token-file)");
+    return 1;
+}
+
 void ep_route(void *ctx, const http_req *r, http_resp *out)
 {
     engine_t *d = ctx;
+    if (route_api_off(d, out))
+        return;
     double t0 = mono_now();
     mref_t *m = mholder_get(&d->model);
     route_body b;
@@ -68,6 +82,8 @@ void ep_route(void *ctx, const http_req *r, http_resp *out)
 void ep_finish(void *ctx, const http_req *r, http_resp *out)
 {
     engine_t *d = ctx;
+    if (route_api_off(d, out))
+        return;
     char id[RB_ID_MAX];
     rb_err e;
     int w;

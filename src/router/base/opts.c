@@ -68,8 +68,12 @@ void opts_usage(FILE *f)
             "                            endpoints (model, config, in-flight clear,\n"
             "                            kv-events, snapshot, explain, window); they then\n"
             "                            answer 404 on --listen; /healthz and /metrics on both\n"
+            "  --route-api               proxy mode: serve POST /v1/route and /v1/finish\n"
+            "                            too (off by default: eldrd routes its own\n"
+            "                            requests, and anyone reaching the port could pin\n"
+            "                            load with them)\n"
             "  --route-token-file FILE   proxy mode: POST /v1/route and /v1/finish on\n"
-            "                            --listen need 'Authorization: Bearer TOKEN'\n"
+            "                            --listen, with 'Authorization: Bearer TOKEN'\n"
             "  --max-conns N             open connections in all (default 1000)\n"
             "  --max-conns-per-ip N      open connections from one address (default 64; an\n"
             "                            IPv6 /64 counts as one address); more are closed\n"
@@ -311,7 +315,7 @@ enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBOD
        O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO, O_CONN_TO, O_PF_TO, O_DEC_TO,
        O_IDLE_TO,
        O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS, O_MAXKV, O_MAXMODEL, O_BUDGET,
-       O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK, O_EXTPROC, O_ENDPOINTS,
+       O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK, O_ROUTEAPI, O_EXTPROC, O_ENDPOINTS,
        O_EJECT_AFTER, O_EJECT_TIME, O_HEALTH_INT, O_HEALTH_PATH, O_STREAM_BUF, O_UP_IDLE };
 
 /* A number of seconds in [lo, hi]. */
@@ -432,6 +436,9 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     case O_ADMINLISTEN:
         return parse_listen("--admin-listen", arg, o->admin_host, sizeof o->admin_host,
                             &o->admin_port, err, errlen);
+    case O_ROUTEAPI:
+        o->route_api = 1;
+        return 0;
     case O_ROUTETOK:
         o->route_token_file = arg;
         return 0;
@@ -647,6 +654,7 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"header-timeout", required_argument, 0, O_HEADERTIMEOUT},
         {"admin-listen", required_argument, 0, O_ADMINLISTEN},
         {"route-token-file", required_argument, 0, O_ROUTETOK},
+        {"route-api", no_argument, 0, O_ROUTEAPI},
         {"ext-proc", required_argument, 0, O_EXTPROC},
         {"endpoints", required_argument, 0, O_ENDPOINTS},
         {0, 0, 0, 0},
@@ -708,6 +716,11 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
     if (check_bodies(o, err, errlen) < 0) {
         opts_free(o);
         return -1;
+    }
+    if (o->route_api && !o->proxy) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--route-api is for proxy mode (add --proxy): without "
+                         "it, /v1/route and /v1/finish are always served");
     }
     if (o->route_token_file && !o->proxy) {
         opts_free(o);

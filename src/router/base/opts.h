@@ -26,6 +26,7 @@ typedef struct eldrd_opts {
     char admin_host[64];         /* --admin-listen HOST:PORT ("" = none) */
     int admin_port;
     const char *route_token_file; /* --route-token-file (proxy mode) */
+    int route_api;               /* --route-api: proxy mode serves /v1/route and /v1/finish */
     int decisions;               /* --decisions: ring size */
     int window;                  /* --window: recent signatures kept */
     long long cache_blocks;      /* --cache-blocks per prefill worker */
