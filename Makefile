@@ -30,7 +30,8 @@ DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libzip-dev \
 	libyaml-dev libcmocka-dev tmux valgrind curl wrk python3 python3-numpy python3-scipy \
 	python3-h5py python3-yaml clang libclang-rt-14-dev iproute2 \
-	libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler prometheus
+	libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler prometheus \
+	libzmq3-dev libmsgpack-dev python3-zmq python3-msgpack
 
 BUILD ?= build
 BIN ?= bin
@@ -72,9 +73,10 @@ ROUTER_LIB := $(BUILD)/libeldrrouter.a
 # --load-from vllm poller.
 CURL_LIBS := $(shell pkg-config --libs libcurl 2>/dev/null)
 # libyaml: the YAML form of --endpoints FILE (src/router/engine/endpoints_doc.c);
-# nghttp2 and protobuf-c: the gateway picker (--ext-proc, src/router/extproc).
+# nghttp2 and protobuf-c: the gateway picker (--ext-proc, src/router/extproc);
+# libzmq and msgpack-c: vLLM's KV events (--kv-events, src/router/engine/kv_sub.c).
 ROUTER_LIBS := $(shell pkg-config --libs libmicrohttpd jansson yaml-0.1 libnghttp2 \
-	libprotobuf-c 2>/dev/null) $(CURL_LIBS)
+	libprotobuf-c libzmq msgpack 2>/dev/null) $(CURL_LIBS)
 SAMPLE := samples/small.h5
 # The first screen: the sample's own arrivals (20 req/s) leave every batch
 # at about one request, where no routing policy can matter; at 800 req/s
