@@ -15,8 +15,9 @@ struct kvmap {
     slot *t;
     size_t mask;                 /* table size - 1 (a power of two >= 2 cap) */
     size_t n;
-    ring_ent *ring;              /* [cap], put order */
-    size_t cap, head, used;      /* oldest at head; used entries */
+    ring_ent *ring;              /* [ring_cap = 2 cap], put order; stale entries
+                                  * (a key refreshed or taken since) included */
+    size_t cap, ring_cap, head, used; /* oldest at head; used entries */
     uint64_t clock, aged;
 };
 
@@ -38,13 +39,14 @@ kvmap *kvmap_new(size_t cap)
     while (size < 2 * cap)
         size *= 2;
     m->t = calloc(size, sizeof *m->t);
-    m->ring = malloc(cap * sizeof *m->ring);
+    m->ring = malloc(2 * cap * sizeof *m->ring);
     if (!m->t || !m->ring) {
         kvmap_free(m);
         return NULL;
     }
     m->mask = size - 1;
     m->cap = cap;
+    m->ring_cap = 2 * cap;
     return m;
 }
 
@@ -87,23 +89,46 @@ static void del_at(kvmap *m, size_t i)
     m->n--;
 }
 
+/* Drop the ring's stale entries (refreshed or taken keys): with at most
+ * cap live entries in a ring of 2 cap, at least cap slots come free, so
+ * the cost per put stays constant. */
+static void compact(kvmap *m)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < m->used; r++) {
+        ring_ent e = m->ring[(m->head + r) % m->ring_cap];
+        size_t i = find(m, e.key);
+        if (m->t[i].stamp == e.stamp)
+            m->ring[w++] = e;
+    }
+    m->head = 0;
+    m->used = w;
+}
+
 void kvmap_put(kvmap *m, uint64_t key, uint64_t val)
 {
-    if (m->used == m->cap) {     /* the oldest put goes, unless refreshed since */
-        ring_ent old = m->ring[m->head];
-        m->head = (m->head + 1) % m->cap;
-        m->used--;
-        size_t i = find(m, old.key);
-        if (m->t[i].stamp == old.stamp) {
-            del_at(m, i);
-            m->aged++;
-        }
-    }
     size_t i = find(m, key);
+    if (!m->t[i].stamp && m->n == m->cap) {
+        /* full: the live entry put longest ago goes (stale ones are skipped) */
+        for (;;) {
+            ring_ent old = m->ring[m->head];
+            m->head = (m->head + 1) % m->ring_cap;
+            m->used--;
+            size_t j = find(m, old.key);
+            if (m->t[j].stamp == old.stamp) {
+                del_at(m, j);
+                m->aged++;
+                break;
+            }
+        }
+        i = find(m, key);
+    }
     if (!m->t[i].stamp)
         m->n++;
     m->t[i] = (slot){.key = key, .val = val, .stamp = ++m->clock};
-    m->ring[(m->head + m->used) % m->cap] = (ring_ent){key, m->clock};
+    if (m->used == m->ring_cap)
+        compact(m);
+    m->ring[(m->head + m->used) % m->ring_cap] = (ring_ent){key, m->clock};
     m->used++;
 }
 

@@ -8,7 +8,8 @@
  * goes first (a put of an existing key refreshes it), so the map ages
  * out blocks whose removal never came (a lost event) instead of growing.
  * Open addressing, linear probing, backward-shift deletion (no
- * tombstones), with a ring of (key, stamp) in put order for the age.
+ * tombstones), with a ring of (key, stamp) in put order for the age
+ * (2 cap long, compacted when full: constant time a put).
  * Not thread-safe: the prefill worker's cache lock guards it. */
 #ifndef ELDR_ROUTER_KVMAP_H
 #define ELDR_ROUTER_KVMAP_H
