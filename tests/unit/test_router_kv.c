@@ -107,6 +107,17 @@ static int decode(const pk *k, kv_batch *b, int *bad, char *why)
     return kv_msgpack_batch(k->sb.data, k->sb.size, b, bad, why, 256);
 }
 
+/* k decodes whole, no bad event: ts and n events */
+static void decode_ok(const pk *k, kv_batch *b, double ts, int n)
+{
+    int bad;
+    char why[256];
+    assert_int_equal(decode(k, b, &bad, why), 0);
+    assert_int_equal(bad, 0);
+    assert_true(b->ts == ts);
+    assert_int_equal(b->n, n);
+}
+
 static void test_map_form(void **state)
 {
     (void)state;
@@ -118,12 +129,7 @@ static void test_map_form(void **state)
     removed_map(&k, h + 1, 1);
     msgpack_pack_map(&k.p, 1), str(&k, "type"), str(&k, "AllBlocksCleared");
     kv_batch b;
-    int bad;
-    char why[256];
-    assert_int_equal(decode(&k, &b, &bad, why), 0);
-    assert_int_equal(bad, 0);
-    assert_true(b.ts == 1718000000.25);
-    assert_int_equal(b.n, 3);
+    decode_ok(&k, &b, 1718000000.25, 3);
     assert_int_equal(b.events[0].kind, KV_STORED);
     assert_int_equal(b.events[0].n, 2);
     assert_true(b.events[0].hashes[0] == UINT64_MAX);
@@ -166,12 +172,7 @@ static void test_array_form(void **state)
     msgpack_pack_array(&k.p, 1), str(&k, "AllBlocksCleared");
     msgpack_pack_int(&k.p, 0);
     kv_batch b;
-    int bad;
-    char why[256];
-    assert_int_equal(decode(&k, &b, &bad, why), 0);
-    assert_int_equal(bad, 0);
-    assert_true(b.ts == 2.5);
-    assert_int_equal(b.n, 3);
+    decode_ok(&k, &b, 2.5, 3);
     /* vLLM's int form of a bytes hash: int.from_bytes(h, "big") & (2**64 - 1) */
     assert_true(b.events[0].hashes[0] == 0xb8b9babbbcbdbebfULL);
     assert_true(b.events[0].hashes[1] == (uint64_t)-5);
@@ -190,9 +191,7 @@ static void test_array_form(void **state)
     msgpack_pack_int(&k.p, 3);                        /* an integer ts */
     msgpack_pack_array(&k.p, 1);
     removed_map(&k, &h, 1);
-    assert_int_equal(decode(&k, &b, &bad, why), 0);
-    assert_true(b.ts == 3.0);
-    assert_int_equal(b.n, 1);
+    decode_ok(&k, &b, 3.0, 1);
     assert_true(b.events[0].hashes[0] == 9);
     kv_batch_free(&b);
     msgpack_sbuffer_destroy(&k.sb);
@@ -544,6 +543,8 @@ static void test_json_big_ints(void **state)
         {"{\"s\":\"18446744073709551615\",\"t\":\"a\\\"18446744073709551615\"}", NULL},
         {"{\"a\":18446744073709551615}", "{\"a\":\"18446744073709551615\"}"},
         {"[99999999999999999999]", NULL},
+        {"[18446744073709551615 0\"]", "[\"18446744073709551615\" 0\"]"}, /* a string left open */
+        {"[9223372036854775808,\"\\", "[\"9223372036854775808\",\"\\"},  /* ... on a backslash */
     };
     for (size_t i = 0; i < sizeof q / sizeof *q; i++) {
         char *out;

@@ -80,7 +80,7 @@ int rb_quote_big_ints(const char *text, size_t len, char **out, size_t *outlen)
                 } else if (c == '"') {
                     in_str = 0;
                 }
-                if (q)
+                if (q && i < len)    /* not the end's sentinel: a string left open */
                     q[w++] = c;
                 continue;
             }
