@@ -9,8 +9,9 @@
 # bad event inside a good batch; POST /v1/kv-events with hashes
 # 18446744073709551615 and 9223372036854775808; a gap recovered from the
 # replay socket, a gap the replay socket does not answer (the cache is
-# emptied), and a publisher restart (sequence from 0 again: the cache is
-# emptied); the option errors. Every wait is bounded; about 15 s.
+# emptied), and a publisher restart (numbering from 0 again: the cache is
+# emptied, and the new run's batches that went by are replayed); the
+# option errors. Every wait is bounded; about 15 s.
 . "$ROOT/tests/cli/lib.sh"
 . "$ROOT/tests/e2e/daemon.inc"
 prereqs "eldrd --kv-events"
@@ -126,14 +127,20 @@ wait $PUBPID 2>/dev/null
 exec 3>&-
 publisher
 if ready; then ok "eldrd reconnects to the restarted publisher"; else notok "eldrd reconnects to the restarted publisher" "$(cat "$TMP/pub.err")"; fi
-pub "{\"op\": \"send\", \"form\": \"map\", \"events\": [{\"stored\": {\"hashes\": $(fx 'f["a"]["vllm"]'), \"parent\": null, \"tokens\": $(fx 'f["a"]["tokens"]'), \"block_size\": 16}}]}"
-expect_metric "restart (sequence 0 again): the cache emptied" 'eldr_kv_cache_resets_total{prefill="p0",reason="restart"}' 1
+# the new run's first batch (sequence 0) is lost on the wire; the next one
+# shows the restart, and what the publisher still buffers is replayed
+pub "{\"op\": \"send\", \"form\": \"map\", \"drop\": true, \"events\": [{\"stored\": {\"hashes\": $(fx 'f["a"]["vllm"]'), \"parent\": null, \"tokens\": $(fx 'f["a"]["tokens"]'), \"block_size\": 16}}]}"
+pub "{\"op\": \"send\", \"form\": \"map\", \"events\": [{\"removed\": [$(fx 'f["a"]["vllm"][3]')]}]}"
+expect_metric "restart (sequence 1 after 9): the cache emptied" 'eldr_kv_cache_resets_total{prefill="p0",reason="restart"}' 1
 expect_metric "... the blocks of the old run gone" "$ENT" 0
-expect_metric "... and the new run's first batch applied" "$MAP" 4
+expect_metric "... the new run's lost first batch replayed (4 hashes mapped, 1 removed)" "$MAP" 3
 sed 's/"kv-a"/"kv-a3"/' "$TMP/route_a.json" >"$TMP/route_a3.json"
 req POST /v1/route "@$TMP/route_a3.json"
-pub "{\"op\": \"send\", \"form\": \"map\", \"events\": [{\"removed\": [$(fx 'f["a"]["vllm"][3]')]}, {\"cleared\": true}]}"
-expect_metric "after the restart: AllBlocksCleared empties the cache" "$ENT" 0
+expect_metric "route after the restart stores 4 blocks" "$ENT" 4
+pub "{\"op\": \"send\", \"form\": \"map\", \"events\": [{\"removed\": [$(fx 'f["a"]["vllm"][2]')]}]}"
+expect_metric "a hash learnt from the replayed batch removes its block" "$ENT" 3
+pub '{"op": "send", "form": "map", "events": [{"cleared": true}]}'
+expect_metric "AllBlocksCleared empties the cache" "$ENT" 0
 expect_metric "AllBlocksCleared counted" 'eldr_kv_events_total{prefill="p0",kind="cleared"}' 1
 curl -s --max-time 5 "$URL/metrics" >"$TMP/metrics"
 expect_in "eldr_kv_events_total has HELP and TYPE" "$TMP/metrics" '^# TYPE eldr_kv_events_total counter'

@@ -121,9 +121,11 @@ static void *open_socket(kvsub_t *s, int type, const char *endpoint)
     return z;
 }
 
-/* A gap after w->last up to seq (exclusive): ask the replay socket for the
- * missed batches and apply them in order. 1 when every one came. */
-static int replay_gap(kvsub_t *s, int p, uint64_t seq)
+/* Ask worker p's replay socket for the batches [from, seq) and apply
+ * them in order. strict (a gap): the first must be `from` and none may be
+ * missing; else (catching up from 0) the first the publisher still
+ * buffers starts the run. 1 when the run reached seq - 1. */
+static int replay_range(kvsub_t *s, int p, uint64_t from, uint64_t seq, int strict)
 {
     kvpeer *w = &s->w[p];
     if (!w->replay)
@@ -131,9 +133,10 @@ static int replay_gap(kvsub_t *s, int p, uint64_t seq)
     if (!w->dealer && !(w->dealer = open_socket(s, ZMQ_DEALER, w->replay)))
         return 0;
     uint8_t start[8];
-    uint64_t want = w->last + 1;
+    uint64_t want = from;
+    int first = 1;
     for (int i = 0; i < 8; i++)
-        start[i] = (uint8_t)(want >> (56 - 8 * i));
+        start[i] = (uint8_t)(from >> (56 - 8 * i));
     if (zmq_send(w->dealer, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
         zmq_send(w->dealer, start, 8, ZMQ_DONTWAIT) < 0)
         goto fail;
@@ -152,22 +155,21 @@ static int replay_gap(kvsub_t *s, int p, uint64_t seq)
             uint64_t r = be64(zmq_msg_data(&parts[1]));
             if (r == UINT64_MAX)
                 done = 1;        /* the end marker: seq -1, empty payload */
-            else if (r == want && r < seq) {
+            else if (r < seq && (r == want || (!strict && first && r > want))) {
                 apply_payload(s, p, &parts[2]);
                 kv_note(s->d, p, KV_NOTE_REPLAYED, 1);
-                want++;
+                want = r + 1;
+                first = 0;
             }
         }
         close_parts(parts, np, 3);
         if (done)
             break;
     }
-    w->last = want - 1;
     return want == seq;
 fail:
     zmq_close(w->dealer);
     w->dealer = NULL;
-    w->last = want - 1;
     return 0;
 }
 
@@ -197,14 +199,19 @@ static void take(kvsub_t *s, int p, zmq_msg_t *parts, int np)
                 "restarted; its signature cache is emptied", w->endpoint, s->d->caches[p].name,
                 (unsigned long long)seq, (unsigned long long)w->last);
         kv_distrust(s->d, p, KV_NOTE_RESET_RESTART);
+    }
+    if ((step == KVSEQ_RESTART || !w->has_last) && seq > 0 && w->replay) {
+        /* joining a publisher's run late (eldrd started after it, or its
+         * first batches went by while the connection came up): what it
+         * still buffers of the run, so that BlockStored's hashes are known */
+        (void)replay_range(s, p, 0, seq, 0);
     } else if (step == KVSEQ_GAP) {
         kv_note(s->d, p, KV_NOTE_GAP, 1);
         kv_note(s->d, p, KV_NOTE_MISSED, seq - w->last - 1);
-        uint64_t from = w->last + 1;
-        if (!replay_gap(s, p, seq)) {
+        if (!replay_range(s, p, w->last + 1, seq, 1)) {
             log_msg("--kv-events %s (prefill %s): batches %llu..%llu lost%s; its signature "
                     "cache is emptied", w->endpoint, s->d->caches[p].name,
-                    (unsigned long long)from, (unsigned long long)(seq - 1),
+                    (unsigned long long)(w->last + 1), (unsigned long long)(seq - 1),
                     w->replay ? " and not replayed" : " (no --kv-events-replay)");
             kv_distrust(s->d, p, KV_NOTE_RESET_GAP);
         }

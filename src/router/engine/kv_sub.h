@@ -24,7 +24,11 @@
  *   AllBlocksCleared (vLLM's reset_prefix_cache, e.g. after a weight
  *   update) would otherwise leave counts of the old weights in the cache;
  * - one at or below the last (the publisher restarted, numbering from 0
- *   again: its KV cache starts empty): the worker's cache is emptied.
+ *   again: its KV cache starts empty): the worker's cache is emptied;
+ * - the first one seen from a publisher's run (eldrd started after it, or
+ *   it restarted) above 0: with a replay endpoint, the batches it still
+ *   buffers before it are asked for and applied first (best effort), so
+ *   that the hashes of blocks stored earlier are known.
  * ZMQ reconnects by itself (every 0.1 s, backing off to 2 s).
  * A message that is no batch costs that message, a bad event that event
  * (its batch's other events are applied); both are counted and logged
