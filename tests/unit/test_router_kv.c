@@ -257,6 +257,15 @@ static void test_not_a_batch(void **state)
     expect_no_batch("\x81\xa2ts\x01", 5, "no events array");           /* map without events */
     expect_no_batch("\x92\x01\x02", 3, "no events array");             /* events not an array */
     expect_no_batch("\x07", 1, "no events array");
+    /* more values than KV_MSGPACK_MAX_VALUES, however few bytes each */
+    size_t nv = (size_t)KV_MSGPACK_MAX_VALUES + 1;
+    uint8_t *many = malloc(5 + nv);
+    memcpy(many, "\xdd", 1);
+    for (int i = 0; i < 4; i++)
+        many[1 + i] = (uint8_t)(nv >> (24 - 8 * i));
+    memset(many + 5, 0x01, nv);
+    expect_no_batch(many, 5 + nv, "at most 4194304 values");
+    free(many);
     /* every prefix of a good payload is refused, never read past */
     pk k;
     pk_init(&k);

@@ -11,15 +11,18 @@
 #define MAX_BLOCK_SIZE (1 << 20)
 
 /* Walk the msgpack value at buf without building it: 0 when every
- * container claims no more items than bytes are left (so msgpack-c's
- * unpacker, which allocates a container's items before reading them,
- * never allocates more than a few times len) and the value ends within
- * len; else -1. */
+ * container claims no more items than bytes are left (msgpack-c's
+ * unpacker allocates a container's items before reading them), there are
+ * at most KV_MSGPACK_MAX_VALUES values in all (each costs msgpack-c 24
+ * bytes, a map's 48), and the value ends within len; else -1. */
 static int sane(const uint8_t *p, size_t len)
 {
     const uint8_t *end = p + len;
     uint64_t pending = 1;        /* values still to read */
+    uint64_t values = 0;
     while (pending > 0) {
+        if (++values > KV_MSGPACK_MAX_VALUES)
+            return -1;
         if (p >= end || pending > (uint64_t)(end - p))
             return -1;
         pending--;
@@ -229,7 +232,8 @@ int kv_msgpack_batch(const void *buf, size_t len, kv_batch *b, int *bad, char *w
     *bad = 0;
     why[0] = '\0';
     if (sane(buf, len) < 0)
-        return failf(why, whylen, "not one msgpack value (%zu bytes)", len);
+        return failf(why, whylen, "not one msgpack value (%zu bytes) of at most %d values",
+                     len, KV_MSGPACK_MAX_VALUES);
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
     size_t off = 0;

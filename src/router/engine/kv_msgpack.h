@@ -30,11 +30,17 @@
 
 #include "kv_event.h"
 
+/* Values (scalars and containers) in one payload, at most: msgpack-c
+ * builds each as a 24-byte object, so a payload costs at most ~100 MB
+ * however it is made; a BlockStored of a 1M-token prompt is ~1.1M values. */
+#define KV_MSGPACK_MAX_VALUES (1 << 22)
+
 /* Decode payload buf[0..len) into b (every event that reads well, in
  * order; *bad = the events dropped, why = the first one's reason, naming
  * it as events[i]). -1 with why when the payload is no batch at all
- * (not msgpack, no events array, or a container that claims more items
- * than bytes are left); then b is empty. */
+ * (not msgpack, no events array, a container that claims more items
+ * than bytes are left, more than KV_MSGPACK_MAX_VALUES values); then b
+ * is empty. */
 int kv_msgpack_batch(const void *buf, size_t len, kv_batch *b, int *bad, char *why,
                      size_t whylen);
 
