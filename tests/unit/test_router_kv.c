@@ -8,8 +8,10 @@
  * under random operations, and its ageing); kv_apply on a real signature
  * cache (vLLM hashes mapped to eldrd's chained hashes, removal by vLLM
  * hash, chained parents across events, each reason a block stays
- * unmapped, AllBlocksCleared, kv_distrust); and JSON integers >= 2^63
- * on POST /v1/kv-events. */
+ * unmapped, AllBlocksCleared, kv_distrust); JSON integers >= 2^63 on
+ * POST /v1/kv-events; and the subscriber thread against a publisher
+ * played with libzmq: batches in order, a gap the replay socket fills, a
+ * gap it leaves unanswered, a restart, bad messages and a bad event. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <zmq.h>
 
 #include "blockhash.h"
 #include "body.h"
@@ -537,6 +541,243 @@ static void test_apply(void **state)
     rig_free(&r);
 }
 
+/* ---- the subscriber (kv_sub.c) against a publisher played here ----
+ * with libzmq on loopback, as vLLM's ZmqEventPublisher behaves
+ * (vllm/distributed/kv_events.py at commit 0181ea3173e5): multipart
+ * (topic, 8-byte big-endian sequence, msgpack batch) on a PUB socket
+ * (XPUB here, to see the subscription arrive), and a ROUTER replay socket
+ * that answers [identity, "", seq, payload] per buffered batch from the
+ * asked start, then [identity, "", -1, ""]. */
+
+typedef struct zrig {
+    rig r;
+    void *ctx, *pub, *router;
+    char pub_ep[128], router_ep[128];
+    pk last;                     /* the last payload built */
+} zrig;
+
+static void zrig_init(zrig *z)
+{
+    rig_init(&z->r);
+    z->ctx = zmq_ctx_new();
+    z->pub = zmq_socket(z->ctx, ZMQ_XPUB);
+    z->router = zmq_socket(z->ctx, ZMQ_ROUTER);
+    int zero = 0;
+    zmq_setsockopt(z->pub, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(z->router, ZMQ_LINGER, &zero, sizeof zero);
+    assert_int_equal(zmq_bind(z->pub, "tcp://127.0.0.1:*"), 0);
+    assert_int_equal(zmq_bind(z->router, "tcp://127.0.0.1:*"), 0);
+    size_t n = sizeof z->pub_ep;
+    zmq_getsockopt(z->pub, ZMQ_LAST_ENDPOINT, z->pub_ep, &n);
+    n = sizeof z->router_ep;
+    zmq_getsockopt(z->router, ZMQ_LAST_ENDPOINT, z->router_ep, &n);
+    pk_init(&z->last);
+}
+
+static void zrig_free(zrig *z)
+{
+    zmq_close(z->pub);
+    zmq_close(z->router);
+    zmq_ctx_term(z->ctx);
+    msgpack_sbuffer_destroy(&z->last.sb);
+    rig_free(&z->r);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* the worker's numbers, read under its lock (the subscriber writes them) */
+static uint64_t note(rig *r, kv_note_kind k)
+{
+    pthread_mutex_lock(&r->pc.lock);
+    uint64_t v = r->pc.kv->notes[k];
+    pthread_mutex_unlock(&r->pc.lock);
+    return v;
+}
+
+static int64_t entries(rig *r)
+{
+    sigcache_stats st;
+    pthread_mutex_lock(&r->pc.lock);
+    sigcache_get_stats(r->pc.c, &st);
+    pthread_mutex_unlock(&r->pc.lock);
+    return st.entries;
+}
+
+static size_t mapped(rig *r)
+{
+    pthread_mutex_lock(&r->pc.lock);
+    size_t n = kvmap_size(r->pc.kv->map);
+    pthread_mutex_unlock(&r->pc.lock);
+    return n;
+}
+
+/* wait (at most 5 s) until expr == want */
+#define WAIT_EQ(expr, want)                                                                    \
+    do {                                                                                       \
+        for (int w_ = 0; w_ < 500 && (expr) != (want); w_++)                                   \
+            sleep_ms(10);                                                                      \
+        assert_true((expr) == (want));                                                         \
+    } while (0)
+
+/* the payload of a batch (map form) of one event: stored (the tokens from
+ * tok0, n blocks, hashes h) when tok0 >= 0, else removed h[0..n); bad: a
+ * bad event before it */
+static void build(zrig *z, const uint64_t *h, int n, int tok0, int bad)
+{
+    msgpack_sbuffer_clear(&z->last.sb);
+    batch_map_head(&z->last, 1 + bad);
+    if (bad)
+        msgpack_pack_map(&z->last.p, 1), str(&z->last, "type"), str(&z->last, "BlockExploded");
+    if (tok0 >= 0)
+        stored_map(&z->last, h, n, NULL, tok0, B);
+    else
+        removed_map(&z->last, h, n);
+}
+
+static void seq_bytes(uint64_t seq, uint8_t out[8])
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)(seq >> (56 - 8 * i));
+}
+
+/* send frames f[0..n) as one message */
+static void send_frames(void *sock, const void *const *f, const size_t *len, int n)
+{
+    for (int i = 0; i < n; i++)
+        zmq_send(sock, f[i], len[i], i + 1 < n ? ZMQ_SNDMORE : 0);
+}
+
+/* publish the last payload built as sequence seq */
+static void publish(zrig *z, uint64_t seq)
+{
+    uint8_t sb[8];
+    seq_bytes(seq, sb);
+    const void *f[3] = {"", sb, z->last.sb.data};
+    size_t len[3] = {0, 8, z->last.sb.size};
+    send_frames(z->pub, f, len, 3);
+}
+
+/* answer one replay request (within 5 s) with payload as seq, then the
+ * end marker; returns the start asked for */
+static uint64_t answer_replay(zrig *z, uint64_t seq, const msgpack_sbuffer *payload)
+{
+    zmq_pollitem_t it = {z->router, 0, ZMQ_POLLIN, 0};
+    assert_int_equal(zmq_poll(&it, 1, 5000), 1);
+    uint8_t id[256], empty[8], start[16];
+    int nid = zmq_recv(z->router, id, sizeof id, 0);
+    assert_int_equal(zmq_recv(z->router, empty, sizeof empty, 0), 0);
+    assert_int_equal(zmq_recv(z->router, start, sizeof start, 0), 8);
+    assert_true(nid > 0);
+    uint64_t from = 0;
+    for (int i = 0; i < 8; i++)
+        from = (from << 8) | start[i];
+    uint8_t sb[8], end[8];
+    seq_bytes(seq, sb);
+    memset(end, 0xff, 8);
+    const void *f[4] = {id, "", sb, payload->data}, *g[4] = {id, "", end, ""};
+    size_t len[4] = {(size_t)nid, 0, 8, payload->size}, glen[4] = {(size_t)nid, 0, 8, 0};
+    send_frames(z->router, f, len, 4);
+    send_frames(z->router, g, glen, 4);
+    return from;
+}
+
+/* batches in order; a gap the replay socket fills (the lost batch applied
+ * before the next); a bad event inside a good batch; messages that are no
+ * batch; a gap left unanswered (the cache emptied after a second); a
+ * publisher restart (sequence 0 again: emptied) */
+static void test_subscriber(void **state)
+{
+    (void)state;
+    zrig z;
+    zrig_init(&z);
+    rig *r = &z.r;
+    char err[256];
+    kvsub_t *s = kvsub_start(&r->d, z.pub_ep, z.router_ep, "", err, sizeof err);
+    assert_non_null(s);
+    /* the subscription arrives at the XPUB: [1, topic ""] */
+    zmq_pollitem_t it = {z.pub, 0, ZMQ_POLLIN, 0};
+    assert_int_equal(zmq_poll(&it, 1, 5000), 1);
+    char sub[8];
+    assert_int_equal(zmq_recv(z.pub, sub, sizeof sub, 0), 1);
+    assert_int_equal(sub[0], 1);
+
+    uint64_t v[4] = {0xa1, 0xa2, 0xa3, 0xa4}, h[4];
+    store_prompt(r, 100, 4, h);
+    build(&z, v, 4, 100, 0);
+    publish(&z, 0);
+    WAIT_EQ(mapped(r), 4);
+
+    /* seq 1 (remove a1) is lost; seq 2 (remove a2) shows the gap */
+    msgpack_sbuffer lost;
+    msgpack_sbuffer_init(&lost);
+    build(&z, v, 1, -1, 0);
+    msgpack_sbuffer_write(&lost, z.last.sb.data, z.last.sb.size);
+    build(&z, v + 1, 1, -1, 0);
+    publish(&z, 2);
+    assert_true(answer_replay(&z, 1, &lost) == 1);
+    WAIT_EQ(entries(r), 2);
+    assert_int_equal(note(r, KV_NOTE_GAP), 1);
+    assert_int_equal(note(r, KV_NOTE_MISSED), 1);
+    assert_int_equal(note(r, KV_NOTE_REPLAYED), 1);
+    assert_int_equal(note(r, KV_NOTE_RESET_GAP), 0);
+    assert_int_equal(mapped(r), 2);
+
+    build(&z, v + 2, 1, -1, 1);
+    publish(&z, 3);
+    WAIT_EQ(entries(r), 1);
+    assert_int_equal(note(r, KV_NOTE_BAD_EVENT), 1);
+
+    uint8_t four[4] = {0, 0, 0, 4};
+    const void *two[2] = {"", "x"}, *short_seq[3] = {"", four, z.last.sb.data};
+    size_t two_len[2] = {0, 1}, short_len[3] = {0, 4, z.last.sb.size};
+    send_frames(z.pub, two, two_len, 2);
+    send_frames(z.pub, short_seq, short_len, 3);
+    WAIT_EQ(note(r, KV_NOTE_BAD_MESSAGE), 2);
+
+    build(&z, v + 3, 1, -1, 0);
+    publish(&z, 6);                    /* 4 and 5 lost, and not given back */
+    WAIT_EQ(note(r, KV_NOTE_RESET_GAP), 1);
+    zmq_pollitem_t rq = {z.router, 0, ZMQ_POLLIN, 0};
+    assert_int_equal(zmq_poll(&rq, 1, 0), 1);   /* it was asked */
+    assert_int_equal(entries(r), 0);
+    assert_int_equal(mapped(r), 0);
+    assert_int_equal(note(r, KV_NOTE_MISSED), 3);
+
+    store_prompt(r, 300, 2, h);
+    build(&z, v, 2, 300, 0);
+    publish(&z, 0);
+    WAIT_EQ(note(r, KV_NOTE_RESET_RESTART), 1);
+    WAIT_EQ(mapped(r), 2);
+    assert_int_equal(entries(r), 0);
+    assert_int_equal(r->pc.kv->events[KV_STORED], 2);
+    kvsub_stop(s);
+    msgpack_sbuffer_destroy(&lost);
+    zrig_free(&z);
+}
+
+static void test_subscriber_start_errors(void **state)
+{
+    (void)state;
+    rig r;
+    rig_init(&r);
+    char err[256];
+    assert_null(kvsub_start(&r.d, "tcp://127.0.0.1:1,tcp://127.0.0.1:2", NULL, "", err,
+                            sizeof err));
+    assert_non_null(strstr(err, "--kv-events: 2 endpoints for 1 prefill worker"));
+    assert_null(kvsub_start(&r.d, "tcp://127.0.0.1:1", "a,b", "", err, sizeof err));
+    assert_non_null(strstr(err, "--kv-events-replay: 2 endpoints"));
+    assert_null(kvsub_start(&r.d, "bogus", NULL, "", err, sizeof err));
+    assert_non_null(strstr(err, "'bogus'"));
+    assert_null(kvsub_start(&r.d, "tcp://127.0.0.1:1", "tcp://", "", err, sizeof err));
+    assert_non_null(strstr(err, "--kv-events-replay: 'tcp://'"));
+    kvsub_stop(NULL);
+    rig_free(&r);
+}
+
 /* ---- JSON: integers 2^63 .. 2^64 - 1 are block hashes ---- */
 
 static void test_json_big_ints(void **state)
@@ -608,7 +849,8 @@ int main(void)
         cmocka_unit_test(test_sequence),     cmocka_unit_test(test_kvmap_shadow),
         cmocka_unit_test(test_kvmap_ageing), cmocka_unit_test(test_kvmap_shadow_full),
         cmocka_unit_test(test_apply),
-        cmocka_unit_test(test_json_big_ints),
+        cmocka_unit_test(test_json_big_ints), cmocka_unit_test(test_subscriber),
+        cmocka_unit_test(test_subscriber_start_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
