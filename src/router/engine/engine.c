@@ -11,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blockhash.h"
 #include "engine.h"
 #include "err.h"
 #include "kv_apply.h"
@@ -83,7 +82,7 @@ static int init_caches(engine_t *d, char *err, size_t errlen)
         c->c = sigcache_new(d->L, d->E, d->o->cache_blocks, err, errlen);
         if (!c->c)
             return -1;
-        if (!(c->kv = kv_side_new(d->o->cache_blocks, BLOCK_SIZE_DEFAULT)))
+        if (!(c->kv = kv_side_new(d->o->cache_blocks, d->o->block_size)))
             return eldr_errf(err, errlen, "out of memory for the KV events' hash map");
     }
     return 0;

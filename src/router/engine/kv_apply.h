@@ -5,7 +5,7 @@
  * The signature cache keys blocks by eldrd's own chained hash of the
  * prompt's token ids (blockhash.h), not by the engine's hashes. So:
  * - BlockStored with its token_ids and a block size equal to eldrd's
- *   (kv_side.block_size, BLOCK_SIZE_DEFAULT = 16, vLLM's default too)
+ *   (kv_side.block_size: --block-size, 16 by default as vLLM's)
  *   is hashed eldrd's way, chained from the parent's eldrd hash (the
  *   root when it has no parent), and each engine hash is mapped to the
  *   eldrd hash of the same block (kvmap.h). Blocks that cannot be hashed
