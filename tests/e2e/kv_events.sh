@@ -11,7 +11,9 @@
 # replay socket, a gap the replay socket does not answer (the cache is
 # emptied), and a publisher restart (numbering from 0 again: the cache is
 # emptied, and the new run's batches that went by are replayed); the
-# option errors. Every wait is bounded; about 15 s.
+# option errors; and eldrd --proxy in front of a stock vLLM prefill
+# (tests/e2e/fake_pd.py), whose stored blocks vLLM's BlockRemoved drops.
+# Every wait is bounded; about 20 s.
 . "$ROOT/tests/cli/lib.sh"
 . "$ROOT/tests/e2e/daemon.inc"
 prereqs "eldrd --kv-events"
@@ -149,3 +151,26 @@ pub '{"op": "quit"}'
 exec 3>&-
 stop
 check "SIGTERM with the subscriber running exits 0" test "$RC" -eq 0
+
+# --- the proxy in front of a stock vLLM prefill: the blocks it stores (its
+# --block-size chain of the answer's prompt_token_ids) leave on vLLM's events
+"$ROOT/$BIN/eldr" fit "$SMALL" -k 4 -o "$TMP/mall.h5" --variant count --layers all --seed 1 \
+    >/dev/null 2>&1 || { notok "fit the proxy's model"; exit 0; }
+standins stock --prefill 1 --decode 4 --routed npy
+PP=$(free_port); RP=$(free_port)
+publisher
+start proxy -m "$TMP/mall.h5" --proxy --pd-protocol vllm --prefill "$PF" --decode "$DC" \
+    --kv-events "tcp://127.0.0.1:$PP" --kv-events-replay "tcp://127.0.0.1:$RP" || exit 0
+ready || { notok "the publisher sees the proxy subscribe" "$(cat "$TMP/pub.err")"; exit 0; }
+PROMPT=$($PY -c 'print(" ".join("word%d" % i for i in range(40)))')
+req POST /v1/completions "{\"prompt\": \"$PROMPT\", \"max_tokens\": 4}"
+expect_http "proxy: a stock prefill's answer routes" 200
+SENT='eldr_sigcache_entries{prefill="default"}'
+expect_metric "proxy: the 40-token prompt's 2 full blocks stored" "$SENT" 2
+IDS=$($PY -c 'import json,sys; print(json.dumps([json.loads(l) for l in open(sys.argv[1])][-1]["ids"][:32]))' "$TMP/stock.jsonl.truth")
+pub "{\"op\": \"send\", \"form\": \"map\", \"events\": [{\"stored\": {\"hashes\": [\"b:$(printf 'aa%.0s' $(seq 32))\", \"b:$(printf 'bb%.0s' $(seq 32))\"], \"parent\": null, \"tokens\": $IDS, \"block_size\": 16}}, {\"removed\": [\"b:$(printf 'bb%.0s' $(seq 32))\"]}]}"
+expect_metric "proxy: vLLM's BlockRemoved drops the block the proxy stored" "$SENT" 1
+expect_metric "proxy: counted" 'eldr_kv_events_total{prefill="default",kind="removed"}' 1
+pub '{"op": "quit"}'
+exec 3>&-
+stop
