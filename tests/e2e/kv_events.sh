@@ -146,6 +146,9 @@ expect_metric "AllBlocksCleared empties the cache" "$ENT" 0
 expect_metric "AllBlocksCleared counted" 'eldr_kv_events_total{prefill="p0",kind="cleared"}' 1
 curl -s --max-time 5 "$URL/metrics" >"$TMP/metrics"
 expect_in "eldr_kv_events_total has HELP and TYPE" "$TMP/metrics" '^# TYPE eldr_kv_events_total counter'
+if command -v promtool >/dev/null; then
+    check "/metrics with --kv-events is promtool-clean" sh -c "promtool check metrics <'$TMP/metrics'"
+fi
 check "no message was refused" test "$(metric 'eldr_kv_events_bad_total{prefill="p0",what="message"}')" = 0
 pub '{"op": "quit"}'
 exec 3>&-

@@ -4,6 +4,7 @@
 
 #include "blockhash.h"
 #include "kv_apply.h"
+#include "metrics.h"
 
 #define KV_MAP_MIN 4096
 #define KV_MAP_MAX (1LL << 22)
@@ -184,7 +185,7 @@ void kv_metrics(engine_t *d, strbuf *b)
     };
     for (size_t s = 0; s < sizeof series / sizeof *series; s++) {
         const kv_series *S = &series[s];
-        sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", S->name, S->help, S->name, S->type);
+        metrics_head(b, S->name, S->type, S->help);
         for (int i = 0; i < d->n_caches; i++) {
             pcache *pc = &d->caches[i];
             uint64_t v[3];
