@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kv_event.h"
 #include "wire.h"
 
 /* POST /v1/route. counts covers the prompt tokens the prefill computed
@@ -52,27 +53,9 @@ int config_body_parse(const char *text, size_t len, double *tau, rb_err *e);
  * array-like form [ts, [events...], dp_rank]. Each event is an object
  * with "type" (BlockStored, BlockRemoved, AllBlocksCleared) and vLLM's
  * fields, or the tagged array form ["BlockStored", block_hashes,
- * parent_block_hash, token_ids, block_size, lora_id, medium]. */
-typedef enum kv_kind { KV_STORED = 0, KV_REMOVED, KV_CLEARED } kv_kind;
-
-typedef struct kv_event {
-    kv_kind kind;
-    uint64_t *hashes;            /* [n] */
-    int n;
-    int has_parent;
-    uint64_t parent;
-    int block_size;              /* 0 when not given */
-    int n_tokens;                /* token_ids given (not kept) */
-} kv_event;
-
-typedef struct kv_batch {
-    char worker[RB_NAME_MAX];    /* "" when absent */
-    double ts;
-    kv_event *events;
-    int n;
-} kv_batch;
-
+ * parent_block_hash, token_ids, block_size, lora_id, medium]. Types in
+ * kv_event.h (freed with kv_batch_free). Integers up to 2^64 - 1 are
+ * read as block hashes (rb_load). */
 int kv_body_parse(const char *text, size_t len, kv_batch *b, rb_err *e);
-void kv_batch_free(kv_batch *b);
 
 #endif

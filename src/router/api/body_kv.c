@@ -1,5 +1,6 @@
 /* body_kv.c - the body of POST /v1/kv-events: vLLM's KV cache events
  * (BlockStored, BlockRemoved, AllBlocksCleared) as JSON (body.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,18 @@ static int stored_extras(const json_t *parent, const json_t *tokens, const json_
         snprintf(w, sizeof w, "%s.token_ids", where);
         if (!json_is_array(tokens))
             return rb_fail(e, 400, w, "must be an array");
-        ev->n_tokens = (int)json_array_size(tokens);
+        size_t n = json_array_size(tokens);
+        if (n > (size_t)RB_HASHES_MAX * 256)
+            return rb_fail(e, 422, w, "%zu token ids, more than %d", n, RB_HASHES_MAX * 256);
+        if (n && !(ev->tokens = malloc(n * sizeof *ev->tokens)))
+            return rb_fail(e, 500, w, "out of memory for %zu token ids", n);
+        ev->n_tokens = (int)n;
+        for (size_t j = 0; j < n; j++) {
+            long long t;
+            if (rb_array_int(tokens, j, 0, INT32_MAX, &t, w, "token id", e) < 0)
+                return -1;
+            ev->tokens[j] = (int32_t)t;
+        }
     }
     if (size && !json_is_null(size)) {
         snprintf(w, sizeof w, "%s.block_size", where);
@@ -147,12 +159,4 @@ int kv_body_parse(const char *text, size_t len, kv_batch *b, rb_err *e)
     if (rc < 0)
         kv_batch_free(b);
     return rc;
-}
-
-void kv_batch_free(kv_batch *b)
-{
-    for (int i = 0; i < b->n; i++)
-        free(b->events[i].hashes);
-    free(b->events);
-    memset(b, 0, sizeof *b);
 }

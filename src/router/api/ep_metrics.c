@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "endpoints.h"
+#include "kv_apply.h"
 
 /* The counters are copied out under the routing lock and printed after
  * it (state_counts_copy): a route never waits for the formatting. */
@@ -196,6 +197,7 @@ void ep_metrics(void *ctx, const http_req *r, http_resp *out)
     worker_series(d, &b);
     metrics_render(&d->met, &b);
     cache_series(d, &b);
+    kv_metrics(d, &b);
     drift_series(d, &b);
     for (int i = 0; i < d->n_providers; i++)
         if (d->providers[i].metrics)

@@ -8,6 +8,7 @@
 #include "body.h"
 #include "endpoints.h"
 #include "err.h"
+#include "kv_apply.h"
 #include "log.h"
 #include "route.h"
 
@@ -97,31 +98,6 @@ void ep_finish(void *ctx, const http_req *r, http_resp *out)
         out->json = finish_answer_json(id, d->st->workers[w], w);
 }
 
-/* Apply one event to a prefill worker's cache (its lock held). */
-static void apply_event(pcache *pc, const kv_event *ev, int64_t *removed)
-{
-    switch (ev->kind) {
-    case KV_STORED:
-        pc->kv_stored += (uint64_t)ev->n;  /* the KV cache holds them; counts come with routes */
-        break;
-    case KV_REMOVED:
-        for (int i = 0; i < ev->n; i++)
-            *removed += sigcache_remove(pc->c, ev->hashes[i]);
-        pc->kv_removed += (uint64_t)ev->n;
-        break;
-    case KV_CLEARED: {
-        /* drop every block: walk the LRU order in slices */
-        uint64_t h[256];
-        int64_t n;
-        while ((n = sigcache_lru_order(pc->c, h, 256)) > 0)
-            for (int64_t i = 0; i < n; i++)
-                *removed += sigcache_remove(pc->c, h[i]);
-        pc->kv_cleared++;
-        break;
-    }
-    }
-}
-
 void ep_kv_events(void *ctx, const http_req *r, http_resp *out)
 {
     engine_t *d = ctx;
@@ -138,22 +114,13 @@ void ep_kv_events(void *ctx, const http_req *r, http_resp *out)
         kv_batch_free(&b);
         return;
     }
-    pcache *pc = &d->caches[p];
-    int64_t removed = 0;
-    int counts[3] = {0, 0, 0};
-    pthread_mutex_lock(&pc->lock);
-    for (int i = 0; i < b.n; i++) {
-        apply_event(pc, &b.events[i], &removed);
-        counts[b.events[i].kind]++;
-    }
-    sigcache_stats st;
-    sigcache_get_stats(pc->c, &st);
-    pthread_mutex_unlock(&pc->lock);
-    atomic_fetch_add(&d->met.kv_events, (uint64_t)b.n);
-    out->json = json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:I}", "prefill_worker", pc->name,
-                          "events", b.n, "stored_events", counts[KV_STORED], "removed_events",
-                          counts[KV_REMOVED], "cleared_events", counts[KV_CLEARED],
-                          "removed_blocks", (json_int_t)removed, "cache_entries",
-                          (json_int_t)st.entries);
+    kv_applied a;
+    kv_apply(d, p, b.events, b.n, &a);
+    out->json = json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I}", "prefill_worker",
+                          d->caches[p].name, "events", b.n, "stored_events",
+                          a.events[KV_STORED], "removed_events", a.events[KV_REMOVED],
+                          "cleared_events", a.events[KV_CLEARED], "removed_blocks",
+                          (json_int_t)a.removed_blocks, "mapped_blocks",
+                          (json_int_t)a.mapped_blocks, "cache_entries", (json_int_t)a.entries);
     kv_batch_free(&b);
 }

@@ -36,7 +36,6 @@ void metrics_init(metrics_t *m)
     atomic_init(&m->route_count, 0);
     atomic_init(&m->route_ns, 0);
     atomic_init(&m->bad_requests, 0);
-    atomic_init(&m->kv_events, 0);
     atomic_init(&m->model_swaps, 0);
     atomic_init(&m->auth_failures, 0);
 }
@@ -111,9 +110,6 @@ void metrics_render(const metrics_t *m, strbuf *b)
     for (int c = 2; c <= 5; c++)
         sb_printf(b, "eldr_http_responses_total{class=\"%dxx\"} %llu\n", c,
                   (unsigned long long)atomic_load(&m->responses[c]));
-    series(b, "eldr_kv_events_total", "counter",
-           "KV cache events applied.",
-           atomic_load(&m->kv_events));
     series(b, "eldr_auth_failures_total", "counter",
            "Requests refused 401: a token missing or wrong.",
            atomic_load(&m->auth_failures));

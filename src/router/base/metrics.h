@@ -24,7 +24,6 @@ typedef struct metrics_t {
     atomic_uint_least64_t route_ns;          /* sum of route latencies, ns */
     atomic_uint_least64_t responses[6];      /* by status class: 1xx..5xx (index 1..5) */
     atomic_uint_least64_t bad_requests;      /* 4xx answers */
-    atomic_uint_least64_t kv_events;         /* events applied */
     atomic_uint_least64_t model_swaps;
     atomic_uint_least64_t auth_failures;   /* 401 answers */
     atomic_uint_least64_t reload_failures;  /* SIGHUP reloads that failed */

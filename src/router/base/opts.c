@@ -137,6 +137,17 @@ void opts_usage(FILE *f)
             "  --endpoints FILE          the decode endpoints in llm-d's file-discovery\n"
             "                            format (YAML or JSON), K of them, in worker order\n"
             "                            or by name; reloaded when the file is replaced\n"
+            "  --kv-events URL,...       subscribe to vLLM's KV cache events (ZMQ PUB,\n"
+            "                            vLLM's --kv-events-config endpoint), one\n"
+            "                            tcp://HOST:PORT per prefill worker in\n"
+            "                            --prefill-workers order; they keep the signature\n"
+            "                            caches in step with the KV caches (as POST\n"
+            "                            /v1/kv-events does)\n"
+            "  --kv-events-replay URL,...  the publishers' replay sockets (vLLM's\n"
+            "                            replay_endpoint), same order: a gap in the\n"
+            "                            sequence is asked for there; without them a gap\n"
+            "                            empties that worker's signature cache\n"
+            "  --kv-events-topic T       the topic subscribed (default empty: vLLM's)\n"
             "  --refit-every S           online refit (off by default): every S seconds,\n"
             "                            refit the centroids on the recent signatures, each\n"
             "                            worker keeping the new centroid nearest its old\n"
@@ -316,7 +327,8 @@ enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBOD
        O_IDLE_TO,
        O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS, O_MAXKV, O_MAXMODEL, O_BUDGET,
        O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK, O_ROUTEAPI, O_EXTPROC, O_ENDPOINTS,
-       O_EJECT_AFTER, O_EJECT_TIME, O_HEALTH_INT, O_HEALTH_PATH, O_STREAM_BUF, O_UP_IDLE };
+       O_EJECT_AFTER, O_EJECT_TIME, O_HEALTH_INT, O_HEALTH_PATH, O_STREAM_BUF, O_UP_IDLE,
+       O_KVEV, O_KVEV_REPLAY, O_KVEV_TOPIC };
 
 /* A number of seconds in [lo, hi]. */
 static int parse_secs(const char *opt, const char *arg, double lo, double hi, double *out,
@@ -447,6 +459,15 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
                             errlen);
     case O_ENDPOINTS:
         o->endpoints_file = arg;
+        return 0;
+    case O_KVEV:
+        o->kv_events = arg;
+        return 0;
+    case O_KVEV_REPLAY:
+        o->kv_events_replay = arg;
+        return 0;
+    case O_KVEV_TOPIC:
+        o->kv_events_topic = arg;
         return 0;
     case O_DECISIONS:
         if (parse_ll("--decisions", arg, 1, 1 << 20, &v, err, errlen) < 0)
@@ -657,6 +678,9 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"route-api", no_argument, 0, O_ROUTEAPI},
         {"ext-proc", required_argument, 0, O_EXTPROC},
         {"endpoints", required_argument, 0, O_ENDPOINTS},
+        {"kv-events", required_argument, 0, O_KVEV},
+        {"kv-events-replay", required_argument, 0, O_KVEV_REPLAY},
+        {"kv-events-topic", required_argument, 0, O_KVEV_TOPIC},
         {0, 0, 0, 0},
     };
     defaults(o);
@@ -696,6 +720,12 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         opts_free(o);
         return eldr_errf(err, errlen, "--%s is for proxy mode: add --proxy",
                          o->prefill_urls ? "prefill" : "decode");
+    }
+    if (!o->kv_events && (o->kv_events_replay || o->kv_events_topic)) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "%s needs --kv-events tcp://HOST:PORT,... (vLLM's "
+                         "publishers)", o->kv_events_replay ? "--kv-events-replay"
+                                                            : "--kv-events-topic");
     }
     if (!!o->xp_host[0] != !!o->endpoints_file) {
         opts_free(o);

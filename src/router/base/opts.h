@@ -72,6 +72,10 @@ typedef struct eldrd_opts {
     char xp_host[64];            /* --ext-proc HOST:PORT ("" = none) */
     int xp_port;
     const char *endpoints_file;  /* --endpoints FILE: the decode pool's addresses */
+    /* vLLM's KV events over ZMQ (docs/eldrd.md, "KV events") */
+    const char *kv_events;       /* --kv-events URL,..., one per prefill worker */
+    const char *kv_events_replay; /* --kv-events-replay URL,... (NULL: none) */
+    const char *kv_events_topic; /* --kv-events-topic (NULL: "") */
     int help;                    /* --help given */
     int version;                 /* --version given */
 } eldrd_opts;

@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "err.h"
+#include "kv_apply.h"
 #include "log.h"
 #include "pool_view.h"
 
@@ -81,6 +82,8 @@ static int init_caches(engine_t *d, char *err, size_t errlen)
         c->c = sigcache_new(d->L, d->E, d->o->cache_blocks, err, errlen);
         if (!c->c)
             return -1;
+        if (!(c->kv = kv_side_new(d->o->cache_blocks, d->o->block_size)))
+            return eldr_errf(err, errlen, "out of memory for the KV events' hash map");
     }
     return 0;
 }
@@ -221,6 +224,7 @@ void engine_free(engine_t *d)
     pool_free(&d->pool);
     for (int i = 0; i < d->n_caches; i++) {
         sigcache_free(d->caches[i].c);
+        kv_side_free(d->caches[i].kv);
         pthread_mutex_destroy(&d->caches[i].lock);
     }
     free(d->caches);

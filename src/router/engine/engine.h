@@ -34,7 +34,7 @@ typedef struct pcache {
     uint64_t hit_blocks;         /* claimed cached blocks found */
     uint64_t missing_blocks;     /* claimed cached blocks not found */
     uint64_t stored_blocks;      /* block counts stored by routes */
-    uint64_t kv_stored, kv_removed, kv_cleared; /* events seen */
+    struct kv_side *kv;          /* KV events: hash map, counters (kv_apply.h) */
 } pcache;
 
 /* What a room outside the engine adds to the views of the whole daemon

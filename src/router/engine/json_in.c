@@ -1,5 +1,6 @@
 /* json_in.c - JSON from outside, read with bounds (json_in.h). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,12 +47,90 @@ int rb_json_bounds(const char *text, size_t len, long max_nodes, long max_contai
     return 0;
 }
 
+/* 1 when text[0..n) is a JSON integer in 2^63 .. 2^64 - 1: too big for
+ * jansson's json_int_t, yet a block hash. */
+static int big_u64(const char *t, size_t n)
+{
+    if (n < 19 || n > 20 || t[0] == '0')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (t[i] < '0' || t[i] > '9')
+            return 0;
+    if (n == 19)
+        return memcmp(t, "9223372036854775807", 19) > 0;
+    return memcmp(t, "18446744073709551615", 20) <= 0;
+}
+
+int rb_quote_big_ints(const char *text, size_t len, char **out, size_t *outlen)
+{
+    *out = NULL;
+    *outlen = 0;
+    char *q = NULL;
+    size_t nq = 0, w = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int in_str = 0;
+        size_t start = SIZE_MAX; /* the current scalar's first byte */
+        for (size_t i = 0; i <= len; i++) {
+            char c = i < len ? text[i] : ' ';
+            if (in_str) {
+                if (c == '\\' && i + 1 < len) {
+                    if (q)
+                        q[w++] = c;
+                    c = text[++i];
+                } else if (c == '"') {
+                    in_str = 0;
+                }
+                if (q && i < len)    /* not the end's sentinel: a string left open */
+                    q[w++] = c;
+                continue;
+            }
+            int scalar = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' ||
+                         (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+            if (scalar && start == SIZE_MAX)
+                start = i;
+            if (!scalar && start != SIZE_MAX) {
+                size_t r = i - start;
+                if (big_u64(text + start, r)) {
+                    if (q) { /* its digits are copied: quote them */
+                        memmove(q + w - r + 1, q + w - r, r);
+                        q[w - r] = '"';
+                        w++;
+                        q[w++] = '"';
+                    }
+                    nq++;
+                }
+                start = SIZE_MAX;
+            }
+            in_str = c == '"';
+            if (q && i < len)
+                q[w++] = c;
+        }
+        if (pass == 0) {
+            if (!nq)
+                return 0;
+            if (!(q = malloc(len + 2 * nq)))
+                return -1;
+        }
+    }
+    *out = q;
+    *outlen = w;
+    return 0;
+}
+
 json_t *rb_load(const char *text, size_t len, rb_err *e)
 {
     if (rb_json_bounds(text, len, RB_MAX_NODES, RB_MAX_CONTAINERS, RB_MAX_DEPTH, e) < 0)
         return NULL;
+    char *quoted;
+    size_t qlen;
+    if (rb_quote_big_ints(text, len, &quoted, &qlen) < 0) {
+        rb_fail(e, 500, "body", "out of memory");
+        return NULL;
+    }
     json_error_t je;
-    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *v = json_loadb(quoted ? quoted : text, quoted ? qlen : len, JSON_REJECT_DUPLICATES,
+                           &je);
+    free(quoted);
     if (!v) {
         char where[64];
         snprintf(where, sizeof where, "line %d column %d", je.line, je.column);

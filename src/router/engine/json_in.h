@@ -27,8 +27,16 @@ int rb_json_bounds(const char *text, size_t len, long max_nodes, long max_contai
                    int max_depth, rb_err *e);
 
 /* Parse text as one JSON value (duplicate keys refused), after
- * rb_json_bounds with the RB_MAX_* bounds; NULL + 400 or 413. */
+ * rb_json_bounds with the RB_MAX_* bounds; NULL + 400 or 413. Integers
+ * in 2^63 .. 2^64 - 1, which jansson refuses, arrive as their decimal
+ * strings (rb_quote_big_ints): block hashes are unsigned 64-bit, and
+ * rb_hash takes them; any other field refuses a string. */
 json_t *rb_load(const char *text, size_t len, rb_err *e);
+
+/* text with every integer in 2^63 .. 2^64 - 1 outside strings put in
+ * quotes, in *out (malloc'd, *outlen bytes); *out NULL when there is
+ * none (no copy). -1 out of memory. */
+int rb_quote_big_ints(const char *text, size_t len, char **out, size_t *outlen);
 
 /* A block hash value (see rb_parse_hash_text); where names it. */
 int rb_hash(const json_t *v, uint64_t *out, const char *where, rb_err *e);

@@ -26,6 +26,7 @@
 #include "evloop.h"
 #include "extproc.h"
 #include "http.h"
+#include "kv_sub.h"
 #include "load_vllm.h"
 #include "log.h"
 #include "opts.h"
@@ -51,6 +52,7 @@ typedef struct eldrd {
     reaper_t *reaper;            /* --inflight-ttl */
     struct refitter *refit;      /* --refit-every */
     vllm_poller *vllm;           /* --load-from vllm */
+    kvsub_t *kvsub;              /* --kv-events */
     evloop *loop;                /* when a front end needs one (--proxy) */
     pthread_t loop_thread;
     int loop_on;
@@ -97,6 +99,10 @@ static int start_feeds(eldrd *d, char *err, size_t errlen)
         if (add_provider(d, p, err, errlen) < 0)
             return -1;
     }
+    if (o->kv_events &&
+        !(d->kvsub = kvsub_start(&d->e, o->kv_events, o->kv_events_replay,
+                                 o->kv_events_topic ? o->kv_events_topic : "", err, errlen)))
+        return -1;
     return 0;
 }
 
@@ -329,6 +335,7 @@ static void teardown(eldrd *d)
     refit_stop(d->refit);
     reaper_stop(d->reaper);
     vllm_stop(d->vllm);
+    kvsub_stop(d->kvsub);
     if (d->engine_on)
         engine_free(&d->e);
     evloop_free(d->loop);
