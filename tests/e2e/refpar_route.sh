@@ -53,17 +53,17 @@ import json, sys
 a, b = json.load(open('$TMP/dense.json')), json.load(open('$TMP/body'))
 sys.exit(0 if a['similarities'] == b['similarities'] else 1)"
 req POST /v1/route "$(body counts)"
-expect_http "gate model: counts get 422" 422 "j['where'] == 'counts' and 'send \"gates\"' in j['error']"
+expect_http "gate model: counts get 422" 422 "j['error']['param'] == 'counts' and 'send \"gates\"' in j['error']['message']"
 req POST /v1/route "$(body gates_short)"
-expect_http "gates of the wrong length: 422" 422 "'L*E*4 = 384' in j['error']"
+expect_http "gates of the wrong length: 422" 422 "'L*E*4 = 384' in j['error']['message']"
 req POST /v1/route "$(body gates_nan)"
-expect_http "a NaN gate: 422" 422 "'layer 2 expert 3 is not finite' in j['error']"
+expect_http "a NaN gate: 422" 422 "'layer 2 expert 3 is not finite' in j['error']['message']"
 req POST /v1/route "$(body gates_negative)"
-expect_http "a negative probability: 422" 422 "'negative probability' in j['error']"
+expect_http "a negative probability: 422" 422 "'negative probability' in j['error']['message']"
 req POST /v1/route "$(body gates_and_counts)"
-expect_http "gates and counts together: 400" 400 "j['where'] == 'gates'"
+expect_http "gates and counts together: 400" 400 "j['error']['param'] == 'gates'"
 req POST /v1/route "$(body gates_blocks)"
-expect_http "gates with block fields: 422" 422 "j['where'] == 'block_hashes'"
+expect_http "gates with block fields: 422" 422 "j['error']['param'] == 'block_hashes'"
 req GET /v1/snapshot
 expect_http "refused routes left no load" 200 "sum(w['inflight'] for w in j['workers']) == 2"
 stop
@@ -71,7 +71,7 @@ stop
 # ---- count models refuse gates ------------------------------------------------
 start count -m "$R/fit_count_idf.json" --workers d0,d1,d2,d3 || exit 0
 req POST /v1/route "$(body gates)"
-expect_http "count model: gates get 422" 422 "j['where'] == 'gates' and 'routes on expert counts' in j['error']"
+expect_http "count model: gates get 422" 422 "j['error']['param'] == 'gates' and 'routes on expert counts' in j['error']['message']"
 req POST /v1/route "$(body counts)"
 expect_http "count model routes counts" 200 "j['rule'] in ('min2', 'band-jsq', 'locality')"
 stop
