@@ -284,8 +284,7 @@ int cmd_capture(int argc, char **argv)
     if (run < 0)
         return cli_fail(CMD, "%s", err);
     capture_dense dl = {.L = r.engine_layers, .n = r.n_dense, .layers = r.dense_layers};
-    if (r.trace && (trace_save(r.trace, o.out, err, sizeof err) < 0 ||
-                    capture_dense_mark(o.out, &dl, err, sizeof err) < 0)) {
+    if (r.trace && capture_dense_save(r.trace, o.out, &dl, err, sizeof err) < 0) {
         capture_result_free(&r);
         return cli_error(CMD, "%s", err);
     }

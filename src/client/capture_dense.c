@@ -1,8 +1,10 @@
 /* capture_dense.c - the dense layers of a capture (capture_dense.h). */
+#include <errno.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture_dense.h"
 #include "err.h"
@@ -96,4 +98,24 @@ int capture_dense_mark(const char *path, const capture_dense *d, char *err, size
     if (H5Fclose(f) < 0 && rc == 0)
         rc = eldr_errf(err, errlen, "%s: closing the trace failed", path);
     return rc;
+}
+
+int capture_dense_save(const trace_t *t, const char *path, const capture_dense *d, char *err,
+                       size_t errlen)
+{
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.capture-%ld.tmp", path, (long)getpid()) >=
+        sizeof tmp)
+        return eldr_errf(err, errlen, "%s: path too long", path);
+    if (trace_save(t, tmp, err, errlen) < 0 || capture_dense_mark(tmp, d, err, errlen) < 0) {
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return eldr_errf(err, errlen, "%s: cannot rename the written trace into place: %s",
+                         path, strerror(e));
+    }
+    return 0;
 }

@@ -29,6 +29,7 @@
 
 #include "capture_http.h"
 #include "capture_prompts.h"
+#include "trace.h"
 
 /* root attributes of the trace */
 #define CAPTURE_ATTR_ENGINE_LAYERS "capture_engine_layers"
@@ -57,5 +58,11 @@ void capture_dense_list(const capture_dense *d, char *buf, size_t len);
  * capture_engine_layers (int) and capture_dense_layers ("0,1,2", "" when
  * none). */
 int capture_dense_mark(const char *path, const capture_dense *d, char *err, size_t errlen);
+
+/* Save t at path with those attributes, atomically: written and marked
+ * beside it under a temporary name, then renamed over path, so that a
+ * failure leaves any old file as it was. */
+int capture_dense_save(const trace_t *t, const char *path, const capture_dense *d, char *err,
+                       size_t errlen);
 
 #endif

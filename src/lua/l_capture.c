@@ -112,8 +112,7 @@ static int l_capture(lua_State *L)
         return l_fail(L, FN, err);
     }
     capture_dense dl = {.L = r.engine_layers, .n = r.n_dense, .layers = r.dense_layers};
-    int rc = output && (trace_save(u->t, output, err, sizeof err) < 0 ||
-                        capture_dense_mark(output, &dl, err, sizeof err) < 0);
+    int rc = output && capture_dense_save(u->t, output, &dl, err, sizeof err) < 0;
     capture_result_free(&r);
     if (rc)
         return l_fail(L, FN, err);
