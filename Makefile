@@ -164,6 +164,12 @@ $(BIN)/test_tui_%: $(BUILD)/tests/unit/test_tui_%.o $(TEST_UTIL_OBJ) $(TUI_OBJ) 
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) $(TEST_LIBS)
 
+# the dense-layer step of eldr capture runs on decoded answers, into a trace
+$(BIN)/test_capture_dense: $(BUILD)/tests/unit/test_capture_dense.o $(TEST_UTIL_OBJ) \
+	$(BUILD)/src/client/capture_dense.o $(BUILD)/src/client/capture_trace.o $(CORE_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS)
+
 $(BIN)/test_router_%: $(BUILD)/tests/unit/test_router_%.o $(TEST_UTIL_OBJ) $(ROUTER_LIB) $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(ROUTER_LIBS) $(TEST_LIBS)

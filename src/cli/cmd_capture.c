@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../client/capture.h"
+#include "../client/capture_dense.h"
 #include "cli.h"
 #include "err.h"
 #include "trace.h"
@@ -38,7 +39,7 @@ static void usage(void)
            "                    [--concurrency C] [--rate R] [--model NAME]\n"
            "                    [--endpoint completions|chat|generate] [--temperature T]\n"
            "                    [--seed S] [--layers L] [--top-k K] [--timeout S] [--json]\n"
-           "                    [--require-full-routing]\n"
+           "                    [--require-full-routing] [--api-key-file FILE]\n"
            "\n"
            "Send every prompt to a running vLLM or SGLang engine started with\n"
            "--enable-return-routed-experts, read the experts each token was routed to,\n"
@@ -74,15 +75,21 @@ static void usage(void)
            "                       routing (vLLM's prefix-cache hits, -1); by default\n"
            "                       the request is kept, its prefill counts from the\n"
            "                       routed rows, prefill_unrouted_tokens counting the others\n"
+           "  --api-key-file FILE  the engine's API key (its --api-key): the file's first\n"
+           "                       line, sent as 'Authorization: Bearer KEY'; never printed\n"
            "  --json               the summary as JSON\n"
            "  -h, --help           this text\n"
            "\n"
+           "With top-k >= 2, layers whose ids are 0 for every token of every answer\n"
+           "(vLLM leaves a dense, non-MoE layer's row 0) are left out of the trace and\n"
+           "named in the summary and in the trace's capture_dense_layers attribute.\n"
            "A failed request is retried twice, then recorded as failed. Ctrl-C stops\n"
            "sending, waits for the requests in flight and writes what was captured.\n"
            "Exit: 0 every prompt captured, 1 some failed (the trace holds the others),\n"
            "130 interrupted (the trace holds what was captured), 2 bad input: options,\n"
-           "prompts, an unreachable server, answers without routed experts or with\n"
-           "inconsistent shapes (nothing written).\n");
+           "prompts, an unreadable or empty --api-key-file, an unreachable server, an\n"
+           "engine that refuses the key (HTTP 401/403), answers without routed experts\n"
+           "or with inconsistent shapes (nothing written).\n");
 }
 
 typedef struct opts {
@@ -92,7 +99,7 @@ typedef struct opts {
 } opts;
 
 enum { O_SERVER = 256, O_PROMPTS, O_ENGINE, O_EXPERTS, O_MAXTOK, O_CONC, O_RATE, O_MODEL,
-       O_ENDPOINT, O_TEMP, O_SEED, O_LAYERS, O_TOPK, O_TIMEOUT, O_JSON, O_FULL };
+       O_ENDPOINT, O_TEMP, O_SEED, O_LAYERS, O_TOPK, O_TIMEOUT, O_JSON, O_FULL, O_KEYFILE };
 
 static int int_opt(const char *name, const char *a, long long lo, long long hi, int *out)
 {
@@ -112,6 +119,7 @@ static int one_opt(int c, const char *a, void *ctx)
     case O_MODEL: o->c.model = a; return 0;
     case O_JSON: o->json = 1; return 0;
     case O_FULL: o->c.require_full = 1; return 0;
+    case O_KEYFILE: o->c.api_key_file = a; return 0;
     case O_ENGINE:
         if ((o->c.engine = capture_engine_parse(a)) < 0)
             return cli_fail(CMD, "--engine: '%s' is not vllm, sglang or auto", a);
@@ -152,6 +160,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"layers", required_argument, 0, O_LAYERS}, {"top-k", required_argument, 0, O_TOPK},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"json", no_argument, 0, O_JSON},
         {"require-full-routing", no_argument, 0, O_FULL},
+        {"api-key-file", required_argument, 0, O_KEYFILE},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -203,6 +212,11 @@ static json_t *summary_json(const opts *o, const capture_result *r)
     int64_t un_req = 0, un_tok = 0;
     for (int64_t i = 0; t && t->prefill_unrouted && i < t->n; i++)
         un_req += t->prefill_unrouted[i] > 0, un_tok += t->prefill_unrouted[i];
+    json_t *dense = json_array();
+    for (int i = 0; i < r->n_dense; i++)
+        json_array_append_new(dense, json_integer(r->dense_layers[i]));
+    json_object_set_new(j, "dense_layers", dense);
+    json_object_set_new(j, "engine_layers", json_integer(t ? r->engine_layers : 0));
     json_object_set_new(j, "unrouted_requests", json_integer(un_req));
     json_object_set_new(j, "unrouted_tokens", json_integer(un_tok));
     json_object_set_new(j, "failures", fails);
@@ -223,6 +237,13 @@ static void summary_text(const opts *o, const capture_result *r)
     if (t)
         printf(", %d layers x %d experts, top-%d%s", t->L, t->E, t->k,
                r->experts_inferred ? " (E inferred)" : "");
+    if (r->n_dense) {
+        char list[1024];
+        capture_dense dl = {.L = r->engine_layers, .n = r->n_dense, .layers = r->dense_layers};
+        capture_dense_list(&dl, list, sizeof list);
+        printf("\n  %d of the answers' %d layers left out as dense (every id 0 in every "
+               "answer): %s", r->n_dense, r->engine_layers, list);
+    }
     int64_t un_req = 0, un_tok = 0;
     for (int64_t i = 0; t && t->prefill_unrouted && i < t->n; i++)
         un_req += t->prefill_unrouted[i] > 0, un_tok += t->prefill_unrouted[i];
@@ -262,7 +283,8 @@ int cmd_capture(int argc, char **argv)
     cli_progress_done(&progress);
     if (run < 0)
         return cli_fail(CMD, "%s", err);
-    if (r.trace && trace_save(r.trace, o.out, err, sizeof err) < 0) {
+    capture_dense dl = {.L = r.engine_layers, .n = r.n_dense, .layers = r.dense_layers};
+    if (r.trace && capture_dense_save(r.trace, o.out, &dl, err, sizeof err) < 0) {
         capture_result_free(&r);
         return cli_error(CMD, "%s", err);
     }

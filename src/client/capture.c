@@ -6,6 +6,7 @@
 
 #include "capture.h"
 #include "capture_http.h"
+#include "capture_key.h"
 #include "capture_trace.h"
 #include "client.h"
 #include "err.h"
@@ -63,12 +64,18 @@ static int find_int(json_t *j, const char *key)
     return 0;
 }
 
-static int probe(const capture_opts *o, server_info *si, char *err, size_t errlen)
+/* auth: the "Authorization: Bearer KEY" line, or NULL. */
+static int probe(const capture_opts *o, const char *auth, server_info *si, char *err,
+                 size_t errlen)
 {
     char e[ELDR_ERRLEN];
     client_t *c = client_new(o->server, o->timeout_s < 10 ? o->timeout_s : 10, err, errlen);
     if (!c)
         return -1;
+    if (auth && client_add_header(c, auth, err, errlen) < 0) {
+        client_free(c);
+        return -1;
+    }
     memset(si, 0, sizeof *si);
     si->engine = o->engine;
     json_t *models = NULL, *info = NULL;
@@ -76,6 +83,14 @@ static int probe(const capture_opts *o, server_info *si, char *err, size_t errle
     int mrc = client_call(c, "GET", "/v1/models", NULL, 0, &status, &models, e, sizeof e);
     if (mrc < 0 && status == 0) {
         eldr_errf(err, errlen, "%s: server unreachable: %s", client_url(c), e);
+        client_free(c);
+        return -1;
+    }
+    /* an engine started with --api-key guards /v1 (vLLM) or every path
+     * (SGLang): its 401 is not "not an engine" */
+    if (mrc < 0 && capture_key_refused(status)) {
+        capture_key_error(client_url(c), "GET /v1/models", status, auth ? o->api_key_file : NULL,
+                          err, errlen);
         client_free(c);
         return -1;
     }
@@ -169,9 +184,17 @@ int capture_run(const capture_opts *o, capture_result *r, char *err, size_t errl
     memset(r, 0, sizeof *r);
     capture_prompts ps;
     server_info si;
-    if (check_opts(o, err, errlen) < 0 || capture_prompts_load(o->prompts, &ps, err, errlen) < 0)
+    char auth[CAPTURE_KEY_MAX + 64];
+    const char *key = o->api_key_file ? auth : NULL;
+    if (check_opts(o, err, errlen) < 0 ||
+        (key && capture_key_header(o->api_key_file, auth, sizeof auth, err, errlen) < 0))
         return -1;
-    if (probe(o, &si, err, errlen) < 0) {
+    if (capture_prompts_load(o->prompts, &ps, err, errlen) < 0) {
+        explicit_bzero(auth, sizeof auth);
+        return -1;
+    }
+    if (probe(o, key, &si, err, errlen) < 0) {
+        explicit_bzero(auth, sizeof auth);
         capture_prompts_free(&ps);
         return -1;
     }
@@ -182,7 +205,8 @@ int capture_run(const capture_opts *o, capture_result *r, char *err, size_t errl
                        : (c ? eldr_errf(err, errlen, "out of memory") : -1);
     capture_drive d = {.url = c ? client_url(c) : "", .jobs = jobs, .n = ps.n,
                        .concurrency = o->concurrency, .rate = o->rate, .timeout_s = o->timeout_s,
-                       .stop = o->stop, .progress = o->progress, .progress_arg = o->progress_arg};
+                       .stop = o->stop, .progress = o->progress, .progress_arg = o->progress_arg,
+                       .auth = key, .key_file = o->api_key_file};
     d.hint = (routed_hint){.L = o->layers ? o->layers : si.L, .k = o->top_k ? o->top_k : si.k,
                            .E = o->experts, .require_full = o->require_full,
                            .from = o->layers || o->top_k ? "--layers/--top-k"
@@ -202,8 +226,16 @@ int capture_run(const capture_opts *o, capture_result *r, char *err, size_t errl
         for (int64_t i = 0; i < ps.n && !r->encoding[0]; i++)
             if (jobs[i].state == JOB_OK)
                 snprintf(r->encoding, sizeof r->encoding, "%s", jobs[i].routes.encoding);
+        capture_dense dense;
         rc = capture_trace_build(jobs, &ps, o->experts, model, &r->trace, &r->experts_inferred,
-                                 err, errlen);
+                                 &dense, err, errlen);
+        if (rc == 0 && r->trace) {
+            r->engine_layers = dense.L;
+            r->n_dense = dense.n;
+            r->dense_layers = dense.layers;   /* taken over */
+            dense.layers = NULL;
+            capture_dense_free(&dense);
+        }
     }
     if (rc == 0 && collect_failures(r, jobs, &ps) < 0)
         rc = eldr_errf(err, errlen, "out of memory");
@@ -214,6 +246,7 @@ int capture_run(const capture_opts *o, capture_result *r, char *err, size_t errl
     free(jobs);
     client_free(c);
     capture_prompts_free(&ps);
+    explicit_bzero(auth, sizeof auth);
     if (rc < 0)
         capture_result_free(r);
     return rc;
@@ -222,6 +255,7 @@ int capture_run(const capture_opts *o, capture_result *r, char *err, size_t errl
 void capture_result_free(capture_result *r)
 {
     trace_free(r->trace);
+    free(r->dense_layers);
     for (int64_t i = 0; r->failures && i < r->failed; i++)
         free(r->failures[i].request_id);
     free(r->failures);

@@ -6,7 +6,8 @@
  * model, GET /v1/models and /get_model_info), sends every prompt (C in
  * flight, optionally paced at R per second; a failed request is retried
  * twice), decodes each answer (routed.h) and assembles the trace
- * (capture_trace.c). It stops sending when *stop becomes non-zero (Ctrl-C),
+ * (capture_trace.c; the layers every answer leaves 0, vLLM's dense ones, are
+ * left out and named: capture_dense.h). It stops sending when *stop becomes non-zero (Ctrl-C),
  * waits for the requests in flight, and returns what was captured.
  *
  * Returns 0 when the run took place: r->trace holds the captured requests
@@ -44,6 +45,7 @@ typedef struct capture_opts {
     int64_t seed;                /* -1: none sent */
     double timeout_s;            /* per request */
     int require_full;            /* --require-full-routing: a prompt row of -1 stops the run */
+    const char *api_key_file;    /* --api-key-file: its first line is sent as a bearer token */
     volatile sig_atomic_t *stop; /* may be NULL */
     capture_progress_fn progress;
     void *progress_arg;
@@ -67,6 +69,9 @@ typedef struct capture_result {
     int experts_inferred;        /* E = largest id + 1 (no --experts) */
     char engine[16], model[TRACE_MODEL_MAX], encoding[24];
     double seconds;              /* first send to last answer */
+    int engine_layers;           /* layers in the answers (the trace's plus the dense ones) */
+    int n_dense;                 /* layers left out: 0 for every token (capture_dense.h) */
+    int *dense_layers;           /* [n_dense] their indices in the answers, ascending */
     capture_failure *failures;   /* [failed] */
 } capture_result;
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "capture_http.h"
+#include "capture_key.h"
 #include "client.h"
 #include "err.h"
 
@@ -109,6 +110,13 @@ static int finish(run *r, CURLMsg *m, char *err, size_t errlen)
         attempt_failed(r, job, j);
         return 0;
     }
+    if (capture_key_refused(status)) {
+        /* every request would get the same: retrying is no use */
+        char what[160];
+        snprintf(what, sizeof what, "POST %s (request %lld)", job->path, (long long)j);
+        return capture_key_error(d->url, what, status, d->auth ? d->key_file : NULL, err,
+                                 errlen);
+    }
     if (status < 200 || status > 299) {
         size_t n = s->len < 120 ? s->len : 120;
         for (size_t i = 0; i < n; i++)
@@ -192,6 +200,12 @@ static int setup(run *r, char *err, size_t errlen)
     r->headers = curl_slist_append(NULL, "Content-Type: application/json");
     if (r->headers)
         r->headers = curl_slist_append(r->headers, "Expect:");   /* no 100-continue round trip */
+    if (r->headers && r->d->auth) {
+        struct curl_slist *h = curl_slist_append(r->headers, r->d->auth);
+        if (!h)
+            curl_slist_free_all(r->headers);
+        r->headers = h;
+    }
     if (!r->multi || !r->slots || !r->retry || !r->headers)
         return eldr_errf(err, errlen, "out of memory for %d connections", d->concurrency);
     curl_multi_setopt(r->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)d->concurrency);

@@ -2,7 +2,8 @@
  * request over libcurl's multi interface, C at a time on keep-alive
  * connections, new ones paced at R per second when asked; retry a failed
  * attempt (no answer, or an HTTP status other than 2xx) up to
- * CAPTURE_RETRIES times; decode each 2xx answer as it arrives. One
+ * CAPTURE_RETRIES times; decode each 2xx answer as it arrives; a 401 or
+ * 403 (the engine's API key check) stops the run at once. One
  * thread: decoding is cheap next to the engine (docs/capture.md, Speed). */
 #ifndef ELDR_CAPTURE_HTTP_H
 #define ELDR_CAPTURE_HTTP_H
@@ -34,7 +35,9 @@ typedef struct capture_drive {
     int64_t n;
     int concurrency;
     double rate, timeout_s;
-    routed_hint hint;           /* L and k are fixed by the first answer when 0 */
+    routed_hint hint;          /* L and k are fixed by the first answer when 0 */
+    const char *auth;            /* "Authorization: Bearer KEY" header line, or NULL */
+    const char *key_file;        /* where the key came from, for messages */
     volatile sig_atomic_t *stop;
     capture_progress_fn progress;
     void *progress_arg;
@@ -45,8 +48,9 @@ typedef struct capture_drive {
 } capture_drive;
 
 /* Run every job. 0 when the run took place (jobs say how each went); -1
- * with err when an answer could not be decoded (the run stops at once;
- * the message names the request) or libcurl could not start. */
+ * with err when an answer could not be decoded or the engine refused the
+ * key (the run stops at once; the message names the request) or libcurl
+ * could not start. */
 int capture_drive_run(capture_drive *d, char *err, size_t errlen);
 
 #endif

@@ -103,6 +103,15 @@ void client_free(client_t *c)
     free(c);
 }
 
+int client_add_header(client_t *c, const char *line, char *err, size_t errlen)
+{
+    struct curl_slist *h = curl_slist_append(c->headers, line);
+    if (!h)
+        return eldr_errf(err, errlen, "%s: out of memory for a header", c->url);
+    c->headers = h;
+    return 0;
+}
+
 const char *client_url(const client_t *c)
 {
     return c->url;

@@ -32,6 +32,10 @@ client_t *client_new(const char *url, double timeout_s, char *err, size_t errlen
 void client_free(client_t *c);
 const char *client_url(const client_t *c);
 
+/* One more header line ("Name: value") on every call from now on (eldr
+ * capture's "Authorization: Bearer KEY"); -1 with err out of memory. */
+int client_add_header(client_t *c, const char *line, char *err, size_t errlen);
+
 /* Any endpoint: method ("GET", "POST", "PUT"), path ("/v1/...", query
  * included), body (NULL for none). A 2xx with a JSON body gives *out
  * (may be NULL: then the answer is dropped); any other status is -1. */

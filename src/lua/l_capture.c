@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../client/capture.h"
+#include "../client/capture_dense.h"
 #include "err.h"
 #include "l_types.h"
 #include "l_util.h"
@@ -32,6 +33,13 @@ static void push_summary(lua_State *L, const capture_result *r)
     lua_setfield(L, -2, "model");
     lua_pushstring(L, r->encoding);
     lua_setfield(L, -2, "encoding");
+    l_setint(L, "engine_layers", r->engine_layers);
+    lua_createtable(L, r->n_dense, 0);
+    for (int i = 0; i < r->n_dense; i++) {
+        lua_pushinteger(L, r->dense_layers[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "dense_layers");
     lua_createtable(L, (int)r->failed, 0);
     for (int64_t i = 0; i < r->failed; i++) {
         lua_createtable(L, 0, 3);
@@ -60,7 +68,7 @@ static int l_capture(lua_State *L)
     static const char *const known[] = {"server", "prompts", "engine", "endpoint", "model",
                                         "experts", "layers", "top_k", "max_tokens",
                                         "concurrency", "rate", "temperature", "seed", "timeout",
-                                        "output", NULL};
+                                        "output", "api_key_file", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     l_checkopts(L, 1, FN, known);
     capture_opts o;
@@ -82,6 +90,7 @@ static int l_capture(lua_State *L)
     o.temperature = l_optnum(L, 1, FN, "temperature", 0, 100, 0);
     o.seed = l_optint(L, 1, FN, "seed", 0, (lua_Integer)1 << 62, -1);
     o.timeout_s = l_optnum(L, 1, FN, "timeout", 0.001, 86400, o.timeout_s);
+    o.api_key_file = l_optstr(L, 1, FN, "api_key_file", NULL);
     const char *output = l_optstr(L, 1, FN, "output", NULL);
     o.stop = (volatile sig_atomic_t *)&l_cancel_flag;
 
@@ -102,8 +111,10 @@ static int l_capture(lua_State *L)
         capture_result_free(&r);
         return l_fail(L, FN, err);
     }
+    capture_dense dl = {.L = r.engine_layers, .n = r.n_dense, .layers = r.dense_layers};
+    int rc = output && capture_dense_save(u->t, output, &dl, err, sizeof err) < 0;
     capture_result_free(&r);
-    if (output && trace_save(u->t, output, err, sizeof err) < 0)
+    if (rc)
         return l_fail(L, FN, err);
     return 2;
 }
@@ -111,7 +122,8 @@ static int l_capture(lua_State *L)
 static const l_fn fns[] = {
     {"capture", l_capture, "eldr.capture{server = URL, prompts = PATH [, engine, endpoint, "
                            "model, experts, layers, top_k, max_tokens, concurrency, rate, "
-                           "temperature, seed, timeout, output]} -> Trace, summary: record a "
+                           "temperature, seed, timeout, output, api_key_file]} -> Trace, summary: "
+                           "record a "
                            "trace from a vLLM/SGLang engine that returns routed experts"},
     {NULL, NULL, NULL},
 };

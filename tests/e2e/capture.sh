@@ -253,6 +253,80 @@ expect_fail2 "not an engine: exit 2 at once, one line" \
 check "  ... no file" test ! -e "$TMP/x.h5"
 kill "$WWW" 2>/dev/null; wait "$WWW" 2>/dev/null
 
+# --- dense layers: vLLM leaves a non-MoE layer's ids 0 for every token; they are left
+# out of the trace and named (top-2, as DeepSeek's first dense layers) ---
+for eng in vllm-main vllm-0.21; do
+    engine --engine $eng --experts 16 --layers 6 --topk 2 --dense-layers 0,3
+    cap "$TMP/dense-$eng.h5" --prompts "$TMP/p.jsonl" --experts 16 --json
+    check "$eng, layers 0 and 3 dense: exit 0" test $RC -eq 0
+    exact "  ... the 4 MoE layers equal the engine's" "$TMP/dense-$eng.h5" "$TMP/p.jsonl" --all
+    check "  ... summary: dense_layers [0, 3] of 6, the trace 4 layers" jq_py "$TMP/out" \
+        "j['dense_layers'] == [0, 3] and j['engine_layers'] == 6 and j['layers'] == 4"
+    check "  ... trace attributes name them" $PY -c "
+import h5py, sys
+a = h5py.File(sys.argv[1], 'r').attrs
+v = a['capture_dense_layers']
+v = v.decode() if isinstance(v, bytes) else v
+sys.exit(0 if v == '0,3' and int(a['capture_engine_layers']) == 6 and int(a['layers']) == 4 else 1)" "$TMP/dense-$eng.h5"
+    halt
+done
+engine --engine vllm-main --experts 16 --layers 6 --topk 8 --dense-layers 5
+cap "$TMP/dense5.h5" --prompts "$TMP/p.jsonl" --experts 16
+expect_in "top-8, layer 5 dense: the text summary names it" "$TMP/out" "1 of the answers' 6 layers left out as dense \\(every id 0 in every answer\\): 5"
+exact "  ... the 5 MoE layers equal the engine's" "$TMP/dense5.h5" "$TMP/p.jsonl" --all
+check "  ... eldr fit takes the trace" "$ELDR" fit "$TMP/dense5.h5" -k 2 -o "$TMP/dense5-m.h5" --seed 1
+halt
+engine --engine vllm-main --experts 16 --layers 6 --topk 1 --dense-layers 2
+cap "$TMP/top1.h5" --prompts "$TMP/p.jsonl" --experts 16 --json
+check "top-1: a zero layer is kept (0 is a pick of expert 0; the proxy does the same)" jq_py "$TMP/out" \
+    "j['dense_layers'] == [] and j['engine_layers'] == 6 and j['layers'] == 6"
+exact "  ... equal the engine's, its zeros included" "$TMP/top1.h5" "$TMP/p.jsonl" --all
+halt
+engine --engine vllm-main --experts 16 --layers 6 --topk 2
+cap "$TMP/nodense.h5" --prompts "$TMP/p.jsonl" --experts 16 --json
+check "no dense layer: dense_layers [], engine_layers 6, attribute empty" sh -c "
+$PY -c \"import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j['dense_layers'] == [] and j['engine_layers'] == 6 else 1)\" '$TMP/out' &&
+$PY -c \"import h5py,sys; a=h5py.File(sys.argv[1],'r').attrs; v=a['capture_dense_layers']; sys.exit(0 if (v.decode() if isinstance(v, bytes) else v) == '' else 1)\" '$TMP/nodense.h5'"
+halt
+engine --engine vllm-main --experts 16 --layers 3 --topk 2 --dense-layers 0,1,2
+expect_fail2 "every layer 0: no routing, exit 2" "every id of all 3 layers is 0 in every answer" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl" --experts 16
+check "  ... no file" test ! -e "$TMP/x.h5"
+halt
+
+# --- API key: an engine started with --api-key (vLLM's 401 on /v1, SGLang's on every path) ---
+printf 'sk-test-SECRET-42\n' >"$TMP/key"
+printf 'sk-wrong-SECRET-7\r\n' >"$TMP/wrongkey"
+for eng in vllm-main sglang; do
+    engine --engine $eng --api-key sk-test-SECRET-42
+    [ $eng = sglang ] && KA="--layers 6 --top-k 2" || KA=
+    expect_fail2 "$eng --api-key, no key: says it wants one, not 'not an engine'" \
+        "GET /v1/models answered 401: the engine wants an API key \\(--api-key-file\\)" \
+        "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl" $KA
+    expect_fail2 "$eng: a wrong key: refused, naming the file" \
+        "answered 401: the key was refused \\(--api-key-file .*wrongkey\\)" \
+        "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl" $KA \
+        --api-key-file "$TMP/wrongkey"
+    check "  ... no key in anything printed" sh -c "! grep -q SECRET '$TMP/out' '$TMP/err'"
+    cap "$TMP/key-$eng.h5" --prompts "$TMP/p.jsonl" --experts 16 $KA --api-key-file "$TMP/key"
+    check "$eng: with the key (first line, newline stripped): exit 0" test $RC -eq 0
+    exact "  ... equal the engine's" "$TMP/key-$eng.h5" "$TMP/p.jsonl" --all
+    check "  ... the key is not printed" sh -c "! grep -q SECRET '$TMP/out' '$TMP/err'"
+    halt
+done
+check "no file from the refused runs" test ! -e "$TMP/x.h5"
+engine
+: >"$TMP/emptykey"
+printf '\nsk-on-line-2\n' >"$TMP/blankkey"
+expect_fail2 "--api-key-file empty: exit 2 naming the file" "--api-key-file .*emptykey: the file is empty" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl" --api-key-file "$TMP/emptykey"
+expect_fail2 "--api-key-file with an empty first line" "blankkey: its first line is empty" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl" --api-key-file "$TMP/blankkey"
+expect_fail2 "--api-key-file missing" "--api-key-file .*nokey: No such file" \
+    "$ELDR" capture --server "$EURL" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl" --api-key-file "$TMP/nokey"
+check "  ... no file" test ! -e "$TMP/x.h5"
+halt
+
 # --- bad input ---
 engine
 printf '{"prompt": "a b"}\n{"prompt": 3}\n' >"$TMP/bad.jsonl"

@@ -47,8 +47,32 @@ One mode per engine version, each answering as that source does:
   --engine eldr-object  no engine: eldr's own base64 object
       {"encoding", "dtype": "int16", "shape", "data"} in vLLM 0.21's two
       places, kept for the decoder's own form (docs/capture.md).
+Dense layers (vLLM): vllm/model_executor/layers/fused_moe/
+routed_experts_capturer.py keeps one zero-filled (tokens, num_hidden_layers,
+num_experts_per_tok) buffer that only the MoE layers write, so a dense
+layer answers 0 for every id of every token. --dense-layers 0,3 does that
+for those layers (in every row, prompt and generated); with top-k >= 2 the
+truth leaves them out, as a client must (its "prefill"/"decode" have
+L - dense layers, "dense" lists them); with top-1 they stay (their 0s are
+picks of expert 0 as far as anyone can tell).
+
+API key: --api-key KEY answers 401 {"error": "Unauthorized"} to a request
+without "Authorization: Bearer KEY", on the paths the engine guards:
+  vLLM: vllm/entrypoints/serve/utils/server_utils.py at vllm-project/vllm
+      0753ceeb9cb7d7e39564ebebfe031d179e0c9924 (AuthenticationMiddleware,
+      added by vllm/entrypoints/openai/api_server.py build_app when
+      --api-key or VLLM_API_KEY is set): paths starting with /v1, /v2,
+      /inference or /cohere (GUARDED_PREFIX; /health, /metrics,
+      /get_model_info are open), OPTIONS never; the scheme is compared
+      case-insensitively ("bearer"), the token exactly.
+  SGLang: python/sglang/srt/utils.py (add_api_key_middleware, sgl-project/
+      sglang as stored at 4ebfeba20145f80822040effc47d084dd3c0c56e): every
+      path but /health* and /metrics*, the header compared whole with
+      "Bearer " + key.
 Options:
   --layers L --experts E --topk K --model NAME
+  --dense-layers LIST             (vllm-*) these layers answer 0 for every id
+  --api-key KEY                   require it, as the engine's --api-key does
   --prefix-cache                  (vllm-0.21) cached prompt rows are -1
   --wire-dtype int32|uint16|uint8 (sglang) SGLANG_ROUTED_EXPERTS_DTYPE
   --fail-first N --fail-match S   the first N attempts of prompts holding S get HTTP 500
@@ -88,7 +112,15 @@ ap.add_argument("--delay", type=float, default=0.0)
 ap.add_argument("--bad", default="")
 ap.add_argument("--bad-after", type=int, default=0)
 ap.add_argument("--max-seconds", type=float, default=120.0)
+ap.add_argument("--dense-layers", default="")
+ap.add_argument("--api-key", default=None)
 A = ap.parse_args()
+DENSE = sorted(int(x) for x in A.dense_layers.split(",") if x != "")
+if DENSE and not A.engine.startswith("vllm"):
+    ap.error("--dense-layers: vLLM's capturer only")
+# what a client keeps: with top-1 a 0 is a pick of expert 0 (nothing tells a
+# dense layer from one that routed everything there), so all layers
+KEEP = [l for l in range(A.layers) if l not in DENSE or A.topk < 2]
 
 lock = threading.Lock()
 state = {"requests": 0, "answers": 0, "attempts": {}, "blocks": set()}
@@ -111,6 +143,7 @@ def routing(text, max_tokens):
             pool = pref if rng.random() < 0.8 else list(range(A.experts))
             pick = rng.sample(pool, A.topk)
             ids[t, l] = pick
+    ids[:, DENSE, :] = 0   # vLLM's capturer: a dense layer never writes its row
     return P, C, ids
 
 
@@ -157,8 +190,10 @@ def cached_rows(text, P):
 
 
 def truth(text, P, C, ids, unrouted):
+    kept = ids[:, KEEP, :]
     rec = {"text": text, "prompt_tokens": P, "completion_tokens": C, "unrouted": unrouted,
-           "prefill": ids[unrouted:P].tolist(), "decode": ids[P:P + C - 1].tolist()}
+           "prefill": kept[unrouted:P].tolist(), "decode": kept[P:P + C - 1].tolist(),
+           "dense": DENSE if A.topk >= 2 else []}
     with lock:
         with open(A.truth, "a") as f:
             f.write(json.dumps(rec) + "\n")
@@ -237,7 +272,28 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def refused(self):
+        """The engine's API-key check: True when it answered 401."""
+        if A.api_key is None:
+            return False
+        got = self.headers.get("Authorization") or ""
+        if A.engine == "sglang":
+            guarded = not self.path.startswith(("/health", "/metrics"))
+            ok = got == "Bearer " + A.api_key
+        else:
+            guarded = self.path.startswith(("/v1", "/v2", "/inference", "/cohere"))
+            scheme, _, param = got.partition(" ")
+            ok = scheme.lower() == "bearer" and param == A.api_key
+        if guarded and not ok:
+            with lock:
+                state["refused"] = state.get("refused", 0) + 1
+            self.send(401, {"error": "Unauthorized"})
+            return True
+        return False
+
     def do_GET(self):
+        if self.refused():
+            return
         if self.path == "/v1/models":
             self.send(200, {"object": "list", "data": [{"id": A.model, "object": "model",
                                                         "owned_by": "sglang" if A.engine == "sglang" else "vllm"}]})
@@ -251,6 +307,8 @@ class H(BaseHTTPRequestHandler):
     def do_POST(self):
         n = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(n))
+        if self.refused():
+            return
         ok = ("/generate", "/v1/chat/completions", "/v1/completions") if A.engine == "sglang" \
             else ("/v1/completions", "/v1/chat/completions")
         if self.path not in ok:

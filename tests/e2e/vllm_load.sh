@@ -1,7 +1,9 @@
 #!/bin/sh
 # tests/e2e/vllm_load.sh - eldrd --load-from vllm against a fake worker
 # (tests/e2e/fake_vllm.py) that serves Prometheus /metrics with loads the
-# test controls: decisions follow the reported loads, two replicas agree,
+# test controls: decisions follow the reported loads (vLLM's series or
+# SGLang's, told apart by their names), the KV cache usage is shown per
+# worker and left out of the load, two replicas agree,
 # a worker without a usable report falls back to eldrd's own count (and
 # the snapshot and /metrics say so), and bad options exit 2.
 . "$ROOT/tests/cli/lib.sh"
@@ -9,28 +11,36 @@
 [ -x "$ELDR" ] || ELDR="$ROOT/bin/eldr"
 prereqs "vllm load"
 
-# loads W0 W1 W2 W3: each "R" (running R, waiting 1) or a fake mode
+# loads W0 W1 W2 W3: each "R" (vLLM, running R - 1, waiting 1), "sR" (the same
+# from SGLang), "oR" (a vLLM before 0.9: the old KV gauge only) or a fake mode;
+# the KV cache usage each reports is R / 100
 loads() {
     $PY - "$TMP/loads.json" "$@" <<'PYEOF'
 import json, os, sys
 out = {}
 for i, v in enumerate(sys.argv[2:]):
-    out["d%d" % i] = v if v in ("missing", "nan", "error", "hang") else {"running": int(v) - 1, "waiting": 1}
+    eng = {"s": "sglang", "o": "vllm-old"}.get(v[0], "vllm")
+    r = int(v.lstrip("so")) if v not in ("missing", "nan", "error", "hang") else 0
+    out["d%d" % i] = v if v in ("missing", "nan", "error", "hang") else {"running": r - 1, "waiting": 1, "kv": r / 100.0, "engine": eng}
 tmp = sys.argv[1] + ".tmp"
 json.dump(out, open(tmp, "w"))
 os.replace(tmp, sys.argv[1])
 PYEOF
 }
-# wait_known N...: until the snapshot's load.workers[i].known equal the given 0/1s (bounded)
-wait_known() {
-    want=$(echo "$@" | tr ' ' ',')
+# wait_snap EXPR: until the snapshot satisfies EXPR (bounded, 5 s); the last
+# snapshot stays in $TMP/body
+wait_snap() {
     i=0
     while [ $i -lt 50 ]; do
         req GET "/v1/snapshot?decisions=0"
-        jq_py "$TMP/body" "[int(w['known']) for w in j['load']['workers']] == [$want] and j['load']['polls'] >= 2" && return 0
+        jq_py "$TMP/body" "$1" && return 0
         sleep 0.1; i=$((i + 1))
     done
     return 1
+}
+# wait_known N...: until the snapshot's load.workers[i].known equal the given 0/1s (bounded)
+wait_known() {
+    wait_snap "[int(w['known']) for w in j['load']['workers']] == [$(echo "$@" | tr ' ' ',')] and j['load']['polls'] >= 2"
 }
 route() { # ID: a sparse route; worker index to stdout
     req POST /v1/route "{\"request_id\": \"$1\", \"sparse\": [[0, 1, 5], [3, 4, 10]]}"
@@ -94,11 +104,7 @@ URL=$A
 
 # the loads move: d0 becomes the least loaded
 loads 2 60 50 50
-i=0; while [ $i -lt 50 ]; do
-    req GET "/v1/snapshot?decisions=0"
-    jq_py "$TMP/body" '[w["reported"] for w in j["load"]["workers"]] == [2,60,50,50]' && break
-    sleep 0.1; i=$((i + 1))
-done
+wait_snap '[w["reported"] for w in j["load"]["workers"]] == [2,60,50,50]'
 got=""
 for n in 1 2 3; do got="$got$(route b$n)"; done
 if [ "$got" = "000" ]; then ok "after a new poll routes follow the new loads"; else
@@ -110,22 +116,14 @@ start vllmB -m "$TMP/m.h5" --workers $W --tau 2 --load-from vllm --worker-urls "
 B=$URL
 # wait (bounded) for B's first complete poll: until then a worker it has
 # not heard from counts with B's own (zero) load
-i=0; while [ $i -lt 50 ]; do
-    req GET "/v1/snapshot?decisions=0"
-    jq_py "$TMP/body" '[w["reported"] for w in j["load"]["workers"]] == [2,60,50,50]' && break
-    sleep 0.1; i=$((i + 1))
-done
+wait_snap '[w["reported"] for w in j["load"]["workers"]] == [2,60,50,50]'
 got="$(route c1)"
 if [ "$got" = "0" ]; then ok "second replica agrees on load"; else
     notok "second replica agrees on load" "worker $got, wanted 0"; fi
 # without the reports, B (with no requests in flight) would pick worker 0 anyway: make the
 # difference visible by loading d0 in the reports; B then avoids it
 loads 40 60 9 50
-i=0; while [ $i -lt 50 ]; do
-    req GET "/v1/snapshot?decisions=0"
-    jq_py "$TMP/body" '[w["reported"] for w in j["load"]["workers"]] == [40,60,9,50]' && break
-    sleep 0.1; i=$((i + 1))
-done
+wait_snap '[w["reported"] for w in j["load"]["workers"]] == [40,60,9,50]'
 got="$(route c2)"
 if [ "$got" = "2" ]; then ok "replica B routes by the reports, not its own counts"; else
     notok "replica B routes by the reports, not its own counts" "worker $got, wanted 2"; fi
@@ -188,6 +186,39 @@ assert not b[0]["known"] and rates[0] <= 5, rates   # its polls end at the 500 m
 PYEOF
 stop
 [ "$RC" -eq 0 ] && ok "SIGTERM with a transfer hanging: exit 0" || notok "SIGTERM with a transfer hanging: exit 0" "exit $RC"
+
+# --- SGLang workers and an old vLLM beside current ones: the engine from the names
+# in each page; the KV cache usage shown per worker, not part of the load ---
+loads s30 o50 4 s60
+start mixed -m "$TMP/m.h5" --workers $W --tau 2 --load-from vllm --worker-urls "$URLS" \
+    --poll-ms 50 --quiet || exit 0
+wait_known 1 1 1 1
+req GET "/v1/snapshot?decisions=0"
+expect_http "snapshot: engine per worker, loads and KV usage from SGLang's and vLLM's series" 200 \
+    '[w["engine"] for w in j["load"]["workers"]] == ["sglang","vllm","vllm","sglang"] and [w["reported"] for w in j["load"]["workers"]] == [30,50,4,60] and [w["kv_cache_usage"] for w in j["load"]["workers"]] == [0.3,0.5,0.04,0.6] and [w["kv_series"] for w in j["load"]["workers"]] == ["sglang:token_usage","vllm:gpu_cache_usage_perc","vllm:kv_cache_usage_perc","sglang:token_usage"]'
+curl -s --max-time 5 "$URL/metrics" >"$TMP/metrics"
+if grep -q 'eldr_worker_kv_cache_usage{worker="d0"} 0.3$' "$TMP/metrics" && grep -q 'eldr_worker_kv_cache_usage{worker="d2"} 0.04$' "$TMP/metrics" &&
+    grep -q 'eldr_vllm_load{worker="d3"} 60$' "$TMP/metrics" && grep -q '^# TYPE eldr_worker_kv_cache_usage gauge' "$TMP/metrics"; then
+    ok "metrics: eldr_worker_kv_cache_usage per worker, SGLang's load in eldr_vllm_load"
+else notok "metrics: eldr_worker_kv_cache_usage per worker, SGLang's load in eldr_vllm_load" "$(grep -E 'kv_cache|vllm_load' "$TMP/metrics" | head -20)"; fi
+got="$(route m1)"
+if [ "$got" = "2" ]; then ok "mixed engines: the route goes to the least reported load"; else
+    notok "mixed engines: the route goes to the least reported load" "worker $got, wanted 2"; fi
+# a nearly full KV cache does not move a route: the load is requests, not KV usage
+# (d1 reports 99% KV and the least requests)
+loads s30 o9 40 s60
+wait_snap '[w["reported"] for w in j["load"]["workers"]] == [30,9,40,60]'
+$PY - "$TMP/loads.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1])); d["d1"]["kv"] = 0.99
+json.dump(d, open(sys.argv[1] + ".tmp", "w"))
+import os; os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+PYEOF
+wait_snap 'j["load"]["workers"][1]["kv_cache_usage"] == 0.99'
+got="$(route m2)"
+if [ "$got" = "1" ]; then ok "KV usage is shown, not routed on: a 99% full worker with the least requests gets the route"; else
+    notok "KV usage is shown, not routed on: a 99% full worker with the least requests gets the route" "worker $got, wanted 1"; fi
+stop
 
 # --- a worker that does not answer at all (closed port) ---
 DEAD="http://127.0.0.1:$(free_port)"

@@ -55,9 +55,41 @@ static int parse_value(const char *p, const char *end, double *v)
     return *e ? -1 : 0;
 }
 
+/* The series read, by engine (docs/eldrd.md, "Load signal"). */
+enum { S_V_RUN, S_V_WAIT, S_V_KV, S_V_KV_OLD, S_S_RUN, S_S_QUEUE, S_S_PREALLOC, S_S_TRANSFER,
+       S_S_KV, S_N };
+static const char *const series_name[S_N] = {
+    VLLM_RUNNING, VLLM_WAITING, VLLM_KV, VLLM_KV_OLD, SGLANG_RUNNING, SGLANG_QUEUE,
+    SGLANG_PREALLOC, SGLANG_TRANSFER, SGLANG_KV};
+/* a load series: a bad value spoils the page; a KV gauge: only itself */
+static const unsigned char series_load[S_N] = {1, 1, 0, 0, 1, 1, 1, 1, 0};
+
+static int series_of(const char *name, size_t nlen)
+{
+    for (int s = 0; s < S_N; s++)
+        if (strlen(series_name[s]) == nlen && !memcmp(name, series_name[s], nlen))
+            return s;
+    return -1;
+}
+
+const char *vllm_engine_name(int engine)
+{
+    return engine == ENGINE_SGLANG ? "sglang" : "vllm";
+}
+
+/* The mean of a KV gauge's samples, or NaN when it has none or one is
+ * not a number >= 0. */
+static double kv_mean(const double *sum, const int *n, const int *bad, int s)
+{
+    return n[s] && !bad[s] ? sum[s] / n[s] : NAN;
+}
+
 int vllm_parse_metrics(const char *text, size_t len, vllm_report *r, char *why, size_t whylen)
 {
+    double sum[S_N] = {0};
+    int n[S_N] = {0}, bad[S_N] = {0};
     memset(r, 0, sizeof *r);
+    r->kv = NAN;
     const char *p = text, *end = text + len;
     int line = 0;
     while (p < end) {
@@ -74,33 +106,63 @@ int vllm_parse_metrics(const char *text, size_t len, vllm_report *r, char *why, 
         const char *name = q;
         while (q < eol && is_name_char(*q))
             q++;
-        size_t nlen = (size_t)(q - name);
-        int which = nlen == strlen(VLLM_RUNNING) && !memcmp(name, VLLM_RUNNING, nlen)   ? 1
-                    : nlen == strlen(VLLM_WAITING) && !memcmp(name, VLLM_WAITING, nlen) ? 2
-                                                                                        : 0;
-        if (!which)
+        int s = series_of(name, (size_t)(q - name));
+        if (s < 0)
             continue;  /* another metric: not ours to judge */
-        const char *series = which == 1 ? VLLM_RUNNING : VLLM_WAITING;
         if (q < eol && *q == '{' && !(q = skip_labels(q, eol))) {
-            eldr_errf(why, whylen, "%s: unclosed label set on line %d", series, line);
+            eldr_errf(why, whylen, "%s: unclosed label set on line %d", series_name[s], line);
             return -1;
         }
         double v;
         if (parse_value(q, eol, &v) < 0) {
-            eldr_errf(why, whylen, "%s: no number on line %d", series, line);
+            eldr_errf(why, whylen, "%s: no number on line %d", series_name[s], line);
             return -1;
         }
         if (!isfinite(v) || v < 0) {
-            eldr_errf(why, whylen, "%s is %g on line %d", series, v, line);
-            return -1;
+            if (series_load[s]) {
+                eldr_errf(why, whylen, "%s is %g on line %d", series_name[s], v, line);
+                return -1;
+            }
+            bad[s] = 1;
         }
-        *(which == 1 ? &r->running : &r->waiting) += v;
-        *(which == 1 ? &r->n_running : &r->n_waiting) += 1;
+        sum[s] += v;
+        n[s]++;
     }
-    if (!r->n_running || !r->n_waiting) {
-        eldr_errf(why, whylen, "no %s in the page", !r->n_running ? VLLM_RUNNING : VLLM_WAITING);
+    int is_vllm = n[S_V_RUN] || n[S_V_WAIT], is_sglang = n[S_S_RUN] || n[S_S_QUEUE];
+    if (is_vllm && is_sglang) {
+        eldr_errf(why, whylen, "the page has both vLLM (%s) and SGLang (%s) series",
+                  n[S_V_RUN] ? VLLM_RUNNING : VLLM_WAITING,
+                  n[S_S_RUN] ? SGLANG_RUNNING : SGLANG_QUEUE);
         return -1;
     }
+    if (is_sglang) {
+        if (!n[S_S_RUN] || !n[S_S_QUEUE]) {
+            eldr_errf(why, whylen, "no %s in the page", !n[S_S_RUN] ? SGLANG_RUNNING : SGLANG_QUEUE);
+            return -1;
+        }
+        r->engine = ENGINE_SGLANG;
+        r->running = sum[S_S_RUN];
+        r->waiting = sum[S_S_QUEUE] + sum[S_S_PREALLOC] + sum[S_S_TRANSFER];
+        r->n_running = n[S_S_RUN];
+        r->n_waiting = n[S_S_QUEUE];
+        r->kv = kv_mean(sum, n, bad, S_S_KV);
+        r->kv_series = n[S_S_KV] ? SGLANG_KV : NULL;
+        return 0;
+    }
+    if (!n[S_V_RUN] || !n[S_V_WAIT]) {
+        eldr_errf(why, whylen, "no %s in the page%s", !n[S_V_RUN] ? VLLM_RUNNING : VLLM_WAITING,
+                  is_vllm ? "" : " (nor " SGLANG_RUNNING ")");
+        return -1;
+    }
+    r->engine = ENGINE_VLLM;
+    r->running = sum[S_V_RUN];
+    r->waiting = sum[S_V_WAIT];
+    r->n_running = n[S_V_RUN];
+    r->n_waiting = n[S_V_WAIT];
+    /* the current name first; vLLM before 0.9 had only the old one */
+    int kv = n[S_V_KV] ? S_V_KV : S_V_KV_OLD;
+    r->kv = kv_mean(sum, n, bad, kv);
+    r->kv_series = n[kv] ? series_name[kv] : NULL;
     return 0;
 }
 
@@ -197,6 +259,9 @@ typedef struct wpoll {
     int known;                   /* the last poll gave a load */
     int ever;                    /* some poll did */
     double running, waiting;     /* of the last good poll */
+    int engine;                  /* ENGINE_*, of the last good poll */
+    double kv;                   /* KV cache usage of the last good poll (NaN unknown) */
+    const char *kv_series;       /* its gauge (static), NULL none */
     double last_ok;              /* monotonic seconds, 0 never */
     double last_duration;        /* seconds the last poll took */
     uint64_t errors, polls;
@@ -289,6 +354,9 @@ static void finish_poll(vllm_poller *p, int k, CURLcode rc, double now)
     if (ok) {
         w->running = r.running;
         w->waiting = r.waiting;
+        w->engine = r.engine;
+        w->kv = r.kv;
+        w->kv_series = r.kv_series;
         w->last_ok = now;
         w->ever = 1;
         w->error[0] = '\0';
@@ -469,13 +537,20 @@ json_t *vllm_json(vllm_poller *p, char *const *workers)
         wpoll *w = &p->w[k];
         if (w->polls < rounds)
             rounds = w->polls;
-        json_t *o = json_pack("{s:s, s:s, s:b, s:b, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o}",
-                              "name", workers[k], "url", w->url, "known", w->known, "fresh",
+        json_t *o = json_pack("{s:s, s:s, s:o, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, "
+                              "s:o, s:o}",
+                              "name", workers[k], "url", w->url, "engine",
+                              w->ever ? json_string(vllm_engine_name(w->engine)) : json_null(),
+                              "known", w->known, "fresh",
                               fresh(p, w, now), "running",
                               w->ever ? json_real(w->running) : json_null(), "waiting",
                               w->ever ? json_real(w->waiting) : json_null(), "reported",
                               w->ever ? json_integer(llround(w->running + w->waiting))
                                       : json_null(),
+                              "kv_cache_usage",
+                              w->ever && isfinite(w->kv) ? json_real(w->kv) : json_null(),
+                              "kv_series",
+                              w->ever && w->kv_series ? json_string(w->kv_series) : json_null(),
                               "age_s", w->last_ok ? json_real(now - w->last_ok) : json_null(),
                               "polls", (json_int_t)w->polls, "poll_errors",
                               (json_int_t)w->errors, "poll_duration_s",
@@ -508,20 +583,26 @@ static void series_head(strbuf *b, const char *name, const char *type, const cha
 
 void vllm_metrics(vllm_poller *p, char *const *workers, strbuf *b)
 {
-    enum { N = 6 };
+    enum { N = 7 };
     static const char *names[N] = {"eldr_load_reported", "eldr_vllm_load",
                                    "eldr_vllm_poll_errors_total", "eldr_load_stale",
                                    "eldr_vllm_poll_age_seconds",
-                                   "eldr_vllm_poll_duration_seconds"};
-    static const char *types[N] = {"gauge", "gauge", "counter", "gauge", "gauge", "gauge"};
+                                   "eldr_vllm_poll_duration_seconds",
+                                   "eldr_worker_kv_cache_usage"};
+    static const char *types[N] = {"gauge", "gauge", "counter", "gauge", "gauge", "gauge",
+                                   "gauge"};
     static const char *helps[N] = {
         "1 when the worker's last poll gave its load.",
-        "vllm:num_requests_running + vllm:num_requests_waiting at the last good poll.",
+        "Running + waiting requests the worker reported at the last good poll "
+        "(vLLM or SGLang).",
         "Polls of the worker's /metrics that gave no load.",
         "1 when the worker is routed on an old report (its last poll failed): that report "
         "plus eldrd's routes since.",
         "Seconds since the worker's last good poll (NaN: never).",
-        "Seconds the worker's last poll took."};
+        "Seconds the worker's last poll took.",
+        "The worker's KV cache usage (1 = full) at the last good poll "
+        "(vllm:kv_cache_usage_perc or sglang:token_usage; NaN: not reported). Not part of "
+        "the load."};
     double now = mono();
     pthread_mutex_lock(&p->lock);
     for (int s = 0; s < N; s++) {
@@ -542,6 +623,8 @@ void vllm_metrics(vllm_poller *p, char *const *workers, strbuf *b)
                 sb_printf(b, "\"} %.3f\n", now - w->last_ok);
             else if (s == 5 && w->polls)
                 sb_printf(b, "\"} %.6f\n", w->last_duration);
+            else if (s == 6 && w->last_ok && isfinite(w->kv))
+                sb_printf(b, "\"} %.9g\n", w->kv);
             else
                 sb_printf(b, "\"} NaN\n");
         }
