@@ -4,6 +4,28 @@
 // the Gateway API Inference Extension's Envoy config runs it, for testing an
 // endpoint picker (eldrd --ext-proc). Test-only; see docs/gateway-standin.md.
 //
+// `coordinate` plays llm-d's P/D coordinator in front of this Envoy: for each
+// client request it makes the coordinator's two calls through the gateway,
+// as llm-d/llm-d-router makes them at commit
+// ebab687927f5331c1b39defcb579a07951bce56c:
+//   - prefill (pkg/coordinator/steps/prefill.go, buildPrefillBody, the
+//     completions format): {request_id, model, prompt, kv_transfer_params},
+//     capped by steps/utils.go capSingleTokenOutput (max_tokens 1, min_tokens
+//     and stream_options removed, stream false), with the NIXL connector's
+//     prefill params (connectors/kv/nixl.go PreparePrefillKVParams:
+//     do_remote_decode true, do_remote_prefill false, remote_engine_id,
+//     remote_block_ids, remote_host, remote_port null); headers x-request-id
+//     and EPP-Profile: prefill (gateway/paths.go); it reads only the answer's
+//     kv_transfer_params;
+//   - decode (steps/decode.go prepareDecodeBody, steps/decode_proxy.go
+//     newDecodeProxyRequest): the client's body with kv_transfer_params =
+//     every key of the prefill answer's, then do_remote_decode false and
+//     do_remote_prefill true (nixl.go PrepareDecodeKVParams); headers
+//     x-request-id (the same) and EPP-Profile: decode.
+// Bodies are written with sorted keys, as Go's encoding/json marshals a map.
+// Envoy's part of each call is the `pick` exchange below, with the upstream
+// answer fetched over HTTP from the endpoint the picker chose.
+//
 // Exit status: 0 the exchange completed as a well-behaved Envoy would accept
 // it; 1 a protocol expectation failed (why on stderr and in the JSON line);
 // 2 usage error.
@@ -25,6 +47,9 @@ commands:
   raw     --target H:P (--hex HEX | --bytes-file F) [--half-close]
           [--expect error|ok|any|CODE] [--timeout S]
   health  --target H:P [--service NAME] [--expect SERVING|NOT_SERVING|CODE] [--timeout S]
+  coordinate --target H:P --body-lines F [--concurrency C] [--request-id ID]
+          [--decode-request-id same|other] [--timeout S]
+          (each line a client /v1/completions body; one JSON line a request)
 `;
 
 const STATUS_NAME = Object.fromEntries(Object.entries(grpc.status).map(([k, v]) => [v, k]));
@@ -65,7 +90,8 @@ function parseArgs(argv) {
       if (!(t > 0)) throw new Usage('--timeout needs seconds > 0');
       o.timeout = t;
     } else if (['target', 'body-file', 'body-lines', 'subset', 'subset-json', 'request-id', 'hex', 'bytes-file',
-      'expect', 'service', 'served', 'response-content-type', 'expect-endpoint'].includes(key)) {
+      'expect', 'service', 'served', 'response-content-type', 'expect-endpoint',
+      'decode-request-id'].includes(key)) {
       o[key] = val;
     } else {
       throw new Usage('unknown option --' + key);
@@ -219,10 +245,11 @@ function oneRequest(client, o, body, id, live, deadline) {
     }
 
     async function sendRequest() {
-      const extra = [[':authority', 'standin.eldr.test'], [':path', '/v1/completions'], [':method', 'POST'],
+      const extra = [[':authority', 'standin.eldr.test'], [':path', o.path || '/v1/completions'], [':method', 'POST'],
         [':scheme', 'http'], ['content-type', 'application/json']];
       if (!noBody) extra.push(['content-length', String(body.length)]);
       extra.push(['x-forwarded-proto', 'http'], ['x-request-id', id]);
+      for (const kv of o.extra_headers || []) extra.push(kv);
       const first = {
         request_headers: { headers: headerList(o, extra), end_of_stream: noBody },
         protocol_config: {
@@ -249,9 +276,16 @@ function oneRequest(client, o, body, id, live, deadline) {
 
     async function sendResponse() {
       r.phase = 'response_headers';
-      const status = o['response-status'] !== undefined ? o['response-status'] : 200;
-      const n = o['response-body-bytes'] !== undefined ? o['response-body-bytes'] : 256;
-      respBody = responseBody(n, id);
+      let status = o['response-status'] !== undefined ? o['response-status'] : 200;
+      let n = o['response-body-bytes'] !== undefined ? o['response-body-bytes'] : 256;
+      if (o.upstream) {
+        // Envoy forwards the body the picker streamed back to the endpoint
+        // it picked, and the answer goes through the response phases
+        const up = await o.upstream(r.endpoint, Buffer.concat(reqEcho), id);
+        status = up.status; respBody = up.body; n = respBody.length;
+      } else {
+        respBody = responseBody(n, id);
+      }
       r.resp_status = status; r.resp_sent_bytes = n;
       const served = o.served !== undefined ? o.served : (r.endpoint || r.metadata_endpoint || '').split(',')[0];
       const rmd = o['no-metadata'] ? undefined
@@ -304,6 +338,7 @@ function oneRequest(client, o, body, id, live, deadline) {
       if (respBody.length > 0 && !respEchoEos) return;
       const echo = Buffer.concat(respEcho);
       r.resp_echo_ok = echo.equals(respBody);
+      Object.defineProperty(r, 'resp_echo', { value: echo, enumerable: false });
       if (!r.resp_echo_ok) {
         return fail(`response body echo differs: ${echo.length} vs ${respBody.length} bytes, first difference at byte ${firstDiff(echo, respBody)}`);
       }
@@ -453,6 +488,98 @@ async function cmdPick(o) {
       max_concurrency: live.max, concurrency: conc, connections: clients.length, elapsed_ms: Date.now() - t0,
     }) + '\n');
   }
+  return bad ? 1 : 0;
+}
+
+// JSON with sorted keys, as Go's encoding/json writes a map[string]any.
+function goJSON(v) {
+  if (Array.isArray(v)) return '[' + v.map(goJSON).join(',') + ']';
+  if (v && typeof v === 'object') {
+    return '{' + Object.keys(v).sort().map((k) => JSON.stringify(k) + ':' + goJSON(v[k])).join(',') + '}';
+  }
+  return JSON.stringify(v === undefined ? null : v);
+}
+
+// POST body to http://endpoint/path with the call's headers: {status, body}.
+function httpPost(endpoint, path, body, headers, deadline) {
+  const http = require('http');
+  const [host, port] = [endpoint.slice(0, endpoint.lastIndexOf(':')), Number(endpoint.slice(endpoint.lastIndexOf(':') + 1))];
+  return new Promise((resolve) => {
+    const req = http.request({ host, port, path, method: 'POST', timeout: Math.max(1, deadline - Date.now()),
+      headers: Object.assign({ 'content-type': 'application/json', 'content-length': body.length }, headers) }, (res) => {
+      const parts = [];
+      res.on('data', (c) => parts.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(parts) }));
+    });
+    req.on('error', (e) => resolve({ status: 502, body: Buffer.from(JSON.stringify({ error: 'envoy stand-in: ' + e.message })) }));
+    req.on('timeout', () => req.destroy(new Error('upstream timeout')));
+    req.end(body);
+  });
+}
+
+async function cmdCoordinate(o) {
+  if (!o['body-lines']) throw new Usage('coordinate needs --body-lines F');
+  const bodies = readBodies(o).map((b) => JSON.parse(b.toString('utf8')));
+  const n = bodies.length;
+  const conc = Math.max(1, o.concurrency || 1);
+  const clients = makeClients(o, 1);
+  const deadline = Date.now() + o.timeout * 1000;
+  const live = { open: 0, max: 0 };
+  const baseId = o['request-id'] || `coord-${process.pid}-${Date.now().toString(36)}`;
+  const otherId = o['decode-request-id'] === 'other';
+  const results = new Array(n);
+  let next = 0;
+  async function one(i) {
+    const client = bodies[i];
+    const rid = `${baseId}-${i}`;
+    const out = { index: i, id: rid, ok: false, error: null };
+    const upstream = (path) => (endpoint, body, id) => httpPost(endpoint, path, body, { 'x-request-id': id }, deadline);
+    // the prefill call (prefill.go, nixl.go, utils.go)
+    const pf = {
+      request_id: rid, model: client.model, prompt: client.prompt,
+      kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false, remote_engine_id: null,
+        remote_block_ids: null, remote_host: null, remote_port: null },
+      max_tokens: 1, stream: false,
+    };
+    const po = Object.assign({}, o, { header: [], extra_headers: [['epp-profile', 'prefill']],
+      upstream: upstream('/v1/completions') });
+    const p = await oneRequest(clients[0], po, Buffer.from(goJSON(pf)), rid, live, deadline);
+    out.prefill_endpoint = p.endpoint; out.prefill_status = p.resp_status;
+    out.prefill_immediate = p.immediate_status; out.prefill_answer_echo_ok = p.resp_echo_ok;
+    if (!p.ok || p.immediate_status !== null || p.resp_status !== 200) {
+      out.error = 'prefill: ' + (p.error || `status ${p.immediate_status || p.resp_status}`);
+      return out;
+    }
+    // the coordinator reads the answer as the gateway hands it back
+    let kv;
+    try { kv = JSON.parse(p.resp_echo.toString('utf8')).kv_transfer_params; } catch (e) { kv = null; }
+    if (!kv || typeof kv !== 'object') { out.error = 'prefill answer without kv_transfer_params'; return out; }
+    // the decode call (decode.go, decode_proxy.go, nixl.go)
+    const dkv = Object.assign({}, kv, { do_remote_decode: false, do_remote_prefill: true });
+    const db = Object.assign({}, client, { kv_transfer_params: dkv });
+    const did = otherId ? rid + '-decode' : rid;
+    const dd = Object.assign({}, o, { header: [], extra_headers: [['epp-profile', 'decode']],
+      upstream: upstream('/v1/completions') });
+    const d = await oneRequest(clients[0], dd, Buffer.from(goJSON(db)), did, live, deadline);
+    out.decode_id = did; out.decode_endpoint = d.endpoint; out.decode_status = d.resp_status;
+    out.decode_immediate = d.immediate_status; out.remote_engine_id = kv.remote_engine_id;
+    out.remote_request_id = kv.remote_request_id;
+    if (!d.ok || d.immediate_status !== null) { out.error = 'decode: ' + (d.error || `status ${d.immediate_status}`); return out; }
+    out.ok = true;
+    return out;
+  }
+  async function worker() {
+    while (next < n) {
+      const i = next++;
+      results[i] = await one(i);
+      process.stdout.write(JSON.stringify(results[i]) + '\n');
+      if (!results[i].ok) process.stderr.write(`envoy.js: coordinate ${results[i].id}: ${results[i].error}\n`);
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(conc, n) }, worker));
+  for (const c of clients) c.close();
+  const bad = results.filter((r) => !r.ok).length;
+  process.stdout.write(JSON.stringify({ summary: true, requests: n, ok: n - bad, failed: bad }) + '\n');
   return bad ? 1 : 0;
 }
 
@@ -613,6 +740,7 @@ async function main() {
       case 'cancel': return await cmdCancel(o);
       case 'raw': return await cmdRaw(o);
       case 'health': return await cmdHealth(o);
+      case 'coordinate': return await cmdCoordinate(o);
       default: throw new Usage('unknown command ' + o.cmd);
     }
   } catch (e) {

@@ -133,12 +133,19 @@ void opts_usage(FILE *f)
             "                            --admin-token-file). Without it the client's own\n"
             "                            Authorization header is forwarded\n"
             "  --ext-proc HOST:PORT      serve Envoy's ext_proc (gRPC, cleartext HTTP/2) as\n"
-            "                            the decode pool's endpoint picker of a Kubernetes\n"
-            "                            inference gateway, beside the HTTP API; needs\n"
+            "                            the endpoint picker of a Kubernetes inference\n"
+            "                            gateway's P/D pool (EPP-Profile prefill and\n"
+            "                            decode), beside the HTTP API; needs\n"
             "                            --endpoints (docs/gateway.md)\n"
-            "  --endpoints FILE          the decode endpoints in llm-d's file-discovery\n"
-            "                            format (YAML or JSON), K of them, in worker order\n"
-            "                            or by name; reloaded when the file is replaced\n"
+            "  --endpoints FILE          the endpoints in llm-d's file-discovery format\n"
+            "                            (YAML or JSON): K decode ones (role decode or no\n"
+            "                            role label), in worker order or by name, and the\n"
+            "                            prefill ones (labels llm-d.ai/role or role:\n"
+            "                            prefill), one per --prefill-workers name, for the\n"
+            "                            EPP-Profile: prefill calls; reloaded when replaced\n"
+            "  --join-max N              --ext-proc: prefill answers kept for their decode\n"
+            "                            call (default 4096; past it the oldest is evicted)\n"
+            "  --join-ttl S              --ext-proc: how long one is kept (default 60 s)\n"
             "  --kv-events URL,...       subscribe to vLLM's KV cache events (ZMQ PUB,\n"
             "                            vLLM's --kv-events-config endpoint), one\n"
             "                            tcp://HOST:PORT per prefill worker in\n"
@@ -318,6 +325,8 @@ static void defaults(eldrd_opts *o)
     o->health_path = "/health";
     o->stream_buffer = 1 << 20;
     o->upstream_idle = 60;
+    o->join_max = 4096;
+    o->join_ttl = 60;
     o->refit_window = NAN;       /* given or not: --refit-window needs --refit-every */
     o->refit_max_rows = -1;
 }
@@ -330,7 +339,7 @@ enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBOD
        O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS, O_MAXKV, O_MAXMODEL, O_BUDGET,
        O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK, O_ROUTEAPI, O_EXTPROC, O_ENDPOINTS,
        O_EJECT_AFTER, O_EJECT_TIME, O_HEALTH_INT, O_HEALTH_PATH, O_STREAM_BUF, O_UP_IDLE,
-       O_KVEV, O_KVEV_REPLAY, O_KVEV_TOPIC };
+       O_KVEV, O_KVEV_REPLAY, O_KVEV_TOPIC, O_JOIN_MAX, O_JOIN_TTL };
 
 /* A number of seconds in [lo, hi]. */
 static int parse_secs(const char *opt, const char *arg, double lo, double hi, double *out,
@@ -471,6 +480,15 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     case O_KVEV_TOPIC:
         o->kv_events_topic = arg;
         return 0;
+    case O_JOIN_MAX:
+        if (parse_ll("--join-max", arg, 1, 1 << 20, &v, err, errlen) < 0)
+            return -1;
+        o->join_max = (int)v;
+        o->join_given = 1;
+        return 0;
+    case O_JOIN_TTL:
+        o->join_given = 1;
+        return parse_secs("--join-ttl", arg, 0.1, 3600, &o->join_ttl, err, errlen);
     case O_DECISIONS:
         if (parse_ll("--decisions", arg, 1, 1 << 20, &v, err, errlen) < 0)
             return -1;
@@ -683,6 +701,8 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"kv-events", required_argument, 0, O_KVEV},
         {"kv-events-replay", required_argument, 0, O_KVEV_REPLAY},
         {"kv-events-topic", required_argument, 0, O_KVEV_TOPIC},
+        {"join-max", required_argument, 0, O_JOIN_MAX},
+        {"join-ttl", required_argument, 0, O_JOIN_TTL},
         {0, 0, 0, 0},
     };
     defaults(o);
@@ -734,6 +754,11 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         return eldr_errf(err, errlen, o->xp_host[0] ? "--ext-proc needs --endpoints FILE (the "
                          "decode pool's addresses, llm-d's file-discovery format)"
                          : "--endpoints is for the gateway's picker: add --ext-proc HOST:PORT");
+    }
+    if (o->join_given && !o->xp_host[0]) {
+        opts_free(o);
+        return eldr_errf(err, errlen, "--join-max and --join-ttl are for the gateway's picker: "
+                         "add --ext-proc HOST:PORT");
     }
     if (!o->proxy && o->upstream_key_file) {
         opts_free(o);

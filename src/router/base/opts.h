@@ -76,6 +76,9 @@ typedef struct eldrd_opts {
     const char *kv_events;       /* --kv-events URL,..., one per prefill worker */
     const char *kv_events_replay; /* --kv-events-replay URL,... (NULL: none) */
     const char *kv_events_topic; /* --kv-events-topic (NULL: "") */
+    int join_max;                /* --join-max N prefill answers awaiting their decode call */
+    double join_ttl;             /* --join-ttl S each may wait */
+    int join_given;              /* either given (they need --ext-proc) */
     int help;                    /* --help given */
     int version;                 /* --version given */
 } eldrd_opts;

@@ -159,6 +159,48 @@ static int get_labels(vctx *v, const tnode *m, int i, endpoint *e)
     return 0;
 }
 
+/* llm-d's roles (pkg/epp/framework/plugins/scheduling/filter/bylabel/
+ * roles.go): which of its filters take an endpoint with each value. */
+static const struct {
+    const char *name;
+    int roles;
+} role_names[] = {
+    {"decode", EP_ROLE_DECODE},
+    {"prefill", EP_ROLE_PREFILL},
+    {"encode", EP_ROLE_ENCODE},
+    {"prefill-decode", EP_ROLE_PREFILL | EP_ROLE_DECODE},
+    {"both", EP_ROLE_PREFILL | EP_ROLE_DECODE},
+    {"encode-prefill", EP_ROLE_ENCODE | EP_ROLE_PREFILL},
+    {"encode-prefill-decode", EP_ROLE_ENCODE | EP_ROLE_PREFILL | EP_ROLE_DECODE},
+};
+
+static const char *label_of(const endpoint *e, const char *key)
+{
+    for (int j = 0; j < e->nlabels; j++)
+        if (!strcmp(e->labels[j].key, key))
+            return e->labels[j].value;
+    return NULL;
+}
+
+static int get_roles(vctx *v, const tnode *m, int i, endpoint *e)
+{
+    const char *key = "llm-d.ai/role", *r = label_of(e, key);
+    if (!r)
+        r = label_of(e, key = "role");
+    if (!r) {
+        e->roles = EP_ROLE_DECODE;   /* llm-d's decode filter takes unlabelled endpoints */
+        return 0;
+    }
+    for (size_t j = 0; j < sizeof role_names / sizeof *role_names; j++)
+        if (!strcmp(r, role_names[j].name)) {
+            e->roles = role_names[j].roles;
+            return 0;
+        }
+    return vfail(v, m->line, "endpoints[%d].labels.%s: \"%.64s\" is not one of llm-d's roles "
+                 "(decode, prefill, encode, prefill-decode, both, encode-prefill, "
+                 "encode-prefill-decode)", i, key, r);
+}
+
 static int get_entry(vctx *v, const tnode *m, int i, endpoint *e)
 {
     e->line = m->line;
@@ -184,6 +226,8 @@ static int get_entry(vctx *v, const tnode *m, int i, endpoint *e)
     free(port);
     if (rc == 0)
         rc = get_labels(v, m, i, e);
+    if (rc == 0)
+        rc = get_roles(v, m, i, e);
     if (rc == 0)
         snprintf(e->hostport, sizeof e->hostport, "%s:%d", e->address, e->port);
     return rc;
@@ -421,10 +465,11 @@ static int find_worker(const void *key, const void *elem)
     return strcmp(k->name, k->workers[*(const int *)elem]);
 }
 
-/* By name: the number of endpoints whose name is a worker's (n when the
- * mapping is complete, ep_of_worker filled); -1 when the worker names are
- * not distinct; -2 out of memory. */
-static int map_by_name(const endpoint_set *s, char *const *workers, int K, int *ep_of_worker)
+/* By name: the number of entries (sel[n], indices into s) whose name is
+ * a worker's (K when the mapping is complete, ep_of_worker filled); -1
+ * when the worker names are not distinct; -2 out of memory. */
+static int map_by_name(const endpoint_set *s, const int *sel, int n, char *const *workers, int K,
+                       int *ep_of_worker)
 {
     int *idx = sorted_idx(K, by_worker_name, (void *)workers);
     if (!idx)
@@ -435,11 +480,11 @@ static int map_by_name(const endpoint_set *s, char *const *workers, int K, int *
             matched = -1;
     for (int k = 0; k < K; k++)
         ep_of_worker[k] = -1;
-    for (int i = 0; i < s->n && matched >= 0; i++) {
-        name_key key = {s->v[i].name, workers};
+    for (int i = 0; i < n && matched >= 0; i++) {
+        name_key key = {s->v[sel[i]].name, workers};
         int *hit = bsearch(&key, idx, (size_t)K, sizeof *idx, find_worker);
         if (hit && ep_of_worker[*hit] < 0) {
-            ep_of_worker[*hit] = i;
+            ep_of_worker[*hit] = sel[i];
             matched++;
         }
     }
@@ -447,28 +492,65 @@ static int map_by_name(const endpoint_set *s, char *const *workers, int K, int *
     return matched;
 }
 
-int endpoints_map(const endpoint_set *s, char *const *workers, int K, int *ep_of_worker,
-                  char *err, size_t errlen)
+int endpoints_map_role(const endpoint_set *s, int role, char *const *workers, int K,
+                       int *ep_of_worker, char *err, size_t errlen)
 {
-    if (s->n != K) {
-        snprintf(err, errlen, "%s has %d endpoint%s; the model has %d worker%s", s->source, s->n,
-                 s->n == 1 ? "" : "s", K, K == 1 ? "" : "s");
-        return -1;
-    }
-    err[0] = '\0';
-    int matched = workers ? map_by_name(s, workers, K, ep_of_worker) : 0;
-    if (matched == -2) {
+    int *sel = malloc((size_t)(s->n > 0 ? s->n : 1) * sizeof *sel), n = 0;
+    if (!sel) {
         snprintf(err, errlen, "%s: out of memory", s->source);
         return -1;
     }
-    if (matched == K)
-        return 1;
-    for (int k = 0; k < K; k++)
-        ep_of_worker[k] = k;
-    if (matched > 0)
-        snprintf(err, errlen, "%s: mapped by file order: only %d of %d endpoint names are "
-                 "worker names", s->source, matched, K);
-    return 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i].roles & role)
+            sel[n++] = i;
+    const char *what = n == s->n ? "" : role == EP_ROLE_PREFILL ? "prefill " : "decode ";
+    if (n != K) {
+        if (role == EP_ROLE_PREFILL)
+            snprintf(err, errlen, "%s has %d prefill endpoint%s; --prefill-workers names %d",
+                     s->source, n, n == 1 ? "" : "s", K);
+        else
+            snprintf(err, errlen, "%s has %d %sendpoint%s; the model has %d worker%s", s->source,
+                     n, what, n == 1 ? "" : "s", K, K == 1 ? "" : "s");
+        free(sel);
+        return -1;
+    }
+    err[0] = '\0';
+    int matched = workers ? map_by_name(s, sel, n, workers, K, ep_of_worker) : 0;
+    int rc = 0;
+    if (matched == -2) {
+        snprintf(err, errlen, "%s: out of memory", s->source);
+        rc = -1;
+    } else if (matched == K) {
+        rc = 1;
+    } else {
+        for (int k = 0; k < K; k++)
+            ep_of_worker[k] = sel[k];
+        if (matched > 0)
+            snprintf(err, errlen, "%s: mapped by file order: only %d of %d %sendpoint names are "
+                     "%s names", s->source, matched, K, what,
+                     role == EP_ROLE_PREFILL ? "prefill worker" : "worker");
+    }
+    free(sel);
+    return rc;
+}
+
+int endpoints_map(const endpoint_set *s, char *const *workers, int K, int *ep_of_worker,
+                  char *err, size_t errlen)
+{
+    return endpoints_map_role(s, EP_ROLE_DECODE, workers, K, ep_of_worker, err, errlen);
+}
+
+int64_t endpoints_address_key(const char *a, size_t len)
+{
+    char buf[16];
+    if (len == 0 || len >= sizeof buf || memchr(a, ':', len))
+        return -1;
+    memcpy(buf, a, len);
+    buf[len] = '\0';
+    struct in_addr in;
+    if (inet_pton(AF_INET, buf, &in) != 1)
+        return -1;
+    return (int64_t)ntohl(in.s_addr) << 16;
 }
 
 int64_t endpoints_hostport_key(const char *hp, size_t len)

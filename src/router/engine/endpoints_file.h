@@ -10,6 +10,14 @@
  *       port: "8000"            required, a string holding 1..65535
  *       labels: {rank: "0"}     optional, string keys and values
  *
+ * A role: labels["llm-d.ai/role"] (llm-d's key, bylabel/roles.go), else
+ * labels["role"]: decode, prefill, encode, prefill-decode (or its old name
+ * both), encode-prefill, encode-prefill-decode; no role is decode, as
+ * llm-d's decode filter takes unlabelled endpoints and its prefill filter
+ * does not. Another value is refused. The model's K decode workers map
+ * onto the entries with the decode role; the prefill workers
+ * (--prefill-workers) onto those with the prefill role.
+ *
  * YAML (libyaml) or JSON (jansson; the file is JSON when its first byte
  * that is not white space is '{'). A file is taken whole or not at all:
  * every error is one line naming the file, the line and the field, as
@@ -45,7 +53,12 @@ typedef struct endpoint {
     ep_label *labels;
     int nlabels;
     int line;                        /* where the entry starts (1-based) */
+    int roles;                       /* EP_ROLE_* bits, from the role label */
 } endpoint;
+
+#define EP_ROLE_DECODE 1
+#define EP_ROLE_PREFILL 2
+#define EP_ROLE_ENCODE 4
 
 /* One file's endpoints, in file order. Owns everything it points to. */
 typedef struct endpoint_set {
@@ -82,10 +95,18 @@ void endpoints_free(endpoint_set *s);
  * workers". */
 int endpoints_map(const endpoint_set *s, char *const *workers, int K, int *ep_of_worker,
                   char *err, size_t errlen);
+/* The same over the entries with a role (EP_ROLE_*) only: endpoints_map
+ * is it for EP_ROLE_DECODE. The count's message then says "decode" or
+ * "prefill" endpoints when the file holds others. */
+int endpoints_map_role(const endpoint_set *s, int role, char *const *workers, int K,
+                       int *ep_of_worker, char *err, size_t errlen);
 
 /* "a.b.c.d:port" (len bytes, no NUL needed) as one number, or -1 when it
  * is not a dotted IPv4 address and a port 1..65535. */
 int64_t endpoints_hostport_key(const char *hp, size_t len);
+/* A bare "a.b.c.d" (no port) as the key of its port 0: the keys of every
+ * port at that address are (key, key + 65535]. -1 when not an address. */
+int64_t endpoints_address_key(const char *a, size_t len);
 
 /* ---- the table: the current set and its mapping, reloaded ----
  *
@@ -137,6 +158,25 @@ int endpoints_table_hostport(endpoints_table *t, int k, char out[EP_HOSTPORT_MAX
 /* The worker whose endpoint is "ip:port" (hp[len], for Envoy's subset
  * hint), or -1 when none is. */
 int endpoints_table_worker_of(endpoints_table *t, const char *hp, size_t len);
+
+/* The prefill workers (--prefill-workers names[n]) that the entries with
+ * the prefill role map onto, by name or by order (endpoints_map_role);
+ * kept for later reloads. A file without such entries maps none (the
+ * prefill profile then has no endpoint). -1 and err when the current file
+ * does not map (the previous mapping stays). */
+int endpoints_table_set_prefill(endpoints_table *t, char *const *names, int n, char *err,
+                                size_t errlen);
+/* The prefill workers mapped (0: none), and prefill worker i's "ip:port"
+ * (0, or -1 when i is not one). */
+int endpoints_table_n_prefill(endpoints_table *t);
+int endpoints_table_prefill_hostport(endpoints_table *t, int i, char out[EP_HOSTPORT_MAX]);
+
+/* One entry of Envoy's subset hint (s[len]): mask[k] = 1 for the decode
+ * worker at that "ip:port", or, for a bare "ip" without a port, for every
+ * decode worker at that address (GIE keeps only the address of an entry,
+ * requestcontrol/candidates.go). Returns how many it newly marked, or -1
+ * when s is neither. */
+int endpoints_table_subset(endpoints_table *t, const char *s, size_t len, uint8_t *mask);
 
 /* fn(cls, k, endpoint of worker k) for every worker, in worker order,
  * under the table's lock (fn must not call the table). */

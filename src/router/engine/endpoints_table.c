@@ -18,6 +18,8 @@ typedef struct ep_view {
     int *ep_of_worker;               /* K */
     int64_t *keys;                   /* K hostport keys, ascending */
     int *worker_of_key;              /* K */
+    int nP;                          /* prefill workers mapped (0: none, or no file entry) */
+    int *ep_of_prefill;              /* nP */
 } ep_view;
 
 /* What stat says of the path; err: the errno of a failed stat. */
@@ -38,6 +40,8 @@ struct endpoints_table {
     /* the writer's (under wlock) */
     char **workers;                  /* the workers to map onto, NULL: none named */
     int K;
+    char **pworkers;                 /* the prefill workers (endpoints_table_set_prefill) */
+    int nP;                          /* their number; -1 not set: prefill entries unmapped */
     char *text;                      /* the current set's file content */
     size_t tlen;
     file_sig cur, bad;               /* the file of the current set; the last refused */
@@ -52,6 +56,7 @@ static void view_free(ep_view *v)
     free(v->ep_of_worker);
     free(v->keys);
     free(v->worker_of_key);
+    free(v->ep_of_prefill);
     free(v);
 }
 
@@ -87,9 +92,18 @@ static int view_index(ep_view *v)
     return ok ? 0 : -1;
 }
 
+static int prefill_entries(const endpoint_set *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        n += (s->v[i].roles & EP_ROLE_PREFILL) != 0;
+    return n;
+}
+
 /* A view of set (taken over: emptied) mapped onto workers[K]; NULL and
  * err when it does not map (set is then freed). */
-static ep_view *view_new(endpoint_set *set, char *const *workers, int K, char *err, size_t errlen)
+static ep_view *view_new(endpoint_set *set, char *const *workers, int K, char *const *pworkers,
+                         int nP, char *err, size_t errlen)
 {
     ep_view *v = calloc(1, sizeof *v);
     if (!v) {
@@ -110,6 +124,22 @@ static ep_view *view_new(endpoint_set *set, char *const *workers, int K, char *e
         snprintf(err, errlen, "out of memory");
         v->by_name = -1;
     }
+    if (v->by_name >= 0 && nP > 0 && prefill_entries(&v->set) > 0) {
+        /* the prefill entries map onto the prefill workers as the decode
+         * ones onto the model's; a file without any leaves nP 0 */
+        char note[256];
+        v->ep_of_prefill = malloc((size_t)nP * sizeof *v->ep_of_prefill);
+        if (!v->ep_of_prefill) {
+            snprintf(err, errlen, "out of memory");
+            v->by_name = -1;
+        } else if (endpoints_map_role(&v->set, EP_ROLE_PREFILL, pworkers, nP, v->ep_of_prefill,
+                                      note, sizeof note) < 0) {
+            snprintf(err, errlen, "%s", note);
+            v->by_name = -1;
+        } else {
+            v->nP = nP;
+        }
+    }
     if (v->by_name < 0) {
         view_free(v);
         return NULL;
@@ -124,21 +154,31 @@ static void free_workers(char **w, int K)
     free(w);
 }
 
-/* Copy workers[K] (NULL stays NULL) as the ones to map onto; -1 out of
- * memory. */
-static int set_workers(endpoints_table *t, char *const *workers, int K)
+/* A copy of names[n] (NULL stays NULL) in *out; -1 out of memory. */
+static int copy_names(char *const *names, int n, char ***out)
 {
     char **w = NULL;
-    if (workers) {
-        w = calloc((size_t)(K > 0 ? K : 1), sizeof *w);
+    if (names) {
+        w = calloc((size_t)(n > 0 ? n : 1), sizeof *w);
         if (!w)
             return -1;
-        for (int k = 0; k < K; k++)
-            if (!(w[k] = strdup(workers[k]))) {
+        for (int k = 0; k < n; k++)
+            if (!(w[k] = strdup(names[k]))) {
                 free_workers(w, k);
                 return -1;
             }
     }
+    *out = w;
+    return 0;
+}
+
+/* Copy workers[K] (NULL stays NULL) as the ones to map onto; -1 out of
+ * memory. */
+static int set_workers(endpoints_table *t, char *const *workers, int K)
+{
+    char **w;
+    if (copy_names(workers, K, &w) < 0)
+        return -1;
     free_workers(t->workers, t->K);
     t->workers = w;
     t->K = K;
@@ -188,7 +228,7 @@ static int take(endpoints_table *t, char *text, size_t len, int reload, double n
     endpoint_set set;
     if (endpoints_parse(text, len, t->path, &set, err, errlen) < 0)
         return -1;
-    ep_view *v = view_new(&set, t->workers, t->K, err, errlen);
+    ep_view *v = view_new(&set, t->workers, t->K, t->pworkers, t->nP, err, errlen);
     if (!v)
         return -1;
     swap_in(t, v, reload, now);
@@ -210,6 +250,7 @@ endpoints_table *endpoints_table_open(const char *path, char *const *workers, in
     }
     pthread_mutex_init(&t->lock, NULL);
     pthread_mutex_init(&t->wlock, NULL);
+    t->nP = -1;
     if (!(t->path = strdup(path)) || set_workers(t, workers, K) < 0) {
         snprintf(err, errlen, "out of memory");
         endpoints_table_free(t);
@@ -234,6 +275,7 @@ void endpoints_table_free(endpoints_table *t)
         return;
     view_free(t->view);
     free_workers(t->workers, t->K);
+    free_workers(t->pworkers, t->nP);
     free(t->text);
     free(t->path);
     pthread_mutex_destroy(&t->lock);
@@ -366,4 +408,80 @@ void endpoints_table_each(endpoints_table *t, void (*fn)(void *cls, int k, const
     for (int k = 0; k < v->K; k++)
         fn(cls, k, &v->set.v[v->ep_of_worker[k]]);
     pthread_mutex_unlock(&t->lock);
+}
+
+int endpoints_table_set_prefill(endpoints_table *t, char *const *names, int n, char *err,
+                                size_t errlen)
+{
+    pthread_mutex_lock(&t->wlock);
+    char **w;
+    int rc = copy_names(names, n, &w);
+    if (rc < 0) {
+        snprintf(err, errlen, "out of memory");
+    } else {
+        char **old = t->pworkers;
+        int oldn = t->nP;
+        t->pworkers = w;
+        t->nP = n;
+        rc = take(t, t->text, t->tlen, 0, t->st.loaded_at, err, errlen);
+        if (rc < 0) {   /* the previous mapping stays, and so do its names */
+            free_workers(w, n);
+            t->pworkers = old;
+            t->nP = oldn;
+        } else {
+            free_workers(old, oldn);
+        }
+    }
+    pthread_mutex_unlock(&t->wlock);
+    return rc;
+}
+
+int endpoints_table_n_prefill(endpoints_table *t)
+{
+    pthread_mutex_lock(&t->lock);
+    int n = t->view->nP;
+    pthread_mutex_unlock(&t->lock);
+    return n;
+}
+
+int endpoints_table_prefill_hostport(endpoints_table *t, int i, char out[EP_HOSTPORT_MAX])
+{
+    int rc = -1;
+    pthread_mutex_lock(&t->lock);
+    const ep_view *v = t->view;
+    if (i >= 0 && i < v->nP) {
+        memcpy(out, v->set.v[v->ep_of_prefill[i]].hostport, EP_HOSTPORT_MAX);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+int endpoints_table_subset(endpoints_table *t, const char *s, size_t len, uint8_t *mask)
+{
+    int64_t key = endpoints_hostport_key(s, len), hi = key;
+    if (key < 0) {   /* a bare address: every port there (GIE's candidates.go) */
+        if ((key = endpoints_address_key(s, len)) < 0)
+            return -1;
+        hi = key + 65535;
+    }
+    int n = 0;
+    pthread_mutex_lock(&t->lock);
+    const ep_view *v = t->view;
+    /* the first key >= key, then along the sorted keys up to hi */
+    size_t lo = 0, up = (size_t)v->K;
+    while (lo < up) {
+        size_t mid = (lo + up) / 2;
+        if (v->keys[mid] < key)
+            lo = mid + 1;
+        else
+            up = mid;
+    }
+    for (size_t j = lo; j < (size_t)v->K && v->keys[j] <= hi; j++) {
+        int k = v->worker_of_key[j];
+        n += !mask[k];
+        mask[k] = 1;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return n;
 }

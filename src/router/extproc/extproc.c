@@ -11,8 +11,10 @@
 #include "decide.h"
 #include "grpc_srv.h"
 #include "log.h"
+#include "routed.h"
 #include "signature.h"
 #include "wire.h"
+#include "xp_join.h"
 #include "xp_msg.h"
 #include "xp_sig.h"
 
@@ -22,10 +24,18 @@
 #define HEALTH_PATH "/grpc.health.v1.Health/Check"
 
 /* What a pick's signal came from, and how picks ended. */
-enum { SRC_BODY, SRC_HEADER, SRC_NONE, N_SRC };
+enum { SRC_BODY, SRC_HEADER, SRC_ROUTED, SRC_NONE, N_SRC };
 enum { OUT_PICKED, OUT_NO_ENDPOINT, OUT_BAD_SIGNAL, OUT_TOO_LARGE, OUT_DRAINING,
        OUT_REFUSED, OUT_BAD_MESSAGE, OUT_CANCELLED, N_OUT };
-static const char *const src_name[N_SRC] = {"body", "header", "none"};
+static const char *const src_name[N_SRC] = {"body", "header", "routed_experts", "none"};
+/* The EPP-Profile of a call (llm-d's coordinator, gateway/paths.go). */
+enum { PROF_DECODE, PROF_PREFILL, PROF_ENCODE, PROF_OTHER, N_PROF };
+static const char *const prof_name[N_PROF] = {"decode", "prefill", "encode", "other"};
+/* Why a prefill answer gave the join nothing. */
+enum { UNREAD_STATUS, UNREAD_MODE, UNREAD_TOO_LARGE, UNREAD_NO_ROUTING, UNREAD_BAD,
+       UNREAD_NO_KEY, N_UNREAD };
+static const char *const unread_name[N_UNREAD] = {"status", "body_mode", "too_large",
+                                                  "no_routing", "bad_routing", "no_key"};
 static const char *const out_name[N_OUT] = {"picked", "no_endpoint", "bad_signal",
                                             "too_large", "draining", "refused",
                                             "bad_message", "cancelled"};
@@ -57,7 +67,10 @@ struct extproc {
     xp_buf sig;                  /* the body's signature, decoded (loop thread only) */
     pick_memo memo[ROUTE_MAX_WORKERS];   /* (loop thread only) */
     route_out out;
+    xp_join *join;               /* prefill answers awaiting their decode call (loop thread) */
     atomic_ullong picks[N_SRC], outcomes[N_OUT], upstream_5xx, finished, chunks_out;
+    atomic_ullong profiles[N_PROF], prefill_picks, unread[N_UNREAD];
+    atomic_uint unread_logged;   /* the reasons logged once */
     atomic_long in_flight;       /* picked, not yet finished */
     /* the drain's hand-off */
     pthread_mutex_t lock;
@@ -73,6 +86,10 @@ typedef struct xstream {
     xstate state;
     int resp_duplex;             /* echo the response body as streamed_response */
     int routed, finished, worker;
+    int profile;                 /* PROF_* */
+    int prefill;                 /* the prefill worker picked (-1: none), released once */
+    int collect;                 /* keeping the prefill's answer (body, len) for the join */
+    int has_rid;                 /* id came in x-request-id */
     char id[RB_ID_MAX];
     uint8_t *body;
     size_t len, cap;
@@ -307,32 +324,101 @@ static int signal_origin(cache_use *u, const cache_use **up, const uint8_t *sig)
     return 1;
 }
 
+/* A decode call joined to its prefill's answer (xp_join.h): by the
+ * client's x-request-id, else by the transfer ids the coordinator copied
+ * into kv_transfer_params. 1 with the prompt's counts in x->counts and *u
+ * naming the prefill worker; 0 none (a gate model routes on gates, which
+ * no engine's answer holds). */
+static int joined_counts(xstream *s, mref_t *m, const uint8_t *body, size_t n, cache_use *u)
+{
+    extproc_t *x = s->x;
+    jspan eng = {NULL, 0}, req = {NULL, 0};
+    xp_joined info;
+    if (sig_variant_uses_gate(m->m->recipe.variant))
+        return 0;
+    if (body)
+        xp_transfer_ids((const char *)body, n, &eng, &req);
+    if (!xp_join_take(x->join, s->has_rid ? s->id : NULL, eng.p, eng.n, req.p, req.n, x->counts,
+                      &info, mono_now()))
+        return 0;
+    *u = info.u;
+    return 1;
+}
+
+/* The prefill profile: a prefill endpoint on the pool's prefill ring (the
+ * prompt's text hashed, so that one prompt's prefix meets its prefix
+ * cache again; the load gate sends it on when that instance is 1.25x the
+ * least loaded; pool.h), and the response phases read for the join. */
+static void pick_prefill(xstream *s, const uint8_t *body, size_t n)
+{
+    extproc_t *x = s->x;
+    char dest[EP_HOSTPORT_MAX];
+    if (endpoints_table_n_prefill(x->ep) <= 0) {
+        immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: EPP-Profile prefill, but --endpoints "
+                  "names no prefill endpoint (labels llm-d.ai/role: prefill)");
+        return;
+    }
+    jspan key = body ? xp_prompt_key((const char *)body, n) : (jspan){"", 0};
+    int i = pool_prefill_acquire(&x->d->pool, key.p, key.n, mono_now(), -1);
+    if (endpoints_table_prefill_hostport(x->ep, i, dest) < 0) {
+        pool_prefill_release(&x->d->pool, i);
+        immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: prefill worker %d has no endpoint", i);
+        return;
+    }
+    s->prefill = i;
+    size_t len;
+    int packed = xp_pack_pick(DEST, DEST_NS, dest, &x->pk, &len);
+    send_packed(s, packed, len);
+    atomic_fetch_add(&x->prefill_picks, 1);
+    atomic_fetch_add(&x->outcomes[OUT_PICKED], 1);
+    s->state = ST_PICKED;
+}
+
+static void release_prefill(xstream *s)
+{
+    if (s->prefill >= 0)
+        pool_prefill_release(&s->x->d->pool, s->prefill);
+    s->prefill = -1;
+}
+
 /* Decide on the request's body (n bytes; none: NULL, 0) and headers. */
 static void pick(xstream *s, const uint8_t *body, size_t n)
 {
     extproc_t *x = s->x;
+    if (s->profile == PROF_PREFILL) {
+        pick_prefill(s, body, n);
+        return;
+    }
     const uint8_t *sig = NULL;
     uint8_t ok[ROUTE_MAX_WORKERS];
     size_t siglen = 0;
-    int src, nosig = 0;
+    int src = SRC_NONE, nosig = 0, have = 0;
     jspan claim;
     char why[256], dest[EP_HOSTPORT_MAX];
-    if (signal_bytes(s, body, n, &sig, &siglen, &src, &claim) < 0)
-        return;
     const uint8_t *mask;
-    const uint16_t *counts;
+    const uint16_t *counts = NULL;
     cache_use u;
-    const cache_use *up;
+    const cache_use *up = NULL;
     mref_t *m = mholder_get(&x->d->model);
     rb_err e;
     if (!ready(x)) {
         immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: the endpoints file does not map "
                   "onto the model's %d workers", x->d->K);
+    } else if (joined_counts(s, m, body, n, &u)) {
+        counts = x->counts;
+        up = &u;
+        src = SRC_ROUTED;
+        have = 1;
+    } else if (signal_bytes(s, body, n, &sig, &siglen, &src, &claim) < 0) {
+        /* answered */
     } else if (decide_read_sig(x->d, m, sig, siglen, x->counts, x->gates, why, sizeof why) < 0) {
         immediate(s, 422, OUT_BAD_SIGNAL, "eldr picker: %s", why);
-    } else if (cached_counts(s, m, claim, &counts, &u, &up) < 0) {
+    } else if (cached_counts(s, m, claim, &counts, &u, &up) == 0) {
+        have = 1;
+    }
+    if (!have) {
         /* answered */
-    } else if (signal_origin(&u, &up, sig) && eligible(s, ok, &mask) < 0) {
+    } else if ((src == SRC_ROUTED || signal_origin(&u, &up, sig)) && eligible(s, ok, &mask) < 0) {
         immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: no endpoint of the subset hint is "
                   "eligible");
     } else if (route(s, m, counts, up, mask, &nosig, &e) < 0) {
@@ -361,12 +447,44 @@ static void pick(xstream *s, const uint8_t *body, size_t n)
 
 /* ---- the request phase ---- */
 
+/* "ip:port" marks that decode worker; a bare "ip", every one there. */
 static void subset_entry(void *cls, const char *str, size_t n)
 {
     xstream *s = cls;
-    int k = endpoints_table_worker_of(s->x->ep, str, n);
-    if (k >= 0 && k < s->x->d->K)
-        s->subset[k] = 1;
+    if (endpoints_table_k(s->x->ep) == s->x->d->K)
+        endpoints_table_subset(s->x->ep, str, n, s->subset);
+}
+
+/* EPP-Profile (llm-d-router's header-profile-handler: the header's value,
+ * trimmed; absent or blank is its default profile, decode). -1 answered. */
+static int read_profile(xstream *s, const xp_in *in)
+{
+    size_t n;
+    const char *v = xp_header(in, "epp-profile", &n);
+    while (v && n && (*v == ' ' || *v == '\t'))
+        v++, n--;
+    while (v && n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    s->profile = PROF_DECODE;
+    if (v && n) {
+        s->profile = PROF_OTHER;
+        for (int p = 0; p < PROF_OTHER; p++)
+            if (strlen(prof_name[p]) == n && !memcmp(v, prof_name[p], n))
+                s->profile = p;
+    }
+    atomic_fetch_add(&s->x->profiles[s->profile], 1);
+    if (s->profile == PROF_ENCODE) {
+        immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: EPP-Profile encode is not served here: "
+                  "eldrd picks prefill and decode endpoints; give the encode calls a picker of "
+                  "their own");
+        return -1;
+    }
+    if (s->profile == PROF_OTHER) {
+        immediate(s, 400, OUT_BAD_MESSAGE, "eldr picker: EPP-Profile \"%.*s\" is not a profile "
+                  "eldrd serves (prefill, decode)", (int)(n < 64 ? n : 64), v);
+        return -1;
+    }
+    return 0;
 }
 
 static void on_request_headers(xstream *s, const xp_in *in)
@@ -391,6 +509,7 @@ static void on_request_headers(xstream *s, const xp_in *in)
         !memchr(v, '\0', n)) {
         memcpy(s->id, v, n);
         s->id[n] = '\0';
+        s->has_rid = 1;
     } else {
         new_id(s);
     }
@@ -400,6 +519,8 @@ static void on_request_headers(xstream *s, const xp_in *in)
         else
             s->has_hsig = 1;
     }
+    if (read_profile(s, in) < 0)
+        return;
     int hint = xp_subset(in, subset_entry, s);
     if (hint < 0) {
         immediate(s, 400, OUT_NO_ENDPOINT, "eldr picker: the subset hint is neither a list "
@@ -425,14 +546,14 @@ static void body_free(xstream *s)
     s->len = s->cap = 0;
 }
 
-static int keep_body(xstream *s, const uint8_t *p, size_t n)
+/* Append p[n] to s->body, within --max-body and --body-budget: 0, or
+ * GROW_TOO_LARGE, GROW_BUDGET, GROW_NO_MEMORY (nothing appended). */
+enum { GROW_TOO_LARGE = -1, GROW_BUDGET = -2, GROW_NO_MEMORY = -3 };
+static int grow_body(xstream *s, const uint8_t *p, size_t n)
 {
     long long max = s->x->d->o->max_body;
-    if ((long long)(s->len + n) > max) {
-        immediate(s, 413, OUT_TOO_LARGE, "eldr picker: the body is over --max-body (%lld "
-                  "bytes)", max);
-        return -1;
-    }
+    if ((long long)(s->len + n) > max)
+        return GROW_TOO_LARGE;
     if (s->len + n > s->cap) {
         size_t cap = s->cap ? s->cap : 16384;
         while (cap < s->len + n)
@@ -441,22 +562,34 @@ static int keep_body(xstream *s, const uint8_t *p, size_t n)
             cap = (size_t)max;
         if (metrics_body_take(&s->x->d->met, cap - s->cap, s->x->d->o->body_budget) < 0) {
             atomic_fetch_add(&s->x->d->met.body_refusals, 1);
-            immediate(s, 503, OUT_REFUSED, "eldr picker: the request bodies held reached "
-                      "--body-budget (%lld bytes)", s->x->d->o->body_budget);
-            return -1;
+            return GROW_BUDGET;
         }
         uint8_t *b = realloc(s->body, cap);
         if (!b) {
             atomic_fetch_sub(&s->x->d->met.body_bytes, (uint64_t)(cap - s->cap));
-            immediate(s, 503, OUT_REFUSED, "eldr picker: out of memory");
-            return -1;
+            return GROW_NO_MEMORY;
         }
         s->body = b;
         s->cap = cap;
     }
-    memcpy(s->body + s->len, p, n);
+    if (n)
+        memcpy(s->body + s->len, p, n);
     s->len += n;
     return 0;
+}
+
+static int keep_body(xstream *s, const uint8_t *p, size_t n)
+{
+    int rc = grow_body(s, p, n);
+    if (rc == GROW_TOO_LARGE)
+        immediate(s, 413, OUT_TOO_LARGE, "eldr picker: the body is over --max-body (%lld "
+                  "bytes)", s->x->d->o->max_body);
+    else if (rc == GROW_BUDGET)
+        immediate(s, 503, OUT_REFUSED, "eldr picker: the request bodies held reached "
+                  "--body-budget (%lld bytes)", s->x->d->o->body_budget);
+    else if (rc == GROW_NO_MEMORY)
+        immediate(s, 503, OUT_REFUSED, "eldr picker: out of memory");
+    return rc < 0 ? -1 : 0;
 }
 
 static void on_request_body(xstream *s, const xp_in *in)
@@ -497,6 +630,50 @@ static void on_request_trailers(xstream *s)
 
 /* ---- the response phase ---- */
 
+/* A prefill answer that gave the join nothing: counted by reason, and
+ * the first of each reason logged with its why. */
+static void unread(xstream *s, int reason, const char *why)
+{
+    extproc_t *x = s->x;
+    atomic_fetch_add(&x->unread[reason], 1);
+    if (!(atomic_fetch_or(&x->unread_logged, 1u << reason) & (1u << reason)))
+        log_msg("ext_proc: a prefill answer (x-request-id %s) gives no routing to join: %s%s%s "
+                "(logged once; eldr_extproc_prefill_unread_total counts them)", s->id,
+                unread_name[reason], why ? ": " : "", why ? why : "");
+}
+
+/* The prefill's answer, whole (s->body): its counts kept for the decode
+ * call, under the x-request-id and the transfer ids it hands over. */
+static void read_answer(xstream *s)
+{
+    extproc_t *x = s->x;
+    jspan eng, req;
+    xp_joined info = {.by = 0};
+    s->collect = 0;
+    const char *ans = (const char *)s->body;
+    int ids = ans ? xp_transfer_ids(ans, s->len, &eng, &req) : 0;
+    mref_t *m = mholder_get(&x->d->model);
+    int gate = sig_variant_uses_gate(m->m->recipe.variant);
+    mref_put(m);
+    memset(&info.u, 0, sizeof info.u);
+    info.u.prefill = s->prefill;
+    int rc = gate || !ans ? 0 : decide_stock_counts(x->d, s->prefill, ans, s->len, x->total,
+                                                   &info.u);
+    if (rc <= 0) {
+        int why = gate || !ans || !memmem(ans, s->len, "routed_experts", 14) ? UNREAD_NO_ROUTING
+                                                                             : UNREAD_BAD;
+        unread(s, why, gate ? "a gate model routes on gate values, which no engine's answer "
+               "holds" : info.u.note[0] ? info.u.note : ROUTED_NO_ROUTES_HINT);
+    } else if (!s->has_rid && !ids) {
+        unread(s, UNREAD_NO_KEY, "no x-request-id and no remote_engine_id/remote_request_id");
+    } else {
+        if (xp_join_put(x->join, s->has_rid ? s->id : NULL, ids ? eng.p : NULL, eng.n,
+                        ids ? req.p : NULL, req.n, x->total, &info, mono_now()) < 0)
+            unread(s, UNREAD_NO_KEY, "out of memory");
+    }
+    body_free(s);
+}
+
 /* The upstream's answer: a 5xx counts against the endpoint that served
  * (Envoy says which when it fell back to another), anything else for it. */
 static void on_response_headers(xstream *s, const xp_in *in)
@@ -516,19 +693,43 @@ static void on_response_headers(xstream *s, const xp_in *in)
             atomic_fetch_add(&s->x->upstream_5xx, 1);
         pool_report(&s->x->d->pool, POOL_DECODE, worker, code < 500, mono_now());
     }
+    if (s->prefill >= 0 && code >= 100 && code <= 599) {
+        if (code >= 500)
+            atomic_fetch_add(&s->x->upstream_5xx, 1);
+        pool_report(&s->x->d->pool, POOL_PREFILL, s->prefill, code < 500, mono_now());
+        if (code != 200)
+            unread(s, UNREAD_STATUS, NULL);
+        else if (!s->resp_duplex)   /* Envoy will not send the body: GIE's config does */
+            unread(s, UNREAD_MODE, NULL);
+        else
+            s->collect = 1;
+    }
     send_continue(s, XP_RESPONSE_HEADERS);
-    if (in->end_of_stream)
+    if (in->end_of_stream) {
+        if (s->collect)
+            read_answer(s);
+        release_prefill(s);
         finish_request(s);
+    }
 }
 
 static void on_response_body(xstream *s, const xp_in *in)
 {
+    if (s->collect && grow_body(s, in->body, in->body_len) < 0) {
+        s->collect = 0;   /* the answer goes on to the caller all the same */
+        body_free(s);
+        unread(s, UNREAD_TOO_LARGE, NULL);
+    }
     if (s->resp_duplex)
         echo(s, 1, in->body, in->body_len, in->end_of_stream);
     else
         send_continue(s, XP_RESPONSE_BODY);
-    if (in->end_of_stream)
+    if (in->end_of_stream) {
+        if (s->collect)
+            read_answer(s);
+        release_prefill(s);
         finish_request(s);
+    }
 }
 
 /* ---- the stream ---- */
@@ -540,6 +741,7 @@ static void *xs_open(void *cls, grpc_stream *gs)
         s->x = cls;
         s->gs = gs;
         s->worker = -1;
+        s->prefill = -1;
     }
     return s;
 }
@@ -547,6 +749,7 @@ static void *xs_open(void *cls, grpc_stream *gs)
 static void xs_free(xstream *s)
 {
     finish_request(s);
+    release_prefill(s);
     body_free(s);
     xp_buf_free(&s->hsig);
     free(s);
@@ -713,15 +916,16 @@ extproc_t *extproc_start(engine_t *d, evloop *l, endpoints_table *ep, char *err,
     x->total = malloc(x->cells * sizeof *x->total);
     x->gates = malloc(x->cells * sizeof *x->gates);
     x->arena = xp_arena_new();
+    x->join = xp_join_new((size_t)d->o->join_max, d->o->join_ttl, x->cells);
     pthread_mutex_init(&x->lock, NULL);
     pthread_cond_init(&x->cond, NULL);
     grpc_config cfg = {.host = d->o->xp_host, .port = d->o->xp_port,
                        .max_message = (size_t)d->o->max_body + 4096,
                        .max_conns = d->o->max_conns,
                        .preface_timeout = d->o->header_timeout};
-    if (!x->counts || !x->total || !x->gates || !x->arena ||
-        !(x->g = grpc_new(l, &cfg, err, errlen))) {
-        if (!x->g && (!x->counts || !x->total || !x->gates || !x->arena))
+    int mem = x->counts && x->total && x->gates && x->arena && x->join;
+    if (!mem || !(x->g = grpc_new(l, &cfg, err, errlen))) {
+        if (!mem)
             snprintf(err, errlen, "out of memory");
         extproc_free(x);
         return NULL;
@@ -791,11 +995,52 @@ void extproc_free(extproc_t *x)
     free(x->total);
     free(x->gates);
     xp_arena_free(x->arena);
+    xp_join_free(x->join);
     xp_buf_free(&x->pk);
     xp_buf_free(&x->sig);
     for (int k = 0; k < ROUTE_MAX_WORKERS; k++)
         free(x->memo[k].p);
     free(x);
+}
+
+/* The prefill profile and the join (docs/gateway.md, "The join"). */
+static void join_metrics(extproc_t *x, strbuf *b)
+{
+    xp_join_stats js;
+    xp_join_get_stats(x->join, &js);
+    sb_str(b, "# HELP eldr_extproc_profile_total Calls by their EPP-Profile header (absent: "
+           "decode).\n# TYPE eldr_extproc_profile_total counter\n");
+    for (int i = 0; i < N_PROF; i++)
+        sb_printf(b, "eldr_extproc_profile_total{profile=\"%s\"} %llu\n", prof_name[i],
+                  atomic_load(&x->profiles[i]));
+    sb_printf(b, "# HELP eldr_extproc_prefill_picks_total Prefill endpoints picked (EPP-Profile "
+              "prefill).\n# TYPE eldr_extproc_prefill_picks_total counter\n"
+              "eldr_extproc_prefill_picks_total %llu\n", atomic_load(&x->prefill_picks));
+    sb_str(b, "# HELP eldr_extproc_prefill_unread_total Prefill answers that gave the join no "
+           "routing, by reason.\n# TYPE eldr_extproc_prefill_unread_total counter\n");
+    for (int i = 0; i < N_UNREAD; i++)
+        sb_printf(b, "eldr_extproc_prefill_unread_total{reason=\"%s\"} %llu\n", unread_name[i],
+                  atomic_load(&x->unread[i]));
+    sb_printf(b, "# HELP eldr_extproc_join_pending Prefill answers awaiting their decode call.\n"
+              "# TYPE eldr_extproc_join_pending gauge\neldr_extproc_join_pending %zu\n"
+              "# HELP eldr_extproc_join_stored_total Prefill answers kept for their decode call.\n"
+              "# TYPE eldr_extproc_join_stored_total counter\neldr_extproc_join_stored_total %llu\n"
+              "# HELP eldr_extproc_joins_total Decode calls joined to their prefill's answer, by "
+              "the key that found it.\n# TYPE eldr_extproc_joins_total counter\n"
+              "eldr_extproc_joins_total{key=\"request_id\"} %llu\n"
+              "eldr_extproc_joins_total{key=\"transfer\"} %llu\n"
+              "# HELP eldr_extproc_join_evictions_total Pending joins evicted by --join-max.\n"
+              "# TYPE eldr_extproc_join_evictions_total counter\n"
+              "eldr_extproc_join_evictions_total %llu\n"
+              "# HELP eldr_extproc_join_expiries_total Pending joins dropped after --join-ttl.\n"
+              "# TYPE eldr_extproc_join_expiries_total counter\n"
+              "eldr_extproc_join_expiries_total %llu\n"
+              "# HELP eldr_extproc_join_replaced_total Pending joins replaced by a later prefill "
+              "of the same key.\n# TYPE eldr_extproc_join_replaced_total counter\n"
+              "eldr_extproc_join_replaced_total %llu\n", js.pending,
+              (unsigned long long)js.stored, (unsigned long long)js.by_request_id,
+              (unsigned long long)js.by_transfer, (unsigned long long)js.evicted,
+              (unsigned long long)js.expired, (unsigned long long)js.replaced);
 }
 
 void extproc_metrics(void *cls, strbuf *b)
@@ -832,6 +1077,7 @@ void extproc_metrics(void *cls, strbuf *b)
     metrics_series(b, "eldr_extproc_preface_timeouts_total", "counter",
                    "Connections closed for not sending the HTTP/2 preface in time.",
                    st.preface_timeouts);
+    join_metrics(x, b);
     ep_stats es;
     endpoints_table_stats(x->ep, &es);
     metrics_series(b, "eldr_endpoints", "gauge", "Endpoints in the --endpoints file.",
@@ -873,6 +1119,17 @@ json_t *extproc_snapshot(void *cls)
     json_object_set_new(o, "requests", outs);
     json_object_set_new(o, "upstream_5xx", json_integer((json_int_t)atomic_load(
                                                &x->upstream_5xx)));
+    xp_join_stats js;
+    xp_join_get_stats(x->join, &js);
+    json_object_set_new(o, "prefill_picks", json_integer((json_int_t)atomic_load(
+                                                &x->prefill_picks)));
+    json_object_set_new(o, "join", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "pending",
+                                             (json_int_t)js.pending, "stored",
+                                             (json_int_t)js.stored, "by_request_id",
+                                             (json_int_t)js.by_request_id, "by_transfer",
+                                             (json_int_t)js.by_transfer, "evicted",
+                                             (json_int_t)js.evicted, "expired",
+                                             (json_int_t)js.expired));
     ep_stats es;
     endpoints_table_stats(x->ep, &es);
     json_t *eps = json_array();

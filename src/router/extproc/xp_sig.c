@@ -119,3 +119,40 @@ int xp_body_claim(jspan kv, int L, int E, const uint16_t *counts, rb_blocks *b, 
     json_decref(o);
     return rc;
 }
+
+/* A string member's text between its quotes ("" when absent or not a
+ * string). */
+static jspan str_inside(jspan v)
+{
+    if (v.n >= 2 && *v.p == '"')
+        return (jspan){v.p + 1, v.n - 2};
+    return (jspan){v.p, 0};
+}
+
+int xp_transfer_ids(const char *body, size_t n, jspan *engine, jspan *request)
+{
+    static const char *const keys[2] = {"remote_engine_id", "remote_request_id"};
+    const char *end = body + n, *p = js_ws(body, end);
+    jspan kv, vals[2];
+    *engine = *request = (jspan){body, 0};
+    if (p == end || *p != '{' || js_member((jspan){p, (size_t)(end - p)}, "kv_transfer_params",
+                                           NULL, &kv) != 1 || *kv.p != '{' ||
+        js_members(kv, keys, 2, NULL, vals, NULL, NULL) < 0)
+        return 0;
+    *engine = str_inside(vals[0]);
+    *request = str_inside(vals[1]);
+    return engine->n || request->n;
+}
+
+jspan xp_prompt_key(const char *body, size_t n)
+{
+    static const char *const keys[3] = {"prompt", "messages", "token_ids"};
+    const char *end = body + n, *p = js_ws(body, end);
+    jspan vals[3];
+    if (p != end && *p == '{' &&
+        js_members((jspan){p, (size_t)(end - p)}, keys, 3, NULL, vals, NULL, NULL) == 0)
+        for (int i = 0; i < 3; i++)
+            if (vals[i].n)
+                return vals[i];
+    return (jspan){body, n};
+}

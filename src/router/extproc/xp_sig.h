@@ -44,4 +44,17 @@ int xp_text_sig(const char *text, size_t n, xp_buf *sig, size_t *len, char *why,
 int xp_body_claim(jspan kv, int L, int E, const uint16_t *counts, rb_blocks *b, char *prefill,
                   size_t plen, rb_err *e);
 
+/* The transfer's own ids in a body's kv_transfer_params, as vLLM's
+ * NixlConnector writes them in the prefill's answer and llm-d's
+ * coordinator copies them into the decode body: remote_engine_id and
+ * remote_request_id, each a JSON string (the text between its quotes,
+ * escapes left as they are: both sides see the same bytes). 1 with both
+ * (either may be empty when absent), 0 when neither is there. */
+int xp_transfer_ids(const char *body, size_t n, jspan *engine, jspan *request);
+
+/* What the prefill ring hashes for a prefill call (pool_prefill_acquire):
+ * the raw text of the body's prompt (completions), messages (chat) or
+ * token_ids (vLLM's generate), else the whole body. */
+jspan xp_prompt_key(const char *body, size_t n);
+
 #endif

@@ -154,6 +154,7 @@ static int start_front(eldrd *d, char *err, size_t errlen)
     if (o->xp_host[0]) {
         if (!(d->ep = endpoints_table_open(o->endpoints_file, (char *const *)d->e.st->workers,
                                            d->e.K, mono_now(), err, errlen)) ||
+            endpoints_table_set_prefill(d->ep, o->prefill, o->n_prefill, err, errlen) < 0 ||
             !(d->xp = extproc_start(&d->e, d->loop, d->ep, err, errlen)))
             return -1;
         log_msg("ext_proc endpoint picker on %s:%d (gRPC, h2c)", o->xp_host,
