@@ -486,6 +486,87 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Roles (llm-d's bylabel/roles.go): decode workers are the entries with
+ * the decode role or none, prefill workers those with the prefill role;
+ * a prefill-decode entry is both; the prefill ones map onto
+ * --prefill-workers; a bare-IP subset entry marks every decode worker at
+ * that address. */
+static const char roles_json[] =
+    "{\"endpoints\": [\n"
+    " {\"name\": \"p0\", \"address\": \"10.0.2.1\", \"port\": \"8000\",\n"
+    "  \"labels\": {\"llm-d.ai/role\": \"prefill\"}},\n"
+    " {\"name\": \"w0\", \"address\": \"10.0.2.2\", \"port\": \"8000\"},\n"
+    " {\"name\": \"w1\", \"address\": \"10.0.2.2\", \"port\": \"8001\",\n"
+    "  \"labels\": {\"role\": \"decode\"}},\n"
+    " {\"name\": \"b0\", \"address\": \"10.0.2.3\", \"port\": \"8000\",\n"
+    "  \"labels\": {\"llm-d.ai/role\": \"prefill-decode\", \"role\": \"encode\"}},\n"
+    " {\"name\": \"e0\", \"address\": \"10.0.2.4\", \"port\": \"8000\",\n"
+    "  \"labels\": {\"role\": \"encode\"}}]}\n";
+
+static void test_roles(void **state)
+{
+    (void)state;
+    char err[512], p[128];
+    endpoint_set s;
+    assert_int_equal(endpoints_parse(roles_json, strlen(roles_json), "r.json", &s, err,
+                                     sizeof err), 0);
+    assert_int_equal(s.v[0].roles, EP_ROLE_PREFILL);
+    assert_int_equal(s.v[1].roles, EP_ROLE_DECODE);
+    assert_int_equal(s.v[2].roles, EP_ROLE_DECODE);
+    assert_int_equal(s.v[3].roles, EP_ROLE_PREFILL | EP_ROLE_DECODE);   /* llm-d.ai/role wins */
+    assert_int_equal(s.v[4].roles, EP_ROLE_ENCODE);
+    int m[3];
+    char *const dec[] = {"w1", "w0", "b0"};
+    assert_int_equal(endpoints_map(&s, dec, 3, m, err, sizeof err), 1);
+    assert_int_equal(m[0], 2);
+    assert_int_equal(m[1], 1);
+    assert_int_equal(m[2], 3);
+    assert_int_equal(endpoints_map(&s, dec, 4, m, err, sizeof err), -1);
+    assert_string_equal(err, "r.json has 3 decode endpoints; the model has 4 workers");
+    char *const pre[] = {"x", "y"};
+    assert_int_equal(endpoints_map_role(&s, EP_ROLE_PREFILL, pre, 2, m, err, sizeof err), 0);
+    assert_int_equal(m[0], 0);   /* by file order */
+    assert_int_equal(m[1], 3);
+    assert_int_equal(endpoints_map_role(&s, EP_ROLE_PREFILL, pre, 1, m, err, sizeof err), -1);
+    assert_string_equal(err, "r.json has 2 prefill endpoints; --prefill-workers names 1");
+    endpoints_free(&s);
+
+    const char bad[] = "{\"endpoints\": [{\"name\": \"a\", \"address\": \"10.0.0.1\", "
+                       "\"port\": \"1\", \"labels\": {\"role\": \"prefil\"}}]}";
+    assert_int_equal(endpoints_parse(bad, strlen(bad), "b.json", &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "b.json:1: endpoints[0].labels.role: \"prefil\" is not one of "
+                               "llm-d's roles"));
+
+    put("roles.json", roles_json);
+    path_of("roles.json", p, sizeof p);
+    endpoints_table *t = endpoints_table_open(p, dec, 3, 0.0, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(endpoints_table_n_prefill(t), 0);   /* not set yet */
+    char *const pw[] = {"p0", "b0"};
+    assert_int_equal(endpoints_table_set_prefill(t, pw, 1, err, sizeof err), -1);
+    assert_int_equal(endpoints_table_n_prefill(t), 0);   /* refused: the previous stays */
+    assert_int_equal(endpoints_table_set_prefill(t, pw, 2, err, sizeof err), 0);
+    assert_int_equal(endpoints_table_n_prefill(t), 2);
+    char hp[EP_HOSTPORT_MAX];
+    assert_int_equal(endpoints_table_prefill_hostport(t, 1, hp), 0);
+    assert_string_equal(hp, "10.0.2.3:8000");
+    assert_int_equal(endpoints_table_prefill_hostport(t, 2, hp), -1);
+    /* the subset hint: ip:port exactly, a bare ip every port there */
+    uint8_t mask[3] = {0};
+    assert_int_equal(endpoints_table_subset(t, "10.0.2.2", 8, mask), 2);
+    assert_true(mask[0] && mask[1] && !mask[2]);
+    memset(mask, 0, sizeof mask);
+    assert_int_equal(endpoints_table_subset(t, "10.0.2.2:8001", 13, mask), 1);
+    assert_true(mask[0] && !mask[1] && !mask[2]);
+    assert_int_equal(endpoints_table_subset(t, "10.0.2.2:8001", 13, mask), 0);   /* marked */
+    assert_int_equal(endpoints_table_subset(t, "10.0.2.1", 8, mask), 0);   /* a prefill's */
+    assert_int_equal(endpoints_table_subset(t, "10.0.2.9", 8, mask), 0);
+    assert_int_equal(endpoints_table_subset(t, "10.0.2", 6, mask), -1);
+    assert_int_equal(endpoints_table_subset(t, "", 0, mask), -1);
+    assert_int_equal(endpoints_table_subset(t, "255.255.255.255", 15, mask), 0);
+    endpoints_table_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -498,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_table_symlink),
         cmocka_unit_test(test_table_remap_subset),
         cmocka_unit_test(test_sample_independent),
+        cmocka_unit_test(test_roles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
