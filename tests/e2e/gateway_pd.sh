@@ -101,3 +101,21 @@ D1=$($PY -c "import json; print(json.load(open('$TMP/pd.ports'))['decode'][1])")
 envoy pick --target "$T" --body-file "$TMP/plain.json" --subset "127.0.0.1:$D1" \
     --expect-endpoint "127.0.0.1:$D1" >"$TMP/p" 2>&1
 check "an ip:port hint still names exactly that endpoint" test "$(field "$TMP/p" "j['ok']")" = True
+
+# --- prefill answers that give the join nothing: passed on whole, counted --------
+envoy pick --target "$T" --body-file "$TMP/plain.json" --header "epp-profile=prefill" \
+    --request-id plainpf >"$TMP/p" 2>&1
+check "a prefill answer without routed experts: picked on the ring, streamed back whole" \
+    test "$(field "$TMP/p" "j['ok'] and j['resp_echo_ok'] and j['endpoint'] in ['127.0.0.1:%d' % x for x in json.load(open('$TMP/pd.ports'))['prefill']]")" = True
+envoy pick --target "$T" --body-file "$TMP/plain.json" --header "epp-profile=prefill" \
+    --response-status 503 >"$TMP/p" 2>&1
+check "... and one that is a 503" test "$(field "$TMP/p" "j['ok']")" = True
+curl -s --max-time 5 "$URL/metrics" >"$TMP/met"
+expect_grep_file "counted: no routing" 'eldr_extproc_prefill_unread_total{reason="no_routing"} 1' "$TMP/met"
+expect_grep_file "counted: the status" 'eldr_extproc_prefill_unread_total{reason="status"} 1' "$TMP/met"
+check "the reason is logged once, with the engine flag to set" \
+    grep -q "no_routing: start the engine with --enable-return-routed-experts" "$TMP/pick.log"
+envoy pick --target "$T" --body-file "$TMP/plain.json" --header "epp-profile=decode" \
+    --request-id plainpf >"$TMP/p" 2>&1
+req GET /v1/explain/plainpf
+expect_http "its decode call: the no-signature rule" 200 "j['signal']['source']=='none'"

@@ -657,13 +657,17 @@ static void read_answer(xstream *s)
     mref_put(m);
     memset(&info.u, 0, sizeof info.u);
     info.u.prefill = s->prefill;
-    int rc = gate || !ans ? 0 : decide_stock_counts(x->d, s->prefill, ans, s->len, x->total,
+    /* an answer without the field is an engine not asked to return it */
+    int has = ans && memmem(ans, s->len, "routed_experts", 14);
+    int rc = gate || !has ? 0 : decide_stock_counts(x->d, s->prefill, ans, s->len, x->total,
                                                    &info.u);
-    if (rc <= 0) {
-        int why = gate || !ans || !memmem(ans, s->len, "routed_experts", 14) ? UNREAD_NO_ROUTING
-                                                                             : UNREAD_BAD;
-        unread(s, why, gate ? "a gate model routes on gate values, which no engine's answer "
-               "holds" : info.u.note[0] ? info.u.note : ROUTED_NO_ROUTES_HINT);
+    if (gate) {
+        unread(s, UNREAD_NO_ROUTING, "a gate model routes on gate values, which no engine's "
+               "answer holds");
+    } else if (!has) {
+        unread(s, UNREAD_NO_ROUTING, ROUTED_NO_ROUTES_HINT);
+    } else if (rc <= 0) {
+        unread(s, UNREAD_BAD, info.u.note);
     } else if (!s->has_rid && !ids) {
         unread(s, UNREAD_NO_KEY, "no x-request-id and no remote_engine_id/remote_request_id");
     } else {
