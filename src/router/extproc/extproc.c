@@ -799,6 +799,9 @@ static void xs_message(void *cls, void *st, grpc_stream *gs, const uint8_t *msg,
         break;
     case XP_RESPONSE_TRAILERS:
         send_continue(s, XP_RESPONSE_TRAILERS);
+        if (s->collect)   /* the answer ended with trailers, not end_of_stream */
+            read_answer(s);
+        release_prefill(s);
         finish_request(s);
         break;
     }
