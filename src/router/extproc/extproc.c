@@ -1015,39 +1015,34 @@ static void join_metrics(extproc_t *x, strbuf *b)
 {
     xp_join_stats js;
     xp_join_get_stats(x->join, &js);
-    sb_str(b, "# HELP eldr_extproc_profile_total Calls by their EPP-Profile header (absent: "
-           "decode).\n# TYPE eldr_extproc_profile_total counter\n");
+    metrics_head(b, "eldr_extproc_profile_total", "counter",
+                 "Calls by their EPP-Profile header (absent: decode).");
     for (int i = 0; i < N_PROF; i++)
         sb_printf(b, "eldr_extproc_profile_total{profile=\"%s\"} %llu\n", prof_name[i],
                   atomic_load(&x->profiles[i]));
-    sb_printf(b, "# HELP eldr_extproc_prefill_picks_total Prefill endpoints picked (EPP-Profile "
-              "prefill).\n# TYPE eldr_extproc_prefill_picks_total counter\n"
-              "eldr_extproc_prefill_picks_total %llu\n", atomic_load(&x->prefill_picks));
-    sb_str(b, "# HELP eldr_extproc_prefill_unread_total Prefill answers that gave the join no "
-           "routing, by reason.\n# TYPE eldr_extproc_prefill_unread_total counter\n");
+    metrics_series(b, "eldr_extproc_prefill_picks_total", "counter",
+                   "Prefill endpoints picked (EPP-Profile prefill).",
+                   atomic_load(&x->prefill_picks));
+    metrics_head(b, "eldr_extproc_prefill_unread_total", "counter",
+                 "Prefill answers that gave the join no routing, by reason.");
     for (int i = 0; i < N_UNREAD; i++)
         sb_printf(b, "eldr_extproc_prefill_unread_total{reason=\"%s\"} %llu\n", unread_name[i],
                   atomic_load(&x->unread[i]));
-    sb_printf(b, "# HELP eldr_extproc_join_pending Prefill answers awaiting their decode call.\n"
-              "# TYPE eldr_extproc_join_pending gauge\neldr_extproc_join_pending %zu\n"
-              "# HELP eldr_extproc_join_stored_total Prefill answers kept for their decode call.\n"
-              "# TYPE eldr_extproc_join_stored_total counter\neldr_extproc_join_stored_total %llu\n"
-              "# HELP eldr_extproc_joins_total Decode calls joined to their prefill's answer, by "
-              "the key that found it.\n# TYPE eldr_extproc_joins_total counter\n"
-              "eldr_extproc_joins_total{key=\"request_id\"} %llu\n"
-              "eldr_extproc_joins_total{key=\"transfer\"} %llu\n"
-              "# HELP eldr_extproc_join_evictions_total Pending joins evicted by --join-max.\n"
-              "# TYPE eldr_extproc_join_evictions_total counter\n"
-              "eldr_extproc_join_evictions_total %llu\n"
-              "# HELP eldr_extproc_join_expiries_total Pending joins dropped after --join-ttl.\n"
-              "# TYPE eldr_extproc_join_expiries_total counter\n"
-              "eldr_extproc_join_expiries_total %llu\n"
-              "# HELP eldr_extproc_join_replaced_total Pending joins replaced by a later prefill "
-              "of the same key.\n# TYPE eldr_extproc_join_replaced_total counter\n"
-              "eldr_extproc_join_replaced_total %llu\n", js.pending,
-              (unsigned long long)js.stored, (unsigned long long)js.by_request_id,
-              (unsigned long long)js.by_transfer, (unsigned long long)js.evicted,
-              (unsigned long long)js.expired, (unsigned long long)js.replaced);
+    metrics_series(b, "eldr_extproc_join_pending", "gauge",
+                   "Prefill answers awaiting their decode call.", (uint64_t)js.pending);
+    metrics_series(b, "eldr_extproc_join_stored_total", "counter",
+                   "Prefill answers kept for their decode call.", js.stored);
+    metrics_head(b, "eldr_extproc_joins_total", "counter",
+                 "Decode calls joined to their prefill's answer, by the key that found it.");
+    sb_printf(b, "eldr_extproc_joins_total{key=\"request_id\"} %llu\n"
+              "eldr_extproc_joins_total{key=\"transfer\"} %llu\n",
+              (unsigned long long)js.by_request_id, (unsigned long long)js.by_transfer);
+    metrics_series(b, "eldr_extproc_join_evictions_total", "counter",
+                   "Pending joins evicted by --join-max.", js.evicted);
+    metrics_series(b, "eldr_extproc_join_expiries_total", "counter",
+                   "Pending joins dropped after --join-ttl.", js.expired);
+    metrics_series(b, "eldr_extproc_join_replaced_total", "counter",
+                   "Pending joins replaced by a later prefill of the same key.", js.replaced);
 }
 
 void extproc_metrics(void *cls, strbuf *b)
