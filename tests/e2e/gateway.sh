@@ -249,6 +249,8 @@ envoy pick --target "127.0.0.1:$XP2" --body-file "$TMP/900k.json" >"$TMP/p" 2>&1
 check "a body past --body-budget (another one held): immediate 503" \
     test "$(field "$TMP/p" "j['immediate_status']")" = 503
 check "... naming the budget" grep -q 'body-budget' "$TMP/p"
+check "... in OpenAI's error shape (the client reads it as any error; issue 31, item 6)" \
+    test "$(field "$TMP/p" "json.loads(j['immediate_body'])['error']['code']")" = 503
 wait $HOLD
 envoy pick --target "127.0.0.1:$XP2" --body-file "$TMP/900k.json" >"$TMP/p" 2>&1
 check "once the held body is gone, the same body is picked" test "$(field "$TMP/p" "j['echo_ok']")" = True

@@ -523,13 +523,24 @@ static void test_pick_answer(void **state)
     field_at(sr, l4, 2, &eos);
     assert_int_equal(eos, 1);
 
-    assert_int_equal(xp_pack_immediate(503, "no endpoint", "eldr", &ob, &n), 0);
+    assert_int_equal(xp_pack_immediate(503, "{}", "application/json", "eldr", &ob, &n), 0);
     out = ob.p;
     const uint8_t *ir = field_at(out, n, 7, &l1);
     const uint8_t *hs = field_at(ir, l1, 1, &l2);
     size_t code;
     field_at(hs, l2, 1, &code);
     assert_int_equal(code, 503);
+    /* headers (2): set_headers (1) { header (1) { key (1), raw_value (3) } } */
+    size_t m6, m7, m8;
+    const uint8_t *imh = field_at(ir, l1, 2, &m6);
+    const uint8_t *so = field_at(imh, m6, 1, &m7);
+    const uint8_t *imv = field_at(so, m7, 1, &m8);
+    size_t kl, vl;
+    const uint8_t *k = field_at(imv, m8, 1, &kl), *v = field_at(imv, m8, 3, &vl);
+    assert_int_equal(kl, 12);
+    assert_memory_equal(k, "content-type", 12);
+    assert_int_equal(vl, 16);
+    assert_memory_equal(v, "application/json", 16);
     xp_buf_free(&ob);
 }
 

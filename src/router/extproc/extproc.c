@@ -10,6 +10,7 @@
 
 #include "decide.h"
 #include "grpc_srv.h"
+#include "http.h"
 #include "log.h"
 #include "routed.h"
 #include "signature.h"
@@ -141,8 +142,14 @@ static void immediate(xstream *s, int code, int outcome, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     atomic_fetch_add(&s->x->outcomes[outcome], 1);
+    /* the client reads it as any OpenAI error (docs/http-api.md, "Errors") */
+    json_t *j = http_error_json(code, NULL, msg);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
     size_t n;
-    int packed = xp_pack_immediate(code, msg, "eldr_picker", &s->x->pk, &n);
+    int packed = xp_pack_immediate(code, text ? text : msg, text ? "application/json" : NULL,
+                                   "eldr_picker", &s->x->pk, &n);
+    free(text);
     send_packed(s, packed, n);
     s->state = ST_DONE;
 }

@@ -1055,8 +1055,8 @@ int xp_pack_continue(xp_kind kind, xp_buf *out, size_t *len)
     return pack(&pr.base, out, len);
 }
 
-int xp_pack_immediate(int code, const char *body, const char *details, xp_buf *out,
-                      size_t *len)
+int xp_pack_immediate(int code, const char *body, const char *content_type,
+                      const char *details, xp_buf *out, size_t *len)
 {
     Xp__HttpStatus st;
     xp__http_status__init(&st);
@@ -1064,6 +1064,21 @@ int xp_pack_immediate(int code, const char *body, const char *details, xp_buf *o
     Xp__ImmediateResponse ir;
     xp__immediate_response__init(&ir);
     ir.status = &st;
+    Xp__HeaderValue hv;
+    Xp__HeaderValueOption hvo, *set[1] = {&hvo};
+    Xp__HeaderMutation hm;
+    if (content_type) {
+        xp__header_value__init(&hv);
+        hv.key = (char *)"content-type";
+        hv.raw_value.data = (uint8_t *)content_type;   /* Envoy reads raw_value */
+        hv.raw_value.len = strlen(content_type);
+        xp__header_value_option__init(&hvo);
+        hvo.header = &hv;
+        xp__header_mutation__init(&hm);
+        hm.n_set_headers = 1;
+        hm.set_headers = set;
+        ir.headers = &hm;
+    }
     ir.body.data = (uint8_t *)body;
     ir.body.len = strlen(body);
     ir.details = (char *)details;

@@ -131,9 +131,10 @@ void xp_frame_stream_chunk(int response_side, size_t n, int eos,
                            size_t *tail_len);
 /* CONTINUE, nothing changed, for a message of this kind. */
 int xp_pack_continue(xp_kind kind, xp_buf *out, size_t *len);
-/* immediate_response: HTTP status code, a text body, details. */
-int xp_pack_immediate(int code, const char *body, const char *details, xp_buf *out,
-                      size_t *len);
+/* immediate_response: HTTP status code, a body, details; with
+ * content_type (NULL: none) a Content-Type header set on the answer. */
+int xp_pack_immediate(int code, const char *body, const char *content_type,
+                      const char *details, xp_buf *out, size_t *len);
 
 /* grpc.health.v1: the service asked (NUL-terminated copy into svc), and
  * the answer. */
