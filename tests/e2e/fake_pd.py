@@ -10,6 +10,7 @@ docs/eldrd.md, "Proxy mode"). Test-only; never part of eldr.
                [--bind-decode PORT,...] [--health-fail I,...] [--json-stream I,...]
                [--huge-prefill] [--api-key KEY] [--routed npy|lists] [--prefix-cache]
                [--reset-decode I,...] [--stall-decode I,...] [--prefill-delay S]
+               [--flap-decode I,...] [--flap-period S]
 
 Serves N prefill and K decode instances on 127.0.0.1 (free ports, written
 to PORTFILE as JSON {"prefill": [ports], "decode": [ports]}).
@@ -35,6 +36,8 @@ it carries Authorization: Bearer KEY, as vLLM started with --api-key does
 (the toy proxy sends Bearer $OPENAI_API_KEY to prefill and decode); the
 decode record notes whether the header came ("auth": true/false).
 --prefill-delay S: every prefill answers after S seconds (a long prompt).
+--flap-decode lists decode instances that flap: every other --flap-period
+seconds (default 1) they answer every request, /health included, 500.
 --reset-decode lists decode instances that break every stream midway:
 the first chunk, then a TCP reset (SO_LINGER 0); --stall-decode, ones
 that send the first chunk and then nothing (a hung engine).
@@ -99,7 +102,8 @@ TRACE, PORTFILE, RECORD = args[0], args[1], args[2]
 opt = {"--prefill": 1, "--decode": 4, "--decode-delay": 0.0, "--chunks": 3,
        "--chunk-gap": 0.2, "--max-seconds": 120.0, "--chunk-bytes": 0, "--fail-decode": "",
        "--bind-decode": "", "--health-fail": "", "--json-stream": "", "--api-key": "",
-       "--routed": "", "--reset-decode": "", "--stall-decode": "", "--prefill-delay": 0.0}
+       "--routed": "", "--reset-decode": "", "--stall-decode": "", "--prefill-delay": 0.0,
+       "--flap-decode": "", "--flap-period": 1.0}
 NO_SIG = "--no-sig" in args
 HUGE = "--huge-prefill" in args
 STOCK = "--stock" in args or "--routed" in args
@@ -123,6 +127,12 @@ HEALTH_FAIL = {int(x) for x in opt["--health-fail"].split(",") if x}
 JSON_STREAM = {int(x) for x in opt["--json-stream"].split(",") if x}
 RESET_DECODE = {int(x) for x in opt["--reset-decode"].split(",") if x}
 STALL_DECODE = {int(x) for x in opt["--stall-decode"].split(",") if x}
+FLAP_DECODE = {int(x) for x in opt["--flap-decode"].split(",") if x}
+T0 = time.time()
+
+
+def flapping_down(index):
+    return index in FLAP_DECODE and int((time.time() - T0) / opt["--flap-period"]) % 2 == 1
 LOCK = threading.Lock()
 
 
@@ -219,6 +229,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path != "/health":
             return self.send_json(404, {"error": "no such path"})
+        if self.role == "decode" and flapping_down(self.index):
+            return self.send_json(500, {"error": "flapping"})
         if self.role == "decode" and self.index in HEALTH_FAIL:
             return self.send_json(503, {"error": "unhealthy"})
         return self.send_json(200, {})
@@ -323,7 +335,7 @@ class Handler(BaseHTTPRequestHandler):
         rid = self.headers.get("X-Request-Id")
         record({"instance": self.index, "request_id": rid, "body": body,
                 "auth": "Authorization" in self.headers})
-        if self.index in FAIL_DECODE:
+        if self.index in FAIL_DECODE or flapping_down(self.index):
             return self.send_json(500, {"error": "decoder %d fails" % self.index})
         if isinstance(body.get("messages"), list) and prompt_text(body).startswith("slow"):
             time.sleep(opt["--decode-delay"])
