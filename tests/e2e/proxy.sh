@@ -41,7 +41,7 @@ stop
 
 # --- the main run: tau from the model, and a tau 0 replica for the oracle ----
 start proxy -m "$TMP/m.h5" --proxy --prefill "$PF1" --decode "$DC1" --upstream-timeout 1.5 --threads 4 \
-    --max-conns-per-ip 400 --route-api || exit 0
+    --max-conns-per-ip 400 --route-api --stream-start prefill || exit 0
 MAIN=$URL; MAINPID=$PID
 start proxy0 -m "$TMP/m.h5" --proxy --prefill "$PF1" --decode "$DC1" --tau 0 --threads 4 \
     --max-conns-per-ip 400 || exit 0
@@ -201,6 +201,8 @@ expect_http "proxy mode without --route-api: POST /v1/route is 404 naming it" 40
     '"--route-api" in j["error"]["message"]'
 req POST /v1/finish '{"request_id": "direct-0"}'
 expect_http "... and POST /v1/finish too" 404 '"--route-api" in j["error"]["message"]'
+expect_fail2 "--stream-start other" "--stream-start: 'early' is neither decoder nor prefill" \
+    "$ELDRD" -m "$TMP/m.h5" --proxy --stream-start early --prefill "$PF" --decode "$DC" --listen 127.0.0.1:1
 expect_fail2 "--route-api without --proxy is refused" "--route-api is for proxy mode" \
     "$ELDRD" -m "$TMP/m.h5" --route-api --listen 127.0.0.1:1
 # the rest of the API in proxy mode (it runs beside the proxy's loop)

@@ -258,6 +258,13 @@ ok("a slow decoder does not hold back the first token (it arrives at once)",
    st == 200 and ev and ev[0][0] < 0.5, st, [e[0] for e in ev])
 ok("... and past --upstream-timeout the stream ends with an error event (504)",
    len(ev) >= 2 and "error" in ev[-1][1] and "504" in ev[-1][1], [e[1][:120] for e in ev])
+# (MAIN runs --stream-start prefill, the reference's prefill-first delivery;
+# the default, decoder, holds the status and the first token for the decoder)
+st, ev = stream(TAU0, {"prompt": "slow start", "max_tokens": 8, "stream": True, "slow": True},
+                "stream-slow-held")
+ok("--stream-start decoder (the default): the stream starts once the decoder answered (after "
+   "its 3 s), whole, first token first", st == 200 and ev and ev[0][0] > 2.5 and
+   ev[-1][1] == "[DONE]" and "finish_reason" in ev[0][1], st, [(round(e[0], 2), e[1][:60]) for e in ev])
 ok("in flight back to zero after streams", wait_idle(MAIN), inflight(MAIN))
 st, ev = stream(STOCK, {"prompt": "stock stream", "max_tokens": 8, "stream": True}, "stock-s")
 ok("--pd-protocol vllm streams the decoder's answer whole: 3 chunks and [DONE]",

@@ -106,6 +106,13 @@ void opts_usage(FILE *f)
             "  --stream-idle-timeout S   proxy mode: once an answer flows, silence longer\n"
             "                            than S cuts it (default 60, nginx's\n"
             "                            proxy_read_timeout; --upstream-timeout when given)\n"
+            "  --stream-start decoder|prefill\n"
+            "                            proxy mode, eldr handoff: a stream's status and\n"
+            "                            first token go out once its decoder answered\n"
+            "                            (decoder, the default: a failure is a status, not\n"
+            "                            an error event), or as soon as the prefill's\n"
+            "                            first token is there (prefill: the reference's\n"
+            "                            prefill-first delivery, the lower TTFB)\n"
             "  --upstream-timeout S      proxy mode: the default of the prefill, decode and\n"
             "                            stream-idle limits (default 600); past a limit\n"
             "                            the client gets 504, or an error event in a stream\n"
@@ -335,7 +342,7 @@ enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBOD
        O_DECISIONS, O_WINDOW, O_CACHE, O_BLOCKSIZE, O_TIMEOUT, O_QUIET, O_LOADFROM, O_URLS, O_POLL,
        O_ADMINTOK, O_KVTOK, O_UPKEY, O_INSECURE, O_TTL, O_MAXCONNS, O_PERIP, O_DEADLINE, O_DRAIN,
        O_PROXY, O_PFURLS, O_DECURLS, O_UPTIMEOUT, O_PDPROTO, O_CONN_TO, O_PF_TO, O_DEC_TO,
-       O_IDLE_TO,
+       O_IDLE_TO, O_STREAM_START,
        O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS, O_MAXKV, O_MAXMODEL, O_BUDGET,
        O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK, O_ROUTEAPI, O_EXTPROC, O_ENDPOINTS,
        O_EJECT_AFTER, O_EJECT_TIME, O_HEALTH_INT, O_HEALTH_PATH, O_STREAM_BUF, O_UP_IDLE,
@@ -590,6 +597,12 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
         o->upstream_timeout_given = 1;
         return 0;
     }
+    case O_STREAM_START:
+        if (strcmp(arg, "decoder") && strcmp(arg, "prefill"))
+            return eldr_errf(err, errlen, "--stream-start: '%s' is neither decoder nor prefill",
+                             arg);
+        o->stream_at_prefill = !strcmp(arg, "prefill");
+        return 0;
     case O_CONN_TO:
         return parse_secs("--connect-timeout", arg, 0.01, 86400, &o->connect_timeout, err,
                           errlen);
@@ -675,6 +688,7 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"decode", required_argument, 0, O_DECURLS},
         {"upstream-timeout", required_argument, 0, O_UPTIMEOUT},
         {"connect-timeout", required_argument, 0, O_CONN_TO},
+        {"stream-start", required_argument, 0, O_STREAM_START},
         {"prefill-timeout", required_argument, 0, O_PF_TO},
         {"decode-timeout", required_argument, 0, O_DEC_TO},
         {"stream-idle-timeout", required_argument, 0, O_IDLE_TO},

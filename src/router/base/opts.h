@@ -57,6 +57,7 @@ typedef struct eldrd_opts {
     double decode_timeout;       /* --decode-timeout: a decoder's first byte */
     double stream_idle_timeout;  /* --stream-idle-timeout: silence once bytes flow */
     int pd_vllm;                 /* --pd-protocol vllm (0: eldr, the prefill-first handoff) */
+    int stream_at_prefill;       /* --stream-start prefill (0: decoder, the default) */
     const char *upstream_key_file; /* --upstream-api-key-file: the key sent to every upstream */
     double refit_every;          /* --refit-every seconds, 0 = no online refit */
     double refit_window;         /* --refit-window seconds (default 5) */

@@ -177,6 +177,13 @@ static void fail(pxreq *r, int status, const char *fmt, ...)
               : status == 409 || status == 503 ? PX_REFUSED : PX_BAD_REQUEST;
     atomic_fetch_add(&r->p->outcomes[o], 1);
     pthread_mutex_lock(&r->lock);
+    if (r->streaming && !r->ready) {
+        /* a stream held for its decoder (--stream-start decoder): nothing
+         * went out, so the failure is a status, not an error event */
+        r->streaming = 0;
+        r->out.len = r->out_off = 0;
+        r->out_done = 0;
+    }
     if (r->streaming) {
         /* OpenAI's error object, as its clients read an SSE error event */
         json_t *j = http_error_json(status, NULL, msg);
@@ -273,6 +280,16 @@ static void on_status(void *cls, int status)
     xfer *x = cls;
     x->code_ok = status >= 200 && status < 300;
     x->heard = 1;
+    pxreq *r = x->r;
+    if (x->role == ROLE_DECODE && x->code_ok && r) {
+        /* the decoder answered: a stream held for it starts */
+        pthread_mutex_lock(&r->lock);
+        if (r->streaming && !r->ready) {
+            r->ready = 1;
+            wake(r);
+        }
+        pthread_mutex_unlock(&r->lock);
+    }
     x->last = mono_now();
     /* the first byte's limit is over; the silence limit may be shorter */
     const char *option;
@@ -538,8 +555,10 @@ static void after_prefill(proxy_t *p, pxreq *r, xfer *x)
         return;
     }
     if (r->client.stream && r->client.protocol == PM_ELDR) {
-        /* the first token goes out before the decision and the KV
-         * transfer: neither may move the client's time to first token */
+        /* the first token is kept from here; it goes out (with the status)
+         * once the decoder answered (--stream-start decoder), or at once,
+         * before the decision and the KV transfer (prefill: neither may
+         * move the client's time to first token) */
         size_t n;
         char *ev = pm_first_events(&r->pre, &r->client, &n);
         pthread_mutex_lock(&r->lock);
@@ -549,8 +568,9 @@ static void after_prefill(proxy_t *p, pxreq *r, xfer *x)
             out_append(r, ev, n);
         if (!r->pre.continues)
             r->out_done = 1;
-        r->ready = 1;
-        wake(r);
+        r->ready = p->d->o->stream_at_prefill || !r->pre.continues;
+        if (r->ready)
+            wake(r);
         pthread_mutex_unlock(&r->lock);
         free(ev);
         if (!ev) {
