@@ -43,7 +43,7 @@ static void route(rstate *st, const mref_t *m, const char *id, const double *sim
     assert_non_null(sig);
     for (size_t i = 0; i < m->dim; i++)
         sig[i] = (float)hit + (float)i;
-    route_in in = {id, m, sim, sig, prefill, hit, hit / 2, hit + 1, eligible, -1, 0, 0, 0, NULL};
+    route_in in = {id, m, sim, sig, prefill, hit, hit / 2, hit + 1, eligible, -1, 0, 0, 0, NULL, 0};
     route_out o;
     rb_err e;
     assert_int_equal(state_route(st, &in, &o, &e), 0);

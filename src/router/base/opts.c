@@ -86,8 +86,10 @@ void opts_usage(FILE *f)
             "                            (default 30; the connection is cut otherwise)\n"
             "  --drain S                 on SIGTERM, wait up to S seconds for requests in\n"
             "                            progress (default 10); exit 1 if any was cut\n"
-            "  --inflight-ttl S          forget an in-flight request after S seconds\n"
-            "                            when its finish never comes (default 0: never)\n"
+            "  --inflight-ttl S          forget a /v1/route request after S seconds when\n"
+            "                            its finish never comes (default: twice the\n"
+            "                            prefill and decode limits, 2400 s; 0 never); the\n"
+            "                            requests eldrd proxies or picks it finishes itself\n"
             "  --proxy                   proxy mode: serve POST /v1/completions and\n"
             "                            /v1/chat/completions in the request path, prefill\n"
             "                            then decode (docs/eldrd.md, \"Proxy mode\")\n"
@@ -327,6 +329,7 @@ static void defaults(eldrd_opts *o)
     o->upstream_timeout = 600;
     o->connect_timeout = 5;
     o->prefill_timeout = o->decode_timeout = o->stream_idle_timeout = NAN;
+    o->inflight_ttl = NAN;
     o->eject_after = 3;
     o->eject_time = 5;
     o->health_path = "/health";
@@ -818,6 +821,11 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         o->decode_timeout = o->upstream_timeout;
     if (isnan(o->stream_idle_timeout))
         o->stream_idle_timeout = o->upstream_timeout_given ? o->upstream_timeout : 60;
+    /* bounded by default: a lost finish no longer pins load for ever; a
+     * request lives at most its prefill and its decode's first byte, and a
+     * caller's own stream seldom more than as long again */
+    if (isnan(o->inflight_ttl))
+        o->inflight_ttl = 2 * (o->prefill_timeout + o->decode_timeout);
     if (o->refit_max_rows < 0)
         o->refit_max_rows = ONLINE_DEFAULT_MAX_ROWS;
     if (!o->model_path && !o->state_dir) {

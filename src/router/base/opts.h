@@ -39,7 +39,8 @@ typedef struct eldrd_opts {
     const char *admin_token_file; /* --admin-token-file (auth.h) */
     const char *kv_token_file;   /* --kv-token-file */
     int insecure;                /* --insecure: no token off loopback */
-    double inflight_ttl;         /* --inflight-ttl seconds, 0 = never expire */
+    double inflight_ttl;         /* --inflight-ttl seconds, 0 = never expire; default
+                                  * 2 x (prefill + decode limits) */
     int max_conns;               /* --max-conns: open connections in all */
     int max_conns_per_ip;        /* --max-conns-per-ip */
     int deadline;                /* --request-deadline: seconds from headers to body end */

@@ -206,6 +206,7 @@ static void signal_of(route_in *in, const cache_use *u, int dflt)
     in->sig_rows = u ? u->rows : 0;
     in->cached_rows = u ? u->cached_rows : 0;
     in->note = u && u->note[0] ? u->note : NULL;
+    in->owned = u ? u->owned : 0;
 }
 
 int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t *counts,
@@ -220,7 +221,7 @@ int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t
     if (!counts && !gates) {
         zero = 1;   /* no signal: the no-signature rule */
         route_in in = {request_id, m, NULL, sig, prefill, u ? u->hit : 0, u ? u->missing : 0,
-                       u ? u->stored : 0, eligible, retry_of, 0, 0, 0, NULL};
+                       u ? u->stored : 0, eligible, retry_of, 0, 0, 0, NULL, 0};
         signal_of(&in, u, SIG_ORIGIN_NONE);
         memset(sig, 0, m->dim * sizeof *sig);
         rc = state_route(d->st, &in, o, e);
@@ -228,7 +229,7 @@ int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t
     } else if (similarities(m, counts, gates, sig, sim, &zero, e) == 0) {
         route_in in = {request_id, m, zero ? NULL : sim, sig, prefill,
                        u ? u->hit : 0, u ? u->missing : 0, u ? u->stored : 0, eligible,
-                       retry_of, 0, 0, 0, NULL};
+                       retry_of, 0, 0, 0, NULL, 0};
         signal_of(&in, u, SIG_ORIGIN_BODY);
         rc = state_route(d->st, &in, o, e);
         sig = in.sig;   /* the window may have swapped it for an old one, of m's dim */

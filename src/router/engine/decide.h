@@ -26,6 +26,7 @@
 typedef struct cache_use {
     int prefill, hit, missing, stored;
     int origin;                  /* sig_origin */
+    int owned;                   /* the front end finishes it itself (proxy, picker) */
     int rows, cached_rows;
     char note[160];
 } cache_use;

@@ -217,7 +217,10 @@ int state_route(rstate *s, route_in *in, route_out *out, rb_err *e)
         return rb_fail(e, 503, "workers", "no decode worker is eligible (all %d are ejected "
                        "or excluded)", s->K);
     }
-    int rc = idmap_put(&s->ids, out->request_id, out->d.worker, seq, unix_now());
+    /* a request eldrd finishes itself is never "lost": --inflight-ttl
+     * does not take it (born at +inf) */
+    int rc = idmap_put(&s->ids, out->request_id, out->d.worker, seq,
+                       in->owned ? INFINITY : unix_now());
     if (rc != 0) {
         pthread_mutex_unlock(&s->lock);
         if (rc > 0)

@@ -125,6 +125,8 @@ typedef struct route_in {
     int retry_of;                /* a retry: the worker that failed it; -1 none */
     int origin, sig_rows, cached_rows;   /* where the signal came from (decide.h) */
     const char *note;            /* why it is absent or partial; NULL none */
+    int owned;                   /* eldrd finishes it itself (proxy, picker): never
+                                  * expired by --inflight-ttl */
 } route_in;
 
 typedef struct route_out {

@@ -259,9 +259,13 @@ static int route(xstream *s, mref_t *m, const uint16_t *counts, const cache_use 
                  const uint8_t *mask, int *nosig, rb_err *e)
 {
     extproc_t *x = s->x;
+    /* the picker finishes its requests itself (the response's end): the
+     * in-flight TTL is for /v1/route's callers */
+    cache_use own = u ? *u : (cache_use){.prefill = -1};
+    own.owned = 1;
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (route_request(x->d, m, s->id, counts, counts ? NULL : x->gates, u ? u->prefill : -1,
-                          u, mask, -1, &x->out, nosig, e) == 0)
+        if (route_request(x->d, m, s->id, counts, counts ? NULL : x->gates, own.prefill, &own,
+                          mask, -1, &x->out, nosig, e) == 0)
             return 0;
         if (e->status != 409 || attempt)
             return -1;

@@ -466,6 +466,7 @@ static int stock_signal(proxy_t *p, pxreq *r, int gate, uint16_t *counts, cache_
 {
     memset(u, 0, sizeof *u);
     u->prefill = cache_of(p, r->prefill);
+    u->owned = 1;
     if (gate) {
         snprintf(u->note, sizeof u->note, "a gate model needs eldr_sig: routed experts give "
                  "counts only");
@@ -500,7 +501,7 @@ static int decide(proxy_t *p, pxreq *r, int except)
     } else {
         rb_err e;
         int nosig = 0;
-        cache_use u = {.prefill = -1, .origin = SIG_ORIGIN_ELDR_SIG};
+        cache_use u = {.prefill = -1, .origin = SIG_ORIGIN_ELDR_SIG, .owned = 1};
         if (!r->pre.sig && !stock_signal(p, r, gate, counts, &u))
             counts = NULL, gates = NULL;   /* no signal: the no-signature rule, noted */
         if (route_request(p->d, m, r->id, counts, gates, u.prefill, &u,
