@@ -24,14 +24,15 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # Debian packages: build, runtime, and the test oracles (numpy/scipy/h5py
 # under /usr/bin/python3 are oracles and benchmark peers, never the product;
-# prometheus ships promtool, the checker of every /metrics page).
+# prometheus ships promtool, the checker of every /metrics page;
+# python3-jsonschema checks the manifests against the CRDs, tests/manifests).
 DEB_PKGS := build-essential pkg-config libhdf5-dev liblua5.4-dev \
 	libreadline-dev libncurses-dev liblapacke-dev libopenblas-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libzip-dev \
 	libyaml-dev libcmocka-dev tmux valgrind curl wrk python3 python3-numpy python3-scipy \
 	python3-h5py python3-yaml clang libclang-rt-14-dev iproute2 \
 	libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler prometheus \
-	libzmq3-dev libmsgpack-dev python3-zmq python3-msgpack
+	libzmq3-dev libmsgpack-dev python3-zmq python3-msgpack python3-jsonschema
 
 BUILD ?= build
 BIN ?= bin
