@@ -24,6 +24,8 @@ import urllib.request
 
 import numpy as np
 
+from routed_oracle import nearest_worker
+
 TOPICS = ["rivers", "proofs", "poems", "code", "law", "chemistry", "music", "maps", "tides",
           "stars"]
 
@@ -66,16 +68,6 @@ def endpoints(ports, out):
     json.dump({"endpoints": eps}, open(out, "w"))
 
 
-def oracle(cent, L, E, rows):
-    c = np.zeros((L, E))
-    for row in rows:
-        for layer, ids in enumerate(row):
-            for e in ids:
-                c[layer, e] += 1
-    s = c.ravel() / np.linalg.norm(c)
-    return int(np.argmax(cent @ s))
-
-
 def check(model, ports, record, picks, url, name):
     import h5py
     with h5py.File(model, "r") as f:
@@ -95,7 +87,7 @@ def check(model, ports, record, picks, url, name):
             continue
         if g.get("prefill_endpoint") not in pre or not g.get("prefill_answer_echo_ok"):
             bad_pf.append(g)
-        want = dec[oracle(cent, L, E, t["rows"])]
+        want = dec[nearest_worker(cent, L, E, t["rows"])]
         if g.get("decode_endpoint") != want:
             wrong.append((g["id"], g.get("decode_endpoint"), want))
         r = [x for x in seen if x.get("request_id") == g["decode_id"]]

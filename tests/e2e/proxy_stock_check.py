@@ -18,6 +18,8 @@ import urllib.parse
 import h5py
 import numpy as np
 
+from routed_oracle import nearest_worker
+
 MODEL, NPY, NPY_REC, LISTS, LISTS_REC, COLD = sys.argv[1:7]
 with h5py.File(MODEL, "r") as f:
     CENT = f["centroids"][:].astype(np.float64)
@@ -51,13 +53,7 @@ def lines(path):
 
 
 def oracle(rows):
-    c = np.zeros((L, E))
-    for row in rows:
-        for layer, ids in enumerate(row):
-            for e in ids:
-                c[layer, e] += 1
-    s = c.ravel() / np.linalg.norm(c)
-    return int(np.argmax(CENT @ s)), c
+    return nearest_worker(CENT, L, E, rows)
 
 
 SYSTEMS = ["You are a careful assistant for questions on rivers lakes and the sea " * 3,
@@ -94,7 +90,7 @@ def run(url, rec, tag, chat=False, stream=False):
         if not t or not d:
             wrong.append((rid, "no truth or no decode record"))
             continue
-        want, _ = oracle(t["rows"])
+        want = oracle(t["rows"])
         if d["instance"] != want or explains[rid].get("worker_index") != want:
             wrong.append((rid, d["instance"], explains[rid].get("worker_index"), want))
         if "routed_experts" in json.dumps(d["body"]):

@@ -82,10 +82,6 @@ void metrics_series(strbuf *b, const char *name, const char *type, const char *h
     sb_printf(b, "%s %llu\n", name, (unsigned long long)v);
 }
 
-static void series(strbuf *b, const char *name, const char *type, const char *help, uint64_t v)
-{
-    metrics_series(b, name, type, help, v);
-}
 
 void metrics_render(const metrics_t *m, strbuf *b)
 {
@@ -110,7 +106,7 @@ void metrics_render(const metrics_t *m, strbuf *b)
     for (int c = 2; c <= 5; c++)
         sb_printf(b, "eldr_http_responses_total{class=\"%dxx\"} %llu\n", c,
                   (unsigned long long)atomic_load(&m->responses[c]));
-    series(b, "eldr_auth_failures_total", "counter",
+    metrics_series(b, "eldr_auth_failures_total", "counter",
            "Requests refused 401: a token missing or wrong.",
            atomic_load(&m->auth_failures));
     sb_printf(b, "# HELP eldr_http_responses_by_endpoint_total HTTP responses by endpoint and "
@@ -129,34 +125,34 @@ void metrics_render(const metrics_t *m, strbuf *b)
                 sb_printf(b, "\",code=\"other\"} %llu\n", (unsigned long long)n);
         }
     }
-    series(b, "eldr_deadline_cuts_total", "counter",
+    metrics_series(b, "eldr_deadline_cuts_total", "counter",
            "Connections cut because a body took longer than --request-deadline.",
            atomic_load(&m->deadline_cuts));
-    series(b, "eldr_body_bytes", "gauge",
+    metrics_series(b, "eldr_body_bytes", "gauge",
            "Request bodies held in memory now, bytes (at most --body-budget).",
            atomic_load(&m->body_bytes));
-    series(b, "eldr_body_budget_refusals_total", "counter",
+    metrics_series(b, "eldr_body_budget_refusals_total", "counter",
            "Requests answered 503 because their body would have passed --body-budget.",
            atomic_load(&m->body_refusals));
-    series(b, "eldr_header_timeouts_total", "counter",
+    metrics_series(b, "eldr_header_timeouts_total", "counter",
            "Connections closed because their request headers took longer than --header-timeout.",
            atomic_load(&m->header_timeouts));
-    series(b, "eldr_connections_refused_per_ip_total", "counter",
+    metrics_series(b, "eldr_connections_refused_per_ip_total", "counter",
            "Connections closed at once because their address (an IPv6 /64) held "
            "--max-conns-per-ip.",
            atomic_load(&m->per_ip_refusals));
-    series(b, "eldr_http_protocol_errors_total", "counter",
+    metrics_series(b, "eldr_http_protocol_errors_total", "counter",
            "Requests refused by the HTTP layer (libmicrohttpd) before eldrd saw them: a "
            "malformed Content-Length or chunk, headers over the memory limit. Also counted under "
            "endpoint=\"other\".",
            atomic_load(&m->protocol_errors));
-    series(b, "eldr_reload_failures_total", "counter",
+    metrics_series(b, "eldr_reload_failures_total", "counter",
            "SIGHUP reloads that failed (the model was kept).",
            atomic_load(&m->reload_failures));
-    series(b, "eldr_persist_failures_total", "counter",
+    metrics_series(b, "eldr_persist_failures_total", "counter",
            "PUT /v1/model refused because the state dir could not be written.",
            atomic_load(&m->persist_failures));
-    series(b, "eldr_model_swaps_total", "counter",
+    metrics_series(b, "eldr_model_swaps_total", "counter",
            "Models installed after the first.",
            atomic_load(&m->model_swaps));
 }

@@ -589,17 +589,10 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     case O_DECURLS:
         o->decode_urls = arg;
         return 0;
-    case O_UPTIMEOUT: {
-        char *end;
-        errno = 0;
-        double t = strtod(arg, &end);
-        if (errno || end == arg || *end || !isfinite(t) || t < 0.01 || t > 86400)
-            return eldr_errf(err, errlen, "--upstream-timeout: '%s' is not a number of "
-                             "seconds in 0.01..86400", arg);
-        o->upstream_timeout = t;
+    case O_UPTIMEOUT:
         o->upstream_timeout_given = 1;
-        return 0;
-    }
+        return parse_secs("--upstream-timeout", arg, 0.01, 86400, &o->upstream_timeout, err,
+                          errlen);
     case O_STREAM_START:
         if (strcmp(arg, "decoder") && strcmp(arg, "prefill"))
             return eldr_errf(err, errlen, "--stream-start: '%s' is neither decoder nor prefill",
