@@ -45,12 +45,17 @@ void cost_model_default(cost_model *m)
     m->d = 0.0;
 }
 
+double cost_step_time_sum(const cost_model *m, int L, double U_sum, double B, double kv_tokens)
+{
+    return m->t0 + L * m->a + m->b * U_sum + m->c * B + m->d * kv_tokens;
+}
+
 double cost_step_time(const cost_model *m, int L, const int *U, int B, int64_t kv_tokens)
 {
     double u = 0;
     for (int l = 0; l < L; l++)
         u += U[l];
-    return m->t0 + L * m->a + m->b * u + m->c * B + m->d * (double)kv_tokens;
+    return cost_step_time_sum(m, L, u, B, (double)kv_tokens);
 }
 
 /* ---- cost file ---- */

@@ -26,6 +26,10 @@ void cost_model_default(cost_model *m);
 
 /* Step time in seconds for one decode step. U has L entries. */
 double cost_step_time(const cost_model *m, int L, const int *U, int B, int64_t kv_tokens);
+/* The same with U summed over the L layers, B and kv_tokens as reals:
+ * an expectation (the cost rule, costrule.h) is not a whole number. The
+ * one formula; cost_step_time calls it. */
+double cost_step_time_sum(const cost_model *m, int L, double U_sum, double B, double kv_tokens);
 
 /* Cost file (JSON: {"format":"eldr-cost","version":1,"t0":...,"a":...,
  * "b":...,"c":...,"d":...} plus fit statistics) load/save; save is atomic. */

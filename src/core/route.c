@@ -11,12 +11,12 @@
 #define ROUTE_STREAM_BASE 0x726f757465000000ull /* "route" */
 
 static const char *const kind_names[ROUTE_N_KINDS] = {
-    "eldr", "random", "rr", "jsq", "p2c", "domain", "eldr-online",
+    "eldr", "random", "rr", "jsq", "p2c", "domain", "eldr-online", "eldr-cost",
 };
 
 static const char *const rule_names[RULE_N] = {
     "locality", "band-jsq", "min2", "no-signature", "random",
-    "rr", "jsq", "p2c", "domain", "unlabeled",
+    "rr", "jsq", "p2c", "domain", "unlabeled", "cost",
 };
 
 const char *route_kind_name(route_kind k)
@@ -170,6 +170,7 @@ static void begin(route_decision *d, int K, const int64_t *load)
 {
     d->K = K;
     d->has_sim = 0;
+    d->has_cost = 0;
     d->sim_max = 0;
     d->n_cand = 0;
     memcpy(d->load, load, (size_t)K * sizeof *load);

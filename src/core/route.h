@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "costmodel.h"
 #include "rng.h"
 
 #define ROUTE_MAX_WORKERS 256
@@ -48,11 +49,14 @@ typedef enum route_kind {
     ROUTE_ELDR_ONLINE,         /* ELDR whose centroids are refitted as it runs
                                 * (online.h; the simulator refits, route.c
                                 * decides exactly as for ELDR) */
+    ROUTE_ELDR_COST,           /* the cost rule (costrule.h): least predicted
+                                * step-time increase; decided by cost_decide,
+                                * route_decide does not take it */
     ROUTE_N_KINDS
 } route_kind;
 
-/* "eldr", "random", "rr", "jsq", "p2c", "domain", "eldr-online"; -1 when
- * unknown. */
+/* "eldr", "random", "rr", "jsq", "p2c", "domain", "eldr-online",
+ * "eldr-cost"; -1 when unknown. */
 const char *route_kind_name(route_kind k);
 int route_kind_parse(const char *name);
 /* 1 for the load-balancing baselines (random, rr, jsq, p2c). */
@@ -71,11 +75,12 @@ typedef enum route_rule {
     RULE_P2C,
     RULE_DOMAIN,         /* least loaded of the label's pool */
     RULE_UNLABELED,      /* domain policy, label unknown: least loaded of all */
+    RULE_COST,           /* the cost rule: least predicted cost (costrule.h) */
     RULE_N
 } route_rule;
 
 /* "locality", "band-jsq", "min2", "no-signature", "random", "rr", "jsq",
- * "p2c", "domain", "unlabeled". */
+ * "p2c", "domain", "unlabeled", "cost". */
 const char *route_rule_name(route_rule r);
 
 /* The dot product every ELDR similarity goes through (centroid . signature,
@@ -93,6 +98,9 @@ typedef struct route_decision {
     int n_cand;                      /* candidates considered */
     int cand[ROUTE_MAX_WORKERS];     /* ascending worker indices */
     int64_t load[ROUTE_MAX_WORKERS]; /* in-flight counts seen */
+    int has_cost;                    /* cost[] filled (the cost rule) */
+    double cost[ROUTE_MAX_WORKERS];  /* predicted cost per worker, ms; NAN
+                                      * for a worker it could not use */
 } route_decision;
 
 typedef struct route_policy {
@@ -107,6 +115,9 @@ typedef struct route_policy {
     uint64_t rr_next;
     /* random, jsq, p2c */
     rng_t rng;
+    /* eldr-cost: the cost model the rule predicts with (borrowed); NULL:
+     * the simulator's own (sim_config.cost), eldrd's --cost */
+    const cost_model *cost_rule;
     /* domain: pool of label j = workers [pool_start[j], +pool_size[j]) */
     int n_labels;
     int *pool_start, *pool_size;

@@ -9,6 +9,7 @@
 
 #include "err.h"
 #include "online.h"
+#include "costrule.h"
 #include "sim_internal.h"
 
 void sim_config_default(sim_config *c)
@@ -142,6 +143,8 @@ typedef struct run {
     double u_total, batch_total;
     route_decision dec;
     sim_online *online;        /* eldr-online, else NULL */
+    cost_state *cost;          /* eldr-cost: what the rule knows, else NULL */
+    cost_req creq;             /* eldr-cost: scratch, one request's cells */
     char *err;
     size_t errlen;
 } run;
@@ -253,7 +256,18 @@ static int arrive(run *R, int64_t i, double t)
     int64_t row = w->row[i];
     const float *sig = w->sig ? w->sig + (size_t)i * w->dim : NULL;
     int label = w->t->label ? w->t->label[row] : -1;
-    int wk = route_decide(R->p, sig, label, R->load.inflight, &R->dec);
+    int wk;
+    if (R->cost) {
+        /* the rule sees the prefill counts of what is in flight, never
+         * the batch's sampled experts or the output lengths */
+        if (cost_req_set(&R->creq, trace_prefill_row(w->t, row), R->L, R->E, R->k, R->err,
+                         R->errlen))
+            return -1;
+        wk = cost_decide(R->cost, &R->creq, R->load.inflight, NULL, &R->dec, NULL);
+        cost_state_add(R->cost, wk, &R->creq);
+    } else {
+        wk = route_decide(R->p, sig, label, R->load.inflight, &R->dec);
+    }
     sim_request *q = &R->res->req[i];
     *q = (sim_request){row, wk, R->dec.rule, 0, t, NAN, NAN};
     R->res->rule_count[R->dec.rule]++;
@@ -271,9 +285,15 @@ static int arrive(run *R, int64_t i, double t)
     return 0;
 }
 
-static void finish(run *R, int wk, int64_t i, double t)
+static int finish(run *R, int wk, int64_t i, double t)
 {
     const sim_workload *w = R->w;
+    if (R->cost) {
+        if (cost_req_set(&R->creq, trace_prefill_row(w->t, w->row[i]), R->L, R->E, R->k,
+                         R->err, R->errlen))
+            return -1;
+        cost_state_remove(R->cost, wk, &R->creq);
+    }
     sim_request *q = &R->res->req[i];
     q->finish = t;
     q->tokens = R->done[i];
@@ -284,6 +304,7 @@ static void finish(run *R, int wk, int64_t i, double t)
     R->ws[wk].kv -= w->t->prompt_tokens[w->row[i]] + R->done[i];
     sim_load_change(&R->load, t, wk, -1);
     R->finished++;
+    return 0;
 }
 
 /* Worker wk's step ends: every member emits its token, finished ones
@@ -299,7 +320,8 @@ static int end_step(run *R, int wk)
         int64_t i = s->batch[b];
         if (++R->done[i] < R->w->out_tokens[i])
             continue;
-        finish(R, wk, i, t);
+        if (finish(R, wk, i, t))
+            return -1;
         s->batch[b] = s->batch[--s->nb];
         freed++;
     }
@@ -453,6 +475,13 @@ int sim_run(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *c
             return -1;
         R.online = &online;
     }
+    cost_state cost;
+    if (p->kind == ROUTE_ELDR_COST) {
+        if (cost_state_init(&cost, p->K, w->L, w->E, p->cost_rule ? p->cost_rule : &w->cfg.cost,
+                            w->cfg.max_batch, err, errlen) < 0)
+            return -1;
+        R.cost = &cost;
+    }
     snprintf(res->policy, sizeof res->policy, "%s", route_kind_name(p->kind));
     res->K = p->K;
     res->L = w->L;
@@ -468,6 +497,10 @@ int sim_run(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *c
         res->refits = online.refits;
         sim_online_free(&online);
         p->centroids = given;
+    }
+    if (R.cost) {
+        cost_state_free(&cost);
+        cost_req_free(&R.creq);
     }
     free_run(&R);
     if (rc)
