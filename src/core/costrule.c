@@ -6,52 +6,130 @@
 #include "costrule.h"
 #include "err.h"
 
+#define RESCALE 0x1p512   /* a product below 1/RESCALE is multiplied by it */
+#define RESUM_EVERY 4096  /* updates of a worker between exact sums of P */
+
+/* Room for cells in r's arrays; -1 out of memory. */
+static int req_room(cost_req *r, int32_t cells)
+{
+    if (r->cap >= cells)
+        return 0;
+    uint32_t *idx = realloc(r->idx, (size_t)cells * sizeof *idx);
+    if (idx)
+        r->idx = idx;
+    float *q = realloc(r->q, (size_t)cells * sizeof *q);
+    if (q)
+        r->q = q;
+    float *dense = realloc(r->dense, (size_t)cells * sizeof *dense);
+    if (dense)
+        r->dense = dense;
+    if (!idx || !q || !dense)
+        return -1;
+    r->cap = cells;
+    return 0;
+}
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint16_t v8u16 __attribute__((vector_size(16)));
+typedef uint32_t v8u32 __attribute__((vector_size(32)));
+
+/* Written with GCC vector types (as vsum.c): -O2's vectoriser leaves
+ * loops of unknown length alone, and each clone lowers a v8f to one ymm
+ * or two xmm registers with the same lanes, so every CPU computes the
+ * same values. */
+#define COST_CLONES __attribute__((target_clones("avx2", "default")))
+
+/* One layer's counts summed. */
+COST_CLONES
+static uint32_t layer_sum(const uint16_t *c, int E)
+{
+    v8u32 acc = {0};
+    int e = 0;
+    for (; e + 8 <= E; e += 8) {
+        v8u16 v;
+        memcpy(&v, c + e, sizeof v);
+        acc += __builtin_convertvector(v, v8u32);
+    }
+    uint32_t sum = 0;
+    for (int j = 0; j < 8; j++)
+        sum += acc[j];
+    for (; e < E; e++)
+        sum += c[e];
+    return sum;
+}
+
+/* One layer's q = min(1, c * per) into dense; returns the cells > 0. */
+COST_CLONES
+static int32_t fill_layer(const uint16_t *c, int E, float per, float *dense)
+{
+    const v8f one = {1, 1, 1, 1, 1, 1, 1, 1}, zero = {0};
+    v8i nz = {0};
+    int e = 0;
+    for (; e + 8 <= E; e += 8) {
+        v8u16 v;
+        memcpy(&v, c + e, sizeof v);
+        v8f q = __builtin_convertvector(v, v8f) * per;
+        v8i lt = q < one;   /* -1 where q < 1 */
+        v8i qi, onei;
+        memcpy(&qi, &q, sizeof qi);
+        memcpy(&onei, &one, sizeof onei);
+        v8i r = (qi & lt) | (onei & ~lt);
+        memcpy(dense + e, &r, sizeof r);
+        nz -= q > zero;
+    }
+    int32_t n = 0;
+    for (int j = 0; j < 8; j++)
+        n += nz[j];
+    for (; e < E; e++) {
+        float q = (float)c[e] * per;
+        dense[e] = q < 1.0f ? q : 1.0f;
+        n += dense[e] > 0.0f;
+    }
+    return n;
+}
+
 int cost_req_set(cost_req *r, const uint16_t *counts, int L, int E, int top_k, char *err,
                  size_t errlen)
 {
-    if (L < 1 || E < 1 || top_k < 1 || (size_t)L * (size_t)E > UINT32_MAX)
+    if (L < 1 || E < 1 || top_k < 1 || (size_t)L * (size_t)E > INT32_MAX)
         return eldr_errf(err, errlen, "cost rule: geometry L %d, E %d, top-k %d", L, E, top_k);
     int32_t cells = L * E;
-    if (r->cap < cells) {
-        uint32_t *idx = realloc(r->idx, (size_t)cells * sizeof *idx);
-        if (idx)
-            r->idx = idx;
-        float *q = realloc(r->q, (size_t)cells * sizeof *q);
-        if (q)
-            r->q = q;
-        float *lq = realloc(r->lq, (size_t)cells * sizeof *lq);
-        if (lq)
-            r->lq = lq;
-        if (!idx || !q || !lq)
-            return eldr_errf(err, errlen, "cost rule: out of memory for %d cells", cells);
-        r->cap = cells;
-    }
+    if (req_room(r, cells) < 0)
+        return eldr_errf(err, errlen, "cost rule: out of memory for %d cells", cells);
     r->n = 0;
     r->kv = 0;
+    r->sparse = 0;
+    r->cells = cells;
     for (int l = 0; l < L; l++) {
         const uint16_t *c = counts + (size_t)l * E;
-        double sum = 0;
-        for (int e = 0; e < E; e++)
-            sum += c[e];
-        if (sum <= 0)
-            continue;   /* a dense layer, or no signal in it */
+        float *d = r->dense + (size_t)l * E;
+        uint32_t sum = layer_sum(c, E);
+        if (!sum) {
+            memset(d, 0, (size_t)E * sizeof *d);   /* a dense layer, or no signal */
+            continue;
+        }
         /* sum = tokens * top_k: q is the expected picks of e per token */
-        double tokens = sum / top_k;
+        double tokens = (double)sum / top_k;
         if (tokens > r->kv)
             r->kv = tokens;
-        for (int e = 0; e < E; e++) {
-            if (!c[e])
-                continue;
-            double q = c[e] / tokens;
-            if (q >= 1.0)
-                q = 1.0;
-            r->idx[r->n] = (uint32_t)(l * E + e);
-            r->q[r->n] = (float)q;
-            r->lq[r->n] = q >= 1.0 ? 0.0f : (float)log1p(-(double)(float)q);
-            r->n++;
-        }
+        r->n += fill_layer(c, E, (float)(top_k / (double)sum), d);
     }
     return 0;
+}
+
+void cost_req_sparse(cost_req *r)
+{
+    if (r->sparse || !r->dense)
+        return;
+    int32_t n = 0;
+    for (int32_t c = 0; c < r->cells; c++) {
+        r->idx[n] = (uint32_t)c;
+        r->q[n] = r->dense[c];
+        n += r->dense[c] > 0.0f;
+    }
+    r->n = n;
+    r->sparse = 1;
 }
 
 void cost_req_free(cost_req *r)
@@ -60,7 +138,7 @@ void cost_req_free(cost_req *r)
         return;
     free(r->idx);
     free(r->q);
-    free(r->lq);
+    free(r->dense);
     memset(r, 0, sizeof *r);
 }
 
@@ -71,7 +149,7 @@ int cost_state_init(cost_state *s, int K, int L, int E, const cost_model *m, int
     if (K < 1 || K > ROUTE_MAX_WORKERS)
         return eldr_errf(err, errlen, "cost rule: workers K = %d outside 1..%d", K,
                          ROUTE_MAX_WORKERS);
-    if (L < 1 || E < 1 || (size_t)L * (size_t)E > UINT32_MAX)
+    if (L < 1 || E < 1 || (size_t)L * (size_t)E > INT32_MAX)
         return eldr_errf(err, errlen, "cost rule: geometry L %d, E %d", L, E);
     if (max_batch < 1)
         return eldr_errf(err, errlen, "cost rule: max batch %d must be >= 1", max_batch);
@@ -82,16 +160,19 @@ int cost_state_init(cost_state *s, int K, int L, int E, const cost_model *m, int
     s->m = *m;
     s->max_batch = max_batch;
     size_t n = (size_t)K * s->cells;
-    s->logp = malloc(n * sizeof *s->logp);
+    s->prod = malloc(n * sizeof *s->prod);
+    s->shift = malloc(n * sizeof *s->shift);
     s->sure = malloc(n * sizeof *s->sure);
     s->P = malloc(n * sizeof *s->P);
     s->sumP = malloc((size_t)K * sizeof *s->sumP);
     s->members = malloc((size_t)K * sizeof *s->members);
     s->kv = malloc((size_t)K * sizeof *s->kv);
-    if (!s->logp || !s->sure || !s->P || !s->sumP || !s->members || !s->kv) {
+    s->updates = malloc((size_t)K * sizeof *s->updates);
+    if (!s->prod || !s->shift || !s->sure || !s->P || !s->sumP || !s->members || !s->kv ||
+        !s->updates) {
         cost_state_free(s);
         return eldr_errf(err, errlen, "cost rule: out of memory for %d x %zu cells", K,
-                         s->cells);
+                         n / (size_t)K);
     }
     for (int k = 0; k < K; k++)
         cost_state_reset(s, k);
@@ -102,12 +183,14 @@ void cost_state_free(cost_state *s)
 {
     if (!s)
         return;
-    free(s->logp);
+    free(s->prod);
+    free(s->shift);
     free(s->sure);
     free(s->P);
     free(s->sumP);
     free(s->members);
     free(s->kv);
+    free(s->updates);
     memset(s, 0, sizeof *s);
 }
 
@@ -115,43 +198,83 @@ void cost_state_reset(cost_state *s, int k)
 {
     size_t base = (size_t)k * s->cells;
     for (size_t c = 0; c < s->cells; c++) {
-        s->logp[base + c] = 0;
+        s->prod[base + c] = 1.0;
+        s->shift[base + c] = 0;
         s->sure[base + c] = 0;
         s->P[base + c] = 1.0f;
     }
     s->sumP[k] = (double)s->cells;
     s->members[k] = 0;
     s->kv[k] = 0;
+    s->updates[k] = 0;
 }
 
-/* The idle probability of one cell from its log sum and sure count. */
-static float idle_prob(double logp, uint32_t sure)
+/* One cell's product times (1 - q) (sign > 0) or over it (sign < 0),
+ * rescaled so that it neither underflows nor, once divided back, keeps a
+ * scale it no longer needs. */
+static void update_cell(cost_state *s, size_t c, float q, int sign)
 {
-    if (sure)
-        return 0.0f;
-    return logp >= 0 ? 1.0f : (float)exp(logp);
+    if (q >= 1.0f) {
+        if (sign > 0)
+            s->sure[c]++;
+        else if (s->sure[c])
+            s->sure[c]--;
+        return;
+    }
+    double f = 1.0 - (double)q;
+    if (sign > 0) {
+        s->prod[c] *= f;
+        if (s->prod[c] < 1.0 / RESCALE) {
+            s->prod[c] *= RESCALE;
+            s->shift[c]++;
+        }
+    } else {
+        s->prod[c] /= f;
+        if (s->shift[c] > 0 && s->prod[c] >= 1.0) {
+            s->prod[c] /= RESCALE;
+            s->shift[c]--;
+        } else if (s->shift[c] == 0 && s->prod[c] > 1.0) {
+            s->prod[c] = 1.0;   /* rounding: idle never above certain */
+        }
+    }
+}
+
+/* One cell of worker k (at index c of its rows) takes or gives back q. */
+static double apply_cell(cost_state *s, size_t c, float q, int sign)
+{
+    update_cell(s, c, q, sign);
+    float old = s->P[c];
+    float now = s->sure[c] || s->shift[c] ? 0.0f : (float)s->prod[c];
+    s->P[c] = now;
+    return (double)now - old;
 }
 
 static void apply(cost_state *s, int k, const cost_req *x, int sign)
 {
     size_t base = (size_t)k * s->cells;
     double dsum = 0;
-    for (int32_t i = 0; i < x->n; i++) {
-        size_t c = base + x->idx[i];
-        if (x->q[i] >= 1.0f) {
-            if (sign > 0)
-                s->sure[c]++;
-            else if (s->sure[c])
-                s->sure[c]--;
-        } else {
-            s->logp[c] += sign * (double)x->lq[i];
-        }
-        float old = s->P[c], now = idle_prob(s->logp[c], s->sure[c]);
-        s->P[c] = now;
-        dsum += (double)now - old;
+    if (x->sparse || !x->dense || x->cells != (int32_t)s->cells) {
+        /* stored cells (a router's copy); a dense row of another
+         * geometry is not this state's and changes nothing */
+        if (!x->sparse && x->dense)
+            return;
+        for (int32_t i = 0; i < x->n; i++)
+            dsum += apply_cell(s, base + x->idx[i], x->q[i], sign);
+    } else {
+        for (size_t c = 0; c < s->cells; c++)
+            if (x->dense[c] > 0.0f)
+                dsum += apply_cell(s, base + c, x->dense[c], sign);
     }
     s->sumP[k] += dsum;
     s->kv[k] += sign * x->kv;
+    if (++s->updates[k] >= RESUM_EVERY) {
+        /* the running sum's rounding, cleared now and then */
+        double sum = 0;
+        for (size_t c = 0; c < s->cells; c++)
+            sum += s->P[base + c];
+        s->sumP[k] = sum;
+        s->updates[k] = 0;
+    }
 }
 
 void cost_state_add(cost_state *s, int k, const cost_req *x)
@@ -179,19 +302,43 @@ double cost_state_expected_u(const cost_state *s, int k)
     return u > 0 ? u : 0;
 }
 
-/* sum over x's cells of P_k * q: the distinct experts x adds in
- * expectation. Four partial sums, so that the gathers overlap. */
-static double added_u(const float *P, const cost_req *x)
+/* A product of n floats: two v8f partial sums (16 lanes), added lane by
+ * lane, then the tail. */
+COST_CLONES
+static double dot_f(const float *a, const float *b, size_t n)
 {
-    float acc[4] = {0};
-    int32_t i = 0, n = x->n;
-    for (; i + 4 <= n; i += 4)
-        for (int j = 0; j < 4; j++)
-            acc[j] += P[x->idx[i + j]] * x->q[i + j];
-    double s = (double)acc[0] + acc[1] + acc[2] + acc[3];
+    v8f s0 = {0}, s1 = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v8f x0, y0, x1, y1;
+        memcpy(&x0, a + i, sizeof x0);
+        memcpy(&y0, b + i, sizeof y0);
+        memcpy(&x1, a + i + 8, sizeof x1);
+        memcpy(&y1, b + i + 8, sizeof y1);
+        s0 += x0 * y0;
+        s1 += x1 * y1;
+    }
+    s0 += s1;
+    double s = 0;
+    for (int j = 0; j < 8; j++)
+        s += s0[j];
     for (; i < n; i++)
-        s += (double)P[x->idx[i]] * x->q[i];
+        s += (double)a[i] * b[i];
     return s;
+}
+
+/* sum over x's cells of P_k * q: the distinct experts x adds in
+ * expectation; over the dense row when there is one (one contiguous
+ * product), else gathered. */
+static double added_u(const cost_state *s, int k, const cost_req *x)
+{
+    const float *P = s->P + (size_t)k * s->cells;
+    if (x->dense && x->cells == (int32_t)s->cells)
+        return dot_f(P, x->dense, s->cells);
+    double sum = 0;
+    for (int32_t i = 0; i < x->n; i++)
+        sum += (double)P[x->idx[i]] * x->q[i];
+    return sum;
 }
 
 void cost_worker_terms(const cost_state *s, int k, const cost_req *x, int64_t B,
@@ -200,7 +347,7 @@ void cost_worker_terms(const cost_state *s, int k, const cost_req *x, int64_t B,
     const cost_model *m = &s->m;
     int M = s->max_batch, L = s->L;
     double U = cost_state_expected_u(s, k);
-    double dU = added_u(s->P + (size_t)k * s->cells, x);
+    double dU = added_u(s, k, x);
     double kv = s->kv[k] > 0 ? s->kv[k] : 0;
     /* a full batch takes x when a member leaves: x joins a batch of M */
     double b = B < M ? (double)B : (double)(M - 1);

@@ -18,9 +18,8 @@
  * independently of the other requests. Expert (l, e) is then idle in a
  * step with probability P_k(l, e) = prod_r (1 - q_r(l, e)), and
  *   U_k = sum_{l,e} (1 - P_k(l, e)),   U_{k+x} = U_k + sum_{l,e} P_k(l, e) q_x(l, e).
- * The state keeps P per worker (as sum of log(1 - q) plus a count of the
- * requests with q = 1), updated at every add and remove, so a decision
- * is one K x nnz(x) product and nothing in it depends on B.
+ * The state keeps P per worker, updated at every add and remove, so a
+ * decision is K products of L*E floats and nothing in it depends on B.
  *
  * A full batch (B_k >= max_batch) takes the request only when a member
  * leaves: the marginal cost is taken at max_batch, and the wait of its
@@ -44,38 +43,54 @@
 #include "costmodel.h"
 #include "route.h"
 
-/* One request's per-token expert inclusion probabilities, sparse over the
- * L*E cells (l*E + e), ascending. Owns its arrays; zero-initialise and
- * reuse (cost_req_set keeps the room), free with cost_req_free. */
+/* One request's per-token expert inclusion probabilities over the L*E
+ * cells (l*E + e): dense, as cost_req_set builds it (what a decision and
+ * an update read), and sparse (idx, q ascending) once cost_req_sparse
+ * ran: what a router keeps of a request in flight. A cost_req pointing
+ * at stored copies of n, idx, q and kv, with dense NULL, removes it.
+ * Owns its arrays; zero-initialise and reuse (cost_req_set keeps the
+ * room), free with cost_req_free. */
 typedef struct cost_req {
     int32_t n;                   /* cells with q > 0 */
-    int32_t cap;
+    int32_t cap;                 /* room of each array, cells */
+    int32_t cells;               /* L*E of dense */
+    int sparse;                  /* idx and q hold the n cells */
     uint32_t *idx;               /* [n] */
     float *q;                    /* [n] in (0, 1] */
-    float *lq;                   /* [n] log(1 - q); 0 where q = 1 */
+    float *dense;                /* [cells] q by cell, 0 elsewhere */
     double kv;                   /* the prompt's tokens: its KV in the batch */
 } cost_req;
 
-/* From a prompt's prefill counts [L*E] and the router's top-k (>= 1): a
- * layer with no counts contributes nothing (a dense layer, or no
- * signal). All-zero counts give n = 0: the request adds only its B and
- * its kv (0). -1 with err out of memory or bad geometry. */
+/* From a prompt's prefill counts [L*E] and the router's top-k (>= 1): the
+ * dense row, n and kv. A layer with no counts contributes nothing (a
+ * dense layer, or no signal). All-zero counts give n = 0: the request
+ * adds only its B and its kv (0). -1 with err out of memory or bad
+ * geometry. */
 int cost_req_set(cost_req *r, const uint16_t *counts, int L, int E, int top_k, char *err,
                  size_t errlen);
+/* idx and q from the dense row (once; room is there since cost_req_set). */
+void cost_req_sparse(cost_req *r);
 void cost_req_free(cost_req *r);
 
-/* The per-worker state the rule decides on. */
+/* The per-worker state the rule decides on. P(cell idle) is kept as a
+ * product, multiplied by (1 - q) at an add and divided at a remove (no
+ * logarithms: an update is a multiply per cell); a product that falls
+ * below 2^-512 is rescaled (shift counts the rescales) so that it never
+ * underflows and a remove restores it. A cell some member uses with q = 1
+ * is idle with probability 0 (sure counts them). */
 typedef struct cost_state {
     int K, L, E;
     size_t cells;                /* L*E */
     cost_model m;
     int max_batch;
-    double *logp;                /* [K][cells] sum over members of log(1 - q), q < 1 */
+    double *prod;                /* [K][cells] product of (1 - q), times 2^(512 shift) */
+    int32_t *shift;              /* [K][cells] */
     uint32_t *sure;              /* [K][cells] members with q = 1 */
     float *P;                    /* [K][cells] P(cell idle in a step) */
     double *sumP;                /* [K] sum of P over the cells */
     int64_t *members;            /* [K] requests added and not removed */
     double *kv;                  /* [K] their prompt tokens */
+    uint32_t *updates;           /* [K] since sumP was last summed afresh */
 } cost_state;
 
 /* K workers (1..ROUTE_MAX_WORKERS) of an L-layer, E-expert MoE, the cost
