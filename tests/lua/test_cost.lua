@@ -62,6 +62,13 @@ T.ok(ca and ca.recommendation.sentence == rec.sentence and ca.recommendation.gri
      and ca.recommendation.comparisons == rec.comparisons and ca.recommendation.policy == rec.policy,
      "advise cost_rule = eldr advise --cost-rule --json")
 
+-- the dashboard: policy "eldr-cost" is shown, in the header and the overview
+local f = eldr.dash(t, {policy = "eldr-cost", frame = true, width = 100, height = 30})
+T.ok(f:match("\neldr%-cost K 4 ") and f:match("\n +eldr%-cost +[%d.]+ "),
+     "dash policy eldr-cost: header and overview")
+T.err(function() eldr.dash(t, {policy = "domain", frame = true}) end,
+      "eldr, eldr-cost, random, rr, jsq or p2c expected", "dash: policy names eldr-cost")
+
 -- bad arguments
 T.err(function() eldr.advise(t, {rate = 60, baselines = {"jsq", "eldr-cost"}}) end,
       "eldr-cost is cost_rule = true", "advise: eldr-cost is not a baseline")
