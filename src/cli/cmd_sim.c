@@ -869,6 +869,10 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
             printf("eldr-online: refit every %g s on the last %g s of signatures, %lld refits%s\n",
                    a->cfg.refit_every, a->cfg.refit_window, (long long)rs->res[i].refits,
                    rs->seeds.n ? " (first seed)" : "");
+    if (wants(a, ROUTE_ELDR_COST))
+        printf("eldr-cost: predicts with the simulated cost model (%s), max batch %d, from "
+               "the in-flight prefill counts only\n", a->cost_path ? a->cost_path
+                                                    : "the documented defaults", a->cfg.max_batch);
     int pw = 8;                /* the widest name: eldr-online, eldr-cost, eldr-uncached */
     for (int i = 0; i < rs->n; i++)
         if ((int)strlen(rs->res[i].policy) > pw)

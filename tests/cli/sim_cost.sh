@@ -70,6 +70,26 @@ cols = {re.search(r"\s\d", s).start() for s in served}
 assert len(cols) == 1 and [s.split()[0] for s in served] == ["eldr", "eldr-cost", "jsq"], served
 EOF
 
+"$ELDR" sim "$T" --policy eldr-cost,jsq --workers 4 --rate 80 >"$TMP/c.txt" 2>"$TMP/err"
+expect_in "sim: the report says what the rule predicts with and sees" "$TMP/c.txt" \
+    "^eldr-cost: predicts with the simulated cost model \(the documented defaults\), max batch 256, from the in-flight prefill counts only$"
+
+# With no expert term (b = d = 0) cost_k = t0 + L a + c (2 B_k + 1): the
+# rule is least-loaded, lowest index on ties - eldr at tau 2 (a band of
+# every worker) decides alike, request for request; with the documented
+# model the expert term moves decisions.
+printf '{"format": "eldr-cost", "version": 1, "t0": 0.0015, "a": 0, "b": 0, "c": 2.5e-05, "d": 0}\n' >"$TMP/flat.json"
+"$ELDR" sim "$T" --policy eldr,eldr-cost --tau 2 --workers 4 --rate 200 --cost "$TMP/flat.json" \
+    --json >"$TMP/flat.out" 2>"$TMP/err"
+json_assert "sim: with no expert cost eldr-cost is least-loaded (= eldr at tau 2)" "$TMP/flat.out" "
+e, c = j['policies']
+assert e['served'] == c['served'] and e['tpot_p50_ms'] == c['tpot_p50_ms'], (e['served'], c['served'])
+assert c['rules'] == {'cost': j['requests']} and e['rules'] != c['rules']"
+"$ELDR" sim "$T" --policy eldr,eldr-cost --tau 2 --workers 4 --rate 200 --json >"$TMP/def.out" 2>"$TMP/err"
+json_assert "sim: with the documented cost model the expert term moves decisions" "$TMP/def.out" "
+e, c = j['policies']
+assert e['served'] != c['served'], (e['served'], c['served'])"
+
 # --seeds: the first seed repeats the single run; intervals are there
 "$ELDR" sim "$T" --policy eldr-cost,jsq --workers 4 --rate 80 --seeds 3 --json >"$TMP/s.json" 2>"$TMP/err"
 json_assert "sim --seeds: eldr-cost's first seed is the single run, with a CI" "$TMP/s.json" "
