@@ -13,7 +13,8 @@ local function same(a, b) return type(a) == "number" and type(b) == "number" and
 
 -- alone: no model is fitted; every decision is the cost rule's
 local res, info = eldr.simulate(t, {policy = "eldr-cost", workers = 4, rate = 60})
-T.ok(#res == 1 and res[1].policy == "eldr-cost" and not info.fitted, "simulate eldr-cost alone: no fit")
+T.ok(#res == 1 and res[1].policy == "eldr-cost" and info.fitted == false and res[1].tau == nil,
+     "simulate eldr-cost alone: no fit, no tau")
 T.eq(res[1].rules.cost, info.eval_rows, "simulate eldr-cost: every decision by rule cost")
 local cli = cli_json("sim " .. T.data .. " --policy eldr-cost --workers 4 --rate 60 --json")
 local p = cli and cli.policies[1]
