@@ -115,7 +115,8 @@ end
 local function sweep_resplit(trace, opts, ks, taus, rates, baselines)
   local o = {workers = ks, tau = taus, seeds = opts.seeds, seed = opts.seed,
              split = opts.split, calib_split = opts.calib_split, variant = opts.variant,
-             layers = opts.layers, baselines = baselines, progress = opts.progress}
+             layers = opts.layers, baselines = baselines, progress = opts.progress,
+             cost_rule = opts.cost_rule}
   for _, k in ipairs({"output_tokens", "max_batch", "cost", "sample_pool", "min2"}) do
     o[k] = opts[k]
   end
@@ -144,7 +145,8 @@ local function fixed_why(opts)
 end
 
 --- experiments.sweep(trace, {model, tau, workers, rate, split, split_seed,
---- calib_split, seeds, progress, variant, layers, baselines, seed, online, ...}) ->
+--- calib_split, seeds, progress, variant, layers, baselines, seed, online,
+--- cost_rule, ...}) ->
 --- rows {K, rate, policy, tau, tpot_p50_ms, tpot_p99_ms, distinct_per_step,
 --- imbalance, vs_best_pct, ...; with seeds > 1 also seeds,
 --- tpot_p50_ms_ci95, vs_best_pct_ci95, tpot_p50_ms_per_seed}, info {split,
@@ -153,7 +155,7 @@ function M.sweep(trace, opts)
   local fn = "sweep"
   opts = check(opts, fn, {"model", "tau", "workers", "rate", "calib_split", "split",
                           "split_seed", "seeds", "progress", "variant", "layers", "baselines",
-                          "seed", "online", "refit_every", "refit_window"})
+                          "seed", "online", "cost_rule", "refit_every", "refit_window"})
   local model = opts.model
   local info = model and model:info()
   local taus = list_of(opts.tau, fn, "tau") or (info and {info.tau}) or {0, 0.05, 0.1, 0.2}
@@ -168,6 +170,10 @@ function M.sweep(trace, opts)
     error("eldr.sweep: bad argument 'seeds' (integer >= 1 expected, got " .. tostring(opts.seeds)
           .. ")", 2)
   end
+  if opts.cost_rule ~= nil and type(opts.cost_rule) ~= "boolean" then
+    error("eldr.sweep: bad argument 'cost_rule' (boolean expected, got " .. type(opts.cost_rule)
+          .. ")", 2)
+  end
   if opts.progress ~= nil and type(opts.progress) ~= "function" then
     error("eldr.sweep: bad argument 'progress' (function(done, total) expected)", 2)
   end
@@ -178,14 +184,15 @@ function M.sweep(trace, opts)
   end
   local policies = {}
   for _, b in ipairs(baselines) do
-    if b == "eldr" or b == "eldr-online" then
+    if b == "eldr" or b == "eldr-online" or b == "eldr-cost" then
       error("eldr.sweep: bad argument 'baselines' (" .. b .. " is not a baseline; eldr-online "
-            .. "is online = true)", 2)
+            .. "is online = true, eldr-cost is cost_rule = true)", 2)
     end
     policies[#policies + 1] = b
   end
   policies[#policies + 1] = "eldr"
   if opts.online then policies[#policies + 1] = "eldr-online" end
+  if opts.cost_rule then policies[#policies + 1] = "eldr-cost" end
   -- one recipe for every K: the model's, or fitted once on calib
   local recipe = model and model:recipe() or eldr.recipe(calib, {
     variant = opts.variant or "count_idf", layers = opts.layers or "auto", seed = seed})

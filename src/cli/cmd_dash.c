@@ -57,7 +57,8 @@ static void usage(void)
         "  -k, --clusters K      K to start with (refits with the model's recipe; the\n"
         "                        default fit uses it directly; default 4 or the model's)\n"
         "  --tau T               tau to start with (default: the model's)\n"
-        "  --policy P            eldr (default), random, rr, jsq, p2c\n"
+        "  --policy P            eldr (default), eldr-cost (the cost rule: least\n"
+        "                        predicted step-time increase), random, rr, jsq, p2c\n"
         "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho,\n"
         "                        tradeoff (the tau x K grid, computed before the frame);\n"
         "                        live: decisions, drift instead of tradeoff\n"
@@ -177,9 +178,8 @@ static int parse(int argc, char **argv, dash_args *a)
             break;
         case O_POLICY: {
             int k = route_kind_parse(optarg);
-            if (k < 0 || k == ROUTE_DOMAIN)
-                return cli_fail(CMD, "--policy '%s': expected eldr, random, rr, jsq or p2c",
-                                optarg);
+            if (k < 0 || !dash_policy_shown((route_kind)k))
+                return cli_fail(CMD, "--policy '%s': expected %s", optarg, DASH_POLICIES);
             a->st.policy = (route_kind)k;
             break;
         }
@@ -323,6 +323,11 @@ static json_t *sim_json(const dash_sim *s)
     return o;
 }
 
+static json_t *num(double v)
+{
+    return v == v ? json_real(v) : json_null();
+}
+
 static json_t *ci_pair(const grid_stat *s)
 {
     return isfinite(s->lo) ? json_pack("[f,f]", s->lo, s->hi) : json_null();
@@ -335,8 +340,8 @@ static json_t *ci_pair(const grid_stat *s)
 static json_t *tradeoff_json(const dash_t *d)
 {
     const grid_result *g = &d->trade.g;
-    int rows[GRID_MAX_LIST * 3], pareto[GRID_MAX_LIST * 3];
-    int n = tradeoff_eldr_rows(g, rows, GRID_MAX_LIST * 3);
+    int rows[TRADE_MAX_ROWS], pareto[TRADE_MAX_ROWS];
+    int n = tradeoff_eldr_rows(g, rows, TRADE_MAX_ROWS);
     tradeoff_pareto(g, rows, n, d->trade_metric, pareto);
     json_t *cells = json_array();
     for (int i = 0; i < n; i++) {
@@ -344,7 +349,8 @@ static json_t *tradeoff_json(const dash_t *d)
         const char *base = r->best_baseline >= 0 ? route_kind_name(g->rows[r->best_baseline].kind)
                                                  : "";
         json_t *c = json_pack(
-            "{s:f, s:i, s:f, s:o, s:f, s:o, s:s, s:f, s:f, s:b}", "tau", r->tau, "workers", r->K,
+            "{s:s, s:o, s:i, s:f, s:o, s:f, s:o, s:s, s:f, s:f, s:b}", "policy",
+            route_kind_name(r->kind), "tau", num(r->tau), "workers", r->K,
             "tpot_p50_ms", r->tpot_p50.mean, "tpot_p50_ms_ci95", ci_pair(&r->tpot_p50),
             "vs_best_baseline_pct", r->vs_best_pct.mean, "ci95", ci_pair(&r->vs_best_pct),
             "best_baseline", base, "imbalance", r->imbalance.mean, "distinct_per_step",
@@ -410,11 +416,6 @@ static void print_json(const dash_t *d, const dash_args *a)
             "distinct_pct_ci95", ci->distinct_vs_best_pct.lo, ci->distinct_vs_best_pct.hi,
             "seconds", ci->seconds));
     cli_print_json(o);
-}
-
-static json_t *num(double v)
-{
-    return v == v ? json_real(v) : json_null();
 }
 
 static void print_live_json(const dash_t *d, const dash_args *a)

@@ -52,8 +52,10 @@ static void usage(void)
         "options:\n"
         "  -m, --model FILE       routing model (eldr-model); default: fit one on the\n"
         "                         calibration rows (count_idf, greedy layers, K)\n"
-        "  --policy LIST          of eldr, eldr-online, random, rr, jsq, p2c, domain\n"
-        "                         (default " DEFAULT_POLICIES ")\n"
+        "  --policy LIST          of eldr, eldr-online, eldr-cost, random, rr, jsq, p2c,\n"
+        "                         domain (default " DEFAULT_POLICIES "); eldr-cost:\n"
+        "                         the least predicted step-time increase (the cost\n"
+        "                         rule, docs/routing.md; needs no model)\n"
         "  --refit-every S        eldr-online: refit the centroids every S seconds of\n"
         "                         simulated time (default 2.5)\n"
         "  --refit-window W       eldr-online: on the signatures of the last W seconds\n"
@@ -135,8 +137,8 @@ static int parse_policies(sim_args *a, const char *list)
          tok = strtok_r(NULL, ",", &save)) {
         int k = route_kind_parse(tok);
         if (k < 0)
-            return cli_fail(CMD, "--policy: '%s' is not a policy (eldr, eldr-online, random, "
-                            "rr, jsq, p2c, domain)", tok);
+            return cli_fail(CMD, "--policy: '%s' is not a policy (eldr, eldr-online, eldr-cost, "
+                            "random, rr, jsq, p2c, domain)", tok);
         for (int i = 0; i < a->n_kinds; i++)
             if (a->kinds[i] == k)
                 return cli_fail(CMD, "--policy: '%s' appears twice", tok);
@@ -710,7 +712,9 @@ static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
             g.n_taus = 1;      /* one tau: eldr, and eldr-online beside it */
             g.taus[0] = in->tau;
             g.online |= a->kinds[i] == ROUTE_ELDR_ONLINE;
-        } else
+        } else if (a->kinds[i] == ROUTE_ELDR_COST)
+            g.cost = 1;        /* a candidate, after the taus */
+        else
             g.baselines[g.n_base++] = (route_kind)a->kinds[i];
     }
     g.min2 = a->min2;
@@ -865,7 +869,14 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
             printf("eldr-online: refit every %g s on the last %g s of signatures, %lld refits%s\n",
                    a->cfg.refit_every, a->cfg.refit_window, (long long)rs->res[i].refits,
                    rs->seeds.n ? " (first seed)" : "");
-    int pw = a->n_modes ? 13 : wants(a, ROUTE_ELDR_ONLINE) ? 11 : 8; /* eldr-uncached */
+    if (wants(a, ROUTE_ELDR_COST))
+        printf("eldr-cost: predicts with the simulated cost model (%s), max batch %d, from "
+               "the in-flight prefill counts only\n", a->cost_path ? a->cost_path
+                                                    : "the documented defaults", a->cfg.max_batch);
+    int pw = 8;                /* the widest name: eldr-online, eldr-cost, eldr-uncached */
+    for (int i = 0; i < rs->n; i++)
+        if ((int)strlen(rs->res[i].policy) > pw)
+            pw = (int)strlen(rs->res[i].policy);
     if (rs->seeds.n) {
         print_seeds_table(rs, pw);
     } else {

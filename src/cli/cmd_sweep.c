@@ -44,6 +44,7 @@ typedef struct sweep_opts {
     int variant, min2, json;
     int baselines[ROUTE_N_KINDS], n_base;
     int online;                /* --online: eldr-online beside eldr at each tau */
+    int cost_rule;             /* --cost-rule: eldr-cost in each cell */
     double refit_every, refit_window;
     long long output_tokens, max_batch, seed, seeds, threads;
     double min_gain;           /* advise: the least worthwhile gain, percent */
@@ -96,6 +97,9 @@ static void usage(int advise)
            "                         time passes) at each tau, in the row after eldr\n"
            "  --refit-every S        eldr-online: seconds between refits (default 2.5)\n"
            "  --refit-window W       eldr-online: seconds of signatures per refit (default 5)\n"
+           "  --cost-rule            also run eldr-cost (the cost rule: the worker whose\n"
+           "                         predicted step time grows least; no tau, no model) in\n"
+           "                         each cell, after the taus, as one more ELDR setting\n"
            "  --output-tokens N      tokens per request (default: the trace's decode_tokens)\n"
            "  --max-batch B          requests decoding at once per worker (default %d)\n"
            "  --cost FILE            step-latency cost file (eldr costfit; default the\n"
@@ -144,9 +148,9 @@ static int parse_baselines(const char *s, sweep_opts *o)
     o->n_base = 0;
     for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
         int k = route_kind_parse(tok);
-        if (k < 0 || route_kind_has_centroids((route_kind)k))
+        if (k < 0 || grid_kind_is_candidate((route_kind)k))
             rc = cli_fail(o->cmd, "--baselines: unknown baseline '%s' (random, rr, jsq, p2c, "
-                          "domain; eldr-online is --online)", tok);
+                          "domain; eldr-online is --online, eldr-cost is --cost-rule)", tok);
         else {
             for (int i = 0; i < o->n_base && !rc; i++)
                 if (o->baselines[i] == k)
@@ -177,7 +181,7 @@ static int parse_workers(const char *s, sweep_opts *o)
 
 enum { O_TAU = 256, O_WORKERS, O_RATE, O_SPLIT, O_SPLITMODE, O_SPLITSEED, O_VARIANT, O_LAYERS,
        O_BASE, O_OUT, O_BATCH, O_COST, O_NOMIN2, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_JSON,
-       O_ONLINE, O_REVERY, O_RWINDOW, O_MINGAIN };
+       O_ONLINE, O_REVERY, O_RWINDOW, O_MINGAIN, O_COSTRULE };
 
 static int parse_option(int c, const char *arg, sweep_opts *o)
 {
@@ -210,6 +214,7 @@ static int parse_option(int c, const char *arg, sweep_opts *o)
         return 0;
     case O_JSON: o->json = 1; return 0;
     case O_ONLINE: o->online = 1; return 0;
+    case O_COSTRULE: o->cost_rule = 1; return 0;
     case O_REVERY: return cli_parse_double(cmd, "--refit-every", arg, 1e-6, 1e9, &o->refit_every);
     case O_RWINDOW:
         return cli_parse_double(cmd, "--refit-window", arg, 1e-6, 1e9, &o->refit_window);
@@ -236,6 +241,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
         {"online", no_argument, 0, O_ONLINE}, {"refit-every", required_argument, 0, O_REVERY},
         {"refit-window", required_argument, 0, O_RWINDOW},
         {"min-gain", required_argument, 0, O_MINGAIN},
+        {"cost-rule", no_argument, 0, O_COSTRULE},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->advise = advise;
@@ -354,10 +360,10 @@ static void fmt_pm(char *buf, size_t n, const grid_stat *s, const char *fmt)
 
 static void print_table(const grid_result *g, const grid_advice *a)
 {
-    int pw = 7;
+    int pw = 7;                /* the widest name: eldr-online, eldr-cost */
     for (int i = 0; i < g->n; i++)
-        if (g->rows[i].kind == ROUTE_ELDR_ONLINE)
-            pw = 11;
+        if ((int)strlen(route_kind_name(g->rows[i].kind)) > pw)
+            pw = (int)strlen(route_kind_name(g->rows[i].kind));
     printf("%4s %6s %-*s %5s %9s %7s %9s %9s %9s %6s %6s %8s %7s\n", "K", "rate", pw, "policy",
            "tau", "TPOT p50", "95% CI", "TPOT p99", "queue p50", "distinct", "reuse", "imbal",
            "vs best", "95% CI");
@@ -433,7 +439,7 @@ static json_t *row_json(const grid_row *r, int n_compared)
     json_object_set_new(o, "distinct_vs_best_pct", cli_num_json(r->distinct_vs_best_pct.mean));
     json_object_set_new(o, "p99_vs_best_pct", cli_num_json(r->p99_vs_best_pct.mean));
     json_object_set_new(o, "tokens_per_s_vs_best_pct", cli_num_json(r->tps_vs_best_pct.mean));
-    if (n_compared > 0 && route_kind_has_centroids(r->kind)) {
+    if (n_compared > 0 && grid_kind_is_candidate(r->kind)) {
         grid_stat adj;
         grid_bonferroni(r, n_compared, &adj);
         json_object_set_new(o, "vs_best_pct_ci95_corrected", cli_ci_json(&adj));
@@ -552,6 +558,7 @@ static void make_spec(const sweep_opts *o, const sweep_state *s, const model_fit
         g->baselines[i] = (route_kind)o->baselines[i];
     g->min2 = o->min2;
     g->online = o->online;
+    g->cost = o->cost_rule;
     g->cfg.refit_every = o->refit_every;
     g->cfg.refit_window = o->refit_window;
     g->threads = (int)o->threads;
@@ -609,9 +616,10 @@ static int run_regime(const sweep_opts *o, sweep_state *s, const model_fit_opts 
     make_spec(o, s, fo, &g);
     g.n_workers = 1;
     g.workers[0] = e->K;
-    g.n_taus = 1;
+    g.n_taus = e->kind == ROUTE_ELDR_COST ? 0 : 1;
     g.taus[0] = e->tau;
     g.online = e->kind == ROUTE_ELDR_ONLINE;
+    g.cost = e->kind == ROUTE_ELDR_COST;
     g.n_rates = r->rate > 0 ? 1 : 0;
     g.rates[0] = r->rate;
     if (r->output_tokens)
@@ -697,10 +705,15 @@ static void print_regimes(const sweep_opts *o, const grid_result *g, const grid_
                           const regime *rg)
 {
     const grid_row *e = &g->rows[a->closest_eldr];
-    printf("regime of %stau %g, K %d (%s; rerun beside the baselines, 95%% CI over %d seeds; "
-           "holds = the whole interval at least %.1f%% better):\n",
-           a->eldr_wins ? "" : "the closest, ", e->tau, e->K,
-           e->kind == ROUTE_ELDR_ONLINE ? "eldr-online" : "eldr", g->n_seeds, o->min_gain);
+    char name[64];
+    if (e->kind == ROUTE_ELDR_COST)
+        snprintf(name, sizeof name, "eldr-cost, K %d (", e->K);
+    else
+        snprintf(name, sizeof name, "tau %g, K %d (%s; ", e->tau, e->K,
+                 route_kind_name(e->kind));
+    printf("regime of %s%srerun beside the baselines, 95%% CI over %d seeds; holds = the "
+           "whole interval at least %.1f%% better):\n", a->eldr_wins ? "" : "the closest, ",
+           name, g->n_seeds, o->min_gain);
     for (int i = 0; i < N_REGIMES; i++) {
         if (!rg[i].ran) {
             printf("  %-22s -  (%s)\n", rg[i].what, rg[i].skip[0] ? rg[i].skip : "no result");

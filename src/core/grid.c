@@ -68,11 +68,11 @@ static int check_spec(const grid_spec *s, char *err, size_t errlen)
         s->n_rates > GRID_MAX_LIST || s->n_taus < 0 || s->n_taus > GRID_MAX_LIST ||
         s->n_base < 0 || s->n_base > ROUTE_N_KINDS)
         return eldr_errf(err, errlen, "grid: list sizes out of range");
-    if (s->n_taus + s->n_base < 1)
+    if (s->n_taus + s->n_base + (s->cost != 0) < 1)
         return eldr_errf(err, errlen, "grid: no policy (give taus or baselines)");
     for (int i = 0; i < s->n_base; i++)
         if ((unsigned)s->baselines[i] >= ROUTE_N_KINDS ||
-            route_kind_has_centroids(s->baselines[i]))
+            grid_kind_is_candidate(s->baselines[i]))
             return eldr_errf(err, errlen, "grid: baseline %d is not a baseline", i);
     for (int i = 0; i < s->n_taus; i++)
         if (!isfinite(s->taus[i]) || s->taus[i] < 0)
@@ -222,15 +222,23 @@ static int ctx_resplit(const grid_spec *s, int si, grid_ctx *ctx, model_t **mode
     return fit_models(s, ctx, si, err, errlen);
 }
 
+/* Policies per cell: the baselines, eldr (and eldr-online) per tau, and
+ * eldr-cost with s->cost. */
+static int policies_per_cell(const grid_spec *s)
+{
+    return s->n_base + s->n_taus * (s->online ? 2 : 1) + (s->cost != 0);
+}
+
 /* Policy p of a cell: the baselines, then per tau eldr (and eldr-online
- * after it with s->online). */
+ * after it with s->online), then eldr-cost with s->cost. */
 static route_kind policy_at(const grid_spec *s, int p, double *tau)
 {
-    if (p < s->n_base) {
-        *tau = NAN;
+    *tau = NAN;
+    if (p < s->n_base)
         return s->baselines[p];
-    }
     int q = p - s->n_base, per = s->online ? 2 : 1;
+    if (q >= s->n_taus * per)
+        return ROUTE_ELDR_COST;
     *tau = s->taus[q / per];
     return q % per ? ROUTE_ELDR_ONLINE : ROUTE_ELDR;
 }
@@ -487,7 +495,7 @@ int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
     if (check_spec(s, err, errlen) < 0)
         return -1;
     grid_run_state st = {.s = s, .r = out};
-    st.n_policies = s->n_base + s->n_taus * (s->online ? 2 : 1);
+    st.n_policies = policies_per_cell(s);
     st.n_rates = s->n_rates ? s->n_rates : 1;
     out->n_seeds = s->n_seeds;
     out->resplit = s->all != NULL;
@@ -568,9 +576,23 @@ void grid_bonferroni(const grid_row *g, int m, grid_stat *out)
     out->hi = out->mean + wide;
 }
 
+int grid_kind_is_candidate(route_kind k)
+{
+    return route_kind_has_centroids(k) || k == ROUTE_ELDR_COST;
+}
+
+void grid_setting_name(const grid_row *g, char *buf, size_t n)
+{
+    if (g->kind == ROUTE_ELDR_COST)
+        snprintf(buf, n, "eldr-cost");
+    else
+        snprintf(buf, n, "%stau %g", g->kind == ROUTE_ELDR_ONLINE ? "eldr-online, " : "",
+                 g->tau);
+}
+
 static int is_eldr_row(const grid_row *g)
 {
-    return route_kind_has_centroids(g->kind) && isfinite(g->vs_best_pct.mean);
+    return grid_kind_is_candidate(g->kind) && isfinite(g->vs_best_pct.mean);
 }
 
 /* a better than b: a lower corrected upper bound, then a better mean */
@@ -626,7 +648,7 @@ int grid_advise(const grid_result *r, double min_gain_pct, grid_advice *a)
     }
     /* no ELDR row: the baseline with the lowest mean TPOT */
     for (int i = 0; i < r->n; i++)
-        if (!route_kind_has_centroids(r->rows[i].kind) && isfinite(r->rows[i].tpot_p50.mean) &&
+        if (!grid_kind_is_candidate(r->rows[i].kind) && isfinite(r->rows[i].tpot_p50.mean) &&
             (a->row < 0 || r->rows[i].tpot_p50.mean < r->rows[a->row].tpot_p50.mean))
             a->row = i;
     return a->row >= 0 ? 0 : -1;
@@ -638,12 +660,6 @@ static void fmt_rate(char *buf, size_t n, double rate)
         snprintf(buf, n, "%g req/s", rate);
     else
         snprintf(buf, n, "the trace's arrivals");
-}
-
-/* An eldr-online setting says so; plain eldr is the default reading. */
-static const char *online_prefix(const grid_row *g)
-{
-    return g->kind == ROUTE_ELDR_ONLINE ? "eldr-online, " : "";
 }
 
 /* "; p99 -2.0%, throughput +0.3%" (empty when unknown) */
@@ -664,14 +680,15 @@ void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf,
         return;
     }
     const grid_row *g = &r->rows[a->row];
-    char rate[48], side[96];
+    char rate[48], side[96], name[64];
     fmt_rate(rate, sizeof rate, g->rate);
     if (a->eldr_wins) {
         const grid_row *b = &r->rows[g->best_baseline];
         side_effects(g, side, sizeof side);
-        snprintf(buf, n, "%stau %g, K %d: TPOT p50 %+.1f%% +-%.1f%% vs %s at %s (corrected "
+        grid_setting_name(g, name, sizeof name);
+        snprintf(buf, n, "%s, K %d: TPOT p50 %+.1f%% +-%.1f%% vs %s at %s (corrected "
                  "over %d settings: %+.1f%% to %+.1f%%)%s; distinct experts %+.1f%%; "
-                 "imbalance %.2f", online_prefix(g), g->tau, g->K, g->vs_best_pct.mean,
+                 "imbalance %.2f", name, g->K, g->vs_best_pct.mean,
                  (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2, route_kind_name(b->kind), rate,
                  a->n_compared, a->adj.lo, a->adj.hi, side, g->distinct_vs_best_pct.mean,
                  g->imbalance.mean);
@@ -683,19 +700,19 @@ void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf,
         return;
     }
     const grid_row *e = &r->rows[a->closest_eldr];
+    grid_setting_name(e, name, sizeof name);
     if (!isfinite(a->adj.hi)) {
         snprintf(buf, n, "keep %s (K %d, %s): one seed cannot tell ELDR from noise; the "
-                 "closest, %stau %g, gives TPOT p50 %+.1f%% (use --seeds 5 or more)",
-                 route_kind_name(g->kind), g->K, rate, online_prefix(e), e->tau,
-                 e->vs_best_pct.mean);
+                 "closest, %s, gives TPOT p50 %+.1f%% (use --seeds 5 or more)",
+                 route_kind_name(g->kind), g->K, rate, name, e->vs_best_pct.mean);
         return;
     }
     const char *why = a->adj.hi >= 0 ? "it may be no better at all"
                                      : "its worst case gains less than the minimum";
     snprintf(buf, n, "keep %s (K %d, %s): no ELDR setting gains %.1f%% over its whole "
-             "corrected interval; the closest, %stau %g, gives TPOT p50 %+.1f%% +-%.1f%% "
+             "corrected interval; the closest, %s, gives TPOT p50 %+.1f%% +-%.1f%% "
              "(corrected over %d settings: %+.1f%% to %+.1f%%: %s)",
-             route_kind_name(g->kind), g->K, rate, a->min_gain_pct, online_prefix(e), e->tau,
+             route_kind_name(g->kind), g->K, rate, a->min_gain_pct, name,
              e->vs_best_pct.mean, (e->vs_best_pct.hi - e->vs_best_pct.lo) / 2, a->n_compared,
              a->adj.lo, a->adj.hi, why);
 }

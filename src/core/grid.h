@@ -13,7 +13,11 @@
  *
  * With `online`, every tau gives two rows: eldr, then eldr-online (the
  * same model as its start, refitted as simulated time passes); advise
- * weighs both kinds as ELDR settings.
+ * weighs both kinds as ELDR settings. With `cost`, each cell ends with
+ * one eldr-cost row (the cost rule, costrule.h; no tau, no model: it
+ * predicts with cfg.cost, the simulator's own cost model), which advise
+ * weighs as one more ELDR setting: the same baselines, the same
+ * Bonferroni correction over every candidate row, the same margin.
  *
  * Models: for each K, the given model when its K matches, else one fitted
  * on the calibration rows with spec->fit (greedy layers are selected once,
@@ -71,6 +75,7 @@ typedef struct grid_spec {
     int online;                 /* 1: each tau also runs eldr-online (refits per
                                  * cfg.refit_every / refit_window), in the row
                                  * after that tau's eldr */
+    int cost;                   /* 1: one eldr-cost row per cell, after the taus */
     int threads;                /* 0 = the online CPUs */
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;         /* progress is called under a lock */
@@ -103,7 +108,7 @@ typedef struct grid_row {
 typedef struct grid_result grid_result;
 struct grid_result {
     grid_row *rows;             /* K-major, then rate, then baselines, taus
-                                 * (eldr[, eldr-online] per tau) */
+                                 * (eldr[, eldr-online] per tau)[, eldr-cost] */
     int n;
     int n_seeds;
     model_t **models;           /* [n_workers] the model of each K */
@@ -161,6 +166,14 @@ typedef struct grid_advice {
     grid_stat adj;              /* closest_eldr's corrected interval */
 } grid_advice;
 int grid_advise(const grid_result *r, double min_gain_pct, grid_advice *a);
+
+/* 1 for a row advise weighs as an ELDR setting: eldr, eldr-online or
+ * eldr-cost (any kind but the baselines). */
+int grid_kind_is_candidate(route_kind k);
+
+/* "tau 0.1", "eldr-online, tau 0.1" or "eldr-cost": how the reports name
+ * a candidate row. */
+void grid_setting_name(const grid_row *g, char *buf, size_t n);
 
 /* 1 when interval ci (of a change, percent) lies wholly below 0 and at
  * least min_gain_pct below it: a gain worth acting on. */

@@ -40,8 +40,8 @@ static void start_opts(lua_State *L, int idx, const char *fn, tui_start *st)
     st->K = (int)l_optint(L, idx, fn, "K", 1, DASH_K_MAX, 0);
     const char *pol = l_optstr(L, idx, fn, "policy", "eldr");
     int k = route_kind_parse(pol);
-    if (k < 0 || k == ROUTE_DOMAIN)
-        l_argerror(L, fn, "policy", "eldr, random, rr, jsq or p2c expected, got '%s'", pol);
+    if (k < 0 || !dash_policy_shown((route_kind)k))
+        l_argerror(L, fn, "policy", "%s expected, got '%s'", DASH_POLICIES, pol);
     st->policy = (route_kind)k;
 }
 

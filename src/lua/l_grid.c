@@ -179,9 +179,10 @@ static int opt_baselines(lua_State *L, int opts, const char *fn, route_kind *out
             lua_pushvalue(L, idx);
         const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "?";
         int k = route_kind_parse(name);
-        if (k < 0 || k == ROUTE_ELDR)
-            l_argerror(L, fn, "baselines", "random, rr, jsq, p2c or domain expected, got '%s'",
-                       name);
+        if (k < 0 || grid_kind_is_candidate((route_kind)k))
+            l_argerror(L, fn, "baselines", "random, rr, jsq, p2c or domain expected, got "
+                       "'%s'%s", name, k == ROUTE_ELDR_COST ? " (eldr-cost is cost_rule = true)"
+                                                            : "");
         for (int j = 0; j < i; j++)
             if (out[j] == (route_kind)k)
                 l_argerror(L, fn, "baselines", "'%s' appears twice", name);
@@ -238,7 +239,7 @@ static void push_recommendation(lua_State *L, const grid_result *g, const grid_a
 static const char *const advise_keys[] = {
     "model", "workers", "tau", "rate", "seeds", "seed", "split", "split_seed", "calib_split",
     "variant", "layers", "baselines", "output_tokens", "max_batch", "cost", "min2",
-    "sample_pool", "threads", "progress", "min_gain", NULL};
+    "sample_pool", "threads", "progress", "min_gain", "cost_rule", NULL};
 
 /* eldr.advise(trace [, opts]) -> {recommendation, grid, split, ...} */
 static int l_advise(lua_State *L)
@@ -284,6 +285,7 @@ static int l_advise(lua_State *L)
     double min_gain = l_optnum(L, 2, fn, "min_gain", 0, 100, GRID_MIN_GAIN_PCT);
     l_optcost(L, 2, &g.cfg.cost, fn);
     g.n_base = opt_baselines(L, 2, fn, g.baselines);
+    g.cost = l_optbool(L, 2, fn, "cost_rule", 0);   /* eldr-cost: one more candidate */
     /* the recipe: the model's variant and mask, else variant and layers */
     g.fit.seed = g.cfg.seed;
     if (model) {
@@ -388,9 +390,10 @@ static const l_fn module_fns[] = {
     {"advise", l_advise,
      "eldr.advise(trace [, {workers = {4, 8}, tau = {0, 0.05, 0.1, 0.2}, rate, seeds = 5, "
      "model, split, split_seed, calib_split, variant, layers, baselines, output_tokens, "
-     "max_batch, cost, min2, seed, sample_pool, threads, progress, min_gain = 1.0}]) -> "
-     "{recommendation, grid, split, ...}: which tau and K, as eldr advise --json (without "
-     "its regime reruns)"},
+     "max_batch, cost, min2, seed, sample_pool, threads, progress, min_gain = 1.0, "
+     "cost_rule}]) -> {recommendation, grid, split, ...}: which tau and K, as eldr advise "
+     "--json (without its regime reruns; cost_rule = true: eldr-cost as one more setting, "
+     "as --cost-rule)"},
     {NULL, NULL, NULL},
 };
 

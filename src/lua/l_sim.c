@@ -147,8 +147,8 @@ static int opt_policies(lua_State *L, int opts, int *kinds, const char *fn)
         const char *name = lua_tostring(L, -1);
         int k = name ? route_kind_parse(name) : -1;
         if (k < 0)
-            l_argerror(L, fn, "policy", "eldr, eldr-online, random, rr, jsq, p2c or domain "
-                       "expected, got '%s'", name ? name : "?");
+            l_argerror(L, fn, "policy", "eldr, eldr-online, eldr-cost, random, rr, jsq, p2c "
+                       "or domain expected, got '%s'", name ? name : "?");
         for (int j = 0; j < n; j++)
             if (kinds[j] == k)
                 l_argerror(L, fn, "policy", "'%s' appears twice", name);
@@ -656,6 +656,10 @@ static int l_simulate(lua_State *L)
         g.n_workers = 1;
         g.n_base = 0;
         for (int i = 0; i < nk; i++) {
+            if (kinds[i] == ROUTE_ELDR_COST) {
+                g.cost = 1;    /* a candidate row, after the taus */
+                continue;
+            }
             if (!route_kind_has_centroids((route_kind)kinds[i])) {
                 g.baselines[g.n_base++] = (route_kind)kinds[i];
                 continue;
@@ -772,11 +776,13 @@ static const l_fn module_fns[] = {
      "rate, concurrency, output_tokens, max_batch, split = 'random'|'head'|'stratified', "
      "split_seed, calib_split, seeds, progress, cost, sample_pool, seed, requests, series, "
      "prefix_mode, prefix_cache, prefill_workers, prefill_route, block_size, refit_every, "
-     "refit_window}]) -> results, info (policy eldr-online: refits as simulated time passes)"},
+     "refit_window}]) -> results, info (policy eldr-online: refits as simulated time passes; "
+     "eldr-cost: the cost rule, no model needed)"},
     {"sweep", l_sweep,
      "eldr.sweep(trace, {model, tau = {...}, workers = {...}, rate = {...}, split, split_seed, "
      "calib_split, seeds, progress, variant, layers, baselines, output_tokens, max_batch, "
-     "cost, min2, seed, online}) -> rows (online = true: eldr-online beside eldr)"},
+     "cost, min2, seed, online, cost_rule}) -> rows (online = true: eldr-online beside "
+     "eldr; cost_rule = true: eldr-cost in each cell)"},
     {NULL, NULL, NULL},
 };
 

@@ -26,8 +26,18 @@
 #define CURSOR_STEP 0.05
 #define KEY_ESC 27
 
-static const route_kind POLICIES[] = {ROUTE_ELDR, ROUTE_RANDOM, ROUTE_RR, ROUTE_JSQ, ROUTE_P2C};
+/* p cycles them: eldr, the cost rule, then the baselines */
+static const route_kind POLICIES[] = {ROUTE_ELDR, ROUTE_ELDR_COST, ROUTE_RANDOM, ROUTE_RR,
+                                      ROUTE_JSQ, ROUTE_P2C};
 #define N_POLICIES ((int)(sizeof POLICIES / sizeof POLICIES[0]))
+
+int dash_policy_shown(route_kind k)
+{
+    for (int i = 0; i < N_POLICIES; i++)
+        if (POLICIES[i] == k)
+            return 1;
+    return 0;
+}
 
 void tui_start_default(tui_start *s)
 {
@@ -289,8 +299,8 @@ static int trade_key(session *s, int ch)
     }
     if (t->state != DASH_TRADE_DONE)
         return 0;
-    int rows[GRID_MAX_LIST * 3];
-    int n = tradeoff_eldr_rows(&t->g, rows, GRID_MAX_LIST * 3);
+    int rows[TRADE_MAX_ROWS];
+    int n = tradeoff_eldr_rows(&t->g, rows, TRADE_MAX_ROWS);
     if (n < 1)
         return 0;
     switch (ch) {
@@ -303,8 +313,12 @@ static int trade_key(session *s, int ch)
     case '\n': case '\r': case KEY_ENTER: {
         const grid_row *r = &t->g.rows[rows[t->cursor < n ? t->cursor : 0]];
         s->K = r->K;
-        d->tau = r->tau;
-        d->policy = ROUTE_ELDR;
+        if (r->kind == ROUTE_ELDR_COST)   /* the cost rule has no tau: it stays */
+            d->policy = ROUTE_ELDR_COST;
+        else {
+            d->tau = r->tau;
+            d->policy = ROUTE_ELDR;
+        }
         kick(s);
         return 1;
     }

@@ -52,6 +52,12 @@ typedef enum dash_view {
     VIEW_N
 } dash_view;
 
+/* The policies a dashboard shows (--policy, p cycles them in this
+ * order): eldr, eldr-cost and the four balancers; not domain (it needs
+ * labels) nor eldr-online (its refits are the simulator's and eldrd's). */
+#define DASH_POLICIES "eldr, eldr-cost, random, rr, jsq or p2c"
+int dash_policy_shown(route_kind k);
+
 /* "overview", "balance", ... ; -1 when unknown. */
 const char *dash_view_name(int v);
 int dash_view_parse(const char *name);
@@ -140,6 +146,7 @@ typedef struct dash_trade {
     double tau0;
     char err[ELDR_ERRLEN];
     int cursor;                  /* the selected ELDR cell (table order) */
+    int cost;                    /* the grid has eldr-cost cells (grid_spec.cost) */
 } dash_trade;
 void dash_trade_clear(dash_trade *t);
 
@@ -195,6 +202,13 @@ typedef struct dash_decision {
     char band[64];               /* "2,3": the indices the rule chose among */
     char loads[96];              /* "0 0 1 2": the in-flight counts it saw */
     int finished;
+    /* The cost rule (rule "cost"; eldrd's "costs" and "cost_terms"):
+     * each worker's predicted cost, ms ("-" for one it could not use),
+     * and, when the record has them, its terms B/U/dU (in flight,
+     * expected distinct experts per step, what this request adds). */
+    int has_cost;
+    char costs[160];             /* "2.71 3.05 - 2.98" (cut to fit) */
+    char terms[224];             /* "3/412.5/+21.3 2/380.0/+25.1 ..." or "" */
 } dash_decision;
 
 /* One /v1/snapshot, digested. K is fixed for a session (eldrd keeps K

@@ -379,6 +379,7 @@ int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double
         g.taus[0] = tau;
         g.n_taus = 1;
     }
+    g.cost = policy == ROUTE_ELDR_COST;   /* the cost rule's row, beside the baselines */
     ci_progress cp = {progress, pctx};
     g.progress = ci_tick;
     g.progress_ctx = &cp;

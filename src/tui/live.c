@@ -61,6 +61,46 @@ static void parse_rules(char *dst, size_t n, const json_t *rules)
     }
 }
 
+/* dst gets one item per element of a (cut to fit, "..", like int_list):
+ * item(v) writes it into a small buffer. */
+static void item_list(char *dst, size_t n, const json_t *a,
+                      void (*item)(const json_t *v, char *buf, size_t len))
+{
+    size_t used = 0, i;
+    json_t *v;
+    dst[0] = '\0';
+    json_array_foreach(a, i, v) {
+        char one[48];
+        item(v, one, sizeof one);
+        if (used + strlen(one) + 4 >= n) {
+            snprintf(dst + used, n - used, "%s", i ? " .." : "..");
+            return;
+        }
+        used += (size_t)snprintf(dst + used, n - used, "%s%s", i ? " " : "", one);
+    }
+}
+
+/* a worker's cost, ms: null (a worker it could not use) is "-" */
+static void cost_item(const json_t *v, char *buf, size_t len)
+{
+    if (json_is_number(v))
+        snprintf(buf, len, "%.3f", json_number_value(v));
+    else
+        snprintf(buf, len, "-");
+}
+
+/* a worker's terms {"B", "U", "dU", ...}: "B/U/dU", or "-" */
+static void terms_item(const json_t *v, char *buf, size_t len)
+{
+    const json_t *B = json_object_get(v, "B"), *U = json_object_get(v, "U"),
+                 *dU = json_object_get(v, "dU");
+    if (json_is_integer(B) && json_is_number(U) && json_is_number(dU))
+        snprintf(buf, len, "%lld/%.1f/%+.1f", (long long)json_integer_value(B),
+                 json_number_value(U), json_number_value(dU));
+    else
+        snprintf(buf, len, "-");
+}
+
 static void parse_decision(const json_t *o, dash_decision *d)
 {
     copy_str(d->id, sizeof d->id, json_object_get(o, "request_id"), "?");
@@ -71,6 +111,13 @@ static void parse_decision(const json_t *o, dash_decision *d)
     int_list(d->band, sizeof d->band, json_object_get(o, "band"), ",");
     int_list(d->loads, sizeof d->loads, json_object_get(o, "loads"), " ");
     d->finished = json_is_true(json_object_get(o, "finished"));
+    const json_t *costs = json_object_get(o, "costs"), *terms = json_object_get(o, "cost_terms");
+    d->has_cost = json_is_array(costs);
+    d->costs[0] = d->terms[0] = '\0';
+    if (d->has_cost)
+        item_list(d->costs, sizeof d->costs, costs, cost_item);
+    if (d->has_cost && json_is_array(terms))
+        item_list(d->terms, sizeof d->terms, terms, terms_item);
 }
 
 static void parse_drift(const json_t *dr, dash_live_now *n)

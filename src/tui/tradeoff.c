@@ -81,6 +81,9 @@ int tradeoff_input_make(const dash_t *d, tradeoff_input *in, char *err, size_t e
     for (int i = 0; i < N_TAUS; i++)
         add_tau(g, TAUS[i]);
     add_tau(g, d->tau);
+    /* the cost rule is a candidate when the dashboard runs it, as advise
+     * weighs it with --cost-rule: one row per K, after the taus */
+    g->cost = d->policy == ROUTE_ELDR_COST;
     return 0;
 }
 
@@ -105,11 +108,15 @@ static void adopt(dash_t *d, tradeoff_input *in, grid_result *g, int rc, const c
         t->model = in->model;
         in->model = NULL;
         /* the cursor starts on the current setting */
-        int rows[GRID_MAX_LIST * 3];
-        int n = tradeoff_eldr_rows(&t->g, rows, GRID_MAX_LIST * 3);
-        for (int i = 0; i < n; i++)
-            if (t->g.rows[rows[i]].K == in->K0 && fabs(t->g.rows[rows[i]].tau - in->tau0) < 1e-9)
+        t->cost = in->spec.cost;
+        int rows[TRADE_MAX_ROWS];
+        int n = tradeoff_eldr_rows(&t->g, rows, TRADE_MAX_ROWS);
+        for (int i = 0; i < n; i++) {
+            const grid_row *r = &t->g.rows[rows[i]];
+            if (r->K == in->K0 && (in->spec.cost ? r->kind == ROUTE_ELDR_COST
+                                                 : fabs(r->tau - in->tau0) < 1e-9))
                 t->cursor = i;
+        }
     } else {
         t->state = DASH_TRADE_FAILED;
         snprintf(t->err, sizeof t->err, "%s", rc == -2 ? "cancelled" : err);
@@ -225,7 +232,7 @@ int tradeoff_eldr_rows(const grid_result *g, int *rows, int max)
 {
     int n = 0;
     for (int i = 0; i < g->n && n < max; i++)
-        if (g->rows[i].kind == ROUTE_ELDR)
+        if (grid_kind_is_candidate(g->rows[i].kind))
             rows[n++] = i;
     return n;
 }
@@ -270,10 +277,13 @@ void tradeoff_pareto(const grid_result *g, const int *rows, int n, int metric, i
     }
 }
 
-/* "tau 0.10 K 8" */
+/* "tau 0.10 K 8", "eldr-cost K 8" */
 static void setting_name(const grid_row *r, char *buf, size_t n)
 {
-    snprintf(buf, n, "tau %.2f K %d", r->tau, r->K);
+    if (r->kind == ROUTE_ELDR_COST)
+        snprintf(buf, n, "eldr-cost K %d", r->K);
+    else
+        snprintf(buf, n, "tau %.2f K %d", r->tau, r->K);
 }
 
 /* "rr" when every K has the same best baseline, else "the best baseline

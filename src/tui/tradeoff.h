@@ -6,7 +6,11 @@
  *
  * Which cells: tau in {0, 0.05, 0.1, 0.2} plus the current tau; K in
  * {K/2, K, 2K} where valid (1 <= K, K <= DASH_K_MAX and the calibration
- * rows); the current arrivals. The current K uses the dashboard's own
+ * rows); the current arrivals. When the dashboard's policy is eldr-cost
+ * (--policy eldr-cost, or p), each K also gets an eldr-cost cell (the
+ * cost rule, grid_spec.cost), weighed by the verdict exactly as `eldr
+ * advise --cost-rule` weighs it: one more setting in the Bonferroni
+ * correction, the same baselines and margin. The current K uses the dashboard's own
  * model, so its cells are the header's numbers over the same seeds; the
  * other K are fitted on the calibration rows with the model's variant,
  * layers and seed (what `]` / `[` would refit).
@@ -64,8 +68,10 @@ int tradeoff_job_poll(tradeoff_job *j, dash_t *d);
 int tradeoff_job_collect(tradeoff_job *j, dash_t *d);
 void tradeoff_job_cancel(tradeoff_job *j);
 
-/* Rows of the ELDR cells of a grid, in table order (K, then tau): their
- * indices into g->rows; returns how many (at most max). */
+/* Rows of the ELDR cells of a grid, in table order (K, then tau, then
+ * eldr-cost): their indices into g->rows; returns how many (at most
+ * max, TRADE_MAX_ROWS holds them all). */
+#define TRADE_MAX_ROWS (GRID_MAX_LIST * 4)
 int tradeoff_eldr_rows(const grid_result *g, int *rows, int max);
 
 /* What the view compares (key m cycles them): each cell against the best

@@ -455,7 +455,7 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "+ / -              tau up / down by 0.05 (re-simulates)",
         "[ / ]              K down / up (refits with the model's recipe; at the",
         "                   model's own K the model itself comes back)",
-        "p                  cycle the policy: eldr random rr jsq p2c",
+        "p                  cycle the policy: eldr eldr-cost random rr jsq p2c",
         "Up/Down, Left/Right  select a worker (balance, queues; j / k too)",
         "                   heatmap: move the cell cursor; j / k the worker",
         "Enter              zoom on the selected worker / back",

@@ -1,10 +1,14 @@
 /* view_decisions.c - live: eldrd's recent routing decisions, newest
  * first, each with its evidence: the request id, the worker it went to,
  * the rule that decided, the best similarity, the band the rule chose
- * among and the in-flight counts it saw. Decisions sent to the selected
- * worker are bold; Enter shows only those. Space pauses the list (it
- * keeps the decisions of that moment while the polls go on) and resumes
- * it. */
+ * among and the in-flight counts it saw. A decision of the cost rule
+ * (eldrd --policy cost, rule "cost") has a second line: each worker's
+ * predicted cost in ms (the chosen one has the least) and, when eldrd
+ * sent them, each worker's terms B/U/dU (in flight, expected distinct
+ * experts per decode step, what the request adds to them). Decisions
+ * sent to the selected worker are bold; Enter shows only those. Space
+ * pauses the list (it keeps the decisions of that moment while the polls
+ * go on) and resumes it. */
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +52,11 @@ void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
                      (long long)e->seq, idw, idw, e->id, dash_worker_name(d, e->worker), e->rule,
                      sim, e->band, e->loads, e->finished ? "  (finished)" : "");
         row++;
+        if (e->has_cost && row < rows) {
+            canvas_textf(c, x + 10, y + 2 + row, cv_fg(CV_DEFAULT, CV_DIM), "cost ms %s%s%s",
+                         e->costs, e->terms[0] ? "  B/U/dU " : "", e->terms);
+            row++;
+        }
     }
     if (row == 0)
         canvas_text(c, x + 1, y + 2, cv_fg(CV_DEFAULT, CV_DIM), d->zoom ? "(none to this worker "
@@ -56,4 +65,11 @@ void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         canvas_text(c, x + 1, y + 3 + row, cv_fg(CV_DEFAULT, CV_DIM), "band: the workers the "
                     "rule chose among; loads: their in-flight counts at the time; "
                     "Enter: this worker only; space: pause");
+    int any_cost = 0;
+    for (int i = 0; i < n_dec; i++)
+        any_cost |= dec[i].has_cost;
+    if (any_cost && row + 1 < rows)
+        canvas_text(c, x + 1, y + 4 + row, cv_fg(CV_DEFAULT, CV_DIM), "cost ms: each worker's "
+                    "predicted increase (the least wins); B/U/dU: in flight, expected "
+                    "experts/step, what it adds");
 }

@@ -149,12 +149,13 @@ static void sim_table(const dash_t *d, canvas_t *c, int x, int y, int w)
         canvas_textf(c, x + n, y, cv_fg(CV_DEFAULT, CV_DIM), " %7s %9s", "reuse", "tok/s");
     y++;
     const dash_sim *best = dash_best_base(d);
-    if (d->cur && d->cur->policy == ROUTE_ELDR)
+    int candidate = d->cur && grid_kind_is_candidate(d->cur->policy);
+    if (candidate)                /* eldr or eldr-cost: above the baselines */
         sim_row(d, c, x, y++, d->cur, 0, wide);
     for (int i = 0; i < DASH_N_BASE; i++)
         if (d->base[i])
             sim_row(d, c, x, y++, d->base[i], d->base[i] == best, wide);
-    if (d->cur && d->cur->policy != ROUTE_ELDR)
+    if (d->cur && !candidate)
         canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  (policy %s is one of the "
                      "baselines; p cycles back to eldr)", route_kind_name(d->cur->policy));
     const dash_ci *ci = dash_shown_ci(d);

@@ -13,7 +13,9 @@
  * the front (better than its baseline, and no other such cell has both
  * a larger gain and a lower imbalance): a cell worse than its baseline
  * is never capital; '@' is the dashboard's current tau and K; '>' the
- * cursor. */
+ * cursor. With eldr-cost as the dashboard's policy each K also has an
+ * eldr-cost cell ("cost" in the tau column), one more setting of the
+ * verdict (tradeoff.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +23,7 @@
 #include "dash.h"
 #include "tradeoff.h"
 
-#define MAX_CELLS (GRID_MAX_LIST * 3)
+#define MAX_CELLS TRADE_MAX_ROWS
 #define TABLE_W 68               /* the table's columns; the scatter gets the rest */
 
 static char cell_letter(int i, int pareto)
@@ -32,8 +34,18 @@ static char cell_letter(int i, int pareto)
 
 static int is_current(const dash_t *d, const grid_row *r)
 {
-    return d->cur && d->policy == ROUTE_ELDR && d->cur->policy == ROUTE_ELDR &&
-           r->K == d->cur->K && fabs(r->tau - d->cur->tau) < 1e-9;
+    if (!d->cur || d->policy != r->kind || d->cur->policy != r->kind || r->K != d->cur->K)
+        return 0;
+    return r->kind == ROUTE_ELDR_COST || fabs(r->tau - d->cur->tau) < 1e-9;
+}
+
+/* The tau column: "0.10", or "cost" for the cost rule's cell. */
+static void tau_cell(const grid_row *r, char *buf, size_t n)
+{
+    if (r->kind == ROUTE_ELDR_COST)
+        snprintf(buf, n, "cost");
+    else
+        snprintf(buf, n, "%.2f", r->tau);
 }
 
 /* " +-0.041" / " \u00b10.041": a CI half-width with `prec` decimals. */
@@ -88,9 +100,11 @@ static void draw_table(const dash_t *d, canvas_t *c, int x, int y, int h, const 
         int attr = (cur ? CV_REVERSE : 0) | (now ? CV_BOLD : 0);
         const char *base = r->best_baseline >= 0 ? route_kind_name(g->rows[r->best_baseline].kind)
                                                  : "-";
-        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, attr), "%c%c%c  %5.2f %3d  %-*s %-6s %-6s "
+        char tau[16];
+        tau_cell(r, tau, sizeof tau);
+        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, attr), "%c%c%c  %5s %3d  %-*s %-6s %-6s "
                      "%8.*f %5.2f %6.2f", cur ? '>' : ' ', cell_letter(i, pareto[i]),
-                     now ? '@' : ' ', r->tau, r->K, 13 + wide, vs, judge(r, m), base,
+                     now ? '@' : ' ', tau, r->K, 13 + wide, vs, judge(r, m), base,
                      m == TRADE_TPS ? 0 : 3, tradeoff_value(r, m)->mean, r->imbalance.mean,
                      r->distinct.mean);
     }
@@ -105,7 +119,7 @@ static void draw_baselines(const dash_t *d, canvas_t *c, int x, int y, int w)
     int last = -1, any = 0;
     for (int i = 0; i < g->n; i++) {
         int b = g->rows[i].best_baseline;
-        if (b < 0 || b == last || g->rows[i].kind != ROUTE_ELDR)
+        if (b < 0 || b == last || !grid_kind_is_candidate(g->rows[i].kind))
             continue;
         last = b;
         char item[64];
@@ -267,6 +281,10 @@ void view_tradeoff(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         canvas_textf(c, x + 1, y + tl, cv_fg(CV_DEFAULT, CV_REVERSE), " around K %d; r: around "
                      "K %d ", t->K0, d->fit->model->K);
     tl += d->fit->model->K != t->K0;
+    if ((d->policy == ROUTE_ELDR_COST) != t->cost)   /* p moved to or from eldr-cost */
+        canvas_textf(c, x + 1, y + tl++, cv_fg(CV_DEFAULT, CV_REVERSE), t->cost
+                     ? " eldr-cost cells: its policy is no longer shown; r: without them "
+                     : " no eldr-cost cells; r: add them ");
     y += tl;
     h -= tl;
     int vl = draw_verdict(d, c, x, y, w);

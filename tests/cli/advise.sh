@@ -9,12 +9,6 @@
 . "$ROOT/tests/cli/lib.sh"
 PY=/usr/bin/python3
 
-json_check() { # NAME FILE PYCODE (j = the parsed file; assert inside)
-    if $PY -c "import json,sys
-j=json.load(open(sys.argv[1]))
-$3" "$2" 2>"$TMP/py.err"; then ok "$1"; else notok "$1" "$(tail -c 400 "$TMP/py.err")"; fi
-}
-
 expect_status "advise --help" 0 "$ELDR" advise --help
 expect_out "advise --help: usage" "usage: eldr advise"
 expect_out "advise --help: --seeds" "--seeds N"
@@ -27,7 +21,7 @@ fi
 
 ARGS="--rate 60 --tau 0,0.1,0.2 --workers 4,8 --seeds 4"
 "$ELDR" advise "$DATA" $ARGS --json >"$TMP/a.json" 2>"$TMP/a.err"
-json_check "advise: json keys" "$TMP/a.json" "
+json_assert "advise: json keys" "$TMP/a.json" "
 rec = j['recommendation']
 for k in ('policy','tau','workers','rate','tpot_p50_ms','vs_best_baseline_pct','ci95','sentence'):
     assert k in rec, k
@@ -37,12 +31,12 @@ assert j['split']['calib_rows'] == 224 and j['split']['eval_rows'] == 225
 for r in j['grid']:
     for k in ('policy','tau','workers','rate','tpot_p50_ms','tpot_p50_ms_ci95','vs_best_pct','vs_best_pct_ci95'):
         assert k in r, k"
-json_check "advise: the recommendation is a grid row" "$TMP/a.json" "
+json_assert "advise: the recommendation is a grid row" "$TMP/a.json" "
 rec = j['recommendation']; g = j['grid'][rec['grid_index']]
 assert (g['policy'], g['tau'], g['workers'], g['rate']) == (rec['policy'], rec['tau'], rec['workers'], rec['rate'])
 assert g['tpot_p50_ms'] == rec['tpot_p50_ms'] and g['vs_best_pct'] == rec['vs_best_baseline_pct']
 assert (rec['tau'] is None) == (rec['policy'] != 'eldr')"
-json_check "advise: CIs are Student t over the seeds" "$TMP/a.json" "
+json_assert "advise: CIs are Student t over the seeds" "$TMP/a.json" "
 from scipy import stats
 import math
 for r in j['grid']:
@@ -51,7 +45,7 @@ for r in j['grid']:
     h = stats.t.ppf(0.975, n - 1) * s / math.sqrt(n)
     lo, hi = r['tpot_p50_ms_ci95']
     assert abs(m - r['tpot_p50_ms']) < 1e-6 and abs(lo - (m - h)) < 2e-3 * max(h, 1e-9) + 1e-6, (lo, m - h)"
-json_check "advise: the rule, re-derived" "$TMP/a.json" "
+json_assert "advise: the rule, re-derived" "$TMP/a.json" "
 g = j['grid']; rec = j['recommendation']
 # paired improvement per seed against the cell's best baseline
 for r in g:
@@ -84,7 +78,7 @@ else:
     assert rec['grid_index'] == [i for i, r in enumerate(g) if r['workers'] == g[best]['workers']
         and r['policy'] == rec['policy']][0]"
 
-json_check "advise: p99, throughput, why and conditions beside p50" "$TMP/a.json" "
+json_assert "advise: p99, throughput, why and conditions beside p50" "$TMP/a.json" "
 rec = j['recommendation']
 for k in ('tpot_p99_ms', 'tokens_per_s', 'why', 'conditions', 'eldr_ci95_corrected'):
     assert k in rec, k
@@ -92,7 +86,7 @@ assert 'Bonferroni' in rec['why'] and 'req/s' in rec['conditions']
 assert 'each drawing its arrivals and its random calibration split' in rec['conditions']
 assert 'p99' in rec['sentence'] and 'throughput' in rec['sentence'] or not rec['eldr_beats_baseline']"
 
-json_check "advise: the regime runs at 1/2 x, 2 x the rate and the shortest output" "$TMP/a.json" "
+json_assert "advise: the regime runs at 1/2 x, 2 x the rate and the shortest output" "$TMP/a.json" "
 r = j['regime']; c = r['conditions']
 assert [x['condition'] for x in c] == ['half_rate', 'double_rate', 'shortest_output']
 e = j['grid'][r['setting']]
@@ -106,7 +100,7 @@ assert r['text'].startswith('holds at ') or r['text'].startswith('no gain of')"
 $PY -c "import json,sys; j=json.load(open(sys.argv[1])); e=j['grid'][j['regime']['setting']]; print(e['workers'], e['tau'], e['rate'] / 2)" "$TMP/a.json" >"$TMP/setting"
 read -r RK RT RR <"$TMP/setting"
 "$ELDR" sim "$DATA" --policy eldr,jsq,rr,p2c --workers "$RK" --tau "$RT" --rate "$RR" --seeds 4 --json >"$TMP/half.json" 2>/dev/null
-json_check "advise: the half-rate rerun = eldr sim at that rate" "$TMP/half.json" "
+json_assert "advise: the half-rate rerun = eldr sim at that rate" "$TMP/half.json" "
 a = json.load(open('$TMP/a.json'))['regime']['conditions'][0]
 e = [p for p in j['policies'] if p['name'] == 'eldr'][0]
 assert j['baseline'] == a['best_baseline'], (j['baseline'], a['best_baseline'])
@@ -114,7 +108,7 @@ assert abs(e['vs_baseline_tpot_p50_pct'] - a['vs_best_baseline_pct']) < 1e-6
 assert abs(e['vs_baseline_tpot_p50_pct_ci95'][1] - a['ci95'][1]) < 1e-6"
 
 "$ELDR" advise "$DATA" $ARGS --min-gain 50 --json >"$TMP/g50.json" 2>/dev/null
-json_check "advise --min-gain 50: keep the baseline, and say how close ELDR came" "$TMP/g50.json" "
+json_assert "advise --min-gain 50: keep the baseline, and say how close ELDR came" "$TMP/g50.json" "
 rec = j['recommendation']
 assert j['min_gain_pct'] == 50 and not rec['eldr_beats_baseline'] and rec['policy'] != 'eldr'
 assert rec['sentence'].startswith('keep ') and 'the closest' in rec['sentence'], rec['sentence']
@@ -123,7 +117,7 @@ expect_fail2 "advise: bad --min-gain" "--min-gain" "$ELDR" advise "$DATA" --rate
 expect_fail2 "sweep: --min-gain is advise's" "unknown option" "$ELDR" sweep "$DATA" --rate 60 --workers 4 --min-gain 1
 
 "$ELDR" advise "$DATA" $ARGS --threads 1 --json >"$TMP/a1.json" 2>/dev/null
-json_check "advise: same grid on 1 thread" "$TMP/a1.json" "
+json_assert "advise: same grid on 1 thread" "$TMP/a1.json" "
 k = json.load(open('$TMP/a.json'))
 assert [r['tpot_p50_ms_per_seed'] for r in j['grid']] == [r['tpot_p50_ms_per_seed'] for r in k['grid']]
 assert j['recommendation'] == k['recommendation']"
@@ -138,7 +132,7 @@ expect_out "advise: the advised row is marked" "<- advised"
 expect_out "advise: the split is named" "random split .seed 1.: 224 calibration, 225 evaluation rows"
 
 "$ELDR" advise "$DATA" --rate 60 --tau 0,0.1 --workers 1 --seeds 3 --json >"$TMP/k1.json" 2>/dev/null
-json_check "advise K = 1: keep the baseline, honestly" "$TMP/k1.json" "
+json_assert "advise K = 1: keep the baseline, honestly" "$TMP/k1.json" "
 rec = j['recommendation']
 assert rec['policy'] != 'eldr' and rec['tau'] is None and not rec['eldr_beats_baseline']
 assert rec['sentence'].startswith('keep '), rec['sentence']

@@ -54,3 +54,11 @@ expect_not_in() {
     if grep -Eq -- "$3" "$2"; then notok "$1" "'$2' has '$3'" "$(head -c 400 "$2")"; else
         ok "$1"; fi
 }
+
+# json_assert NAME FILE PYCODE: run PYCODE with j = FILE parsed as JSON
+# (by /usr/bin/python3); ok unless it raises (assert inside).
+json_assert() {
+    if /usr/bin/python3 -c "import json,sys
+j=json.load(open(sys.argv[1]))
+$3" "$2" 2>"$TMP/py.err"; then ok "$1"; else notok "$1" "$(tail -c 400 "$TMP/py.err")"; fi
+}

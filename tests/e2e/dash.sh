@@ -6,8 +6,8 @@
 # samples/small.h5; prints "ok - " / "not ok - " lines.
 . "$ROOT/tests/cli/lib.sh"
 SAMPLE="$ROOT/samples/small.h5"
-SOCK="eldr-dash-test-$$"
-T="tmux -L $SOCK -f /dev/null"
+TMUX_NAME=eldr-dash-test PANE=dash
+. "$ROOT/tests/e2e/tmux.inc"
 
 if ! command -v tmux >/dev/null 2>&1 || [ ! -f "$SAMPLE" ]; then
     notok "dash e2e: tmux or $SAMPLE missing"
@@ -16,27 +16,14 @@ fi
 cleanup() { $T kill-server 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 
-screen() { $T capture-pane -p -t dash 2>/dev/null; }
-# wait_for PATTERN [SECONDS]: poll the pane until it matches (grep -E).
-wait_for() {
-    i=0; lim=$(( ${2:-10} * 10 ))
-    while [ $i -lt $lim ]; do
-        screen | grep -Eq -- "$1" && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
-check() { # check NAME PATTERN [SECONDS]
-    if wait_for "$2" "$3"; then ok "$1"; else notok "$1" "pane lacks '$2'" "$(screen | head -5)"; fi
-}
 header() { screen | sed -n 2p; }
 
 $T new-session -d -s dash -x 100 -y 30 "env PS1='PROMPT\$ ' TERM=xterm-256color sh -i" || {
     notok "dash e2e: tmux new-session"; exit 0; }
 wait_for 'PROMPT\$' 5
 $T send-keys -t dash "$ELDR dash $SAMPLE --rate 100 --tau 0; echo EXIT=\$?" Enter
-check "dash starts and shows the overview" '\[1 overview\]' 15
-check "dash shows the headline numbers" 'p50 [0-9.]+ms' 15
+tcheck "dash starts and shows the overview" '\[1 overview\]' 15
+tcheck "dash shows the headline numbers" 'p50 [0-9.]+ms' 15
 # issue 14: on this sample at 100 req/s eldr at tau 0 is worse than the best baseline:
 # its deltas are red (256-colour 196) and, in colour, need no words
 hdr_e=$($T capture-pane -e -p -t dash | sed -n 2p)
@@ -50,27 +37,27 @@ case "$(header)" in
 esac
 
 $T send-keys -t dash 2
-check "key 2: balance view" '\[2 balance\]'
-check "balance names the workers" '>w0 '
+tcheck "key 2: balance view" '\[2 balance\]'
+tcheck "balance names the workers" '>w0 '
 $T send-keys -t dash Tab
-check "Tab: heatmap view" '\[3 heatmap\]'
-check "heatmap has a legend" 'legend:'
+tcheck "Tab: heatmap view" '\[3 heatmap\]'
+tcheck "heatmap has a legend" 'legend:'
 # issue 14: in a 256-colour terminal the cells keep their glyphs (a text
 # capture is not blank); arrows move the cell cursor and its readout
 if screen | grep -Eq '^[ *]L0 +[^ ]*[.:=+*#%@-]{8}'; then ok "colour heatmap readable as text"
 else notok "colour heatmap readable as text" "$(screen | sed -n 3,6p)"; fi
 $T send-keys -t dash Down Down Right
-check "arrows move the heatmap cursor" 'cursor L2 E1' 5
-check "the readout gives the sample size" 'activations here; w0 served [0-9]+/[0-9]+ requests' 5
+tcheck "arrows move the heatmap cursor" 'cursor L2 E1' 5
+tcheck "the readout gives the sample size" 'activations here; w0 served [0-9]+/[0-9]+ requests' 5
 $T send-keys -t dash 6
-check "key 6: rho view" '\[6 rho\]'
-check "rho marks N*" 'N\*='
+tcheck "key 6: rho view" '\[6 rho\]'
+tcheck "rho marks N*" 'N\*='
 
 # the start's --tau 0 is a what-if change: wait until it is shown (no "...")
 wait_for 'eldr tau 0\.00 K 4 \| (TPOT )?p50' 30
 before=$(header)
 $T send-keys -t dash +
-check "'+': tau shown goes to 0.05" 'eldr tau 0\.05 K 4 \| (TPOT )?p50'
+tcheck "'+': tau shown goes to 0.05" 'eldr tau 0\.05 K 4 \| (TPOT )?p50'
 wait_for 'eldr tau 0\.05 K 4 \| (TPOT )?p50' 10
 after=$(header)
 nb=$(echo "$before" | sed 's/^.* K [0-9]* //'); na=$(echo "$after" | sed 's/^.* K [0-9]* //')
@@ -78,22 +65,22 @@ if [ -n "$na" ] && [ "$nb" != "$na" ]; then ok "'+': the numbers change"; else
     notok "'+': the numbers change" "before: $before" "after:  $after"; fi
 
 $T send-keys -t dash ]
-check "']': refit to K 5" 'tau 0\.05 K 5 \| (TPOT )?p50' 20
+tcheck "']': refit to K 5" 'tau 0\.05 K 5 \| (TPOT )?p50' 20
 $T send-keys -t dash 2
-check "balance after refit shows w4" '^ +>?w4 '
+tcheck "balance after refit shows w4" '^ +>?w4 '
 # issue 14: the overview says a refit is one, and '[' back restores
 $T send-keys -t dash 1
-check "overview after ']' says refitted here with K 5" 'source +refitted here with K 5'
+tcheck "overview after ']' says refitted here with K 5" 'source +refitted here with K 5'
 $T send-keys -t dash '['
-check "'[': back to K 4" 'tau 0\.05 K 4 \| (TPOT )?p50' 20
-check "'[': the first fit is back in the overview" 'source +fitted here \(default recipe\)' 5
+tcheck "'[': back to K 4" 'tau 0\.05 K 4 \| (TPOT )?p50' 20
+tcheck "'[': the first fit is back in the overview" 'source +fitted here \(default recipe\)' 5
 $T send-keys -t dash 2
 $T send-keys -t dash '?'
-check "'?': help overlay" 'keys'
+tcheck "'?': help overlay" 'keys'
 $T send-keys -t dash '?'
 # issue 22: q in the help overlay closes the overlay, not the dashboard
 $T send-keys -t dash '?'
-check "'?' again: help overlay" 'this help \(\?, Esc or q close it\)'
+tcheck "'?' again: help overlay" 'this help \(\?, Esc or q close it\)'
 $T send-keys -t dash q
 if wait_for '\[2 balance\]' 5 && ! screen | grep -q 'this help (' && ! screen | grep -q 'EXIT='; then
     ok "q in the help overlay closes it; the dashboard stays"
@@ -106,17 +93,17 @@ else notok "60 columns: the header keeps U" "$(header)"; fi
 
 $T resize-window -t dash -x 80 -y 24
 sleep 0.3
-check "resize: redrawn at 80 columns" '^ eldr +1 overview +\[2 balance\]' 5
+tcheck "resize: redrawn at 80 columns" '^ eldr +1 overview +\[2 balance\]' 5
 lines=$(screen | wc -l)
 long=$(screen | LC_ALL=C.UTF-8 sed 's/[^ -~]/x/g' | awk 'length > 80' | wc -l)
 if [ "$lines" -eq 24 ] && [ "$long" -eq 0 ] && screen | tail -1 | grep -q 'help'; then
     ok "resize: 24 lines, none wider than 80, footer at the bottom"
 else notok "resize: 24 lines, none wider than 80, footer at the bottom" "lines $lines, long $long"; fi
 $T resize-window -t dash -x 120 -y 40
-check "resize up: uses the big terminal" 'distinct experts|calibration share' 5
+tcheck "resize up: uses the big terminal" 'distinct experts|calibration share' 5
 
 $T send-keys -t dash q
-check "'q' quits with status 0" 'EXIT=0' 10
+tcheck "'q' quits with status 0" 'EXIT=0' 10
 $T send-keys -t dash "stty -a | tr ' ;' '\n\n' | grep -Ex -- '-?(icanon|echo|icrnl|opost)' | tr '\n' ' '; echo STTY" Enter
 wait_for 'STTY$' 5
 st=$(screen | grep 'STTY$' | tail -1)
@@ -130,10 +117,10 @@ $T send-keys -t dash clear Enter
 # the second start on a terminal without colour (vt100): the header's
 # deltas say better / worse in words instead (issue 14)
 $T send-keys -t dash "TERM=vt100 $ELDR dash $SAMPLE --rate 800; echo EXIT=\$?" Enter
-check "second start" ' p50 [0-9.]+' 15
-check "no-colour terminal: each delta says which way" 'p50 [0-9.]+(ms)? [-+][0-9.]+%( (±|\+-)[0-9.]+)? (worse|better|even) p99 .* vs (random|rr|jsq|p2c)' 5
+tcheck "second start" ' p50 [0-9.]+' 15
+tcheck "no-colour terminal: each delta says which way" 'p50 [0-9.]+(ms)? [-+][0-9.]+%( (±|\+-)[0-9.]+)? (worse|better|even) p99 .* vs (random|rr|jsq|p2c)' 5
 $T send-keys -t dash C-c
-check "^C exits with 130" 'EXIT=130' 10
+tcheck "^C exits with 130" 'EXIT=130' 10
 $T send-keys -t dash "stty -a | tr ' ;' '\n\n' | grep -Ex -- '-?(icanon|echo)' | tr '\n' ' '; echo STTY2" Enter
 wait_for 'STTY2$' 5
 st=$(screen | grep 'STTY2$' | tail -1)
@@ -150,11 +137,11 @@ esac
 TR="$DATA"; [ -f "$TR" ] || TR="$SAMPLE"
 $T send-keys -t dash clear Enter
 $T send-keys -t dash "$ELDR dash $TR --seeds 10; echo EXIT=\$?" Enter
-check "third start (trade-off), the header has its +-" 'p50 [0-9.]+ms [-+][0-9.]+% (±|\+-)[0-9.]+ p99' 30
+tcheck "third start (trade-off), the header has its +-" 'p50 [0-9.]+ms [-+][0-9.]+% (±|\+-)[0-9.]+ p99' 30
 $T send-keys -t dash 7
-check "key 7: trade-off view" '\[7 tradeoff\]' 5
+tcheck "key 7: trade-off view" '\[7 tradeoff\]' 5
 if [ "$TR" = "$DATA" ]; then
-    check "trade-off shows its progress while computing" 'computing the tau x K grid' 5
+    tcheck "trade-off shows its progress while computing" 'computing the tau x K grid' 5
     $T send-keys -t dash 2
     # the balance view is drawn while the footer still counts the grid
     if wait_for '\[2 balance\]' 2 && screen | tail -1 | grep -Eq ' 7 +([0-9]+%|fits) *$'; then
@@ -162,41 +149,41 @@ if [ "$TR" = "$DATA" ]; then
     else notok "the UI answers keys while the grid computes (footer: its progress)" "$(screen | tail -1)"; fi
     $T send-keys -t dash 7
 fi
-check "trade-off table appears when done" 'tau x K: TPOT p50 change vs each K.s best baseline' 90
-check "trade-off gives a verdict" '^ verdict: (nothing beats|tau [0-9.]+ K [0-9]+ beats)' 5
-check "trade-off says what its intervals cover" '^ \+-: 95% CI over 10 seeds' 5
-check "trade-off marks the current cell" '^>.@ +0\.10 +4 ' 5
-check "trade-off draws the scatter" 'gain \(y\) vs imbalance \(x\)' 5
+tcheck "trade-off table appears when done" 'tau x K: TPOT p50 change vs each K.s best baseline' 90
+tcheck "trade-off gives a verdict" '^ verdict: (nothing beats|tau [0-9.]+ K [0-9]+ beats)' 5
+tcheck "trade-off says what its intervals cover" '^ \+-: 95% CI over 10 seeds' 5
+tcheck "trade-off marks the current cell" '^>.@ +0\.10 +4 ' 5
+tcheck "trade-off draws the scatter" 'gain \(y\) vs imbalance \(x\)' 5
 for metric in 'TPOT p99' 'tok/s' 'TPOT p50'; do   # m cycles them, back to p50
     $T send-keys -t dash m
-    check "m: the cells compare on $metric" "tau x K: $metric change" 5
+    tcheck "m: the cells compare on $metric" "tau x K: $metric change" 5
 done
-check "trail starts with the opening setting" ' 1  eldr tau 0\.10  K 4 ' 5
+tcheck "trail starts with the opening setting" ' 1  eldr tau 0\.10  K 4 ' 5
 $T send-keys -t dash j
-check "j moves the cursor to the next cell" '^>.  +0\.20 +4 ' 5
+tcheck "j moves the cursor to the next cell" '^>.  +0\.20 +4 ' 5
 $T send-keys -t dash Enter
-check "Enter applies the cell: tau 0.20 in the header" '^eldr tau 0\.20 K 4 \| (TPOT )?p50' 30
-check "the applied cell joins the trail" ' 2  eldr tau 0\.20  K 4 ' 30
+tcheck "Enter applies the cell: tau 0.20 in the header" '^eldr tau 0\.20 K 4 \| (TPOT )?p50' 30
+tcheck "the applied cell joins the trail" ' 2  eldr tau 0\.20  K 4 ' 30
 $T send-keys -t dash j j j j
-check "cursor on tau 0.20 K 8" '^>.  +0\.20 +8 ' 5
+tcheck "cursor on tau 0.20 K 8" '^>.  +0\.20 +8 ' 5
 $T send-keys -t dash Enter
-check "Enter with another K refits: K 8 in the header" '^eldr tau 0\.20 K 8 \| (TPOT )?p50' 60
-check "trail: 3 settings" ' 3  eldr tau 0\.20  K 8 ' 30
+tcheck "Enter with another K refits: K 8 in the header" '^eldr tau 0\.20 K 8 \| (TPOT )?p50' 60
+tcheck "trail: 3 settings" ' 3  eldr tau 0\.20  K 8 ' 30
 $T send-keys -t dash -
-check "'-' appends to the trail too" ' 4  eldr tau 0\.15  K 8 ' 30
+tcheck "'-' appends to the trail too" ' 4  eldr tau 0\.15  K 8 ' 30
 if screen | grep -q ' 2  eldr tau 0\.20  K 4 '; then ok "the trail keeps what '-' replaced"; else
     notok "the trail keeps what '-' replaced" "$(screen | grep -A5 Trail)"; fi
 if [ "$TR" = "$DATA" ]; then
     $T send-keys -t dash r
-    check "r recomputes the grid (around K 8 now)" 'computing the tau x K grid around K 8' 5
+    tcheck "r recomputes the grid (around K 8 now)" 'computing the tau x K grid around K 8' 5
     $T send-keys -t dash Escape
-    check "Esc cancels the grid" 'trade-off grid: cancelled \(r: compute again\)' 10
+    tcheck "Esc cancels the grid" 'trade-off grid: cancelled \(r: compute again\)' 10
     $T send-keys -t dash r
-    check "r after a cancel computes it again" 'tau x K: TPOT p50 change' 90
-    check "the new grid is around K 8 (K 4, 8, 16)" '^...  +0\.20 +16 ' 5
+    tcheck "r after a cancel computes it again" 'tau x K: TPOT p50 change' 90
+    tcheck "the new grid is around K 8 (K 4, 8, 16)" '^...  +0\.20 +16 ' 5
 fi
 $T send-keys -t dash q
-check "q quits from the trade-off view" 'EXIT=0' 10
+tcheck "q quits from the trade-off view" 'EXIT=0' 10
 
 expect_status "dash --view tradeoff frame" 0 "$ELDR" dash "$SAMPLE" --frame - --view tradeoff --width 100 --height 30
 expect_out "tradeoff frame is complete (table)" 'tau x K: TPOT p50 change .* 5 seeds'

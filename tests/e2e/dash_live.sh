@@ -99,19 +99,9 @@ else ok "--help no longer says 'needs the router daemon'"; fi
 
 # live in a real terminal
 if ! command -v tmux >/dev/null 2>&1; then notok "dash live tmux: tmux missing"; exit 0; fi
-SOCK="eldr-dash-live-$$"
-T="tmux -L $SOCK -f /dev/null"
+TMUX_NAME=eldr-dash-live PANE=live
+. "$ROOT/tests/e2e/tmux.inc"
 trap '$T kill-server 2>/dev/null; for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
-screen() { $T capture-pane -p -t live 2>/dev/null; }
-wait_for() {
-    i=0; lim=$(( ${2:-10} * 10 ))
-    while [ $i -lt $lim ]; do
-        screen | grep -Eq -- "$1" && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
-tcheck() { if wait_for "$2" "$3"; then ok "$1"; else notok "$1" "pane lacks '$2'" "$(screen | head -4)"; fi; }
 $T new-session -d -s live -x 100 -y 30 "env PS1='PROMPT\$ ' TERM=xterm-256color sh -i" || {
     notok "dash live: tmux new-session"; exit 0; }
 wait_for 'PROMPT\$' 5

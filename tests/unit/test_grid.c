@@ -10,7 +10,9 @@
  * equal: improvement 0 with a zero CI, so advise keeps the baseline);
  * grid_advise's rule on hand-made grids (Bonferroni over the ELDR rows,
  * a minimum gain, the best worst case, none -> the closest cell's best
- * baseline, one seed); the
+ * baseline, one seed); the cost rule as a candidate (grid.h: one
+ * eldr-cost row per cell, equal to a direct sim_run, needing no model,
+ * weighed by advise with the ELDR rows, refused as a baseline); the
  * cancel flag; refusals. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -314,6 +316,88 @@ static void test_advise_rule(void **state)
     assert_non_null(strstr(s, "one seed cannot tell"));
 }
 
+static void test_cost_candidate(void **state)
+{
+    fixture *f = *state;
+    grid_spec g;
+    spec_for(f, &g, 1);
+    g.cost = 1;
+    grid_result r;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), 0);
+    assert_int_equal(r.n, 6);    /* 3 baselines, 2 taus, then eldr-cost */
+    assert_int_equal(r.rows[4].kind, ROUTE_ELDR);
+    assert_int_equal(r.rows[5].kind, ROUTE_ELDR_COST);
+    assert_true(isnan(r.rows[5].tau));
+    assert_true(r.rows[5].tpot_p50.mean == direct_tpot(f, &g, ROUTE_ELDR_COST, NAN, 5));
+    /* the other rows are what they are without it */
+    grid_spec g0;
+    spec_for(f, &g0, 1);
+    grid_result r0;
+    assert_int_equal(grid_run(&g0, &r0, err, sizeof err), 0);
+    for (int i = 0; i < r0.n; i++)
+        assert_true(r.rows[i].tpot_p50.mean == r0.rows[i].tpot_p50.mean);
+    assert_true(r.rows[5].tpot_p50.mean != r0.rows[0].tpot_p50.mean);
+    grid_result_free(&r0);
+    grid_result_free(&r);
+    /* alone, with no model and no calibration rows: nothing is fitted */
+    spec_for(f, &g, 1);
+    g.cost = 1;
+    g.n_taus = 0;
+    g.model = NULL;
+    g.calib = NULL;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), 0);
+    assert_int_equal(r.n, 4);
+    assert_null(r.models[0]);
+    assert_int_equal(r.rows[3].kind, ROUTE_ELDR_COST);
+    assert_true(r.rows[3].tpot_p50.mean == direct_tpot(f, &g, ROUTE_ELDR_COST, NAN, 5));
+    grid_result_free(&r);
+    /* eldr-cost is no baseline: it is the candidate g.cost adds */
+    spec_for(f, &g, 1);
+    g.baselines[2] = ROUTE_ELDR_COST;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a baseline"));
+    assert_true(grid_kind_is_candidate(ROUTE_ELDR_COST) && grid_kind_is_candidate(ROUTE_ELDR) &&
+                grid_kind_is_candidate(ROUTE_ELDR_ONLINE) && !grid_kind_is_candidate(ROUTE_JSQ));
+}
+
+/* advise weighs eldr-cost beside the taus: one more setting in m, and a
+ * winner named "eldr-cost". */
+static void test_advise_cost_rule(void **state)
+{
+    (void)state;
+    grid_row rows[3];
+    grid_result r = {.rows = rows, .n = 3, .n_seeds = 5};
+    grid_advice a;
+    char s[768];
+    double w = stats_t_quantile(1 - 0.025 / 2, 4) / stats_t975(4);
+    set_row(&rows[0], ROUTE_JSQ, NAN, 0, 0, 0, 0);
+    set_row(&rows[1], ROUTE_ELDR, 0.1, -2, -3, -1, 0);
+    set_row(&rows[2], ROUTE_ELDR_COST, NAN, -4, -5, -3, 0);
+    assert_int_equal(grid_advise(&r, 1.0, &a), 0);
+    assert_int_equal(a.n_compared, 2);
+    assert_int_equal(a.n_candidates, 1);   /* the eldr row: corrected hi -2 + w > -1 */
+    assert_int_equal(a.row, 2);
+    assert_int_equal(a.eldr_wins, 1);
+    assert_true(fabs(a.adj.hi - (-4 + w)) < 1e-12);
+    grid_advice_sentence(&r, &a, s, sizeof s);
+    assert_non_null(strstr(s, "eldr-cost, K 4: TPOT p50 -4.0% +-1.0% vs jsq at 60 req/s "
+                           "(corrected over 2 settings"));
+    assert_null(strstr(s, "tau"));
+    /* short of the margin: keep the baseline, name eldr-cost as the closest */
+    assert_int_equal(grid_advise(&r, 5.0, &a), 0);
+    assert_int_equal(a.row, 0);
+    assert_int_equal(a.closest_eldr, 2);
+    grid_advice_sentence(&r, &a, s, sizeof s);
+    assert_non_null(strstr(s, "keep jsq (K 4, 60 req/s): no ELDR setting gains 5.0%"));
+    assert_non_null(strstr(s, "the closest, eldr-cost, gives TPOT p50 -4.0%"));
+    char name[64];
+    grid_setting_name(&rows[1], name, sizeof name);
+    assert_string_equal(name, "tau 0.1");
+    rows[1].kind = ROUTE_ELDR_ONLINE;
+    grid_setting_name(&rows[1], name, sizeof name);
+    assert_string_equal(name, "eldr-online, tau 0.1");
+}
+
 static volatile int cancel_now = 1;
 
 static void test_cancel_and_refusals(void **state)
@@ -351,6 +435,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_seeds_threads_paired, setup, teardown),
         cmocka_unit_test_setup_teardown(test_k1_keeps_baseline, setup, teardown),
         cmocka_unit_test(test_advise_rule),
+        cmocka_unit_test_setup_teardown(test_cost_candidate, setup, teardown),
+        cmocka_unit_test(test_advise_cost_rule),
         cmocka_unit_test_setup_teardown(test_cancel_and_refusals, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

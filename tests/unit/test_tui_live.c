@@ -235,6 +235,56 @@ static void test_decisions(void **state)
     dash_free(&d);
 }
 
+/* A cost decision (eldrd --policy cost: "policy" and "rule" "cost",
+ * "costs" per worker in ms, null for one it could not use, and
+ * "cost_terms" per worker, as src/router/engine/state_json.c writes
+ * them): the decisions view shows the costs and the terms B/U/dU on a
+ * second line, and without "cost_terms" the costs alone. */
+static void test_cost_decisions(void **state)
+{
+    (void)state;
+    json_t *snap = snapshot(1);
+    json_t *dec = json_object_get(snap, "decisions");
+    json_t *terms = json_pack(
+        "[{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}, n, {s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}]",
+        "B", 2, "U", 410.5, "dU", 21.25, "kv", 640.0, "t_before_ms", 3.0, "t_after_ms", 3.1,
+        "wait_ms", 0.0, "cost_ms", 3.3, "B", 1, "U", 380.0, "dU", 25.0, "kv", 320.0,
+        "t_before_ms", 2.5, "t_after_ms", 2.6, "wait_ms", 0.0, "cost_ms", 2.75);
+    json_array_insert_new(dec, 0, json_pack(
+        "{s:s, s:i, s:i, s:s, s:s, s:s, s:n, s:n, s:[i,i], s:[i,i,i], s:[f,n,f], s:o}",
+        "request_id", "req-cost", "seq", 101, "worker_index", 2, "worker", NAMES[2], "policy",
+        "cost", "rule", "cost", "sim_max", "similarities", "band", 0, 2, "loads", 2, 0, 1,
+        "costs", 3.3, 2.75, "cost_terms", terms));
+    json_array_insert_new(dec, 0, json_pack(
+        "{s:s, s:i, s:i, s:s, s:s, s:n, s:[i,i,i], s:[i,i,i], s:[f,f,f]}", "request_id",
+        "req-cost-bare", "seq", 102, "worker_index", 1, "worker", NAMES[1], "rule", "cost",
+        "sim_max", "band", 0, 1, 2, "loads", 2, 1, 1, "costs", 4.0, 1.5, 2.0));
+    dash_t d;
+    char err[ELDR_ERRLEN];
+    int rc = live_open_json(&d, snap, "snap.json", err, sizeof err);
+    json_decref(snap);
+    if (rc)
+        fail_msg("live_open_json: %s", err);
+    assert_int_equal(d.live->now.dec[1].has_cost, 1);
+    assert_int_equal(d.live->now.dec[2].has_cost, 0);   /* a band decision */
+    char *s = frame(&d, VIEW_DECISIONS, 120, 30);
+    assert_has(s, "req-cost-bare");
+    assert_has(s, "cost ms 4.000 1.500 2.000\n");
+    assert_has(s, "cost ms 3.300 - 2.750  B/U/dU 2/410.5/+21.2 - 1/380.0/+25.0");
+    assert_has(s, "B/U/dU: in flight, expected experts/step, what it adds");
+    /* each cost line sits right under its decision */
+    const char *a = strstr(s, "req-cost "), *b = strstr(s, "cost ms 3.300");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_null(memchr(strchr(a, '\n') + 1, '\n', (size_t)(b - strchr(a, '\n') - 1)));
+    free(s);
+    /* at 60 columns the lines are cut, never wrapped into the next */
+    s = frame(&d, VIEW_DECISIONS, 60, 20);
+    assert_has(s, "cost ms 3.300 - 2.750");
+    free(s);
+    dash_free(&d);
+}
+
 static void test_drift_scatter_heatmap(void **state)
 {
     (void)state;
@@ -550,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_queues_mark_ejected),
         cmocka_unit_test(test_balance_and_overview),
         cmocka_unit_test(test_decisions),
+        cmocka_unit_test(test_cost_decisions),
         cmocka_unit_test(test_drift_scatter_heatmap),
         cmocka_unit_test(test_without_centroids),
         cmocka_unit_test(test_bad_snapshots),

@@ -4,7 +4,9 @@
  * it must show (every worker named, sizes that sum to N, N* marked, the
  * legends, the centroids, every baseline); the simulation digest checked
  * against the simulator's own totals; what-if changes (tau, policy, K)
- * and a cancelled refit; every view at tiny and huge sizes. */
+ * and a cancelled refit; every view at tiny and huge sizes; eldr-cost as
+ * the shown policy (the overview, the header's CIs, view 7's cost cells
+ * weighed as advise --cost-rule weighs them). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -1101,6 +1103,84 @@ static void test_view_names(void **state)
     assert_int_equal(dash_view_parse("nope"), -1);
 }
 
+/* eldr-cost shown: the header's CIs are its grid row, the overview lists
+ * it above the baselines, and view 7 adds one eldr-cost cell per K, after
+ * the taus, weighed by the verdict as one more setting (grid_advise, as
+ * `eldr advise --cost-rule`); the current cell is the cost cell of K 4. */
+static void test_cost_policy(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN];
+    whatif_t w;
+    whatif_init(&w);
+    D.policy = ROUTE_ELDR_COST;
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR_COST, D.tau), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(D.cur->policy, ROUTE_ELDR_COST);
+    int64_t decided = 0;
+    for (int u = 0; u < RULE_N; u++)
+        decided += D.cur->res.rule_count[u];
+    assert_true(decided > 0 && D.cur->res.rule_count[RULE_COST] == decided);
+    assert_true(D.ci.valid && D.ci.policy == ROUTE_ELDR_COST);
+    assert_true(D.ci.tpot_p50_first == D.cur->res.tpot_p50_ms);
+    assert_non_null(dash_shown_ci(&D));
+    char *s = frame(VIEW_OVERVIEW, 100, 40), line[256];
+    assert_true(line_with(s, "  eldr-cost ", line, sizeof line));
+    assert_null(strstr(s, "one of the baselines"));
+    assert_true(line_with(s, "eldr-cost K 4 |", line, sizeof line));   /* the header */
+    free(s);
+
+    assert_int_equal(tradeoff_compute(&D, NULL, err, sizeof err), 0);
+    const grid_result *g = &D.trade.g;
+    assert_int_equal(D.trade.cost, 1);
+    int rows[TRADE_MAX_ROWS];
+    int n = tradeoff_eldr_rows(g, rows, TRADE_MAX_ROWS);
+    assert_int_equal(n, 3 * 5);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(g->rows[rows[i]].kind, i % 5 == 4 ? ROUTE_ELDR_COST : ROUTE_ELDR);
+    const grid_row *cur = &g->rows[rows[D.trade.cursor]];
+    assert_int_equal(cur->kind, ROUTE_ELDR_COST);
+    assert_int_equal(cur->K, 4);
+    assert_true(fabs(cur->tpot_p50.mean - D.ci.tpot_p50.mean) < 1e-12);
+    grid_advice a;
+    assert_int_equal(grid_advise(g, GRID_MIN_GAIN_PCT, &a), 0);
+    assert_int_equal(a.n_compared, 15);
+    char v[400], want[128], name[64];
+    tradeoff_verdict(g, v, sizeof v);
+    assert_non_null(strstr(v, "corrected over 15 settings"));
+    const grid_row *e = &g->rows[a.closest_eldr];
+    if (e->kind == ROUTE_ELDR_COST)
+        snprintf(name, sizeof name, "eldr-cost K %d", e->K);
+    else
+        snprintf(name, sizeof name, "tau %.2f K %d", e->tau, e->K);
+    assert_non_null(strstr(v, name));
+    s = frame(VIEW_TRADEOFF, 100, 40);
+    snprintf(want, sizeof want, " cost   4  %+.1f%%", cur->vs_best_pct.mean);
+    assert_true(line_with(s, want, line, sizeof line));
+    assert_int_equal(line[2], '@');
+    assert_null(strstr(s, "no eldr-cost cells"));
+    free(s);
+    /* p away from eldr-cost: the view says the grid has its cells, r drops them */
+    D.policy = ROUTE_ELDR;
+    s = frame(VIEW_TRADEOFF, 100, 40);
+    assert_non_null(strstr(s, "r: without them"));
+    free(s);
+    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, D.tau), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(tradeoff_compute(&D, NULL, err, sizeof err), 0);
+    assert_int_equal(D.trade.cost, 0);
+    assert_int_equal(tradeoff_eldr_rows(&D.trade.g, rows, TRADE_MAX_ROWS), 3 * 4);
+    D.policy = ROUTE_ELDR_COST;
+    s = frame(VIEW_TRADEOFF, 100, 40);
+    assert_non_null(strstr(s, "no eldr-cost cells; r: add them"));
+    free(s);
+    D.policy = ROUTE_ELDR;
+    dash_trade_clear(&D.trade);
+    assert_true(dash_policy_shown(ROUTE_ELDR_COST) && !dash_policy_shown(ROUTE_DOMAIN) &&
+                !dash_policy_shown(ROUTE_ELDR_ONLINE));
+    whatif_destroy(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1129,6 +1209,7 @@ int main(void)
         cmocka_unit_test(test_header_deltas),
         cmocka_unit_test(test_heatmap_issue14),
         cmocka_unit_test(test_refit_and_restore),
+        cmocka_unit_test(test_cost_policy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
