@@ -21,7 +21,8 @@
  * A value is as libmicrohttpd gives it: its leading spaces and tabs
  * skipped (skipped here too), its trailing ones kept. Header names match
  * without regard to case; other headers are ignored. Several lines of one
- * header read as their values joined by commas (RFC 9110, 5.3) would. */
+ * header get the status of their values joined by commas (RFC 9110, 5.3)
+ * in one line. */
 #ifndef ELDR_ROUTER_FRAMING_H
 #define ELDR_ROUTER_FRAMING_H
 

@@ -351,9 +351,10 @@ static void presize(http_server *s, conn_ctx *x, unsigned long long declared)
 }
 
 /* First callback of a request (its headers are complete): a context, an
- * early 400 or 501 for a framing eldrd cannot read (framing.h), 401 when a token is missing, the
- * answer of a route answered from its headers, and an early 413 when the
- * declared length is already over the limit. */
+ * early 400, 413 or 501 for a framing eldrd cannot read (framing.h), 401
+ * when a token is missing, the answer of a route answered from its
+ * headers, and an early 413 when the declared length is already over the
+ * limit. */
 static enum MHD_Result begin(http_server *s, struct MHD_Connection *c, const char *method,
                              const char *url, void **con_cls)
 {
