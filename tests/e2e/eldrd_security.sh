@@ -230,8 +230,9 @@ check "a coding eldrd does not read (gzip, xchunked, identity): 501 and close" s
      grep -q '^gzip;q=1, chunked | 501 | True |' '$TMP/te.out'"
 req GET /healthz
 expect_http "the daemon serves on after it" 200
-# libmicrohttpd answers bad framing itself (HTML, no hook in 0.9.75):
-# those answers must still be counted
+# requests libmicrohttpd refuses before eldrd's handler (a malformed
+# length, which eldrd then answers for it: tests/e2e/framing.sh; headers
+# over its memory; a malformed chunk) must still be counted
 $PY - "$PORT" >"$TMP/mhd.out" 2>&1 <<'EOF'
 import socket, sys
 for raw in (b"POST /v1/finish HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",

@@ -3,7 +3,9 @@
  * IPv4), the per-address counts against a shadow under random opens and
  * closes (the table's deletions must keep every probe chain), the header
  * deadline on real sockets (a late one is shut down, one whose headers
- * came is not), and the options of issue 20. */
+ * came is not), the connection being refused at its headers found
+ * among those awaiting them (conns_awaiting), and the options of issue
+ * 20. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +105,7 @@ static void test_counts_shadow(void **state)
                 continue;
             }
             shadow[a]++;
-            conns_started(t, -1, SA(ss), &ctx[open]);
+            conns_started(t, -1, SA(ss), NULL, &ctx[open]);
             assert_non_null(ctx[open]);
             who[open++] = a;
         } else {
@@ -126,7 +129,7 @@ static void test_counts_shadow(void **state)
         struct sockaddr_storage ss = addr(text);
         for (int k = 0; k < LIMIT; k++) {
             assert_int_equal(conns_admit(t, SA(ss)), 1);
-            conns_started(t, -1, SA(ss), &ctx[0]);
+            conns_started(t, -1, SA(ss), NULL, &ctx[0]);
             conns_closed(t, &ctx[0]);
         }
     }
@@ -145,7 +148,7 @@ static void test_reservation_given_back(void **state)
     assert_int_equal(conns_admit(t, SA(a)), 1);   /* never started */
     assert_int_equal(conns_admit(t, SA(a)), 1);   /* the first is given back */
     void *ctx;
-    conns_started(t, -1, SA(a), &ctx);
+    conns_started(t, -1, SA(a), NULL, &ctx);
     assert_int_equal(conns_admit(t, SA(a)), 0);
     conns_closed(t, &ctx);
     assert_int_equal(conns_admit(t, SA(a)), 1);
@@ -167,9 +170,9 @@ static void test_sweep(void **state)
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, served), 0);
     void *c1, *c2;
     conns_admit(t, SA(a));
-    conns_started(t, late[0], SA(a), &c1);
+    conns_started(t, late[0], SA(a), NULL, &c1);
     conns_admit(t, SA(a));
-    conns_started(t, served[0], SA(a), &c2);
+    conns_started(t, served[0], SA(a), NULL, &c2);
     conns_headers(c2);
     double now = mono_now();
     assert_int_equal(conns_sweep(t, now + 0.5), 0);   /* not late yet */
@@ -190,6 +193,65 @@ static void test_sweep(void **state)
     close(late[1]);
     close(served[0]);
     close(served[1]);
+}
+
+/* conns_awaiting: only connections awaiting their headers, of this
+ * thread when asked, that pick accepts; two accepted is no answer. */
+static int pick_marked(void *conn, void *cls)
+{
+    (void)cls;
+    return conn && *(int *)conn;
+}
+
+typedef struct other_thread {
+    conns_t *t;
+    struct sockaddr_storage a;
+    int *mark;
+    void *ctx;
+} other_thread;
+
+static void *start_elsewhere(void *arg)
+{
+    other_thread *o = arg;
+    conns_started(o->t, 9, SA(o->a), o->mark, &o->ctx);
+    return NULL;
+}
+
+static void test_awaiting(void **state)
+{
+    (void)state;
+    metrics_t met;
+    metrics_init(&met);
+    conns_t *t = conns_new(16, 16, 10, &met, "test");
+    struct sockaddr_storage a = addr("127.0.0.1");
+    int m1 = 0, m2 = 0, m3 = 1;
+    void *c1, *c2, *conn = NULL;
+    int fd = -1;
+    conns_started(t, 7, SA(a), &m1, &c1);
+    conns_started(t, 8, SA(a), &m2, &c2);
+    assert_int_equal(conns_awaiting(t, 1, pick_marked, NULL, &conn, &fd), 0);
+    m2 = 1;
+    assert_int_equal(conns_awaiting(t, 1, pick_marked, NULL, &conn, &fd), 1);
+    assert_ptr_equal(conn, &m2);
+    assert_int_equal(fd, 8);
+    m1 = 1;
+    assert_int_equal(conns_awaiting(t, 1, pick_marked, NULL, &conn, &fd), -1);
+    conns_headers(c1);   /* its handler runs: no longer awaiting */
+    assert_int_equal(conns_awaiting(t, 1, pick_marked, NULL, &conn, &fd), 1);
+    assert_int_equal(fd, 8);
+    /* one started on another thread counts only without this_thread */
+    other_thread o = {t, a, &m3, NULL};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, start_elsewhere, &o), 0);
+    pthread_join(th, NULL);
+    assert_int_equal(conns_awaiting(t, 1, pick_marked, NULL, &conn, &fd), 1);
+    assert_int_equal(conns_awaiting(t, 0, pick_marked, NULL, &conn, &fd), -1);
+    conns_closed(t, &c2);
+    assert_int_equal(conns_awaiting(t, 0, pick_marked, NULL, &conn, &fd), 1);
+    assert_int_equal(fd, 9);
+    conns_closed(t, &c1);
+    conns_closed(t, &o.ctx);
+    conns_free(t);
 }
 
 static void test_opts_issue20(void **state)
@@ -237,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_counts_shadow),
         cmocka_unit_test(test_reservation_given_back),
         cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_awaiting),
         cmocka_unit_test(test_opts_issue20),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

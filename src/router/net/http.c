@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include "err.h"
 #include "http.h"
 #include "http_conns.h"
+#include "http_framing.h"
 #include "http_side.h"
 #include "log.h"
 #include "opts.h"
@@ -326,82 +326,6 @@ static http_req request_of(struct MHD_Connection *c, const char *method, const c
                       x->t_begin};
 }
 
-/* How a request's body is framed: its Content-Length and
- * Transfer-Encoding headers. */
-typedef struct framing {
-    int lengths, codings;
-    int chunked, chunked_last, unknown;  /* over every Transfer-Encoding value */
-    char first_unknown[48];
-} framing;
-
-/* The codings of one Transfer-Encoding value, comma-separated, in order
- * (RFC 9112, 6.1): each noted; chunked_last says whether the last one
- * seen so far is chunked. */
-static void read_codings(framing *f, const char *v)
-{
-    while (*v) {
-        while (*v == ' ' || *v == '\t' || *v == ',')
-            v++;
-        const char *e = v;
-        while (*e && *e != ',' && *e != ';')
-            e++;
-        const char *end = e;
-        while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
-            end--;
-        size_t n = (size_t)(end - v);
-        if (n) {
-            int is_chunked = n == 7 && !strncasecmp(v, "chunked", 7);
-            f->chunked += is_chunked;
-            f->chunked_last = is_chunked;
-            if (!is_chunked && !f->unknown++)
-                snprintf(f->first_unknown, sizeof f->first_unknown, "%.*s",
-                         (int)(n < 40 ? n : 40), v);
-        }
-        while (*e && *e != ',')
-            e++;   /* parameters (;q=...) belong to their coding */
-        v = e;
-    }
-}
-
-static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value)
-{
-    (void)kind;
-    framing *f = cls;
-    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
-        f->lengths++;
-    else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
-        f->codings++;
-        read_codings(f, value ? value : "");
-    }
-    return MHD_YES;
-}
-
-/* A body framed two ways - two lengths, or a length and a transfer coding
- * - could be split differently by a proxy in front and by eldrd (request
- * smuggling; RFC 9112, 6.3): refused, never one of the two picked. 1 with
- * the error in out. */
-static int ambiguous_framing(struct MHD_Connection *c, http_resp *out)
-{
-    framing f = {0};
-    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
-    if (f.lengths > 1)
-        http_error(out, 400, "Content-Length", "%d Content-Length headers; send one",
-                   f.lengths);
-    else if (f.lengths && f.codings)
-        http_error(out, 400, "Transfer-Encoding", "Transfer-Encoding and Content-Length "
-                   "both given; send one (RFC 9112, 6.3)");
-    else if (f.codings && (f.chunked != 1 || !f.chunked_last) && (f.chunked || !f.unknown))
-        http_error(out, 400, "Transfer-Encoding", "chunked must be the last transfer coding, "
-                   "once (RFC 9112, 6.3): the body's length cannot be known");
-    else if (f.unknown)
-        http_error(out, 501, "Transfer-Encoding", "transfer coding '%s' is not implemented "
-                   "(eldrd reads chunked only; RFC 9112, 6.1)", f.first_unknown);
-    else
-        return 0;
-    return 1;
-}
-
 /* Answer now, from the headers, and close: whatever body follows is
  * dropped, and nothing more is answered on this request. */
 static enum MHD_Result answer_at_headers(http_server *s, struct MHD_Connection *c, conn_ctx *x,
@@ -416,9 +340,8 @@ static enum MHD_Result answer_at_headers(http_server *s, struct MHD_Connection *
  * without reallocs; a body bigger than PRESIZE_MAX grows as it comes, so
  * that a mere header reserves no more than that. Nothing when the budget
  * is short: the body then meets it as it grows. */
-static void presize(http_server *s, conn_ctx *x, const char *cl)
+static void presize(http_server *s, conn_ctx *x, unsigned long long declared)
 {
-    size_t declared = cl ? (size_t)strtoull(cl, NULL, 10) : 0;
     if (declared == 0 || declared >= PRESIZE_MAX || budget_take(s, declared + 1) < 0)
         return;
     if ((x->buf = malloc(declared + 1)))
@@ -428,9 +351,10 @@ static void presize(http_server *s, conn_ctx *x, const char *cl)
 }
 
 /* First callback of a request (its headers are complete): a context, an
- * early 400 for an ambiguous framing, 401 when a token is missing, the
- * answer of a route answered from its headers, and an early 413 when the
- * declared length is already over the limit. */
+ * early 400, 413 or 501 for a framing eldrd cannot read (framing.h), 401
+ * when a token is missing, the answer of a route answered from its
+ * headers, and an early 413 when the declared length is already over the
+ * limit. */
 static enum MHD_Result begin(http_server *s, struct MHD_Connection *c, const char *method,
                              const char *url, void **con_cls)
 {
@@ -449,8 +373,12 @@ static enum MHD_Result begin(http_server *s, struct MHD_Connection *c, const cha
     x->route = route_index(s, method, url);
     x->limit = body_limit(s, x->route);
     http_resp out = {0};
-    if (ambiguous_framing(c, &out))
+    framing f;
+    framing_verdict v;
+    if (http_framing_judge(c, &f, &v)) {
+        http_error(&out, v.status, v.param, "%s", v.msg);
         return answer_at_headers(s, c, x, &out, NULL);
+    }
     if (needs_token(s, c, method, url, x, &out))
         return answer_at_headers(s, c, x, &out, "Bearer realm=\"eldrd\"");
     const http_route *rt = x->route >= 0 ? &s->routes[x->route] : NULL;
@@ -460,15 +388,13 @@ static enum MHD_Result begin(http_server *s, struct MHD_Connection *c, const cha
         rt->fn(rt->ctx, &req, &out);
         return answer_at_headers(s, c, x, &out, NULL);
     }
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > (unsigned long long)x->limit) {
+    if (f.lengths && f.length > (unsigned long long)x->limit) {
         x->too_large = 1;
-        http_error(&out, 413, "body", "Content-Length %s is over the limit of %lld bytes", cl,
-                   x->limit);
+        http_error(&out, 413, "body", "Content-Length %llu is over the limit of %lld bytes",
+                   f.length, x->limit);
         return send_answer(c, s, &out, NULL, 1, NULL, x->route);
     }
-    presize(s, x, cl);
+    presize(s, x, f.lengths ? f.length : 0);
     return MHD_YES;
 }
 
@@ -670,19 +596,45 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 /* libmicrohttpd answers some requests itself, before on_request runs: a
- * malformed Content-Length or chunk (400), headers over the connection's
- * memory (431). Version 0.9.75 has no hook to replace those HTML pages, but
- * it reports each one here, with its status first: count them, so that
- * /metrics accounts for every answer. Other messages (socket errors and
+ * malformed Content-Length (400, 413), a malformed chunk (400), headers
+ * over the connection's memory (431). Version 0.9.75 has no hook to
+ * replace those HTML pages, but it reports each one here, with its status
+ * first. A refusal at the headers (Content-Length), whose HTML answer that
+ * version frames wrong, gets eldrd's answer instead (http_framing.h); every
+ * one is counted, so that /metrics accounts for every answer. Other messages (socket errors and
  * the like) go to the log, at most one a second, so that a hostile client
  * cannot flood it. */
+/* The request libmicrohttpd is refusing at its headers now, if any: the
+ * verdict's answer (framing.h) goes on its socket instead of
+ * libmicrohttpd's (http_framing.h). The status sent, or 0. */
+static int refuse_at_headers(http_server *s, unsigned code)
+{
+    struct MHD_Connection *c;
+    int fd;
+    if (!http_framing_refusing(s->conns, !s->cfg.loop, &c, &fd))
+        return 0;
+    framing f;
+    framing_verdict v;
+    http_resp out = {0};
+    if (http_framing_judge(c, &f, &v))
+        http_error(&out, v.status, v.param, "%s", v.msg);
+    else   /* refused for a reason the verdict does not know: its code, said plainly */
+        http_error(&out, (int)code, "headers", "the request's headers were refused "
+                   "(libmicrohttpd's check, HTTP %u)", code);
+    json_to_text(&out);   /* out of memory: still the status line, and the close */
+    http_framing_answer(fd, out.status, out.text ? out.text : "{}");
+    free(out.text);
+    return out.status;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     http_server *s = cls;
     if (strstr(fmt, "HTTP response code is %u")) {
         unsigned code = va_arg(ap, unsigned);
+        int sent = refuse_at_headers(s, code);
         atomic_fetch_add(&s->cfg.met->protocol_errors, 1);
-        metrics_response_at(s->cfg.met, -1, (int)code);
+        metrics_response_at(s->cfg.met, -1, sent ? sent : (int)code);
         return;
     }
     static atomic_long last_logged;
@@ -717,7 +669,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     const union MHD_ConnectionInfo *a =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    conns_started(s->conns, fd ? fd->connect_fd : -1, a ? a->client_addr : NULL, socket_ctx);
+    conns_started(s->conns, fd ? fd->connect_fd : -1, a ? a->client_addr : NULL, c, socket_ctx);
 }
 
 /* ---- loop mode ---------------------------------------------------------- */

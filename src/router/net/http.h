@@ -27,8 +27,9 @@
  * wrong method, 413 for a body over the limit (refused from its
  * Content-Length before it is read when possible), 401 before the body
  * is read when a route needs a token that the request does not carry,
- * 400 (and the connection closed) for a request with two lengths or a
- * length and Transfer-Encoding, 503 for a body that would take the
+ * 400, 413 or 501 (and the connection closed) for a request whose body's
+ * framing eldrd cannot read (framing.h; also when libmicrohttpd refused
+ * it first, http_framing.h), 503 for a body that would take the
  * bodies held in memory past the budget (--body-budget; its bytes are
  * dropped, not kept). Slow or idle clients are cut off by libmicrohttpd's
  * connection timeout (--timeout), the header deadline (--header-timeout,

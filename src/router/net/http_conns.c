@@ -18,6 +18,8 @@
 typedef struct conn_entry {
     struct conn_entry *prev, *next;
     int fd;
+    void *conn;                  /* libmicrohttpd's connection (opaque here) */
+    pthread_t thread;            /* the thread that accepted it, which serves it */
     conn_key key;
     atomic_llong due_ms;
     char peer[48];
@@ -243,7 +245,7 @@ int conns_admit(conns_t *t, const struct sockaddr *sa)
     return 1;
 }
 
-void conns_started(conns_t *t, int fd, const struct sockaddr *sa, void **ctx)
+void conns_started(conns_t *t, int fd, const struct sockaddr *sa, void *conn, void **ctx)
 {
     conn_key k = conn_key_of(sa);
     int reserved = pending.t == t && key_eq(pending.key, k);
@@ -255,6 +257,8 @@ void conns_started(conns_t *t, int fd, const struct sockaddr *sa, void **ctx)
         key_inc(t, k, 0);   /* no policy call saw it: counted, not refused */
     if (e) {
         e->fd = fd;
+        e->conn = conn;
+        e->thread = pthread_self();
         e->key = k;
         atomic_init(&e->due_ms, now_ms() + 1000LL * t->timeout);
         conn_addr_text(sa, e->peer, sizeof e->peer);
@@ -300,6 +304,25 @@ void conns_closed(conns_t *t, void **ctx)
     pthread_mutex_unlock(&t->lock);
     free(e);
     *ctx = NULL;
+}
+
+int conns_awaiting(conns_t *t, int this_thread, int (*pick)(void *conn, void *cls), void *cls,
+                   void **conn, int *fd)
+{
+    int found = 0;
+    pthread_t me = pthread_self();
+    pthread_mutex_lock(&t->lock);
+    for (conn_entry *e = t->head.next; e != &t->head; e = e->next) {
+        if (!atomic_load(&e->due_ms) || (this_thread && !pthread_equal(e->thread, me)) ||
+            !pick(e->conn, cls))
+            continue;
+        if (!found++) {
+            *conn = e->conn;
+            *fd = e->fd;
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    return found > 1 ? -1 : found;
 }
 
 int conns_open(conns_t *t)

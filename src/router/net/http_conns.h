@@ -56,15 +56,22 @@ void conns_free(conns_t *t);
  * (it is counted from now), 0 when it holds per_ip already (logged, at
  * most once a second, and counted). */
 int conns_admit(conns_t *t, const struct sockaddr *sa);
-/* A connection was set up: its entry goes into *ctx (libmicrohttpd's
- * socket context). */
-void conns_started(conns_t *t, int fd, const struct sockaddr *sa, void **ctx);
+/* A connection was set up, on the thread that will serve it: its entry
+ * goes into *ctx (libmicrohttpd's socket context); conn is libmicrohttpd's
+ * handle of it, kept for conns_awaiting. */
+void conns_started(conns_t *t, int fd, const struct sockaddr *sa, void *conn, void **ctx);
 /* Its request headers are complete; a request on it is over. */
 void conns_headers(void *ctx);
 void conns_request_done(conns_t *t, void *ctx);
 /* It closed (or its set-up failed): its count goes, its entry is freed. */
 void conns_closed(conns_t *t, void **ctx);
 
+/* The one connection awaiting its request headers (started on this
+ * thread, when this_thread) that pick accepts: 1 with its conn and fd;
+ * 0 none; -1 more than one (none given). pick runs under the table's lock,
+ * so the connections it sees stay open meanwhile. */
+int conns_awaiting(conns_t *t, int this_thread, int (*pick)(void *conn, void *cls), void *cls,
+                   void **conn, int *fd);
 /* Connections open now. */
 int conns_open(conns_t *t);
 /* Shut down every connection whose headers are late at monotonic time
