@@ -5,7 +5,10 @@
 # recomputed in tests/e2e/cost_policy_check.py); PUT /v1/config switches
 # band <-> cost at run time, a bad value is a 4xx naming "policy"; a full
 # batch (--max-batch) shows its wait; finishes, the admin's clear and the
-# TTL bring the estimate back to 0; bad options exit 2.
+# TTL bring the estimate back to 0; bad options exit 2. In proxy mode
+# (fake_pd.py's stand-ins): retries away from a decoder that answers 500
+# and stream ends leave it empty; decoders ejected by the active probes
+# take their in-flight streams out of it at once.
 . "$ROOT/tests/cli/lib.sh"
 . "$ROOT/tests/e2e/daemon.inc"
 prereqs cost_policy
@@ -19,6 +22,24 @@ expect_fail2 "--max-batch 0: exit 2" "--max-batch" "$ELDRD" -m "$TMP/m.h5" --max
 echo '{"format": "eldr-cost", "version": 1, "t0": "x"}' >"$TMP/bad_cost.json"
 expect_fail2 "--cost with a bad file: exit 2 naming --cost" "--cost" \
     "$ELDRD" -m "$TMP/m.h5" --cost "$TMP/bad_cost.json" --listen 127.0.0.1:1
+
+# a reference fit JSON gives no top-k: the cost rule needs --top-k
+"$ELDR" model export "$TMP/m.h5" -o "$TMP/m.json" >/dev/null 2>&1
+$PY -c "import json,sys; j=json.load(open(sys.argv[1])); j.pop('top_k'); json.dump(j, open(sys.argv[2], 'w'))" \
+    "$TMP/m.json" "$TMP/nok.json"
+expect_fail2 "--policy cost on a model without top-k: exit 2 naming --top-k" \
+    "--policy cost: the cost rule needs the MoE router's top-k.*--top-k N" \
+    "$ELDRD" -m "$TMP/nok.json" --policy cost --listen 127.0.0.1:1
+start nok -m "$TMP/nok.json" || exit 0
+req PUT /v1/config '{"policy": "cost"}'
+expect_http "PUT policy cost on a model without top-k: 409 naming --top-k" 409 \
+    'j["error"]["param"] == "policy" and "--top-k" in j["error"]["message"]'
+stop
+start topk -m "$TMP/nok.json" --policy cost --top-k 4 || exit 0
+req GET /v1/config
+expect_http "... with --top-k 4 it serves: top_k 4 from --top-k" 200 \
+    'j["policy"] == "cost" and j["top_k"] == 4 and j["top_k_source"] == "--top-k"'
+stop
 
 start cost -m "$TMP/m.h5" --policy cost --inflight-ttl 0 || exit 0
 req GET /v1/config
@@ -85,4 +106,21 @@ for _ in range(50):
         sys.exit(0)
     time.sleep(0.2)
 sys.exit(1)" $CHK drained "$URL"
+stop
+
+# proxy mode: decoder 1 answers 500, the proxy retries elsewhere
+standins fails --prefill 1 --decode 4 --fail-decode 1 --chunks 10 --chunk-gap 0.05
+start proxy -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" --policy cost \
+    --eject-time 60 || exit 0
+check "--proxy --policy cost, a decoder answering 500: 12 overlapping streams whole, retries decided by cost" \
+    $CHK retries "$URL" 12
+check "... and after the streams ended the estimate is empty" $CHK drained "$URL"
+stop
+
+# proxy mode: stalled streams on decoders the probes eject
+standins stall --prefill 1 --decode 4 --stall-decode 0,1,2,3 --health-fail 0,1,2,3
+start eject -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC" --policy cost \
+    --health-interval 1 --eject-after 3 --eject-time 60 --stream-idle-timeout 30 --drain 1 || exit 0
+check "4 open streams, every decoder ejected: the requests end 'ejected', the estimate empties" \
+    $CHK ejected "$URL" 4
 stop

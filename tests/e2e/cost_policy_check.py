@@ -18,6 +18,16 @@ subcommand exits 0 when its check holds and prints why not otherwise:
   cost_policy_check.py full URL TRACE.h5 ROW
       a route when every worker holds --max-batch (1) requests: every
       worker's terms show a wait > 0 and B >= 1.
+  cost_policy_check.py retries URL N
+      N overlapping streams through eldrd --proxy --policy cost whose
+      decoder 1 answers 500: every one whole (retried elsewhere), decisions under the
+      cost rule with the prefill's eldr_sig cells (dU > 0), a retry's
+      decision names the failed worker and gives it no cost.
+  cost_policy_check.py ejected URL N
+      N streams to decoders that stall after their first chunk, while
+      active probes eject every decoder: each request's decision ends
+      "ejected", eldr_inflight_ejected_total counts them, and the estimate
+      is empty while the streams are still open.
   cost_policy_check.py drained URL
       after every request is gone: each worker's expected distinct
       experts, members and kv tokens in /metrics are 0, and the snapshot's
@@ -159,6 +169,86 @@ def drained(url):
                 fail("%s{worker=%s} = %g after every request left" % (name, w["name"], v))
 
 
+def completion(url, rid, stream=False, timeout=20):
+    import http.client
+    import urllib.parse
+    p = urllib.parse.urlparse(url)
+    c = http.client.HTTPConnection(p.hostname, p.port, timeout=timeout)
+    c.request("POST", "/v1/completions",
+              json.dumps({"prompt": "a prompt %s" % rid, "max_tokens": 4, "stream": stream}),
+              {"X-Request-Id": rid, "Content-Type": "application/json"})
+    return c, c.getresponse()
+
+
+def retries(url, n):
+    import threading
+    import time
+    res = {}
+
+    def one(i):
+        c, r = completion(url, "rt%d" % i, stream=True)
+        res[i] = (r.status, r.read())
+        c.close()
+    ts = []
+    for i in range(int(n)):   # overlapping streams: idle workers are few
+        ts.append(threading.Thread(target=one, args=(i,)))
+        ts[-1].start()
+        time.sleep(0.02)
+    for t in ts:
+        t.join()
+    for i in range(int(n)):
+        st, body = res.get(i, (0, b""))
+        if st != 200 or not body.rstrip().endswith(b"data: [DONE]"):
+            fail("rt%d: HTTP %d %r" % (i, st, body[-200:]))
+    retried = 0
+    for i in range(int(n)):
+        e = json.loads(get(url + "/v1/explain/rt%d" % i))
+        if e.get("policy") != "cost" or e.get("rule") != "cost":
+            fail("rt%d decided by %r/%r" % (i, e.get("policy"), e.get("rule")))
+        if e["signal"]["source"] != "eldr_sig" or not any(
+                t and t["dU"] > 0 for t in e["cost_terms"]):
+            fail("rt%d: no cells from eldr_sig: %r" % (i, e["signal"]))
+        for x in e.get("ineligible", []):
+            if x["why"] == "failed this request":
+                retried += 1
+                if e["costs"][x["worker_index"]] is not None:
+                    fail("rt%d: the failed worker has a cost" % i)
+    if not retried:
+        fail("no decision was a retry")
+
+
+def ejected(url, n):
+    import threading
+    import time
+    n = int(n)
+    conns = []
+    for i in range(n):
+        c, r = completion(url, "ej%d" % i, stream=True, timeout=30)
+        r.fp.readline()   # the first chunk: routed and streaming
+        conns.append((c, r))
+    for _ in range(100):
+        met = get(url + "/metrics")
+        got = sum(float(v) for v in
+                  re.findall(r"^eldr_inflight_ejected_total\{[^}]*\} (\S+)$", met, re.M))
+        if got >= n:
+            break
+        time.sleep(0.1)
+    else:
+        fail("eldr_inflight_ejected_total never reached %d" % n)
+    for i in range(n):
+        e = json.loads(get(url + "/v1/explain/ej%d" % i))
+        if e.get("ended") != "ejected":
+            fail("ej%d ended %r" % (i, e.get("ended")))
+    met = get(url + "/metrics")
+    for name in ("eldr_cost_members", "eldr_cost_expected_experts", "eldr_inflight"):
+        vals = re.findall(r"^%s\{[^}]*\} (\S+)$" % name, met, re.M)
+        if len(vals) != 4 or any(float(v) != 0 for v in vals):
+            fail("%s %r while the streams are open" % (name, vals))
+    for c, r in conns:
+        c.close()
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"first": first, "many": many, "full": full, "drained": drained}[cmd](*args)
+    {"first": first, "many": many, "full": full, "drained": drained, "retries": retries,
+     "ejected": ejected}[cmd](*args)

@@ -261,6 +261,7 @@ int engine_init(engine_t *d, eldrd_opts *o, char *err, size_t errlen)
     d->L = m->recipe.L;
     d->E = m->recipe.E;
     if (mref_check_servable(m, m->K, err, errlen) < 0 ||
+        (o->policy_cost && cost_ready(d, m, "--policy cost", err, errlen) < 0) ||
         init_workers(d, m, path, err, errlen) < 0 || init_cost(d, err, errlen) < 0 ||
         init_caches(d, err, errlen) < 0) {
         model_free(m);
