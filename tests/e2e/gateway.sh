@@ -203,6 +203,11 @@ curl -s --max-time 5 "$GWURL/metrics" >"$TMP/met"
 expect_grep_file "in flight back to 0 after them" 'eldr_extproc_in_flight 0' "$TMP/met"
 expect_grep_file "no stream left open" 'eldr_extproc_streams 0' "$TMP/met"
 check "the engine's loads are 0 too" sh -c "curl -s --max-time 5 '$GWURL/v1/snapshot' | $PY -c \"import json,sys; j=json.load(sys.stdin); assert sum(w['inflight'] for w in j['workers'])==0, j['workers']\""
+check "... and the cost rule's estimate is empty (the picker's stream ends removed each)" $PY -c "
+import re, sys
+m = sys.stdin.read()
+v = re.findall(r'^eldr_cost_(?:members|expected_experts)\{[^}]*\} (\S+)$', m, re.M)
+assert v and all(float(x) == 0 for x in v), v" <"$TMP/met"
 
 # --- a 5xx from an endpoint counts against it ---------------------------------
 envoy pick --target "$T" --body-file "$TMP/plain.json" --subset 10.0.0.2:8000 --response-status 503 --repeat 2 --quiet >"$TMP/p" 2>&1

@@ -16,6 +16,7 @@
 #include "b64.h"
 #include "body.h"
 #include "fuzz.h"
+#include "state.h"
 
 static void route_check_fail(const rb_err *e)
 {
@@ -155,9 +156,12 @@ static int fuzz_route_body_one(const uint8_t *data, size_t size)
     }
 
     double tau = -1;
+    int policy = -2;
     memset(&e, 0, sizeof e);
-    if (config_body_parse(text, len, &tau, &e) == 0)
-        fuzz_check(isfinite(tau) && tau >= 0);
+    if (config_body_parse(text, len, &tau, &policy, &e) == 0)
+        fuzz_check((isnan(tau) || tau >= 0) && (policy == -1 || policy == STATE_POLICY_BAND ||
+                                                 policy == STATE_POLICY_COST) &&
+                   (!isnan(tau) || policy >= 0));
     else
         route_check_fail(&e);
     return 0;

@@ -21,6 +21,7 @@
 #include "opts.h"
 #include "err.h"
 #include "rng.h"
+#include "state.h"
 
 #define L 3
 #define E 4
@@ -282,11 +283,24 @@ static void test_finish_config(void **state)
     assert_int_equal(finish_body_parse(long_id, strlen(long_id), id, &e), -1);
     assert_int_equal(e.status, 422);
     double tau;
-    assert_int_equal(config_body_parse("{\"tau\":0.25}", 12, &tau, &e), 0);
+    int pol;
+    assert_int_equal(config_body_parse("{\"tau\":0.25}", 12, &tau, &pol, &e), 0);
     assert_true(tau == 0.25);
-    assert_int_equal(config_body_parse("{\"tau\":-1}", 10, &tau, &e), -1);
+    assert_int_equal(pol, -1);
+    assert_int_equal(config_body_parse("{\"tau\":-1}", 10, &tau, &pol, &e), -1);
     assert_int_equal(e.status, 422);
-    assert_int_equal(config_body_parse("{\"tau\":\"x\"}", 11, &tau, &e), -1);
+    assert_int_equal(config_body_parse("{\"tau\":\"x\"}", 11, &tau, &pol, &e), -1);
+    assert_int_equal(e.status, 400);
+    assert_int_equal(config_body_parse("{\"policy\":\"cost\"}", 17, &tau, &pol, &e), 0);
+    assert_true(isnan(tau));
+    assert_int_equal(pol, STATE_POLICY_COST);
+    assert_int_equal(config_body_parse("{\"policy\":\"fast\"}", 17, &tau, &pol, &e), -1);
+    assert_int_equal(e.status, 422);
+    assert_string_equal(e.where, "policy");
+    assert_int_equal(config_body_parse("{\"policy\":1}", 12, &tau, &pol, &e), -1);
+    assert_int_equal(e.status, 400);
+    assert_string_equal(e.where, "policy");
+    assert_int_equal(config_body_parse("{}", 2, &tau, &pol, &e), -1);
     assert_int_equal(e.status, 400);
 }
 
@@ -369,7 +383,7 @@ static void test_idmap_shadow(void **state)
         snprintf(key, sizeof key, "req-%d", k);
         if (rng_below(&r, 2)) {
             int v = (int)rng_below(&r, 16);
-            int rc = idmap_put(&m, key, v, (uint64_t)op, 0);
+            int rc = idmap_put(&m, key, v, (uint64_t)op, 0, NULL);
             assert_int_equal(rc, shadow[k] >= 0 ? 1 : 0);
             if (rc == 0) {
                 shadow[k] = v;
@@ -377,7 +391,7 @@ static void test_idmap_shadow(void **state)
             }
         } else {
             uint64_t aux;
-            assert_int_equal(idmap_take(&m, key, &aux), shadow[k]);
+            assert_int_equal(idmap_take(&m, key, &aux, NULL), shadow[k]);
             if (shadow[k] >= 0)
                 live--;
             shadow[k] = -1;

@@ -758,7 +758,7 @@ static void test_state_window_swaps(void **state)
         float *mine = sig_of((float)i, model.dim);
         char id[16];
         snprintf(id, sizeof id, "q%d", i);
-        route_in in = {id, &model, sim, mine, 0, 0, 0, 0, NULL, -1, 0, 0, 0, NULL, 0};
+        route_in in = {id, &model, sim, mine, 0, 0, 0, 0, NULL, -1, 0, 0, 0, NULL, 0, NULL, NULL};
         assert_int_equal(state_route(st, &in, &o, &e), 0);
         assert_ptr_not_equal(in.sig, mine);   /* the window kept it */
         if (i < 3) {
@@ -773,10 +773,10 @@ static void test_state_window_swaps(void **state)
     }
     /* another model generation, or no signature: the window keeps nothing */
     float *mine = sig_of(99, model.dim);
-    route_in in = {"x1", &other, sim, mine, 0, 0, 0, 0, NULL, -1, 0, 0, 0, NULL, 0};
+    route_in in = {"x1", &other, sim, mine, 0, 0, 0, 0, NULL, -1, 0, 0, 0, NULL, 0, NULL, NULL};
     assert_int_equal(state_route(st, &in, &o, &e), 0);
     assert_ptr_equal(in.sig, mine);
-    route_in zero = {"x2", &model, NULL, mine, 0, 0, 0, 0, NULL, -1, 0, 0, 0, NULL, 0};
+    route_in zero = {"x2", &model, NULL, mine, 0, 0, 0, 0, NULL, -1, 0, 0, 0, NULL, 0, NULL, NULL};
     assert_int_equal(state_route(st, &zero, &o, &e), 0);
     assert_ptr_equal(zero.sig, mine);
     free(mine);

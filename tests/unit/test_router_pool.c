@@ -156,13 +156,13 @@ static void test_route_mask(void **state)
     for (int i = 0; i < 20; i++) {
         char id[16];
         snprintf(id, sizeof id, "m%d", i);
-        route_in in = {id, &model, i % 2 ? sim : NULL, NULL, -1, 0, 0, 0, ok, -1, 0, 0, 0, NULL, 0};
+        route_in in = {id, &model, i % 2 ? sim : NULL, NULL, -1, 0, 0, 0, ok, -1, 0, 0, 0, NULL, 0, NULL, NULL};
         assert_int_equal(state_route(st, &in, &o, &e), 0);
         assert_int_not_equal(o.d.worker, 0);
         for (int c = 0; c < o.d.n_cand; c++)
             assert_int_not_equal(o.d.cand[c], 0);
     }
-    route_in in = {"m-last", &model, sim, NULL, -1, 0, 0, 0, ok, -1, 0, 0, 0, NULL, 0};
+    route_in in = {"m-last", &model, sim, NULL, -1, 0, 0, 0, ok, -1, 0, 0, 0, NULL, 0, NULL, NULL};
     assert_int_equal(state_route(st, &in, &o, &e), 0);
     assert_int_equal(o.d.worker, 1);   /* the most similar eligible, min-two with w2 */
     assert_int_equal(st->inflight[0], 0);   /* 21 routes, none on w0 */
@@ -176,7 +176,7 @@ static void test_route_mask(void **state)
     json_decref(j);
     /* a retry: the worker that failed it is named as such */
     uint8_t ok2[3] = {1, 0, 1};
-    route_in rin = {"m-retry", &model, sim, NULL, -1, 0, 0, 0, ok2, 1, 0, 0, 0, NULL, 0};
+    route_in rin = {"m-retry", &model, sim, NULL, -1, 0, 0, 0, ok2, 1, 0, 0, 0, NULL, 0, NULL, NULL};
     assert_int_equal(state_route(st, &rin, &o, &e), 0);
     j = state_explain_json(st, "m-retry");
     in0 = json_array_get(json_object_get(j, "ineligible"), 0);
@@ -184,13 +184,13 @@ static void test_route_mask(void **state)
     assert_int_equal(json_integer_value(json_object_get(in0, "worker_index")), 1);
     json_decref(j);
     /* no mask: no key */
-    route_in all = {"m-all", &model, sim, NULL, -1, 0, 0, 0, NULL, -1, 0, 0, 0, NULL, 0};
+    route_in all = {"m-all", &model, sim, NULL, -1, 0, 0, 0, NULL, -1, 0, 0, 0, NULL, 0, NULL, NULL};
     assert_int_equal(state_route(st, &all, &o, &e), 0);
     j = state_explain_json(st, "m-all");
     assert_null(json_object_get(j, "ineligible"));
     json_decref(j);
     uint8_t none[3] = {0, 0, 0};
-    route_in in2 = {"m-none", &model, sim, NULL, -1, 0, 0, 0, none, -1, 0, 0, 0, NULL, 0};
+    route_in in2 = {"m-none", &model, sim, NULL, -1, 0, 0, 0, none, -1, 0, 0, 0, NULL, 0, NULL, NULL};
     assert_int_equal(state_route(st, &in2, &o, &e), -1);
     assert_int_equal(e.status, 503);
     assert_non_null(strstr(e.error, "no decode worker is eligible"));

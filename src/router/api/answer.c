@@ -15,7 +15,8 @@ json_t *route_answer_json(const route_answer_in *a)
     const route_decision *dc = &o->d;
     json_t *j = json_object();
     if (!j || decision_fields(j, a->workers, a->K, dc->worker, dc->rule, o->tau, dc->has_sim,
-                              dc->sim, dc->sim_max, dc->n_cand, dc->cand, dc->load) < 0) {
+                              dc->sim, dc->sim_max, dc->n_cand, dc->cand, dc->load, o->policy,
+                              dc->has_cost ? dc->cost : NULL) < 0) {
         json_decref(j);
         return NULL;
     }
@@ -153,6 +154,20 @@ char *route_answer_text(const route_answer_in *a)
         put_real(&w, dc->sim_max);
     else
         put_lit(&w, "null");
+    put_lit(&w, ",\"policy\":");
+    put_str(&w, state_policy_name(o->policy));
+    if (dc->has_cost) {
+        put_lit(&w, ",\"costs\":[");
+        for (int k = 0; k < a->K; k++) {
+            if (k)
+                put(&w, ",", 1);
+            if (isfinite(dc->cost[k]))
+                put_real(&w, dc->cost[k]);
+            else
+                put_lit(&w, "null");
+        }
+        put(&w, "]", 1);
+    }
     put_lit(&w, ",\"request_id\":");
     put_str(&w, o->request_id);
     put_lit(&w, ",\"seq\":");

@@ -35,6 +35,7 @@ static const struct api_route {
     {"GET", "/v1/window", 0, AUTH_NONE, BODY_SMALL, ON_ADMIN, 0, ep_window, 0},
     {"PUT", "/v1/model", 0, AUTH_ADMIN, BODY_MODEL, ON_ADMIN, 0, ep_put_model, 0},
     {"PUT", "/v1/config", 0, AUTH_ADMIN, BODY_SMALL, ON_ADMIN, 0, ep_put_config, 0},
+    {"GET", "/v1/config", 0, AUTH_NONE, BODY_SMALL, ON_ADMIN, 0, ep_get_config, 0},
     {"POST", "/v1/inflight/clear", 0, AUTH_ADMIN, BODY_SMALL, ON_ADMIN, 0, ep_inflight_clear, 0},
     {"GET", "/metrics", 0, AUTH_NONE, BODY_SMALL, ON_BOTH, 0, ep_metrics, 1},
     {"GET", "/healthz", 0, AUTH_NONE, BODY_SMALL, ON_BOTH, 0, ep_healthz, 1},

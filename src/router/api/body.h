@@ -45,8 +45,10 @@ void route_body_free(route_body *b);
 int finish_body_parse(const char *text, size_t len, char id[RB_ID_MAX], rb_err *e);
 int finish_body_parse_json(const char *text, size_t len, char id[RB_ID_MAX], rb_err *e);
 
-/* PUT /v1/config {"tau": x}, x finite and >= 0. */
-int config_body_parse(const char *text, size_t len, double *tau, rb_err *e);
+/* PUT /v1/config {"tau": x, "policy": "band"|"cost"}, either or both:
+ * x finite and >= 0 (*tau NAN when absent), *policy STATE_POLICY_* (-1
+ * when absent). */
+int config_body_parse(const char *text, size_t len, double *tau, int *policy, rb_err *e);
 
 /* POST /v1/kv-events: vLLM's KVEventBatch as JSON, either an object
  * {"ts": t, "events": [...], "worker": "prefill name"} or vLLM's

@@ -10,6 +10,7 @@
 #include "body.h"
 #include "json_in.h"
 #include "sigcache.h"
+#include "state.h"
 
 /* Gate values are finite; whether they may be negative (logits) is the
  * model's business (ep_route.c). */
@@ -204,25 +205,33 @@ int finish_body_parse_json(const char *text, size_t len, char id[RB_ID_MAX], rb_
     return rc;
 }
 
-int config_body_parse(const char *text, size_t len, double *tau, rb_err *e)
+int config_body_parse(const char *text, size_t len, double *tau, int *policy, rb_err *e)
 {
     json_t *o = rb_load(text, len, e);
     if (!o)
         return -1;
-    static const char *const known[] = {"tau", NULL};
+    static const char *const known[] = {"tau", "policy", NULL};
     int rc = 0;
     const json_t *t = json_is_object(o) ? json_object_get(o, "tau") : NULL;
+    const json_t *p = json_is_object(o) ? json_object_get(o, "policy") : NULL;
+    *tau = NAN;
+    *policy = -1;
     if (!json_is_object(o))
         rc = rb_fail(e, 400, "body", "must be a JSON object");
     else if (rb_known_keys(o, known, e) < 0)
         rc = -1;
-    else if (!t)
-        rc = rb_fail(e, 400, "tau", "missing");
-    else if (!json_is_number(t))
+    else if (!t && !p)
+        rc = rb_fail(e, 400, "tau", "missing: give \"tau\", \"policy\" or both");
+    else if (t && !json_is_number(t))
         rc = rb_fail(e, 400, "tau", "must be a number");
-    else if (!isfinite(json_number_value(t)) || json_number_value(t) < 0)
+    else if (t && (!isfinite(json_number_value(t)) || json_number_value(t) < 0))
         rc = rb_fail(e, 422, "tau", "%g must be finite and >= 0", json_number_value(t));
-    else
+    else if (p && !json_is_string(p))
+        rc = rb_fail(e, 400, "policy", "must be a string, \"band\" or \"cost\"");
+    else if (p && (*policy = state_policy_parse(json_string_value(p))) < 0)
+        rc = rb_fail(e, 422, "policy", "'%.64s' is neither \"band\" nor \"cost\"",
+                     json_string_value(p));
+    else if (t)
         *tau = json_number_value(t);
     json_decref(o);
     return rc;

@@ -36,6 +36,7 @@ void ep_explain(void *d, const http_req *r, http_resp *out);
 void ep_window(void *d, const http_req *r, http_resp *out);
 void ep_put_model(void *d, const http_req *r, http_resp *out);
 void ep_put_config(void *d, const http_req *r, http_resp *out);
+void ep_get_config(void *d, const http_req *r, http_resp *out);
 void ep_inflight_clear(void *d, const http_req *r, http_resp *out);
 void ep_healthz(void *d, const http_req *r, http_resp *out);
 void ep_livez(void *d, const http_req *r, http_resp *out);

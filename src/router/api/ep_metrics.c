@@ -49,20 +49,52 @@ static void worker_series(engine_t *d, strbuf *b)
     static const char *const dropped[][2] = {
         {"eldr_inflight_expired_total",
          "In-flight requests forgotten after --inflight-ttl without a finish."},
-        {"eldr_inflight_cleared_total", "In-flight requests cleared by POST /v1/inflight/clear."}};
-    for (int j = 0; j < 2; j++) {
+        {"eldr_inflight_cleared_total", "In-flight requests cleared by POST /v1/inflight/clear."},
+        {"eldr_inflight_ejected_total",
+         "In-flight requests dropped when their decode worker was ejected."}};
+    for (int j = 0; j < 3; j++) {
         sb_printf(b, "# HELP %s %s\n# TYPE %s counter\n", dropped[j][0], dropped[j][1],
                   dropped[j][0]);
         for (int k = 0; k < c.K; k++) {
             sb_printf(b, "%s{worker=\"", dropped[j][0]);
             sb_label(b, c.workers[k]);
             sb_printf(b, "\"} %llu\n",
-                      (unsigned long long)(j ? c.cleared[k] : c.expired[k]));
+                      (unsigned long long)(j == 2 ? c.ejected[k] : j ? c.cleared[k]
+                                                                    : c.expired[k]));
         }
     }
     sb_printf(b, "# HELP eldr_tau Locality band width.\n# TYPE eldr_tau gauge\neldr_tau %g\n",
               c.tau);
+    sb_printf(b, "# HELP eldr_policy_info The decision rule in use (1), by name.\n"
+                 "# TYPE eldr_policy_info gauge\neldr_policy_info{policy=\"%s\"} 1\n",
+              state_policy_name(c.policy));
     state_counts_free(&c);
+}
+
+/* The cost rule's estimate per worker (state_cost_copy): what a decision
+ * under the cost policy reads, kept under every policy. */
+static void cost_series(engine_t *d, strbuf *b)
+{
+    double U[ROUTE_MAX_WORKERS], kv[ROUTE_MAX_WORKERS];
+    int64_t members[ROUTE_MAX_WORKERS];
+    if (!state_cost_copy(d->st, U, members, kv))
+        return;
+    static const char *const what[][2] = {
+        {"eldr_cost_expected_experts",
+         "Expected distinct experts of one decode step of the worker's batch, all layers."},
+        {"eldr_cost_members", "In-flight requests in the cost rule's estimate."},
+        {"eldr_cost_kv_tokens", "Prompt tokens of those requests."}};
+    for (int j = 0; j < 3; j++) {
+        sb_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", what[j][0], what[j][1], what[j][0]);
+        for (int k = 0; k < d->K; k++) {
+            sb_printf(b, "%s{worker=\"", what[j][0]);
+            sb_label(b, d->st->workers[k]);
+            if (j == 1)
+                sb_printf(b, "\"} %lld\n", (long long)members[k]);
+            else
+                sb_printf(b, "\"} %.9g\n", j ? kv[k] : U[k]);
+        }
+    }
 }
 
 static void cache_series(engine_t *d, strbuf *b)
@@ -195,6 +227,7 @@ void ep_metrics(void *ctx, const http_req *r, http_resp *out)
     strbuf b = {0};
     process_series(d, &b);
     worker_series(d, &b);
+    cost_series(d, &b);
     metrics_render(&d->met, &b);
     cache_series(d, &b);
     kv_metrics(d, &b);

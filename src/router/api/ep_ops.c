@@ -195,23 +195,59 @@ void ep_put_model(void *ctx, const http_req *r, http_resp *out)
     mref_put(cur);
 }
 
+/* The decision rule's settings: GET /v1/config, and PUT's answer. */
+static json_t *config_json(engine_t *d)
+{
+    mref_t *cur = mholder_get(&d->model);
+    int top_k = engine_top_k(d, cur);
+    mref_put(cur);
+    const cost_model *c = &d->cost;
+    return json_pack("{s:f, s:s, s:i, s:o, s:s, s:{s:f, s:f, s:f, s:f, s:f}, s:o}", "tau",
+                     state_get_tau(d->st), "policy",
+                     state_policy_name(state_get_policy(d->st)), "max_batch", d->o->max_batch,
+                     "top_k", top_k > 0 ? json_integer(top_k) : json_null(), "top_k_source",
+                     d->o->top_k > 0 ? "--top-k" : "model", "cost_model", "t0", c->t0, "a",
+                     c->a, "b", c->b, "c", c->c, "d", c->d, "cost_file",
+                     d->o->cost_path ? json_string(d->o->cost_path) : json_null());
+}
+
+void ep_get_config(void *ctx, const http_req *r, http_resp *out)
+{
+    (void)r;
+    out->json = config_json(ctx);
+}
+
 void ep_put_config(void *ctx, const http_req *r, http_resp *out)
 {
     engine_t *d = ctx;
     double tau;
+    int policy;
     rb_err e;
-    if (config_body_parse(r->body, r->len, &tau, &e) < 0) {
+    char err[ELDR_ERRLEN];
+    if (config_body_parse(r->body, r->len, &tau, &policy, &e) < 0) {
         http_rb_error(out, &e);
         return;
     }
+    int old_policy = state_get_policy(d->st);
+    if (policy >= 0 && engine_set_policy(d, policy, err, sizeof err) < 0) {
+        http_error(out, 409, "policy", "%s", err);
+        return;
+    }
     double old = state_get_tau(d->st);
-    state_set_tau(d->st, tau);
+    if (!isnan(tau))
+        state_set_tau(d->st, tau);
     mref_t *cur = mholder_get(&d->model);
-    log_msg("audit: PUT /v1/config from %s (%s): tau %g -> %g (model generation %llu)",
-               r->peer, r->authed ? "admin token" : "no token required", old, tau,
-               (unsigned long long)cur->gen);
+    if (!isnan(tau))
+        log_msg("audit: PUT /v1/config from %s (%s): tau %g -> %g (model generation %llu)",
+                r->peer, r->authed ? "admin token" : "no token required", old, tau,
+                (unsigned long long)cur->gen);
+    if (policy >= 0)
+        log_msg("audit: PUT /v1/config from %s (%s): policy %s -> %s (model generation %llu)",
+                r->peer, r->authed ? "admin token" : "no token required",
+                state_policy_name(old_policy), state_policy_name(policy),
+                (unsigned long long)cur->gen);
     mref_put(cur);
-    out->json = json_pack("{s:f}", "tau", tau);
+    out->json = config_json(d);
 }
 
 /* POST /v1/inflight/clear {"worker": NAME}: forget every in-flight

@@ -28,6 +28,17 @@ void opts_usage(FILE *f)
             "  --prefill-workers NAME,.. prefill workers, one signature cache each\n"
             "                            (default: one named 'default')\n"
             "  --tau T                   locality band width (default: the model's)\n"
+            "  --policy band|cost        decision rule (default band): the locality band,\n"
+            "                            or the cost rule, the least predicted increase of\n"
+            "                            the worker's summed per-token time (docs/routing.md);\n"
+            "                            PUT /v1/config {\"policy\"} switches it at run time\n"
+            "  --max-batch N             the cost rule: a worker's batch cap (default 256):\n"
+            "                            past it a request waits for a slot\n"
+            "  --cost FILE               the cost rule's cost model (eldr-cost JSON, as\n"
+            "                            eldr sim --cost; default: docs/cost-model.md's)\n"
+            "  --top-k N                 the MoE router's top-k the cost rule reads counts\n"
+            "                            with (default: the model's; needed for a reference\n"
+            "                            fit JSON, which does not say)\n"
             "  --threads N               HTTP thread pool size (default 2; proxy mode\n"
             "                            runs one event loop instead)\n"
             "  --state-dir DIR           keep the last PUT model there (model.h5)\n"
@@ -339,6 +350,7 @@ static void defaults(eldrd_opts *o)
     o->join_ttl = 60;
     o->refit_window = NAN;       /* given or not: --refit-window needs --refit-every */
     o->refit_max_rows = -1;
+    o->max_batch = 256;
 }
 
 enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBODY,
@@ -349,7 +361,8 @@ enum { O_LISTEN = 256, O_WORKERS, O_PREFILL, O_TAU, O_THREADS, O_STATE, O_MAXBOD
        O_REFIT_EVERY, O_REFIT_WINDOW, O_REFIT_ROWS, O_MAXKV, O_MAXMODEL, O_BUDGET,
        O_HEADERTIMEOUT, O_ADMINLISTEN, O_ROUTETOK, O_ROUTEAPI, O_EXTPROC, O_ENDPOINTS,
        O_EJECT_AFTER, O_EJECT_TIME, O_HEALTH_INT, O_HEALTH_PATH, O_STREAM_BUF, O_UP_IDLE,
-       O_KVEV, O_KVEV_REPLAY, O_KVEV_TOPIC, O_JOIN_MAX, O_JOIN_TTL };
+       O_KVEV, O_KVEV_REPLAY, O_KVEV_TOPIC, O_JOIN_MAX, O_JOIN_TTL, O_POLICY, O_MAXBATCH,
+       O_COST, O_TOPK };
 
 /* A number of seconds in [lo, hi]. */
 static int parse_secs(const char *opt, const char *arg, double lo, double hi, double *out,
@@ -367,6 +380,33 @@ static int parse_secs(const char *opt, const char *arg, double lo, double hi, do
 
 /* The upstream health and flow options (proxy mode). 1 when c is not one
  * of them. */
+/* The cost rule's options; 1 when c is none of them. */
+static int cost_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+{
+    long long v;
+    switch (c) {
+    case O_POLICY:
+        if (strcmp(arg, "band") && strcmp(arg, "cost"))
+            return eldr_errf(err, errlen, "--policy: '%s' is neither band nor cost", arg);
+        o->policy_cost = !strcmp(arg, "cost");
+        return 0;
+    case O_MAXBATCH:
+        if (parse_ll("--max-batch", arg, 1, 1 << 20, &v, err, errlen) < 0)
+            return -1;
+        o->max_batch = (int)v;
+        return 0;
+    case O_COST:
+        o->cost_path = arg;
+        return 0;
+    case O_TOPK:
+        if (parse_ll("--top-k", arg, 1, 1 << 16, &v, err, errlen) < 0)
+            return -1;
+        o->top_k = (int)v;
+        return 0;
+    }
+    return 1;
+}
+
 static int health_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
     long long v;
@@ -631,7 +671,7 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     }
     }
     int rc = health_option(c, arg, o, err, errlen);
-    if (rc <= 0)
+    if (rc <= 0 || (rc = cost_option(c, arg, o, err, errlen)) <= 0)
         return rc;
     return eldr_errf(err, errlen, "unknown option (try 'eldrd --help')");
 }
@@ -713,6 +753,10 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
         {"kv-events-topic", required_argument, 0, O_KVEV_TOPIC},
         {"join-max", required_argument, 0, O_JOIN_MAX},
         {"join-ttl", required_argument, 0, O_JOIN_TTL},
+        {"policy", required_argument, 0, O_POLICY},
+        {"max-batch", required_argument, 0, O_MAXBATCH},
+        {"cost", required_argument, 0, O_COST},
+        {"top-k", required_argument, 0, O_TOPK},
         {0, 0, 0, 0},
     };
     defaults(o);

@@ -16,6 +16,10 @@ typedef struct eldrd_opts {
     char **prefill;              /* --prefill-workers, default {"default"} */
     int n_prefill;
     double tau;                  /* --tau, NaN = the model's */
+    int policy_cost;             /* --policy cost (0: band, the default) */
+    int max_batch;               /* --max-batch: the cost rule's batch cap (default 256) */
+    const char *cost_path;       /* --cost FILE: the cost rule's cost model (NULL: defaults) */
+    int top_k;                   /* --top-k: the MoE router's top-k (0: the model's) */
     int threads;                 /* --threads (MHD thread pool) */
     const char *state_dir;       /* --state-dir, NULL = none */
     long long max_body;          /* --max-body bytes: routes and proxied requests */

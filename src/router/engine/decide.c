@@ -209,31 +209,70 @@ static void signal_of(route_in *in, const cache_use *u, int dflt)
     in->owned = u ? u->owned : 0;
 }
 
+/* The request's cost-rule cells (costrule.h) from its counts, outside
+ * the lock: r gets the dense row (what the decision and the add read),
+ * *out the packed cells the in-flight entry keeps (what the remove
+ * reads). NULL for none (a gate model's gates, no signal, all zero, or
+ * no top-k), which the estimate counts in the load only; *use 0 then. */
+static int cost_cells(const engine_t *d, const mref_t *m, const uint16_t *counts, cost_req *r,
+                      int *use, cost_pack **out, rb_err *e)
+{
+    int k = engine_top_k(d, m), oom = 0;
+    char err[ELDR_ERRLEN];
+    *out = NULL;
+    *use = 0;
+    if (!counts || k < 1)
+        return 0;
+    if (cost_req_set(r, counts, d->L, d->E, k, err, sizeof err) < 0)
+        return rb_fail(e, 503, "route", "%s", err);
+    *out = cost_pack_make(r, &oom);
+    if (oom)
+        return rb_fail(e, 503, "route", "out of memory for the cost rule's cells");
+    r->sparse = 0;   /* the decision and the add read the dense row */
+    *use = *out != NULL;
+    return 0;
+}
+
 int route_request(engine_t *d, mref_t *m, const char *request_id, const uint16_t *counts,
                   const float *gates, int prefill, const cache_use *u, const uint8_t *eligible,
                   int retry_of, route_out *o, int *no_signature, rb_err *e)
 {
+    cost_pack *cells;
+    cost_req creq = {0};
+    int use = 0;
+    if (cost_cells(d, m, gates ? NULL : counts, &creq, &use, &cells, e) < 0) {
+        cost_req_free(&creq);
+        return -1;
+    }
     float *sig = sig_take(d, m->dim);
     double sim[ROUTE_MAX_WORKERS];
     int zero = 0, rc = -1;
-    if (!sig)
+    if (!sig) {
+        free(cells);
+        cost_req_free(&creq);
         return rb_fail(e, 503, "route", "out of memory");
+    }
     if (!counts && !gates) {
         zero = 1;   /* no signal: the no-signature rule */
         route_in in = {request_id, m, NULL, sig, prefill, u ? u->hit : 0, u ? u->missing : 0,
-                       u ? u->stored : 0, eligible, retry_of, 0, 0, 0, NULL, 0};
+                       u ? u->stored : 0, eligible, retry_of, 0, 0, 0, NULL, 0, cells,
+                       use ? &creq : NULL};
         signal_of(&in, u, SIG_ORIGIN_NONE);
         memset(sig, 0, m->dim * sizeof *sig);
         rc = state_route(d->st, &in, o, e);
         sig = in.sig;
+        cells = in.cost;   /* NULL when the table kept it */
     } else if (similarities(m, counts, gates, sig, sim, &zero, e) == 0) {
         route_in in = {request_id, m, zero ? NULL : sim, sig, prefill,
                        u ? u->hit : 0, u ? u->missing : 0, u ? u->stored : 0, eligible,
-                       retry_of, 0, 0, 0, NULL, 0};
+                       retry_of, 0, 0, 0, NULL, 0, cells, use ? &creq : NULL};
         signal_of(&in, u, SIG_ORIGIN_BODY);
         rc = state_route(d->st, &in, o, e);
         sig = in.sig;   /* the window may have swapped it for an old one, of m's dim */
+        cells = in.cost;
     }
+    free(cells);
+    cost_req_free(&creq);
     if (no_signature)
         *no_signature = zero;
     sig_give(d, sig, m->dim);

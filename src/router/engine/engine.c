@@ -186,6 +186,61 @@ out:
     return rc;
 }
 
+/* The cost rule's estimate, kept whatever the policy (state.h), with
+ * --cost's model or the documented defaults. */
+static int init_cost(engine_t *d, char *err, size_t errlen)
+{
+    const eldrd_opts *o = d->o;
+    char why[ELDR_ERRLEN];
+    if (!o->cost_path)
+        cost_model_default(&d->cost);
+    else if (cost_model_load(o->cost_path, &d->cost, why, sizeof why) < 0)
+        return eldr_errf(err, errlen, "--cost: %s", why);
+    return state_cost_init(d->st, d->L, d->E, &d->cost, o->max_batch,
+                           o->policy_cost ? STATE_POLICY_COST : STATE_POLICY_BAND, err, errlen);
+}
+
+/* The pool ejected decode worker k: what it held is taken as lost
+ * (state_eject_worker says why). */
+static void decode_ejected(void *cls, int k)
+{
+    engine_t *d = cls;
+    long n = state_eject_worker(d->st, k);
+    if (n > 0)
+        log_msg("decode worker %s ejected: its %ld in-flight request%s dropped from the "
+                "loads and the cost estimate", d->st->workers[k], n, n == 1 ? "" : "s");
+}
+
+int engine_top_k(const engine_t *d, const mref_t *r)
+{
+    return d->o->top_k > 0 ? d->o->top_k : r->m->k;
+}
+
+/* The cost rule needs the top-k of the model it reads counts for. */
+static int cost_ready(const engine_t *d, const model_t *m, const char *what, char *err,
+                      size_t errlen)
+{
+    if (d->o->top_k > 0 || m->k > 0)
+        return 0;
+    return eldr_errf(err, errlen, "%s: the cost rule needs the MoE router's top-k, and the "
+                     "model does not give it (a reference fit JSON): start eldrd with "
+                     "--top-k N", what);
+}
+
+int engine_set_policy(engine_t *d, int policy, char *err, size_t errlen)
+{
+    if (policy == STATE_POLICY_COST) {
+        mref_t *r = mholder_get(&d->model);
+        int rc = cost_ready(d, r->m, "policy cost", err, errlen);
+        mref_put(r);
+        if (rc < 0)
+            return -1;
+    }
+    if (state_set_policy(d->st, policy) < 0)
+        return eldr_errf(err, errlen, "policy: the cost rule is not set up");
+    return 0;
+}
+
 int engine_init(engine_t *d, eldrd_opts *o, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
@@ -206,7 +261,8 @@ int engine_init(engine_t *d, eldrd_opts *o, char *err, size_t errlen)
     d->L = m->recipe.L;
     d->E = m->recipe.E;
     if (mref_check_servable(m, m->K, err, errlen) < 0 ||
-        init_workers(d, m, path, err, errlen) < 0 ||
+        (o->policy_cost && cost_ready(d, m, "--policy cost", err, errlen) < 0) ||
+        init_workers(d, m, path, err, errlen) < 0 || init_cost(d, err, errlen) < 0 ||
         init_caches(d, err, errlen) < 0) {
         model_free(m);
         return -1;
@@ -216,7 +272,11 @@ int engine_init(engine_t *d, eldrd_opts *o, char *err, size_t errlen)
     if (o->model_path && o->state_dir && strcmp(path, o->model_path))
         log_msg("serving %s, the state dir's model (the last PUT /v1/model), not -m %s",
                    path, o->model_path);
-    return init_pool(d, err, errlen);
+    if (init_pool(d, err, errlen) < 0)
+        return -1;
+    d->pool.on_decode_eject = decode_ejected;
+    d->pool.on_decode_eject_cls = d;
+    return 0;
 }
 
 void engine_free(engine_t *d)
@@ -251,7 +311,9 @@ int engine_install(engine_t *d, model_t *m, const char *source, int persist, cha
         (m->recipe.L != d->L || m->recipe.E != d->E
              ? eldr_errf(err, errlen, "model geometry L=%d E=%d, the daemon serves L=%d E=%d",
                          m->recipe.L, m->recipe.E, d->L, d->E)
-             : 0) < 0) {
+             : 0) < 0 ||
+        (state_get_policy(d->st) == STATE_POLICY_COST &&
+         cost_ready(d, m, "the policy is cost", err, errlen) < 0)) {
         model_free(m);
         return -1;
     }

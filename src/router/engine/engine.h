@@ -23,6 +23,7 @@
 #include "pool.h"
 #include "sigcache.h"
 #include "state.h"
+#include "costmodel.h"
 #include "strbuf.h"
 
 /* A prefill worker's signature cache. sigcache is not thread-safe: its
@@ -82,6 +83,7 @@ typedef struct engine {
     engine_provider providers[ENGINE_PROVIDERS_MAX];
     int n_providers;             /* set before serving, read-only after */
     sig_spares spares;
+    cost_model cost;             /* the cost rule's (--cost, else the defaults) */
 } engine_t;
 
 /* Set up from options: loads the model (the state dir's if present, else
@@ -105,6 +107,14 @@ int engine_reload(engine_t *d, char *err, size_t errlen);
  * eldr_upstream_* series, "ejected" on /healthz. main registers it when a
  * front end reports health (proxy mode). */
 void engine_pool_provider(engine_t *d, engine_provider *out);
+
+/* The MoE router's top-k the cost rule reads r's counts with: --top-k,
+ * else the model's (0: unknown, a reference fit JSON). */
+int engine_top_k(const engine_t *d, const mref_t *r);
+
+/* Switch the decision rule (PUT /v1/config): -1 with err when the cost
+ * rule cannot read the served model's counts (no top-k). */
+int engine_set_policy(engine_t *d, int policy, char *err, size_t errlen);
 
 /* Index of a prefill worker (signature cache) by name; "" = the first;
  * -1 when unknown. */

@@ -28,8 +28,10 @@ int idmap_init(idmap *m)
 
 void idmap_free(idmap *m)
 {
-    for (size_t i = 0; m->slots && i < m->cap; i++)
+    for (size_t i = 0; m->slots && i < m->cap; i++) {
         free(m->slots[i].key);
+        free(m->slots[i].data);
+    }
     free(m->slots);
     m->slots = NULL;
     m->cap = m->n = 0;
@@ -63,7 +65,7 @@ static int grow(idmap *m)
     return 0;
 }
 
-int idmap_put(idmap *m, const char *key, int value, uint64_t aux, double born)
+int idmap_put(idmap *m, const char *key, int value, uint64_t aux, double born, void *data)
 {
     if ((m->n + 1) * 2 > m->cap && grow(m) < 0)
         return -1;
@@ -74,7 +76,7 @@ int idmap_put(idmap *m, const char *key, int value, uint64_t aux, double born)
     char *k = strdup(key);
     if (!k)
         return -1;
-    m->slots[i] = (idmap_slot){k, h, value, aux, born};
+    m->slots[i] = (idmap_slot){k, h, value, aux, born, data};
     m->n++;
     return 0;
 }
@@ -85,7 +87,7 @@ int idmap_get(const idmap *m, const char *key)
     return m->slots[i].key ? m->slots[i].value : -1;
 }
 
-int idmap_take(idmap *m, const char *key, uint64_t *aux)
+int idmap_take(idmap *m, const char *key, uint64_t *aux, void **data)
 {
     size_t mask = m->cap - 1, i = find(m, key, hash_key(key));
     if (!m->slots[i].key)
@@ -93,8 +95,13 @@ int idmap_take(idmap *m, const char *key, uint64_t *aux)
     int value = m->slots[i].value;
     if (aux)
         *aux = m->slots[i].aux;
+    if (data)
+        *data = m->slots[i].data;
+    else
+        free(m->slots[i].data);
     free(m->slots[i].key);
     m->slots[i].key = NULL;
+    m->slots[i].data = NULL;
     m->n--;
     /* backward shift: pull later members of the run into the hole when
      * their home slot does not lie cyclically in (hole, j] */
@@ -104,6 +111,7 @@ int idmap_take(idmap *m, const char *key, uint64_t *aux)
         if (!stays) {
             m->slots[i] = m->slots[j];
             m->slots[j].key = NULL;
+            m->slots[j].data = NULL;
             i = j;
         }
     }
@@ -113,7 +121,7 @@ int idmap_take(idmap *m, const char *key, uint64_t *aux)
 /* Collect the doomed keys first: deleting during the scan would let a
  * backward shift move an unseen entry into a slot already passed. */
 long idmap_remove_if(idmap *m, int (*keep)(void *ctx, int value, double born),
-                     void (*gone)(void *ctx, int value, uint64_t aux), void *ctx)
+                     void (*gone)(void *ctx, int value, uint64_t aux, void *data), void *ctx)
 {
     size_t n = 0, cap = 0;
     char **doomed = NULL;
@@ -143,9 +151,12 @@ long idmap_remove_if(idmap *m, int (*keep)(void *ctx, int value, double born),
     }
     for (size_t j = 0; j < n; j++) {
         uint64_t aux = 0;
-        int v = idmap_take(m, doomed[j], &aux);
+        void *data = NULL;
+        int v = idmap_take(m, doomed[j], &aux, &data);
         if (v >= 0 && gone)
-            gone(ctx, v, aux);
+            gone(ctx, v, aux, data);
+        else
+            free(data);
         free(doomed[j]);
     }
     free(doomed);

@@ -174,6 +174,8 @@ int pool_report(pool *p, pool_role role, int i, int ok, double now)
         }
     }
     pthread_mutex_unlock(&p->lock);
+    if (ejected && role == POOL_DECODE && p->on_decode_eject)
+        p->on_decode_eject(p->on_decode_eject_cls, i);
     return ejected;
 }
 
@@ -218,6 +220,8 @@ void pool_eject(pool *p, pool_role role, int i, double until)
     x->ejected_until = until;
     x->ejections++;
     pthread_mutex_unlock(&p->lock);
+    if (role == POOL_DECODE && p->on_decode_eject)
+        p->on_decode_eject(p->on_decode_eject_cls, i);
 }
 
 void pool_restore(pool *p, pool_role role, int i)

@@ -54,6 +54,10 @@ typedef struct pool {
     int eject_after;             /* failures in a row that eject; 0 never */
     double eject_time;           /* the first ejection's length, seconds */
     atomic_ullong panics[2];     /* decisions made with every instance of a role ejected */
+    /* told (outside the lock) each time decode worker k is ejected; NULL
+     * none. Set before serving (the engine: its in-flight requests go) */
+    void (*on_decode_eject)(void *cls, int k);
+    void *on_decode_eject_cls;
 } pool;
 
 /* Instances by name (copied); at most 256 prefill instances (the ring's

@@ -51,6 +51,7 @@ rstate *state_new(int K, const char *const *workers, double tau, int ring, int w
               !(s->finished = calloc((size_t)K, sizeof *s->finished)) ||
               !(s->expired = calloc((size_t)K, sizeof *s->expired)) ||
               !(s->cleared = calloc((size_t)K, sizeof *s->cleared)) ||
+              !(s->ejected = calloc((size_t)K, sizeof *s->ejected)) ||
               !(s->by_rule = calloc((size_t)K * RULE_N, sizeof *s->by_rule)) ||
               !(s->win_nearest = calloc((size_t)K, sizeof *s->win_nearest)) ||
               !(s->rep_known = calloc((size_t)K, sizeof *s->rep_known)) ||
@@ -77,6 +78,7 @@ void state_free(rstate *s)
         free(s->ring[i].sim);
         free(s->ring[i].load);
         free(s->ring[i].cand);
+        free(s->ring[i].terms);
     }
     for (int i = 0; s->win && i < s->win_cap; i++)
         free(s->win[i].sig);
@@ -90,6 +92,10 @@ void state_free(rstate *s)
     free(s->finished);
     free(s->expired);
     free(s->cleared);
+    free(s->ejected);
+    free(s->terms);
+    cost_req_free(&s->removal);
+    cost_state_free(&s->cost);
     free(s->by_rule);
     free(s->win_nearest);
     free(s->rep_known);
@@ -102,7 +108,20 @@ void state_free(rstate *s)
     free(s);
 }
 
-static void record_decision(rstate *s, const route_in *in, const route_out *out)
+/* The ring keeps a cost decision's terms; a slot gets its array at its
+ * first one (band decisions never pay for it). 0 when out of memory:
+ * that record shows no terms. */
+static int keep_terms(rstate *s, drec *r)
+{
+    if (!r->terms)
+        r->terms = malloc((size_t)s->K * sizeof *r->terms);
+    if (!r->terms)
+        return 0;
+    memcpy(r->terms, s->terms, (size_t)s->K * sizeof *r->terms);
+    return 1;
+}
+
+static void record_decision(rstate *s, const route_in *in, const route_out *out, int no_cells)
 {
     drec *r = &s->ring[s->ring_head];
     const route_decision *d = &out->d;
@@ -123,6 +142,12 @@ static void record_decision(rstate *s, const route_in *in, const route_out *out)
     r->sig_rows = in->sig_rows;
     r->cached_rows = in->cached_rows;
     snprintf(r->note, sizeof r->note, "%s", in->note ? in->note : "");
+    r->policy = out->policy;
+    r->has_cost = d->has_cost && keep_terms(s, r);
+    if (d->has_cost && no_cells)   /* the rule saw no cells: say why it balanced */
+        snprintf(r->note + strlen(r->note), sizeof r->note - strlen(r->note), "%s%s",
+                 r->note[0] ? "; " : "", "cost rule: no expert counts, the request adds its "
+                 "load only");
     r->has_sim = d->has_sim;
     r->sim_max = d->sim_max;
     r->n_cand = d->n_cand;
@@ -186,13 +211,16 @@ static const int64_t *routing_loads(rstate *s, int64_t *buf)
     return buf;
 }
 
-/* The band rule (or, without a signature, the least loaded) over the
- * workers the caller may use. */
-static void decide(rstate *s, const route_in *in, route_out *out)
+/* The band rule (or, without a signature, the least loaded), or the cost
+ * rule on x, over the workers the caller may use. */
+static void decide(rstate *s, const route_in *in, const cost_req *x, route_out *out)
 {
     int64_t buf[ROUTE_MAX_WORKERS];
     const int64_t *load = routing_loads(s, buf);
-    if (in->sim)
+    out->policy = s->policy;
+    if (s->policy == STATE_POLICY_COST && s->cost_on)
+        cost_decide(&s->cost, x, load, in->eligible, &out->d, s->terms);
+    else if (in->sim)
         route_band_decide_among(in->sim, s->K, s->tau, 1, load, in->eligible, &out->d);
     else
         route_nosig_decide_among(s->K, load, in->eligible, &out->d);
@@ -211,7 +239,10 @@ int state_route(rstate *s, route_in *in, route_out *out, rb_err *e)
         return rb_fail(e, 503, "request_id", "%d requests in flight: finish some first",
                        STATE_INFLIGHT_MAX);
     }
-    decide(s, in, out);
+    cost_req none;
+    cost_pack_view(NULL, &none);
+    const cost_req *x = in->creq ? in->creq : &none;
+    decide(s, in, x, out);
     if (out->d.worker < 0) {
         pthread_mutex_unlock(&s->lock);
         return rb_fail(e, 503, "workers", "no decode worker is eligible (all %d are ejected "
@@ -220,7 +251,7 @@ int state_route(rstate *s, route_in *in, route_out *out, rb_err *e)
     /* a request eldrd finishes itself is never "lost": --inflight-ttl
      * does not take it (born at +inf) */
     int rc = idmap_put(&s->ids, out->request_id, out->d.worker, seq,
-                       in->owned ? INFINITY : unix_now());
+                       in->owned ? INFINITY : unix_now(), in->cost);
     if (rc != 0) {
         pthread_mutex_unlock(&s->lock);
         if (rc > 0)
@@ -228,25 +259,43 @@ int state_route(rstate *s, route_in *in, route_out *out, rb_err *e)
                            out->request_id);
         return rb_fail(e, 503, "request_id", "out of memory for the in-flight table");
     }
+    int no_cells = in->cost == NULL;
+    in->cost = NULL;   /* the table's now */
+    if (s->cost_on)
+        cost_state_add(&s->cost, out->d.worker, x);
     s->seq = seq;
     out->seq = seq;
     out->tau = s->tau;
     s->inflight[out->d.worker]++;
     s->routed[out->d.worker]++;
     s->by_rule[(size_t)out->d.worker * RULE_N + out->d.rule]++;
-    record_decision(s, in, out);
+    record_decision(s, in, out, no_cells);
     state_online_push(s, in);  /* before the window may swap in->sig away */
     record_window(s, in, out);
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
 
+/* Under the lock: request p left worker w; the estimate loses exactly
+ * what its route added. Frees p. */
+static void cost_gone(rstate *s, int w, void *p)
+{
+    if (s->cost_on) {
+        cost_req view;
+        cost_state_remove(&s->cost, w, cost_pack_removal(p, &view, &s->removal));
+        cost_pack_unscatter(p, &s->removal);
+    }
+    free(p);
+}
+
 int state_finish(rstate *s, const char *id, int *worker, rb_err *e)
 {
     pthread_mutex_lock(&s->lock);
     uint64_t seq = 0;
-    int w = idmap_take(&s->ids, id, &seq);
+    void *pack = NULL;
+    int w = idmap_take(&s->ids, id, &seq, &pack);
     if (w >= 0) {
+        cost_gone(s, w, pack);
         if (s->inflight[w] > 0)   /* the table and the loads agree; never below zero */
             s->inflight[w]--;
         s->finished[w]++;
@@ -265,8 +314,9 @@ int state_finish(rstate *s, const char *id, int *worker, rb_err *e)
 typedef struct drop_ctx {
     rstate *s;
     double before;               /* expire: routed before this */
-    int worker;                  /* clear: this worker */
-    uint64_t *count;             /* s->expired or s->cleared */
+    int worker;                  /* clear, eject: this worker */
+    uint64_t *count;             /* s->expired, s->cleared or s->ejected */
+    int ended;                   /* drec.finished: 2 expired, 3 cleared, 4 ejected */
 } drop_ctx;
 
 static int keep_young(void *ctx, int value, double born)
@@ -282,33 +332,104 @@ static int keep_other_worker(void *ctx, int value, double born)
 }
 
 /* The load drops as at a finish; the decision says how it ended. */
-static void dropped(void *ctx, int w, uint64_t seq)
+static void dropped(void *ctx, int w, uint64_t seq, void *pack)
 {
     drop_ctx *c = ctx;
+    cost_gone(c->s, w, pack);
     if (c->s->inflight[w] > 0)
         c->s->inflight[w]--;
     c->count[w]++;
     drec *r = &c->s->ring[(seq - 1) % (uint64_t)c->s->ring_cap];
     if (r->seq == seq)
-        r->finished = c->count == c->s->expired ? 2 : 3;
+        r->finished = c->ended;
 }
 
 long state_expire(rstate *s, double before)
 {
     pthread_mutex_lock(&s->lock);
-    drop_ctx c = {s, before, -1, s->expired};
+    drop_ctx c = {s, before, -1, s->expired, 2};
     long n = idmap_remove_if(&s->ids, keep_young, dropped, &c);
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+/* Every in-flight request of worker k out, counted in count; the
+ * estimate of k is then empty, and reset so (exact, as cost_state_remove
+ * of the last member leaves it). */
+static long drop_worker(rstate *s, int k, uint64_t *count, int ended)
+{
+    pthread_mutex_lock(&s->lock);
+    drop_ctx c = {s, 0, k, count, ended};
+    long n = idmap_remove_if(&s->ids, keep_other_worker, dropped, &c);
+    if (n >= 0 && s->cost_on)
+        cost_state_reset(&s->cost, k);
     pthread_mutex_unlock(&s->lock);
     return n;
 }
 
 long state_clear_worker(rstate *s, int k)
 {
+    return drop_worker(s, k, s->cleared, 3);
+}
+
+long state_eject_worker(rstate *s, int k)
+{
+    return drop_worker(s, k, s->ejected, 4);
+}
+
+int state_cost_init(rstate *s, int L, int E, const cost_model *m, int max_batch, int policy,
+                    char *err, size_t errlen)
+{
+    if (!(s->terms = calloc((size_t)s->K, sizeof *s->terms))) {
+        eldr_errf(err, errlen, "out of memory for the cost rule's terms");
+        return -1;
+    }
+    if (cost_state_init(&s->cost, s->K, L, E, m, max_batch, err, errlen) < 0)
+        return -1;
+    /* the removal row: all-zero counts give the zeroed dense row */
+    uint16_t *zero = calloc(s->cost.cells, sizeof *zero);
+    int rc = zero ? cost_req_set(&s->removal, zero, L, E, 1, err, errlen) : -1;
+    free(zero);
+    if (rc < 0) {
+        cost_state_free(&s->cost);
+        if (!zero)
+            eldr_errf(err, errlen, "out of memory for the cost rule's removal row");
+        return -1;
+    }
+    s->cost_on = 1;
+    s->policy = policy;
+    return 0;
+}
+
+int state_get_policy(rstate *s)
+{
     pthread_mutex_lock(&s->lock);
-    drop_ctx c = {s, 0, k, s->cleared};
-    long n = idmap_remove_if(&s->ids, keep_other_worker, dropped, &c);
+    int p = s->policy;
     pthread_mutex_unlock(&s->lock);
-    return n;
+    return p;
+}
+
+int state_set_policy(rstate *s, int policy)
+{
+    pthread_mutex_lock(&s->lock);
+    int ok = policy == STATE_POLICY_BAND || (policy == STATE_POLICY_COST && s->cost_on);
+    if (ok)
+        s->policy = policy;
+    pthread_mutex_unlock(&s->lock);
+    return ok ? 0 : -1;
+}
+
+int state_cost_copy(rstate *s, double *U, int64_t *members, double *kv)
+{
+    pthread_mutex_lock(&s->lock);
+    int on = s->cost_on;
+    for (int k = 0; on && k < s->K; k++) {
+        U[k] = cost_state_expected_u(&s->cost, k);
+        members[k] = s->cost.members[k];
+        kv[k] = s->cost.kv[k] > 0 ? s->cost.kv[k] : 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return on;
 }
 
 double state_get_tau(rstate *s)

@@ -13,14 +13,33 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "wire.h"
+#include "costpack.h"
+#include "costrule.h"
 #include "idmap.h"
 #include "modelref.h"
 #include "online.h"
 #include "route.h"
 
 #define STATE_INFLIGHT_MAX (1 << 22)  /* in-flight requests before 503 */
+
+/* The decision rule of a route (--policy, PUT /v1/config): the band rule
+ * (route.h), or the cost rule (costrule.h). */
+enum { STATE_POLICY_BAND = 0, STATE_POLICY_COST = 1 };
+/* "band", "cost"; parse: -1 when neither. Inline: the body parsers (and
+ * their fuzz build, which links no state) read them too. */
+static inline const char *state_policy_name(int policy)
+{
+    return policy == STATE_POLICY_COST ? "cost" : "band";
+}
+
+static inline int state_policy_parse(const char *name)
+{
+    return !strcmp(name, "band") ? STATE_POLICY_BAND : !strcmp(name, "cost") ? STATE_POLICY_COST
+                                                                             : -1;
+}
 
 /* One decision as the ring keeps it (arrays of K). */
 /* Where a route's signal came from (explain's "signal"). */
@@ -42,7 +61,8 @@ typedef struct drec {
     uint64_t model_gen;
     uint64_t model_refit_of;     /* that generation was refitted from this one; 0 loaded */
     int worker, rule, prefill;
-    int finished;                /* 0 in flight, 1 finished, 2 expired (ttl), 3 cleared */
+    int finished;                /* 0 in flight, 1 finished, 2 expired (ttl), 3 cleared,
+                                  * 4 dropped at its worker's ejection */
     int hit_blocks, missing_blocks, stored_blocks;
     int origin, sig_rows, cached_rows;   /* the signal's (decide.h, sig_origin) */
     char note[160];              /* why the signal is absent or partial, "" */
@@ -55,6 +75,12 @@ typedef struct drec {
      * the pool's health, or retry_of, the one that failed this request */
     uint64_t ineligible[ROUTE_MAX_WORKERS / 64];
     int n_ineligible, retry_of;
+    int policy;                  /* STATE_POLICY_* the decision was made under */
+    int has_cost;                /* terms hold the cost rule's terms */
+    cost_terms *terms;           /* [K], allocated by the slot's first cost decision;
+                                  * in a copy for a list: NULL (only cost) */
+    double *cost;                /* in a copy: [K] the costs, NAN where ineligible;
+                                  * NULL in the ring (terms hold them) */
 } drec;
 
 /* A signature in the window. */
@@ -75,6 +101,7 @@ typedef struct rstate {
     int64_t *inflight;           /* [K] */
     uint64_t *routed, *finished; /* [K] totals */
     uint64_t *expired, *cleared; /* [K] dropped by --inflight-ttl, by the admin */
+    uint64_t *ejected;           /* [K] dropped when the pool ejected the worker */
     uint64_t *by_rule;           /* [K][RULE_N] */
     idmap ids;
     drec *ring;
@@ -107,6 +134,18 @@ typedef struct rstate {
     int online_max_rows;
     uint64_t online_epoch;
     uint64_t online_oom;         /* signatures the window had no memory for */
+    /* The cost rule (state_cost_init): the policy routes decide with,
+     * and the estimate of every worker's batch over the requests in
+     * flight, kept at every route whatever the policy, so that a switch
+     * to cost starts from a true estimate. Each in-flight entry keeps its
+     * request's cells (costpack.h) to remove exactly what it added; the
+     * estimate is O(K x L x E) beside them. */
+    int policy;
+    int cost_on;                 /* cost initialised */
+    cost_state cost;
+    cost_terms *terms;           /* [K] scratch: the decision's terms, for the ring */
+    cost_req removal;            /* scratch: a zeroed dense row to remove a request with
+                                  * (costpack.h, cost_pack_removal) */
 } rstate;
 
 rstate *state_new(int K, const char *const *workers, double tau, int ring, int window,
@@ -127,10 +166,16 @@ typedef struct route_in {
     const char *note;            /* why it is absent or partial; NULL none */
     int owned;                   /* eldrd finishes it itself (proxy, picker): never
                                   * expired by --inflight-ttl */
+    cost_pack *cost;             /* the request's cost-rule cells (NULL: none, the empty
+                                  * request); state_route keeps it with the in-flight
+                                  * entry and sets NULL, else the caller frees it */
+    const cost_req *creq;        /* the same request with its dense row, what a decision
+                                  * and the add read (NULL: the empty request) */
 } route_in;
 
 typedef struct route_out {
     char request_id[RB_ID_MAX];
+    int policy;                  /* STATE_POLICY_* the decision was made under */
     double tau;
     uint64_t seq;
     route_decision d;
@@ -154,6 +199,29 @@ long state_expire(rstate *s, double before);
 
 /* The admin's clear: forget every in-flight request of worker k. */
 long state_clear_worker(rstate *s, int k);
+
+/* The pool ejected decode worker k (pool.h: it failed --eject-after
+ * times in a row): its in-flight requests are taken as lost, as by the
+ * admin's clear (counted in ejected[k], their decisions end "ejected"),
+ * so the loads and the cost estimate agree and a worker that comes back
+ * restarted is not charged for requests it no longer holds. A request
+ * dropped here is out of the table: its later finish is a 404 and
+ * removes nothing twice. */
+long state_eject_worker(rstate *s, int k);
+
+/* The cost rule over L layers, E experts: the cost model, the batch cap
+ * and the starting policy. Before serving (not thread-safe against
+ * routes); without it the state maintains no estimate and refuses the
+ * cost policy. */
+int state_cost_init(rstate *s, int L, int E, const cost_model *m, int max_batch, int policy,
+                    char *err, size_t errlen);
+int state_get_policy(rstate *s);
+/* -1 when the cost policy is asked for without state_cost_init. */
+int state_set_policy(rstate *s, int policy);
+/* Per worker, under the lock: the estimate's expected distinct experts
+ * of one decode step (all layers), its members and their prompt tokens.
+ * 0 when the cost rule is off. */
+int state_cost_copy(rstate *s, double *U, int64_t *members, double *kv);
 
 double state_get_tau(rstate *s);
 void state_set_tau(rstate *s, double tau);
@@ -197,11 +265,11 @@ int state_online_count(rstate *s, double now, uint64_t *busy);
  * memory. workers is the state's own (fixed at state_new); rep_* are
  * copied only when use_reported. */
 typedef struct state_counts {
-    int K, use_reported;
+    int K, use_reported, policy;
     double tau;
     char *const *workers;
     int64_t *inflight, *rep_load;
-    uint64_t *routed, *finished, *expired, *cleared, *rep_base;
+    uint64_t *routed, *finished, *expired, *cleared, *ejected, *rep_base;
     uint64_t *by_rule;           /* [K][RULE_N] */
     uint8_t *rep_known, *rep_stale;
 } state_counts;
@@ -234,9 +302,11 @@ json_t *drec_json(const rstate *s, const drec *d);
 
 /* The evidence keys shared by a route response and a ring entry: worker,
  * worker_index, rule, tau, similarities (null without a signature),
- * sim_max, band (worker indices considered), loads (in-flight seen). */
+ * sim_max, band (worker indices considered), loads (in-flight seen),
+ * policy, and under the cost policy costs (ms per worker, null for one
+ * it could not use; cost NULL: no "costs"). */
 int decision_fields(json_t *o, char *const *workers, int K, int worker, int rule, double tau,
                     int has_sim, const double *sim, double sim_max, int n_cand,
-                    const int *cand, const int64_t *load);
+                    const int *cand, const int64_t *load, int policy, const double *cost);
 
 #endif

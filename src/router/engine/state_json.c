@@ -21,7 +21,7 @@ static json_t *num_or_null(double v)
 
 int decision_fields(json_t *o, char *const *workers, int K, int worker, int rule, double tau,
                     int has_sim, const double *sim, double sim_max, int n_cand,
-                    const int *cand, const int64_t *load)
+                    const int *cand, const int64_t *load, int policy, const double *cost)
 {
     json_t *sims = has_sim ? json_array() : json_null(), *band = json_array(),
            *loads = json_array();
@@ -46,6 +46,16 @@ int decision_fields(json_t *o, char *const *workers, int K, int worker, int rule
     bad |= json_object_set_new(o, "rule", json_string(route_rule_name((route_rule)rule))) < 0;
     bad |= json_object_set_new(o, "tau", json_real(tau)) < 0;
     bad |= json_object_set_new(o, "sim_max", has_sim ? json_real(sim_max) : json_null()) < 0;
+    bad |= json_object_set_new(o, "policy", json_string(state_policy_name(policy))) < 0;
+    if (cost) {
+        json_t *c = json_array();
+        for (int k = 0; c && k < K; k++)
+            if (json_array_append_new(c, num_or_null(cost[k])) < 0) {
+                json_decref(c);
+                c = NULL;
+            }
+        bad |= !c || json_object_set_new(o, "costs", c) < 0;
+    }
     return bad ? -1 : 0;
 }
 
@@ -64,13 +74,45 @@ static json_t *ineligible_json(const rstate *s, const drec *d)
     return a;
 }
 
+/* A cost decision's terms per worker (null for one it could not use). */
+static json_t *terms_json(const rstate *s, const drec *d)
+{
+    json_t *a = json_array();
+    for (int k = 0; a && k < s->K; k++) {
+        const cost_terms *t = &d->terms[k];
+        json_array_append_new(
+            a, d->ineligible[k / 64] >> (k % 64) & 1
+                   ? json_null()
+                   : json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "B", (json_int_t)t->B,
+                               "U", t->U, "dU", t->dU, "kv", t->kv, "t_before_ms", t->t_before,
+                               "t_after_ms", t->t_after, "wait_ms", t->wait, "cost_ms",
+                               t->cost));
+    }
+    return a;
+}
+
+/* d's costs: the copy's, else from its terms (NAN where it could not go). */
+static const double *costs_of(const rstate *s, const drec *d, double *buf)
+{
+    if (!d->has_cost)
+        return NULL;
+    if (d->cost)
+        return d->cost;
+    for (int k = 0; k < s->K; k++)
+        buf[k] = d->ineligible[k / 64] >> (k % 64) & 1 ? NAN : d->terms[k].cost;
+    return buf;
+}
+
 json_t *drec_json(const rstate *s, const drec *d)
 {
     json_t *o = json_object();
     if (!o)
         return NULL;
+    double cbuf[ROUTE_MAX_WORKERS];
     decision_fields(o, s->workers, s->K, d->worker, d->rule, d->tau, d->has_sim, d->sim,
-                    d->sim_max, d->n_cand, d->cand, d->load);
+                    d->sim_max, d->n_cand, d->cand, d->load, d->policy, costs_of(s, d, cbuf));
+    if (d->has_cost && d->terms)
+        json_object_set_new(o, "cost_terms", terms_json(s, d));
     json_object_set_new(o, "request_id", json_string(d->id));
     if (d->n_ineligible)
         json_object_set_new(o, "ineligible", ineligible_json(s, d));
@@ -83,9 +125,9 @@ json_t *drec_json(const rstate *s, const drec *d)
                                                  : json_null());
     json_object_set_new(o, "prefill_index",
                         d->prefill >= 0 ? json_integer(d->prefill) : json_null());
-    static const char *const ended[] = {NULL, "finished", "expired", "cleared"};
+    static const char *const ended[] = {NULL, "finished", "expired", "cleared", "ejected"};
     json_object_set_new(o, "finished", json_boolean(d->finished == 1));
-    json_object_set_new(o, "ended", d->finished > 0 && d->finished < 4
+    json_object_set_new(o, "ended", d->finished > 0 && d->finished < 5
                                         ? json_string(ended[d->finished]) : json_null());
     json_t *sg = json_pack("{s:s, s:i, s:i}", "source", sig_origin_name(d->origin), "rows",
                            d->sig_rows, "cached_rows", d->cached_rows);
@@ -102,7 +144,7 @@ int state_counts_copy(rstate *s, state_counts *c)
 {
     int K = s->K;   /* fixed at state_new, like the workers' names */
     memset(c, 0, sizeof *c);
-    uint64_t *u = malloc((size_t)K * (7 + RULE_N) * sizeof *u);
+    uint64_t *u = malloc((size_t)K * (8 + RULE_N) * sizeof *u);
     uint8_t *b = malloc((size_t)K * 2);
     if (!u || !b) {
         free(u);
@@ -118,18 +160,21 @@ int state_counts_copy(rstate *s, state_counts *c)
     c->expired = u + 4 * K;
     c->cleared = u + 5 * K;
     c->rep_base = u + 6 * K;
-    c->by_rule = u + 7 * K;
+    c->ejected = u + 7 * K;
+    c->by_rule = u + 8 * K;
     c->rep_known = b;
     c->rep_stale = b + K;
     size_t w = (size_t)K * sizeof *u;
     pthread_mutex_lock(&s->lock);
     c->tau = s->tau;
+    c->policy = s->policy;
     c->use_reported = s->use_reported;
     memcpy(c->inflight, s->inflight, w);
     memcpy(c->routed, s->routed, w);
     memcpy(c->finished, s->finished, w);
     memcpy(c->expired, s->expired, w);
     memcpy(c->cleared, s->cleared, w);
+    memcpy(c->ejected, s->ejected, w);
     memcpy(c->by_rule, s->by_rule, w * RULE_N);
     if (c->use_reported) {
         memcpy(c->rep_load, s->rep_load, w);
@@ -163,11 +208,12 @@ json_t *state_workers_json(rstate *s)
                                     json_integer((json_int_t)n));
         }
         json_array_append_new(
-            a, json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:o}", "name", c.workers[k],
-                         "index", k, "inflight", (json_int_t)c.inflight[k], "routed",
-                         (json_int_t)c.routed[k], "finished", (json_int_t)c.finished[k],
-                         "expired", (json_int_t)c.expired[k], "cleared",
-                         (json_int_t)c.cleared[k], "rules", rules ? rules : json_object()));
+            a, json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "name",
+                         c.workers[k], "index", k, "inflight", (json_int_t)c.inflight[k],
+                         "routed", (json_int_t)c.routed[k], "finished",
+                         (json_int_t)c.finished[k], "expired", (json_int_t)c.expired[k],
+                         "cleared", (json_int_t)c.cleared[k], "ejected",
+                         (json_int_t)c.ejected[k], "rules", rules ? rules : json_object()));
         /* with reported loads: which signal routed this worker, and what it saw */
         if (c.use_reported) {
             int known = c.rep_known[k];
@@ -185,13 +231,24 @@ json_t *state_workers_json(rstate *s)
     return a;
 }
 
-/* One ring record into a copy whose arrays are the caller's (K each). */
-static void drec_copy(drec *to, const drec *from, int K, double *sim, int64_t *load, int *cand)
+/* One ring record into a copy whose arrays are the caller's (K each):
+ * cost gets a cost decision's costs, terms (NULL: not wanted) its terms. */
+static void drec_copy(drec *to, const drec *from, int K, double *sim, int64_t *load, int *cand,
+                      double *cost, cost_terms *terms)
 {
     *to = *from;
     to->sim = memcpy(sim, from->sim, (size_t)K * sizeof *sim);
     to->load = memcpy(load, from->load, (size_t)K * sizeof *load);
     to->cand = memcpy(cand, from->cand, (size_t)from->n_cand * sizeof *cand);
+    to->cost = NULL;
+    to->terms = NULL;
+    if (!from->has_cost)
+        return;
+    for (int k = 0; k < K; k++)
+        cost[k] = from->ineligible[k / 64] >> (k % 64) & 1 ? NAN : from->terms[k].cost;
+    to->cost = cost;
+    if (terms)
+        to->terms = memcpy(terms, from->terms, (size_t)K * sizeof *terms);
 }
 
 /* The newest n decisions, copied out under the lock (a memcpy a record
@@ -207,14 +264,15 @@ json_t *state_decisions_json(rstate *s, int n)
     double *sim = malloc(m * (size_t)K * sizeof *sim);
     int64_t *load = malloc(m * (size_t)K * sizeof *load);
     int *cand = malloc(m * (size_t)K * sizeof *cand);
-    json_t *a = rec && sim && load && cand ? json_array() : NULL;
+    double *cost = malloc(m * (size_t)K * sizeof *cost);
+    json_t *a = rec && sim && load && cand && cost ? json_array() : NULL;
     int got = 0;
     if (a) {
         pthread_mutex_lock(&s->lock);
         for (int j = s->ring_head; got < s->ring_n && got < cap; got++) {
             size_t o = (size_t)got * (size_t)K;
             j = (j - 1 + s->ring_cap) % s->ring_cap;
-            drec_copy(&rec[got], &s->ring[j], K, sim + o, load + o, cand + o);
+            drec_copy(&rec[got], &s->ring[j], K, sim + o, load + o, cand + o, cost + o, NULL);
         }
         pthread_mutex_unlock(&s->lock);
     }
@@ -224,6 +282,7 @@ json_t *state_decisions_json(rstate *s, int n)
     free(sim);
     free(load);
     free(cand);
+    free(cost);
     return a;
 }
 
@@ -232,18 +291,24 @@ json_t *state_explain_json(rstate *s, const char *id)
     double sim[ROUTE_MAX_WORKERS];
     int64_t load[ROUTE_MAX_WORKERS];
     int cand[ROUTE_MAX_WORKERS];
+    double cost[ROUTE_MAX_WORKERS];
+    cost_terms *terms = malloc((size_t)s->K * sizeof *terms);
     drec d;
     int found = 0;
+    if (!terms)
+        return NULL;
     pthread_mutex_lock(&s->lock);
     for (int i = 0, j = s->ring_head; !found && i < s->ring_n; i++) {
         j = (j - 1 + s->ring_cap) % s->ring_cap;
         if (!strcmp(s->ring[j].id, id)) {
-            drec_copy(&d, &s->ring[j], s->K, sim, load, cand);
+            drec_copy(&d, &s->ring[j], s->K, sim, load, cand, cost, terms);
             found = 1;
         }
     }
     pthread_mutex_unlock(&s->lock);
-    return found ? drec_json(s, &d) : NULL;
+    json_t *o = found ? drec_json(s, &d) : NULL;
+    free(terms);
+    return o;
 }
 
 /* Copy the newest n window records out under the lock (one memcpy per
