@@ -218,6 +218,7 @@ typedef struct dash_live_now {
     double time, uptime_s, tau;
     int64_t generation;
     char variant[24], load_from[16];
+    char policy[8];              /* eldrd's decision rule: band, cost; "" an older eldrd */
     double rho;
     char names[ROUTE_MAX_WORKERS][DASH_NAME_MAX];
     int64_t inflight[ROUTE_MAX_WORKERS], routed[ROUTE_MAX_WORKERS],

@@ -194,6 +194,7 @@ static int parse_now(const json_t *snap, const char *where, int K_expected, dash
     n->time = num_or_nan(json_object_get(snap, "time"));
     n->uptime_s = num_or_nan(json_object_get(snap, "uptime_s"));
     n->tau = num_or_nan(json_object_get(snap, "tau"));
+    copy_str(n->policy, sizeof n->policy, json_object_get(snap, "policy"), "");
     n->generation = int_or(json_object_get(m, "generation"), 0);
     copy_str(n->variant, sizeof n->variant, json_object_get(m, "variant"), "?");
     n->rho = num_or_nan(json_object_get(m, "rho"));

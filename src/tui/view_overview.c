@@ -200,7 +200,12 @@ static int router_block(const dash_t *d, canvas_t *c, int x, int y)
         mask_text(m, mask, sizeof mask);
     canvas_textf(c, x, y++, p, "  model     generation %lld, %s%s%s, rho %.3f", (long long)n->generation,
                  n->variant, m ? " over layers " : "", mask, n->rho);
-    canvas_textf(c, x, y++, p, "  routing   tau %.2f, K %d workers", n->tau, n->K);
+    if (!strcmp(n->policy, "cost"))
+        canvas_textf(c, x, y++, p, "  routing   cost rule (tau %.2f unused), K %d workers", n->tau,
+                     n->K);
+    else
+        canvas_textf(c, x, y++, p, "  routing   %stau %.2f, K %d workers",
+                     n->policy[0] ? "band rule, " : "", n->tau, n->K);
     return y - y0;
 }
 

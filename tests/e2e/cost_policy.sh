@@ -78,6 +78,7 @@ for id in first band-1 cost-2 nosig $(seq -f 'r%g' 1 20); do
     req POST /v1/finish "{\"request_id\": \"$id\"}"
 done
 req GET /v1/snapshot
+expect_http "the snapshot names the policy the dashboard shows: cost" 200 'j["policy"] == "cost"'
 W=$($PY -c "import json,sys; j=json.load(open(sys.argv[1])); print(max(j['workers'], key=lambda w: w['inflight'])['name'])" "$TMP/body")
 req POST /v1/inflight/clear "{\"worker\": \"$W\"}"
 expect_http "the admin clears worker $W" 200 'j["cleared"] >= 1'

@@ -202,8 +202,32 @@ static void test_balance_and_overview(void **state)
     assert_has(s, "total             19       100        81");
     assert_has(s, "band-jsq 40");
     assert_has(s, "generation 3, count over layers 0,1");
+    assert_has(s, "routing   tau 0.15, K 3 workers");   /* an eldrd that names no policy */
     free(s);
     dash_free(&d);
+}
+
+/* The overview says which rule eldrd decides with (the snapshot's policy). */
+static void test_overview_policy(void **state)
+{
+    (void)state;
+    const char *pol[2] = {"band", "cost"};
+    const char *want[2] = {"routing   band rule, tau 0.15, K 3 workers",
+                           "routing   cost rule (tau 0.15 unused), K 3 workers"};
+    for (int i = 0; i < 2; i++) {
+        json_t *snap = snapshot(1);
+        json_object_set_new(snap, "policy", json_string(pol[i]));
+        dash_t d;
+        char err[ELDR_ERRLEN];
+        int rc = live_open_json(&d, snap, "snap.json", err, sizeof err);
+        json_decref(snap);
+        if (rc)
+            fail_msg("live_open_json: %s", err);
+        char *s = frame(&d, VIEW_OVERVIEW, 100, 30);
+        assert_has(s, want[i]);
+        free(s);
+        dash_free(&d);
+    }
 }
 
 static void test_decisions(void **state)
@@ -599,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_digest),
         cmocka_unit_test(test_queues_mark_ejected),
         cmocka_unit_test(test_balance_and_overview),
+        cmocka_unit_test(test_overview_policy),
         cmocka_unit_test(test_decisions),
         cmocka_unit_test(test_cost_decisions),
         cmocka_unit_test(test_drift_scatter_heatmap),

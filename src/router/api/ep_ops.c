@@ -115,6 +115,8 @@ void ep_snapshot(void *ctx, const http_req *r, http_resp *out)
                           state_drift_json(d->st, m), "caches", cache_summary(d));
     /* what the providers add (engine.h), over these defaults */
     if (out->json) {
+        json_object_set_new(out->json, "policy",
+                            json_string(state_policy_name(state_get_policy(d->st))));
         json_object_set_new(out->json, "refit", json_null());
         json_object_set_new(out->json, "load", json_pack("{s:s}", "from", "own"));
     }
