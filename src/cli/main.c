@@ -20,6 +20,7 @@ int cmd_run(int argc, char **argv);
 int cmd_dash(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
+int cmd_push(int argc, char **argv);
 
 static const struct command {
     const char *name;
@@ -46,6 +47,7 @@ static const struct command {
     {"run", cmd_run, "run a Lua script with the eldr module: eldr run script.lua [args]"},
     /* the router */
     {"replay", cmd_replay, "drive a running eldrd with a trace: route, finish, latency"},
+    {"push", cmd_push, "send a model to a running eldrd, aligned to its workers, after a diff"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

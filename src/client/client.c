@@ -9,6 +9,7 @@
 #include "b64.h"
 #include "client.h"
 #include "err.h"
+#include "token.h"
 
 struct client {
     CURL *curl;
@@ -110,6 +111,16 @@ int client_add_header(client_t *c, const char *line, char *err, size_t errlen)
         return eldr_errf(err, errlen, "%s: out of memory for a header", c->url);
     c->headers = h;
     return 0;
+}
+
+int client_use_token_file(client_t *c, const char *path, const char *opt, char *err,
+                          size_t errlen)
+{
+    char tok[TOKEN_MAX], line[TOKEN_MAX + 32];
+    if (token_read_file(path, opt, tok, sizeof tok, err, errlen) < 0)
+        return -1;
+    snprintf(line, sizeof line, "Authorization: Bearer %s", tok);
+    return client_add_header(c, line, err, errlen);
 }
 
 const char *client_url(const client_t *c)
@@ -333,16 +344,6 @@ int client_set_tau(client_t *c, double tau, char *err, size_t errlen)
         return eldr_errf(err, errlen, "set_tau: tau %g must be finite and >= 0", tau);
     return call_json(c, "PUT", "/v1/config", json_pack("{s:f}", "tau", tau), NULL, NULL, err,
                      errlen);
-}
-
-int client_put_model(client_t *c, const model_t *m, json_t **out, char *err, size_t errlen)
-{
-    char *text;
-    if (model_to_json_text(m, &text, err, errlen) < 0)
-        return -1;
-    int rc = client_call(c, "PUT", "/v1/model", text, strlen(text), NULL, out, err, errlen);
-    free(text);
-    return rc;
 }
 
 int client_window(client_t *c, int n, json_t **out, char *err, size_t errlen)

@@ -36,6 +36,13 @@ const char *client_url(const client_t *c);
  * capture's "Authorization: Bearer KEY"); -1 with err out of memory. */
 int client_add_header(client_t *c, const char *line, char *err, size_t errlen);
 
+/* Send the bearer token of the file at path (token.h: the rule eldrd
+ * reads its own token files by) as "Authorization: Bearer TOKEN" on every
+ * call from now on. opt names the option in messages ("--token-file").
+ * -1 with err. */
+int client_use_token_file(client_t *c, const char *path, const char *opt, char *err,
+                          size_t errlen);
+
 /* Any endpoint: method ("GET", "POST", "PUT"), path ("/v1/...", query
  * included), body (NULL for none). A 2xx with a JSON body gives *out
  * (may be NULL: then the answer is dropped); any other status is -1. */
@@ -83,10 +90,6 @@ int client_explain(client_t *c, const char *request_id, json_t **out, char *err,
 
 /* PUT /v1/config {"tau": tau}. */
 int client_set_tau(client_t *c, double tau, char *err, size_t errlen);
-
-/* PUT /v1/model with the model's reference centroid JSON; *out (may be
- * NULL) gets {"model_generation", "K", "dim", "persisted"}. */
-int client_put_model(client_t *c, const model_t *m, json_t **out, char *err, size_t errlen);
 
 /* GET /v1/window?n=N (n < 0: the daemon's default). */
 int client_window(client_t *c, int n, json_t **out, char *err, size_t errlen);
