@@ -113,13 +113,23 @@ int client_add_header(client_t *c, const char *line, char *err, size_t errlen)
     return 0;
 }
 
+int client_token_header(const char *path, const char *opt, char *line, size_t len, char *err,
+                        size_t errlen)
+{
+    char tok[TOKEN_MAX];
+    if (token_read_file(path, opt, tok, sizeof tok, err, errlen) < 0)
+        return -1;
+    if ((size_t)snprintf(line, len, "Authorization: Bearer %s", tok) >= len)
+        return eldr_errf(err, errlen, "%s %s: the token is too long", opt, path);
+    return 0;
+}
+
 int client_use_token_file(client_t *c, const char *path, const char *opt, char *err,
                           size_t errlen)
 {
-    char tok[TOKEN_MAX], line[TOKEN_MAX + 32];
-    if (token_read_file(path, opt, tok, sizeof tok, err, errlen) < 0)
+    char line[CLIENT_TOKEN_HEADER_MAX];
+    if (client_token_header(path, opt, line, sizeof line, err, errlen) < 0)
         return -1;
-    snprintf(line, sizeof line, "Authorization: Bearer %s", tok);
     return client_add_header(c, line, err, errlen);
 }
 

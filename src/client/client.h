@@ -42,6 +42,11 @@ int client_add_header(client_t *c, const char *line, char *err, size_t errlen);
  * -1 with err. */
 int client_use_token_file(client_t *c, const char *path, const char *opt, char *err,
                           size_t errlen);
+/* The same header line into line (len >= CLIENT_TOKEN_HEADER_MAX), for
+ * clients made elsewhere (eldr replay's threads). */
+#define CLIENT_TOKEN_HEADER_MAX 560
+int client_token_header(const char *path, const char *opt, char *line, size_t len, char *err,
+                        size_t errlen);
 
 /* Any endpoint: method ("GET", "POST", "PUT"), path ("/v1/...", query
  * included), body (NULL for none). A 2xx with a JSON body gives *out

@@ -210,6 +210,10 @@ static void *worker_main(void *arg)
     const replay_plan *p = r->p;
     char err[ELDR_ERRLEN], idbuf[256];
     client_t *c = client_new(p->url, p->timeout_s, err, sizeof err);
+    if (c && p->auth_header && client_add_header(c, p->auth_header, err, sizeof err) < 0) {
+        client_free(c);
+        c = NULL;
+    }
     pthread_mutex_lock(&r->lock);
     event e;
     while (next_event(r, &e)) {

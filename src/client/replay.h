@@ -34,6 +34,8 @@ typedef struct replay_plan {
     const int64_t *row;          /* [n] its row in counts */
     size_t cells;                /* L * E */
     const char *id_prefix;       /* request ids: prefix + i */
+    const char *auth_header;     /* "Authorization: Bearer T" on every call (eldrd
+                                  * --proxy --route-token-file), or NULL */
     int concurrency;             /* threads = connections, 1..64 */
     double timeout_s;            /* per HTTP call */
     double max_seconds;          /* no new route after this */
