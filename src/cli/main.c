@@ -66,7 +66,8 @@ static void usage(FILE *f)
             "\n"
             "'eldr COMMAND --help' describes one command. Exit status: 0 success,\n"
             "2 bad input (one line on stderr says what and where), 3 eldrd does not\n"
-            "answer (replay, dash --attach), 1 other failure. eldr --version: the version.\n"
+            "answer (replay, push, dash --attach), 1 other failure. eldr --version: the\n"
+            "version.\n"
             "The router daemon is eldrd (eldrd --help). Docs: docs/, README.md.\n");
 }
 
