@@ -145,7 +145,7 @@ static void test_apply_orders_rows_sizes_names(void **state)
                             d * sizeof(float));
         assert_int_equal(m->sizes[i], sizes[a.perm[i]]);
         assert_string_equal(m->workers[i], names[i]);
-        char own[8];
+        char own[16];
         snprintf(own, sizeof own, "w%d", i);
         assert_string_equal(c->workers[i], own);
     }
