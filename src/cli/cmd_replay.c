@@ -8,10 +8,10 @@
  *
  * Routes go to --to (eldrd's --listen); the snapshot (geometry, worker
  * names, the in-flight count after) is read from --admin when eldrd has
- * an --admin-listen listener, else from --to. Before the run, --to must
- * know POST /v1/route (a GET there is 405 on eldrd's public listener,
- * 404 on its admin one), so a wrong address is one message, not a run of
- * failed routes. */
+ * an --admin-listen listener, else from --to. A --to whose first routes
+ * are answered 404 (eldrd's admin listener, another server) stops the run
+ * there (replay.h, not_routing): one message, exit 2, not a run of failed
+ * routes. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -305,19 +305,6 @@ static void print_text(const replay_opts *o, const served *s, const replay_resul
     printf("\n");
 }
 
-/* Does --to route? eldrd answers a GET on /v1/route 405 where it routes
- * (its --listen) and 404 where it does not (its admin listener). */
-static int check_routes(const replay_opts *o, client_t *c)
-{
-    char err[ELDR_ERRLEN];
-    long st = 0;
-    if (client_call(c, "GET", "/v1/route", NULL, 0, &st, NULL, err, sizeof err) == 0 || st != 404)
-        return 0;
-    return cli_fail(CMD, "%s does not serve POST /v1/route (%s): is it eldrd's admin listener? "
-                    "give --to the --listen address%s", o->url, err,
-                    o->admin ? "" : " and --admin the --admin-listen one");
-}
-
 /* The snapshot from --admin (or --to): what the daemon serves. */
 static int ask(const replay_opts *o, client_t *a, served *s)
 {
@@ -325,11 +312,17 @@ static int ask(const replay_opts *o, client_t *a, served *s)
     long st = 0;
     if (ask_daemon(a, s, &st, err, sizeof err) == 0)
         return 0;
-    if (st == 404 && !o->admin && strstr(err, "--admin-listen"))
-        return cli_fail(CMD, "%s answers GET /v1/snapshot on its --admin-listen listener: give "
-                        "that address as --admin URL", o->url);
+    const char *from = o->admin ? o->admin : o->url;
+    if (st == 404 && strstr(err, "--admin-listen"))   /* eldrd's public listener */
+        return o->admin ? cli_fail(CMD, "--admin %s is eldrd's public listener (GET "
+                                   "/v1/snapshot answers on its --admin-listen listener only): "
+                                   "give --admin the admin address and --to this one", from)
+                        : cli_fail(CMD, "%s answers GET /v1/snapshot on its --admin-listen "
+                                   "listener: give that address as --admin URL", from);
     if (st == 404)
-        return cli_fail(CMD, "%s: give --admin the address of eldrd's --admin-listen", err);
+        return cli_fail(CMD, "%s/v1/snapshot: HTTP 404, no eldrd snapshot there: give --to "
+                        "eldrd's --listen address (and, with --admin-listen, --admin its admin "
+                        "address)", from);
     return cli_error(CMD, "%s", err);
 }
 
@@ -388,6 +381,12 @@ static int replay(const replay_opts *o, const trace_t *t, client_t *c, client_t 
         rc = cli_error(CMD, "%s", err);
         goto out;
     }
+    if (res.not_routing) {       /* one line, no summary of a run that did not happen */
+        rc = cli_fail(CMD, "%s does not serve POST /v1/route (%s): is it eldrd's admin "
+                      "listener? give --to the --listen address%s", o->url, res.first_error,
+                      o->admin ? "" : " and --admin the --admin-listen one");
+        goto out;
+    }
     long long after = daemon_inflight(a);
     if (o->json)
         cli_print_json(result_json(o, &s, &res, n, after));
@@ -431,7 +430,7 @@ int cmd_replay(int argc, char **argv)
         ; /* one line said so; CLI_UNREACHABLE */
     else if (t->n == 0)
         rc = cli_fail(CMD, "%s: the trace has no requests", o.path);
-    else if (!(rc = check_routes(&o, c)))
+    else
         rc = replay(&o, t, c, a ? a : c, o.token_file ? auth : NULL);
     trace_free(t);
     client_free(c);

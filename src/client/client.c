@@ -270,28 +270,34 @@ static void copy_str(char *dst, size_t n, json_t *v)
 }
 
 static int route_body(client_t *c, const char *request_id, const char *key, char *b,
-                      client_routed *r, json_t **answer, char *err, size_t errlen);
+                      client_routed *r, json_t **answer, long *status, char *err,
+                      size_t errlen);
 
 int client_route(client_t *c, const char *request_id, const uint16_t *counts, size_t cells,
-                 client_routed *r, json_t **answer, char *err, size_t errlen)
+                 client_routed *r, json_t **answer, long *status, char *err, size_t errlen)
 {
+    if (status)
+        *status = 0;
     for (size_t i = 0; i < cells; i++)
         if (counts[i] > 32767)
             return eldr_errf(err, errlen, "route: count %u at cell %zu exceeds 32767",
                              counts[i], i);
-    return route_body(c, request_id, "counts", le_b64(counts, cells, 2), r, answer, err,
+    return route_body(c, request_id, "counts", le_b64(counts, cells, 2), r, answer, status, err,
                       errlen);
 }
 
 int client_route_gates(client_t *c, const char *request_id, const float *gates, size_t cells,
-                       client_routed *r, json_t **answer, char *err, size_t errlen)
+                       client_routed *r, json_t **answer, long *status, char *err,
+                       size_t errlen)
 {
-    return route_body(c, request_id, "gates", le_b64(gates, cells, 4), r, answer, err, errlen);
+    return route_body(c, request_id, "gates", le_b64(gates, cells, 4), r, answer, status, err,
+                      errlen);
 }
 
 /* POST /v1/route {key: b (taken over), request_id}. */
 static int route_body(client_t *c, const char *request_id, const char *key, char *b,
-                      client_routed *r, json_t **answer, char *err, size_t errlen)
+                      client_routed *r, json_t **answer, long *status, char *err,
+                      size_t errlen)
 {
     json_t *body = b ? json_pack("{s:s}", key, b) : NULL;
     free(b);
@@ -300,7 +306,7 @@ static int route_body(client_t *c, const char *request_id, const char *key, char
     if (!body)
         return eldr_errf(err, errlen, "route: out of memory for the body");
     json_t *a;
-    if (call_json(c, "POST", "/v1/route", body, NULL, &a, err, errlen) < 0)
+    if (call_json(c, "POST", "/v1/route", body, status, &a, err, errlen) < 0)
         return -1;
     json_t *wi = json_object_get(a, "worker_index");
     if (!json_is_integer(wi)) {

@@ -74,14 +74,16 @@ typedef struct client_routed {
 
 /* POST /v1/route with dense counts: cells = L*E uint16 (each <= 32767),
  * sent as base64 of little-endian int16. request_id NULL or "" lets the
- * daemon name it. answer (may be NULL) gets the whole JSON answer. */
+ * daemon name it. answer (may be NULL) gets the whole JSON answer; *status
+ * (may be NULL) the HTTP status, 0 when nothing answered. */
 int client_route(client_t *c, const char *request_id, const uint16_t *counts, size_t cells,
-                 client_routed *r, json_t **answer, char *err, size_t errlen);
+                 client_routed *r, json_t **answer, long *status, char *err, size_t errlen);
 
 /* The same for a daemon serving a gate model: cells = L*E gate values,
  * sent as "gates", base64 of little-endian float32. */
 int client_route_gates(client_t *c, const char *request_id, const float *gates, size_t cells,
-                       client_routed *r, json_t **answer, char *err, size_t errlen);
+                       client_routed *r, json_t **answer, long *status, char *err,
+                       size_t errlen);
 
 /* POST /v1/finish {request_id}; *worker_index (may be NULL) gets the
  * worker it left. 404 (not in flight) is an error like any other;

@@ -2,8 +2,10 @@
 # tests/e2e/replay_admin.sh - `eldr replay` against eldrd with
 # --admin-listen (issue 30, item 4): routes to --listen, the snapshot from
 # --admin; without --admin, one line naming it (exit 2); --to at the
-# admin listener or at a server where every route is 404: one line, exit
-# 2, no run and no "p50 nan"; and through the proxy with
+# admin listener (the snapshot answers, every route is 404): the run stops
+# at the first 404, one line, exit 2, no summary and no "p50 nan"; --to
+# and --admin swapped, or a server where every path is 404: one line,
+# exit 2; and through the proxy with
 # --route-token-file: --token-file sends it (every call succeeds), without
 # it every route is 401 (exit 1, and the summary says no route succeeded
 # instead of printing nan). Bounded; about 5 s.
@@ -19,11 +21,15 @@ start split -m "$TMP/m.h5" --admin-listen "127.0.0.1:$AP" --quiet || exit 0
 expect_fail2 "--to the public listener without --admin: exit 2 naming --admin" \
     "$URL answers GET /v1/snapshot on its --admin-listen listener: give that address as --admin URL" \
     "$ELDR" replay "$SMALL" --to "$URL" --requests 20 --rate 400
+T0=$(date +%s)
 expect_fail2 "--to the admin listener: exit 2, one line" \
-    "$AURL does not serve POST /v1/route .*HTTP 404.*admin listener" \
-    "$ELDR" replay "$SMALL" --to "$AURL" --requests 20 --rate 400
-check "... and no run: no summary, no nan" sh -c "! grep -q . '$TMP/out'"
-expect_fail2 "--to and --admin swapped: exit 2" "does not serve POST /v1/route" \
+    "$AURL does not serve POST /v1/route .*HTTP 404: no such endpoint.*admin listener" \
+    "$ELDR" replay "$SMALL" --to "$AURL" --requests 2000 --rate 100
+T1=$(date +%s)
+check "... the run stops at the first 404 (2000 requests at 100/s would take 20 s)" \
+    test $((T1 - T0)) -le 5
+check "... no summary, no nan" sh -c "! grep -q . '$TMP/out'"
+expect_fail2 "--to and --admin swapped: exit 2" "--admin $URL is eldrd's public listener" \
     "$ELDR" replay "$SMALL" --to "$AURL" --admin "$URL" --requests 20 --rate 400
 expect_status "--to the public listener, --admin the admin one: exit 0" 0 \
     "$ELDR" replay "$SMALL" --to "$URL" --admin "$AURL" --requests 120 --rate 600 --tpot-ms 1 --json
@@ -42,8 +48,8 @@ NP=$(free_port)
 $PY -m http.server "$NP" --bind 127.0.0.1 --directory "$TMP/empty" >/dev/null 2>&1 &
 PIDS="$PIDS $!"
 i=0; while [ $i -lt 50 ] && ! curl -s --max-time 1 -o /dev/null "http://127.0.0.1:$NP/"; do sleep 0.1; i=$((i + 1)); done
-expect_fail2 "--to a server where every route is 404: exit 2, one line" \
-    "http://127.0.0.1:$NP does not serve POST /v1/route" \
+expect_fail2 "--to a server where every path is 404: exit 2, one line" \
+    "http://127.0.0.1:$NP/v1/snapshot: HTTP 404, no eldrd snapshot there" \
     "$ELDR" replay "$SMALL" --to "http://127.0.0.1:$NP" --requests 20 --rate 400
 check "... no summary, no nan" sh -c "! grep -qi nan '$TMP/out' && ! grep -q . '$TMP/out'"
 
