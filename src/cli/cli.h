@@ -18,7 +18,7 @@
 #define CLI_BADINPUT 2
 /* The daemon (eldrd) did not answer at all: connection refused, no route,
  * timeout. The same status in every command that talks to eldrd (replay,
- * dash --attach); docs/replay.md, docs/dashboard.md. */
+ * push, dash --attach); docs/replay.md, docs/dashboard.md. */
 #define CLI_UNREACHABLE 3
 
 /* "eldr CMD: message" on stderr; returns CLI_BADINPUT. */

@@ -4,7 +4,14 @@
  * and finished after its simulated decode time (decode_tokens x
  * --tpot-ms); --speed divides every time. Prints decisions/s, the route
  * latency percentiles, failures and the decisions per worker; exit 1
- * when any call failed. The engine is src/client/replay.c. */
+ * when any call failed. The engine is src/client/replay.c.
+ *
+ * Routes go to --to (eldrd's --listen); the snapshot (geometry, worker
+ * names, the in-flight count after) is read from --admin when eldrd has
+ * an --admin-listen listener, else from --to. A --to whose first routes
+ * are answered 404 (eldrd's admin listener, another server) stops the run
+ * there (replay.h, not_routing): one message, exit 2, not a run of failed
+ * routes. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +29,7 @@
 static const char *CMD = "replay";
 
 typedef struct replay_opts {
-    const char *path, *url, *id_prefix;
+    const char *path, *url, *admin, *id_prefix, *token_file;
     double rate;                 /* Poisson arrivals per (trace) second; 0 = arrival_s */
     double speed, tpot_ms, max_seconds, timeout_s;
     long long requests, concurrency, seed, decode_tokens;
@@ -31,8 +38,9 @@ typedef struct replay_opts {
 
 static void usage(void)
 {
-    printf("usage: eldr replay TRACE --to URL [--rate R] [--speed X] [--requests N]\n"
-           "                   [--concurrency C] [--tpot-ms T] [--max-seconds S] [--json]\n"
+    printf("usage: eldr replay TRACE --to URL [--admin URL] [--token-file F] [--rate R]\n"
+           "                   [--speed X] [--requests N] [--concurrency C] [--tpot-ms T]\n"
+           "                   [--max-seconds S] [--json]\n"
            "\n"
            "Drive a running eldrd with a trace: route each request (POST /v1/route,\n"
            "dense prefill counts) at its arrival, finish it (POST /v1/finish) after its\n"
@@ -41,7 +49,13 @@ static void usage(void)
            "wait for the requests still in flight); none when stderr is not a terminal.\n"
            "\n"
            "options:\n"
-           "  --to URL             eldrd address, http://HOST:PORT (required)\n"
+           "  --to URL             eldrd address, http://HOST:PORT (required): the\n"
+           "                       listener that serves POST /v1/route (--listen)\n"
+           "  --admin URL          where GET /v1/snapshot answers, when eldrd has an\n"
+           "                       --admin-listen listener (default: --to)\n"
+           "  --token-file F       send the token in F as Authorization: Bearer on the\n"
+           "                       routes and finishes (eldrd --proxy\n"
+           "                       --route-token-file)\n"
            "  --rate R             Poisson arrivals at R requests per second (default:\n"
            "                       the trace's arrival_s, or 50/s when it has none)\n"
            "  --speed X            run X times faster than the trace's clock (default 1):\n"
@@ -61,18 +75,22 @@ static void usage(void)
            "  -h, --help           this text\n"
            "\n"
            "Exit: 0 every call succeeded, 1 some route or finish failed, 2 bad input\n"
-           "(also: a trace whose geometry the daemon does not serve), 3 the daemon does\n"
-           "not answer at URL (the same status as eldr dash --attach).\n");
+           "(also: a trace whose geometry the daemon does not serve; a --to that does\n"
+           "not serve /v1/route, such as eldrd's admin listener; an eldrd with\n"
+           "--admin-listen and no --admin), 3 the daemon does not answer at URL (the\n"
+           "same status as eldr dash --attach).\n");
 }
 
 enum { O_TO = 256, O_RATE, O_SPEED, O_REQ, O_CONC, O_TPOT, O_DTOK, O_MAXS, O_TIMEOUT,
-       O_SEED, O_PREFIX, O_JSON };
+       O_SEED, O_PREFIX, O_JSON, O_ADMIN, O_TOKEN };
 
 static int one_opt(int c, const char *a, void *ctx)
 {
     replay_opts *o = ctx;
     switch (c) {
     case O_TO: o->url = a; return 0;
+    case O_ADMIN: o->admin = a; return 0;
+    case O_TOKEN: o->token_file = a; return 0;
     case O_RATE: return cli_parse_double(CMD, "--rate", a, 1e-6, 1e7, &o->rate);
     case O_SPEED: return cli_parse_double(CMD, "--speed", a, 1e-6, 1e6, &o->speed);
     case O_REQ: return cli_parse_int(CMD, "--requests", a, 1, 100000000, &o->requests);
@@ -105,7 +123,8 @@ static int parse_args(int argc, char **argv, replay_opts *o)
         {"max-seconds", required_argument, 0, O_MAXS},
         {"timeout", required_argument, 0, O_TIMEOUT},
         {"seed", required_argument, 0, O_SEED}, {"id-prefix", required_argument, 0, O_PREFIX},
-        {"json", no_argument, 0, O_JSON},        {0, 0, 0, 0},
+        {"json", no_argument, 0, O_JSON},        {"admin", required_argument, 0, O_ADMIN},
+        {"token-file", required_argument, 0, O_TOKEN}, {0, 0, 0, 0},
     };
     *o = (replay_opts){.speed = 1, .tpot_ms = 20, .max_seconds = 120, .timeout_s = 5,
                        .concurrency = 4, .seed = 1, .decode_tokens = 64};
@@ -136,11 +155,13 @@ static void served_free(served *s)
     free(s->names);
 }
 
-static int ask_daemon(client_t *c, served *s, char *err, size_t errlen)
+/* -1 with err and *status (404: not served at c) when the snapshot fails. */
+static int ask_daemon(client_t *c, served *s, long *status, char *err, size_t errlen)
 {
     json_t *snap;
     memset(s, 0, sizeof *s);
-    if (client_snapshot(c, 0, 0, &snap, err, errlen) < 0)
+    if (client_call(c, "GET", "/v1/snapshot?centroids=0&decisions=0", NULL, 0, status, &snap,
+                    err, errlen) < 0)
         return -1;
     json_t *m = json_object_get(snap, "model"), *w = json_object_get(snap, "workers");
     s->L = (int)json_integer_value(json_object_get(m, "L"));
@@ -245,6 +266,7 @@ static json_t *result_json(const replay_opts *o, const served *s, const replay_r
     }
     json_object_set_new(l, "max", r->routed ? json_real(lat[r->routed - 1]) : json_null());
     json_object_set_new(j, "route_latency_ms", l);
+    json_object_set_new(j, "admin", o->admin ? json_string(o->admin) : json_null());
     json_object_set_new(j, "workers", w);
     json_object_set_new(j, "rules", rules);
     json_object_set_new(j, "daemon_inflight_after", after >= 0 ? json_integer(after) : json_null());
@@ -260,15 +282,20 @@ static void print_text(const replay_opts *o, const served *s, const replay_resul
     double span = r->last_route - r->first_route;
     printf("replay %s -> %s: %lld requests in %.2f s (speed %g)\n", o->path, o->url,
            (long long)n, r->seconds, o->speed);
+    if (o->admin)
+        printf("  snapshot from %s\n", o->admin);
     printf("  routed %lld, finished %lld, route errors %lld, finish errors %lld, skipped %lld\n",
            (long long)r->routed, (long long)r->finished, (long long)r->route_errors,
            (long long)r->finish_errors, (long long)r->skipped);
     printf("  decisions/s %.1f, most in flight %lld, daemon in flight after %lld\n",
            r->routed > 1 && span > 0 ? (double)(r->routed - 1) / span : 0.0,
            (long long)r->max_inflight, after);
-    printf("  route latency ms: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n",
-           replay_quantile(lat, r->routed, 0.5), replay_quantile(lat, r->routed, 0.9),
-           replay_quantile(lat, r->routed, 0.99), r->routed ? lat[r->routed - 1] : NAN);
+    if (r->routed)
+        printf("  route latency ms: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n",
+               replay_quantile(lat, r->routed, 0.5), replay_quantile(lat, r->routed, 0.9),
+               replay_quantile(lat, r->routed, 0.99), lat[r->routed - 1]);
+    else
+        printf("  route latency ms: none (no route succeeded)\n");
     printf("  per worker:");
     for (int k = 0; k < s->K; k++)
         printf(" %s %lld", s->names[k], (long long)r->per_worker[k]);
@@ -278,14 +305,36 @@ static void print_text(const replay_opts *o, const served *s, const replay_resul
     printf("\n");
 }
 
-/* Check, plan, run, report. */
-static int replay(const replay_opts *o, const trace_t *t, client_t *c)
+/* The snapshot from --admin (or --to): what the daemon serves. */
+static int ask(const replay_opts *o, client_t *a, served *s)
+{
+    char err[ELDR_ERRLEN];
+    long st = 0;
+    if (ask_daemon(a, s, &st, err, sizeof err) == 0)
+        return 0;
+    const char *from = o->admin ? o->admin : o->url;
+    if (st == 404 && strstr(err, "--admin-listen"))   /* eldrd's public listener */
+        return o->admin ? cli_fail(CMD, "--admin %s is eldrd's public listener (GET "
+                                   "/v1/snapshot answers on its --admin-listen listener only): "
+                                   "give --admin the admin address and --to this one", from)
+                        : cli_fail(CMD, "%s answers GET /v1/snapshot on its --admin-listen "
+                                   "listener: give that address as --admin URL", from);
+    if (st == 404)
+        return cli_fail(CMD, "%s/v1/snapshot: HTTP 404, no eldrd snapshot there: give --to "
+                        "eldrd's --listen address (and, with --admin-listen, --admin its admin "
+                        "address)", from);
+    return cli_error(CMD, "%s", err);
+}
+
+/* Check, plan, run, report: routes to c, the snapshot from a. */
+static int replay(const replay_opts *o, const trace_t *t, client_t *c, client_t *a,
+                  const char *auth)
 {
     char err[ELDR_ERRLEN], prefix[256];
     served s;
-    if (ask_daemon(c, &s, err, sizeof err) < 0)
-        return cli_error(CMD, "%s", err);
-    int rc = CLI_OK;
+    int rc = ask(o, a, &s);
+    if (rc)
+        return rc;
     int64_t n = o->requests ? o->requests : t->n;
     double *arrive = malloc((size_t)n * sizeof *arrive), *decode = malloc((size_t)n * sizeof *decode);
     int64_t *row = malloc((size_t)n * sizeof *row);
@@ -322,7 +371,8 @@ static int replay(const replay_opts *o, const trace_t *t, client_t *c)
     replay_plan p = {.url = client_url(c), .n = n, .arrive_s = arrive, .decode_s = decode,
                      .counts = t->prefill_counts, .gates = gates, .row = row,
                      .cells = TRACE_CELLS(t),
-                     .id_prefix = prefix, .concurrency = (int)o->concurrency,
+                     .id_prefix = prefix, .auth_header = auth,
+                     .concurrency = (int)o->concurrency,
                      .timeout_s = o->timeout_s, .max_seconds = o->max_seconds, .K = s.K,
                      .progress = on_progress, .progress_arg = &progress};
     int run_rc = replay_run(&p, &res, err, sizeof err);
@@ -331,7 +381,13 @@ static int replay(const replay_opts *o, const trace_t *t, client_t *c)
         rc = cli_error(CMD, "%s", err);
         goto out;
     }
-    long long after = daemon_inflight(c);
+    if (res.not_routing) {       /* one line, no summary of a run that did not happen */
+        rc = cli_fail(CMD, "%s does not serve POST /v1/route (%s): is it eldrd's admin "
+                      "listener? give --to the --listen address%s", o->url, res.first_error,
+                      o->admin ? "" : " and --admin the --admin-listen one");
+        goto out;
+    }
+    long long after = daemon_inflight(a);
     if (o->json)
         cli_print_json(result_json(o, &s, &res, n, after));
     else
@@ -355,20 +411,29 @@ int cmd_replay(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc < 0 ? CLI_OK : rc;
-    char err[ELDR_ERRLEN];
-    client_t *c = client_new(o.url, o.timeout_s, err, sizeof err);
+    char err[ELDR_ERRLEN], auth[CLIENT_TOKEN_HEADER_MAX];
+    client_t *c = client_new(o.url, o.timeout_s, err, sizeof err), *a = NULL;
     if (!c)
         return cli_fail(CMD, "--to: %s", err);
+    if (o.admin && !(a = client_new(o.admin, o.timeout_s, err, sizeof err))) {
+        client_free(c);
+        return cli_fail(CMD, "--admin: %s", err);
+    }
     trace_t *t = NULL;
-    if (trace_load(o.path, &t, err, sizeof err) < 0)
+    if (o.token_file && client_token_header(o.token_file, "--token-file", auth, sizeof auth,
+                                            err, sizeof err) < 0)
         rc = cli_fail(CMD, "%s", err);
-    else if ((rc = cli_reach(CMD, o.url, o.timeout_s)))
+    else if (trace_load(o.path, &t, err, sizeof err) < 0)
+        rc = cli_fail(CMD, "%s", err);
+    else if ((rc = cli_reach(CMD, o.url, o.timeout_s)) ||
+             (o.admin && (rc = cli_reach(CMD, o.admin, o.timeout_s))))
         ; /* one line said so; CLI_UNREACHABLE */
     else if (t->n == 0)
         rc = cli_fail(CMD, "%s: the trace has no requests", o.path);
     else
-        rc = replay(&o, t, c);
+        rc = replay(&o, t, c, a ? a : c, o.token_file ? auth : NULL);
     trace_free(t);
     client_free(c);
+    client_free(a);
     return rc;
 }

@@ -20,6 +20,7 @@ int cmd_run(int argc, char **argv);
 int cmd_dash(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
+int cmd_push(int argc, char **argv);
 
 static const struct command {
     const char *name;
@@ -46,6 +47,7 @@ static const struct command {
     {"run", cmd_run, "run a Lua script with the eldr module: eldr run script.lua [args]"},
     /* the router */
     {"replay", cmd_replay, "drive a running eldrd with a trace: route, finish, latency"},
+    {"push", cmd_push, "send a model to a running eldrd, aligned to its workers, after a diff"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -64,7 +66,8 @@ static void usage(FILE *f)
             "\n"
             "'eldr COMMAND --help' describes one command. Exit status: 0 success,\n"
             "2 bad input (one line on stderr says what and where), 3 eldrd does not\n"
-            "answer (replay, dash --attach), 1 other failure. eldr --version: the version.\n"
+            "answer (replay, push, dash --attach), 1 other failure. eldr --version: the\n"
+            "version.\n"
             "The router daemon is eldrd (eldrd --help). Docs: docs/, README.md.\n");
 }
 

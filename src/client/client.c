@@ -9,6 +9,7 @@
 #include "b64.h"
 #include "client.h"
 #include "err.h"
+#include "token.h"
 
 struct client {
     CURL *curl;
@@ -110,6 +111,26 @@ int client_add_header(client_t *c, const char *line, char *err, size_t errlen)
         return eldr_errf(err, errlen, "%s: out of memory for a header", c->url);
     c->headers = h;
     return 0;
+}
+
+int client_token_header(const char *path, const char *opt, char *line, size_t len, char *err,
+                        size_t errlen)
+{
+    char tok[TOKEN_MAX];
+    if (token_read_file(path, opt, tok, sizeof tok, err, errlen) < 0)
+        return -1;
+    if ((size_t)snprintf(line, len, "Authorization: Bearer %s", tok) >= len)
+        return eldr_errf(err, errlen, "%s %s: the token is too long", opt, path);
+    return 0;
+}
+
+int client_use_token_file(client_t *c, const char *path, const char *opt, char *err,
+                          size_t errlen)
+{
+    char line[CLIENT_TOKEN_HEADER_MAX];
+    if (client_token_header(path, opt, line, sizeof line, err, errlen) < 0)
+        return -1;
+    return client_add_header(c, line, err, errlen);
 }
 
 const char *client_url(const client_t *c)
@@ -249,28 +270,34 @@ static void copy_str(char *dst, size_t n, json_t *v)
 }
 
 static int route_body(client_t *c, const char *request_id, const char *key, char *b,
-                      client_routed *r, json_t **answer, char *err, size_t errlen);
+                      client_routed *r, json_t **answer, long *status, char *err,
+                      size_t errlen);
 
 int client_route(client_t *c, const char *request_id, const uint16_t *counts, size_t cells,
-                 client_routed *r, json_t **answer, char *err, size_t errlen)
+                 client_routed *r, json_t **answer, long *status, char *err, size_t errlen)
 {
+    if (status)
+        *status = 0;
     for (size_t i = 0; i < cells; i++)
         if (counts[i] > 32767)
             return eldr_errf(err, errlen, "route: count %u at cell %zu exceeds 32767",
                              counts[i], i);
-    return route_body(c, request_id, "counts", le_b64(counts, cells, 2), r, answer, err,
+    return route_body(c, request_id, "counts", le_b64(counts, cells, 2), r, answer, status, err,
                       errlen);
 }
 
 int client_route_gates(client_t *c, const char *request_id, const float *gates, size_t cells,
-                       client_routed *r, json_t **answer, char *err, size_t errlen)
+                       client_routed *r, json_t **answer, long *status, char *err,
+                       size_t errlen)
 {
-    return route_body(c, request_id, "gates", le_b64(gates, cells, 4), r, answer, err, errlen);
+    return route_body(c, request_id, "gates", le_b64(gates, cells, 4), r, answer, status, err,
+                      errlen);
 }
 
 /* POST /v1/route {key: b (taken over), request_id}. */
 static int route_body(client_t *c, const char *request_id, const char *key, char *b,
-                      client_routed *r, json_t **answer, char *err, size_t errlen)
+                      client_routed *r, json_t **answer, long *status, char *err,
+                      size_t errlen)
 {
     json_t *body = b ? json_pack("{s:s}", key, b) : NULL;
     free(b);
@@ -279,7 +306,7 @@ static int route_body(client_t *c, const char *request_id, const char *key, char
     if (!body)
         return eldr_errf(err, errlen, "route: out of memory for the body");
     json_t *a;
-    if (call_json(c, "POST", "/v1/route", body, NULL, &a, err, errlen) < 0)
+    if (call_json(c, "POST", "/v1/route", body, status, &a, err, errlen) < 0)
         return -1;
     json_t *wi = json_object_get(a, "worker_index");
     if (!json_is_integer(wi)) {
@@ -333,16 +360,6 @@ int client_set_tau(client_t *c, double tau, char *err, size_t errlen)
         return eldr_errf(err, errlen, "set_tau: tau %g must be finite and >= 0", tau);
     return call_json(c, "PUT", "/v1/config", json_pack("{s:f}", "tau", tau), NULL, NULL, err,
                      errlen);
-}
-
-int client_put_model(client_t *c, const model_t *m, json_t **out, char *err, size_t errlen)
-{
-    char *text;
-    if (model_to_json_text(m, &text, err, errlen) < 0)
-        return -1;
-    int rc = client_call(c, "PUT", "/v1/model", text, strlen(text), NULL, out, err, errlen);
-    free(text);
-    return rc;
 }
 
 int client_window(client_t *c, int n, json_t **out, char *err, size_t errlen)

@@ -36,6 +36,18 @@ const char *client_url(const client_t *c);
  * capture's "Authorization: Bearer KEY"); -1 with err out of memory. */
 int client_add_header(client_t *c, const char *line, char *err, size_t errlen);
 
+/* Send the bearer token of the file at path (token.h: the rule eldrd
+ * reads its own token files by) as "Authorization: Bearer TOKEN" on every
+ * call from now on. opt names the option in messages ("--token-file").
+ * -1 with err. */
+int client_use_token_file(client_t *c, const char *path, const char *opt, char *err,
+                          size_t errlen);
+/* The same header line into line (len >= CLIENT_TOKEN_HEADER_MAX), for
+ * clients made elsewhere (eldr replay's threads). */
+#define CLIENT_TOKEN_HEADER_MAX 560
+int client_token_header(const char *path, const char *opt, char *line, size_t len, char *err,
+                        size_t errlen);
+
 /* Any endpoint: method ("GET", "POST", "PUT"), path ("/v1/...", query
  * included), body (NULL for none). A 2xx with a JSON body gives *out
  * (may be NULL: then the answer is dropped); any other status is -1. */
@@ -62,14 +74,16 @@ typedef struct client_routed {
 
 /* POST /v1/route with dense counts: cells = L*E uint16 (each <= 32767),
  * sent as base64 of little-endian int16. request_id NULL or "" lets the
- * daemon name it. answer (may be NULL) gets the whole JSON answer. */
+ * daemon name it. answer (may be NULL) gets the whole JSON answer; *status
+ * (may be NULL) the HTTP status, 0 when nothing answered. */
 int client_route(client_t *c, const char *request_id, const uint16_t *counts, size_t cells,
-                 client_routed *r, json_t **answer, char *err, size_t errlen);
+                 client_routed *r, json_t **answer, long *status, char *err, size_t errlen);
 
 /* The same for a daemon serving a gate model: cells = L*E gate values,
  * sent as "gates", base64 of little-endian float32. */
 int client_route_gates(client_t *c, const char *request_id, const float *gates, size_t cells,
-                       client_routed *r, json_t **answer, char *err, size_t errlen);
+                       client_routed *r, json_t **answer, long *status, char *err,
+                       size_t errlen);
 
 /* POST /v1/finish {request_id}; *worker_index (may be NULL) gets the
  * worker it left. 404 (not in flight) is an error like any other;
@@ -83,10 +97,6 @@ int client_explain(client_t *c, const char *request_id, json_t **out, char *err,
 
 /* PUT /v1/config {"tau": tau}. */
 int client_set_tau(client_t *c, double tau, char *err, size_t errlen);
-
-/* PUT /v1/model with the model's reference centroid JSON; *out (may be
- * NULL) gets {"model_generation", "K", "dim", "persisted"}. */
-int client_put_model(client_t *c, const model_t *m, json_t **out, char *err, size_t errlen);
 
 /* GET /v1/window?n=N (n < 0: the daemon's default). */
 int client_window(client_t *c, int n, json_t **out, char *err, size_t errlen);

@@ -3,6 +3,7 @@
  * serve it. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ typedef struct run {
     int64_t drain_total, drain_base; /* in flight / finished at the last route; -1 before */
     progress_t pg;
     struct timespec t0;
+    atomic_int not_routing;      /* a route was answered 404 before any succeeded */
 } run;
 
 /* Under the lock, after an event: routes sent so far, then the drain. */
@@ -98,6 +100,8 @@ static event heap_pop(run *r)
  * leaves nothing in flight. */
 static double effective_due(const run *r, const event *e)
 {
+    if (!e->finish && atomic_load(&r->not_routing))
+        return 0;                /* the URL does not route: skip the rest now */
     return e->due > r->p->max_seconds ? r->p->max_seconds : e->due;
 }
 
@@ -152,7 +156,8 @@ static void do_route(run *r, client_t *c, const event *e, char *idbuf)
 {
     const replay_plan *p = r->p;
     replay_result *res = r->res;
-    if (e->due > p->max_seconds || since(&r->t0) > p->max_seconds) {
+    if (e->due > p->max_seconds || since(&r->t0) > p->max_seconds ||
+        atomic_load(&r->not_routing)) {
         pthread_mutex_lock(&r->lock);
         res->skipped++;
         r->done_routes++;
@@ -161,12 +166,13 @@ static void do_route(run *r, client_t *c, const event *e, char *idbuf)
     }
     char err[ELDR_ERRLEN];
     client_routed out;
+    long status = 0;
     double t = since(&r->t0);
     size_t at = (size_t)p->row[e->req] * p->cells;
-    int rc = p->gates ? client_route_gates(c, idbuf, p->gates + at, p->cells, &out, NULL, err,
-                                           sizeof err)
-                      : client_route(c, idbuf, p->counts + at, p->cells, &out, NULL, err,
-                                     sizeof err);
+    int rc = p->gates ? client_route_gates(c, idbuf, p->gates + at, p->cells, &out, NULL, &status,
+                                           err, sizeof err)
+                      : client_route(c, idbuf, p->counts + at, p->cells, &out, NULL, &status,
+                                     err, sizeof err);
     double now = since(&r->t0), ms = (now - t) * 1e3;
     pthread_mutex_lock(&r->lock);
     r->done_routes++;
@@ -174,6 +180,15 @@ static void do_route(run *r, client_t *c, const event *e, char *idbuf)
         res->route_errors++;
         keep_error(res, err);
         r->outstanding--;
+        /* 404 before any route succeeded: this URL has no /v1/route (eldrd's
+         * admin listener, another server); every other route would be the
+         * same 404, so the run stops here */
+        if (status == 404 && res->routed == 0 && !atomic_load(&r->not_routing)) {
+            atomic_store(&r->not_routing, 1);
+            res->not_routing = 1;
+            snprintf(res->first_error, sizeof res->first_error, "%s", err);
+            pthread_cond_broadcast(&r->wake);
+        }
         return;
     }
     if (res->routed == 0)
@@ -210,6 +225,10 @@ static void *worker_main(void *arg)
     const replay_plan *p = r->p;
     char err[ELDR_ERRLEN], idbuf[256];
     client_t *c = client_new(p->url, p->timeout_s, err, sizeof err);
+    if (c && p->auth_header && client_add_header(c, p->auth_header, err, sizeof err) < 0) {
+        client_free(c);
+        c = NULL;
+    }
     pthread_mutex_lock(&r->lock);
     event e;
     while (next_event(r, &e)) {

@@ -8,7 +8,9 @@
  * to `concurrency` calls are in the air at once and a slow answer delays
  * only its own thread. The run is bounded: after max_seconds no new route
  * is sent, and every request still in flight is finished at once, so the
- * daemon's loads come back to where they were. */
+ * daemon's loads come back to where they were. A URL that answers the
+ * first routes 404 does not route at all: the run stops there
+ * (replay_result.not_routing). */
 #ifndef ELDR_REPLAY_H
 #define ELDR_REPLAY_H
 
@@ -34,6 +36,8 @@ typedef struct replay_plan {
     const int64_t *row;          /* [n] its row in counts */
     size_t cells;                /* L * E */
     const char *id_prefix;       /* request ids: prefix + i */
+    const char *auth_header;     /* "Authorization: Bearer T" on every call (eldrd
+                                  * --proxy --route-token-file), or NULL */
     int concurrency;             /* threads = connections, 1..64 */
     double timeout_s;            /* per HTTP call */
     double max_seconds;          /* no new route after this */
@@ -59,6 +63,10 @@ typedef struct replay_result {
     int n_rules;
     int64_t max_inflight;        /* most requests routed and not finished at once */
     char first_error[512];       /* "" when none */
+    int not_routing;             /* a route was answered 404 before any succeeded: the
+                                  * URL does not serve /v1/route (eldrd's admin
+                                  * listener); the rest were skipped at once and
+                                  * first_error is that 404 */
 } replay_result;
 
 /* Run the plan. Returns 0 when the run took place (failed calls are

@@ -166,6 +166,30 @@ int model_set_sizes(model_t *m, const int64_t *sizes, char *err, size_t errlen)
     return 0;
 }
 
+model_t *model_copy(const model_t *src, char *err, size_t errlen)
+{
+    model_t *m = model_new(&src->recipe, src->k, src->K, err, errlen);
+    if (!m)
+        return NULL;
+    /* everything by value, then the owned parts of the new one put back */
+    sig_recipe recipe = m->recipe;
+    float *cent = m->centroids;
+    char **workers = m->workers;
+    *m = *src;
+    m->recipe = recipe;
+    m->centroids = cent;
+    m->workers = NULL;
+    m->sizes = NULL;
+    memcpy(cent, src->centroids, (size_t)src->K * sig_dim(&src->recipe) * sizeof *cent);
+    int rc = model_set_workers(m, (const char *const *)src->workers, src->K, err, errlen);
+    free_workers(workers, src->K);
+    if (rc < 0 || (src->sizes && model_set_sizes(m, src->sizes, err, errlen) < 0)) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 int model_fits_geometry(const model_t *m, int L, int E, int k)
 {
     return m->recipe.L == L && m->recipe.E == E && (m->k == 0 || m->k == k);

@@ -76,6 +76,9 @@ typedef struct model {
  * eldr_version are set to now / this build). */
 model_t *model_new(const sig_recipe *r, int k, int K, char *err, size_t errlen);
 void model_free(model_t *m);
+/* A deep copy (recipe, centroids, workers, sizes, provenance); NULL with
+ * err out of memory. */
+model_t *model_copy(const model_t *src, char *err, size_t errlen);
 
 /* For loaders and importers: a model whose recipe takes the variant, L,
  * E, mask and idf ([n_mask][E] or NULL) exactly as given, unchecked and

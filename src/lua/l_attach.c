@@ -1,5 +1,7 @@
-/* l_attach.c - the live router in Lua: eldr.attach(url) -> Router (a
- * client of a running eldrd, src/client/client.h) with snapshot,
+/* l_attach.c - the live router in Lua: eldr.attach(url [, {timeout,
+ * token_file}]) -> Router (a client of a running eldrd,
+ * src/client/client.h; token_file: the admin token, sent on every call
+ * as the daemon's --admin-token-file wants) with snapshot,
  * decisions, explain, set_tau, push, window and model; eldr.load_snapshot
  * (a saved /v1/snapshot as a Model, src/core/snapshot.h); and
  * eldr.hungarian (the K x K matching the refit helper, lua/eldr/refit.lua,
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "../client/client.h"
+#include "../client/push.h"
 #include "err.h"
 #include "hungarian.h"
 #include "l_types.h"
@@ -86,15 +89,18 @@ static int l_attach(lua_State *L)
 {
     lua_settop(L, 2);
     const char *fn = "attach";
-    static const char *const known[] = {"timeout", NULL};
+    static const char *const known[] = {"timeout", "token_file", NULL};
     const char *url = l_checkstr(L, 1, fn, "url");
     l_checkopts(L, 2, fn, known);
     double timeout = l_optnum(L, 2, fn, "timeout", 0.001, 3600, 5);
+    const char *token_file = l_optstr(L, 2, fn, "token_file", NULL);
     l_router *u = lua_newuserdatauv(L, sizeof *u, 0);
     u->c = NULL;
     luaL_setmetatable(L, L_ROUTER);
     char err[ELDR_ERRLEN];
     if (!(u->c = client_new(url, timeout, err, sizeof err)))
+        return l_fail(L, fn, err);
+    if (token_file && client_use_token_file(u->c, token_file, "token_file", err, sizeof err) < 0)
         return l_fail(L, fn, err);
     /* fail now, not at first use; "daemon unreachable" as the commands
      * say it (eldr replay, eldr dash --attach exit 3 with it) */
@@ -159,15 +165,56 @@ static int r_set_tau(lua_State *L)
     return 1;
 }
 
+/* push(model [, {dry_run}]) -> the plan (and eldrd's answer): the same
+ * alignment and PUT as eldr push (src/client/push.h) */
 static int r_push(lua_State *L)
 {
+    lua_settop(L, 3);
     const char *fn = "Router:push";
+    static const char *const known[] = {"dry_run", NULL};
     client_t *c = check_router(L, fn);
     model_t *m = l_checkmodel(L, 2, fn, "model");
+    l_checkopts(L, 3, fn, known);
+    int dry = l_optbool(L, 3, fn, "dry_run", 0);
     char err[ELDR_ERRLEN];
-    json_t *j;
-    int rc = client_put_model(c, m, &j, err, sizeof err);
-    return push_answer(L, fn, rc, j, err);
+    push_plan p;
+    if (push_prepare(c, m, &p, NULL, err, sizeof err) < 0)
+        return l_fail(L, fn, err);
+    json_t *j = NULL;
+    if (!dry && push_send(c, &p, &j, NULL, err, sizeof err) < 0) {
+        push_plan_free(&p);
+        return l_fail(L, fn, err);
+    }
+    /* the answer's keys, then the plan's */
+    if (j)
+        push_json(L, j, 0);
+    else
+        lua_createtable(L, 0, 8);
+    json_decref(j);
+    const model_align *a = &p.align;
+    double cost_given = 0;
+    for (int i = 0; i < a->K; i++)
+        cost_given += 1 - a->cos_as_given[i];
+    lua_pushboolean(L, !dry);
+    lua_setfield(L, -2, "pushed");
+    lua_pushinteger(L, (lua_Integer)p.live_generation);
+    lua_setfield(L, -2, "live_generation");
+    l_pushints(L, a->perm, a->K, 1);
+    lua_setfield(L, -2, "perm");
+    l_pushnums(L, a->cos, a->K);
+    lua_setfield(L, -2, "cos");
+    l_pushnums(L, a->cos_as_given, a->K);
+    lua_setfield(L, -2, "cos_as_given");
+    lua_pushnumber(L, a->cost);
+    lua_setfield(L, -2, "align_cost");
+    lua_pushnumber(L, cost_given);
+    lua_setfield(L, -2, "cost_as_given");
+    lua_pushinteger(L, a->moved);
+    lua_setfield(L, -2, "moved");
+    lua_pushstring(L, a->what_changed);
+    lua_setfield(L, -2, "what_changed");
+    push_plan_free(&p);
+    return 1;
 }
 
 /* window([n]) -> {model_generation, dim, ids, nearest, sim_max, sigs} */
@@ -302,8 +349,8 @@ static int l_hungarian(lua_State *L)
 }
 
 static const l_fn module_fns[] = {
-    {"attach", l_attach, "eldr.attach(url [, {timeout = 5}]) -> Router: a client of a running "
-                         "eldrd (checked with /healthz)"},
+    {"attach", l_attach, "eldr.attach(url [, {timeout = 5, token_file}]) -> Router: a client of "
+                         "a running eldrd (checked with /healthz); token_file: its admin token"},
     {"load_snapshot", l_load_snapshot, "eldr.load_snapshot(path) -> Model: the model of a saved "
                                        "/v1/snapshot?centroids=1 (its live tau and workers)"},
     {"hungarian", l_hungarian, "eldr.hungarian(cost) -> assignment, total: minimum-cost matching "
@@ -319,7 +366,9 @@ static const l_fn router_methods[] = {
     {"explain", r_explain, "router:explain(request_id) -> table: why that request went where it "
                            "went"},
     {"set_tau", r_set_tau, "router:set_tau(tau) -> tau: PUT /v1/config"},
-    {"push", r_push, "router:push(model) -> {model_generation, K, dim, persisted}: PUT /v1/model"},
+    {"push", r_push, "router:push(model [, {dry_run = false}]) -> {model_generation, K, dim, "
+                     "persisted, pushed, perm, cos, cos_as_given, moved, what_changed}: aligned "
+                     "to the live workers (as eldr push), then PUT /v1/model"},
     {"window", r_window, "router:window([n]) -> {sigs, ids, nearest, sim_max, dim, "
                          "model_generation}: recent signatures for a refit"},
     {"model", r_model, "router:model() -> Model: the model the daemon serves now"},

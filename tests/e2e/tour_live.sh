@@ -6,7 +6,7 @@
 # real exchange), the gateway picker's port a free one (tests/e2e/gateway.sh
 # drives it), and the capture's engine is a closed port, where it must
 # fail as an engine that does not answer, not as a usage error. The router
-# lines start, answer /healthz and are stopped; replay and the attached
+# lines start, answer /healthz and are stopped; replay, push and the attached
 # dashboard run against the first one. t.h5 and m.h5 come from the tour's
 # own first-block lines.
 . "$ROOT/tests/cli/lib.sh"
@@ -19,8 +19,8 @@ D="$TMP/tour" && mkdir -p "$D" && ln -s "$ROOT/samples" "$D/samples"   # the tou
 awk '/^## A tour of the commands/ { on = 1 } on && /^```/ { n++; next } on && n == 3' \
     "$ROOT/README.md" | sed 's/  *#.*$//' | grep -E '^(eldr|eldrd) ' >"$TMP/lines"
 count=$(wc -l <"$TMP/lines")
-if [ "$count" -eq 7 ]; then ok "tour (live): 7 lines need an engine or router"; else
-    notok "tour (live): 7 lines need an engine or router" "found $count"; fi
+if [ "$count" -eq 8 ]; then ok "tour (live): 8 lines need an engine or router"; else
+    notok "tour (live): 8 lines need an engine or router" "found $count"; fi
 
 P=$(free_port)
 # wait_up PORT: /healthz answers within 10 s

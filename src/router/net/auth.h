@@ -15,8 +15,9 @@
 #include <stddef.h>
 
 #include "opts.h"
+#include "token.h"
 
-#define AUTH_TOKEN_MAX 512
+#define AUTH_TOKEN_MAX TOKEN_MAX   /* token.h: one reading rule for daemon and clients */
 
 typedef enum auth_need { AUTH_NONE = 0, AUTH_ADMIN, AUTH_KV, AUTH_ROUTE } auth_need;
 
