@@ -160,7 +160,8 @@ $(BIN)/eldrd: $(ROUTER_MAIN) $(ROUTER_LIB) $(CORE_LIB)
 
 # test_tui_*: the dashboard's views and canvas (src/tui) without a terminal;
 # live mode (src/tui/live.c) speaks to eldrd through src/client.
-TUI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/tui/*.c)) $(BUILD)/src/client/client.o
+TUI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/tui/*.c)) $(BUILD)/src/client/client.o \
+	$(BUILD)/src/client/push.o
 $(BIN)/test_tui_%: $(BUILD)/tests/unit/test_tui_%.o $(TEST_UTIL_OBJ) $(TUI_OBJ) $(CORE_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) $(TEST_LIBS)

@@ -62,6 +62,10 @@ static void usage(void)
         "  --view NAME           overview (default), balance, heatmap, queues, scatter, rho,\n"
         "                        tradeoff (the tau x K grid, computed before the frame);\n"
         "                        live: decisions, drift instead of tradeoff\n"
+        "  --push-to URL         key P pushes the model shown (K refits included) to\n"
+        "                        eldrd's admin URL, lined up with its live workers as\n"
+        "                        `eldr push` does; the plan first, y sends it\n"
+        "  --token-file F        the admin token of --push-to (eldrd --admin-token-file)\n"
         "  --metric M            tradeoff: compare the cells on p50 (TPOT p50, default),\n"
         "                        p99 (TPOT p99) or tps (tokens/s); key m cycles them\n"
         "  --worker I            the selected worker (default 0); --zoom zooms on it\n"
@@ -135,7 +139,8 @@ static int parse(int argc, char **argv, dash_args *a)
 {
     enum { O_TAU = 256, O_POLICY, O_VIEW, O_WORKER, O_ZOOM, O_FRAME, O_WIDTH, O_HEIGHT,
            O_HELPOV, O_SPLIT, O_RATE, O_SEED, O_JSON, O_ATTACH, O_SNAP, O_INTERVAL,
-           O_TIMEOUT, O_CELL, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_METRIC };
+           O_TIMEOUT, O_CELL, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_METRIC, O_PUSHTO,
+           O_TOKEN };
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},   {"clusters", required_argument, 0, 'k'},
         {"tau", required_argument, 0, O_TAU},   {"policy", required_argument, 0, O_POLICY},
@@ -154,6 +159,8 @@ static int parse(int argc, char **argv, dash_args *a)
         {"timeout", required_argument, 0, O_TIMEOUT},
         {"cell", required_argument, 0, O_CELL},
         {"metric", required_argument, 0, O_METRIC},
+        {"push-to", required_argument, 0, O_PUSHTO},
+        {"token-file", required_argument, 0, O_TOKEN},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     long long v;
     int c;
@@ -271,6 +278,12 @@ static int parse(int argc, char **argv, dash_args *a)
             if (cli_parse_double(CMD, "--timeout", optarg, 0.1, 600, &a->live.timeout_s))
                 return CLI_BADINPUT;
             break;
+        case O_PUSHTO:
+            a->o.push_to = optarg;
+            break;
+        case O_TOKEN:
+            a->o.push_token_file = optarg;
+            break;
         case ':':
             return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
         default:
@@ -284,6 +297,11 @@ static int parse(int argc, char **argv, dash_args *a)
     if (a->json && !strcmp(a->frame, "-"))
         return cli_fail(CMD, "--frame - and --json both write stdout: give --frame FILE "
                         "with --json");
+    if (a->o.push_token_file && !a->o.push_to)
+        return cli_fail(CMD, "--token-file is the admin token of --push-to: give --push-to URL");
+    if (a->o.push_to && (a->frame || a->live.url || a->live.snapshot_path))
+        return cli_fail(CMD, "--push-to: key P of the interactive dashboard on a trace "
+                        "(not with --frame, --attach or --router-snapshot)");
     if (a->live.url || a->live.snapshot_path)
         return check_live(argc, argv, a);
     if (optind != argc - 1)

@@ -17,9 +17,13 @@
 
 #include "kmeans.h"
 #include "live.h"
+#include "push_key.h"
 #include "tradeoff.h"
 #include "tui.h"
 #include "whatif.h"
+
+/* a push waits at most this long for eldrd, each call (key P) */
+#define PUSH_KEY_TIMEOUT_S 10.0
 
 #define TAU_STEP 0.05
 #define TAU_MAX ROUTE_TAU_MAX
@@ -226,6 +230,7 @@ typedef struct session {
     tui_start start;
     live_t *live;                /* live mode: the poller (d.live is set) */
     tradeoff_job tj;             /* the trade-off grid (view 7) */
+    dash_push push;              /* key P (--push-to) */
 } session;
 
 static int current_K(const session *s)
@@ -392,6 +397,11 @@ static void key(session *s, int ch)
         d->help = 0;
         return;
     }
+    /* the push's question takes the next key: y sends, any other keeps */
+    if (d->confirm.on) {
+        dash_push_answer(&s->push, d, ch == 'y' || ch == 'Y');
+        return;
+    }
     if (ch == 'q' || ch == 'Q') {
         s->quit = 1;
         return;
@@ -416,7 +426,11 @@ static void key(session *s, int ch)
         live_pause(d->live, !d->live->paused);
         return;
     }
-    if (d->live && strchr("+=-_[]p,<.>", ch) && ch) {
+    if (ch == 'P' && !d->live) {
+        dash_push_ask(&s->push, d);
+        return;
+    }
+    if (d->live && strchr("+=-_[]pP,<.>", ch) && ch) {
         snprintf(d->status, sizeof d->status, "live: tau and the model are the daemon's "
                  "(PUT /v1/config, PUT /v1/model)");
         return;
@@ -586,6 +600,13 @@ int tui_run_trace(const dash_opts *o, const tui_start *st, trace_t *t, model_t *
         return eldr_errf(err, errlen, "dash: out of memory");
     }
     s->start = *st;
+    if (dash_push_open(&s->push, o->push_to, o->push_token_file, PUSH_KEY_TIMEOUT_S, err,
+                       errlen) < 0) {
+        free(s);
+        trace_free(t);
+        model_free(m);
+        return -1;
+    }
     s->shell.view = st->view;
     s->shell.busy = 1;
     s->shell.progress = -1;
@@ -624,6 +645,7 @@ int tui_run_trace(const dash_opts *o, const tui_start *st, trace_t *t, model_t *
     }
     restore_signals();
     canvas_free(s->c);
+    dash_push_close(&s->push);
     if (!detached) {
         dash_free(&s->d);
         whatif_destroy(&s->wf);

@@ -175,6 +175,16 @@ typedef struct dash_fit {
 } dash_fit;
 
 /* Options from the command line. */
+/* A question drawn over the view (push_key.h: the push plan): its
+ * lines, and the answer keys in the last one. */
+#define DASH_CONFIRM_LINES 24
+typedef struct dash_confirm {
+    int on;
+    char title[96];
+    int n;
+    char line[DASH_CONFIRM_LINES][160];
+} dash_confirm;
+
 typedef struct dash_opts {
     const char *trace_path;
     const char *model_path;      /* NULL: fit with the default recipe */
@@ -184,6 +194,9 @@ typedef struct dash_opts {
     uint64_t seed;
     int seeds;                   /* simulation seeds of the header's CIs and
                                   * the trade-off grid (DASH_SEEDS) */
+    const char *push_to;         /* key P pushes the model shown here (eldrd's
+                                  * admin URL); NULL: no push */
+    const char *push_token_file; /* its admin token, or NULL */
 } dash_opts;
 void dash_opts_default(dash_opts *o);
 
@@ -313,6 +326,7 @@ typedef struct dash {
     int hl, he;                  /* heatmap cell cursor: layer, expert */
     double cursor;               /* "now" as a fraction of t_end */
     int help;                    /* help overlay shown */
+    dash_confirm confirm;        /* a question on top of the view (key P) */
     int trade_metric;            /* view 7 compares on it (trade_metric, key m) */
     char status[ELDR_ERRLEN + 64];            /* job in progress / last message */
     double progress;             /* < 0: none */

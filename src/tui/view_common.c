@@ -465,6 +465,8 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "                   m: compare on TPOT p50, p99 or tokens/s,",
         "                   Esc cancels the grid while it computes",
         "Esc                cancel a running refit",
+        "P                  push the model shown to eldrd (--push-to URL): the",
+        "                   plan (which worker gets which cluster) first, y sends",
         "?                  this help (?, Esc or q close it)    q  quit",
         "",
         "Numbers compare the policy with the best load-balancing baseline",
@@ -491,6 +493,26 @@ static void draw_help(const dash_t *d, canvas_t *c)
         canvas_text(c, x + 2, y + 1 + i, cv_plain(), text[i]);
 }
 
+/* A box of its own lines, centred over the view. */
+static void draw_confirm(const dash_confirm *q, canvas_t *c)
+{
+    int w = (int)strlen(q->title) + 6;
+    for (int i = 0; i < q->n; i++)
+        if ((int)strlen(q->line[i]) + 4 > w)
+            w = (int)strlen(q->line[i]) + 4;
+    int h = q->n + 2;
+    if (w > c->w)
+        w = c->w;
+    if (h > c->h)
+        h = c->h;
+    int x = (c->w - w) / 2, y = (c->h - h) / 2;
+    canvas_fill(c, x, y, w, h, ' ', cv_plain());
+    canvas_box(c, x, y, w, h, cv_fg(CV_DEFAULT, CV_BOLD), q->title);
+    for (int i = 0; i < q->n && i < h - 2; i++)
+        canvas_text(c, x + 2, y + 1 + i, i == q->n - 1 ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain(),
+                    q->line[i]);
+}
+
 void dash_render(const dash_t *d, canvas_t *c)
 {
     canvas_clear(c);
@@ -503,4 +525,6 @@ void dash_render(const dash_t *d, canvas_t *c)
         draw_footer(d, c);
     if (d->help)
         draw_help(d, c);
+    else if (d->confirm.on)
+        draw_confirm(&d->confirm, c);
 }
