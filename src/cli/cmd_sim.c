@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,8 @@ static void usage(void)
         "                         (common random numbers across policies within a\n"
         "                         seed); report means and 95%% confidence intervals\n"
         "                         (default 1: no interval)\n"
+        "  --threads T            policies (and seeds) simulated at once (default: the\n"
+        "                         online CPUs); the results do not depend on it\n"
         "\n"
         "prefix caching what-if (needs tokens/block_hashes and tokens/prefill_experts,\n"
         "as written by eldr gen --prefix-groups G --tokens):\n"
@@ -119,6 +122,7 @@ typedef struct sim_args {
     int min2, json, require_full;
     split_spec split;
     int seeds;
+    int threads;               /* runs at once (0: the online CPUs) */
     int rate_default;          /* the trace has no arrival_s: SIM_DEFAULT_RATE */
     sim_config cfg;
     int modes[SIM_PREFIX_N_MODES], n_modes;   /* --prefix-mode, in cold..uncached order */
@@ -169,7 +173,8 @@ static int parse_options(int argc, char **argv, sim_args *a)
 {
     enum { O_POLICY = 256, O_WORKERS, O_TAU, O_NOMIN2, O_RATE, O_CONC, O_OUT, O_BATCH,
            O_SPLIT, O_COST, O_POOL, O_SEED, O_CSV, O_JSON, O_PMODE, O_PCACHE, O_PWORKERS,
-           O_PROUTE, O_BSIZE, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_REVERY, O_RWINDOW, O_FULL };
+           O_PROUTE, O_BSIZE, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_REVERY, O_RWINDOW, O_FULL,
+           O_THREADS };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'}, {"policy", required_argument, 0, O_POLICY},
         {"workers", required_argument, 0, O_WORKERS}, {"tau", required_argument, 0, O_TAU},
@@ -189,6 +194,7 @@ static int parse_options(int argc, char **argv, sim_args *a)
         {"split", required_argument, 0, O_SPLITMODE},
         {"split-seed", required_argument, 0, O_SPLITSEED},
         {"seeds", required_argument, 0, O_SEEDS},
+        {"threads", required_argument, 0, O_THREADS},
         {"refit-every", required_argument, 0, O_REVERY},
         {"refit-window", required_argument, 0, O_RWINDOW},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
@@ -254,6 +260,11 @@ static int parse_options(int argc, char **argv, sim_args *a)
             if (cli_parse_int(CMD, "--seeds", optarg, 1, GRID_MAX_SEEDS, &v))
                 return CLI_BADINPUT;
             a->seeds = (int)v;
+            break;
+        case O_THREADS:
+            if (cli_parse_int(CMD, "--threads", optarg, 1, 64, &v))
+                return CLI_BADINPUT;
+            a->threads = (int)v;
             break;
         case O_REVERY:
             if (cli_parse_double(CMD, "--refit-every", optarg, 1e-6, 1e9, &a->cfg.refit_every))
@@ -635,8 +646,79 @@ static int run_modes(const sim_args *a, const sim_inputs *in, const sim_workload
     return 0;
 }
 
+/* The policies of one --seeds 1 run, shared by the threads that run
+ * them: each takes the next index, runs it into its own slot, and the
+ * slots are read in --policy order after the join, so the report does
+ * not depend on the thread count (every run draws from its own seeded
+ * streams). */
+typedef struct run_pool {
+    const sim_args *a;
+    const sim_inputs *in;
+    const sim_workload *w;
+    run_set *rs;
+    pthread_mutex_t lock;
+    int next, done, failed;
+    int rc[ROUTE_N_KINDS];
+    cli_progress *bar;
+} run_pool;
+
+static void *run_pool_main(void *arg)
+{
+    run_pool *P = arg;
+    for (;;) {
+        pthread_mutex_lock(&P->lock);
+        int i = P->failed ? P->a->n_kinds : P->next++;
+        pthread_mutex_unlock(&P->lock);
+        if (i >= P->a->n_kinds)
+            return NULL;
+        route_kind kind = (route_kind)P->a->kinds[i];
+        int rc = run_one(P->a, P->in, P->w, kind, route_kind_name(kind), &P->rs->res[i],
+                         P->a->csv_dir ? &P->rs->steps[i] : NULL);
+        pthread_mutex_lock(&P->lock);
+        P->rc[i] = rc;
+        P->failed |= rc != 0;
+        cli_progress_update(P->bar, (double)++P->done / P->a->n_kinds);
+        pthread_mutex_unlock(&P->lock);
+    }
+}
+
+/* The policies on up to --threads threads (no prefix modes). */
+static int run_threaded(const sim_args *a, const sim_inputs *in, const sim_workload *w,
+                        run_set *rs, cli_progress *bar)
+{
+    run_pool P = {.a = a, .in = in, .w = w, .rs = rs, .bar = bar};
+    long nt = a->threads > 0 ? a->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (nt > a->n_kinds)
+        nt = a->n_kinds;
+    if (nt < 1)
+        nt = 1;
+    pthread_mutex_init(&P.lock, NULL);
+    pthread_t tid[64];
+    int started = 0;
+    for (; started < nt - 1 && started < 64; started++)
+        if (pthread_create(&tid[started], NULL, run_pool_main, &P) != 0)
+            break;
+    run_pool_main(&P);   /* this thread works too */
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&P.lock);
+    int rc = 0;
+    for (int i = 0; i < a->n_kinds && !rc; i++)
+        rc = P.rc[i];
+    if (!rc) {
+        rs->n = a->n_kinds;
+        return 0;
+    }
+    /* a failure drops every result: the command reports the error only */
+    for (int i = 0; i < P.next && i < a->n_kinds; i++)
+        if (!P.rc[i])
+            sim_result_free(&rs->res[i]);
+    rs->n = 0;
+    return rc;
+}
+
 /* Every policy of --policy, in order (ELDR per prefix mode with
- * --prefix-mode). */
+ * --prefix-mode, those one after the other). */
 static int run_all(const sim_args *a, const sim_inputs *in, const sim_workload *w,
                    run_set *rs)
 {
@@ -647,6 +729,11 @@ static int run_all(const sim_args *a, const sim_inputs *in, const sim_workload *
         rs->same[i] = NAN;
     }
     cli_progress_start(&bar, "sim");
+    if (!a->n_modes) {
+        rc = run_threaded(a, in, w, rs, &bar);
+        cli_progress_done(&bar);
+        return rc;
+    }
     for (int i = 0; !rc && i < a->n_kinds; i++) {
         route_kind kind = (route_kind)a->kinds[i];
         if (kind == ROUTE_ELDR && a->n_modes) {
@@ -695,6 +782,7 @@ static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
     g.eval = in->eval;
     g.model = in->model;
     g.cfg = a->cfg;
+    g.threads = a->threads;
     g.n_seeds = a->seeds;
     if (resplit(a)) {          /* each seed its own split and fit, as the first */
         g.all = in->all;
