@@ -18,9 +18,12 @@ cleanup() { $T kill-server 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 
 start() { # start ARGS: a fresh dashboard on the sample
-    $T kill-session -t dash 2>/dev/null
-    $T new-session -d -s dash -x 110 -y 40 "env PS1='PROMPT\$ ' TERM=xterm-256color sh -i" || {
+    # the new session first, then the old one goes: a tmux server whose
+    # last session is killed exits, and a new-session can race with that
+    $T new-session -d -s next -x 110 -y 40 "env PS1='PROMPT\$ ' TERM=xterm-256color sh -i" || {
         notok "dash_cost e2e: tmux new-session"; exit 0; }
+    $T kill-session -t dash 2>/dev/null
+    $T rename-session -t next dash
     wait_for 'PROMPT\$' 5
     $T send-keys -t dash "$ELDR dash $SAMPLE --rate 100 --seeds 3 $*; echo EXIT=\$?" Enter
 }

@@ -43,13 +43,13 @@ expect_fail2 "--push-to with --frame: exit 2" "--push-to: key P of the interacti
 expect_fail2 "--push-to with --attach: exit 2" "--push-to: key P" \
     "$ELDR" dash --attach "$URL" --push-to "$AURL"
 
-dash() { # dash ARGS: the dashboard on the sample in a fresh tmux session
-    $T kill-session -t dash 2>/dev/null
-    $T new-session -d -s dash -x 110 -y 36 "env PS1='PROMPT\$ ' TERM=xterm-256color sh -i" || {
-        notok "dash_push: tmux new-session"; exit 0; }
-    wait_for 'PROMPT\$' 5
-    $T send-keys -t dash "$ELDR dash $SMALL --rate 60 --seeds 1 $*; echo EXIT=\$?" Enter
-    wait_for 'eldr-?.*K 5|overview' 30
+# one terminal for both runs: a tmux server whose last session is killed
+# exits, and a new session started meanwhile can race with its exit
+$T new-session -d -s dash -x 110 -y 36 "env PS1='PROMPT\$ ' TERM=xterm-256color sh -i" || {
+    notok "dash_push: tmux new-session"; exit 0; }
+wait_for 'PROMPT\$' 5
+dash() { # dash ARGS: the dashboard on the sample, in a cleared terminal
+    $T send-keys -t dash "clear; $ELDR dash $SMALL --rate 60 --seeds 1 $*; echo EXIT=\$?" Enter
     wait_for 'p50 [0-9.]+ ?ms' 30
 }
 
