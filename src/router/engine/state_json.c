@@ -251,8 +251,9 @@ static void drec_copy(drec *to, const drec *from, int K, double *sim, int64_t *l
         to->terms = memcpy(terms, from->terms, (size_t)K * sizeof *terms);
 }
 
-/* The newest n decisions, copied out under the lock (a memcpy a record
- * and three per record's arrays: about 0.3 ms for 4096 records of K = 4,
+/* The newest n decisions (each an explain record, a cost decision's
+ * terms too), copied out under the lock (a memcpy a record
+ * and its arrays: about 0.3 ms for 4096 records of K = 4,
  * where building their JSON under the lock took 35 ms), then built
  * outside it. The memory is taken before the lock: the ring's capacity
  * is fixed. */
@@ -265,14 +266,16 @@ json_t *state_decisions_json(rstate *s, int n)
     int64_t *load = malloc(m * (size_t)K * sizeof *load);
     int *cand = malloc(m * (size_t)K * sizeof *cand);
     double *cost = malloc(m * (size_t)K * sizeof *cost);
-    json_t *a = rec && sim && load && cand && cost ? json_array() : NULL;
+    cost_terms *terms = malloc(m * (size_t)K * sizeof *terms);
+    json_t *a = rec && sim && load && cand && cost && terms ? json_array() : NULL;
     int got = 0;
     if (a) {
         pthread_mutex_lock(&s->lock);
         for (int j = s->ring_head; got < s->ring_n && got < cap; got++) {
             size_t o = (size_t)got * (size_t)K;
             j = (j - 1 + s->ring_cap) % s->ring_cap;
-            drec_copy(&rec[got], &s->ring[j], K, sim + o, load + o, cand + o, cost + o, NULL);
+            drec_copy(&rec[got], &s->ring[j], K, sim + o, load + o, cand + o, cost + o,
+                      terms + o);
         }
         pthread_mutex_unlock(&s->lock);
     }
@@ -283,6 +286,7 @@ json_t *state_decisions_json(rstate *s, int n)
     free(load);
     free(cand);
     free(cost);
+    free(terms);
     return a;
 }
 
