@@ -358,6 +358,15 @@ static void test_drift_80x24(void **state)
     assert_has(s, "baseline: balanced sizes (model predates calibration shares)");
     assert_null(strstr(s, "nan"));
     free(s);
+    /* a model without a baseline: the balance view's zoom says so */
+    for (int k = 0; k < n->K; k++)
+        n->calib_share[k] = NAN;
+    d.zoom = 1;
+    s = frame(&d, VIEW_BALANCE, 80, 24);
+    assert_has(s, "(calibration unknown)");
+    assert_null(strstr(s, "nan"));
+    free(s);
+    d.zoom = 0;
     n->window = 0;
     n->mean_sim = n->calib_sim = n->tvd = n->tvd_thr = NAN;
     for (int k = 0; k < n->K; k++)
