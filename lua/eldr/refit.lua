@@ -62,8 +62,12 @@ function M.run(router, opts)
   local perm, cost = M.align(cur:centroids(), km.centroids)
   local aligned = {}
   for i = 1, K do aligned[i] = km.centroids:row(perm[i]) end
+  -- calibration: the window it was fitted on gives the model its own
+  -- drift baseline (the share of those signatures nearest each centroid),
+  -- so eldrd's drift view compares against what this refit saw
   local model = eldr.model(cur:recipe(), eldr.matrix(aligned),
-                           {top_k = info.k, tau = info.tau, workers = cur:workers()})
+                           {top_k = info.k, tau = info.tau, workers = cur:workers(),
+                            calibration = win.sigs})
   local report = {rows = rows, perm = perm, cost = cost, objective = km.objective,
                   window_generation = win.model_generation}
   if opts.push ~= false then report.pushed = router:push(model) end

@@ -461,10 +461,11 @@ static void print_live_json(const dash_t *d, const dash_args *a)
                                              "worker_index", n->dec[i].worker, "rule",
                                              n->dec[i].rule, "sim_max", num(n->dec[i].sim_max)));
     json_object_set_new(o, "decisions", dec);
-    json_object_set_new(o, "drift", json_pack("{s:I, s:o, s:o, s:o}", "window",
+    json_object_set_new(o, "drift", json_pack("{s:I, s:o, s:o, s:o, s:o}", "window",
                                               (json_int_t)n->window, "mean_best_similarity",
                                               num(n->mean_sim), "calibration_mean_similarity",
-                                              num(n->calib_sim), "share_tvd", num(n->tvd)));
+                                              num(n->calib_sim), "share_tvd", num(n->tvd),
+                                              "share_tvd_threshold", num(n->tvd_thr)));
     cli_print_json(o);
 }
 

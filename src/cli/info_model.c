@@ -91,6 +91,10 @@ static void print_json(const char *path, const model_t *m, const centroid_stats 
     } else {
         json_object_set_new(o, "sizes", json_null());
     }
+    json_t *near = m->nearest_share ? json_array() : json_null();
+    for (int c = 0; near && m->nearest_share && c < m->K; c++)
+        json_array_append_new(near, json_real(m->nearest_share[c]));
+    json_object_set_new(o, "nearest_share", near);
     json_object_set_new(o, "seed", json_integer((json_int_t)m->seed));
     json_object_set_new(o, "iters", int_or_null(m->iters));
     json_object_set_new(o, "balanced", m->balanced < 0 ? json_null() : json_boolean(m->balanced));
@@ -144,7 +148,12 @@ static void print_text(const char *path, const model_t *m, const centroid_stats 
         if (m->sizes)
             printf(" (%lld)", (long long)m->sizes[c]);
     }
-    printf("\n");
+    printf("\n  drift base  ");
+    for (int c = 0; m->nearest_share && c < m->K; c++)
+        printf(" %.3f", m->nearest_share[c]);
+    printf("%s\n", m->nearest_share ? " (calibration rows' nearest-centroid shares)"
+                                     : " unknown: the model predates it; eldrd compares "
+                                       "drift with the sizes");
     if (isfinite(m->rho))
         printf("  rho          %.4f   N* %d\n", m->rho, m->n_star);
     else

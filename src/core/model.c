@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "drift.h"
 #include "err.h"
 
 /* What each part is called in messages: HDF5 dataset / JSON key. */
@@ -135,6 +136,7 @@ void model_free(model_t *m)
     free(m->centroids);
     free_workers(m->workers, m->K);
     free(m->sizes);
+    free(m->nearest_share);
     free(m);
 }
 
@@ -166,6 +168,33 @@ int model_set_sizes(model_t *m, const int64_t *sizes, char *err, size_t errlen)
     return 0;
 }
 
+int model_set_nearest_share(model_t *m, const double *share, char *err, size_t errlen)
+{
+    double *s = NULL;
+    if (share) {
+        if (!(s = eldr_calloc((size_t)m->K, sizeof *s)))
+            return eldr_errf(err, errlen, "model: out of memory for the nearest shares");
+        memcpy(s, share, (size_t)m->K * sizeof *s);
+    }
+    free(m->nearest_share);
+    m->nearest_share = s;
+    return 0;
+}
+
+int model_measure_nearest_share(model_t *m, const float *x, int64_t n, char *err,
+                                size_t errlen)
+{
+    if (n < 1)
+        return model_set_nearest_share(m, NULL, err, errlen);
+    double *s = eldr_calloc((size_t)m->K, sizeof *s);
+    if (!s)
+        return eldr_errf(err, errlen, "model: out of memory for the nearest shares");
+    drift_nearest_shares(m->centroids, m->K, sig_dim(&m->recipe), x, n, s);
+    free(m->nearest_share);
+    m->nearest_share = s;
+    return 0;
+}
+
 model_t *model_copy(const model_t *src, char *err, size_t errlen)
 {
     model_t *m = model_new(&src->recipe, src->k, src->K, err, errlen);
@@ -180,10 +209,13 @@ model_t *model_copy(const model_t *src, char *err, size_t errlen)
     m->centroids = cent;
     m->workers = NULL;
     m->sizes = NULL;
+    m->nearest_share = NULL;
     memcpy(cent, src->centroids, (size_t)src->K * sig_dim(&src->recipe) * sizeof *cent);
     int rc = model_set_workers(m, (const char *const *)src->workers, src->K, err, errlen);
     free_workers(workers, src->K);
-    if (rc < 0 || (src->sizes && model_set_sizes(m, src->sizes, err, errlen) < 0)) {
+    if (rc < 0 || (src->sizes && model_set_sizes(m, src->sizes, err, errlen) < 0) ||
+        (src->nearest_share &&
+         model_set_nearest_share(m, src->nearest_share, err, errlen) < 0)) {
         model_free(m);
         return NULL;
     }
@@ -305,6 +337,19 @@ static int validate_workers(const model_t *m, const char *where, const struct pa
             if (m->sizes[i] < 0)
                 return eldr_errf(err, errlen, "%s: %s[%d] = %lld is negative", where,
                                  nm->sizes, i, (long long)m->sizes[i]);
+    if (m->nearest_share) {
+        double sum = 0;
+        for (int i = 0; i < m->K; i++) {
+            double v = m->nearest_share[i];
+            if (!isfinite(v) || v < 0 || v > 1)
+                return eldr_errf(err, errlen, "%s: nearest_share[%d] = %g is not a share in "
+                                 "[0, 1]", where, i, v);
+            sum += v;
+        }
+        if (fabs(sum - 1) > 1e-6)
+            return eldr_errf(err, errlen, "%s: nearest_share sums to %.9g, expected 1",
+                             where, sum);
+    }
     return 0;
 }
 

@@ -47,6 +47,11 @@ typedef struct model {
     double objective;            /* total cosine distance of the final
                                   * assignment; NaN */
     int64_t *sizes;              /* [K] members per cluster; NULL */
+    double *nearest_share;       /* [K] share of the calibration signatures
+                                  * whose nearest centroid (unconstrained
+                                  * argmax cosine, drift.h) is each one: the
+                                  * drift baseline. NULL unknown (a model
+                                  * that predates it, a reference JSON) */
     int64_t calib_rows;          /* trace rows the IDF was fitted on; -1 */
     int64_t fit_rows;            /* signatures clustered; -1 */
     int64_t zero_rows;           /* all-zero signatures left out; -1 */
@@ -96,6 +101,15 @@ int model_set_workers(model_t *m, const char *const *names, int n, char *err,
 /* Sizes array (copied). */
 int model_set_sizes(model_t *m, const int64_t *sizes, char *err, size_t errlen);
 
+/* The drift baseline (copied; NULL clears it). */
+int model_set_nearest_share(model_t *m, const double *share, char *err, size_t errlen);
+
+/* The drift baseline measured on n unit signatures x ([n][sig_dim]) of
+ * the model's recipe against its centroids (drift_nearest_shares). n < 1
+ * clears it (unknown). */
+int model_measure_nearest_share(model_t *m, const float *x, int64_t n, char *err,
+                                size_t errlen);
+
 /* How model_validate names the parts of a model in its messages: the
  * HDF5 dataset names or the reference JSON keys. */
 typedef enum model_naming { MODEL_NAMES_H5 = 0, MODEL_NAMES_JSON } model_naming;
@@ -107,7 +121,8 @@ typedef enum model_naming { MODEL_NAMES_H5 = 0, MODEL_NAMES_JSON } model_naming;
  *   idf present with |S|*E finite values iff the variant is count_idf;
  *   centroids finite with unit L2 norm (|norm - 1| < MODEL_NORM_TOL);
  *   worker names non-empty, shorter than MODEL_WORKER_MAX, unique;
- *   tau finite and >= 0; sizes (if any) >= 0. */
+ *   tau finite and >= 0; sizes (if any) >= 0; nearest_share (if any)
+ *   finite, in [0, 1], summing to 1 within 1e-6. */
 int model_validate(const model_t *m, const char *where, model_naming naming,
                    char *err, size_t errlen);
 

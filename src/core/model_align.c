@@ -155,6 +155,8 @@ model_t *model_align_apply(const model_t *live, const model_t *cand, const model
                dim * sizeof *m->centroids);
         if (m->sizes)
             m->sizes[i] = cand->sizes[a->perm[i]];
+        if (m->nearest_share)   /* the drift baseline follows its centroid */
+            m->nearest_share[i] = cand->nearest_share[a->perm[i]];
     }
     if (model_set_workers(m, (const char *const *)live->workers, live->K, err, errlen) < 0) {
         model_free(m);

@@ -290,6 +290,13 @@ static model_t *assemble(const trace_t *t, const model_fit_opts *o, fit_state *s
         sizes[c] = s->km.sizes[c];
     model_set_sizes(m, sizes, err, errlen);
     free(sizes);
+    /* the drift baseline: the calibration signatures' own nearest centroid
+     * (not the balanced sizes: eldrd's window measures live traffic by the
+     * unconstrained argmax, and so must its reference) */
+    if (model_measure_nearest_share(m, s->x, n_fit, err, errlen) < 0) {
+        model_free(m);
+        return NULL;
+    }
     for (int64_t i = 0; i < t->n; i++)
         rep->assign[i] = -1;
     for (int64_t j = 0; j < n_fit; j++)

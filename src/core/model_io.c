@@ -62,7 +62,9 @@ static int save_data(hid_t f, const model_t *m, const char *path, char *err, siz
         h5u_write_strings(f, "workers", (hsize_t)m->K, (const char *const *)m->workers, path,
                           err, errlen) < 0 ||
         (m->sizes && h5u_write(f, "sizes", H5T_NATIVE_INT64, H5T_STD_I64LE, 1, kdims, 0,
-                               m->sizes, path, err, errlen) < 0))
+                               m->sizes, path, err, errlen) < 0) ||
+        (m->nearest_share && h5u_write(f, "nearest_share", H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE,
+                                       1, kdims, 0, m->nearest_share, path, err, errlen) < 0))
         return -1;
     return 0;
 }
@@ -276,6 +278,14 @@ static int read_per_cluster(hid_t f, model_t *m, const char *path, char *err, si
         if (!(m->sizes = eldr_calloc((size_t)m->K, sizeof *m->sizes)))
             return eldr_errf(err, errlen, "%s: out of memory for sizes", path);
         if (h5u_read(f, "sizes", H5T_NATIVE_INT64, 1, kdims, m->sizes, path, err, errlen) < 0)
+            return -1;
+    }
+    /* optional (absent before the drift baseline): NULL = unknown */
+    if (h5u_exists(f, "nearest_share")) {
+        if (!(m->nearest_share = eldr_calloc((size_t)m->K, sizeof *m->nearest_share)))
+            return eldr_errf(err, errlen, "%s: out of memory for nearest_share", path);
+        if (h5u_read(f, "nearest_share", H5T_NATIVE_DOUBLE, 1, kdims, m->nearest_share, path,
+                     err, errlen) < 0)
             return -1;
     }
     return 0;

@@ -145,16 +145,26 @@ static int set_reference_keys(json_t *o, const model_t *m)
 
 static int set_extra_keys(json_t *o, const model_t *m)
 {
-    json_t *workers = json_array(), *sizes = m->sizes ? json_array() : json_null();
-    int bad = !workers || !sizes;
+    json_t *workers = json_array(), *sizes = m->sizes ? json_array() : json_null(),
+           *near = m->nearest_share ? json_array() : json_null();
+    int bad = !workers || !sizes || !near;
     for (int i = 0; !bad && i < m->K; i++)
         bad = json_array_append_new(workers, json_string(m->workers[i])) < 0 ||
-              (m->sizes && json_array_append_new(sizes, json_integer(m->sizes[i])) < 0);
+              (m->sizes && json_array_append_new(sizes, json_integer(m->sizes[i])) < 0) ||
+              (m->nearest_share &&
+               json_array_append_new(near, json_real(m->nearest_share[i])) < 0);
+    if (bad) {
+        json_decref(workers);
+        json_decref(sizes);
+        json_decref(near);
+        return -1;
+    }
     bad = bad || (m->k > 0 && json_object_set_new(o, "top_k", json_integer(m->k)) < 0) ||
           json_object_set_new(o, "K", json_integer(m->K)) < 0 ||
           json_object_set_new(o, "tau", json_real(m->tau)) < 0 ||
           json_object_set_new(o, "workers", workers) < 0 ||
           json_object_set_new(o, "sizes", sizes) < 0 ||
+          json_object_set_new(o, "nearest_share", near) < 0 ||
           json_object_set_new(o, "n_star", json_integer(m->n_star)) < 0 ||
           json_object_set_new(o, "objective", real_or_null(m->objective)) < 0 ||
           json_object_set_new(o, "calib_rows", json_integer(m->calib_rows)) < 0 ||

@@ -231,6 +231,20 @@ static int get_extras(const json_t *o, model_t *m, const char *where, char *err,
             m->sizes[i] = json_integer_value(s);
         }
     }
+    if ((v = json_object_get(o, "nearest_share")) && !json_is_null(v)) {
+        if (!json_is_array(v) || json_array_size(v) != (size_t)m->K)
+            return eldr_errf(err, errlen, "%s: key nearest_share must list %d shares", where,
+                             m->K);
+        if (!(m->nearest_share = eldr_calloc((size_t)m->K, sizeof *m->nearest_share)))
+            return eldr_errf(err, errlen, "%s: out of memory", where);
+        for (int i = 0; i < m->K; i++) {
+            json_t *s = json_array_get(v, (size_t)i);
+            if (!json_is_number(s))
+                return eldr_errf(err, errlen, "%s: nearest_share[%d] is not a number", where,
+                                 i);
+            m->nearest_share[i] = json_number_value(s);
+        }
+    }
     /* "rho" and "fit_rows" are the names older eldr exports used for
      * fit_peak_rho and n_fit (read in get_provenance, which wins) */
     struct { const char *key; double *v; } dbl[] = {{"rho", &m->rho},

@@ -15,7 +15,8 @@ static json_t *as_centroid_json(const json_t *snap, const json_t *m)
     json_array_foreach(json_object_get(snap, "workers"), i, w)
         json_array_append(names, json_object_get(w, "name"));
     static const char *const same[] = {"L", "K", "variant", "layer_mask", "sig_idf",
-                                       "centroids", "rho", "sizes", "created"};
+                                       "centroids", "rho", "sizes", "nearest_share",
+                                       "created"};
     for (size_t j = 0; o && j < sizeof same / sizeof same[0]; j++) {
         json_t *v = json_object_get(m, same[j]);
         if (v)

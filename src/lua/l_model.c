@@ -85,6 +85,10 @@ void l_push_model_info(lua_State *L, const model_t *m)
         l_pushint64s(L, m->sizes, m->K, 0);
         lua_setfield(L, -2, "sizes");
     }
+    if (m->nearest_share) {   /* the drift baseline (absent: unknown) */
+        l_pushnums(L, m->nearest_share, m->K);
+        lua_setfield(L, -2, "nearest_share");
+    }
     push_workers(L, m);
     lua_setfield(L, -2, "workers");
     l_setint(L, "calib_rows", m->calib_rows);
@@ -269,12 +273,15 @@ static int l_model_from_json(lua_State *L)
     return 1;
 }
 
-/* eldr.model(recipe, centroids, {top_k =, tau =, workers =, seed =}) */
+/* eldr.model(recipe, centroids, {top_k =, tau =, workers =, seed =,
+ * calibration =}): calibration, the Signatures the centroids were fitted
+ * on, gives the model its drift baseline (nearest_share, drift.h) */
 static int l_model_new(lua_State *L)
 {
     lua_settop(L, 3); /* optional arguments stay at fixed slots */
     const char *fn = "model";
-    static const char *const known[] = {"top_k", "tau", "workers", "seed", NULL};
+    static const char *const known[] = {"top_k", "tau", "workers", "seed", "calibration",
+                                        NULL};
     sig_recipe *r = l_checkrecipe(L, 1, fn, "recipe");
     l_sigs *c = l_checksigs(L, 2, fn, "centroids");
     luaL_checktype(L, 3, LUA_TTABLE);
@@ -291,6 +298,14 @@ static int l_model_new(lua_State *L)
     double tau = l_optnum(L, 3, fn, "tau", 0, ROUTE_TAU_MAX, MODEL_TAU_DEFAULT);
     uint64_t seed = (uint64_t)l_optint(L, 3, fn, "seed", 0, INT64_MAX, 1);
     const char **workers = opt_workers(L, 3, (int)c->n, fn);
+    l_sigs *cal = NULL;
+    if (l_getopt(L, 3, "calibration") != LUA_TNIL) {
+        cal = l_checksigs(L, -1, fn, "calibration");
+        if (cal->d != c->d || cal->n < 1)
+            l_argerror(L, fn, "calibration", "signatures of dimension %lld expected, got "
+                       "%lld x %lld", (long long)c->d, (long long)cal->n, (long long)cal->d);
+    }
+    lua_pop(L, 1);   /* cal stays referenced by the options table */
     char err[ELDR_ERRLEN];
     l_model *u = l_newmodel(L);
     if (!(u->m = model_new(r, k, (int)c->n, err, sizeof err)))
@@ -301,6 +316,7 @@ static int l_model_new(lua_State *L)
     snprintf(u->m->layer_select, sizeof u->m->layer_select, "list");
     u->m->n_star = r->n_layers;
     if ((workers && model_set_workers(u->m, workers, (int)c->n, err, sizeof err)) ||
+        (cal && model_measure_nearest_share(u->m, cal->x, cal->n, err, sizeof err)) ||
         model_validate(u->m, "model", MODEL_NAMES_H5, err, sizeof err))
         return l_fail(L, fn, err);
     return 1;
@@ -509,8 +525,9 @@ static const l_fn module_fns[] = {
                                  "reference centroid JSON when path ends in .json"},
     {"model_from_json", l_model_from_json, "eldr.model_from_json(text) -> Model: parse the "
                                            "reference centroid JSON"},
-    {"model", l_model_new, "eldr.model(recipe, centroids, {top_k =, tau, workers, seed}) -> Model "
-                       "from a recipe and a centroid matrix (e.g. eldr.kmeans)"},
+    {"model", l_model_new, "eldr.model(recipe, centroids, {top_k =, tau, workers, seed, "
+                       "calibration}) -> Model from a recipe and a centroid matrix (e.g. "
+                       "eldr.kmeans); calibration: the signatures fitted on (drift baseline)"},
     {NULL, NULL, NULL},
 };
 

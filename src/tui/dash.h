@@ -246,6 +246,10 @@ typedef struct dash_live_now {
     /* drift over the daemon's window of recent signatures */
     int64_t window;
     double mean_sim, calib_sim, tvd;
+    double tvd_thr;              /* the 99% noise level of the TVD for this
+                                  * window (drift.h); NaN unknown */
+    char baseline[80];           /* what calib_share is (eldrd's "baseline");
+                                  * "" an older eldrd */
     double share[ROUTE_MAX_WORKERS], calib_share[ROUTE_MAX_WORKERS];
     int n_dec;                   /* newest first */
     dash_decision dec[DASH_DEC_MAX];

@@ -126,6 +126,8 @@ static void parse_drift(const json_t *dr, dash_live_now *n)
     n->mean_sim = num_or_nan(json_object_get(dr, "mean_best_similarity"));
     n->calib_sim = num_or_nan(json_object_get(dr, "calibration_mean_similarity"));
     n->tvd = num_or_nan(json_object_get(dr, "share_tvd"));
+    n->tvd_thr = num_or_nan(json_object_get(dr, "share_tvd_threshold"));
+    copy_str(n->baseline, sizeof n->baseline, json_object_get(dr, "baseline"), "");
     const json_t *sh = json_object_get(dr, "share"), *cs = json_object_get(dr, "calibration_share");
     for (int k = 0; k < n->K; k++) {
         n->share[k] = num_or_nan(json_array_get(sh, (size_t)k));

@@ -64,9 +64,12 @@ static void live_detail(const dash_t *d, canvas_t *c, int x, int y, int w)
                  (long long)n->inflight[wk]);
     canvas_textf(c, x + 2, y + 2, cv_plain(), "rules: %s", n->rules[wk][0] ? n->rules[wk]
                                                                            : "(none yet)");
-    if (n->share[wk] == n->share[wk])
+    if (n->share[wk] == n->share[wk] && n->calib_share[wk] == n->calib_share[wk])
         canvas_textf(c, x + 2, y + 3, cv_plain(), "nearest-centroid share of the window %.1f%% "
                      "(calibration %.1f%%)", 100 * n->share[wk], 100 * n->calib_share[wk]);
+    else if (n->share[wk] == n->share[wk])   /* a model without a baseline: no nan */
+        canvas_textf(c, x + 2, y + 3, cv_plain(), "nearest-centroid share of the window %.1f%% "
+                     "(calibration unknown)", 100 * n->share[wk]);
     canvas_text(c, x + 2, y + 4, cv_fg(CV_DEFAULT, CV_DIM), "Enter: back");
 }
 

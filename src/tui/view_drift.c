@@ -104,6 +104,33 @@ static int history(const dash_t *d, canvas_t *c, int x, int y, int w, int rows)
     return rows + 1;
 }
 
+/* The verdict line: TVD against the noise threshold (coloured), or why
+ * there is none; then what the baseline is. Returns the lines used. */
+static int verdict(const dash_live_now *n, canvas_t *c, int x, int y)
+{
+    cv_style dim = cv_fg(CV_DEFAULT, CV_DIM);
+    int red = c->colors >= 256 ? 196 : 1, green = c->colors >= 256 ? 40 : 2;
+    if (n->window < 1) {
+        canvas_text(c, x, y, dim, "  drift: no signatures yet (the window restarts with "
+                    "each model)");
+    } else if (n->tvd != n->tvd) {
+        canvas_text(c, x, y, dim, "  drift: no TVD (the model has no calibration shares)");
+    } else if (n->tvd_thr != n->tvd_thr) {
+        canvas_textf(c, x, y, cv_plain(), "  drift: TVD %.3f (no threshold from this eldrd)",
+                     n->tvd);
+    } else {
+        int over = n->tvd > n->tvd_thr;
+        int cx = x + canvas_text(c, x, y, cv_plain(), "  drift: TVD ");
+        cx += canvas_textf(c, cx, y, cv_fg(over ? red : green, CV_BOLD), "%.3f", n->tvd);
+        canvas_textf(c, cx, y, over ? cv_fg(red, CV_BOLD) : cv_plain(),
+                     " %s threshold %.3f (99%% noise, n %lld): %s", over ? ">" : "<=",
+                     n->tvd_thr, (long long)n->window, over ? "DRIFT" : "within noise");
+    }
+    canvas_textf(c, x, y + 1, dim, "  baseline: %s",
+                 n->baseline[0] ? n->baseline : "cluster sizes (an eldrd that does not say)");
+    return 2;
+}
+
 void view_drift(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
     if (!d->live) {
@@ -117,15 +144,15 @@ void view_drift(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     int yy = y;
     canvas_textf(c, x + 1, yy++, hd, "best similarity over the window of %lld recent signatures",
                  (long long)n->window);
+    yy += verdict(n, c, x + 1, yy);
     if (n->mean_sim == n->mean_sim) {
-        char ch[24] = "n/a";
+        char ch[24] = "n/a", cal[24] = "n/a";
+        if (n->calib_sim == n->calib_sim)
+            snprintf(cal, sizeof cal, "%.4f", n->calib_sim);
         if (n->calib_sim > 0)
             snprintf(ch, sizeof ch, "%+.1f%%", 100 * (n->mean_sim - n->calib_sim) / n->calib_sim);
-        canvas_textf(c, x + 1, yy++, cv_plain(), "  live %.4f   calibration %.4f   change %s",
-                     n->mean_sim, n->calib_sim, ch);
-    } else {
-        canvas_text(c, x + 1, yy++, dim, "  no signatures in the window yet (or the model "
-                    "was just swapped)");
+        canvas_textf(c, x + 1, yy++, cv_plain(), "  live %.4f   calibration %s   change %s",
+                     n->mean_sim, cal, ch);
     }
     if (L->n_hist > 0 && w > 30)
         yy += history(d, c, x + 1, yy, w - 2, h >= 20 ? 3 : 1);
@@ -145,10 +172,5 @@ void view_drift(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     int first = d->worker >= rows ? d->worker - rows + 1 : 0;
     for (int k = first; k < n->K && yy < y + h - 1; k++)
         share_row(d, c, x + 1, yy++, bw, k, full);
-    if (n->tvd == n->tvd)
-        canvas_textf(c, x + 1, yy, dim, "share: nearest centroid of each window signature; "
-                     "total variation distance %.3f", n->tvd);
-    else
-        canvas_text(c, x + 1, yy, dim, "share: nearest centroid of each window signature "
-                    "(no data yet)");
+    canvas_text(c, x + 1, yy, dim, "share: nearest centroid of each signature (argmax cosine)");
 }

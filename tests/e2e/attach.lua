@@ -89,6 +89,15 @@ for i = 1, 4 do p[rep.perm[i]] = true end
 ok(p[1] and p[2] and p[3] and p[4], "refit: the alignment is a permutation")
 local s2 = r:snapshot()
 ok(s2.model.generation == 2 and s2.workers[1].name == s.workers[1].name, "daemon serves the refit model")
+-- the refit carries its own drift baseline: the window's nearest shares
+local ns, sum = model:info().nearest_share, 0
+for i = 1, #(ns or {}) do sum = sum + ns[i] end
+ok(ns and #ns == 4 and math.abs(sum - 1) < 1e-9, "refit: the model stores its window's nearest shares",
+   ns and #ns)
+ok(s2.drift.baseline_source == "nearest" and s2.drift.window == 0 and s2.drift.share_tvd == nil
+   and math.abs(s2.drift.calibration_share[1] - ns[1]) < 1e-8,
+   "refit pushed: eldrd's baseline is the refit's own, the window restarts, no NaN",
+   s2.drift.baseline_source)
 -- aligning a model with itself shuffled recovers the shuffle
 local cents = m:centroids()
 local shuffled = eldr.matrix({cents:row(3), cents:row(1), cents:row(4), cents:row(2)})

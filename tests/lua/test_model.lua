@@ -88,6 +88,25 @@ local r = eldr.recipe(calib, {layers = "all"})
 local km = eldr.kmeans(r:signatures(calib), {k = 3})
 local mm = eldr.model(r, km.centroids, {top_k = 4, workers = {"a", "b", "c"}})
 T.ok(mm:info().K == 3 and mm:workers()[2] == "b", "eldr.model from k-means")
+T.ok(mm:info().nearest_share == nil, "eldr.model without calibration: no drift baseline")
+-- with the signatures it was fitted on: their nearest-centroid shares,
+-- recounted here by the argmax of the dot product (lowest index on a tie)
+local csig = r:signatures(calib)
+local mc = eldr.model(r, km.centroids, {top_k = 4, calibration = csig})
+local ns, count = mc:info().nearest_share, {0, 0, 0}
+for i = 1, #calib do
+  local row, best, bs = csig:row(i), 1, -math.huge
+  for c = 1, 3 do
+    local cen, d = km.centroids:row(c), 0
+    for j = 1, #row do d = d + row[j] * cen[j] end
+    if d > bs then best, bs = c, d end
+  end
+  count[best] = count[best] + 1
+end
+T.ok(ns and #ns == 3, "eldr.model with calibration: a drift baseline")
+for c = 1, 3 do T.near(ns[c], count[c] / #calib, 1e-9, "nearest share of centroid " .. c) end
+T.err(function() eldr.model(r, km.centroids, {top_k = 4, calibration = eldr.matrix({{1, 0}})}) end,
+      "bad argument 'calibration'", "calibration of another dimension refused")
 local cm, crep = eldr.calibrate.fit(calib, {k = 4, seed = 1})
 T.near(crep.objective, rep.objective, 1e-12, "calibrate.fit gives eldr.fit's objective")
 local er = eldr.calibrate.report(cm, eval)

@@ -116,6 +116,8 @@ static model_t *make_model(sig_variant v)
     assert_int_equal(model_set_workers(m, names, TK, ERR, sizeof ERR), 0);
     int64_t sizes[TK] = {10, 9, 10};
     assert_int_equal(model_set_sizes(m, sizes, ERR, sizeof ERR), 0);
+    const double near[TK] = {0.4, 0.25, 0.35};
+    assert_int_equal(model_set_nearest_share(m, near, ERR, sizeof ERR), 0);
     m->tau = 0.05;
     m->seed = 12345678901ULL;
     m->rho = 0.7712345;
@@ -158,6 +160,9 @@ static void expect_same(const model_t *a, const model_t *b, int exact_doubles)
     assert_int_equal(!a->sizes, !b->sizes);
     if (a->sizes)
         assert_memory_equal(a->sizes, b->sizes, sizeof(int64_t) * a->K);
+    assert_int_equal(!a->nearest_share, !b->nearest_share);
+    for (int i = 0; a->nearest_share && i < a->K; i++)
+        assert_true(fabs(a->nearest_share[i] - b->nearest_share[i]) <= 1e-9);
     double tol = exact_doubles ? 0 : 1e-8;
     assert_true(same_double(a->tau, b->tau, tol));
     assert_true(same_double(a->rho, b->rho, tol));
@@ -214,6 +219,8 @@ static void test_h5_unknowns(void **state)
     model_t *m = make_model(SIG_COUNT), *back = NULL;
     free(m->sizes);
     m->sizes = NULL;
+    /* a model that predates the drift baseline: no nearest_share dataset */
+    assert_int_equal(model_set_nearest_share(m, NULL, ERR, sizeof ERR), 0);
     m->rho = NAN;
     m->objective = NAN;
     m->calib_sha256[0] = '\0';
@@ -221,6 +228,11 @@ static void test_h5_unknowns(void **state)
     assert_int_equal(model_save(m, path, ERR, sizeof ERR), 0);
     assert_int_equal(model_load(path, &back, ERR, sizeof ERR), 0);
     assert_null(back->sizes);
+    assert_null(back->nearest_share);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_false(h5u_exists(f, "nearest_share"));
+    H5Fclose(f);
     assert_true(isnan(back->rho) && isnan(back->objective));
     assert_string_equal(back->calib_sha256, "");
     model_free(back);
@@ -281,6 +293,13 @@ static void test_validate_memory(void **state)
     expect_invalid(m, "tau");
     m->tau = 0.1;
     assert_int_equal(model_validate(m, "m.h5", MODEL_NAMES_H5, ERR, sizeof ERR), 0);
+    m->nearest_share[1] = 0.3;   /* 0.4 + 0.3 + 0.35 */
+    expect_invalid(m, "nearest_share sums to 1.05");
+    m->nearest_share[1] = NAN;
+    expect_invalid(m, "nearest_share[1] = nan is not a share");
+    m->nearest_share[1] = 0.25;
+    assert_int_equal(model_validate(m, "m.h5", MODEL_NAMES_H5, ERR, sizeof ERR), 0);
+
     /* save refuses an invalid model and leaves no file */
     char *path = tmp_path(".h5");
     m->centroids[0] = 5;
@@ -752,14 +771,20 @@ static model_t *fit_once(const trace_t *t, model_fit_opts *o, model_fit_report *
     return m;
 }
 
+/* The tests' fit options: defaults for K, 2000 rho pairs, one thread. */
+static void small_opts(model_fit_opts *o, int K)
+{
+    model_fit_opts_default(o, K);
+    o->pairs = 2000;
+    o->threads = 1;
+}
+
 static void test_fit_deterministic(void **state)
 {
     (void)state;
     trace_t *t = domain_trace(90, -1);
     model_fit_opts o;
-    model_fit_opts_default(&o, 3);
-    o.pairs = 2000;
-    o.threads = 1;
+    small_opts(&o, 3);
     model_fit_report ra, rb;
     model_t *a = fit_once(t, &o, &ra);
     o.threads = 2; /* the thread count must not matter */
@@ -806,6 +831,76 @@ static void test_fit_deterministic(void **state)
 }
 
 /* K = 1, K = N, and all-zero signatures left out (and counted). */
+/* The drift baseline at fit time: the share of calibration signatures
+ * whose nearest centroid (argmax cosine, lowest index on a tie) is each
+ * centroid, recounted here from the signatures; 3 domains on K = 4 (the
+ * issue's case) where the balanced sizes are 0.25 each and the nearest
+ * shares are not. It survives model_copy, HDF5 and JSON. */
+static void test_fit_nearest_share(void **state)
+{
+    (void)state;
+    trace_t *t = domain_trace(120, -1);
+    model_fit_opts o;
+    small_opts(&o, 4);
+    model_fit_report rep;
+    model_t *m = fit_once(t, &o, &rep);
+    assert_non_null(m->nearest_share);
+    sig_recipe *r = &m->recipe;
+    size_t dim = sig_dim(r);
+    float *sig = malloc(sizeof(float) * dim);
+    int64_t count[4] = {0};
+    for (int i = 0; i < 120; i++) {
+        assert_int_equal(sig_from_counts(r, trace_prefill_row(t, i), NULL, sig, ERR, sizeof ERR), 0);
+        int best = 0;
+        double bs = -INFINITY;
+        for (int c = 0; c < 4; c++) {
+            double d = 0;
+            for (size_t j = 0; j < dim; j++)
+                d += (double)sig[j] * m->centroids[(size_t)c * dim + j];
+            if (d > bs) {
+                bs = d;
+                best = c;
+            }
+        }
+        count[best]++;
+    }
+    free(sig);
+    double sum = 0, tvd_sizes = 0;
+    for (int c = 0; c < 4; c++) {
+        assert_true(fabs(m->nearest_share[c] - count[c] / 120.0) < 1e-12);
+        sum += m->nearest_share[c];
+        tvd_sizes += 0.5 * fabs(m->nearest_share[c] - m->sizes[c] / 120.0);
+        assert_int_equal(m->sizes[c], 30);
+    }
+    assert_true(fabs(sum - 1) < 1e-12);
+    /* three domains over four balanced clusters: the argmax leaves the
+     * fourth short, the false alarm of a sizes baseline */
+    assert_true(tvd_sizes > 0.05);
+    model_t *cp = model_copy(m, ERR, sizeof ERR), *back = NULL;
+    assert_non_null(cp);
+    expect_same(m, cp, 1);
+    char *path = tmp_path(".h5");
+    assert_int_equal(model_save(m, path, ERR, sizeof ERR), 0);
+    assert_int_equal(model_load(path, &back, ERR, sizeof ERR), 0);
+    expect_same(m, back, 1);
+    model_free(back);
+    char *text = NULL;
+    assert_int_equal(model_to_json_text(m, &text, ERR, sizeof ERR), 0);
+    assert_non_null(strstr(text, "\"nearest_share\""));
+    assert_int_equal(model_from_json_text(text, "fit.json", &back, ERR, sizeof ERR), 0);
+    assert_non_null(back->nearest_share);
+    for (int c = 0; c < 4; c++)
+        assert_true(fabs(back->nearest_share[c] - m->nearest_share[c]) < 1e-8);
+    model_free(back);
+    free(text);
+    unlink(path);
+    free(path);
+    model_free(cp);
+    model_free(m);
+    model_fit_report_free(&rep);
+    trace_free(t);
+}
+
 static void test_fit_edges(void **state)
 {
     (void)state;
@@ -885,6 +980,7 @@ int main(void)
         cmocka_unit_test(test_json_reference_fit),
         cmocka_unit_test(test_json_legacy_and_defaults),
         cmocka_unit_test(test_fit_deterministic),
+        cmocka_unit_test(test_fit_nearest_share),
         cmocka_unit_test(test_fit_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -135,6 +135,8 @@ static void test_apply_orders_rows_sizes_names(void **state)
     int64_t sizes[3] = {10, 20, 30};
     assert_int_equal(model_set_workers(live, names, 3, err, sizeof err), 0);
     assert_int_equal(model_set_sizes(c, sizes, err, sizeof err), 0);
+    const double near[3] = {0.5, 0.3, 0.2};
+    assert_int_equal(model_set_nearest_share(c, near, err, sizeof err), 0);
     model_align a;
     assert_int_equal(model_align_plan(live, c, &a, err, sizeof err), 0);
     model_t *m = model_align_apply(live, c, &a, err, sizeof err);
@@ -144,6 +146,7 @@ static void test_apply_orders_rows_sizes_names(void **state)
         assert_memory_equal(m->centroids + i * d, c->centroids + (size_t)a.perm[i] * d,
                             d * sizeof(float));
         assert_int_equal(m->sizes[i], sizes[a.perm[i]]);
+        assert_true(m->nearest_share[i] == near[a.perm[i]]);
         assert_string_equal(m->workers[i], names[i]);
         char own[16];
         snprintf(own, sizeof own, "w%d", i);

@@ -191,14 +191,28 @@ static const char EXPLAIN_B1[] =
     "false,\"ended\":null,\"signal\":{\"source\":\"none\",\"rows\":0,\"cached_rows\":0},\"c"
     "ache\":{\"hit_blocks\":1,\"missing_blocks\":0,\"stored_blocks\":2}}";
 static const char DRIFT[] =
-    "{\"window\":4,\"mean_best_similarity\":0.6275,\"calibration_mean_similarity\":0.8,\"sh"
-    "are\":[0.25,0.25,0.5],\"calibration_share\":[0.5,0.3,0.2],\"share_tvd\":0.3}";
+    "{\"window\":4,\"model_generation\":1,\"mean_best_similarity\":0.6275,\"calibration_m"
+    "ean_similarity\":0.8,\"share\":[0.25,0.25,0.5],\"calibration_share\":[0.5,0.3,0.2],"
+    "\"share_tvd\":0.3,\"share_tvd_threshold\":0.7,\"share_tvd_exceeded\":false,\"baselin"
+    "e\":\"calibration nearest-centroid shares\",\"baseline_source\":\"nearest\"}";
 static const char DRIFT_NO_CALIB[] =
-    "{\"window\":4,\"mean_best_similarity\":0.6275,\"calibration_mean_similarity\":null,\"s"
-    "hare\":[0.25,0.25,0.5],\"calibration_share\":null,\"share_tvd\":null}";
+    "{\"window\":4,\"model_generation\":1,\"mean_best_similarity\":0.6275,\"calibration_m"
+    "ean_similarity\":null,\"share\":[0.25,0.25,0.5],\"calibration_share\":null,\"share_t"
+    "vd\":null,\"share_tvd_threshold\":null,\"share_tvd_exceeded\":null,\"baseline\":\"no"
+    "ne (the model has neither nearest shares nor cluster sizes)\",\"baseline_source\":\""
+    "none\"}";
 static const char DRIFT_OTHER_GEN[] =
-    "{\"window\":0,\"mean_best_similarity\":null,\"calibration_mean_similarity\":0.75,\"sha"
-    "re\":[null,null,null],\"calibration_share\":[0.5,0.3,0.2],\"share_tvd\":null}";
+    "{\"window\":0,\"model_generation\":2,\"mean_best_similarity\":null,\"calibration_mea"
+    "n_similarity\":0.75,\"share\":[null,null,null],\"calibration_share\":[0.5,0.3,0.2],"
+    "\"share_tvd\":null,\"share_tvd_threshold\":null,\"share_tvd_exceeded\":null,\"baseli"
+    "ne\":\"calibration nearest-centroid shares\",\"baseline_source\":\"nearest\"}";
+
+static const char DRIFT_SIZES[] =
+    "{\"window\":4,\"model_generation\":1,\"mean_best_similarity\":0.6275,\"calibration_m"
+    "ean_similarity\":0.8,\"share\":[0.25,0.25,0.5],\"calibration_share\":[0.5,0.3,0.2],"
+    "\"share_tvd\":0.3,\"share_tvd_threshold\":0.7,\"share_tvd_exceeded\":false,\"baselin"
+    "e\":\"balanced sizes (model predates calibration shares)\",\"baseline_source\":\"siz"
+    "es\"}";
 
 static int recording(void)
 {
@@ -236,6 +250,9 @@ static void test_views_as_recorded(void **state)
     bare.calib_sim = NAN;
     check("DRIFT_NO_CALIB", state_drift_json(st, &bare), DRIFT_NO_CALIB);
     check("DRIFT_OTHER_GEN", state_drift_json(st, &m2), DRIFT_OTHER_GEN);
+    mref_t old = m1;             /* a model that predates nearest_share */
+    old.calib_from_sizes = 1;
+    check("DRIFT_SIZES", state_drift_json(st, &old), DRIFT_SIZES);
     state_use_reported(st, 1);
     state_set_reported(st, 0, 1, 5, 1);
     state_set_reported(st, 1, 1, 2, 3);

@@ -137,6 +137,14 @@ static void gauge(strbuf *b, const char *name, const char *help, double v)
         sb_printf(b, "%s NaN\n", name);
 }
 
+/* A number of the drift JSON, NaN when it is null (the exposition's
+ * unknown). */
+static double jnum(const json_t *j, const char *key)
+{
+    const json_t *v = json_object_get(j, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
 static void drift_series(engine_t *d, strbuf *b)
 {
     mref_t *m = mholder_get(&d->model);
@@ -148,18 +156,15 @@ static void drift_series(engine_t *d, strbuf *b)
     gauge(b, "eldr_drift_window", "Signatures in the drift window.",
           (double)json_integer_value(json_object_get(j, "window")));
     gauge(b, "eldr_drift_mean_best_similarity", "Mean best similarity over the window.",
-          json_is_number(json_object_get(j, "mean_best_similarity"))
-              ? json_number_value(json_object_get(j, "mean_best_similarity"))
-              : NAN);
+          jnum(j, "mean_best_similarity"));
     gauge(b, "eldr_drift_calibration_similarity", "Mean similarity of the calibration fit.",
-          json_is_number(json_object_get(j, "calibration_mean_similarity"))
-              ? json_number_value(json_object_get(j, "calibration_mean_similarity"))
-              : NAN);
+          jnum(j, "calibration_mean_similarity"));
     gauge(b, "eldr_drift_share_tvd",
-          "Total variation distance of live vs calibration cluster shares.",
-          json_is_number(json_object_get(j, "share_tvd"))
-              ? json_number_value(json_object_get(j, "share_tvd"))
-              : NAN);
+          "Total variation distance of live vs calibration nearest-centroid shares.",
+          jnum(j, "share_tvd"));
+    gauge(b, "eldr_drift_share_tvd_threshold",
+          "99% point of the share TVD under sampling noise for the window's size.",
+          jnum(j, "share_tvd_threshold"));
     sb_printf(b, "# HELP eldr_drift_share Window share nearest to each worker's centroid.\n"
                  "# TYPE eldr_drift_share gauge\n");
     json_t *share = json_object_get(j, "share");

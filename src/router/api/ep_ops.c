@@ -65,6 +65,12 @@ static json_t *model_summary(const mref_t *r, int with_centroids)
         json_object_set_new(o, "refit_of", r->refit_of ? json_integer((json_int_t)r->refit_of)
                                                        : json_null());
         json_object_set_new(o, "epoch", json_integer((json_int_t)r->epoch));
+        /* the drift baseline (model.h nearest_share), so a saved snapshot
+         * pushed back keeps it */
+        json_t *ns = m->nearest_share ? json_array() : json_null();
+        for (int k = 0; m->nearest_share && k < m->K; k++)
+            json_array_append_new(ns, json_real(m->nearest_share[k]));
+        json_object_set_new(o, "nearest_share", ns);
     }
     if (o && with_centroids) {
         /* with the idf, a saved snapshot is a whole model (src/core/snapshot.h) */

@@ -8,16 +8,26 @@
 #include "err.h"
 #include "modelref.h"
 
-/* Calibration reference for drift: cluster shares from the fit's sizes,
- * and the mean similarity 1 - objective / fit_rows. */
+/* Calibration reference for drift: the calibration signatures' own
+ * nearest-centroid shares (model.h nearest_share; the statistic the
+ * window measures), else the fit's cluster sizes (a model that predates
+ * them: the balanced sizes, which differ from the nearest shares and
+ * read as drift on calibration traffic; the drift JSON says so), and the
+ * mean similarity 1 - objective / fit_rows. */
 static void calibration(mref_t *r)
 {
     const model_t *m = r->m;
     r->calib_sim = NAN;
     if (isfinite(m->objective) && m->fit_rows > 0)
         r->calib_sim = 1.0 - m->objective / (double)m->fit_rows;
+    if (m->nearest_share) {
+        if ((r->calib_share = calloc((size_t)m->K, sizeof *r->calib_share)))
+            memcpy(r->calib_share, m->nearest_share, (size_t)m->K * sizeof *r->calib_share);
+        return;
+    }
     if (!m->sizes)
         return;
+    r->calib_from_sizes = 1;
     double total = 0;
     for (int k = 0; k < m->K; k++)
         total += (double)m->sizes[k];

@@ -23,7 +23,11 @@ typedef struct mref {
     uint64_t epoch;              /* the loaded model's generation this descends
                                   * from: one recipe, so its signatures compare */
     int refit_rows;              /* signatures the refit saw; 0 loaded */
-    double *calib_share;         /* [K] sizes / total, NULL when unknown */
+    double *calib_share;         /* [K] the drift baseline: the model's
+                                  * nearest_share, else (a model that
+                                  * predates it) sizes / total; NULL when
+                                  * neither is known */
+    int calib_from_sizes;        /* 1: calib_share is the sizes fallback */
     double calib_sim;            /* mean similarity of the fit's points to
                                   * their centroid, NaN when unknown */
     char source[160];            /* where it came from: a path, "PUT /v1/model" */

@@ -28,10 +28,11 @@ typedef struct refitter {
 } refitter;
 
 /* The refitted model: the base's recipe, workers and provenance, the new
- * centroids, and the refit's own fit numbers (so the drift statistics
- * compare the live window with what the refit saw). */
-static model_t *refitted_model(const model_t *base, const float *cent, const int *sizes, int n,
-                               const online_stats *st, char *err, size_t errlen)
+ * centroids, and the refit's own fit numbers and nearest shares (so the
+ * drift statistics compare the live window with what the refit saw). */
+static model_t *refitted_model(const model_t *base, const float *cent, const int *sizes,
+                               const float *rows, int n, const online_stats *st, char *err,
+                               size_t errlen)
 {
     model_t *m = model_new(&base->recipe, base->k, base->K, err, errlen);
     if (!m)
@@ -45,6 +46,12 @@ static model_t *refitted_model(const model_t *base, const float *cent, const int
         return NULL;
     }
     memcpy(m->centroids, cent, (size_t)base->K * sig_dim(&base->recipe) * sizeof *cent);
+    /* its own drift baseline: the refit window's nearest centroids under
+     * the new centroids, measured as the live window will be */
+    if (model_measure_nearest_share(m, rows, n, err, errlen) < 0) {
+        model_free(m);
+        return NULL;
+    }
     m->tau = base->tau;
     m->seed = base->seed;
     m->rho = base->rho;
@@ -127,7 +134,7 @@ static void refit_once(refitter *rf)
         eldr_errf(err, sizeof err, "out of memory for %d centroids", d->K);
     else if (online_refit(rows, n, base->dim, base->m->centroids, d->K, 1, cent, sizes, NULL,
                           &st, err, sizeof err) == 0 &&
-             (m = refitted_model(base->m, cent, sizes, n, &st, err, sizeof err)))
+             (m = refitted_model(base->m, cent, sizes, rows, n, &st, err, sizeof err)))
         rc = install(d, base, m, n, &gen, err, sizeof err);
     free(rows);
     free(cent);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drift.h"
 #include "state.h"
 
 const char *sig_origin_name(int origin)
@@ -354,28 +355,42 @@ void window_copy_free(window_copy *w)
 }
 
 /* Drift over the window: mean best similarity and nearest-cluster shares,
- * against the calibration (the fit's mean similarity and cluster sizes);
- * tvd = total variation distance between the two share vectors. */
+ * against the calibration (the fit's mean similarity and its signatures'
+ * own nearest-centroid shares, or the cluster sizes of a model that
+ * predates them); tvd = total variation distance between the two share
+ * vectors, threshold = its 99% point under sampling noise alone for this
+ * window size (drift.h), exceeded = tvd above it. Unknown values are
+ * null, never NaN; an empty window has no shares and no tvd. */
 json_t *state_drift_json(rstate *s, const mref_t *r)
 {
     int64_t nearest[ROUTE_MAX_WORKERS];
+    double share[ROUTE_MAX_WORKERS];
     pthread_mutex_lock(&s->lock);
     int n = s->win_gen == r->gen ? s->win_n : 0;
     double sum = s->win_sim_sum;
     memcpy(nearest, s->win_nearest, (size_t)s->K * sizeof *nearest);
     pthread_mutex_unlock(&s->lock);
     json_t *live = json_array(), *calib = r->calib_share ? json_array() : json_null();
-    double mean = n ? sum / n : NAN, tvd = r->calib_share && n ? 0 : NAN;
     for (int k = 0; k < s->K; k++) {
-        double share = n ? (double)nearest[k] / n : 0;
-        json_array_append_new(live, n ? json_real(share) : json_null());
-        if (r->calib_share) {
+        share[k] = n ? (double)nearest[k] / n : 0;
+        json_array_append_new(live, n ? json_real(share[k]) : json_null());
+        if (r->calib_share)
             json_array_append_new(calib, json_real(r->calib_share[k]));
-            if (n)
-                tvd += 0.5 * fabs(share - r->calib_share[k]);
-        }
     }
-    return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "window", n, "mean_best_similarity",
+    int have = r->calib_share && n;
+    double mean = n ? sum / n : NAN, tvd = have ? drift_tvd(share, r->calib_share, s->K) : NAN,
+           thr = have ? drift_tvd_threshold(n, r->calib_share, s->K) : NAN;
+    const char *baseline = !r->calib_share ? "none (the model has neither nearest shares "
+                                             "nor cluster sizes)"
+                           : r->calib_from_sizes ? "balanced sizes (model predates "
+                                                   "calibration shares)"
+                                                 : "calibration nearest-centroid shares";
+    return json_pack("{s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s}", "window", n,
+                     "model_generation", (json_int_t)r->gen, "mean_best_similarity",
                      num_or_null(mean), "calibration_mean_similarity", num_or_null(r->calib_sim),
-                     "share", live, "calibration_share", calib, "share_tvd", num_or_null(tvd));
+                     "share", live, "calibration_share", calib, "share_tvd", num_or_null(tvd),
+                     "share_tvd_threshold", num_or_null(thr), "share_tvd_exceeded",
+                     isfinite(tvd) && isfinite(thr) ? json_boolean(tvd > thr) : json_null(),
+                     "baseline", baseline, "baseline_source",
+                     !r->calib_share ? "none" : r->calib_from_sizes ? "sizes" : "nearest");
 }
