@@ -3,14 +3,16 @@
 # 30, item 3; docs/dashboard.md, "Live mode"): eldrd --proxy over
 # fake_pd.py's stand-ins with decoder 3 dead (nothing listens on its
 # port), requests enough to route some there, a malformed request (400)
-# and a client holding more connections than --max-conns-per-ip. Then
+# and a client holding more connections than --max-conns-per-ip; and a
+# second eldrd whose only prefill is dead (a request: 502). Then
 #   - /v1/snapshot: pool.decode[3] ejected with its URL, worker name and
 #     state; the routes that died there counted "failed", not "finished";
 #     "failures" with the per-IP refusals, the 400, the retries;
 #   - /metrics: eldr_failed_total and eldr_proxy_timeouts_total;
 #   - `eldr dash --attach URL --frame - --view overview` at 80x24: a
 #     Problems block on the first screen naming the ejected worker with
-#     its URL, the refusals and the failed routes, each number whole.
+#     its URL, the refusals and the failed routes, each number whole;
+#     with the prefill dead, the prefill with its URL and the 502.
 # Bounded: a few seconds; every request capped.
 . "$ROOT/tests/cli/lib.sh"
 . "$ROOT/tests/e2e/daemon.inc"
@@ -113,3 +115,21 @@ row = [l for l in lines if re.match(r"^ +%s " % re.escape(w3), l)]
 assert row and re.search(r"ejected \d+s +own +%s" % re.escape(url), row[0]), row
 assert re.search(r" %d +ejected" % snap["workers"][3]["failed"], row[0]), row
 ' "$TMP/snap.json" "$TMP/frame.txt" "$DEAD"
+
+# the only prefill dead: every request fails; the overview says so at once
+start nopf -m "$TMP/m.h5" --proxy --prefill "http://127.0.0.1:$DEADP" --decode "$DC,$DEAD" \
+    --eject-after 1 --eject-time 30 || exit 0
+curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$URL/v1/completions" \
+    -d '{"prompt": "x y", "max_tokens": 4}' >"$TMP/status"
+check "with the only prefill dead, a request fails (502)" test "$(cat "$TMP/status")" = 502
+expect_status "attach --frame overview with the prefill dead" 0 "$ELDR" dash --attach "$URL" \
+    --frame - --view overview --width 80 --height 24
+cp "$TMP/out" "$TMP/frame2.txt"
+check "the 80x24 overview names the dead prefill, its URL, and the 502" $PY -c '
+import re, sys
+f = open(sys.argv[1]).read(); url = sys.argv[2][len("http://"):]
+top = "\n".join(f.splitlines()[:10])
+assert re.search(r"prefill +ejected, the only one \(out \d+ s more\): %s\n" % re.escape(url), top), f
+assert re.search(r"answered +1 5xx, 0 4xx: 502 x1\n", top), f
+assert re.search(r"Prefill \(1, 0 in rotation\)\n +ejected \d+s +in-flight 0, 1 failures +%s\n" % re.escape(url), f), f
+' "$TMP/frame2.txt" "$DEAD"

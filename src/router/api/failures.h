@@ -9,7 +9,8 @@
 
 #include "engine.h"
 
-/* {"answered": {"4xx", "5xx", "by_code": {"401": n, ...}},
+/* {"answered": {"4xx", "5xx", "by_code": {"401": n, ...}} (every
+ *  endpoint but GET /healthz and /livez: a probe's 503 is readiness),
  *  "refusals": {"per_ip", "body_budget", "unauthorized"},
  *  "timeouts": {"header", "request_deadline"},
  *  "protocol_errors", "failed_after_routing", and the providers' keys}.
