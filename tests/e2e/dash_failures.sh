@@ -12,7 +12,10 @@
 #   - `eldr dash --attach URL --frame - --view overview` at 80x24: a
 #     Problems block on the first screen naming the ejected worker with
 #     its URL, the refusals and the failed routes, each number whole;
-#     with the prefill dead, the prefill with its URL and the 502.
+#     with the prefill dead, the prefill with its URL and the 502;
+#   - in tmux at 80x24 the same line, the Problems heading in red (256-
+#     colour 196) and the Router heading not; at 120x40 the rules column
+#     and the prefill instance; q exits 0.
 # Bounded: a few seconds; every request capped.
 . "$ROOT/tests/cli/lib.sh"
 . "$ROOT/tests/e2e/daemon.inc"
@@ -26,6 +29,7 @@ DEADP=$(free_port)
 DEAD="http://127.0.0.1:$DEADP"
 start fails -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC,$DEAD" --tau 2 \
     --eject-after 2 --eject-time 60 --max-conns-per-ip 24 || exit 0
+FAILS=$URL
 
 $PY - "$URL" <<'PYEOF'
 import http.client, json, socket, sys, threading, time, urllib.parse
@@ -133,3 +137,29 @@ assert re.search(r"prefill +ejected, the only one \(out \d+ s more\): %s\n" % re
 assert re.search(r"answered +1 5xx, 0 4xx: 502 x1\n", top), f
 assert re.search(r"Prefill \(1, 0 in rotation\)\n +ejected \d+s +in-flight 0, 1 failures +%s\n" % re.escape(url), f), f
 ' "$TMP/frame2.txt" "$DEAD"
+
+# in a real terminal, 80x24 then 120x40: the Problems block in colour
+if ! command -v tmux >/dev/null 2>&1; then notok "dash_failures tmux: tmux missing"; exit 0; fi
+TMUX_NAME=eldr-dash-failures PANE=fails
+. "$ROOT/tests/e2e/tmux.inc"
+trap '$T kill-server 2>/dev/null; for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+$T new-session -d -s fails -x 80 -y 24 "env PS1='PROMPT\$ ' TERM=xterm-256color sh -i" || {
+    notok "dash_failures: tmux new-session"; exit 0; }
+wait_for 'PROMPT\$' 5
+$T send-keys -t fails "$ELDR dash --attach $FAILS --interval 0.2; echo EXIT=\$?" Enter
+tcheck "tmux 80x24: the overview opens with the ejected worker and its URL" \
+    "ejected +w3, out [0-9]+ s more, [0-9]+ failures: ${DEAD#http://}" 10
+$T capture-pane -e -p -t fails >"$TMP/pane.esc"
+check "tmux 80x24: the Problems block is red (colour 196), the Router heading is not" $PY -c '
+import sys
+lines = open(sys.argv[1], encoding="utf-8", errors="replace").read().splitlines()
+prob = [l for l in lines if "Problems" in l]
+router = [l for l in lines if "Router" in l]
+assert prob and "38;5;196" in prob[0].split("Problems")[0], prob
+assert router and "38;5;196" not in router[0], router
+' "$TMP/pane.esc"
+$T resize-window -t fails -x 120 -y 40 2>/dev/null
+tcheck "tmux 120x40: the worker table adds the rules" "url +decided by" 5
+tcheck "tmux 120x40: the prefill instances listed" "in rotation +in-flight 0, 0 failures +${PF#http://}" 5
+$T send-keys -t fails q
+tcheck "tmux: q exits 0" "EXIT=0" 5
