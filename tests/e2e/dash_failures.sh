@@ -143,9 +143,7 @@ if ! command -v tmux >/dev/null 2>&1; then notok "dash_failures tmux: tmux missi
 TMUX_NAME=eldr-dash-failures PANE=fails
 . "$ROOT/tests/e2e/tmux.inc"
 trap '$T kill-server 2>/dev/null; for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
-$T new-session -d -s fails -x 80 -y 24 "env PS1='PROMPT\$ ' TERM=xterm-256color sh -i" || {
-    notok "dash_failures: tmux new-session"; exit 0; }
-wait_for 'PROMPT\$' 5
+tshell 80 24 || { notok "dash_failures: tmux new-session"; exit 0; }
 $T send-keys -t fails "$ELDR dash --attach $FAILS --interval 0.2; echo EXIT=\$?" Enter
 tcheck "tmux 80x24: the overview opens with the ejected worker and its URL" \
     "ejected +w3, out [0-9]+ s more, [0-9]+ failures: ${DEAD#http://}" 10
