@@ -5,7 +5,9 @@
  * every decision's request id, rule and band, the drift figures, every
  * centroid on the scatter); a snapshot without centroids still opens;
  * malformed snapshots fail naming the key; attaching to a port nobody
- * listens on fails with the URL; every view at tiny and huge sizes. */
+ * listens on fails with the URL; every view at tiny and huge sizes; the
+ * overview's Problems block at 80x24 (an ejected decoder, a dead prefill,
+ * refusals, failures; the picker's addresses, a probing worker). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -724,6 +726,37 @@ static void test_overview_problems(void **state)
     dash_free(&d);
 }
 
+/* The gateway picker: the pool's instances are names (url null), the
+ * addresses are ext_proc's endpoints by worker index; a worker back on
+ * trial after an ejection is "probing", in the Problems block and on
+ * its row. */
+static void test_overview_picker_probing(void **state)
+{
+    (void)state;
+    json_t *snap = snapshot(1), *dec = json_array(), *eps = json_array();
+    for (int k = 0; k < NK; k++) {
+        json_array_append_new(dec, json_pack("{s:s, s:n, s:s, s:s, s:b, s:f, s:i}", "name",
+                                             NAMES[k], "url", "worker", NAMES[k], "state",
+                                             k == 2 ? "probing" : "in_rotation", "ejected", 0,
+                                             "ejected_for_s", 0.0, "failures", k == 2 ? 4 : 0));
+        char addr[32];
+        snprintf(addr, sizeof addr, "10.0.0.%d:8000", 10 + k);
+        json_array_append_new(eps, json_pack("{s:i, s:s, s:s, s:s}", "worker", k, "name",
+                                             NAMES[k], "namespace", "default", "address", addr));
+    }
+    json_object_set_new(snap, "pool", json_pack("{s:o, s:[]}", "decode", dec, "prefill"));
+    json_object_set_new(snap, "ext_proc", json_pack("{s:o}", "endpoints", eps));
+    dash_t d;
+    open_taken(&d, snap);
+    char *s = frame(&d, VIEW_OVERVIEW, 80, 24);
+    assert_has(s, "probing   dec2, back on trial (a failure ejects it): 10.0.0.12:8000");
+    assert_has(s, "dec0       7     40       33      -  in rotation own   10.0.0.10:8000");
+    assert_has(s, "dec2      12     35       23      -  probing     own   10.0.0.12:8000");
+    assert_null(strstr(s, "Prefill ("));   /* none in the pool: no prefill lines */
+    free(s);
+    dash_free(&d);
+}
+
 static void test_every_size(void **state)
 {
     (void)state;
@@ -754,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_balance_and_overview),
         cmocka_unit_test(test_overview_policy),
         cmocka_unit_test(test_overview_problems),
+        cmocka_unit_test(test_overview_picker_probing),
         cmocka_unit_test(test_decisions),
         cmocka_unit_test(test_cost_decisions),
         cmocka_unit_test(test_drift_scatter_heatmap),
