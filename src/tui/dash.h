@@ -224,6 +224,39 @@ typedef struct dash_decision {
     char terms[224];             /* "3/412.5/+21.3 2/380.0/+25.1 ..." or "" */
 } dash_decision;
 
+#define DASH_URL_MAX 80           /* instance URLs (longer ones are cut) */
+#define DASH_PREFILL_MAX 16      /* prefill instances listed (all are counted) */
+
+/* An instance's health in the pool (pool_view.h "state"). */
+typedef enum dash_inst_state {
+    DASH_IN_ROTATION = 0,
+    DASH_EJECTED,                /* out until ejected_for runs out */
+    DASH_PROBING,                /* back after an ejection; one failure ejects again */
+} dash_inst_state;
+
+/* A prefill instance (the snapshot's pool.prefill[i]). */
+typedef struct dash_prefill {
+    char name[DASH_URL_MAX];     /* a URL in proxy mode, else a name */
+    int state;                   /* dash_inst_state */
+    double ejected_for;          /* seconds left */
+    int64_t in_flight, failures;
+} dash_prefill;
+
+/* What went wrong for clients (the snapshot's "failures"; counts since
+ * the daemon started, -1 where the snapshot has none). */
+typedef struct dash_failures {
+    int known;                   /* 0: an eldrd without "failures" */
+    int64_t ans_4xx, ans_5xx;
+    char codes[96];              /* "502 x9, 504 x3, 401 x2": error codes, most first */
+    int64_t per_ip, body_budget, unauthorized;        /* refusals */
+    int64_t header_timeouts, deadline_cuts, protocol_errors;
+    int64_t failed_routed;       /* routes that failed at their decode worker */
+    int proxy;                   /* the proxy's keys are there */
+    int64_t up_error, up_timeout, refused;            /* proxy outcomes 502, 504, 409/503 */
+    int64_t timeouts[4];         /* upstream cuts: connect, prefill, decode, idle */
+    int64_t retries[2];          /* prefill, decode */
+} dash_failures;
+
 /* One /v1/snapshot, digested. K is fixed for a session (eldrd keeps K
  * across model swaps). Unknown numbers are NaN. */
 typedef struct dash_live_now {
@@ -243,6 +276,15 @@ typedef struct dash_live_now {
     int has_pool;
     uint8_t ejected[ROUTE_MAX_WORKERS];
     double ejected_for[ROUTE_MAX_WORKERS];
+    uint8_t probing[ROUTE_MAX_WORKERS];
+    int64_t up_failures[ROUTE_MAX_WORKERS];     /* failures the pool saw of it */
+    char url[ROUTE_MAX_WORKERS][DASH_URL_MAX];  /* "" unknown (no pool URL, no endpoint) */
+    int64_t failed[ROUTE_MAX_WORKERS];          /* routes that failed there; -1 unknown */
+    char load_src[ROUTE_MAX_WORKERS][8];        /* own, vllm, stale */
+    int n_prefill;               /* in the pool (prefill[] holds the first DASH_PREFILL_MAX) */
+    int prefill_ejected;         /* of them, out of rotation now */
+    dash_prefill prefill[DASH_PREFILL_MAX];
+    dash_failures fail;
     /* drift over the daemon's window of recent signatures */
     int64_t window;
     double mean_sim, calib_sim, tvd;

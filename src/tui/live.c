@@ -159,22 +159,129 @@ static int parse_workers(const json_t *ws, const char *where, int K_expected, da
         n->inflight[k] = (int64_t)json_integer_value(inf);
         n->routed[k] = int_or(json_object_get(w, "routed"), 0);
         n->finished[k] = int_or(json_object_get(w, "finished"), 0);
+        n->failed[k] = int_or(json_object_get(w, "failed"), -1);
+        const char *src = json_string_value(json_object_get(w, "load_source"));
+        snprintf(n->load_src[k], sizeof n->load_src[k], "%s",
+                 !src ? "own" : !strcmp(src, "vllm-stale") ? "stale" : src);
         parse_rules(n->rules[k], sizeof n->rules[k], json_object_get(w, "rules"));
     }
     return 0;
 }
 
-/* Proxy mode: which decode workers the pool has ejected (the snapshot's
- * pool.decode[k].ejected); a snapshot without a pool has none. */
-static void parse_pool(const json_t *pool, dash_live_now *n)
+/* An instance's "state" (pool_view.h); an older eldrd has only "ejected". */
+static int inst_state(const json_t *o)
 {
-    const json_t *dec = json_object_get(pool, "decode");
+    const char *s = json_string_value(json_object_get(o, "state"));
+    if (s && !strcmp(s, "probing"))
+        return DASH_PROBING;
+    if ((s && !strcmp(s, "ejected")) || (!s && json_is_true(json_object_get(o, "ejected"))))
+        return DASH_EJECTED;
+    return DASH_IN_ROTATION;
+}
+
+/* The pool (proxy mode, or the gateway picker): each decode worker's
+ * health and URL, the prefill instances; worker k's URL from the pool
+ * (the proxy's --decode), else from the picker's endpoints (ext_proc's
+ * endpoints[].address of worker k). A snapshot without a pool has none. */
+static void parse_pool(const json_t *snap, dash_live_now *n)
+{
+    const json_t *pool = json_object_get(snap, "pool"), *dec = json_object_get(pool, "decode");
     n->has_pool = json_is_array(dec) && (int)json_array_size(dec) == n->K;
     for (int k = 0; n->has_pool && k < n->K; k++) {
         const json_t *w = json_array_get(dec, (size_t)k);
-        n->ejected[k] = json_is_true(json_object_get(w, "ejected"));
+        int st = inst_state(w);
+        n->ejected[k] = st == DASH_EJECTED;
+        n->probing[k] = st == DASH_PROBING;
         n->ejected_for[k] = num_or_nan(json_object_get(w, "ejected_for_s"));
+        n->up_failures[k] = int_or(json_object_get(w, "failures"), 0);
+        copy_str(n->url[k], sizeof n->url[k], json_object_get(w, "url"), "");
     }
+    size_t i;
+    const json_t *e;
+    json_array_foreach(json_object_get(json_object_get(snap, "ext_proc"), "endpoints"), i, e) {
+        int64_t k = int_or(json_object_get(e, "worker"), -1);
+        if (k >= 0 && k < n->K && !n->url[k][0])
+            copy_str(n->url[k], sizeof n->url[k], json_object_get(e, "address"), "");
+    }
+    const json_t *pre = json_object_get(pool, "prefill");
+    n->n_prefill = json_is_array(pre) ? (int)json_array_size(pre) : 0;
+    json_array_foreach(pre, i, e) {
+        int st = inst_state(e);
+        n->prefill_ejected += st == DASH_EJECTED;
+        if (i >= DASH_PREFILL_MAX)
+            continue;
+        dash_prefill *p = &n->prefill[i];
+        copy_str(p->name, sizeof p->name, json_object_get(e, "name"), "?");
+        p->state = st;
+        p->ejected_for = num_or_nan(json_object_get(e, "ejected_for_s"));
+        p->in_flight = int_or(json_object_get(e, "in_flight"), 0);
+        p->failures = int_or(json_object_get(e, "failures"), 0);
+    }
+}
+
+static int64_t count_at(const json_t *o, const char *key)
+{
+    return int_or(json_object_get(o, key), 0);
+}
+
+/* failures.answered.by_code as "502 x9, 504 x3": most first, cut to fit. */
+static void code_list(char *dst, size_t n, const json_t *by)
+{
+    const char *keys[32];
+    int64_t vals[32];
+    int m = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)by, k, v) {
+        if (m == 32 || !json_is_integer(v))
+            continue;
+        int j = m++;
+        for (; j > 0 && vals[j - 1] < json_integer_value(v); j--) {
+            keys[j] = keys[j - 1];
+            vals[j] = vals[j - 1];
+        }
+        keys[j] = k;
+        vals[j] = (int64_t)json_integer_value(v);
+    }
+    size_t used = 0;
+    dst[0] = '\0';
+    for (int j = 0; j < m; j++) {
+        char one[48];
+        snprintf(one, sizeof one, "%s%s x%lld", j ? ", " : "", keys[j], (long long)vals[j]);
+        if (used + strlen(one) + 1 > n)
+            break;   /* whole items only: never a number cut */
+        used += (size_t)snprintf(dst + used, n - used, "%s", one);
+    }
+}
+
+/* The snapshot's "failures" (docs/http-api.md). */
+static void parse_failures(const json_t *f, dash_failures *o)
+{
+    o->known = json_is_object(f);
+    if (!o->known)
+        return;
+    const json_t *a = json_object_get(f, "answered"), *r = json_object_get(f, "refusals"),
+                 *t = json_object_get(f, "timeouts"), *px = json_object_get(f, "proxy"),
+                 *ut = json_object_get(f, "upstream_timeouts"), *rt = json_object_get(f, "retries");
+    o->ans_4xx = count_at(a, "4xx");
+    o->ans_5xx = count_at(a, "5xx");
+    code_list(o->codes, sizeof o->codes, json_object_get(a, "by_code"));
+    o->per_ip = count_at(r, "per_ip");
+    o->body_budget = count_at(r, "body_budget");
+    o->unauthorized = count_at(r, "unauthorized");
+    o->header_timeouts = count_at(t, "header");
+    o->deadline_cuts = count_at(t, "request_deadline");
+    o->protocol_errors = count_at(f, "protocol_errors");
+    o->failed_routed = count_at(f, "failed_after_routing");
+    o->proxy = json_is_object(px);
+    o->up_error = count_at(px, "upstream_error");
+    o->up_timeout = count_at(px, "upstream_timeout");
+    o->refused = count_at(px, "refused");
+    static const char *const phase[4] = {"connect", "prefill", "decode", "idle"};
+    for (int i = 0; i < 4; i++)
+        o->timeouts[i] = count_at(ut, phase[i]);
+    o->retries[0] = count_at(rt, "prefill");
+    o->retries[1] = count_at(rt, "decode");
 }
 
 /* A snapshot into n (overwritten whole). K_expected > 0: the number of
@@ -192,7 +299,8 @@ static int parse_now(const json_t *snap, const char *where, int K_expected, dash
         return eldr_errf(err, errlen, "%s: key model: missing or not an object", where);
     if (parse_workers(json_object_get(snap, "workers"), where, K_expected, n, err, errlen))
         return -1;
-    parse_pool(json_object_get(snap, "pool"), n);
+    parse_pool(snap, n);
+    parse_failures(json_object_get(snap, "failures"), &n->fail);
     n->time = num_or_nan(json_object_get(snap, "time"));
     n->uptime_s = num_or_nan(json_object_get(snap, "uptime_s"));
     n->tau = num_or_nan(json_object_get(snap, "tau"));

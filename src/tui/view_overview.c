@@ -2,6 +2,7 @@
  * of the current policy against every baseline. Live: the daemon, the
  * model it serves, a table of its workers and the drift in one line. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,12 +25,24 @@ static int trace_block(const dash_t *d, canvas_t *c, int x, int y)
     return y - y0;
 }
 
+/* "0,1" or "0-23,30": a run of three or more consecutive layers as a
+ * range (24 layers fit in one 80-column line, no number cut). */
 static void mask_text(const model_t *m, char *buf, size_t n)
 {
     size_t used = 0;
+    const int *l = m->recipe.layers;
     buf[0] = '\0';
-    for (int i = 0; i < m->recipe.n_layers && used + 8 < n; i++)
-        used += (size_t)snprintf(buf + used, n - used, i ? ",%d" : "%d", m->recipe.layers[i]);
+    for (int i = 0; i < m->recipe.n_layers && used + 16 < n;) {
+        int j = i;
+        while (j + 1 < m->recipe.n_layers && l[j + 1] == l[j] + 1)
+            j++;
+        if (j - i >= 2)
+            used += (size_t)snprintf(buf + used, n - used, "%s%d-%d", i ? "," : "", l[i], l[j]);
+        else
+            for (int t = i; t <= j; t++)
+                used += (size_t)snprintf(buf + used, n - used, "%s%d", t ? "," : "", l[t]);
+        i = j + 1;
+    }
 }
 
 /* Where the model shown comes from; a refit must never pass for the
@@ -209,41 +222,331 @@ static int router_block(const dash_t *d, canvas_t *c, int x, int y)
     return y - y0;
 }
 
-static void workers_table(const dash_t *d, canvas_t *c, int x, int y, int h)
+/* What needs the operator's eye (the Problems block, unhealthy rows). */
+static cv_style alarm(void)
+{
+    return (cv_style){196, CV_DEFAULT, CV_BOLD};
+}
+
+/* s fitted into w columns: cut at a space with "..." (never a number
+ * or a word cut), or left whole when it fits. */
+static void fit_words(char *s, int w)
+{
+    if (w < 4 || (int)strlen(s) <= w)
+        return;
+    int cut = w - 3;
+    while (cut > 0 && s[cut] != ' ')
+        cut--;
+    while (cut > 0 && (s[cut - 1] == ',' || s[cut - 1] == ' ' || s[cut - 1] == ':'))
+        cut--;
+    if (cut <= 0)
+        cut = w - 3;
+    snprintf(s + cut, 4, "...");
+}
+
+/* A URL fitted into w columns, cut in the middle: "decode-1.vl...:8000"
+ * keeps the host's start (what tells instances apart) and the port
+ * whole; without a port, or no room for one, the start and "...". */
+static void fit_url(char *s, int w)
+{
+    int len = (int)strlen(s);
+    if (w < 4 || len <= w)
+        return;
+    const char *colon = strrchr(s, ':');
+    int tail = colon ? len - (int)(colon - s) : 0;
+    if (tail < 2 || w - 3 - tail < 4)
+        tail = 0;
+    memmove(s + w - tail, s + len - tail, (size_t)tail + 1);
+    memcpy(s + w - tail - 3, "...", 3);
+    s[w] = '\0';
+}
+
+/* An instance's URL for a narrow column: without "http://" (https://
+ * and other schemes stay), "-" unknown. */
+static const char *short_url(const char *u)
+{
+    if (!u[0])
+        return "-";
+    return strncmp(u, "http://", 7) ? u : u + 7;
+}
+
+#define PROBLEMS_MAX 8
+
+/* Each line, and the URL that ends it ("" none): fitted from the left
+ * into what the width leaves (fit_left), the line's words whole. */
+typedef struct problems {
+    int n;
+    char line[PROBLEMS_MAX][256];
+    char url[PROBLEMS_MAX][DASH_URL_MAX];
+} problems;
+
+static void add_problem(problems *p, const char *url, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add_problem(problems *p, const char *url, const char *fmt, ...)
+{
+    if (p->n == PROBLEMS_MAX)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->line[p->n], sizeof p->line[0], fmt, ap);
+    va_end(ap);
+    snprintf(p->url[p->n++], sizeof p->url[0], "%s", url ? short_url(url) : "");
+}
+
+/* "a 3, b 1" (count_first: "3 a, 1 b"): the nonzero counts of n named
+ * values, "" when none. */
+static void nonzero_list(char *dst, size_t len, const char *const *names, const int64_t *v,
+                         int n, int count_first)
+{
+    size_t used = 0;
+    dst[0] = '\0';
+    for (int i = 0; i < n && used < len; i++)
+        if (v[i] > 0)
+            used += (size_t)(count_first
+                ? snprintf(dst + used, len - used, "%s%lld %s", used ? ", " : "",
+                           (long long)v[i], names[i])
+                : snprintf(dst + used, len - used, "%s%s %lld", used ? ", " : "", names[i],
+                           (long long)v[i]));
+}
+
+static void decode_problems(const dash_live_now *n, problems *p)
+{
+    int ej = 0;
+    for (int k = 0; k < n->K; k++)
+        ej += n->ejected[k];
+    if (ej == n->K)
+        add_problem(p, NULL, "decode    all %d ejected: each is used anyway (panic routing)",
+                    n->K);
+    else if (ej == 1 || ej == 2)
+        for (int k = 0; k < n->K; k++) {
+            if (n->ejected[k])
+                add_problem(p, n->url[k], "ejected   %s, out %.0f s more, %lld failures: ",
+                            n->names[k], n->ejected_for[k], (long long)n->up_failures[k]);
+        }
+    else if (ej > 2) {
+        char names[200] = "";
+        size_t used = 0;
+        for (int k = 0; k < n->K && used < sizeof names; k++)
+            if (n->ejected[k])
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                         used ? ", " : "", n->names[k]);
+        add_problem(p, NULL, "ejected   %d of %d decoders: %s", ej, n->K, names);
+    }
+    for (int k = 0; k < n->K; k++)
+        if (n->probing[k])
+            add_problem(p, n->url[k], "probing   %s, back on trial (a failure ejects it): ",
+                        n->names[k]);
+}
+
+static void prefill_problems(const dash_live_now *n, problems *p)
+{
+    int ej = n->prefill_ejected;
+    if (!ej)
+        return;
+    const dash_prefill *f = NULL;
+    for (int i = 0; i < n->n_prefill && i < DASH_PREFILL_MAX && !f; i++)
+        if (n->prefill[i].state == DASH_EJECTED)
+            f = &n->prefill[i];
+    double left = f ? f->ejected_for : NAN;
+    const char *url = f ? f->name : NULL;
+    if (ej == 1 && n->n_prefill == 1)
+        add_problem(p, url, "prefill   ejected, the only one (out %.0f s more): ", left);
+    else if (ej == n->n_prefill)
+        add_problem(p, url, "prefill   all %d ejected (the first out %.0f s more): ", ej, left);
+    else
+        add_problem(p, url, "prefill   %d of %d ejected (the first out %.0f s more): ", ej,
+                    n->n_prefill, left);
+}
+
+static void failure_problems(const dash_failures *f, problems *p)
+{
+    if (!f->known)
+        return;
+    static const char *const refused[] = {"connections (--max-conns-per-ip)",
+                                          "bodies (--body-budget)", "unauthorized (401)"};
+    const int64_t rv[] = {f->per_ip, f->body_budget, f->unauthorized};
+    char buf[200];
+    nonzero_list(buf, sizeof buf, refused, rv, 3, 1);
+    if (buf[0])
+        add_problem(p, NULL, "refused   %s", buf);
+    if (f->ans_5xx + f->ans_4xx > 0)
+        add_problem(p, NULL, "answered  %lld 5xx, %lld 4xx: %s", (long long)f->ans_5xx,
+                    (long long)f->ans_4xx, f->codes);
+    static const char *const phase[] = {"connect", "prefill", "decode", "idle"};
+    nonzero_list(buf, sizeof buf, phase, f->timeouts, 4, 0);
+    if (f->failed_routed > 0 || buf[0])
+        add_problem(p, NULL, "failed    %lld routes at a decoder, %lld retried; timeouts: %s",
+                    (long long)f->failed_routed, (long long)(f->retries[0] + f->retries[1]),
+                    buf[0] ? buf : "none");
+    static const char *const cut[] = {"--header-timeout", "--request-deadline", "malformed"};
+    const int64_t cv[] = {f->header_timeouts, f->deadline_cuts, f->protocol_errors};
+    nonzero_list(buf, sizeof buf, cut, cv, 3, 0);
+    if (buf[0])
+        add_problem(p, NULL, "cut       %s", buf);
+}
+
+/* Anything not healthy, first, in colour; nothing when all is well. */
+static int problems_block(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
     const dash_live_now *n = &d->live->now;
+    problems p = {0};
+    if (n->has_pool)
+        decode_problems(n, &p);
+    prefill_problems(n, &p);
+    failure_problems(&n->fail, &p);
+    if (!p.n || h < 2)
+        return 0;
+    int y0 = y, shown = p.n < h - 1 ? p.n : h - 1;
+    canvas_text(c, x, y++, alarm(), "Problems (counts since eldrd started)");
+    for (int i = 0; i < shown; i++) {
+        char line[260 + DASH_URL_MAX], url[DASH_URL_MAX];
+        int len = snprintf(line, sizeof line, "  %s", p.line[i]);
+        snprintf(url, sizeof url, "%s", p.url[i]);
+        if (url[0] && w - 1 - len >= 12) {
+            fit_url(url, w - 1 - len);
+            snprintf(line + len, sizeof line - (size_t)len, "%s", url);
+        } else if (len >= 2 && line[len - 2] == ':') {
+            line[len - 2] = '\0';   /* no room for the URL: no dangling colon */
+        }
+        if (i == shown - 1 && shown < p.n)
+            snprintf(line, sizeof line, "  ... and %d more (the whole list at 120x40)",
+                     p.n - shown + 1);
+        fit_words(line, w - 1);
+        canvas_text(c, x, y++, (cv_style){196, CV_DEFAULT, 0}, line);
+    }
+    return y - y0;
+}
+
+static void state_text(const dash_live_now *n, int k, char *buf, size_t len)
+{
+    if (!n->has_pool)
+        snprintf(buf, len, "-");
+    else if (n->ejected[k])   /* at most 11 columns, the number whole */
+        snprintf(buf, len, n->ejected_for[k] < 99.5     ? "ejected %.0fs"
+                           : n->ejected_for[k] < 5970 ? "ejected %.0fm"
+                                                      : "ejected %.0fh",
+                 n->ejected_for[k] < 99.5 ? n->ejected_for[k]
+                 : n->ejected_for[k] < 5970 ? n->ejected_for[k] / 60 : n->ejected_for[k] / 3600);
+    else if (n->probing[k])
+        snprintf(buf, len, "probing");
+    else
+        snprintf(buf, len, "in rotation");
+}
+
+/* The prefill instances (proxy mode, picker mode): one line each while
+ * there is room, the rest counted. */
+static int prefill_rows(const dash_live_now *n, canvas_t *c, int x, int y, int w, int h)
+{
+    if (n->n_prefill < 1 || h < 2)
+        return 0;
+    int y0 = y;
+    canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD), "Prefill (%d, %d in rotation)",
+                 n->n_prefill, n->n_prefill - n->prefill_ejected);
+    int room = h - 1, listed = n->n_prefill < DASH_PREFILL_MAX ? n->n_prefill
+                                                                : DASH_PREFILL_MAX;
+    for (int i = 0; i < listed && i < room; i++) {
+        const dash_prefill *p = &n->prefill[i];
+        char st[32], line[200];
+        if (i == room - 1 && listed > room) {
+            canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  ... %d more",
+                         n->n_prefill - i);
+            break;
+        }
+        if (p->state == DASH_EJECTED)
+            snprintf(st, sizeof st, "ejected %.0fs", p->ejected_for);
+        else
+            snprintf(st, sizeof st, "%s", p->state == DASH_PROBING ? "probing" : "in rotation");
+        snprintf(line, sizeof line, "  %-12s in-flight %lld, %lld failures  %s", st,
+                 (long long)p->in_flight, (long long)p->failures, short_url(p->name));
+        fit_words(line, w - 1);
+        canvas_text(c, x, y++, p->state == DASH_IN_ROTATION ? cv_plain() : alarm(), line);
+    }
+    return y - y0;
+}
+
+static void workers_table(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
+{
+    const dash_live_now *n = &d->live->now;
+    int wide = w >= 96;
+    /* names whole (w1 and w10 must not look alike): as wide as the
+     * longest, 6..16; the URL takes what is left */
+    int nw = 6;
+    for (int k = 0; k < n->K; k++)
+        nw = (int)strlen(n->names[k]) > nw ? (int)strlen(n->names[k]) : nw;
+    nw = nw > 16 ? 16 : nw;
     canvas_text(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD), "Workers");
-    canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  %-10s %9s %9s %9s  %s", "worker",
-                 "in-flight", "routed", "finished", "decided by");
-    int64_t inf = 0, routed = 0, fin = 0;
-    int rows = h - 4;
+    int col = canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM),
+                           "  %-*s %5s %6s %8s %6s  %-11s %-5s %s", nw, "worker", "in-fl",
+                           "routed", "finished", "failed", "state", "load", "url");
+    if (wide)
+        canvas_textf(c, x + col, y, cv_fg(CV_DEFAULT, CV_DIM), "%*s%s", 24 - 3, "",
+                     "decided by");
+    y++;
+    int64_t inf = 0, routed = 0, fin = 0, failed = 0;
+    int known_failed = 0;
+    /* the prefill lines go after the workers: keep them room when the
+     * daemon has them (a dead prefill must show at 80x24) */
+    int pre_h = n->n_prefill ? 1 + (n->n_prefill < 3 ? n->n_prefill : 3) : 0;
+    int rows = h - 4 - pre_h;
+    if (rows < n->K)
+        rows--;   /* the "... more" line */
+    int shown = 0;
     for (int k = 0; k < n->K; k++) {
         inf += n->inflight[k];
         routed += n->routed[k];
         fin += n->finished[k];
-        if (k < rows)
-            canvas_textf(c, x, y++, k == d->worker ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain(),
-                         "  %-10.10s %9lld %9lld %9lld  %s", n->names[k],
-                         (long long)n->inflight[k], (long long)n->routed[k],
-                         (long long)n->finished[k], n->rules[k]);
+        if (n->failed[k] >= 0) {
+            failed += n->failed[k];
+            known_failed = 1;
+        }
+        if (k >= rows)
+            continue;
+        char st[32], fl[24], line[300];
+        state_text(n, k, st, sizeof st);
+        snprintf(fl, sizeof fl, n->failed[k] >= 0 ? "%lld" : "-", (long long)n->failed[k]);
+        int nl = snprintf(line, sizeof line, "  %-*.*s %5lld %6lld %8lld %6s  %-11s %-5s ",
+                          nw, nw, n->names[k], (long long)n->inflight[k], (long long)n->routed[k],
+                          (long long)n->finished[k], fl, st, n->load_src[k]);
+        char url[DASH_URL_MAX + 4];
+        snprintf(url, sizeof url, "%s", short_url(n->url[k]));
+        if (!wide)
+            fit_url(url, w - 1 - nl > 8 ? w - 1 - nl : 8);
+        else
+            fit_url(url, 23);
+        snprintf(line + nl, sizeof line - (size_t)nl, wide ? "%-23s %s" : "%s", url,
+                 n->rules[k]);
+        int bad = n->has_pool && (n->ejected[k] || n->probing[k]);
+        canvas_text(c, x, y++, bad ? alarm() : k == d->worker ? cv_fg(CV_DEFAULT, CV_BOLD)
+                                                              : cv_plain(), line);
+        shown++;
     }
-    canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD), "  %-10s %9lld %9lld %9lld", "total",
-                 (long long)inf, (long long)routed, (long long)fin);
+    if (shown < n->K)
+        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  ... %d more workers (4 queues)",
+                     n->K - shown);
+    char fl[24];
+    snprintf(fl, sizeof fl, known_failed ? "%lld" : "-", (long long)failed);
+    canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD), "  %-*s %5lld %6lld %8lld %6s", nw,
+                 "total", (long long)inf, (long long)routed, (long long)fin, fl);
+    y += prefill_rows(n, c, x, y, w, pre_h);
+    char line[240];
     if (n->mean_sim == n->mean_sim)
-        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  drift: best similarity %.3f "
-                     "(calibration %.3f) over %lld signatures, share TVD %.3f (8 drift)",
-                     n->mean_sim, n->calib_sim, (long long)n->window, n->tvd);
+        snprintf(line, sizeof line, "  drift: best similarity %.3f (calibration %.3f) over "
+                 "%lld signatures, share TVD %.3f (8 drift)", n->mean_sim, n->calib_sim,
+                 (long long)n->window, n->tvd);
     else
-        canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  drift: no signatures in the "
-                    "window yet");
+        snprintf(line, sizeof line, "  drift: no signatures in the window yet");
+    fit_words(line, w - 1);
+    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), line);
 }
 
 void view_overview(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
     if (d->live) {
-        int th = router_block(d, c, x + 1, y);
+        /* problems first: at 80x24 nothing unhealthy may hide below */
+        int th = problems_block(d, c, x + 1, y, w - 1, h / 2);
+        th += router_block(d, c, x + 1, y + th);
         if (h - th >= 4)
-            workers_table(d, c, x + 1, y + th, h - th);
+            workers_table(d, c, x + 1, y + th, w - 1, h - th);
         return;
     }
     if (!d->fit) {

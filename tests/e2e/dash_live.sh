@@ -102,9 +102,7 @@ if ! command -v tmux >/dev/null 2>&1; then notok "dash live tmux: tmux missing";
 TMUX_NAME=eldr-dash-live PANE=live
 . "$ROOT/tests/e2e/tmux.inc"
 trap '$T kill-server 2>/dev/null; for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
-$T new-session -d -s live -x 100 -y 30 "env PS1='PROMPT\$ ' TERM=xterm-256color sh -i" || {
-    notok "dash live: tmux new-session"; exit 0; }
-wait_for 'PROMPT\$' 5
+tshell 100 30 || { notok "dash live: tmux new-session"; exit 0; }
 $T send-keys -t live "$ELDR dash --attach $URL --interval 0.2 --view queues; echo EXIT=\$?" Enter
 tcheck "tmux: attached, queues view" '\[4 queues\]' 10
 tcheck "tmux: header shows the daemon's counts" 'in-flight 6, routed 7' 5

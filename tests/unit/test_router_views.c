@@ -101,19 +101,19 @@ static rstate *history(mref_t *m1, mref_t *m2)
 /* Recorded from the views as they were built under the lock (before
  * issue 20): the same history must give the same text. */
 static const char WORKERS[] =
-    "[{\"name\":\"w0\",\"index\":0,\"inflight\":2,\"routed\":5,\"finished\":1,\"expired\":2"
+    "[{\"name\":\"w0\",\"index\":0,\"inflight\":2,\"routed\":5,\"finished\":1,\"failed\":0,\"expired\":2"
     ",\"cleared\":0,\"ejected\":0,\"rules\":{\"band-jsq\":3,\"min2\":1,\"no-signature\":1}}"
-    ",{\"name\":\"w1\",\"index\":1,\"inflight\":0,\"routed\":5,\"finished\":2,\"expired\":1"
+    ",{\"name\":\"w1\",\"index\":1,\"inflight\":0,\"routed\":5,\"finished\":2,\"failed\":0,\"expired\":1"
     ",\"cleared\":2,\"ejected\":0,\"rules\":{\"band-jsq\":2,\"min2\":2,\"no-signature\":1}}"
-    ",{\"name\":\"w\\\"2\",\"index\":2,\"inflight\":1,\"routed\":3,\"finished\":0,\"expired"
+    ",{\"name\":\"w\\\"2\",\"index\":2,\"inflight\":1,\"routed\":3,\"finished\":0,\"failed\":0,\"expired"
     "\":2,\"cleared\":0,\"ejected\":0,\"rules\":{\"band-jsq\":2,\"min2\":1}}]";
 static const char WORKERS_REPORTED[] =
-    "[{\"name\":\"w0\",\"index\":0,\"inflight\":2,\"routed\":5,\"finished\":1,\"expired\":2"
+    "[{\"name\":\"w0\",\"index\":0,\"inflight\":2,\"routed\":5,\"finished\":1,\"failed\":0,\"expired\":2"
     ",\"cleared\":0,\"ejected\":0,\"rules\":{\"band-jsq\":3,\"min2\":1,\"no-signature\":1},"
     "\"load_source\":\"vllm\",\"load\":9},{\"name\":\"w1\",\"index\":1,\"inflight\":0,\"rou"
-    "ted\":5,\"finished\":2,\"expired\":1,\"cleared\":2,\"ejected\":0,\"rules\":{\"band-jsq"
+    "ted\":5,\"finished\":2,\"failed\":0,\"expired\":1,\"cleared\":2,\"ejected\":0,\"rules\":{\"band-jsq"
     "\":2,\"min2\":2,\"no-signature\":1},\"load_source\":\"vllm-stale\",\"load\":4},{\"name"
-    "\":\"w\\\"2\",\"index\":2,\"inflight\":1,\"routed\":3,\"finished\":0,\"expired\":2,\"c"
+    "\":\"w\\\"2\",\"index\":2,\"inflight\":1,\"routed\":3,\"finished\":0,\"failed\":0,\"expired\":2,\"c"
     "leared\":0,\"ejected\":0,\"rules\":{\"band-jsq\":2,\"min2\":1},\"load_source\":\"own\""
     ",\"load\":1}]";
 static const char DECISIONS3[] =
@@ -317,11 +317,56 @@ static void test_full_ring_as_walked(void **state)
     state_free(st);
 }
 
+/* A route that failed at its worker (state_fail) is counted failed, not
+ * finished; its load drops as at a finish; its decision ends "failed";
+ * it is out of the table (a later finish or fail is a 404). */
+static void test_failed_not_finished(void **state)
+{
+    (void)state;
+    const char *const workers[] = {"w0", "w1"};
+    char err[256];
+    rstate *st = state_new(2, workers, 0.05, 8, 4, err, sizeof err);
+    assert_non_null(st);
+    mref_t m = {.dim = 2, .gen = 1, .epoch = 1, .calib_sim = NAN};
+    state_model_changed(st, &m);
+    static const double sim[2] = {0.1, 0.9};
+    route(st, &m, "ok", sim, -1, 0, NULL);
+    route(st, &m, "bad", sim, -1, 0, NULL);
+    int w0 = -1, w1 = -1;
+    rb_err e;
+    assert_int_equal(state_finish(st, "ok", &w0, &e), 0);
+    assert_int_equal(state_fail(st, "bad", &w1, &e), 0);
+    assert_int_equal(state_fail(st, "bad", &w1, &e), -1);
+    assert_int_equal(e.status, 404);
+    assert_int_equal(state_finish(st, "bad", &w1, &e), -1);
+    json_t *ws = state_workers_json(st);
+    uint64_t fin = 0, failed = 0, inflight = 0;
+    for (int k = 0; k < 2; k++) {
+        json_t *w = json_array_get(ws, (size_t)k);
+        fin += (uint64_t)json_integer_value(json_object_get(w, "finished"));
+        failed += (uint64_t)json_integer_value(json_object_get(w, "failed"));
+        inflight += (uint64_t)json_integer_value(json_object_get(w, "inflight"));
+    }
+    assert_int_equal(fin, 1);
+    assert_int_equal(failed, 1);
+    assert_int_equal(inflight, 0);
+    json_decref(ws);
+    json_t *d = state_explain_json(st, "bad");
+    assert_string_equal(json_string_value(json_object_get(d, "ended")), "failed");
+    assert_false(json_is_true(json_object_get(d, "finished")));
+    json_decref(d);
+    d = state_explain_json(st, "ok");
+    assert_string_equal(json_string_value(json_object_get(d, "ended")), "finished");
+    json_decref(d);
+    state_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_views_as_recorded),
         cmocka_unit_test(test_full_ring_as_walked),
+        cmocka_unit_test(test_failed_not_finished),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,9 @@
  * every decision's request id, rule and band, the drift figures, every
  * centroid on the scatter); a snapshot without centroids still opens;
  * malformed snapshots fail naming the key; attaching to a port nobody
- * listens on fails with the URL; every view at tiny and huge sizes. */
+ * listens on fails with the URL; every view at tiny and huge sizes; the
+ * overview's Problems block at 80x24 (an ejected decoder, a dead prefill,
+ * refusals, failures; the picker's addresses, a probing worker). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -98,6 +100,16 @@ static char *frame(dash_t *d, int view, int w, int h)
     canvas_free(c);
     assert_non_null(s);
     return s;
+}
+
+/* d opened on snap (taken: freed here). */
+static void open_taken(dash_t *d, json_t *snap)
+{
+    char err[ELDR_ERRLEN];
+    int rc = live_open_json(d, snap, "snap.json", err, sizeof err);
+    json_decref(snap);
+    if (rc)
+        fail_msg("live_open_json: %s", err);
 }
 
 static void open_snapshot(dash_t *d, int with_centroids)
@@ -201,7 +213,7 @@ static void test_balance_and_overview(void **state)
     assert_has(s, "snapshot tau 0.15 K 3 gen 3 | in-flight 19, routed 100");
     free(s);
     s = frame(&d, VIEW_OVERVIEW, 100, 30);
-    assert_has(s, "total             19       100        81");
+    assert_has(s, "total     19    100       81      -");
     assert_has(s, "band-jsq 40");
     assert_has(s, "generation 3, count over layers 0,1");
     assert_has(s, "routing   tau 0.15, K 3 workers");   /* an eldrd that names no policy */
@@ -220,11 +232,7 @@ static void test_overview_policy(void **state)
         json_t *snap = snapshot(1);
         json_object_set_new(snap, "policy", json_string(pol[i]));
         dash_t d;
-        char err[ELDR_ERRLEN];
-        int rc = live_open_json(&d, snap, "snap.json", err, sizeof err);
-        json_decref(snap);
-        if (rc)
-            fail_msg("live_open_json: %s", err);
+        open_taken(&d, snap);
         char *s = frame(&d, VIEW_OVERVIEW, 100, 30);
         assert_has(s, want[i]);
         free(s);
@@ -640,6 +648,115 @@ static void test_last_answer(void **state)
     dash_free(&d);
 }
 
+/* A proxy's snapshot with decoder dec1 ejected (its URL from the pool),
+ * the only prefill ejected, refusals, 5xx answers and failed routes: the
+ * 80x24 overview names each in its Problems block, before the tables,
+ * with no line past the width and no number cut. */
+static json_t *failing_snapshot(void)
+{
+    json_t *snap = snapshot(1);
+    json_t *ws = json_object_get(snap, "workers");
+    json_object_set_new(json_array_get(ws, 1), "failed", json_integer(9));
+    json_object_set_new(json_array_get(ws, 0), "failed", json_integer(0));
+    json_object_set_new(json_array_get(ws, 2), "failed", json_integer(0));
+    json_t *dec = json_array();
+    for (int k = 0; k < NK; k++) {
+        char url[64];
+        snprintf(url, sizeof url, "http://decode-%d.vllm.svc.cluster.local:8000", k);
+        json_array_append_new(dec, json_pack("{s:s, s:s, s:s, s:s, s:b, s:f, s:i, s:i}", "name",
+                                             url, "url", url, "worker", NAMES[k], "state",
+                                             k == 1 ? "ejected" : "in_rotation", "ejected",
+                                             k == 1, "ejected_for_s", k == 1 ? 37.4 : 0.0,
+                                             "failures", k == 1 ? 12 : 0, "in_flight", 0));
+    }
+    json_t *pre = json_pack("[{s:s, s:s, s:s, s:b, s:f, s:i, s:i}]", "name",
+                            "http://prefill-0:8000", "url", "http://prefill-0:8000", "state",
+                            "ejected", "ejected", 1, "ejected_for_s", 4.6, "failures", 3,
+                            "in_flight", 0);
+    json_object_set_new(snap, "pool", json_pack("{s:o, s:o}", "decode", dec, "prefill", pre));
+    json_object_set_new(
+        snap, "failures",
+        json_pack("{s:{s:i, s:i, s:{s:i, s:i, s:i}}, s:{s:i, s:i, s:i}, s:{s:i, s:i}, s:i, "
+                  "s:i, s:{s:i, s:i, s:i}, s:{s:i, s:i, s:i, s:i}, s:{s:i, s:i}}",
+                  "answered", "4xx", 2, "5xx", 1531, "by_code", "502", 1500, "503", 31, "400",
+                  2, "refusals", "per_ip", 1518, "body_budget", 3, "unauthorized", 0,
+                  "timeouts", "header", 0, "request_deadline", 0, "protocol_errors", 0,
+                  "failed_after_routing", 9, "proxy", "upstream_error", 1500,
+                  "upstream_timeout", 0, "refused", 31, "upstream_timeouts", "connect", 4,
+                  "prefill", 0, "decode", 1, "idle", 0, "retries", "prefill", 0, "decode",
+                  9));
+    return snap;
+}
+
+static void test_overview_problems(void **state)
+{
+    (void)state;
+    dash_t d;
+    open_taken(&d, failing_snapshot());
+    char *s = frame(&d, VIEW_OVERVIEW, 80, 24);
+    /* every line within 80 columns, 24 of them */
+    int lines = 0, col = 0;
+    for (const char *p = s; *p; p++) {
+        col = *p == '\n' ? 0 : col + 1;
+        lines += *p == '\n';
+        if (col > 80)
+            fail_msg("a line past 80 columns:\n%s", s);
+    }
+    assert_int_equal(lines, 24);
+    const char *prob = strstr(s, "Problems"), *router = strstr(s, "Router");
+    if (!prob || !router || prob > router)
+        fail_msg("no Problems block before the Router block:\n%s", s);
+    /* the URL cut in the middle: its host's start and its port whole */
+    assert_has(s, "ejected   dec1, out 37 s more, 12 failures: decode-1.vllm.svc.cluste...:8000");
+    assert_has(s, "prefill   ejected, the only one (out 5 s more): prefill-0:8000");
+    assert_has(s, "refused   1518 connections (--max-conns-per-ip), 3 bodies (--body-budget)");
+    assert_has(s, "answered  1531 5xx, 2 4xx: 502 x1500, 503 x31, 400 x2");
+    assert_has(s, "failed    9 routes at a decoder, 9 retried; timeouts: connect 4, decode 1");
+    /* the worker row: its failed routes, state, load source, the URL cut
+     * in the middle */
+    assert_has(s, "dec1       0     25       25      9  ejected 37s own   decode-1.vllm...:8000");
+    assert_has(s, "Prefill (1, 0 in rotation)");
+    free(s);
+    /* without a pool or failures (an eldrd that only routes): no block */
+    dash_free(&d);
+    open_snapshot(&d, 1);
+    s = frame(&d, VIEW_OVERVIEW, 80, 24);
+    assert_null(strstr(s, "Problems"));
+    free(s);
+    dash_free(&d);
+}
+
+/* The gateway picker: the pool's instances are names (url null), the
+ * addresses are ext_proc's endpoints by worker index; a worker back on
+ * trial after an ejection is "probing", in the Problems block and on
+ * its row. */
+static void test_overview_picker_probing(void **state)
+{
+    (void)state;
+    json_t *snap = snapshot(1), *dec = json_array(), *eps = json_array();
+    for (int k = 0; k < NK; k++) {
+        json_array_append_new(dec, json_pack("{s:s, s:n, s:s, s:s, s:b, s:f, s:i}", "name",
+                                             NAMES[k], "url", "worker", NAMES[k], "state",
+                                             k == 2 ? "probing" : "in_rotation", "ejected", 0,
+                                             "ejected_for_s", 0.0, "failures", k == 2 ? 4 : 0));
+        char addr[32];
+        snprintf(addr, sizeof addr, "10.0.0.%d:8000", 10 + k);
+        json_array_append_new(eps, json_pack("{s:i, s:s, s:s, s:s}", "worker", k, "name",
+                                             NAMES[k], "namespace", "default", "address", addr));
+    }
+    json_object_set_new(snap, "pool", json_pack("{s:o, s:[]}", "decode", dec, "prefill"));
+    json_object_set_new(snap, "ext_proc", json_pack("{s:o}", "endpoints", eps));
+    dash_t d;
+    open_taken(&d, snap);
+    char *s = frame(&d, VIEW_OVERVIEW, 80, 24);
+    assert_has(s, "probing   dec2, back on trial (a failure ejects it): 10.0.0.12:8000");
+    assert_has(s, "dec0       7     40       33      -  in rotation own   10.0.0.10:8000");
+    assert_has(s, "dec2      12     35       23      -  probing     own   10.0.0.12:8000");
+    assert_null(strstr(s, "Prefill ("));   /* none in the pool: no prefill lines */
+    free(s);
+    dash_free(&d);
+}
+
 static void test_every_size(void **state)
 {
     (void)state;
@@ -669,6 +786,8 @@ int main(void)
         cmocka_unit_test(test_queues_mark_ejected),
         cmocka_unit_test(test_balance_and_overview),
         cmocka_unit_test(test_overview_policy),
+        cmocka_unit_test(test_overview_problems),
+        cmocka_unit_test(test_overview_picker_probing),
         cmocka_unit_test(test_decisions),
         cmocka_unit_test(test_cost_decisions),
         cmocka_unit_test(test_drift_scatter_heatmap),

@@ -46,6 +46,14 @@ static void worker_series(engine_t *d, strbuf *b)
         sb_label(b, c.workers[k]);
         sb_printf(b, "\"} %llu\n", (unsigned long long)c.finished[k]);
     }
+    sb_printf(b, "# HELP eldr_failed_total Routed requests that failed at their decode worker "
+                 "(no answer, a 5xx, a timeout, a stream cut; proxy mode).\n"
+                 "# TYPE eldr_failed_total counter\n");
+    for (int k = 0; k < c.K; k++) {
+        sb_printf(b, "eldr_failed_total{worker=\"");
+        sb_label(b, c.workers[k]);
+        sb_printf(b, "\"} %llu\n", (unsigned long long)c.failed[k]);
+    }
     static const char *const dropped[][2] = {
         {"eldr_inflight_expired_total",
          "In-flight requests forgotten after --inflight-ttl without a finish."},

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "endpoints.h"
 #include "err.h"
+#include "failures.h"
 #include "window_stream.h"
 
 /* ?name=N as an int in [lo, hi], def when absent; -1 (and 400) when bad. */
@@ -125,6 +126,7 @@ void ep_snapshot(void *ctx, const http_req *r, http_resp *out)
                             json_string(state_policy_name(state_get_policy(d->st))));
         json_object_set_new(out->json, "refit", json_null());
         json_object_set_new(out->json, "load", json_pack("{s:s}", "from", "own"));
+        json_object_set_new(out->json, "failures", failures_json(d));
     }
     for (int i = 0; out->json && i < d->n_providers; i++) {
         const engine_provider *p = &d->providers[i];

@@ -363,22 +363,23 @@ int engine_prefill_index(const engine_t *d, const char *name)
 
 static json_t *pool_snapshot_cb(void *cls)
 {
-    return pool_json(cls);
+    engine_t *d = cls;
+    return pool_json(&d->pool, d->st->workers, d->o->proxy);
 }
 
 static void pool_metrics_cb(void *cls, strbuf *b)
 {
-    pool_metrics(cls, b);
+    pool_metrics(&((engine_t *)cls)->pool, b);
 }
 
 static json_t *pool_degraded_cb(void *cls)
 {
-    return pool_degraded(cls);
+    return pool_degraded(&((engine_t *)cls)->pool);
 }
 
 void engine_pool_provider(engine_t *d, engine_provider *out)
 {
     *out = (engine_provider){.snapshot_key = "pool", .snapshot = pool_snapshot_cb,
                              .metrics = pool_metrics_cb, .degraded_key = "ejected",
-                             .degraded = pool_degraded_cb, .cls = &d->pool};
+                             .degraded = pool_degraded_cb, .cls = d};
 }

@@ -49,6 +49,9 @@ typedef struct engine_provider {
      * else NULL or an empty array */
     const char *degraded_key;
     json_t *(*degraded)(void *cls);
+    /* the snapshot's "failures" object (failures.h): the provider adds
+     * its own keys (the proxy: "proxy", the upstream "timeouts") */
+    void (*failures)(void *cls, json_t *into);
     void *cls;
 } engine_provider;
 

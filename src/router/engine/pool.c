@@ -206,6 +206,7 @@ void pool_get_health(pool *p, pool_role role, int i, double now, pool_health *h)
     h->ejected = out_locked(p, x, now);
     h->ejected_for = h->ejected ? x->ejected_until - now : 0;
     h->fails = x->fails;
+    h->streak = x->streak;
     h->ejections = x->ejections;
     h->failures = x->failures;
     pthread_mutex_unlock(&p->lock);

@@ -106,6 +106,8 @@ typedef struct pool_health {
     int ejected;
     double ejected_for;          /* seconds left, 0 when in rotation */
     int fails;
+    int streak;                  /* ejections since the last success: > 0 and not
+                                  * ejected is on trial (one failure ejects again) */
     uint64_t ejections, failures;
 } pool_health;
 void pool_get_health(pool *p, pool_role role, int i, double now, pool_health *h);

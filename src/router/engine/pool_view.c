@@ -8,30 +8,40 @@
 
 static const char *const role_names[2] = {"prefill", "decode"};
 
-static json_t *insts_json(pool *p, pool_role role, int n, double now)
+const char *pool_state_name(const pool_health *h)
+{
+    return h->ejected ? "ejected" : h->streak > 0 ? "probing" : "in_rotation";
+}
+
+static json_t *insts_json(pool *p, pool_role role, int n, char *const *workers, int urls,
+                          double now)
 {
     json_t *a = json_array();
     for (int i = 0; a && i < n; i++) {
         pool_health h;
         pool_get_health(p, role, i, now, &h);
         const pool_inst *x = role == POOL_PREFILL ? &p->prefill[i] : &p->decode[i];
-        json_array_append_new(
-            a, json_pack("{s:s, s:b, s:f, s:i, s:I, s:I, s:I}", "name", x->name, "ejected",
-                         h.ejected, "ejected_for_s", h.ejected_for, "failures_in_a_row", h.fails,
-                         "failures", (json_int_t)h.failures, "ejections",
-                         (json_int_t)h.ejections, "in_flight",
-                         (json_int_t)(role == POOL_PREFILL ? atomic_load(&x->load) : 0)));
+        json_t *o = json_pack(
+            "{s:s, s:o, s:s, s:b, s:f, s:i, s:I, s:I, s:I}", "name", x->name, "url",
+            urls ? json_string(x->name) : json_null(), "state", pool_state_name(&h), "ejected",
+            h.ejected, "ejected_for_s", h.ejected_for, "failures_in_a_row", h.fails, "failures",
+            (json_int_t)h.failures, "ejections", (json_int_t)h.ejections, "in_flight",
+            (json_int_t)(role == POOL_PREFILL ? atomic_load(&x->load) : 0));
+        /* decode instance i is the model's worker i */
+        if (o && role == POOL_DECODE && workers)
+            json_object_set_new(o, "worker", json_string(workers[i]));
+        json_array_append_new(a, o);
     }
     return a;
 }
 
-json_t *pool_json(pool *p)
+json_t *pool_json(pool *p, char *const *workers, int urls)
 {
     double now = mono_now();
     return json_pack("{s:i, s:f, s:o, s:o, s:I, s:I}", "eject_after", p->eject_after,
                      "eject_time_s", p->eject_time, "prefill",
-                     insts_json(p, POOL_PREFILL, p->n_prefill, now), "decode",
-                     insts_json(p, POOL_DECODE, p->K, now), "prefill_panics",
+                     insts_json(p, POOL_PREFILL, p->n_prefill, NULL, urls, now), "decode",
+                     insts_json(p, POOL_DECODE, p->K, workers, urls, now), "prefill_panics",
                      (json_int_t)atomic_load(&p->panics[POOL_PREFILL]), "decode_panics",
                      (json_int_t)atomic_load(&p->panics[POOL_DECODE]));
 }

@@ -10,10 +10,18 @@
 #include "strbuf.h"
 
 /* {"eject_after", "eject_time_s", "prefill": [...], "decode": [...],
- * "prefill_panics", "decode_panics"}; each instance {"name", "ejected",
- * "ejected_for_s", "failures_in_a_row", "failures", "ejections",
- * "in_flight" (prefill; 0 for decode, whose load is the workers')}. */
-json_t *pool_json(pool *p);
+ * "prefill_panics", "decode_panics"}; each instance {"name", "url" (the
+ * name when urls: the proxy's --prefill/--decode URLs; else null),
+ * "state" (pool_state_name), "ejected", "ejected_for_s",
+ * "failures_in_a_row", "failures", "ejections", "in_flight" (prefill; 0
+ * for decode, whose load is the workers')}, a decode instance also
+ * "worker": workers[i], the model's worker it serves (workers NULL: no
+ * such key). */
+json_t *pool_json(pool *p, char *const *workers, int urls);
+/* "in_rotation", "ejected" (out until its time runs out), or "probing":
+ * back in rotation after an ejection without a success since, so that
+ * one more failure ejects it again (pool.h). */
+const char *pool_state_name(const pool_health *h);
 /* ["prefill URL", "decode URL", ...]: the instances ejected now. */
 json_t *pool_degraded(pool *p);
 void pool_metrics(pool *p, strbuf *b);

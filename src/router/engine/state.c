@@ -49,6 +49,7 @@ rstate *state_new(int K, const char *const *workers, double tau, int ring, int w
               !(s->inflight = calloc((size_t)K, sizeof *s->inflight)) ||
               !(s->routed = calloc((size_t)K, sizeof *s->routed)) ||
               !(s->finished = calloc((size_t)K, sizeof *s->finished)) ||
+              !(s->failed = calloc((size_t)K, sizeof *s->failed)) ||
               !(s->expired = calloc((size_t)K, sizeof *s->expired)) ||
               !(s->cleared = calloc((size_t)K, sizeof *s->cleared)) ||
               !(s->ejected = calloc((size_t)K, sizeof *s->ejected)) ||
@@ -90,6 +91,7 @@ void state_free(rstate *s)
     free(s->inflight);
     free(s->routed);
     free(s->finished);
+    free(s->failed);
     free(s->expired);
     free(s->cleared);
     free(s->ejected);
@@ -288,7 +290,8 @@ static void cost_gone(rstate *s, int w, void *p)
     free(p);
 }
 
-int state_finish(rstate *s, const char *id, int *worker, rb_err *e)
+/* ended: drec.finished, 1 finished or 5 failed. */
+static int end_route(rstate *s, const char *id, int ended, int *worker, rb_err *e)
 {
     pthread_mutex_lock(&s->lock);
     uint64_t seq = 0;
@@ -298,17 +301,27 @@ int state_finish(rstate *s, const char *id, int *worker, rb_err *e)
         cost_gone(s, w, pack);
         if (s->inflight[w] > 0)   /* the table and the loads agree; never below zero */
             s->inflight[w]--;
-        s->finished[w]++;
+        (ended == 5 ? s->failed : s->finished)[w]++;
         /* decision seq went to ring slot (seq - 1) mod cap, if not overwritten */
         drec *r = &s->ring[(seq - 1) % (uint64_t)s->ring_cap];
         if (r->seq == seq)
-            r->finished = 1;
+            r->finished = ended;
     }
     pthread_mutex_unlock(&s->lock);
     if (w < 0)
         return rb_fail(e, 404, "request_id", "'%.200s' is not in flight", id);
     *worker = w;
     return 0;
+}
+
+int state_finish(rstate *s, const char *id, int *worker, rb_err *e)
+{
+    return end_route(s, id, 1, worker, e);
+}
+
+int state_fail(rstate *s, const char *id, int *worker, rb_err *e)
+{
+    return end_route(s, id, 5, worker, e);
 }
 
 typedef struct drop_ctx {

@@ -62,7 +62,7 @@ typedef struct drec {
     uint64_t model_refit_of;     /* that generation was refitted from this one; 0 loaded */
     int worker, rule, prefill;
     int finished;                /* 0 in flight, 1 finished, 2 expired (ttl), 3 cleared,
-                                  * 4 dropped at its worker's ejection */
+                                  * 4 dropped at its worker's ejection, 5 failed there */
     int hit_blocks, missing_blocks, stored_blocks;
     int origin, sig_rows, cached_rows;   /* the signal's (decide.h, sig_origin) */
     char note[160];              /* why the signal is absent or partial, "" */
@@ -100,6 +100,7 @@ typedef struct rstate {
     uint64_t seq;                /* decisions made */
     int64_t *inflight;           /* [K] */
     uint64_t *routed, *finished; /* [K] totals */
+    uint64_t *failed;            /* [K] routes that ended in a failure there (state_fail) */
     uint64_t *expired, *cleared; /* [K] dropped by --inflight-ttl, by the admin */
     uint64_t *ejected;           /* [K] dropped when the pool ejected the worker */
     uint64_t *by_rule;           /* [K][RULE_N] */
@@ -191,6 +192,10 @@ int state_route(rstate *s, route_in *in, route_out *out, rb_err *e);
 
 /* The request left its decode worker: *worker gets it. 404 if unknown. */
 int state_finish(rstate *s, const char *id, int *worker, rb_err *e);
+/* The same for a request that failed at its decode worker (no answer, a
+ * 5xx, a timeout, a stream cut: the front end's verdict): the load drops
+ * as at a finish, counted in failed[worker], its decision ends "failed". */
+int state_fail(rstate *s, const char *id, int *worker, rb_err *e);
 
 /* --inflight-ttl: forget every in-flight request routed before `before`
  * (unix seconds, the clock of the decisions): its load drops, its
@@ -269,7 +274,7 @@ typedef struct state_counts {
     double tau;
     char *const *workers;
     int64_t *inflight, *rep_load;
-    uint64_t *routed, *finished, *expired, *cleared, *ejected, *rep_base;
+    uint64_t *routed, *finished, *expired, *cleared, *ejected, *rep_base, *failed;
     uint64_t *by_rule;           /* [K][RULE_N] */
     uint8_t *rep_known, *rep_stale;
 } state_counts;

@@ -126,9 +126,10 @@ json_t *drec_json(const rstate *s, const drec *d)
                                                  : json_null());
     json_object_set_new(o, "prefill_index",
                         d->prefill >= 0 ? json_integer(d->prefill) : json_null());
-    static const char *const ended[] = {NULL, "finished", "expired", "cleared", "ejected"};
+    static const char *const ended[] = {NULL,      "finished", "expired",
+                                        "cleared", "ejected",  "failed"};
     json_object_set_new(o, "finished", json_boolean(d->finished == 1));
-    json_object_set_new(o, "ended", d->finished > 0 && d->finished < 5
+    json_object_set_new(o, "ended", d->finished > 0 && d->finished < 6
                                         ? json_string(ended[d->finished]) : json_null());
     json_t *sg = json_pack("{s:s, s:i, s:i}", "source", sig_origin_name(d->origin), "rows",
                            d->sig_rows, "cached_rows", d->cached_rows);
@@ -145,7 +146,7 @@ int state_counts_copy(rstate *s, state_counts *c)
 {
     int K = s->K;   /* fixed at state_new, like the workers' names */
     memset(c, 0, sizeof *c);
-    uint64_t *u = malloc((size_t)K * (8 + RULE_N) * sizeof *u);
+    uint64_t *u = malloc((size_t)K * (9 + RULE_N) * sizeof *u);
     uint8_t *b = malloc((size_t)K * 2);
     if (!u || !b) {
         free(u);
@@ -162,7 +163,8 @@ int state_counts_copy(rstate *s, state_counts *c)
     c->cleared = u + 5 * K;
     c->rep_base = u + 6 * K;
     c->ejected = u + 7 * K;
-    c->by_rule = u + 8 * K;
+    c->failed = u + 8 * K;
+    c->by_rule = u + 9 * K;
     c->rep_known = b;
     c->rep_stale = b + K;
     size_t w = (size_t)K * sizeof *u;
@@ -176,6 +178,7 @@ int state_counts_copy(rstate *s, state_counts *c)
     memcpy(c->expired, s->expired, w);
     memcpy(c->cleared, s->cleared, w);
     memcpy(c->ejected, s->ejected, w);
+    memcpy(c->failed, s->failed, w);
     memcpy(c->by_rule, s->by_rule, w * RULE_N);
     if (c->use_reported) {
         memcpy(c->rep_load, s->rep_load, w);
@@ -209,10 +212,10 @@ json_t *state_workers_json(rstate *s)
                                     json_integer((json_int_t)n));
         }
         json_array_append_new(
-            a, json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "name",
+            a, json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "name",
                          c.workers[k], "index", k, "inflight", (json_int_t)c.inflight[k],
                          "routed", (json_int_t)c.routed[k], "finished",
-                         (json_int_t)c.finished[k], "expired", (json_int_t)c.expired[k],
+                         (json_int_t)c.finished[k], "failed", (json_int_t)c.failed[k], "expired", (json_int_t)c.expired[k],
                          "cleared", (json_int_t)c.cleared[k], "ejected",
                          (json_int_t)c.ejected[k], "rules", rules ? rules : json_object()));
         /* with reported loads: which signal routed this worker, and what it saw */

@@ -179,7 +179,8 @@ static int register_rooms(eldrd *d, char *err, size_t errlen)
         (d->proxy && proxy_register(d->proxy, d->http) < 0))
         return eldr_errf(err, errlen, "too many HTTP routes (internal)");
     if (add_provider(d, (engine_provider){.metrics = http_provider, .cls = d}, err, errlen) < 0 ||
-        (d->proxy && add_provider(d, (engine_provider){.metrics = proxy_metrics, .cls = d->proxy},
+        (d->proxy && add_provider(d, (engine_provider){.metrics = proxy_metrics,
+                                                    .failures = proxy_failures, .cls = d->proxy},
                                   err, errlen) < 0) ||
         (d->xp && add_provider(d, (engine_provider){.snapshot_key = "ext_proc",
                                                     .snapshot = extproc_snapshot,

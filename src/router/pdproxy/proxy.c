@@ -30,6 +30,8 @@ typedef enum outcome {
     PX_N_OUTCOMES
 } outcome;
 
+#define PX_N_PHASES 4
+
 static const char *const outcome_names[PX_N_OUTCOMES] = {
     "ok", "prefill_only", "bad_request", "upstream_error", "upstream_timeout", "client_gone",
     "refused"};
@@ -71,6 +73,7 @@ struct pxreq {
     int prefill;
     int worker;                  /* decode worker, -1 before the decision */
     int routed, finished;        /* in flight on the worker; finished */
+    int failed;                  /* fail() answered it: its route ends failed */
     int decode_sent;
     char *auth;                  /* the client's Authorization, forwarded; NULL: none */
     int retried_prefill, retried_decode;   /* one retry each, before the first byte */
@@ -107,6 +110,7 @@ struct proxy {
     atomic_ullong seq;
     unsigned long long boot;
     atomic_ullong outcomes[PX_N_OUTCOMES];
+    atomic_ullong timeouts[PX_N_PHASES];   /* transfers cut at a limit, by phase */
     atomic_ullong no_signature;
     atomic_ullong signal[3];     /* decisions by the signal's source: eldr_sig, routed
                                   * experts, none */
@@ -176,6 +180,7 @@ static void fail(pxreq *r, int status, const char *fmt, ...)
               : status == 502 ? PX_UPSTREAM_ERROR
               : status == 409 || status == 503 ? PX_REFUSED : PX_BAD_REQUEST;
     atomic_fetch_add(&r->p->outcomes[o], 1);
+    r->failed = 1;
     pthread_mutex_lock(&r->lock);
     if (r->streaming && !r->ready) {
         /* a stream held for its decoder (--stream-start decoder): nothing
@@ -350,6 +355,17 @@ static double limit_of(const xfer *x, const char **option)
     return o->stream_idle_timeout;
 }
 
+/* The phases of limit_of, as eldr_proxy_timeouts_total and the
+ * snapshot's failures.timeouts name them. */
+static const char *const phase_names[PX_N_PHASES] = {"connect", "prefill", "decode", "idle"};
+
+static int phase_of(const char *option)
+{
+    return !strcmp(option, "--connect-timeout")  ? 0
+         : !strcmp(option, "--prefill-timeout") ? 1
+         : !strcmp(option, "--decode-timeout")  ? 2 : 3;
+}
+
 /* An upstream past its limit (limit_of) is cut: 504, retried elsewhere
  * before its first byte. The timer is moved only when it fires (bytes
  * just note their time), and re-armed when the limit changes (the first
@@ -366,6 +382,7 @@ static void silent(evloop *l, ev_timer *t)
         return;
     }
     x->timed_out = option;
+    atomic_fetch_add(&x->p->timeouts[phase_of(option)], 1);
     transfer_done(x->p, x, UP_TIMED_OUT, 0, "");   /* frees x */
 }
 
@@ -428,16 +445,23 @@ static void release_kv(proxy_t *p, pxreq *r, int avoid)
                r->auth, k, 0);
 }
 
+/* The route of r is over at its worker, once: finished, or failed (a
+ * request answered with an error is not a finished one). */
+static void end_route(proxy_t *p, pxreq *r, int failed)
+{
+    if (!r->routed || r->finished)
+        return;
+    rb_err e;
+    int w;
+    (failed ? state_fail : state_finish)(p->d->st, r->id, &w, &e);
+    r->finished = 1;
+}
+
 /* The request is over upstream: finish its route, release KV that no
  * decode will take, and drop the upstream thread's reference. */
 static void conclude(proxy_t *p, pxreq *r, int avoid)
 {
-    if (r->routed && !r->finished) {
-        rb_err e;
-        int w;
-        state_finish(p->d->st, r->id, &w, &e);
-        r->finished = 1;
-    }
+    end_route(p, r, r->failed);
     /* the prefill answered: it holds the KV. Only the authors' fork has a
      * release route; stock vLLM frees the blocks itself once its abort
      * timeout (VLLM_NIXL_ABORT_REQUEST_TIMEOUT) passes with no decode. */
@@ -701,10 +725,8 @@ static int retry_decode(proxy_t *p, pxreq *r, int failed)
 {
     if (!may_retry(p, r, &r->retried_decode, POOL_DECODE, p->K))
         return 0;
-    rb_err e;
-    int w;
-    state_finish(p->d->st, r->id, &w, &e);
-    r->routed = 0;
+    end_route(p, r, 1);   /* it failed there (decode_done said so); tried elsewhere */
+    r->routed = r->finished = 0;
     if (decide(p, r, failed) < 0) {
         r->decode_sent = 0;   /* the KV goes back through another decoder */
         conclude(p, r, failed);
@@ -767,9 +789,13 @@ static void decode_done(proxy_t *p, pxreq *r, xfer *x, up_result res, int code,
     int gone = r->gone;
     pthread_mutex_unlock(&r->lock);
     int fault = instance_fault(x, res, code);
-    report(p, POOL_DECODE, x->upstream, x, fault, res, code, msg, r->id);
     int status = upstream_failed(x, res, code, msg, why, sizeof why, "decode",
                                  p->pool->decode[x->upstream].name);
+    /* failed there, before the report: an ejection it causes drops the
+     * worker's in-flight routes (state_eject_worker), this one with them */
+    if (status && !gone)
+        end_route(p, r, 1);
+    report(p, POOL_DECODE, x->upstream, x, fault, res, code, msg, r->id);
     if (gone) {
         atomic_fetch_add(&p->outcomes[PX_CLIENT_GONE], 1);
     } else if (status && fault && !x->relayed && retry_decode(p, r, x->upstream)) {
@@ -1235,6 +1261,13 @@ void proxy_metrics(void *cls, strbuf *b)
     for (int o = 0; o < PX_N_OUTCOMES; o++)
         sb_printf(b, "eldr_proxy_requests_total{outcome=\"%s\"} %llu\n", outcome_names[o],
                   (unsigned long long)atomic_load(&p->outcomes[o]));
+    metrics_head(b, "eldr_proxy_timeouts_total", "counter",
+                 "Upstream transfers cut at a limit, by phase: connect (--connect-timeout), "
+                 "prefill (--prefill-timeout), decode (--decode-timeout), idle "
+                 "(--stream-idle-timeout); retried or not.");
+    for (int i = 0; i < PX_N_PHASES; i++)
+        sb_printf(b, "eldr_proxy_timeouts_total{phase=\"%s\"} %llu\n", phase_names[i],
+                  (unsigned long long)atomic_load(&p->timeouts[i]));
     sb_printf(b, "# HELP eldr_proxy_signal_total Proxied decisions by where the prompt's "
                  "signal came from: eldr_sig (the patched engine), routed_experts (a stock "
                  "engine's answer), none (least loaded).\n"
@@ -1268,4 +1301,22 @@ void proxy_metrics(void *cls, strbuf *b)
         sb_label(b, p->pool->prefill[i].name);
         sb_printf(b, "\"} %lld\n", (long long)atomic_load(&p->pool->prefill[i].load));
     }
+}
+
+void proxy_failures(void *cls, json_t *into)
+{
+    proxy_t *p = cls;
+    json_t *o = json_object(), *t = json_object();
+    for (int i = 0; o && i < PX_N_OUTCOMES; i++)
+        json_object_set_new(o, outcome_names[i],
+                            json_integer((json_int_t)atomic_load(&p->outcomes[i])));
+    for (int i = 0; t && i < PX_N_PHASES; i++)
+        json_object_set_new(t, phase_names[i],
+                            json_integer((json_int_t)atomic_load(&p->timeouts[i])));
+    json_object_set_new(into, "proxy", o ? o : json_null());
+    json_object_set_new(into, "upstream_timeouts", t ? t : json_null());
+    json_object_set_new(into, "retries",
+                        json_pack("{s:I, s:I}", "prefill",
+                                  (json_int_t)atomic_load(&p->retries[POOL_PREFILL]), "decode",
+                                  (json_int_t)atomic_load(&p->retries[POOL_DECODE])));
 }

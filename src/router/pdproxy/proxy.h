@@ -50,5 +50,11 @@ void proxy_free(proxy_t *p);
 
 /* proxy_* series for /metrics (a provider's callback: cls is the proxy). */
 void proxy_metrics(void *cls, strbuf *b);
+/* Into the snapshot's "failures" (engine_provider.failures): "proxy"
+ * {outcome: count, ...} as eldr_proxy_requests_total, "retries" {"prefill",
+ * "decode"}, and "upstream_timeouts" {"connect", "prefill", "decode",
+ * "idle"}: transfers cut at --connect-timeout, --prefill-timeout,
+ * --decode-timeout, --stream-idle-timeout (retried or not). */
+void proxy_failures(void *cls, json_t *into);
 
 #endif
