@@ -438,6 +438,13 @@ double dash_inflight_now(const dash_t *d, const dash_sim *s, int w);
 
 /* ---- drawing ---- */
 
+/* The drift verdict every view states the same way (the drift view's
+ * first line, the overview's last): "drift: TVD 0.161 > threshold 0.061
+ * (99% noise, n 600): DRIFT", "... <= ...: within noise", or why there
+ * is no verdict; never a NaN. Returns 1 when the TVD passes the
+ * threshold. */
+int dash_drift_verdict(const dash_live_now *n, char *buf, size_t len);
+
 /* The whole screen for the current view: header, view, footer, overlay. */
 void dash_render(const dash_t *d, canvas_t *c);
 /* The views draw into the rectangle (x, y, w, h). */

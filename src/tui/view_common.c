@@ -528,3 +528,24 @@ void dash_render(const dash_t *d, canvas_t *c)
     else if (d->confirm.on)
         draw_confirm(&d->confirm, c);
 }
+
+int dash_drift_verdict(const dash_live_now *n, char *buf, size_t len)
+{
+    if (n->window < 1) {
+        snprintf(buf, len, "drift: no signatures yet (the window restarts with each model)");
+        return 0;
+    }
+    if (n->tvd != n->tvd) {
+        snprintf(buf, len, "drift: no TVD (the model has no calibration shares)");
+        return 0;
+    }
+    if (n->tvd_thr != n->tvd_thr) {
+        snprintf(buf, len, "drift: TVD %.3f (no threshold from this eldrd)", n->tvd);
+        return 0;
+    }
+    int over = n->tvd > n->tvd_thr;
+    snprintf(buf, len, "drift: TVD %.3f %s threshold %.3f (99%% noise, n %lld): %s", n->tvd,
+             over ? ">" : "<=", n->tvd_thr, (long long)n->window,
+             over ? "DRIFT" : "within noise");
+    return over;
+}

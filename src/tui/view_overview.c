@@ -528,15 +528,14 @@ static void workers_table(const dash_t *d, canvas_t *c, int x, int y, int w, int
     canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD), "  %-*s %5lld %6lld %8lld %6s", nw,
                  "total", (long long)inf, (long long)routed, (long long)fin, fl);
     y += prefill_rows(n, c, x, y, w, pre_h);
-    char line[240];
-    if (n->mean_sim == n->mean_sim)
-        snprintf(line, sizeof line, "  drift: best similarity %.3f (calibration %.3f) over "
-                 "%lld signatures, share TVD %.3f (8 drift)", n->mean_sim, n->calib_sim,
-                 (long long)n->window, n->tvd);
-    else
-        snprintf(line, sizeof line, "  drift: no signatures in the window yet");
+    /* the drift view's verdict, word for word (one answer on every
+     * screen), and where to look */
+    char verdict[200], line[240];
+    int over = dash_drift_verdict(n, verdict, sizeof verdict);
+    snprintf(line, sizeof line, "  %s (8 drift)", verdict);
     fit_words(line, w - 1);
-    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), line);
+    canvas_text(c, x, y, over ? cv_fg(c->colors >= 256 ? 196 : 1, CV_BOLD)
+                              : cv_fg(CV_DEFAULT, CV_DIM), line);
 }
 
 void view_overview(const dash_t *d, canvas_t *c, int x, int y, int w, int h)

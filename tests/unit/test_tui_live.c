@@ -366,6 +366,20 @@ static void test_drift_80x24(void **state)
     assert_has(s, "baseline: balanced sizes (model predates calibration shares)");
     assert_null(strstr(s, "nan"));
     free(s);
+    /* the overview states the same verdict, word for word */
+    s = frame(&d, VIEW_OVERVIEW, 120, 40);
+    assert_has(s, "drift: TVD 0.161 > threshold 0.045 (99% noise, n 1024): DRIFT (8 drift)");
+    free(s);
+    n->tvd = 0.02;
+    s = frame(&d, VIEW_OVERVIEW, 120, 40);
+    assert_has(s, "drift: TVD 0.020 <= threshold 0.045 (99% noise, n 1024): within noise");
+    free(s);
+    n->tvd = NAN;
+    s = frame(&d, VIEW_OVERVIEW, 120, 40);
+    assert_has(s, "drift: no TVD (the model has no calibration shares)");
+    assert_null(strstr(s, "nan"));
+    free(s);
+    n->tvd = 0.161;
     /* a model without a baseline: the balance view's zoom says so */
     for (int k = 0; k < n->K; k++)
         n->calib_share[k] = NAN;
