@@ -87,9 +87,10 @@ static void usage(void)
            "sending, waits for the requests in flight and writes what was captured.\n"
            "Exit: 0 every prompt captured, 1 some failed (the trace holds the others),\n"
            "130 interrupted (the trace holds what was captured), 2 bad input: options,\n"
-           "prompts, an unreadable or empty --api-key-file, an unreachable server, an\n"
-           "engine that refuses the key (HTTP 401/403), answers without routed experts\n"
-           "or with inconsistent shapes (nothing written).\n");
+           "prompts, an unreadable or empty --api-key-file, an engine that refuses the\n"
+           "key (HTTP 401/403), answers without routed experts or with inconsistent\n"
+           "shapes (nothing written), 3 a server that does not answer at all (nothing\n"
+           "written).\n");
 }
 
 typedef struct opts {
@@ -281,6 +282,11 @@ int cmd_capture(int argc, char **argv)
     int run = capture_run(&o.c, &r, err, sizeof err);
     sigaction(SIGINT, &old, NULL);
     cli_progress_done(&progress);
+    if (run == CAPTURE_UNREACHABLE) {
+        /* as every command that finds nothing at its address (cli_reach) */
+        fprintf(stderr, "eldr %s: %s\n", CMD, err);
+        return CLI_UNREACHABLE;
+    }
     if (run < 0)
         return cli_fail(CMD, "%s", err);
     capture_dense dl = {.L = r.engine_layers, .n = r.n_dense, .layers = r.dense_layers};

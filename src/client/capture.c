@@ -84,7 +84,7 @@ static int probe(const capture_opts *o, const char *auth, server_info *si, char 
     if (mrc < 0 && status == 0) {
         eldr_errf(err, errlen, "%s: server unreachable: %s", client_url(c), e);
         client_free(c);
-        return -1;
+        return CAPTURE_UNREACHABLE;
     }
     /* an engine started with --api-key guards /v1 (vLLM) or every path
      * (SGLang): its 401 is not "not an engine" */
@@ -193,10 +193,11 @@ int capture_run(const capture_opts *o, capture_result *r, char *err, size_t errl
         explicit_bzero(auth, sizeof auth);
         return -1;
     }
-    if (probe(o, key, &si, err, errlen) < 0) {
+    int prc = probe(o, key, &si, err, errlen);
+    if (prc < 0) {
         explicit_bzero(auth, sizeof auth);
         capture_prompts_free(&ps);
-        return -1;
+        return prc;   /* -1, or CAPTURE_UNREACHABLE */
     }
     const char *model = o->model ? o->model : si.model;
     capture_job *jobs = calloc((size_t)ps.n, sizeof *jobs);

@@ -13,8 +13,9 @@
  * Returns 0 when the run took place: r->trace holds the captured requests
  * (NULL when none was), failures are counted and named in r. Returns -1
  * with err, and no trace, when it must not go on: bad options or prompts,
- * a server that does not answer, an answer without routed experts or with
- * shapes that do not fit the others. No printing here. */
+ * an answer without routed experts or with shapes that do not fit the
+ * others; CAPTURE_UNREACHABLE with err when the server does not answer
+ * at all (refused, unresolvable, timed out). No printing here. */
 #ifndef ELDR_CAPTURE_H
 #define ELDR_CAPTURE_H
 
@@ -75,6 +76,7 @@ typedef struct capture_result {
     capture_failure *failures;   /* [failed] */
 } capture_result;
 
+#define CAPTURE_UNREACHABLE (-3)   /* capture_run: the server did not answer at all */
 int capture_run(const capture_opts *o, capture_result *r, char *err, size_t errlen);
 void capture_result_free(capture_result *r);
 

@@ -237,8 +237,9 @@ expect_fail2 "ids above --experts" "expert id [0-9]+ is not below 4 \(--experts\
 check "  ... no file" test ! -e "$TMP/x.h5"
 halt
 PORT=$(free_port)
-expect_fail2 "unreachable server" "server unreachable" \
+expect_status "unreachable server: exit 3, as every command finds no daemon" 3 \
     "$ELDR" capture --server "http://127.0.0.1:$PORT" -o "$TMP/x.h5" --prompts "$TMP/p.jsonl"
+check "  ... one line: server unreachable" sh -c "[ \$(wc -l <'$TMP/err') -eq 1 ] && grep -q 'server unreachable' '$TMP/err'"
 check "  ... no file" test ! -e "$TMP/x.h5"
 # a web server that is not an engine: one clear line, exit 2, before any prompt
 mkdir -p "$TMP/www"
