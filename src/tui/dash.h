@@ -445,6 +445,11 @@ double dash_inflight_now(const dash_t *d, const dash_sim *s, int w);
  * threshold. */
 int dash_drift_verdict(const dash_live_now *n, char *buf, size_t len);
 
+/* Lines of the live overview's Problems block (an ejected or probing
+ * decoder, a dead prefill, refusals, error answers, failed routes, cut
+ * connections): the header names them on every view. */
+int dash_live_problems(const dash_live_now *n);
+
 /* The whole screen for the current view: header, view, footer, overlay. */
 void dash_render(const dash_t *d, canvas_t *c);
 /* The views draw into the rectangle (x, y, w, h). */

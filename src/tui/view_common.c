@@ -167,6 +167,11 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
     int x = canvas_text(c, 0, y, cv_fg(CV_DEFAULT, CV_BOLD), L->attached ? "live" : "snapshot");
     x += canvas_textf(c, x, y, cv_plain(), " tau %.2f K %d gen %lld | in-flight %lld, routed %lld",
                       n->tau, n->K, (long long)n->generation, (long long)inf, (long long)routed);
+    /* whatever view is up, the header says something needs the eye */
+    int np = dash_live_problems(n);
+    if (np > 0)
+        x += canvas_textf(c, x, y, (cv_style){196, CV_DEFAULT, CV_BOLD}, " | %d PROBLEM%s (1)",
+                          np, np > 1 ? "S" : "");
     if (L->error[0]) {   /* the last numbers stay; the footer has the message */
         x += 1 + canvas_textf(c, x + 1, y, (cv_style){196, CV_DEFAULT, CV_BOLD | CV_REVERSE},
                               " NO ANSWER, retrying; %lld failed ", (long long)L->failures);
@@ -192,8 +197,12 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
         need -= (int)strlen(rate);
         rate[0] = '\0';
     }
-    if (L->attached && need > c->w)
+    if (L->attached && need > c->w) {
+        need -= (int)strlen(sim);
         sim[0] = '\0';
+    }
+    if (L->attached && need > c->w)   /* never cut the age itself */
+        snprintf(age, sizeof age, " | %.1fs ago", L->age_s);
     x += canvas_text(c, x, y, cv_plain(), rate);
     x += canvas_text(c, x, y, cv_plain(), sim);
     x += canvas_text(c, x, y, cv_plain(), cal);

@@ -385,15 +385,27 @@ static void failure_problems(const dash_failures *f, problems *p)
         add_problem(p, NULL, "cut       %s", buf);
 }
 
+static void gather_problems(const dash_live_now *n, problems *p)
+{
+    if (n->has_pool)
+        decode_problems(n, p);
+    prefill_problems(n, p);
+    failure_problems(&n->fail, p);
+}
+
+int dash_live_problems(const dash_live_now *n)
+{
+    problems p = {0};
+    gather_problems(n, &p);
+    return p.n;
+}
+
 /* Anything not healthy, first, in colour; nothing when all is well. */
 static int problems_block(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
 {
     const dash_live_now *n = &d->live->now;
     problems p = {0};
-    if (n->has_pool)
-        decode_problems(n, &p);
-    prefill_problems(n, &p);
-    failure_problems(&n->fail, &p);
+    gather_problems(n, &p);
     if (!p.n || h < 2)
         return 0;
     int y0 = y, shown = p.n < h - 1 ? p.n : h - 1;

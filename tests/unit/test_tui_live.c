@@ -731,11 +731,20 @@ static void test_overview_problems(void **state)
     assert_has(s, "dec1       0     25       25      9  ejected 37s own   decode-1.vllm...:8000");
     assert_has(s, "Prefill (1, 0 in rotation)");
     free(s);
+    /* every view's header says there are problems, and where to look */
+    for (int v = 0; v < VIEW_N; v++) {
+        if (v == VIEW_TRADEOFF)
+            continue;
+        s = frame(&d, v, 80, 24);
+        assert_has(s, "| 5 PROBLEMS (1)");
+        free(s);
+    }
     /* without a pool or failures (an eldrd that only routes): no block */
     dash_free(&d);
     open_snapshot(&d, 1);
     s = frame(&d, VIEW_OVERVIEW, 80, 24);
     assert_null(strstr(s, "Problems"));
+    assert_null(strstr(s, "PROBLEM"));
     free(s);
     dash_free(&d);
 }
