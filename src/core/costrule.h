@@ -91,6 +91,8 @@ typedef struct cost_state {
     int64_t *members;            /* [K] requests added and not removed */
     double *kv;                  /* [K] their prompt tokens */
     uint32_t *updates;           /* [K] since sumP was last summed afresh */
+    float *scratch;              /* [cells] zero between calls: a large sparse
+                                  * request is scattered into it (apply) */
 } cost_state;
 
 /* K workers (1..ROUTE_MAX_WORKERS) of an L-layer, E-expert MoE, the cost

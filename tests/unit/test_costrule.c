@@ -256,6 +256,8 @@ static void assert_fresh(const cost_state *s)
     assert_memory_equal(s->sumP, f.sumP, (size_t)s->K * sizeof *f.sumP);
     assert_memory_equal(s->members, f.members, (size_t)s->K * sizeof *f.members);
     assert_memory_equal(s->kv, f.kv, (size_t)s->K * sizeof *f.kv);
+    /* a scattered sparse request leaves the scratch row zero again */
+    assert_memory_equal(s->scratch, f.scratch, s->cells * sizeof *f.scratch);
     cost_state_free(&f);
 }
 
@@ -288,7 +290,8 @@ static void test_add_remove(void **state)
             while (where[i] < 0);
             set_req(&x, c[i], SL, SE, 2);
             if (step % 2) {
-                /* a router's stored copy: sparse, no dense row */
+                /* a router's stored copy: sparse, no dense row (scattered
+                 * by the core when it covers more than a third of the row) */
                 cost_req_sparse(&x);
                 kept = (cost_req){.n = x.n, .idx = x.idx, .q = x.q, .kv = x.kv};
                 cost_state_remove(&s, where[i], &kept);

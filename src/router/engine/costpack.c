@@ -50,36 +50,6 @@ void cost_pack_view(const cost_pack *p, cost_req *view)
     view->kv = p->kv;
 }
 
-/* Worth scattering: more than a third of the row (measured, costpack.h). */
-static int scatter_pays(const cost_pack *p, const cost_req *row)
-{
-    return p && row && row->dense && !row->sparse && (int64_t)p->n * 3 > row->cells;
-}
-
-const cost_req *cost_pack_removal(const cost_pack *p, cost_req *view, cost_req *row)
-{
-    cost_pack_view(p, view);
-    if (!scatter_pays(p, row))
-        return view;
-    for (int32_t i = 0; i < view->n; i++)
-        row->dense[view->idx[i]] = view->q[i];
-    row->n = view->n;
-    row->kv = view->kv;
-    return row;
-}
-
-void cost_pack_unscatter(const cost_pack *p, cost_req *row)
-{
-    if (!scatter_pays(p, row))
-        return;
-    cost_req v;
-    cost_pack_view(p, &v);
-    for (int32_t i = 0; i < v.n; i++)
-        row->dense[v.idx[i]] = 0.0f;
-    row->n = 0;
-    row->kv = 0;
-}
-
 size_t cost_pack_bytes(const cost_pack *p)
 {
     return p ? pack_size(p->n) : 0;

@@ -21,19 +21,10 @@ typedef struct cost_pack cost_pack;
 cost_pack *cost_pack_make(cost_req *r, int *oom);
 
 /* A read-only sparse cost_req over p's cells (p NULL: the empty
- * request), what cost_state_remove takes; it borrows p, which must
- * outlive it. */
+ * request), what cost_state_remove takes (a large one goes through the
+ * core's vectorised path: costrule.c scatters it); it borrows p, which
+ * must outlive it. */
 void cost_pack_view(const cost_pack *p, cost_req *view);
-
-/* The request to remove p with: when p touches more than a third of the
- * cells, p scattered into row, a zeroed dense request of the state's
- * cells (cost_req_set's vectorised dense path is then the faster remove:
- * 1.3 ns a cell against 3.6 ns a stored cell), else the view of p in
- * *view. Both give the same products cell by cell. Give row back with
- * cost_pack_unscatter before it is used again. */
-const cost_req *cost_pack_removal(const cost_pack *p, cost_req *view, cost_req *row);
-/* row zeroed again where p was scattered into it (a no-op when it was not). */
-void cost_pack_unscatter(const cost_pack *p, cost_req *row);
 
 /* Bytes p holds (0 for NULL): what the in-flight table's estimate costs. */
 size_t cost_pack_bytes(const cost_pack *p);

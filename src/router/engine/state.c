@@ -96,7 +96,6 @@ void state_free(rstate *s)
     free(s->cleared);
     free(s->ejected);
     free(s->terms);
-    cost_req_free(&s->removal);
     cost_state_free(&s->cost);
     free(s->by_rule);
     free(s->win_nearest);
@@ -284,8 +283,8 @@ static void cost_gone(rstate *s, int w, void *p)
 {
     if (s->cost_on) {
         cost_req view;
-        cost_state_remove(&s->cost, w, cost_pack_removal(p, &view, &s->removal));
-        cost_pack_unscatter(p, &s->removal);
+        cost_pack_view(p, &view);
+        cost_state_remove(&s->cost, w, &view);
     }
     free(p);
 }
@@ -399,16 +398,6 @@ int state_cost_init(rstate *s, int L, int E, const cost_model *m, int max_batch,
     }
     if (cost_state_init(&s->cost, s->K, L, E, m, max_batch, err, errlen) < 0)
         return -1;
-    /* the removal row: all-zero counts give the zeroed dense row */
-    uint16_t *zero = calloc(s->cost.cells, sizeof *zero);
-    int rc = zero ? cost_req_set(&s->removal, zero, L, E, 1, err, errlen) : -1;
-    free(zero);
-    if (rc < 0) {
-        cost_state_free(&s->cost);
-        if (!zero)
-            eldr_errf(err, errlen, "out of memory for the cost rule's removal row");
-        return -1;
-    }
     s->cost_on = 1;
     s->policy = policy;
     return 0;

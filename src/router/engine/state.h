@@ -145,8 +145,6 @@ typedef struct rstate {
     int cost_on;                 /* cost initialised */
     cost_state cost;
     cost_terms *terms;           /* [K] scratch: the decision's terms, for the ring */
-    cost_req removal;            /* scratch: a zeroed dense row to remove a request with
-                                  * (costpack.h, cost_pack_removal) */
 } rstate;
 
 rstate *state_new(int K, const char *const *workers, double tau, int ring, int window,
