@@ -467,13 +467,9 @@ int cost_decide(const cost_state *s, const cost_req *x, const int64_t *load,
                 const uint8_t *eligible, route_decision *d, cost_terms *terms)
 {
     int K = s->K, best = -1;
-    d->K = K;
-    d->has_sim = 0;
-    d->sim_max = 0;
-    d->n_cand = 0;
+    route_decision_begin(d, K, load);
     d->has_cost = 1;
     d->rule = RULE_COST;
-    memcpy(d->load, load, (size_t)K * sizeof *load);
     for (int k = 0; k < K; k++) {
         if (eligible && !eligible[k]) {
             d->cost[k] = NAN;

@@ -166,7 +166,7 @@ static int least_loaded(const int *cand, int n, const int64_t *load)
     return best;
 }
 
-static void begin(route_decision *d, int K, const int64_t *load)
+void route_decision_begin(route_decision *d, int K, const int64_t *load)
 {
     d->K = K;
     d->has_sim = 0;
@@ -196,7 +196,7 @@ int route_band_decide(const double *sim, int K, double tau, int min2, const int6
 int route_band_decide_among(const double *sim, int K, double tau, int min2,
                             const int64_t *load, const uint8_t *eligible, route_decision *d)
 {
-    begin(d, K, load);
+    route_decision_begin(d, K, load);
     d->has_sim = 1;
     int top = -1, n_ok = 0;
     for (int k = 0; k < K; k++) {
@@ -238,7 +238,7 @@ int route_band_decide_among(const double *sim, int K, double tau, int min2,
 int route_nosig_decide_among(int K, const int64_t *load, const uint8_t *eligible,
                              route_decision *d)
 {
-    begin(d, K, load);
+    route_decision_begin(d, K, load);
     for (int k = 0; k < K; k++)
         if (!eligible || eligible[k])
             d->cand[d->n_cand++] = k;
@@ -292,7 +292,7 @@ static int decide_eldr(route_policy *p, const float *sig, const int64_t *load,
                        route_decision *d)
 {
     if (!sig || !p->centroids || is_zero(sig, p->dim)) {
-        begin(d, p->K, load);
+        route_decision_begin(d, p->K, load);
         all_candidates(d);
         d->rule = RULE_NO_SIGNATURE;
         return d->worker = least_loaded(d->cand, d->n_cand, load);
@@ -306,7 +306,7 @@ static int decide_eldr(route_policy *p, const float *sig, const int64_t *load,
 /* Fewest in-flight, uniform among ties (reservoir sampling, one pass). */
 static int decide_jsq(route_policy *p, const int64_t *load, route_decision *d)
 {
-    begin(d, p->K, load);
+    route_decision_begin(d, p->K, load);
     all_candidates(d);
     d->rule = RULE_JSQ;
     int best = 0;
@@ -324,7 +324,7 @@ static int decide_jsq(route_policy *p, const int64_t *load, route_decision *d)
 
 static int decide_p2c(route_policy *p, const int64_t *load, route_decision *d)
 {
-    begin(d, p->K, load);
+    route_decision_begin(d, p->K, load);
     d->rule = RULE_P2C;
     if (p->K == 1) {
         d->n_cand = 1;
@@ -344,7 +344,7 @@ static int decide_p2c(route_policy *p, const int64_t *load, route_decision *d)
 static int decide_domain(route_policy *p, int label, const int64_t *load,
                          route_decision *d)
 {
-    begin(d, p->K, load);
+    route_decision_begin(d, p->K, load);
     if (label < 0 || label >= p->n_labels || p->pool_size[label] == 0) {
         all_candidates(d);
         d->rule = RULE_UNLABELED;
@@ -365,12 +365,12 @@ int route_decide(route_policy *p, const float *sig, int label, const int64_t *lo
     case ROUTE_ELDR_ONLINE:
         return decide_eldr(p, sig, load, d);
     case ROUTE_RANDOM:
-        begin(d, p->K, load);
+        route_decision_begin(d, p->K, load);
         all_candidates(d);
         d->rule = RULE_RANDOM;
         return d->worker = (int)rng_below(&p->rng, (uint64_t)p->K);
     case ROUTE_RR:
-        begin(d, p->K, load);
+        route_decision_begin(d, p->K, load);
         all_candidates(d);
         d->rule = RULE_RR;
         return d->worker = (int)(p->rr_next++ % (uint64_t)p->K);
@@ -381,7 +381,7 @@ int route_decide(route_policy *p, const float *sig, int label, const int64_t *lo
     case ROUTE_DOMAIN:
         return decide_domain(p, label, load, d);
     default:
-        begin(d, p->K, load);
+        route_decision_begin(d, p->K, load);
         d->rule = RULE_JSQ;
         return d->worker = 0;
     }

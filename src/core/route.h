@@ -103,6 +103,10 @@ typedef struct route_decision {
                                       * for a worker it could not use */
 } route_decision;
 
+/* A decision started: K, the loads seen, no similarities, no costs, no
+ * candidates yet. Every rule (route.c, costrule.c) fills d from here. */
+void route_decision_begin(route_decision *d, int K, const int64_t *load);
+
 typedef struct route_policy {
     route_kind kind;
     int K;

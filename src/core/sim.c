@@ -250,6 +250,16 @@ static int start_step(run *R, int wk, double t)
     return 0;
 }
 
+/* eldr-cost: request i's cells (from its prefill counts) into R->creq,
+ * at its arrival and again at its finish (the same values: removed
+ * exactly as added, with no copy kept). */
+static int cost_cells(run *R, int64_t i)
+{
+    const sim_workload *w = R->w;
+    return cost_req_set(&R->creq, trace_prefill_row(w->t, w->row[i]), R->L, R->E, R->k,
+                        R->err, R->errlen);
+}
+
 static int arrive(run *R, int64_t i, double t)
 {
     const sim_workload *w = R->w;
@@ -260,8 +270,7 @@ static int arrive(run *R, int64_t i, double t)
     if (R->cost) {
         /* the rule sees the prefill counts of what is in flight, never
          * the batch's sampled experts or the output lengths */
-        if (cost_req_set(&R->creq, trace_prefill_row(w->t, row), R->L, R->E, R->k, R->err,
-                         R->errlen))
+        if (cost_cells(R, i))
             return -1;
         wk = cost_decide(R->cost, &R->creq, R->load.inflight, NULL, &R->dec, NULL);
         cost_state_add(R->cost, wk, &R->creq);
@@ -289,8 +298,7 @@ static int finish(run *R, int wk, int64_t i, double t)
 {
     const sim_workload *w = R->w;
     if (R->cost) {
-        if (cost_req_set(&R->creq, trace_prefill_row(w->t, w->row[i]), R->L, R->E, R->k,
-                         R->err, R->errlen))
+        if (cost_cells(R, i))
             return -1;
         cost_state_remove(R->cost, wk, &R->creq);
     }

@@ -441,8 +441,9 @@ double dash_inflight_now(const dash_t *d, const dash_sim *s, int w);
 /* The drift verdict every view states the same way (the drift view's
  * first line, the overview's last): "drift: TVD 0.161 > threshold 0.061
  * (99% noise, n 600): DRIFT", "... <= ...: within noise", or why there
- * is no verdict; never a NaN. Returns 1 when the TVD passes the
- * threshold. */
+ * is no verdict; never a NaN. Returns which (DRIFT_OVER only when the
+ * TVD passes the threshold); a line with a TVD starts "drift: TVD ". */
+enum { DRIFT_NO_TVD = -2, DRIFT_NO_THRESHOLD = -1, DRIFT_WITHIN = 0, DRIFT_OVER = 1 };
 int dash_drift_verdict(const dash_live_now *n, char *buf, size_t len);
 
 /* Lines of the live overview's Problems block (an ejected or probing

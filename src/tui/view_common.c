@@ -542,19 +542,19 @@ int dash_drift_verdict(const dash_live_now *n, char *buf, size_t len)
 {
     if (n->window < 1) {
         snprintf(buf, len, "drift: no signatures yet (the window restarts with each model)");
-        return 0;
+        return DRIFT_NO_TVD;
     }
     if (n->tvd != n->tvd) {
         snprintf(buf, len, "drift: no TVD (the model has no calibration shares)");
-        return 0;
+        return DRIFT_NO_TVD;
     }
     if (n->tvd_thr != n->tvd_thr) {
         snprintf(buf, len, "drift: TVD %.3f (no threshold from this eldrd)", n->tvd);
-        return 0;
+        return DRIFT_NO_THRESHOLD;
     }
     int over = n->tvd > n->tvd_thr;
     snprintf(buf, len, "drift: TVD %.3f %s threshold %.3f (99%% noise, n %lld): %s", n->tvd,
              over ? ">" : "<=", n->tvd_thr, (long long)n->window,
              over ? "DRIFT" : "within noise");
-    return over;
+    return over ? DRIFT_OVER : DRIFT_WITHIN;
 }

@@ -111,17 +111,12 @@ static int verdict(const dash_live_now *n, canvas_t *c, int x, int y)
     cv_style dim = cv_fg(CV_DEFAULT, CV_DIM);
     int red = c->colors >= 256 ? 196 : 1, green = c->colors >= 256 ? 40 : 2;
     char line[200];
-    int over = dash_drift_verdict(n, line, sizeof line);
-    int verdict_known = n->window >= 1 && n->tvd == n->tvd && n->tvd_thr == n->tvd_thr;
-    if (!verdict_known) {
-        canvas_textf(c, x, y, n->window < 1 || n->tvd != n->tvd ? dim : cv_plain(), "  %s",
-                     line);
-    } else {
-        /* the TVD and the word coloured: red past the threshold, green under it */
+    int v = dash_drift_verdict(n, line, sizeof line);
+    canvas_textf(c, x, y, v == DRIFT_NO_TVD ? dim : v == DRIFT_OVER ? cv_fg(red, CV_BOLD)
+                                                                     : cv_plain(), "  %s", line);
+    if (v >= DRIFT_WITHIN) {   /* the TVD itself: red past the threshold, green under it */
         int cx = x + canvas_text(c, x, y, cv_plain(), "  drift: TVD ");
-        cx += canvas_textf(c, cx, y, cv_fg(over ? red : green, CV_BOLD), "%.3f", n->tvd);
-        canvas_text(c, cx, y, over ? cv_fg(red, CV_BOLD) : cv_plain(),
-                    line + strlen("drift: TVD ") + snprintf(NULL, 0, "%.3f", n->tvd));
+        canvas_textf(c, cx, y, cv_fg(v == DRIFT_OVER ? red : green, CV_BOLD), "%.3f", n->tvd);
     }
     canvas_textf(c, x, y + 1, dim, "  baseline: %s",
                  n->baseline[0] ? n->baseline : "cluster sizes (an eldrd that does not say)");

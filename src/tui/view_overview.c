@@ -543,7 +543,7 @@ static void workers_table(const dash_t *d, canvas_t *c, int x, int y, int w, int
     /* the drift view's verdict, word for word (one answer on every
      * screen), and where to look */
     char verdict[200], line[240];
-    int over = dash_drift_verdict(n, verdict, sizeof verdict);
+    int over = dash_drift_verdict(n, verdict, sizeof verdict) == DRIFT_OVER;
     snprintf(line, sizeof line, "  %s (8 drift)", verdict);
     fit_words(line, w - 1);
     canvas_text(c, x, y, over ? cv_fg(c->colors >= 256 ? 196 : 1, CV_BOLD)
