@@ -27,6 +27,7 @@
 #include "err.h"
 #include "grid.h"
 #include "model.h"
+#include "par.h"
 #include "route.h"
 #include "sim.h"
 #include "sim_prefix.h"
@@ -687,20 +688,8 @@ static int run_threaded(const sim_args *a, const sim_inputs *in, const sim_workl
                         run_set *rs, cli_progress *bar)
 {
     run_pool P = {.a = a, .in = in, .w = w, .rs = rs, .bar = bar};
-    long nt = a->threads > 0 ? a->threads : sysconf(_SC_NPROCESSORS_ONLN);
-    if (nt > a->n_kinds)
-        nt = a->n_kinds;
-    if (nt < 1)
-        nt = 1;
     pthread_mutex_init(&P.lock, NULL);
-    pthread_t tid[64];
-    int started = 0;
-    for (; started < nt - 1 && started < 64; started++)
-        if (pthread_create(&tid[started], NULL, run_pool_main, &P) != 0)
-            break;
-    run_pool_main(&P);   /* this thread works too */
-    for (int t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+    par_run(par_threads(a->threads, a->n_kinds), run_pool_main, &P);
     pthread_mutex_destroy(&P.lock);
     int rc = 0;
     for (int i = 0; i < a->n_kinds && !rc; i++)

@@ -1,5 +1,6 @@
 /* grid.c - the policy grid over seeds (grid.h). */
 #include "grid.h"
+#include "par.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -464,16 +465,6 @@ static int summarise(grid_run_state *st, char *err, size_t errlen)
     return 0;
 }
 
-static int threads_of(const grid_spec *s, int64_t tasks)
-{
-    long t = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
-    if (t < 1)
-        t = 1;
-    if (t > 64)
-        t = 64;
-    return (int)(t < tasks ? t : tasks);
-}
-
 /* Without s->all: the one split's models (into the result) and shares. */
 static int prepare_fixed(grid_run_state *st, char *err, size_t errlen)
 {
@@ -518,16 +509,8 @@ int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
     if (rc == 0) {
         st.total = (int64_t)s->n_workers * st.n_rates * s->n_seeds;
         st.tasks = s->all ? s->n_seeds : st.total;
-        int nt = threads_of(s, st.tasks);
-        pthread_t tid[64];
-        int started = 0;
         pthread_mutex_init(&st.lock, NULL);
-        for (int i = 1; i < nt; i++)
-            if (pthread_create(&tid[started], NULL, worker_main, &st) == 0)
-                started++;
-        worker_main(&st);
-        for (int i = 0; i < started; i++)
-            pthread_join(tid[i], NULL);
+        par_run(par_threads(s->threads, st.tasks), worker_main, &st);
         pthread_mutex_destroy(&st.lock);
         if (st.failed == -2)
             rc = (eldr_errf(err, errlen, "grid: cancelled"), -2);
