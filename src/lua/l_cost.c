@@ -8,6 +8,7 @@
 #include "costfit.h"
 #include "costmodel.h"
 #include "err.h"
+#include "l_cost.h"
 #include "l_types.h"
 #include "l_util.h"
 
@@ -135,6 +136,27 @@ static const l_fn module_fns[] = {
                                "decode step (U: distinct experts per layer)"},
     {NULL, NULL, NULL},
 };
+
+void l_optcost(lua_State *L, int opts, cost_model *c, const char *fn)
+{
+    int t = l_getopt(L, opts, "cost");
+    int idx = lua_gettop(L);
+    char err[ELDR_ERRLEN];
+    if (t == LUA_TSTRING) {
+        if (cost_model_load(lua_tostring(L, idx), c, err, sizeof err))
+            l_fail(L, fn, err);
+    } else if (t == LUA_TTABLE) {
+        static const char *const known[] = {"t0", "a", "b", "c", "d", NULL};
+        l_checkopts(L, idx, fn, known);
+        c->t0 = l_optnum(L, idx, fn, "t0", 0, 1e6, c->t0);
+        c->a = l_optnum(L, idx, fn, "a", 0, 1e6, c->a);
+        c->b = l_optnum(L, idx, fn, "b", 0, 1e6, c->b);
+        c->c = l_optnum(L, idx, fn, "c", 0, 1e6, c->c);
+        c->d = l_optnum(L, idx, fn, "d", 0, 1e6, c->d);
+    } else if (t != LUA_TNIL)
+        l_argerror(L, fn, "cost", "cost file path or {t0, a, b, c, d} expected");
+    lua_pop(L, 1);
+}
 
 void l_open_cost(lua_State *L)
 {

@@ -21,7 +21,9 @@
 
 #include "costmodel.h"
 #include "err.h"
-#include "l_sim.h"
+#include "l_cost.h"
+#include "l_gridrun.h"
+#include "l_split.h"
 #include "l_types.h"
 #include "l_util.h"
 #include "model.h"
@@ -65,63 +67,6 @@ static int state_gc(lua_State *L)
     trace_free(s->eval);
     memset(s, 0, sizeof *s);
     return 0;
-}
-
-void l_optcost(lua_State *L, int opts, cost_model *c, const char *fn)
-{
-    int t = l_getopt(L, opts, "cost");
-    int idx = lua_gettop(L);
-    char err[ELDR_ERRLEN];
-    if (t == LUA_TSTRING) {
-        if (cost_model_load(lua_tostring(L, idx), c, err, sizeof err))
-            l_fail(L, fn, err);
-    } else if (t == LUA_TTABLE) {
-        static const char *const known[] = {"t0", "a", "b", "c", "d", NULL};
-        l_checkopts(L, idx, fn, known);
-        c->t0 = l_optnum(L, idx, fn, "t0", 0, 1e6, c->t0);
-        c->a = l_optnum(L, idx, fn, "a", 0, 1e6, c->a);
-        c->b = l_optnum(L, idx, fn, "b", 0, 1e6, c->b);
-        c->c = l_optnum(L, idx, fn, "c", 0, 1e6, c->c);
-        c->d = l_optnum(L, idx, fn, "d", 0, 1e6, c->d);
-    } else if (t != LUA_TNIL)
-        l_argerror(L, fn, "cost", "cost file path or {t0, a, b, c, d} expected");
-    lua_pop(L, 1);
-}
-
-int l_optnumlist(lua_State *L, int opts, const char *fn, const char *key, double lo,
-                 double hi, double *out, int max)
-{
-    int t = l_getopt(L, opts, key), n = 0;
-    int idx = lua_gettop(L);
-    if (t == LUA_TNUMBER) {
-        lua_createtable(L, 1, 0);
-        lua_pushvalue(L, idx);
-        lua_rawseti(L, -2, 1);
-        lua_replace(L, idx);
-    } else if (t != LUA_TNIL && t != LUA_TTABLE) {
-        char got[48];
-        l_argerror(L, fn, key, "a number or a list of numbers expected, got %s",
-                   l_got(L, idx, got, sizeof got));
-    }
-    if (t != LUA_TNIL) {
-        n = (int)lua_rawlen(L, idx);
-        if (n < 1 || n > max)
-            l_argerror(L, fn, key, "a number or a list of 1..%d numbers expected", max);
-        for (int i = 0; i < n; i++) {
-            lua_rawgeti(L, idx, i + 1);
-            int ok = lua_type(L, -1) == LUA_TNUMBER;
-            double v = lua_tonumber(L, -1);
-            if (!ok || !(v >= lo && v <= hi)) {
-                char got[48];
-                l_argerror(L, fn, key, "numbers in [%g, %g] expected, got %s at [%d]", lo, hi,
-                           l_got(L, -1, got, sizeof got), i + 1);
-            }
-            out[i] = v;
-            lua_pop(L, 1);
-        }
-    }
-    lua_pop(L, 1);
-    return n;
 }
 
 /* policy: a name or a list of names -> kinds */
@@ -393,24 +338,6 @@ static void run_policy(lua_State *L, sim_state *s, route_kind kind, int K, uint6
         l_setint(L, "refits", s->r.refits);
     sim_result_free(&s->r);
     s->have_r = 0;
-}
-
-void l_set_seed_stats(lua_State *L, const grid_row *r)
-{
-    l_setint(L, "seeds", r->n_seeds);
-    l_setnum(L, "tpot_p50_ms", r->tpot_p50.mean);
-    l_setci(L, "tpot_p50_ms_ci95", &r->tpot_p50);
-    l_pushnums(L, r->tpot_p50_ms, r->n_seeds);
-    lua_setfield(L, -2, "tpot_p50_ms_per_seed");
-    l_setnum(L, "tpot_p99_ms", r->tpot_p99.mean);
-    l_setnum(L, "queue_p50_ms", r->queue_p50.mean);
-    l_setnum(L, "distinct_per_step", r->distinct.mean);
-    l_setnum(L, "reuse", r->reuse.mean);
-    l_setnum(L, "imbalance", r->imbalance.mean);
-    l_setnum(L, "tokens_per_s", r->tokens_per_s.mean);
-    l_setnum(L, "vs_best_pct", r->vs_best_pct.mean);
-    l_setci(L, "vs_best_pct_ci95", &r->vs_best_pct);
-    l_setnum(L, "distinct_vs_best_pct", r->distinct_vs_best_pct.mean);
 }
 
 /* progress(done, total) after one policy run of a single-seed simulation */

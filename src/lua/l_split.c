@@ -1,12 +1,12 @@
 /* l_split.c - the calibration/evaluation split in Lua, one rule with the
  * CLI (src/core/split.h: a seeded random split by default, head, or
  * stratified by label): eldr.calib_split, and the helpers that
- * eldr.simulate, eldr.advise and Trace:split share (l_sim.h). */
+ * eldr.simulate, eldr.advise and Trace:split share (l_split.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
-#include "l_sim.h"
+#include "l_split.h"
 #include "l_types.h"
 #include "l_util.h"
 

@@ -9,7 +9,7 @@
 #include "err.h"
 #include "gen.h"
 #include "import.h"
-#include "l_sim.h"
+#include "l_split.h"
 #include "l_types.h"
 #include "l_util.h"
 

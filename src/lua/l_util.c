@@ -204,6 +204,42 @@ const char *l_optstr(lua_State *L, int idx, const char *fn, const char *key, con
     return s;
 }
 
+int l_optnumlist(lua_State *L, int opts, const char *fn, const char *key, double lo,
+                 double hi, double *out, int max)
+{
+    int t = l_getopt(L, opts, key), n = 0;
+    int idx = lua_gettop(L);
+    if (t == LUA_TNUMBER) {
+        lua_createtable(L, 1, 0);
+        lua_pushvalue(L, idx);
+        lua_rawseti(L, -2, 1);
+        lua_replace(L, idx);
+    } else if (t != LUA_TNIL && t != LUA_TTABLE) {
+        char got[48];
+        l_argerror(L, fn, key, "a number or a list of numbers expected, got %s",
+                   l_got(L, idx, got, sizeof got));
+    }
+    if (t != LUA_TNIL) {
+        n = (int)lua_rawlen(L, idx);
+        if (n < 1 || n > max)
+            l_argerror(L, fn, key, "a number or a list of 1..%d numbers expected", max);
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, idx, i + 1);
+            int ok = lua_type(L, -1) == LUA_TNUMBER;
+            double v = lua_tonumber(L, -1);
+            if (!ok || !(v >= lo && v <= hi)) {
+                char got[48];
+                l_argerror(L, fn, key, "numbers in [%g, %g] expected, got %s at [%d]", lo, hi,
+                           l_got(L, -1, got, sizeof got), i + 1);
+            }
+            out[i] = v;
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    return n;
+}
+
 /* ---- lists ---- */
 
 void *l_box(lua_State *L, size_t n)

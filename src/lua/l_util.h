@@ -73,6 +73,10 @@ double l_optnum(lua_State *L, int idx, const char *fn, const char *key, double l
 int l_optbool(lua_State *L, int idx, const char *fn, const char *key, int def);
 const char *l_optstr(lua_State *L, int idx, const char *fn, const char *key,
                      const char *def);
+/* A number or a list of numbers in [lo, hi] at option key: at most max
+ * into out; returns the count (0 when absent). */
+int l_optnumlist(lua_State *L, int opts, const char *fn, const char *key, double lo,
+                 double hi, double *out, int max);
 /* Push field key of the options table (nil when absent); returns its type. */
 int l_getopt(lua_State *L, int idx, const char *key);
 
