@@ -13,22 +13,6 @@
 #include "rho.h"
 #include "route.h"
 
-l_model *l_newmodel(lua_State *L)
-{
-    l_model *u = lua_newuserdatauv(L, sizeof *u, 0);
-    u->m = NULL;
-    luaL_setmetatable(L, L_MODEL);
-    return u;
-}
-
-model_t *l_checkmodel(lua_State *L, int idx, const char *fn, const char *name)
-{
-    l_model *u = l_checkudata(L, idx, L_MODEL, fn, name);
-    if (!u->m)
-        l_argerror(L, fn, name, "empty Model");
-    return u->m;
-}
-
 static int model_gc(lua_State *L)
 {
     l_model *u = luaL_checkudata(L, 1, L_MODEL);

@@ -15,22 +15,6 @@
 
 /* ---- Recipe ---- */
 
-l_recipe *l_newrecipe(lua_State *L)
-{
-    l_recipe *u = lua_newuserdatauv(L, sizeof *u, 0);
-    memset(u, 0, sizeof *u);
-    luaL_setmetatable(L, L_RECIPE);
-    return u;
-}
-
-sig_recipe *l_checkrecipe(lua_State *L, int idx, const char *fn, const char *name)
-{
-    l_recipe *u = l_checkudata(L, idx, L_RECIPE, fn, name);
-    if (!u->ready)
-        l_argerror(L, fn, name, "empty Recipe");
-    return &u->r;
-}
-
 static int recipe_gc(lua_State *L)
 {
     l_recipe *u = luaL_checkudata(L, 1, L_RECIPE);
@@ -51,46 +35,6 @@ static int recipe_tostring(lua_State *L)
                         (int)sig_dim(&u->r));
     return 1;
 }
-
-sig_variant l_checkvariant(lua_State *L, const char *fn, const char *name)
-{
-    int v = sig_variant_parse(name);
-    if (v < 0)
-        l_argerror(L, fn, "variant", "count, count_idf, sqrt_count, binary, gate_prob or "
-                   "gate_logit expected, got '%s'", name);
-    return (sig_variant)v;
-}
-
-int l_checklayers(lua_State *L, int idx, const char *fn, const char *key, int nlayers,
-                  const char *def, int **list, int *n)
-{
-    int t = l_getopt(L, idx, key);
-    if (t == LUA_TNIL || t == LUA_TSTRING) {
-        const char *s = t == LUA_TNIL ? def : lua_tostring(L, -1);
-        lua_pop(L, 1);
-        if (!strcmp(s, "all"))
-            return 0;
-        if (!strcmp(s, "auto"))
-            return 1;
-        return l_argerror(L, fn, key, "'all', 'auto' or a list of 0-based layers expected, "
-                          "got '%s'", s);
-    }
-    int64_t len;
-    int64_t *v = l_checkintlist(L, -1, fn, key, 0, nlayers - 1, &len);
-    if (len < 1)
-        l_argerror(L, fn, key, "a non-empty list of layers expected");
-    int *out = l_box(L, (size_t)len * sizeof *out);
-    for (int64_t i = 0; i < len; i++)
-        out[i] = (int)v[i];
-    /* keep the int box, drop the option value and the int64 box */
-    lua_replace(L, -3);
-    lua_pop(L, 1);
-    *list = out;
-    *n = (int)len;
-    return 2;
-}
-
-void l_push_selection(lua_State *L, const layersel_result *g);
 
 /* eldr.recipe(trace, {variant =, layers =, pairs =, seed =}) -> Recipe [, selection]
  * IDF (count_idf) is fitted on every row of trace, the calibration set. */
@@ -193,34 +137,6 @@ static int sigs_gc(lua_State *L)
     u->zero = NULL;
     u->n = u->d = 0;
     return 0;
-}
-
-l_sigs *l_newsigs(lua_State *L, int64_t n, int64_t d, const char *fn)
-{
-    l_sigs *u = lua_newuserdatauv(L, sizeof *u, 0);
-    memset(u, 0, sizeof *u);
-    luaL_setmetatable(L, L_SIGS);
-    size_t phys = eldr_phys_mem();
-    if (n < 0 || d < 0 || (d && (size_t)n > SIZE_MAX / sizeof(float) / (size_t)d) ||
-        (phys && (size_t)n * (size_t)d * sizeof(float) > phys))
-        luaL_error(L, "eldr.%s: %lld x %lld signatures exceed memory", fn, (long long)n,
-                   (long long)d);
-    u->x = eldr_calloc((size_t)(n * d) + 1, sizeof *u->x);
-    u->zero = eldr_calloc((size_t)n + 1, 1);
-    if (!u->x || !u->zero)
-        luaL_error(L, "eldr.%s: out of memory for %lld x %lld signatures", fn, (long long)n,
-                   (long long)d);
-    u->n = n;
-    u->d = d;
-    return u;
-}
-
-l_sigs *l_checksigs(lua_State *L, int idx, const char *fn, const char *name)
-{
-    l_sigs *u = l_checkudata(L, idx, L_SIGS, fn, name);
-    if (!u->x)
-        l_argerror(L, fn, name, "released Signatures");
-    return u;
 }
 
 static int sigs_tostring(lua_State *L)

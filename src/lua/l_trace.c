@@ -15,22 +15,6 @@
 
 /* ---- the userdata ---- */
 
-l_trace *l_newtrace(lua_State *L)
-{
-    l_trace *u = lua_newuserdatauv(L, sizeof *u, 0);
-    u->t = NULL;
-    luaL_setmetatable(L, L_TRACE);
-    return u;
-}
-
-trace_t *l_checktrace(lua_State *L, int idx, const char *fn, const char *name)
-{
-    l_trace *u = l_checkudata(L, idx, L_TRACE, fn, name);
-    if (!u->t)
-        l_argerror(L, fn, name, "empty Trace");
-    return u->t;
-}
-
 static int trace_gc(lua_State *L)
 {
     l_trace *u = luaL_checkudata(L, 1, L_TRACE);
@@ -124,8 +108,6 @@ static void push_trace_info(lua_State *L, const trace_t *t)
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "valid");
 }
-
-void l_push_model_info(lua_State *L, const model_t *m);
 
 /* eldr.info(path | Trace | Model) */
 static int l_info(lua_State *L)

@@ -9,6 +9,7 @@
 
 #include <lua.h>
 
+#include "layersel.h"
 #include "model.h"
 #include "signature.h"
 #include "trace.h"
@@ -39,6 +40,8 @@ typedef struct l_model {
     model_t *m;
 } l_model;
 
+/* ---- constructors and checkers (l_types.c) ---- */
+
 /* Push a new empty userdata of each class (its pointer fields NULL). */
 l_trace *l_newtrace(lua_State *L);
 l_recipe *l_newrecipe(lua_State *L);
@@ -61,6 +64,16 @@ sig_variant l_checkvariant(lua_State *L, const char *fn, const char *name);
  * box pushed on the stack with *n layers; else nothing is pushed). */
 int l_checklayers(lua_State *L, int idx, const char *fn, const char *key, int nlayers,
                   const char *def, int **list, int *n);
+
+/* ---- tables shared across binding files ---- */
+
+/* Push Model:info()'s table of m (l_model.c; eldr.info of a model file
+ * too, l_trace.c). */
+void l_push_model_info(lua_State *L, const model_t *m);
+/* Push a greedy layer selection as {order, curve, mask, n_star, rho}
+ * (l_calib.c: eldr.select_layers; eldr.recipe{layers = "auto"} too,
+ * l_sig.c). */
+void l_push_selection(lua_State *L, const layersel_result *g);
 
 /* Registration of each binding file into the module table at the top. */
 void l_open_trace(lua_State *L);
