@@ -80,29 +80,4 @@ int import_file(const char *path, import_format fmt, trace_t **out, char *err, s
 int import_file_geometry(const char *path, import_format fmt, const import_geometry *g,
                          trace_t **out, char *err, size_t errlen);
 
-/* Shared by both importers: find two equal strings among ids[0..n).
- * Returns 1 and the two indices (first < second, the earliest repeat)
- * when there is a duplicate, 0 when all differ, -1 out of memory. */
-int import_find_duplicate(char *const *ids, int64_t n, int64_t *first, int64_t *second);
-
-/* ---- internals shared by the two importers ---- */
-
-/* Check one request's counts [L][E] against its token count: in every
- * layer the counts sum to tokens * k, and no expert has more than tokens
- * (a token picks k distinct experts). -1 with "layer l: ..." in msg. */
-int import_check_counts(const uint16_t *row, int L, int E, int k, int64_t tokens,
-                        char *msg, size_t msglen);
-
-/* Label names in order of first appearance. */
-typedef struct import_labels {
-    char **names;
-    int n, cap;
-} import_labels;
-#define IMPORT_MAX_LABELS 65536
-
-/* The index of name, added if new; -1 when out of memory or past
- * IMPORT_MAX_LABELS. */
-int import_label_index(import_labels *l, const char *name);
-void import_labels_free(import_labels *l);
-
 #endif

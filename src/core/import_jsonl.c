@@ -9,6 +9,7 @@
  * than IMPORT_JSONL_MAX_LINE is accepted. Which optional keys exist is
  * fixed by the first request; every later request must agree. */
 #include "import.h"
+#include "import_common.h"
 
 #include <jansson.h>
 #include <math.h>

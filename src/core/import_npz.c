@@ -6,6 +6,7 @@
  * so the peak is the trace plus the largest entry. Every failure names the
  * file, the entry and, where there is one, the row (with its request id). */
 #include "import.h"
+#include "import_common.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -16,6 +16,7 @@
 
 #include "err.h"
 #include "import.h"
+#include "import_common.h"
 #include "npy.h"
 
 /* The largest count the reference's int16 wire and fitter accept. */

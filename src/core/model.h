@@ -160,6 +160,8 @@ int model_to_json_text(const model_t *m, char **text, char *err, size_t errlen);
 int model_from_json_text(const char *text, const char *where, model_t **out,
                          char *err, size_t errlen);
 int model_save_json(const model_t *m, const char *path, char *err, size_t errlen);
+/* A fit JSON file, or a saved eldrd snapshot taken with centroids (its
+ * "format" names it); defined in snapshot.c. */
 int model_load_json(const char *path, model_t **out, char *err, size_t errlen);
 /* model_save_json without the refusal: every variant, for eldr's own use
  * (PUT /v1/model takes this JSON); the reference may not load it. */

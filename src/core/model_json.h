@@ -3,8 +3,10 @@
 #ifndef ELDR_MODEL_JSON_H
 #define ELDR_MODEL_JSON_H
 
+#include <jansson.h>
 #include <stddef.h>
 
+#include "model.h"
 #include "signature.h"
 
 /* The variant as the reference names it: gate_prob is their gate_prob_all. */
@@ -22,5 +24,11 @@ const char *mj_layer_select(const char *name, int to_ref);
  * elsewhere; here >= 0 and not all 0. 0, or -1 with "sig_idf[i] = x is
  * negative" / "sig_idf is all zero" in msg. */
 int mj_idf_check(const sig_recipe *r, char *msg, size_t len);
+
+/* The model of a parsed centroid JSON object (model_from_json_text's
+ * validator without the parse): snapshot.c hands it a snapshot's model
+ * rewritten in these keys. where prefixes messages. */
+int model_from_json_value(const json_t *o, const char *where, model_t **out, char *err,
+                          size_t errlen);
 
 #endif

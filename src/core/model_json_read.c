@@ -1,5 +1,6 @@
 /* model_json_read.c - the reference implementation's fit JSON into a
- * model (model.h: model_from_json_text, model_load_json). It validates as
+ * model (model.h: model_from_json_text; model_json.h: model_from_json_value,
+ * which snapshot.c's model_load_json uses too). It validates as
  * their loader does (k = m = K, the dtype of the variant, no mean-centred
  * or per-layer-normalised signatures, count over every layer when it has
  * no mask, count_idf weights >= 0 and not all 0) and as eldr's HDF5 loader
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "snapshot.h"
 #include "err.h"
 #include "model.h"
 #include "model_json.h"
@@ -479,6 +479,13 @@ out:
     return m;
 }
 
+int model_from_json_value(const json_t *o, const char *where, model_t **out, char *err,
+                          size_t errlen)
+{
+    *out = from_object(o, where, err, errlen);
+    return *out ? 0 : -1;
+}
+
 int model_from_json_text(const char *text, const char *where, model_t **out, char *err,
                          size_t errlen)
 {
@@ -489,29 +496,6 @@ int model_from_json_text(const char *text, const char *where, model_t **out, cha
         return eldr_errf(err, errlen, "%s: line %d column %d: %s", where, je.line, je.column,
                          je.text);
     *out = from_object(o, where, err, errlen);
-    json_decref(o);
-    return *out ? 0 : -1;
-}
-
-int model_load_json(const char *path, model_t **out, char *err, size_t errlen)
-{
-    json_error_t je;
-    *out = NULL;
-    json_t *o = json_load_file(path, 0, &je);
-    if (!o) {
-        if (je.line < 1)
-            return eldr_errf(err, errlen, "%s: %s", path, je.text);
-        return eldr_errf(err, errlen, "%s: line %d column %d: %s", path, je.line, je.column,
-                         je.text);
-    }
-    /* a snapshot taken with centroids is a whole model (docs/http-api.md) */
-    json_t *fmt = json_object_get(o, "format");
-    if (json_is_string(fmt) && !strcmp(json_string_value(fmt), SNAPSHOT_FORMAT)) {
-        int rc = snapshot_model_json(o, path, out, err, errlen);
-        json_decref(o);
-        return rc;
-    }
-    *out = from_object(o, path, err, errlen);
     json_decref(o);
     return *out ? 0 : -1;
 }

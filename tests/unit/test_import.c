@@ -21,6 +21,7 @@
 
 #include "err.h"
 #include "import.h"
+#include "import_common.h"
 #include "npy.h"
 #include "rng.h"
 #include "trace.h"
