@@ -189,13 +189,7 @@ static int l_advise(lua_State *L)
         sp.seed = g.cfg.seed;
     if (sp.size == 0)
         l_argerror(L, fn, "calib_split", "0 leaves no calibration rows to fit on");
-    int progress = 0;
-    if (l_getopt(L, 2, "progress") != LUA_TNIL) {
-        if (!lua_isfunction(L, -1))
-            l_argerror(L, fn, "progress", "function(done, total) expected");
-        progress = lua_gettop(L);
-    } else
-        lua_pop(L, 1);
+    int progress = l_optfn(L, 2, fn, "progress", "function(done, total)");
     split_rows rows;
     l_split_rows(L, t, &sp, -1, fn, "calib_split", &rows);
     if (rows.n_calib < 1 || rows.n_eval < 1)

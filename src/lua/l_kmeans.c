@@ -98,9 +98,7 @@ static int l_kmeans(lua_State *L)
         l_argerror(L, fn, "iters", "0 needs init rows (it only assigns to given centroids)");
     o.init_rows = init;
     progress_ctx pc = {L, 0, 0, 0};
-    if (l_getopt(L, 2, "progress") != LUA_TNIL) {
-        luaL_checktype(L, -1, LUA_TFUNCTION);
-        pc.fn_idx = lua_gettop(L);
+    if ((pc.fn_idx = l_optfn(L, 2, fn, "progress", "function(iter, objective)"))) {
         o.progress = progress;
         o.progress_ctx = &pc;
     }

@@ -163,6 +163,7 @@ static int l_fit(lua_State *L)
     l_progress_opt(L, 2, fn, &pg);
     l_model *u = l_newmodel(L);
     int mi = lua_gettop(L);
+    l_mark_fitted_on(L, mi, 1);   /* eldr.simulate warns when run on these rows */
     model_fit_report rep;
     memset(&rep, 0, sizeof rep);
     char err[ELDR_ERRLEN];

@@ -13,15 +13,8 @@ int l_progress_opt(lua_State *L, int opts, const char *fn, l_progress *p)
     p->L = L;
     p->fn_idx = p->failed = 0;
     p->cancel = 0;
-    if (l_getopt(L, opts, "progress") == LUA_TNIL) {
-        lua_pop(L, 1);
-        return 0;
-    }
-    if (!lua_isfunction(L, -1))
-        l_argerror(L, fn, "progress", "a function(done, total, what) expected, got %s",
-                   luaL_typename(L, -1));
-    p->fn_idx = lua_gettop(L);
-    return 1;
+    p->fn_idx = l_optfn(L, opts, fn, "progress", "a function(done, total, what)");
+    return p->fn_idx != 0;
 }
 
 void l_progress_call(void *ctx, const char *what, int64_t done, int64_t total)

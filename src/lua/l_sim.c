@@ -21,6 +21,7 @@
 
 #include "costmodel.h"
 #include "err.h"
+#include "insample.h"
 #include "l_cost.h"
 #include "l_gridrun.h"
 #include "l_split.h"
@@ -353,322 +354,448 @@ static void step_progress(lua_State *L, int progress, int done, int total)
 
 #define MAX_OUT (ROUTE_N_KINDS + GRID_MAX_LIST + SIM_PREFIX_N_MODES)
 
-/* eldr.simulate(trace [, opts]) -> results (list, one per policy), info */
-static int l_simulate(lua_State *L)
-{
-    const char *fn = "simulate";
-    trace_t *all = l_checktrace(L, 1, fn, "trace");
-    l_checkopts(L, 2, fn, sim_keys);
-    lua_settop(L, 2);
+/* One call of eldr.simulate, from its options to its two results. Each
+ * step below fills its part; what they push on the Lua stack (boxes, the
+ * state, the results) stays there until the call returns. */
+typedef struct sim_call {
+    const char *fn;
+    trace_t *all;                    /* argument 1 */
     sim_config cfg;
-    sim_config_default(&cfg);
-    int kinds[ROUTE_N_KINDS];
-    int nk = opt_policies(L, 2, kinds, fn);
-    int K = (int)l_optint(L, 2, fn, "workers", 1, ROUTE_MAX_WORKERS, 0);
+    int kinds[ROUTE_N_KINDS], nk, K;
     double taus[GRID_MAX_LIST];
-    int ntau = l_optnumlist(L, 2, fn, "tau", 0, ROUTE_TAU_MAX, taus, GRID_MAX_LIST);
-    int min2 = l_optbool(L, 2, fn, "min2", 1);
-    cfg.rate = l_optnum(L, 2, fn, "rate", 1e-9, 1e12, 0);
-    cfg.concurrency = (int)l_optint(L, 2, fn, "concurrency", 1, 1 << 30, 0);
-    if (cfg.rate > 0 && cfg.concurrency > 0)
-        luaL_error(L, "eldr.%s: rate and concurrency exclude each other", fn);
-    cfg.arrivals = cfg.rate > 0 ? SIM_ARRIVE_POISSON
-                 : cfg.concurrency > 0 ? SIM_ARRIVE_CLOSED : SIM_ARRIVE_TRACE;
-    cfg.output_tokens = (int32_t)l_optint(L, 2, fn, "output_tokens", 1, 1 << 30, 0);
-    cfg.max_batch = (int)l_optint(L, 2, fn, "max_batch", 1, 1 << 20, cfg.max_batch);
-    cfg.sample_pool = (int)l_optint(L, 2, fn, "sample_pool", 1, 1 << 20, cfg.sample_pool);
-    cfg.seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX / 2, 1);
-    cfg.refit_every = l_optnum(L, 2, fn, "refit_every", 1e-6, 1e9, cfg.refit_every);
-    cfg.refit_window = l_optnum(L, 2, fn, "refit_window", 1e-6, 1e9, cfg.refit_window);
+    int ntau, min2, seeds, want_req, want_series, progress;
     split_spec sp;
-    int split_given = l_optsplit(L, 2, fn, &sp);
-    if (!sp.pinned)              /* one seed draws the workload and the split */
-        sp.seed = cfg.seed;
-    int seeds = (int)l_optint(L, 2, fn, "seeds", 1, GRID_MAX_SEEDS, 1);
-    int want_req = l_optbool(L, 2, fn, "requests", 0);
-    int want_series = l_optbool(L, 2, fn, "series", 0);
-    l_optcost(L, 2, &cfg.cost, fn);
+    int split_given;
     prefix_opts po;
-    opt_prefix(L, 2, &po, fn);
-    model_t *model = NULL;
-    if (l_getopt(L, 2, "model") != LUA_TNIL)
-        model = l_checkmodel(L, -1, fn, "model");
-    lua_pop(L, 1);
-    trace_t *calib_given = NULL;
-    if (l_getopt(L, 2, "calib") != LUA_TNIL)
-        calib_given = l_checktrace(L, -1, fn, "calib");
-    lua_pop(L, 1);
-    int progress = 0;
-    if (l_getopt(L, 2, "progress") != LUA_TNIL) {
-        if (!lua_isfunction(L, -1)) {
-            char got[48];
-            l_argerror(L, fn, "progress", "function(done, total) expected, got %s",
-                       l_got(L, -1, got, sizeof got));
-        }
-        progress = lua_gettop(L);
+    model_t *model;                  /* given or fitted here */
+    int model_idx;                   /* stack slot of the given Model, 0 */
+    trace_t *calib_given;
+    int calib_idx;                   /* stack slot of the given calib, 0 */
+    int wants_eldr, wants_domain, wants_model;
+    int whole;                       /* a model and no split: every row simulated */
+    split_rows rows;
+    const trace_t *calib, *eval;
+    sim_state *s;
+    int rate_default;
+    int results, out;                /* the results table's slot, its length */
+    route_kind *out_kind;
+    double *out_tau;
+    const char *baseline;
+    int resplit;
+    char covers[256];
+    int64_t insample;                /* evaluated rows the model was fitted on; -1 unknown */
+} sim_call;
+
+/* The options of opts (slot 2) into c; nothing run yet. */
+static void read_options(lua_State *L, sim_call *c)
+{
+    const char *fn = c->fn;
+    sim_config_default(&c->cfg);
+    c->nk = opt_policies(L, 2, c->kinds, fn);
+    c->K = (int)l_optint(L, 2, fn, "workers", 1, ROUTE_MAX_WORKERS, 0);
+    c->ntau = l_optnumlist(L, 2, fn, "tau", 0, ROUTE_TAU_MAX, c->taus, GRID_MAX_LIST);
+    c->min2 = l_optbool(L, 2, fn, "min2", 1);
+    sim_config *cfg = &c->cfg;
+    cfg->rate = l_optnum(L, 2, fn, "rate", 1e-9, 1e12, 0);
+    cfg->concurrency = (int)l_optint(L, 2, fn, "concurrency", 1, 1 << 30, 0);
+    if (cfg->rate > 0 && cfg->concurrency > 0)
+        luaL_error(L, "eldr.%s: rate and concurrency exclude each other", fn);
+    cfg->arrivals = cfg->rate > 0 ? SIM_ARRIVE_POISSON
+                  : cfg->concurrency > 0 ? SIM_ARRIVE_CLOSED : SIM_ARRIVE_TRACE;
+    cfg->output_tokens = (int32_t)l_optint(L, 2, fn, "output_tokens", 1, 1 << 30, 0);
+    cfg->max_batch = (int)l_optint(L, 2, fn, "max_batch", 1, 1 << 20, cfg->max_batch);
+    cfg->sample_pool = (int)l_optint(L, 2, fn, "sample_pool", 1, 1 << 20, cfg->sample_pool);
+    cfg->seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX / 2, 1);
+    cfg->refit_every = l_optnum(L, 2, fn, "refit_every", 1e-6, 1e9, cfg->refit_every);
+    cfg->refit_window = l_optnum(L, 2, fn, "refit_window", 1e-6, 1e9, cfg->refit_window);
+    c->split_given = l_optsplit(L, 2, fn, &c->sp);
+    if (!c->sp.pinned)           /* one seed draws the workload and the split */
+        c->sp.seed = cfg->seed;
+    c->seeds = (int)l_optint(L, 2, fn, "seeds", 1, GRID_MAX_SEEDS, 1);
+    c->want_req = l_optbool(L, 2, fn, "requests", 0);
+    c->want_series = l_optbool(L, 2, fn, "series", 0);
+    l_optcost(L, 2, &cfg->cost, fn);
+    opt_prefix(L, 2, &c->po, fn);
+    if (l_getopt(L, 2, "model") != LUA_TNIL) {   /* stays on the stack */
+        c->model = l_checkmodel(L, -1, fn, "model");
+        c->model_idx = lua_gettop(L);
     } else
         lua_pop(L, 1);
-    int wants_eldr = 0, wants_domain = 0, wants_model = 0;
-    for (int i = 0; i < nk; i++) {
-        wants_eldr |= kinds[i] == ROUTE_ELDR;
-        wants_model |= route_kind_has_centroids((route_kind)kinds[i]);
-        wants_domain |= kinds[i] == ROUTE_DOMAIN;
+    if (l_getopt(L, 2, "calib") != LUA_TNIL) {   /* stays on the stack */
+        c->calib_given = l_checktrace(L, -1, fn, "calib");
+        c->calib_idx = lua_gettop(L);
+    } else
+        lua_pop(L, 1);
+    c->progress = l_optfn(L, 2, fn, "progress", "function(done, total)");
+    for (int i = 0; i < c->nk; i++) {
+        c->wants_eldr |= c->kinds[i] == ROUTE_ELDR;
+        c->wants_model |= route_kind_has_centroids((route_kind)c->kinds[i]);
+        c->wants_domain |= c->kinds[i] == ROUTE_DOMAIN;
     }
+}
+
+/* The options that exclude each other. */
+static void check_options(lua_State *L, const sim_call *c)
+{
+    const char *fn = c->fn;
     char err[ELDR_ERRLEN];
-    if (po.n_modes && !wants_eldr)
+    if (c->po.n_modes && !c->wants_eldr)
         l_argerror(L, fn, "prefix_mode", "needs the eldr policy in 'policy'");
-    if (po.n_modes && seeds > 1)
+    if (c->po.n_modes && c->seeds > 1)
         l_argerror(L, fn, "seeds", "%d, but the prefix-caching what-if runs one seed; drop "
-                   "seeds or prefix_mode", seeds);
-    if (po.n_modes && ntau > 1)
-        l_argerror(L, fn, "tau", "one tau with prefix_mode, got %d", ntau);
-    if (calib_given && split_given)
+                   "seeds or prefix_mode", c->seeds);
+    if (c->po.n_modes && c->ntau > 1)
+        l_argerror(L, fn, "tau", "one tau with prefix_mode, got %d", c->ntau);
+    if (c->calib_given && c->split_given)
         l_argerror(L, fn, "calib", "a calibration trace and split, split_seed or calib_split "
                    "exclude each other");
-    if (po.n_modes && sim_prefix_check_trace(all, po.cfg.block_size, err, sizeof err))
-        return l_fail(L, fn, err);
+    if (c->po.n_modes && sim_prefix_check_trace(c->all, c->po.cfg.block_size, err, sizeof err))
+        l_fail(L, fn, err);
+}
 
+/* The calibration and evaluation traces: the given calib and the trace,
+ * the whole trace (a model and no split), or the core split. Pushes the
+ * state that owns them. */
+static void make_split(lua_State *L, sim_call *c)
+{
+    const char *fn = c->fn;
+    char err[ELDR_ERRLEN];
     /* A model given with no split asked for: its centroids already fix the
      * calibration, so the trace is taken as the rows to simulate - the
      * held-out rows of eldr.calibrate.run, say - and never split again
      * (the domain baseline's shares come from the same rows). */
-    int whole = model && !calib_given && !split_given;
-    /* the split: calibration = the given trace, or the core split */
-    split_rows rows;
-    memset(&rows, 0, sizeof rows);
-    if (!calib_given && !whole) {
-        l_split_rows(L, all, &sp, -1, fn, "calib_split", &rows);
-        if (rows.n_calib > 0 && rows.n_eval < 1)
+    c->whole = c->model && !c->calib_given && !c->split_given;
+    memset(&c->rows, 0, sizeof c->rows);
+    if (!c->calib_given && !c->whole) {
+        l_split_rows(L, c->all, &c->sp, -1, fn, "calib_split", &c->rows);
+        if (c->rows.n_calib > 0 && c->rows.n_eval < 1)
             l_argerror(L, fn, "calib_split", "%lld calibration rows leave none of %lld to "
-                       "simulate", (long long)rows.n_calib, (long long)all->n);
+                       "simulate", (long long)c->rows.n_calib, (long long)c->all->n);
     }
-    sim_state *s = lua_newuserdatauv(L, sizeof *s, 0);
+    sim_state *s = c->s = lua_newuserdatauv(L, sizeof *s, 0);
     memset(s, 0, sizeof *s);
     luaL_setmetatable(L, L_SIMSTATE);
-    const trace_t *calib, *eval;
-    if (calib_given || whole) {
-        calib = calib_given ? calib_given : all;
-        eval = all;
-    } else {
-        if (!(s->eval = trace_select(all, rows.eval, rows.n_eval, err, sizeof err)))
-            return l_fail(L, fn, err);
-        /* no split (size 0): calibrate on the simulated rows (in-sample) */
-        s->calib = rows.n_calib ? trace_select(all, rows.calib, rows.n_calib, err, sizeof err)
-                                : trace_select(all, rows.eval, rows.n_eval, err, sizeof err);
-        if (!s->calib)
-            return l_fail(L, fn, err);
-        calib = s->calib;
-        eval = s->eval;
+    if (c->calib_given || c->whole) {
+        c->calib = c->calib_given ? c->calib_given : c->all;
+        c->eval = c->all;
+        return;
     }
-    /* the model: given, or fitted on the calibration rows */
-    if (model) {
-        if (K && K != model->K)
-            l_argerror(L, fn, "workers", "%d, but the model has K = %d workers", K, model->K);
-        if (!model_fits_geometry(model, all->L, all->E, all->k))
+    const split_rows *r = &c->rows;
+    if (!(s->eval = trace_select(c->all, r->eval, r->n_eval, err, sizeof err)))
+        l_fail(L, fn, err);
+    /* no split (size 0): calibrate on the simulated rows (in-sample) */
+    s->calib = r->n_calib ? trace_select(c->all, r->calib, r->n_calib, err, sizeof err)
+                          : trace_select(c->all, r->eval, r->n_eval, err, sizeof err);
+    if (!s->calib)
+        l_fail(L, fn, err);
+    c->calib = s->calib;
+    c->eval = s->eval;
+}
+
+/* The model: the given one (checked against the trace and K), or one
+ * fitted on the calibration rows when a policy needs centroids. */
+static void get_model(lua_State *L, sim_call *c)
+{
+    const char *fn = c->fn;
+    const model_t *m = c->model;
+    if (m) {
+        if (c->K && c->K != m->K)
+            l_argerror(L, fn, "workers", "%d, but the model has K = %d workers", c->K, m->K);
+        if (!model_fits_geometry(m, c->all->L, c->all->E, c->all->k))
             l_argerror(L, fn, "model", "geometry %d x %d top-%d does not match the trace's "
-                       "%d x %d top-%d", model->recipe.L, model->recipe.E, model->k, all->L,
-                       all->E, all->k);
-        K = model->K;
+                       "%d x %d top-%d", m->recipe.L, m->recipe.E, m->k, c->all->L,
+                       c->all->E, c->all->k);
+        c->K = m->K;
     } else {
-        K = K ? K : 4;
-        if (wants_model) {
+        c->K = c->K ? c->K : 4;
+        if (c->wants_model) {
+            char err[ELDR_ERRLEN];
             model_fit_opts o;
-            model_fit_opts_default(&o, K);
-            o.seed = cfg.seed;
-            if (!calib->decode_counts)
+            model_fit_opts_default(&o, c->K);
+            o.seed = c->cfg.seed;
+            if (!c->calib->decode_counts)
                 o.layers = MODEL_LAYERS_ALL;
-            if (calib->n < K)
+            if (c->calib->n < c->K)
                 l_argerror(L, fn, "workers", "%lld calibration rows cannot fit K = %d",
-                           (long long)calib->n, K);
-            if (model_fit(calib, &o, &s->fitted, NULL, err, sizeof err))
+                           (long long)c->calib->n, c->K);
+            if (model_fit(c->calib, &o, &c->s->fitted, NULL, err, sizeof err))
                 luaL_error(L, "eldr.%s: fitting on the calibration rows: %s", fn, err);
-            model = s->fitted;
+            c->model = c->s->fitted;
         }
     }
-    if (!ntau) {
-        taus[0] = model ? model->tau : MODEL_TAU_DEFAULT;
-        ntau = 1;
+    if (!c->ntau) {
+        c->taus[0] = c->model ? c->model->tau : MODEL_TAU_DEFAULT;
+        c->ntau = 1;
     }
+}
+
+/* Whether the evaluated rows are rows the model was calibrated on: all
+ * of them when calibration and evaluation are one Trace (calib = 0 here,
+ * the calib option naming the trace itself, or a model eldr.fit fitted
+ * on this very Trace); else the file provenance of a loaded model
+ * against the file the trace was loaded from (insample.h). */
+static int64_t insample_of(lua_State *L, const sim_call *c)
+{
+    int64_t n_eval = c->eval->n;
+    if (!c->model || !c->wants_model)
+        return 0;
+    if (c->s->fitted)   /* fitted here on the calibration rows */
+        return (c->calib_given ? c->calib_given == c->all : c->rows.n_calib == 0) ? n_eval : 0;
+    if (l_fitted_on(L, c->model_idx, 1) || (c->calib_given == c->all &&
+                                            l_fitted_on(L, c->model_idx, c->calib_idx)))
+        return n_eval;
+    if (c->calib_given)
+        return 0;
+    const char *path = l_trace_path(L, 1);
+    if (!path)
+        return 0;
+    int64_t *rows = c->whole ? l_box(L, (size_t)n_eval * sizeof *rows) : c->rows.eval;
+    for (int64_t i = 0; c->whole && i < n_eval; i++)
+        rows[i] = i;
+    return insample_rows(c->model, path, c->all, rows, n_eval, NULL);
+}
+
+/* The warning on stderr, once per call (info.in_sample has it too). */
+static void warn_insample(const sim_call *c)
+{
+    if (c->insample > 0)
+        fprintf(stderr, "eldr.%s: warning: %lld of the %lld simulated rows are the model's "
+                "own calibration rows: the results are %sin-sample\n", c->fn,
+                (long long)c->insample, (long long)c->eval->n,
+                c->insample == c->eval->n ? "" : "partly ");
+    else if (c->insample < 0)
+        fprintf(stderr, "eldr.%s: warning: the model was fitted on this trace's file and "
+                "does not say on which rows: the results may be in-sample\n", c->fn);
+}
+
+/* The workload of the evaluation rows (and the prefix replay). */
+static void make_workload(lua_State *L, sim_call *c)
+{
+    char err[ELDR_ERRLEN];
+    sim_state *s = c->s;
     /* the one default: the trace's arrivals, else SIM_DEFAULT_RATE, said in info */
-    int rate_default = sim_default_arrivals(&cfg, eval);
-    double *share = wants_domain ? shares_of(L, calib, fn) : NULL;
-    if (sim_workload_init(&s->w, eval, &cfg, model ? &model->recipe : NULL, err, sizeof err))
-        return l_fail(L, fn, err);
+    c->rate_default = sim_default_arrivals(&c->cfg, c->eval);
+    if (sim_workload_init(&s->w, c->eval, &c->cfg, c->model ? &c->model->recipe : NULL, err,
+                          sizeof err))
+        l_fail(L, c->fn, err);
     s->have_w = 1;
-    if (po.n_modes) {
-        if (sim_prefix_build(&s->px, &s->w, &model->recipe, &po.cfg, err, sizeof err))
-            return l_fail(L, fn, err);
+    if (c->po.n_modes) {
+        if (sim_prefix_build(&s->px, &s->w, &c->model->recipe, &c->po.cfg, err, sizeof err))
+            l_fail(L, c->fn, err);
         s->have_px = 1;
     }
+}
 
-    int total = 0;
-    for (int i = 0; i < nk; i++)
-        total += route_kind_has_centroids((route_kind)kinds[i]) && !po.n_modes ? ntau : 1;
-    route_kind *out_kind = l_box(L, MAX_OUT * sizeof *out_kind);
-    double *out_tau = l_box(L, MAX_OUT * sizeof *out_tau);
+/* Append the result table on top to the results, as policy kind at tau. */
+static void add_result(lua_State *L, sim_call *c, route_kind kind, double tau)
+{
+    c->out_kind[c->out] = kind;
+    c->out_tau[c->out] = tau;
+    lua_rawseti(L, c->results, ++c->out);
+}
+
+/* ELDR once per prefix-caching mode (one tau). */
+static void run_prefix_modes(lua_State *L, sim_call *c)
+{
+    char err[ELDR_ERRLEN];
+    sim_state *s = c->s;
+    double same[SIM_PREFIX_N_MODES];
+    sim_prefix_router router = {c->K, c->cfg.seed, c->model->centroids, c->taus[0], c->min2};
+    s->have_mres = 1;
+    if (sim_prefix_run(&s->px, &s->w, c->po.modes, c->po.n_modes, &router, NULL, NULL,
+                       s->mres, same, err, sizeof err))
+        l_fail(L, c->fn, err);
+    for (int j = 0; j < c->po.n_modes; j++) {
+        push_result(L, &s->mres[j], c->eval, c->want_req, c->want_series);
+        set_mode_fields(L, &s->px, c->po.modes[j], same[j]);
+        l_setnum(L, "tau", c->taus[0]);
+        sim_result_free(&s->mres[j]);
+        add_result(L, c, ROUTE_ELDR, c->taus[0]);
+    }
+    s->have_mres = 0;
+}
+
+/* Every policy once (ELDR once per tau) into a new results table; then
+ * vs_best_pct against the best load balancer. */
+static void run_policies(lua_State *L, sim_call *c)
+{
+    int total = 0, done = 0, best_at = -1;
+    for (int i = 0; i < c->nk; i++)
+        total += route_kind_has_centroids((route_kind)c->kinds[i]) && !c->po.n_modes
+                 ? c->ntau : 1;
+    double *share = c->wants_domain ? shares_of(L, c->calib, c->fn) : NULL;
+    c->out_kind = l_box(L, MAX_OUT * sizeof *c->out_kind);
+    c->out_tau = l_box(L, MAX_OUT * sizeof *c->out_tau);
     lua_createtable(L, total, 0);
-    int results = lua_gettop(L), out = 0, done = 0;
+    c->results = lua_gettop(L);
+    int progress = c->seeds > 1 ? 0 : c->progress;   /* the grid reports the seeds */
     double best = INFINITY;
-    int best_at = -1;
-    for (int i = 0; i < nk; i++) {
-        if (kinds[i] == ROUTE_ELDR && po.n_modes) {
-            double same[SIM_PREFIX_N_MODES];
-            sim_prefix_router router = {K, cfg.seed, model->centroids, taus[0], min2};
-            s->have_mres = 1;
-            if (sim_prefix_run(&s->px, &s->w, po.modes, po.n_modes, &router, NULL, NULL,
-                               s->mres, same, err, sizeof err))
-                return l_fail(L, fn, err);
-            for (int j = 0; j < po.n_modes; j++) {
-                push_result(L, &s->mres[j], eval, want_req, want_series);
-                set_mode_fields(L, &s->px, po.modes[j], same[j]);
-                l_setnum(L, "tau", taus[0]);
-                sim_result_free(&s->mres[j]);
-                out_kind[out] = ROUTE_ELDR;
-                out_tau[out] = taus[0];
-                lua_rawseti(L, results, ++out);
-            }
-            s->have_mres = 0;
-            step_progress(L, seeds > 1 ? 0 : progress, ++done, total);
+    for (int i = 0; i < c->nk; i++) {
+        route_kind kind = (route_kind)c->kinds[i];
+        if (kind == ROUTE_ELDR && c->po.n_modes) {
+            run_prefix_modes(L, c);
+            step_progress(L, progress, ++done, total);
             continue;
         }
-        int eldr_kind = route_kind_has_centroids((route_kind)kinds[i]);
-        int nt = eldr_kind ? ntau : 1;
+        int nt = route_kind_has_centroids(kind) ? c->ntau : 1;
         for (int j = 0; j < nt; j++) {
-            double tau = eldr_kind ? taus[j] : NAN;
-            run_policy(L, s, (route_kind)kinds[i], K, cfg.seed, model, tau, min2, share,
-                       calib->n_labels, eval, want_req, want_series, fn);
+            double tau = route_kind_has_centroids(kind) ? c->taus[j] : NAN;
+            run_policy(L, c->s, kind, c->K, c->cfg.seed, c->model, tau, c->min2, share,
+                       c->calib->n_labels, c->eval, c->want_req, c->want_series, c->fn);
             lua_getfield(L, -1, "tpot_p50_ms");
             double v = lua_tonumber(L, -1);
             lua_pop(L, 1);
-            if (route_kind_is_balancer((route_kind)kinds[i]) && v < best) {
+            if (route_kind_is_balancer(kind) && v < best) {
                 best = v;
-                best_at = out;
+                best_at = c->out;
             }
-            out_kind[out] = (route_kind)kinds[i];
-            out_tau[out] = tau;
-            lua_rawseti(L, results, ++out);
-            step_progress(L, seeds > 1 ? 0 : progress, ++done, total);
+            add_result(L, c, kind, tau);
+            step_progress(L, progress, ++done, total);
         }
     }
     /* change of TPOT p50 against the best load-balancing baseline */
-    for (int i = 0; i < out && isfinite(best) && best > 0; i++) {
-        lua_rawgeti(L, results, i + 1);
+    for (int i = 0; i < c->out && isfinite(best) && best > 0; i++) {
+        lua_rawgeti(L, c->results, i + 1);
         lua_getfield(L, -1, "tpot_p50_ms");
         double v = lua_tonumber(L, -1);
         lua_pop(L, 1);
         l_setnum(L, "vs_best_pct", (v - best) / best * 100.0);
         lua_pop(L, 1);
     }
-    /* seeds > 1: every policy under seeds seed .. seed + N - 1 (the first
-     * repeats the run above), means and 95% CIs, as eldr sim --seeds N */
-    const char *baseline = best_at >= 0 ? route_kind_name(out_kind[best_at]) : NULL;
-    int resplit = !calib_given && !whole && (s->fitted || !wants_model) &&
-                  grid_should_resplit(&sp, seeds);
-    char covers[256];
-    grid_ci_covers(seeds, cfg.seed, resplit, &sp, calib_given ? "one split (the calibration "
-                   "trace is given)" : whole ? "no split (the model is given: every row of "
-                   "the trace is simulated)" : model && !s->fitted &&
-                   grid_should_resplit(&sp, seeds)
-                   ? "one split (the model is given: its centroids fix the calibration)"
-                   : NULL, covers, sizeof covers);
-    if (seeds > 1) {
-        grid_spec g;
-        grid_spec_default(&g);
-        g.calib = calib;
-        g.eval = eval;
-        g.model = model;
-        g.cfg = cfg;
-        g.n_seeds = seeds;
-        g.workers[0] = K;
-        g.n_workers = 1;
-        g.n_base = 0;
-        for (int i = 0; i < nk; i++) {
-            if (kinds[i] == ROUTE_ELDR_COST) {
-                g.cost = 1;    /* a candidate row, after the taus */
-                continue;
-            }
-            if (!route_kind_has_centroids((route_kind)kinds[i])) {
-                g.baselines[g.n_base++] = (route_kind)kinds[i];
-                continue;
-            }
-            g.online |= kinds[i] == ROUTE_ELDR_ONLINE;
-            memcpy(g.taus, taus, (size_t)ntau * sizeof *taus);
-            g.n_taus = ntau;
+    c->baseline = best_at >= 0 ? route_kind_name(c->out_kind[best_at]) : NULL;
+}
+
+/* What the seeds' intervals cover (info.ci_covers, split_redrawn). */
+static void describe_cover(sim_call *c)
+{
+    int redraw = grid_should_resplit(&c->sp, c->seeds);
+    c->resplit = !c->calib_given && !c->whole && (c->s->fitted || !c->wants_model) && redraw;
+    const char *fixed =
+        c->calib_given ? "one split (the calibration trace is given)"
+        : c->whole ? "no split (the model is given: every row of the trace is simulated)"
+        : c->model && !c->s->fitted && redraw
+            ? "one split (the model is given: its centroids fix the calibration)"
+            : NULL;
+    grid_ci_covers(c->seeds, c->cfg.seed, c->resplit, &c->sp, fixed, c->covers,
+                   sizeof c->covers);
+}
+
+/* seeds > 1: every policy under seeds seed .. seed + N - 1 (the first
+ * repeats the single run), means and 95% CIs set on the results, as eldr
+ * sim --seeds N. */
+static void run_seeds(lua_State *L, sim_call *c)
+{
+    grid_spec g;
+    grid_spec_default(&g);
+    g.calib = c->calib;
+    g.eval = c->eval;
+    g.model = c->model;
+    g.cfg = c->cfg;
+    g.n_seeds = c->seeds;
+    g.workers[0] = c->K;
+    g.n_workers = 1;
+    g.n_base = 0;
+    for (int i = 0; i < c->nk; i++) {
+        route_kind kind = (route_kind)c->kinds[i];
+        if (kind == ROUTE_ELDR_COST)
+            g.cost = 1;    /* a candidate row, after the taus */
+        else if (!route_kind_has_centroids(kind))
+            g.baselines[g.n_base++] = kind;
+        else {
+            g.online |= kind == ROUTE_ELDR_ONLINE;
+            memcpy(g.taus, c->taus, (size_t)c->ntau * sizeof *c->taus);
+            g.n_taus = c->ntau;
         }
-        g.min2 = min2;
-        /* a model fitted here: each seed draws its own split and fit (the
-         * first repeats the run above) */
-        if (resplit) {
-            g.all = all;
-            g.split = sp;
-            model_fit_opts_default(&g.fit, K);
-            g.fit.seed = cfg.seed;
-            if (!all->decode_counts)
-                g.fit.layers = MODEL_LAYERS_ALL;
-        }
-        grid_result *gr = l_grid_run(L, &g, progress, fn);
-        baseline = NULL;
-        for (int o = 0; o < out; o++) {
-            for (int j = 0; j < gr->n; j++) {
-                const grid_row *r = &gr->rows[j];
-                if (r->kind != out_kind[o] ||
-                    (route_kind_has_centroids(r->kind) && r->tau != out_tau[o]))
-                    continue;
-                lua_rawgeti(L, results, o + 1);
-                l_set_seed_stats(L, r);
-                lua_pop(L, 1);
-                if (r->best_baseline >= 0)
-                    baseline = route_kind_name(gr->rows[r->best_baseline].kind);
-                break;
-            }
-        }
-        lua_pop(L, 1);    /* the grid result */
     }
+    g.min2 = c->min2;
+    /* a model fitted here: each seed draws its own split and fit (the
+     * first repeats the run above) */
+    if (c->resplit) {
+        g.all = c->all;
+        g.split = c->sp;
+        model_fit_opts_default(&g.fit, c->K);
+        g.fit.seed = c->cfg.seed;
+        if (!c->all->decode_counts)
+            g.fit.layers = MODEL_LAYERS_ALL;
+    }
+    grid_result *gr = l_grid_run(L, &g, c->progress, c->fn);
+    c->baseline = NULL;
+    for (int o = 0; o < c->out; o++)
+        for (int j = 0; j < gr->n; j++) {
+            const grid_row *r = &gr->rows[j];
+            if (r->kind != c->out_kind[o] ||
+                (route_kind_has_centroids(r->kind) && r->tau != c->out_tau[o]))
+                continue;
+            lua_rawgeti(L, c->results, o + 1);
+            l_set_seed_stats(L, r);
+            lua_pop(L, 1);
+            if (r->best_baseline >= 0)
+                c->baseline = route_kind_name(gr->rows[r->best_baseline].kind);
+            break;
+        }
+    lua_pop(L, 1);    /* the grid result */
+}
+
+/* info.split: the core split, or what stood in for one. */
+static void push_split_info(lua_State *L, const sim_call *c)
+{
+    if (!c->calib_given && !c->whole) {
+        l_pushsplit(L, &c->rows);
+        return;
+    }
+    char text[160];
+    if (c->whole)
+        snprintf(text, sizeof text, "no split: the model is given; all %lld rows simulated",
+                 (long long)c->eval->n);
+    else
+        snprintf(text, sizeof text, "calibration trace given: %lld calibration, %lld "
+                 "evaluation rows", (long long)c->calib->n, (long long)c->eval->n);
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, c->whole ? "none" : "given");
+    lua_setfield(L, -2, "mode");
+    l_setint(L, "calib_rows", c->whole ? 0 : c->calib->n);
+    l_setint(L, "eval_rows", c->eval->n);
+    lua_pushstring(L, text);
+    lua_setfield(L, -2, "text");
+}
+
+static void set_bool(lua_State *L, const char *k, int v)
+{
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, k);
+}
+
+/* Push the info table (the second result). */
+static void push_info(lua_State *L, sim_call *c)
+{
+    sim_state *s = c->s;
     lua_newtable(L);
-    l_setint(L, "K", K);
-    l_setnum(L, "tau", taus[0]);
-    l_pushnums(L, taus, ntau);
+    l_setint(L, "K", c->K);
+    l_setnum(L, "tau", c->taus[0]);
+    l_pushnums(L, c->taus, c->ntau);
     lua_setfield(L, -2, "taus");
-    l_setint(L, "calib_rows", whole ? 0 : calib->n);
+    l_setint(L, "calib_rows", c->whole ? 0 : c->calib->n);
     l_setint(L, "eval_rows", s->w.n);
     l_setint(L, "skipped_rows", s->w.n_skipped);
-    l_setint(L, "seeds", seeds);
-    l_setint(L, "seed", (lua_Integer)cfg.seed);
-    lua_pushstring(L, covers);
+    l_setint(L, "seeds", c->seeds);
+    l_setint(L, "seed", (lua_Integer)c->cfg.seed);
+    lua_pushstring(L, c->covers);
     lua_setfield(L, -2, "ci_covers");
-    lua_pushboolean(L, resplit);
-    lua_setfield(L, -2, "split_redrawn");
-    lua_pushboolean(L, rate_default);
-    lua_setfield(L, -2, "rate_default");
-    if (cfg.arrivals == SIM_ARRIVE_POISSON)
-        l_setnum(L, "rate", cfg.rate);
-    if (baseline) {
-        lua_pushstring(L, baseline);
+    set_bool(L, "split_redrawn", c->resplit);
+    set_bool(L, "rate_default", c->rate_default);
+    if (c->cfg.arrivals == SIM_ARRIVE_POISSON)
+        l_setnum(L, "rate", c->cfg.rate);
+    if (c->baseline) {
+        lua_pushstring(L, c->baseline);
         lua_setfield(L, -2, "baseline");
     }
-    if (calib_given || whole) {
-        char text[160];
-        if (whole)
-            snprintf(text, sizeof text, "no split: the model is given; all %lld rows "
-                     "simulated", (long long)eval->n);
-        else
-            snprintf(text, sizeof text, "calibration trace given: %lld calibration, %lld "
-                     "evaluation rows", (long long)calib->n, (long long)eval->n);
-        lua_createtable(L, 0, 4);
-        lua_pushstring(L, whole ? "none" : "given");
-        lua_setfield(L, -2, "mode");
-        l_setint(L, "calib_rows", whole ? 0 : calib->n);
-        l_setint(L, "eval_rows", eval->n);
-        lua_pushstring(L, text);
-        lua_setfield(L, -2, "text");
-    } else {
-        l_pushsplit(L, &rows);
-    }
+    push_split_info(L, c);
     lua_setfield(L, -2, "split");
-    lua_pushboolean(L, s->fitted != NULL);
-    lua_setfield(L, -2, "fitted");
-    lua_pushboolean(L, s->w.recorded);
-    lua_setfield(L, -2, "recorded_activations");
+    set_bool(L, "in_sample", c->insample != 0);
+    if (c->insample > 0)
+        l_setint(L, "in_sample_rows", c->insample);
+    set_bool(L, "fitted", s->fitted != NULL);
+    set_bool(L, "recorded_activations", s->w.recorded);
     if (s->fitted) {
         l_model *mu = l_newmodel(L);
         mu->m = s->fitted;
@@ -679,7 +806,30 @@ static int l_simulate(lua_State *L)
         push_prefix_info(L, &s->px);
         lua_setfield(L, -2, "prefix");
     }
-    lua_pushvalue(L, results);
+}
+
+/* eldr.simulate(trace [, opts]) -> results (list, one per policy), info */
+static int l_simulate(lua_State *L)
+{
+    sim_call call, *c = &call;
+    memset(c, 0, sizeof *c);
+    c->fn = "simulate";
+    c->all = l_checktrace(L, 1, c->fn, "trace");
+    l_checkopts(L, 2, c->fn, sim_keys);
+    lua_settop(L, 2);
+    read_options(L, c);
+    check_options(L, c);
+    make_split(L, c);
+    get_model(L, c);
+    c->insample = insample_of(L, c);
+    make_workload(L, c);
+    run_policies(L, c);
+    describe_cover(c);
+    if (c->seeds > 1)
+        run_seeds(L, c);
+    warn_insample(c);
+    push_info(L, c);
+    lua_pushvalue(L, c->results);
     lua_insert(L, -2);
     return 2;
 }

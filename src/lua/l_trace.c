@@ -19,7 +19,9 @@ static int trace_gc(lua_State *L)
 {
     l_trace *u = luaL_checkudata(L, 1, L_TRACE);
     trace_free(u->t);
+    free(u->path);
     u->t = NULL;
+    u->path = NULL;
     return 0;
 }
 
@@ -195,6 +197,8 @@ static int l_load(lua_State *L)
                     : trace_load_rows(path, r0, r1, &u->t, err, sizeof err);
     if (rc)
         return l_fail(L, fn, err);
+    if (r0 < 0)   /* its rows are the file's: an in-sample check can compare */
+        u->path = strdup(path);
     return 1;
 }
 

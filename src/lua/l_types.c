@@ -125,3 +125,50 @@ int l_checklayers(lua_State *L, int idx, const char *fn, const char *key, int nl
     *n = (int)len;
     return 2;
 }
+
+const char *l_trace_path(lua_State *L, int idx)
+{
+    l_trace *u = luaL_testudata(L, idx, L_TRACE);
+    return u ? u->path : NULL;
+}
+
+#define FITTED_ON "eldr.fitted_on"   /* registry: Model -> Trace, weak both ways */
+
+static void push_fitted_on(lua_State *L)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, FITTED_ON) == LUA_TTABLE)
+        return;
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushstring(L, "kv");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, FITTED_ON);
+}
+
+void l_mark_fitted_on(lua_State *L, int model_idx, int trace_idx)
+{
+    model_idx = lua_absindex(L, model_idx);
+    trace_idx = lua_absindex(L, trace_idx);
+    push_fitted_on(L);
+    lua_pushvalue(L, model_idx);
+    lua_pushvalue(L, trace_idx);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+int l_fitted_on(lua_State *L, int model_idx, int trace_idx)
+{
+    if (!model_idx || !trace_idx)
+        return 0;
+    model_idx = lua_absindex(L, model_idx);
+    trace_idx = lua_absindex(L, trace_idx);
+    push_fitted_on(L);
+    lua_pushvalue(L, model_idx);
+    lua_rawget(L, -2);
+    int same = lua_rawequal(L, -1, trace_idx);
+    lua_pop(L, 2);
+    return same;
+}

@@ -17,6 +17,7 @@
 /* Trace: an in-memory trace. */
 typedef struct l_trace {
     trace_t *t;
+    char *path;             /* the file eldr.load read it whole from, or NULL */
 } l_trace;
 
 /* Recipe: variant, layer mask, idf. */
@@ -55,6 +56,17 @@ trace_t *l_checktrace(lua_State *L, int idx, const char *fn, const char *name);
 l_sigs *l_checksigs(lua_State *L, int idx, const char *fn, const char *name);
 sig_recipe *l_checkrecipe(lua_State *L, int idx, const char *fn, const char *name);
 model_t *l_checkmodel(lua_State *L, int idx, const char *fn, const char *name);
+
+/* The file a Trace argument was loaded from whole (eldr.load without
+ * rows), or NULL (derived, generated, imported, or not a Trace). */
+const char *l_trace_path(lua_State *L, int idx);
+
+/* Which Trace a Model was fitted on in this session (eldr.fit): recorded
+ * in a weak table, so neither object is kept alive by it. l_fitted_on is
+ * 1 when the Model at model_idx was fitted on the very Trace at trace_idx
+ * (0 for a slot 0 or other values). */
+void l_mark_fitted_on(lua_State *L, int model_idx, int trace_idx);
+int l_fitted_on(lua_State *L, int model_idx, int trace_idx);
 
 /* Variant from a name, raising "bad argument 'variant'" when unknown. */
 sig_variant l_checkvariant(lua_State *L, const char *fn, const char *name);

@@ -204,6 +204,19 @@ const char *l_optstr(lua_State *L, int idx, const char *fn, const char *key, con
     return s;
 }
 
+int l_optfn(lua_State *L, int idx, const char *fn, const char *key, const char *what)
+{
+    if (l_getopt(L, idx, key) == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (!lua_isfunction(L, -1)) {
+        char got[48];
+        l_argerror(L, fn, key, "%s expected, got %s", what, l_got(L, -1, got, sizeof got));
+    }
+    return lua_gettop(L);
+}
+
 int l_optnumlist(lua_State *L, int opts, const char *fn, const char *key, double lo,
                  double hi, double *out, int max)
 {

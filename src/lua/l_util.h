@@ -73,6 +73,9 @@ double l_optnum(lua_State *L, int idx, const char *fn, const char *key, double l
 int l_optbool(lua_State *L, int idx, const char *fn, const char *key, int def);
 const char *l_optstr(lua_State *L, int idx, const char *fn, const char *key,
                      const char *def);
+/* A function at option key: its stack slot (the function stays pushed),
+ * or 0 when absent (nothing pushed); else "WHAT expected, got X". */
+int l_optfn(lua_State *L, int idx, const char *fn, const char *key, const char *what);
 /* A number or a list of numbers in [lo, hi] at option key: at most max
  * into out; returns the count (0 when absent). */
 int l_optnumlist(lua_State *L, int opts, const char *fn, const char *key, double lo,
