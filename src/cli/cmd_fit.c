@@ -90,10 +90,82 @@ static void args_free(fit_args *a)
     free(a->workers_buf);
 }
 
+enum { O_VARIANT = 256, O_LAYERS, O_SPLIT, O_SEED, O_ITERS, O_INIT, O_UNBAL, O_PAIRS,
+       O_TAU, O_WORKERS, O_JSON, O_SPLITMODE, O_SPLITSEED, O_FULL };
+
+/* The numeric options: -k, --seed, --iters, --pairs, --tau. 1 when c is
+ * not one of them, 0 when read, else the exit status of the error. */
+static int number_option(int c, const char *arg, fit_args *a)
+{
+    long long v;
+    switch (c) {
+    case 'k':
+        if (cli_parse_int(CMD, "-k", arg, 1, ROUTE_MAX_WORKERS, &v))
+            return CLI_BADINPUT;
+        a->o.K = (int)v;
+        return 0;
+    case O_SEED:
+        if (cli_parse_int(CMD, "--seed", arg, 0, INT64_MAX, &v))
+            return CLI_BADINPUT;
+        a->o.seed = (uint64_t)v;
+        return 0;
+    case O_ITERS:
+        if (cli_parse_int(CMD, "--iters", arg, 0, 100000, &v))
+            return CLI_BADINPUT;
+        a->o.iters = (int)v;
+        return 0;
+    case O_PAIRS:
+        if (!strcmp(arg, "all"))
+            a->o.pairs = 0;
+        else if (cli_parse_int(CMD, "--pairs", arg, 1, 1LL << 40, &v))
+            return CLI_BADINPUT;
+        else
+            a->o.pairs = v;
+        return 0;
+    case O_TAU:
+        return cli_parse_double(CMD, "--tau", arg, 0, ROUTE_TAU_MAX, &a->o.tau)
+                   ? CLI_BADINPUT : 0;
+    default:
+        return 1;
+    }
+}
+
+/* One option c (getopt_long's answer) with its argument: 0 when read, -1
+ * after --help, else the exit status of the error. */
+static int one_option(int c, const char *arg, fit_args *a)
+{
+    int rc = number_option(c, arg, a);
+    if (rc != 1)
+        return rc;
+    switch (c) {
+    case 'o': a->output = arg; break;
+    case O_VARIANT:
+        if ((c = sig_variant_parse(arg)) < 0)
+            return cli_fail(CMD, "--variant: '%s' is not a variant (count, count_idf, "
+                            "sqrt_count, binary, gate_prob (alias gate_prob_all), "
+                            "gate_logit)", arg);
+        a->o.variant = (sig_variant)c;
+        break;
+    case O_LAYERS: a->layers_arg = arg; break;
+    case O_SPLIT: a->split_arg = arg; break;
+    case O_SPLITMODE:
+    case O_SPLITSEED:
+        if (cli_split_option(CMD, c == O_SPLITMODE ? "--split" : "--split-seed", arg,
+                             &a->split))
+            return CLI_BADINPUT;
+        break;
+    case O_INIT: a->init_arg = arg; break;
+    case O_UNBAL: a->o.balanced = 0; break;
+    case O_WORKERS: a->workers_arg = arg; break;
+    case O_JSON: a->json = 1; break;
+    case O_FULL: a->require_full = 1; break;
+    case 'h': usage(); return -1;
+    }
+    return 0;
+}
+
 static int parse_options(int argc, char **argv, fit_args *a)
 {
-    enum { O_VARIANT = 256, O_LAYERS, O_SPLIT, O_SEED, O_ITERS, O_INIT, O_UNBAL, O_PAIRS,
-           O_TAU, O_WORKERS, O_JSON, O_SPLITMODE, O_SPLITSEED, O_FULL };
     static const struct option opts[] = {
         {"clusters", required_argument, 0, 'k'}, {"output", required_argument, 0, 'o'},
         {"variant", required_argument, 0, O_VARIANT}, {"layers", required_argument, 0, O_LAYERS},
@@ -106,7 +178,6 @@ static int parse_options(int argc, char **argv, fit_args *a)
         {"split", required_argument, 0, O_SPLITMODE},
         {"split-seed", required_argument, 0, O_SPLITSEED}, {0, 0, 0, 0},
     };
-    long long v;
     int c, have_k = 0;
     model_fit_opts_default(&a->o, 0);
     split_spec_default(&a->split);
@@ -114,60 +185,14 @@ static int parse_options(int argc, char **argv, fit_args *a)
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":k:o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'k':
-            if (cli_parse_int(CMD, "-k", optarg, 1, ROUTE_MAX_WORKERS, &v))
-                return CLI_BADINPUT;
-            a->o.K = (int)v;
-            have_k = 1;
-            break;
-        case 'o': a->output = optarg; break;
-        case O_VARIANT:
-            if ((c = sig_variant_parse(optarg)) < 0)
-                return cli_fail(CMD, "--variant: '%s' is not a variant (count, count_idf, "
-                                "sqrt_count, binary, gate_prob (alias gate_prob_all), "
-                                "gate_logit)", optarg);
-            a->o.variant = (sig_variant)c;
-            break;
-        case O_LAYERS: a->layers_arg = optarg; break;
-        case O_SPLIT: a->split_arg = optarg; break;
-        case O_SPLITMODE:
-        case O_SPLITSEED:
-            if (cli_split_option(CMD, c == O_SPLITMODE ? "--split" : "--split-seed", optarg,
-                                 &a->split))
-                return CLI_BADINPUT;
-            break;
-        case O_SEED:
-            if (cli_parse_int(CMD, "--seed", optarg, 0, INT64_MAX, &v))
-                return CLI_BADINPUT;
-            a->o.seed = (uint64_t)v;
-            break;
-        case O_ITERS:
-            if (cli_parse_int(CMD, "--iters", optarg, 0, 100000, &v))
-                return CLI_BADINPUT;
-            a->o.iters = (int)v;
-            break;
-        case O_INIT: a->init_arg = optarg; break;
-        case O_UNBAL: a->o.balanced = 0; break;
-        case O_PAIRS:
-            if (!strcmp(optarg, "all"))
-                a->o.pairs = 0;
-            else if (cli_parse_int(CMD, "--pairs", optarg, 1, 1LL << 40, &v))
-                return CLI_BADINPUT;
-            else
-                a->o.pairs = v;
-            break;
-        case O_TAU:
-            if (cli_parse_double(CMD, "--tau", optarg, 0, ROUTE_TAU_MAX, &a->o.tau))
-                return CLI_BADINPUT;
-            break;
-        case O_WORKERS: a->workers_arg = optarg; break;
-        case O_JSON: a->json = 1; break;
-        case O_FULL: a->require_full = 1; break;
-        case 'h': usage(); return -1;
-        case ':': return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
-        }
+        if (c == ':')
+            return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
+        if (c == '?')
+            return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        int rc = one_option(c, optarg, a);
+        if (rc)
+            return rc;
+        have_k |= c == 'k';
     }
     if (optind != argc - 1)
         return cli_usage_error(CMD, optind >= argc ? "no trace file given"

@@ -170,12 +170,153 @@ static int parse_modes(sim_args *a, const char *list)
     return 0;
 }
 
+enum { O_POLICY = 256, O_WORKERS, O_TAU, O_NOMIN2, O_RATE, O_CONC, O_OUT, O_BATCH,
+       O_SPLIT, O_COST, O_POOL, O_SEED, O_CSV, O_JSON, O_PMODE, O_PCACHE, O_PWORKERS,
+       O_PROUTE, O_BSIZE, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_REVERY, O_RWINDOW, O_FULL,
+       O_THREADS };
+
+/* Each *_option below reads option c (getopt_long's answer) with its
+ * argument: 0 when read, 1 when c is not one of its options, else the
+ * exit status of the error. */
+
+/* The workload: arrivals, lengths, batch, sampling, seed, cost, refits. */
+static int workload_option(int c, const char *arg, sim_args *a)
+{
+    sim_config *cfg = &a->cfg;
+    long long v;
+    switch (c) {
+    case O_RATE:
+        cfg->arrivals = SIM_ARRIVE_POISSON;
+        return cli_parse_double(CMD, "--rate", arg, 1e-9, 1e12, &cfg->rate) ? CLI_BADINPUT : 0;
+    case O_CONC:
+        if (cli_parse_int(CMD, "--concurrency", arg, 1, 1 << 30, &v))
+            return CLI_BADINPUT;
+        cfg->concurrency = (int)v;
+        cfg->arrivals = SIM_ARRIVE_CLOSED;
+        return 0;
+    case O_OUT:
+        if (cli_parse_int(CMD, "--output-tokens", arg, 1, 1 << 30, &v))
+            return CLI_BADINPUT;
+        cfg->output_tokens = (int32_t)v;
+        return 0;
+    case O_BATCH:
+        if (cli_parse_int(CMD, "--max-batch", arg, 1, 1 << 20, &v))
+            return CLI_BADINPUT;
+        cfg->max_batch = (int)v;
+        return 0;
+    case O_POOL:
+        if (cli_parse_int(CMD, "--sample-pool", arg, 1, 1 << 20, &v))
+            return CLI_BADINPUT;
+        cfg->sample_pool = (int)v;
+        return 0;
+    case O_SEED:
+        if (cli_parse_int(CMD, "--seed", arg, 0, INT64_MAX, &v))
+            return CLI_BADINPUT;
+        cfg->seed = (uint64_t)v;
+        return 0;
+    case O_REVERY:
+        return cli_parse_double(CMD, "--refit-every", arg, 1e-6, 1e9, &cfg->refit_every)
+                   ? CLI_BADINPUT : 0;
+    case O_RWINDOW:
+        return cli_parse_double(CMD, "--refit-window", arg, 1e-6, 1e9, &cfg->refit_window)
+                   ? CLI_BADINPUT : 0;
+    case O_COST: a->cost_path = arg; return 0;
+    default: return 1;
+    }
+}
+
+/* The prefix-caching what-if: --prefix-mode and the options it needs. */
+static int prefix_option(int c, const char *arg, sim_args *a)
+{
+    long long v;
+    int rc = 0;
+    switch (c) {
+    case O_PMODE: return parse_modes(a, arg);
+    case O_PCACHE:
+        if (!(rc = cli_parse_int(CMD, "--prefix-cache", arg, 0, 1LL << 40, &v)))
+            a->prefix.capacity = v;
+        break;
+    case O_PWORKERS:
+        if (!(rc = cli_parse_int(CMD, "--prefill-workers", arg, 1, 1 << 16, &v)))
+            a->prefix.workers = (int)v;
+        break;
+    case O_PROUTE:
+        if ((c = sim_prefill_route_parse(arg)) < 0)
+            return cli_fail(CMD, "--prefill-route: '%s' is not rr or prefix", arg);
+        a->prefix.route = (sim_prefill_route)c;
+        break;
+    case O_BSIZE:
+        if (!(rc = cli_parse_int(CMD, "--block-size", arg, 1, 255, &v)))
+            a->prefix.block_size = (int)v;
+        break;
+    default: return 1;
+    }
+    a->prefix_opts = 1;
+    return rc ? CLI_BADINPUT : 0;
+}
+
+/* What runs and how it is reported: model, policies, workers, tau,
+ * split, seeds, threads, outputs. */
+static int run_option(int c, const char *arg, sim_args *a)
+{
+    long long v;
+    switch (c) {
+    case 'm': a->model_path = arg; return 0;
+    case O_POLICY: return parse_policies(a, arg);
+    case O_WORKERS:
+        if (cli_parse_int(CMD, "--workers", arg, 1, ROUTE_MAX_WORKERS, &v))
+            return CLI_BADINPUT;
+        a->workers = (int)v;
+        return 0;
+    case O_TAU:
+        return cli_parse_double(CMD, "--tau", arg, 0, ROUTE_TAU_MAX, &a->tau) ? CLI_BADINPUT : 0;
+    case O_NOMIN2: a->min2 = 0; return 0;
+    case O_SPLIT:
+    case O_SPLITMODE:
+    case O_SPLITSEED:
+        return cli_split_option(CMD, c == O_SPLIT ? "--calib-split" : c == O_SPLITMODE
+                                ? "--split" : "--split-seed", arg, &a->split);
+    case O_SEEDS:
+        if (cli_parse_int(CMD, "--seeds", arg, 1, GRID_MAX_SEEDS, &v))
+            return CLI_BADINPUT;
+        a->seeds = (int)v;
+        return 0;
+    case O_THREADS:
+        if (cli_parse_int(CMD, "--threads", arg, 1, 64, &v))
+            return CLI_BADINPUT;
+        a->threads = (int)v;
+        return 0;
+    case O_CSV: a->csv_dir = arg; return 0;
+    case O_JSON: a->json = 1; return 0;
+    case O_FULL: a->require_full = 1; return 0;
+    default: return 1;
+    }
+}
+
+/* The options that exclude or need each other, once all are read. */
+static int check_options(sim_args *a)
+{
+    if (a->cfg.rate > 0 && a->cfg.concurrency > 0)
+        return cli_fail(CMD, "--rate and --concurrency exclude each other");
+    /* one seed draws the arrivals and the split unless --split-seed pins it */
+    if (!a->split.pinned)
+        a->split.seed = a->cfg.seed;
+    if (a->prefix_opts && !a->n_modes)
+        return cli_fail(CMD, "--prefix-cache, --prefill-workers, --prefill-route and "
+                        "--block-size need --prefix-mode");
+    int eldr = 0;
+    for (int i = 0; i < a->n_kinds; i++)
+        eldr |= a->kinds[i] == ROUTE_ELDR;
+    if (a->n_modes && !eldr)
+        return cli_fail(CMD, "--prefix-mode: the eldr policy must be in --policy");
+    if (a->n_modes && a->seeds > 1)
+        return cli_fail(CMD, "--seeds %d: the prefix-caching what-if runs one seed; drop "
+                        "--seeds or --prefix-mode", a->seeds);
+    return 0;
+}
+
 static int parse_options(int argc, char **argv, sim_args *a)
 {
-    enum { O_POLICY = 256, O_WORKERS, O_TAU, O_NOMIN2, O_RATE, O_CONC, O_OUT, O_BATCH,
-           O_SPLIT, O_COST, O_POOL, O_SEED, O_CSV, O_JSON, O_PMODE, O_PCACHE, O_PWORKERS,
-           O_PROUTE, O_BSIZE, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_REVERY, O_RWINDOW, O_FULL,
-           O_THREADS };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'}, {"policy", required_argument, 0, O_POLICY},
         {"workers", required_argument, 0, O_WORKERS}, {"tau", required_argument, 0, O_TAU},
@@ -200,7 +341,6 @@ static int parse_options(int argc, char **argv, sim_args *a)
         {"refit-window", required_argument, 0, O_RWINDOW},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
-    long long v;
     int c, rc;
     sim_config_default(&a->cfg);
     sim_prefix_config_default(&a->prefix);
@@ -213,136 +353,24 @@ static int parse_options(int argc, char **argv, sim_args *a)
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":m:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'm': a->model_path = optarg; break;
-        case O_POLICY:
-            if ((rc = parse_policies(a, optarg)))
-                return rc;
-            break;
-        case O_WORKERS:
-            if (cli_parse_int(CMD, "--workers", optarg, 1, ROUTE_MAX_WORKERS, &v))
-                return CLI_BADINPUT;
-            a->workers = (int)v;
-            break;
-        case O_TAU:
-            if (cli_parse_double(CMD, "--tau", optarg, 0, ROUTE_TAU_MAX, &a->tau))
-                return CLI_BADINPUT;
-            break;
-        case O_NOMIN2: a->min2 = 0; break;
-        case O_RATE:
-            if (cli_parse_double(CMD, "--rate", optarg, 1e-9, 1e12, &a->cfg.rate))
-                return CLI_BADINPUT;
-            a->cfg.arrivals = SIM_ARRIVE_POISSON;
-            break;
-        case O_CONC:
-            if (cli_parse_int(CMD, "--concurrency", optarg, 1, 1 << 30, &v))
-                return CLI_BADINPUT;
-            a->cfg.concurrency = (int)v;
-            a->cfg.arrivals = SIM_ARRIVE_CLOSED;
-            break;
-        case O_OUT:
-            if (cli_parse_int(CMD, "--output-tokens", optarg, 1, 1 << 30, &v))
-                return CLI_BADINPUT;
-            a->cfg.output_tokens = (int32_t)v;
-            break;
-        case O_BATCH:
-            if (cli_parse_int(CMD, "--max-batch", optarg, 1, 1 << 20, &v))
-                return CLI_BADINPUT;
-            a->cfg.max_batch = (int)v;
-            break;
-        case O_SPLIT:
-        case O_SPLITMODE:
-        case O_SPLITSEED:
-            if ((rc = cli_split_option(CMD, c == O_SPLIT ? "--calib-split" : c == O_SPLITMODE
-                                                ? "--split" : "--split-seed", optarg, &a->split)))
-                return rc;
-            break;
-        case O_SEEDS:
-            if (cli_parse_int(CMD, "--seeds", optarg, 1, GRID_MAX_SEEDS, &v))
-                return CLI_BADINPUT;
-            a->seeds = (int)v;
-            break;
-        case O_THREADS:
-            if (cli_parse_int(CMD, "--threads", optarg, 1, 64, &v))
-                return CLI_BADINPUT;
-            a->threads = (int)v;
-            break;
-        case O_REVERY:
-            if (cli_parse_double(CMD, "--refit-every", optarg, 1e-6, 1e9, &a->cfg.refit_every))
-                return CLI_BADINPUT;
-            break;
-        case O_RWINDOW:
-            if (cli_parse_double(CMD, "--refit-window", optarg, 1e-6, 1e9, &a->cfg.refit_window))
-                return CLI_BADINPUT;
-            break;
-        case O_COST: a->cost_path = optarg; break;
-        case O_POOL:
-            if (cli_parse_int(CMD, "--sample-pool", optarg, 1, 1 << 20, &v))
-                return CLI_BADINPUT;
-            a->cfg.sample_pool = (int)v;
-            break;
-        case O_SEED:
-            if (cli_parse_int(CMD, "--seed", optarg, 0, INT64_MAX, &v))
-                return CLI_BADINPUT;
-            a->cfg.seed = (uint64_t)v;
-            break;
-        case O_CSV: a->csv_dir = optarg; break;
-        case O_JSON: a->json = 1; break;
-        case O_FULL: a->require_full = 1; break;
-        case O_PMODE:
-            if ((rc = parse_modes(a, optarg)))
-                return rc;
-            break;
-        case O_PCACHE:
-            if (cli_parse_int(CMD, "--prefix-cache", optarg, 0, 1LL << 40, &v))
-                return CLI_BADINPUT;
-            a->prefix.capacity = v;
-            a->prefix_opts = 1;
-            break;
-        case O_PWORKERS:
-            if (cli_parse_int(CMD, "--prefill-workers", optarg, 1, 1 << 16, &v))
-                return CLI_BADINPUT;
-            a->prefix.workers = (int)v;
-            a->prefix_opts = 1;
-            break;
-        case O_PROUTE:
-            if ((rc = sim_prefill_route_parse(optarg)) < 0)
-                return cli_fail(CMD, "--prefill-route: '%s' is not rr or prefix", optarg);
-            a->prefix.route = (sim_prefill_route)rc;
-            a->prefix_opts = 1;
-            break;
-        case O_BSIZE:
-            if (cli_parse_int(CMD, "--block-size", optarg, 1, 255, &v))
-                return CLI_BADINPUT;
-            a->prefix.block_size = (int)v;
-            a->prefix_opts = 1;
-            break;
-        case 'h': usage(); return -1;
-        case ':': return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        if (c == 'h') {
+            usage();
+            return -1;
         }
+        if (c == ':')
+            return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
+        if ((rc = run_option(c, optarg, a)) == 1 && (rc = workload_option(c, optarg, a)) == 1)
+            rc = prefix_option(c, optarg, a);
+        if (rc == 1)
+            return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        if (rc)
+            return rc;
     }
     if (optind != argc - 1)
         return cli_usage_error(CMD, optind >= argc ? "no trace file given"
                                                    : "one trace file expected");
     a->trace = argv[optind];
-    if (a->cfg.rate > 0 && a->cfg.concurrency > 0)
-        return cli_fail(CMD, "--rate and --concurrency exclude each other");
-    /* one seed draws the arrivals and the split unless --split-seed pins it */
-    if (!a->split.pinned)
-        a->split.seed = a->cfg.seed;
-    if (a->prefix_opts && !a->n_modes)
-        return cli_fail(CMD, "--prefix-cache, --prefill-workers, --prefill-route and "
-                        "--block-size need --prefix-mode");
-    int eldr = 0;
-    for (int i = 0; i < a->n_kinds; i++)
-        eldr |= a->kinds[i] == ROUTE_ELDR;
-    if (a->n_modes && !eldr)
-        return cli_fail(CMD, "--prefix-mode: the eldr policy must be in --policy");
-    if (a->n_modes && a->seeds > 1)
-        return cli_fail(CMD, "--seeds %d: the prefix-caching what-if runs one seed; drop "
-                        "--seeds or --prefix-mode", a->seeds);
-    return 0;
+    return check_options(a);
 }
 
 static int wants(const sim_args *a, route_kind k)

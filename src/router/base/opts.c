@@ -378,8 +378,6 @@ static int parse_secs(const char *opt, const char *arg, double lo, double hi, do
     return 0;
 }
 
-/* The upstream health and flow options (proxy mode). 1 when c is not one
- * of them. */
 /* The cost rule's options; 1 when c is none of them. */
 static int cost_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
@@ -407,6 +405,8 @@ static int cost_option(int c, const char *arg, eldrd_opts *o, char *err, size_t 
     return 1;
 }
 
+/* The upstream health and flow options (proxy mode). 1 when c is not one
+ * of them. */
 static int health_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
     long long v;
@@ -451,7 +451,9 @@ static int parse_refit_seconds(const char *opt, const char *arg, double *out, ch
     return 0;
 }
 
-static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+/* What eldrd routes with: the model, the workers, tau, threads, the
+ * state directory. 1 when c is none of them. */
+static int model_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
 {
     long long v;
     switch (c) {
@@ -464,8 +466,6 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     case 'V':
         o->version = 1;
         return 0;
-    case O_LISTEN:
-        return parse_listen("--listen", arg, o->host, sizeof o->host, &o->port, err, errlen);
     case O_WORKERS:
         free_names(o->workers, o->n_workers);
         o->workers = NULL;
@@ -492,53 +492,19 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     case O_STATE:
         o->state_dir = arg;
         return 0;
-    case O_MAXBODY:
-        return parse_ll("--max-body", arg, 1024, 1LL << 30, &o->max_body, err, errlen);
-    case O_MAXKV:
-        return parse_ll("--max-kv-body", arg, 1024, 1LL << 30, &o->max_kv_body, err, errlen);
-    case O_MAXMODEL:
-        return parse_ll("--max-model-body", arg, 1024, 1LL << 30, &o->max_model_body, err,
-                        errlen);
-    case O_BUDGET:
-        return parse_ll("--body-budget", arg, 1 << 20, 1LL << 40, &o->body_budget, err, errlen);
-    case O_HEADERTIMEOUT:
-        if (parse_ll("--header-timeout", arg, 1, 86400, &v, err, errlen) < 0)
-            return -1;
-        o->header_timeout = (int)v;
+    case O_QUIET:
+        o->quiet = 1;
         return 0;
-    case O_ADMINLISTEN:
-        return parse_listen("--admin-listen", arg, o->admin_host, sizeof o->admin_host,
-                            &o->admin_port, err, errlen);
-    case O_ROUTEAPI:
-        o->route_api = 1;
-        return 0;
-    case O_ROUTETOK:
-        o->route_token_file = arg;
-        return 0;
-    case O_EXTPROC:
-        return parse_listen("--ext-proc", arg, o->xp_host, sizeof o->xp_host, &o->xp_port, err,
-                            errlen);
-    case O_ENDPOINTS:
-        o->endpoints_file = arg;
-        return 0;
-    case O_KVEV:
-        o->kv_events = arg;
-        return 0;
-    case O_KVEV_REPLAY:
-        o->kv_events_replay = arg;
-        return 0;
-    case O_KVEV_TOPIC:
-        o->kv_events_topic = arg;
-        return 0;
-    case O_JOIN_MAX:
-        if (parse_ll("--join-max", arg, 1, 1 << 20, &v, err, errlen) < 0)
-            return -1;
-        o->join_max = (int)v;
-        o->join_given = 1;
-        return 0;
-    case O_JOIN_TTL:
-        o->join_given = 1;
-        return parse_secs("--join-ttl", arg, 0.1, 3600, &o->join_ttl, err, errlen);
+    }
+    return 1;
+}
+
+/* What it keeps and where loads come from: the decision log and
+ * window, the signature cache, the load source, the in-flight TTL. 1 when c is none of them. */
+static int load_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+{
+    long long v;
+    switch (c) {
     case O_DECISIONS:
         if (parse_ll("--decisions", arg, 1, 1 << 20, &v, err, errlen) < 0)
             return -1;
@@ -557,14 +523,6 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
             return -1;
         o->block_size = (int)v;
         return 0;
-    case O_TIMEOUT:
-        if (parse_ll("--timeout", arg, 1, 86400, &v, err, errlen) < 0)
-            return -1;
-        o->timeout = (int)v;
-        return 0;
-    case O_QUIET:
-        o->quiet = 1;
-        return 0;
     case O_LOADFROM:
         if (strcmp(arg, "own") && strcmp(arg, "vllm"))
             return eldr_errf(err, errlen, "--load-from: '%s' is neither own nor vllm", arg);
@@ -578,8 +536,41 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
             return -1;
         o->poll_ms = (int)v;
         return 0;
-    case O_UPKEY:
-        o->upstream_key_file = arg;
+    case O_TTL: {
+        char *end;
+        errno = 0;
+        double t = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(t) || t < 0 || t > 1e9)
+            return eldr_errf(err, errlen, "--inflight-ttl: '%s' is not a number of seconds "
+                             ">= 0", arg);
+        o->inflight_ttl = t;
+        return 0;
+    }
+    }
+    return 1;
+}
+
+/* The listeners and who may use them: addresses, the route API,
+ * tokens. 1 when c is none of them. */
+static int listen_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+{
+    switch (c) {
+    case O_LISTEN:
+        return parse_listen("--listen", arg, o->host, sizeof o->host, &o->port, err, errlen);
+    case O_ADMINLISTEN:
+        return parse_listen("--admin-listen", arg, o->admin_host, sizeof o->admin_host,
+                            &o->admin_port, err, errlen);
+    case O_EXTPROC:
+        return parse_listen("--ext-proc", arg, o->xp_host, sizeof o->xp_host, &o->xp_port, err,
+                            errlen);
+    case O_ROUTEAPI:
+        o->route_api = 1;
+        return 0;
+    case O_ROUTETOK:
+        o->route_token_file = arg;
+        return 0;
+    case O_ENDPOINTS:
+        o->endpoints_file = arg;
         return 0;
     case O_ADMINTOK:
         o->admin_token_file = arg;
@@ -589,6 +580,30 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
         return 0;
     case O_INSECURE:
         o->insecure = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* The limits on clients: body sizes and budget, connections, the
+ * header and request deadlines, the drain, the route timeout. 1 when c is none of them. */
+static int limit_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+{
+    long long v;
+    switch (c) {
+    case O_MAXBODY:
+        return parse_ll("--max-body", arg, 1024, 1LL << 30, &o->max_body, err, errlen);
+    case O_MAXKV:
+        return parse_ll("--max-kv-body", arg, 1024, 1LL << 30, &o->max_kv_body, err, errlen);
+    case O_MAXMODEL:
+        return parse_ll("--max-model-body", arg, 1024, 1LL << 30, &o->max_model_body, err,
+                        errlen);
+    case O_BUDGET:
+        return parse_ll("--body-budget", arg, 1 << 20, 1LL << 40, &o->body_budget, err, errlen);
+    case O_HEADERTIMEOUT:
+        if (parse_ll("--header-timeout", arg, 1, 86400, &v, err, errlen) < 0)
+            return -1;
+        o->header_timeout = (int)v;
         return 0;
     case O_MAXCONNS:
         if (parse_ll("--max-conns", arg, 4, 1000000, &v, err, errlen) < 0)
@@ -600,6 +615,11 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
             return -1;
         o->max_conns_per_ip = (int)v;
         return 0;
+    case O_DEADLINE:
+        if (parse_ll("--request-deadline", arg, 1, 86400, &v, err, errlen) < 0)
+            return -1;
+        o->deadline = (int)v;
+        return 0;
     case O_DRAIN: {
         char *end;
         errno = 0;
@@ -610,11 +630,20 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
         o->drain = t;
         return 0;
     }
-    case O_DEADLINE:
-        if (parse_ll("--request-deadline", arg, 1, 86400, &v, err, errlen) < 0)
+    case O_TIMEOUT:
+        if (parse_ll("--timeout", arg, 1, 86400, &v, err, errlen) < 0)
             return -1;
-        o->deadline = (int)v;
+        o->timeout = (int)v;
         return 0;
+    }
+    return 1;
+}
+
+/* Proxy mode and its upstreams: the prefill and decode URLs, the
+ * protocol, the upstream key, where a stream starts, the timeouts. 1 when c is none of them. */
+static int upstream_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+{
+    switch (c) {
     case O_PROXY:
         o->proxy = 1;
         return 0;
@@ -628,6 +657,9 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
         return 0;
     case O_DECURLS:
         o->decode_urls = arg;
+        return 0;
+    case O_UPKEY:
+        o->upstream_key_file = arg;
         return 0;
     case O_UPTIMEOUT:
         o->upstream_timeout_given = 1;
@@ -650,6 +682,34 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
     case O_IDLE_TO:
         return parse_secs("--stream-idle-timeout", arg, 0.01, 86400, &o->stream_idle_timeout,
                           err, errlen);
+    }
+    return 1;
+}
+
+/* KV events and the online refit: the event stream, its replay and
+ * topic, the prefill/decode join, the refit period, window and rows. 1 when c is none of them. */
+static int online_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+{
+    long long v;
+    switch (c) {
+    case O_KVEV:
+        o->kv_events = arg;
+        return 0;
+    case O_KVEV_REPLAY:
+        o->kv_events_replay = arg;
+        return 0;
+    case O_KVEV_TOPIC:
+        o->kv_events_topic = arg;
+        return 0;
+    case O_JOIN_MAX:
+        if (parse_ll("--join-max", arg, 1, 1 << 20, &v, err, errlen) < 0)
+            return -1;
+        o->join_max = (int)v;
+        o->join_given = 1;
+        return 0;
+    case O_JOIN_TTL:
+        o->join_given = 1;
+        return parse_secs("--join-ttl", arg, 0.1, 3600, &o->join_ttl, err, errlen);
     case O_REFIT_EVERY:
         return parse_refit_seconds("--refit-every", arg, &o->refit_every, err, errlen);
     case O_REFIT_WINDOW:
@@ -659,20 +719,22 @@ static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t e
             return -1;
         o->refit_max_rows = (int)v;
         return 0;
-    case O_TTL: {
-        char *end;
-        errno = 0;
-        double t = strtod(arg, &end);
-        if (errno || end == arg || *end || !isfinite(t) || t < 0 || t > 1e9)
-            return eldr_errf(err, errlen, "--inflight-ttl: '%s' is not a number of seconds "
-                             ">= 0", arg);
-        o->inflight_ttl = t;
-        return 0;
     }
+    return 1;
+}
+
+/* One option c (getopt_long's answer) with its argument: 0, or -1 with
+ * err set. */
+static int one_option(int c, const char *arg, eldrd_opts *o, char *err, size_t errlen)
+{
+    int (*const groups[])(int, const char *, eldrd_opts *, char *, size_t) = {
+        model_option, load_option, listen_option, limit_option, upstream_option, online_option,
+        health_option, cost_option};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        int rc = groups[i](c, arg, o, err, errlen);
+        if (rc <= 0)
+            return rc;
     }
-    int rc = health_option(c, arg, o, err, errlen);
-    if (rc <= 0 || (rc = cost_option(c, arg, o, err, errlen)) <= 0)
-        return rc;
     return eldr_errf(err, errlen, "unknown option (try 'eldrd --help')");
 }
 
@@ -693,72 +755,161 @@ static int check_bodies(const eldrd_opts *o, char *err, size_t errlen)
     return 0;
 }
 
+/* The options that need another (proxy mode, the picker, KV events,
+ * worker URLs): 0, or -1 naming what to add. */
+static int check_modes(const eldrd_opts *o, char *err, size_t errlen)
+{
+    if (o->load_vllm != !!o->worker_urls) {
+        return eldr_errf(err, errlen, o->load_vllm ? "--load-from vllm needs --worker-urls"
+                                                   : "--worker-urls needs --load-from vllm");
+    }
+    if (o->proxy && (!o->prefill_urls || !o->decode_urls)) {
+        return eldr_errf(err, errlen, "--proxy needs --prefill URL,... and --decode URL,...");
+    }
+    if (!o->proxy && (o->prefill_urls || o->decode_urls)) {
+        return eldr_errf(err, errlen, "--%s is for proxy mode: add --proxy",
+                         o->prefill_urls ? "prefill" : "decode");
+    }
+    if (!o->kv_events && (o->kv_events_replay || o->kv_events_topic)) {
+        return eldr_errf(err, errlen, "%s needs --kv-events tcp://HOST:PORT,... (vLLM's "
+                         "publishers)", o->kv_events_replay ? "--kv-events-replay"
+                                                            : "--kv-events-topic");
+    }
+    if (!!o->xp_host[0] != !!o->endpoints_file) {
+        return eldr_errf(err, errlen, o->xp_host[0] ? "--ext-proc needs --endpoints FILE (the "
+                         "decode pool's addresses, llm-d's file-discovery format)"
+                         : "--endpoints is for the gateway's picker: add --ext-proc HOST:PORT");
+    }
+    if (o->join_given && !o->xp_host[0]) {
+        return eldr_errf(err, errlen, "--join-max and --join-ttl are for the gateway's picker: "
+                         "add --ext-proc HOST:PORT");
+    }
+    if (!o->proxy && o->upstream_key_file) {
+        return eldr_errf(err, errlen, "--upstream-api-key-file is for proxy mode: add --proxy");
+    }
+    return 0;
+}
+
+/* Limits that must agree, and what proxy mode, the tokens and the
+ * refit need: 0, or -1 naming the clash. */
+static int check_access(const eldrd_opts *o, char *err, size_t errlen)
+{
+    if (o->max_conns_per_ip > o->max_conns) {
+        return eldr_errf(err, errlen, "--max-conns-per-ip %d is above --max-conns %d: one "
+                         "address could take every connection", o->max_conns_per_ip,
+                         o->max_conns);
+    }
+    if (check_bodies(o, err, errlen) < 0)
+        return -1;
+    if (o->route_api && !o->proxy) {
+        return eldr_errf(err, errlen, "--route-api is for proxy mode (add --proxy): without "
+                         "it, /v1/route and /v1/finish are always served");
+    }
+    if (o->route_token_file && !o->proxy) {
+        return eldr_errf(err, errlen, "--route-token-file is for proxy mode (add --proxy): "
+                         "without it, /v1/route and /v1/finish are the data path of the "
+                         "proxy in front of eldrd");
+    }
+    if (o->kv_token_file && !o->admin_token_file) {
+        return eldr_errf(err, errlen, "--kv-token-file needs --admin-token-file too (the "
+                         "model and config endpoints would be open)");
+    }
+    if (o->refit_every == 0 && (!isnan(o->refit_window) || o->refit_max_rows > 0)) {
+        return eldr_errf(err, errlen, "%s needs --refit-every (the online refit is off "
+                         "without it)", isnan(o->refit_window) ? "--refit-max-rows"
+                                                               : "--refit-window");
+    }
+    return 0;
+}
+
+/* The defaults that follow from other options. */
+static void derive_defaults(eldrd_opts *o)
+{
+    if (isnan(o->refit_window))
+        o->refit_window = ONLINE_DEFAULT_WINDOW;
+    if (isnan(o->prefill_timeout))
+        o->prefill_timeout = o->upstream_timeout;
+    if (isnan(o->decode_timeout))
+        o->decode_timeout = o->upstream_timeout;
+    if (isnan(o->stream_idle_timeout))
+        o->stream_idle_timeout = o->upstream_timeout_given ? o->upstream_timeout : 60;
+    /* bounded by default: a lost finish no longer pins load for ever; a
+     * request lives at most its prefill and its decode's first byte, and a
+     * caller's own stream seldom more than as long again */
+    if (isnan(o->inflight_ttl))
+        o->inflight_ttl = 2 * (o->prefill_timeout + o->decode_timeout);
+    if (o->refit_max_rows < 0)
+        o->refit_max_rows = ONLINE_DEFAULT_MAX_ROWS;
+}
+
+/* eldrd's options (opts_usage says what each does). */
+static const struct option longopts[] = {
+    {"model", required_argument, 0, 'm'},     {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, 'V'},
+    {"listen", required_argument, 0, O_LISTEN}, {"workers", required_argument, 0, O_WORKERS},
+    {"prefill-workers", required_argument, 0, O_PREFILL},
+    {"tau", required_argument, 0, O_TAU},     {"threads", required_argument, 0, O_THREADS},
+    {"state-dir", required_argument, 0, O_STATE},
+    {"max-body", required_argument, 0, O_MAXBODY},
+    {"decisions", required_argument, 0, O_DECISIONS},
+    {"window", required_argument, 0, O_WINDOW},
+    {"cache-blocks", required_argument, 0, O_CACHE},
+    {"block-size", required_argument, 0, O_BLOCKSIZE},
+    {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
+    {"load-from", required_argument, 0, O_LOADFROM},
+    {"worker-urls", required_argument, 0, O_URLS},
+    {"poll-ms", required_argument, 0, O_POLL},
+    {"admin-token-file", required_argument, 0, O_ADMINTOK},
+    {"kv-token-file", required_argument, 0, O_KVTOK},
+    {"insecure", no_argument, 0, O_INSECURE},
+    {"inflight-ttl", required_argument, 0, O_TTL},
+    {"max-conns", required_argument, 0, O_MAXCONNS},
+    {"max-conns-per-ip", required_argument, 0, O_PERIP},
+    {"request-deadline", required_argument, 0, O_DEADLINE},
+    {"drain", required_argument, 0, O_DRAIN},
+    {"proxy", no_argument, 0, O_PROXY},
+    {"prefill", required_argument, 0, O_PFURLS},
+    {"decode", required_argument, 0, O_DECURLS},
+    {"upstream-timeout", required_argument, 0, O_UPTIMEOUT},
+    {"connect-timeout", required_argument, 0, O_CONN_TO},
+    {"stream-start", required_argument, 0, O_STREAM_START},
+    {"prefill-timeout", required_argument, 0, O_PF_TO},
+    {"decode-timeout", required_argument, 0, O_DEC_TO},
+    {"stream-idle-timeout", required_argument, 0, O_IDLE_TO},
+    {"pd-protocol", required_argument, 0, O_PDPROTO},
+    {"upstream-api-key-file", required_argument, 0, O_UPKEY},
+    {"refit-every", required_argument, 0, O_REFIT_EVERY},
+    {"refit-window", required_argument, 0, O_REFIT_WINDOW},
+    {"refit-max-rows", required_argument, 0, O_REFIT_ROWS},
+    {"eject-after", required_argument, 0, O_EJECT_AFTER},
+    {"eject-time", required_argument, 0, O_EJECT_TIME},
+    {"health-interval", required_argument, 0, O_HEALTH_INT},
+    {"health-path", required_argument, 0, O_HEALTH_PATH},
+    {"stream-buffer", required_argument, 0, O_STREAM_BUF},
+    {"upstream-idle", required_argument, 0, O_UP_IDLE},
+    {"max-kv-body", required_argument, 0, O_MAXKV},
+    {"max-model-body", required_argument, 0, O_MAXMODEL},
+    {"body-budget", required_argument, 0, O_BUDGET},
+    {"header-timeout", required_argument, 0, O_HEADERTIMEOUT},
+    {"admin-listen", required_argument, 0, O_ADMINLISTEN},
+    {"route-token-file", required_argument, 0, O_ROUTETOK},
+    {"route-api", no_argument, 0, O_ROUTEAPI},
+    {"ext-proc", required_argument, 0, O_EXTPROC},
+    {"endpoints", required_argument, 0, O_ENDPOINTS},
+    {"kv-events", required_argument, 0, O_KVEV},
+    {"kv-events-replay", required_argument, 0, O_KVEV_REPLAY},
+    {"kv-events-topic", required_argument, 0, O_KVEV_TOPIC},
+    {"join-max", required_argument, 0, O_JOIN_MAX},
+    {"join-ttl", required_argument, 0, O_JOIN_TTL},
+    {"policy", required_argument, 0, O_POLICY},
+    {"max-batch", required_argument, 0, O_MAXBATCH},
+    {"cost", required_argument, 0, O_COST},
+    {"top-k", required_argument, 0, O_TOPK},
+    {0, 0, 0, 0},
+};
+
 int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
 {
-    static const struct option longopts[] = {
-        {"model", required_argument, 0, 'm'},     {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'},
-        {"listen", required_argument, 0, O_LISTEN}, {"workers", required_argument, 0, O_WORKERS},
-        {"prefill-workers", required_argument, 0, O_PREFILL},
-        {"tau", required_argument, 0, O_TAU},     {"threads", required_argument, 0, O_THREADS},
-        {"state-dir", required_argument, 0, O_STATE},
-        {"max-body", required_argument, 0, O_MAXBODY},
-        {"decisions", required_argument, 0, O_DECISIONS},
-        {"window", required_argument, 0, O_WINDOW},
-        {"cache-blocks", required_argument, 0, O_CACHE},
-        {"block-size", required_argument, 0, O_BLOCKSIZE},
-        {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
-        {"load-from", required_argument, 0, O_LOADFROM},
-        {"worker-urls", required_argument, 0, O_URLS},
-        {"poll-ms", required_argument, 0, O_POLL},
-        {"admin-token-file", required_argument, 0, O_ADMINTOK},
-        {"kv-token-file", required_argument, 0, O_KVTOK},
-        {"insecure", no_argument, 0, O_INSECURE},
-        {"inflight-ttl", required_argument, 0, O_TTL},
-        {"max-conns", required_argument, 0, O_MAXCONNS},
-        {"max-conns-per-ip", required_argument, 0, O_PERIP},
-        {"request-deadline", required_argument, 0, O_DEADLINE},
-        {"drain", required_argument, 0, O_DRAIN},
-        {"proxy", no_argument, 0, O_PROXY},
-        {"prefill", required_argument, 0, O_PFURLS},
-        {"decode", required_argument, 0, O_DECURLS},
-        {"upstream-timeout", required_argument, 0, O_UPTIMEOUT},
-        {"connect-timeout", required_argument, 0, O_CONN_TO},
-        {"stream-start", required_argument, 0, O_STREAM_START},
-        {"prefill-timeout", required_argument, 0, O_PF_TO},
-        {"decode-timeout", required_argument, 0, O_DEC_TO},
-        {"stream-idle-timeout", required_argument, 0, O_IDLE_TO},
-        {"pd-protocol", required_argument, 0, O_PDPROTO},
-        {"upstream-api-key-file", required_argument, 0, O_UPKEY},
-        {"refit-every", required_argument, 0, O_REFIT_EVERY},
-        {"refit-window", required_argument, 0, O_REFIT_WINDOW},
-        {"refit-max-rows", required_argument, 0, O_REFIT_ROWS},
-        {"eject-after", required_argument, 0, O_EJECT_AFTER},
-        {"eject-time", required_argument, 0, O_EJECT_TIME},
-        {"health-interval", required_argument, 0, O_HEALTH_INT},
-        {"health-path", required_argument, 0, O_HEALTH_PATH},
-        {"stream-buffer", required_argument, 0, O_STREAM_BUF},
-        {"upstream-idle", required_argument, 0, O_UP_IDLE},
-        {"max-kv-body", required_argument, 0, O_MAXKV},
-        {"max-model-body", required_argument, 0, O_MAXMODEL},
-        {"body-budget", required_argument, 0, O_BUDGET},
-        {"header-timeout", required_argument, 0, O_HEADERTIMEOUT},
-        {"admin-listen", required_argument, 0, O_ADMINLISTEN},
-        {"route-token-file", required_argument, 0, O_ROUTETOK},
-        {"route-api", no_argument, 0, O_ROUTEAPI},
-        {"ext-proc", required_argument, 0, O_EXTPROC},
-        {"endpoints", required_argument, 0, O_ENDPOINTS},
-        {"kv-events", required_argument, 0, O_KVEV},
-        {"kv-events-replay", required_argument, 0, O_KVEV_REPLAY},
-        {"kv-events-topic", required_argument, 0, O_KVEV_TOPIC},
-        {"join-max", required_argument, 0, O_JOIN_MAX},
-        {"join-ttl", required_argument, 0, O_JOIN_TTL},
-        {"policy", required_argument, 0, O_POLICY},
-        {"max-batch", required_argument, 0, O_MAXBATCH},
-        {"cost", required_argument, 0, O_COST},
-        {"top-k", required_argument, 0, O_TOPK},
-        {0, 0, 0, 0},
-    };
     defaults(o);
     optind = 1;
     opterr = 0;
@@ -783,88 +934,11 @@ int opts_parse(int argc, char **argv, eldrd_opts *o, char *err, size_t errlen)
     }
     if (o->help || o->version)
         return 0;
-    if (o->load_vllm != !!o->worker_urls) {
-        opts_free(o);
-        return eldr_errf(err, errlen, o->load_vllm ? "--load-from vllm needs --worker-urls"
-                                                   : "--worker-urls needs --load-from vllm");
-    }
-    if (o->proxy && (!o->prefill_urls || !o->decode_urls)) {
-        opts_free(o);
-        return eldr_errf(err, errlen, "--proxy needs --prefill URL,... and --decode URL,...");
-    }
-    if (!o->proxy && (o->prefill_urls || o->decode_urls)) {
-        opts_free(o);
-        return eldr_errf(err, errlen, "--%s is for proxy mode: add --proxy",
-                         o->prefill_urls ? "prefill" : "decode");
-    }
-    if (!o->kv_events && (o->kv_events_replay || o->kv_events_topic)) {
-        opts_free(o);
-        return eldr_errf(err, errlen, "%s needs --kv-events tcp://HOST:PORT,... (vLLM's "
-                         "publishers)", o->kv_events_replay ? "--kv-events-replay"
-                                                            : "--kv-events-topic");
-    }
-    if (!!o->xp_host[0] != !!o->endpoints_file) {
-        opts_free(o);
-        return eldr_errf(err, errlen, o->xp_host[0] ? "--ext-proc needs --endpoints FILE (the "
-                         "decode pool's addresses, llm-d's file-discovery format)"
-                         : "--endpoints is for the gateway's picker: add --ext-proc HOST:PORT");
-    }
-    if (o->join_given && !o->xp_host[0]) {
-        opts_free(o);
-        return eldr_errf(err, errlen, "--join-max and --join-ttl are for the gateway's picker: "
-                         "add --ext-proc HOST:PORT");
-    }
-    if (!o->proxy && o->upstream_key_file) {
-        opts_free(o);
-        return eldr_errf(err, errlen, "--upstream-api-key-file is for proxy mode: add --proxy");
-    }
-    if (o->max_conns_per_ip > o->max_conns) {
-        opts_free(o);
-        return eldr_errf(err, errlen, "--max-conns-per-ip %d is above --max-conns %d: one "
-                         "address could take every connection", o->max_conns_per_ip,
-                         o->max_conns);
-    }
-    if (check_bodies(o, err, errlen) < 0) {
+    if (check_modes(o, err, errlen) < 0 || check_access(o, err, errlen) < 0) {
         opts_free(o);
         return -1;
     }
-    if (o->route_api && !o->proxy) {
-        opts_free(o);
-        return eldr_errf(err, errlen, "--route-api is for proxy mode (add --proxy): without "
-                         "it, /v1/route and /v1/finish are always served");
-    }
-    if (o->route_token_file && !o->proxy) {
-        opts_free(o);
-        return eldr_errf(err, errlen, "--route-token-file is for proxy mode (add --proxy): "
-                         "without it, /v1/route and /v1/finish are the data path of the "
-                         "proxy in front of eldrd");
-    }
-    if (o->kv_token_file && !o->admin_token_file) {
-        opts_free(o);
-        return eldr_errf(err, errlen, "--kv-token-file needs --admin-token-file too (the "
-                         "model and config endpoints would be open)");
-    }
-    if (o->refit_every == 0 && (!isnan(o->refit_window) || o->refit_max_rows > 0)) {
-        opts_free(o);
-        return eldr_errf(err, errlen, "%s needs --refit-every (the online refit is off "
-                         "without it)", isnan(o->refit_window) ? "--refit-max-rows"
-                                                               : "--refit-window");
-    }
-    if (isnan(o->refit_window))
-        o->refit_window = ONLINE_DEFAULT_WINDOW;
-    if (isnan(o->prefill_timeout))
-        o->prefill_timeout = o->upstream_timeout;
-    if (isnan(o->decode_timeout))
-        o->decode_timeout = o->upstream_timeout;
-    if (isnan(o->stream_idle_timeout))
-        o->stream_idle_timeout = o->upstream_timeout_given ? o->upstream_timeout : 60;
-    /* bounded by default: a lost finish no longer pins load for ever; a
-     * request lives at most its prefill and its decode's first byte, and a
-     * caller's own stream seldom more than as long again */
-    if (isnan(o->inflight_ttl))
-        o->inflight_ttl = 2 * (o->prefill_timeout + o->decode_timeout);
-    if (o->refit_max_rows < 0)
-        o->refit_max_rows = ONLINE_DEFAULT_MAX_ROWS;
+    derive_defaults(o);
     if (!o->model_path && !o->state_dir) {
         opts_free(o);
         return eldr_errf(err, errlen, "-m MODEL is required (or --state-dir holding model.h5)");
