@@ -1,7 +1,10 @@
-/* complete.c - tab completion for the REPL: globals and keywords, the
- * fields of tables ("eldr.lo" -> eldr.load), the methods of objects
- * through their metatables' __index tables ("t:sel" -> t:select), and
- * file names inside an open string ('eldr.load("sam' -> "samples/").
+/* complete.c - tab completion for the REPL, by context: after `x.` or
+ * `x:` the fields (or methods) of the value x has in the Lua state now,
+ * through its metatable's __index chain for userdata ("t:sel" ->
+ * t:select, "res[1].tp" -> res[1].tpot_p50_ms, "eldr.lo" -> eldr.load),
+ * never the globals; globals and keywords for a bare name; file names
+ * inside an open string ('eldr.load("sam' -> "samples/"). x is a name
+ * followed by .name and [literal] indexings: nothing is called to find it.
  *
  * The candidates are collected by a C function run under lua_pcall, so a
  * metamethod that raises cannot longjmp through readline. */
@@ -83,48 +86,139 @@ static void add_fields(lua_State *L, int idx, int out, const char *prefix, const
     lua_pop(L, 1);
 }
 
-/* collect(text) -> list of candidates */
+/* Push the value of a Lua primary expression made of a name and
+ * indexings by a name or a literal key: a, a.b, a[1], a["k"].c, x['y'][2].
+ * Nothing is called (no parentheses are accepted), so completing runs no
+ * user code but metamethods (__index), and this runs under pcall. Returns
+ * 0 and pushes nothing when expr is not of that form. */
+static int push_path(lua_State *L, const char *expr)
+{
+    const char *p = expr, *q = expr;
+    while (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+           (q > p && *q >= '0' && *q <= '9'))
+        q++;
+    if (q == p)
+        return 0;
+    lua_pushglobaltable(L);
+    lua_pushlstring(L, p, (size_t)(q - p));
+    lua_gettable(L, -2);
+    lua_remove(L, -2);
+    for (p = q; *p;) {
+        if (lua_isnil(L, -1))
+            break;
+        if (*p == '.') {
+            for (q = ++p; *q && *q != '.' && *q != '['; q++)
+                ;
+            lua_pushlstring(L, p, (size_t)(q - p));
+            if (!is_ident(lua_tostring(L, -1)))
+                return lua_pop(L, 2), 0;
+        } else if (*p == '[' && (p[1] == '"' || p[1] == '\'')) {
+            const char *e = strchr(p + 2, p[1]);
+            if (!e || e[1] != ']')
+                return lua_pop(L, 1), 0;
+            lua_pushlstring(L, p + 2, (size_t)(e - p - 2));
+            q = e + 2;
+        } else if (*p == '[') {
+            char *e;
+            double v = strtod(p + 1, &e);
+            if (e == p + 1 || *e != ']')
+                return lua_pop(L, 1), 0;
+            if (v == (double)(lua_Integer)v)
+                lua_pushinteger(L, (lua_Integer)v);
+            else
+                lua_pushnumber(L, v);
+            q = e + 1;
+        } else
+            return lua_pop(L, 1), 0;
+        lua_gettable(L, -2); /* may run __index: we are under pcall */
+        lua_remove(L, -2);
+        p = q;
+    }
+    return 1;
+}
+
+/* collect(expr, prefix, word, methods) -> list of candidates: the fields
+ * of the value of expr (methods: functions only) starting with word, each
+ * as prefix..field; with expr nil, the globals and keywords. */
 static int collect(lua_State *L)
 {
-    const char *text = luaL_checkstring(L, 1);
+    const char *prefix = luaL_checkstring(L, 2), *word = luaL_checkstring(L, 3);
+    int methods = lua_toboolean(L, 4);
     lua_newtable(L);
     int out = lua_gettop(L);
-    const char *sep = NULL;
-    for (const char *p = text; *p; p++)
-        if (*p == '.' || *p == ':')
-            sep = p;
-    if (!sep) {
+    if (lua_isnil(L, 1)) {
         lua_pushglobaltable(L);
-        add_keys(L, lua_gettop(L), out, "", text, 0);
+        add_keys(L, lua_gettop(L), out, prefix, word, 0);
         lua_pop(L, 1);
-        size_t tl = strlen(text);
+        size_t wl = strlen(word);
         for (int i = 0; keywords[i]; i++)
-            if (!strncmp(keywords[i], text, tl)) {
-                lua_pushstring(L, keywords[i]);
+            if (!strncmp(keywords[i], word, wl)) {
+                lua_pushfstring(L, "%s%s", prefix, keywords[i]);
                 lua_rawseti(L, out, (lua_Integer)lua_rawlen(L, out) + 1);
             }
         return 1;
     }
-    /* walk the path before the separator: a.b.c */
-    lua_pushglobaltable(L);
-    const char *p = text;
-    while (p < sep) {
-        const char *q = p;
-        while (q < sep && *q != '.' && *q != ':')
-            q++;
-        lua_pushlstring(L, p, (size_t)(q - p));
-        if (!is_ident(lua_tostring(L, -1)) || lua_isnil(L, -2))
-            return 1;
-        lua_gettable(L, -2); /* may run __index: we are under pcall */
-        lua_remove(L, -2);
-        p = q + 1;
-    }
-    if (lua_isnil(L, -1))
-        return 1;
-    lua_pushlstring(L, text, (size_t)(sep - text) + 1);
-    add_fields(L, -2, out, lua_tostring(L, -1), sep + 1, *sep == ':');
-    lua_pop(L, 2);
+    if (push_path(L, lua_tostring(L, 1)) && !lua_isnil(L, -1))
+        add_fields(L, -1, out, prefix, word, methods);
+    lua_settop(L, out);
     return 1;
+}
+
+static int is_word_char(char c)
+{
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* The start of the primary expression that ends at line[end) (before a
+ * '.' or ':'): names, '.name' and '[...]' indexings, scanned backwards. */
+static int expr_start(const char *line, int end)
+{
+    int i = end;
+    while (i > 0) {
+        if (line[i - 1] == ']') {
+            int depth = 0;
+            while (i > 0) {
+                char c = line[--i];
+                depth += c == ']' ? 1 : c == '[' ? -1 : 0;
+                if (depth == 0)
+                    break;
+            }
+            continue;
+        }
+        int j = i;
+        while (j > 0 && is_word_char(line[j - 1]))
+            j--;
+        if (j == i)
+            break;
+        i = j;
+        if (i > 0 && line[i - 1] == '.')
+            i--;
+        else
+            break;
+    }
+    return i;
+}
+
+/* What is being completed in text (ending at line[end)): *expr (malloc'd,
+ * NULL for a bare name), the word after the separator, and whether the
+ * separator is ':' (methods). */
+static void context_of(const char *text, int end, char **expr, const char **word,
+                       int *methods)
+{
+    const char *line = rl_line_buffer;
+    size_t tl = strlen(text);
+    size_t wl = 0;
+    while (wl < tl && is_word_char(text[tl - wl - 1]))
+        wl++;
+    *word = text + tl - wl;
+    *expr = NULL;
+    *methods = 0;
+    int sep = end - (int)wl - 1;
+    if (sep < 0 || (line[sep] != '.' && line[sep] != ':'))
+        return;
+    *methods = line[sep] == ':';
+    int s = expr_start(line, sep);
+    *expr = strndup(line + s, (size_t)(sep - s));
 }
 
 static char **matches;
@@ -139,14 +233,27 @@ static void free_matches(void)
     n_matches = next_match = 0;
 }
 
+static int complete_end;       /* rl_point when completion started */
+
 static char *generator(const char *text, int state)
 {
     if (state == 0) {
         free_matches();
         int top = lua_gettop(CL);
+        char *expr;
+        const char *word;
+        int methods;
+        context_of(text, complete_end, &expr, &word, &methods);
         lua_pushcfunction(CL, collect);
-        lua_pushstring(CL, text);
-        if (lua_pcall(CL, 1, 1, 0) == LUA_OK && lua_istable(CL, -1)) {
+        if (expr)
+            lua_pushstring(CL, expr);
+        else
+            lua_pushnil(CL);
+        lua_pushlstring(CL, text, (size_t)(word - text));
+        lua_pushstring(CL, word);
+        lua_pushboolean(CL, methods);
+        free(expr);
+        if (lua_pcall(CL, 4, 1, 0) == LUA_OK && lua_istable(CL, -1)) {
             int n = (int)lua_rawlen(CL, -1);
             matches = calloc((size_t)n + 1, sizeof *matches);
             for (int i = 0; matches && i < n; i++) {
@@ -165,7 +272,7 @@ static char *generator(const char *text, int state)
 char **complete_attempt(const char *text, int start, int end)
 {
     (void)start;
-    (void)end;
+    complete_end = end;
     rl_attempted_completion_over = 1; /* never fall back on our own */
     rl_completion_append_character = '\0';
     if (rl_completion_quote_character) {

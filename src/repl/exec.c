@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 
@@ -9,13 +10,16 @@
 #include "../lua/l_util.h"
 
 static lua_State *running;
+static int interrupted;        /* the last exec_call ended by Ctrl-C */
 
-/* The hook SIGINT installs: raise at the next instruction, once. */
+/* The hook SIGINT installs: raise at the next instruction, once; the
+ * bare word, no position (nothing went wrong at that line). */
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
     lua_sethook(L, NULL, 0, 0);
-    luaL_error(L, "interrupted!");
+    lua_pushstring(L, EXEC_INTERRUPTED);
+    lua_error(L);
 }
 
 /* Signal handler: only async-signal-safe work; lua_sethook is, by
@@ -28,9 +32,14 @@ static void on_sigint(int sig)
                 1);
 }
 
+/* The message handler: the error with its traceback, except after
+ * Ctrl-C, when the user knows why it stopped: then the message alone
+ * ("interrupted", or a binding's "eldr.kmeans: interrupted"). */
 static int traceback(lua_State *L)
 {
     const char *msg = lua_tostring(L, 1);
+    if (l_cancel_flag && msg)
+        return 1;
     if (!msg) {
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
             return 1;
@@ -53,6 +62,7 @@ int exec_call(lua_State *L, int narg, int nres)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old);
     int status = lua_pcall(L, narg, nres, base);
+    interrupted = status != LUA_OK && l_cancel_flag;
     sigaction(SIGINT, &old, NULL);
     lua_sethook(L, NULL, 0, 0); /* an interrupt that came too late */
     l_cancel_reset();
@@ -63,6 +73,11 @@ int exec_call(lua_State *L, int narg, int nres)
 int exec_report(lua_State *L, const char *prog)
 {
     const char *msg = lua_tostring(L, -1);
+    /* after Ctrl-C the terminal has echoed "^C" where the cursor was:
+     * the one line replaces it */
+    if (interrupted && isatty(2))
+        fputs("\r\033[K", stderr);
+    interrupted = 0;
     fprintf(stderr, "%s: %s\n", prog, msg ? msg : "(error object is not a string)");
     fflush(stderr);
     lua_pop(L, 1);

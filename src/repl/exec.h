@@ -2,17 +2,22 @@
  * repl`): a traceback on error, and Ctrl-C turned into a Lua error.
  *
  * Ctrl-C, as the standalone lua interpreter does it: while a chunk runs,
- * SIGINT installs a debug hook that raises "interrupted!" at the next Lua
+ * SIGINT installs a debug hook that raises "interrupted" at the next Lua
  * instruction, and raises l_cancel_flag, which long C computations poll
- * (k-means), so both Lua loops and C work stop. A second Ctrl-C before
- * the hook fires kills the process (the default action is restored), the
- * way out of a computation that does not poll. */
+ * (k-means), so both Lua loops and C work stop. The error is then one
+ * line, no traceback: "interrupted", or the binding's own ("eldr.gen:
+ * interrupted"). A second Ctrl-C before the hook fires kills the process
+ * (the default action is restored), the way out of a computation that
+ * does not poll. */
 #ifndef ELDR_REPL_EXEC_H
 #define ELDR_REPL_EXEC_H
 
 #include <stdio.h>
 
 #include <lua.h>
+
+/* The error a Ctrl-C raises in Lua code (exec_call). */
+#define EXEC_INTERRUPTED "interrupted"
 
 /* Call the function below narg arguments on the stack, in protected mode
  * with a traceback handler and the Ctrl-C hook; nres results (or the
