@@ -166,14 +166,9 @@ function M.sweep(trace, opts)
   local rates = list_of(opts.rate, fn, "rate") or {false}
   local baselines = list_of(opts.baselines, fn, "baselines") or {"jsq", "rr", "p2c"}
   local seed = opts.seed or 1
-  if opts.seeds ~= nil and (math.type(opts.seeds) ~= "integer" or opts.seeds < 1) then
-    error("eldr.sweep: bad argument 'seeds' (integer >= 1 expected, got " .. tostring(opts.seeds)
-          .. ")", 2)
-  end
-  if opts.cost_rule ~= nil and type(opts.cost_rule) ~= "boolean" then
-    error("eldr.sweep: bad argument 'cost_rule' (boolean expected, got " .. type(opts.cost_rule)
-          .. ")", 2)
-  end
+  -- the bindings' one coercion rule (docs/lua-api.md, "Arguments")
+  if opts.seeds ~= nil then eldr.check(opts.seeds, "integer", fn, "seeds", 1) end
+  if opts.cost_rule ~= nil then eldr.check(opts.cost_rule, "boolean", fn, "cost_rule") end
   if opts.progress ~= nil and type(opts.progress) ~= "function" then
     error("eldr.sweep: bad argument 'progress' (function(done, total) expected)", 2)
   end

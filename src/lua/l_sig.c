@@ -330,7 +330,7 @@ static int s_sub(lua_State *L)
     l_sigs *u = l_checksigs(L, 1, fn, "self");
     int64_t n, one;
     int64_t *rows;
-    if (lua_isinteger(L, 2)) {
+    if (lua_type(L, 2) == LUA_TNUMBER) {   /* one row (5 or 5.0: the coercion rule) */
         one = l_checkint(L, 2, fn, "rows", 1, u->n);
         rows = &one;
         n = 1;

@@ -24,13 +24,13 @@ static split_mode check_mode(lua_State *L, const char *fn, const char *arg, int 
 /* A size: a count >= 1, a fraction in (0, 1), or 0. */
 static double check_size(lua_State *L, int idx, const char *fn, const char *arg)
 {
-    if (lua_type(L, idx) != LUA_TNUMBER || !(lua_tonumber(L, idx) >= 0) ||
-        lua_tonumber(L, idx) > 1e15) {
+    double v;
+    if (!l_coerce(L, idx, L_NUM, NULL, &v) || v < 0 || v > 1e15) {
         char got[48];
         l_argerror(L, fn, arg, "a count >= 1, a fraction in (0, 1) or 0 expected, got %s",
                    l_got(L, idx, got, sizeof got));
     }
-    return lua_tonumber(L, idx);
+    return v;
 }
 
 int l_optsplit(lua_State *L, int opts, const char *fn, split_spec *s)

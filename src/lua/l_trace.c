@@ -362,7 +362,7 @@ static void push_selected(lua_State *L, const trace_t *t, const int64_t *rows, i
 
 static int label_of(lua_State *L, const trace_t *t, int idx, const char *fn)
 {
-    const char *name = lua_tostring(L, idx);
+    const char *name = l_checkstr(L, idx, fn, "label");
     for (int j = 0; j < t->n_labels; j++)
         if (!strcmp(t->label_names[j], name))
             return j;
@@ -528,7 +528,7 @@ static int m_counts(lua_State *L)
     trace_t *t = l_checktrace(L, 1, fn, "self");
     int64_t r = l_checkint(L, 2, fn, "row", 1, t->n) - 1;
     int l = (int)l_checkint(L, 3, fn, "layer", 0, t->L - 1);
-    const char *which = luaL_optstring(L, 4, "prefill");
+    const char *which = lua_isnoneornil(L, 4) ? "prefill" : l_checkstr(L, 4, fn, "which");
     const uint16_t *c;
     if (!strcmp(which, "prefill"))
         c = trace_prefill_row(t, r);

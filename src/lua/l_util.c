@@ -52,6 +52,79 @@ const char *l_got(lua_State *L, int idx, char *buf, size_t len)
     return buf;
 }
 
+/* ---- the coercion rule (l_util.h) ---- */
+
+int l_coerce(lua_State *L, int idx, l_kind kind, lua_Integer *i, double *d)
+{
+    int t = lua_type(L, idx);
+    switch (kind) {
+    case L_INT: {
+        if (t != LUA_TNUMBER)
+            return 0;
+        int ok;
+        lua_Integer v = lua_tointegerx(L, idx, &ok);   /* a number: exact or not at all */
+        if (ok && i)
+            *i = v;
+        return ok;
+    }
+    case L_NUM:
+        if (t != LUA_TNUMBER || !isfinite(lua_tonumber(L, idx)))
+            return 0;
+        if (d)
+            *d = lua_tonumber(L, idx);
+        return 1;
+    case L_BOOL:
+        return t == LUA_TBOOLEAN;
+    case L_STR:
+        return t == LUA_TSTRING;
+    }
+    return 0;
+}
+
+/* "got X", and why when X is a string that reads as a number. */
+static const char *got_why(lua_State *L, int idx, l_kind kind, char *buf, size_t len)
+{
+    char g[48];
+    l_got(L, idx, g, sizeof g);
+    if ((kind == L_INT || kind == L_NUM) && lua_type(L, idx) == LUA_TSTRING &&
+        lua_stringtonumber(L, lua_tostring(L, idx))) {
+        lua_pop(L, 1);
+        snprintf(buf, len, "%s, a string: write the number without quotes", g);
+    } else if (kind == L_INT && lua_type(L, idx) == LUA_TNUMBER && !lua_isinteger(L, idx) &&
+               isfinite(lua_tonumber(L, idx)) && lua_tonumber(L, idx) == floor(lua_tonumber(L, idx)))
+        snprintf(buf, len, "%s, beyond the integers", g);
+    else
+        snprintf(buf, len, "%s", g);
+    return buf;
+}
+
+lua_Integer l_checkint(lua_State *L, int idx, const char *fn, const char *name,
+                       lua_Integer lo, lua_Integer hi)
+{
+    lua_Integer v = 0;
+    if (!l_coerce(L, idx, L_INT, &v, NULL) || v < lo || v > hi) {
+        char got[96];
+        l_argerror(L, fn, name, "integer %lld..%lld expected, got %s", (long long)lo,
+                   (long long)hi, got_why(L, idx, L_INT, got, sizeof got));
+    }
+    return v;
+}
+
+double l_checknumin(lua_State *L, int idx, const char *fn, const char *name, double lo,
+                    double hi)
+{
+    double v = 0;
+    if (!l_coerce(L, idx, L_NUM, NULL, &v) || v < lo || v > hi) {
+        char got[96];
+        if (lo == -HUGE_VAL && hi == HUGE_VAL)
+            l_argerror(L, fn, name, "finite number expected, got %s",
+                       got_why(L, idx, L_NUM, got, sizeof got));
+        l_argerror(L, fn, name, "number %g..%g expected, got %s", lo, hi,
+                   got_why(L, idx, L_NUM, got, sizeof got));
+    }
+    return v;
+}
+
 /* ---- positional arguments ---- */
 
 void *l_checkudata(lua_State *L, int idx, const char *cls, const char *fn, const char *name)
@@ -66,32 +139,14 @@ void *l_checkudata(lua_State *L, int idx, const char *cls, const char *fn, const
     return p;
 }
 
-lua_Integer l_checkint(lua_State *L, int idx, const char *fn, const char *name,
-                       lua_Integer lo, lua_Integer hi)
-{
-    int ok;
-    lua_Integer v = lua_tointegerx(L, idx, &ok);
-    if (!ok || v < lo || v > hi) {
-        char got[48];
-        l_argerror(L, fn, name, "integer %lld..%lld expected, got %s", (long long)lo,
-                   (long long)hi, l_got(L, idx, got, sizeof got));
-    }
-    return v;
-}
-
 double l_checknum(lua_State *L, int idx, const char *fn, const char *name)
 {
-    if (lua_type(L, idx) != LUA_TNUMBER || !isfinite(lua_tonumber(L, idx))) {
-        char got[48];
-        l_argerror(L, fn, name, "finite number expected, got %s",
-                   l_got(L, idx, got, sizeof got));
-    }
-    return lua_tonumber(L, idx);
+    return l_checknumin(L, idx, fn, name, -HUGE_VAL, HUGE_VAL);
 }
 
 const char *l_checkstr(lua_State *L, int idx, const char *fn, const char *name)
 {
-    if (lua_type(L, idx) != LUA_TSTRING) {
+    if (!l_coerce(L, idx, L_STR, NULL, NULL)) {
         char got[48];
         l_argerror(L, fn, name, "string expected, got %s", l_got(L, idx, got, sizeof got));
     }
@@ -160,12 +215,7 @@ double l_optnum(lua_State *L, int idx, const char *fn, const char *key, double l
         lua_pop(L, 1);
         return def;
     }
-    double v = lua_tonumber(L, -1);
-    if (lua_type(L, -1) != LUA_TNUMBER || !(v >= lo && v <= hi)) {
-        char got[48];
-        l_argerror(L, fn, key, "number %g..%g expected, got %s", lo, hi,
-                   l_got(L, -1, got, sizeof got));
-    }
+    double v = l_checknumin(L, -1, fn, key, lo, hi);
     lua_pop(L, 1);
     return v;
 }
@@ -177,7 +227,7 @@ int l_optbool(lua_State *L, int idx, const char *fn, const char *key, int def)
         lua_pop(L, 1);
         return def;
     }
-    if (t != LUA_TBOOLEAN) {
+    if (!l_coerce(L, -1, L_BOOL, NULL, NULL)) {
         char got[48];
         l_argerror(L, fn, key, "boolean expected, got %s", l_got(L, -1, got, sizeof got));
     }
@@ -195,7 +245,7 @@ const char *l_optstr(lua_State *L, int idx, const char *fn, const char *key, con
         lua_pop(L, 1);
         return def;
     }
-    if (t != LUA_TSTRING) {
+    if (!l_coerce(L, -1, L_STR, NULL, NULL)) {
         char got[48];
         l_argerror(L, fn, key, "string expected, got %s", l_got(L, -1, got, sizeof got));
     }
@@ -238,12 +288,11 @@ int l_optnumlist(lua_State *L, int opts, const char *fn, const char *key, double
             l_argerror(L, fn, key, "a number or a list of 1..%d numbers expected", max);
         for (int i = 0; i < n; i++) {
             lua_rawgeti(L, idx, i + 1);
-            int ok = lua_type(L, -1) == LUA_TNUMBER;
-            double v = lua_tonumber(L, -1);
-            if (!ok || !(v >= lo && v <= hi)) {
-                char got[48];
+            double v = 0;
+            if (!l_coerce(L, -1, L_NUM, NULL, &v) || !(v >= lo && v <= hi)) {
+                char got[96];
                 l_argerror(L, fn, key, "numbers in [%g, %g] expected, got %s at [%d]", lo, hi,
-                           l_got(L, -1, got, sizeof got), i + 1);
+                           got_why(L, -1, L_NUM, got, sizeof got), i + 1);
             }
             out[i] = v;
             lua_pop(L, 1);
@@ -275,15 +324,9 @@ int64_t *l_checkintlist(lua_State *L, int idx, const char *fn, const char *what,
     int64_t *a = l_box(L, (size_t)len * sizeof *a);
     for (lua_Integer i = 1; i <= len; i++) {
         lua_rawgeti(L, idx, i);
-        int ok;
-        lua_Integer v = lua_tointegerx(L, -1, &ok);
-        if (!ok || v < lo || v > hi) {
-            char got[48], name[96];
-            snprintf(name, sizeof name, "%s[%lld]", what, (long long)i);
-            l_argerror(L, fn, name, "integer %lld..%lld expected, got %s", (long long)lo,
-                       (long long)hi, l_got(L, -1, got, sizeof got));
-        }
-        a[i - 1] = v;
+        char name[96];
+        snprintf(name, sizeof name, "%s[%lld]", what, (long long)i);
+        a[i - 1] = l_checkint(L, -1, fn, name, lo, hi);
         lua_pop(L, 1);
     }
     *n = len;
@@ -302,13 +345,9 @@ double *l_checknumlist(lua_State *L, int idx, const char *fn, const char *what, 
     double *a = l_box(L, (size_t)len * sizeof *a);
     for (lua_Integer i = 1; i <= len; i++) {
         lua_rawgeti(L, idx, i);
-        if (lua_type(L, -1) != LUA_TNUMBER || !isfinite(lua_tonumber(L, -1))) {
-            char got[48], name[96];
-            snprintf(name, sizeof name, "%s[%lld]", what, (long long)i);
-            l_argerror(L, fn, name, "finite number expected, got %s",
-                       l_got(L, -1, got, sizeof got));
-        }
-        a[i - 1] = lua_tonumber(L, -1);
+        char name[96];
+        snprintf(name, sizeof name, "%s[%lld]", what, (long long)i);
+        a[i - 1] = l_checknum(L, -1, fn, name);
         lua_pop(L, 1);
     }
     *n = len;

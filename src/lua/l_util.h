@@ -50,7 +50,25 @@ int l_fail(lua_State *L, const char *fn, const char *msg);
  * the "got X" part of a message (at most 40 chars, into buf). */
 const char *l_got(lua_State *L, int idx, char *buf, size_t len);
 
-/* ---- positional arguments ---- */
+/* ---- the coercion rule ----
+ * One rule for every argument and option of every binding (docs/lua-api.md,
+ * "Arguments"): an integer is a Lua integer or a float with an integral
+ * value (5 or 5.0, not 5.5); a number is an integer or a float, finite;
+ * a boolean is true or false; a string is a string. Nothing else converts:
+ * not "5" to 5 (Lua's own string coercion is refused), not 5 to "5", not
+ * 0/1 or nil to a boolean (nil means "not given": the default). */
+typedef enum l_kind { L_INT, L_NUM, L_BOOL, L_STR } l_kind;
+/* 1 when the value at idx is of kind under the rule (with the integer in
+ * *i, the number in *d; either may be NULL), else 0. */
+int l_coerce(lua_State *L, int idx, l_kind kind, lua_Integer *i, double *d);
+/* A number at idx under the rule and in [lo, hi], else the bad-argument
+ * error naming it ("number 0..1 expected, got '5', a string: write the
+ * number without quotes"); -HUGE_VAL..HUGE_VAL: any finite number. The
+ * integer twin is l_checkint below. */
+double l_checknumin(lua_State *L, int idx, const char *fn, const char *name, double lo,
+                    double hi);
+
+/* ---- positional arguments (the rule above) ---- */
 
 /* A userdata of class cls at idx, else a bad-argument error naming it. */
 void *l_checkudata(lua_State *L, int idx, const char *cls, const char *fn,

@@ -3,6 +3,7 @@
  * lazy loading of the pure-Lua helpers, and the Lua state of the front
  * ends (eldr_lua.h). */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,37 @@ static int help_value(lua_State *L, int v, int help)
     return 1;
 }
 
+/* eldr.check(value, kind, fn, name [, lo, hi]) -> value: the coercion
+ * rule (l_util.h) for the functions written in Lua (lua/eldr/), so
+ * that they take and refuse what the C bindings do, with the same error. */
+static int l_check(lua_State *L)
+{
+    static const char *const kinds[] = {"integer", "number", "boolean", "string", NULL};
+    int k = luaL_checkoption(L, 2, NULL, kinds);
+    const char *fn = luaL_checkstring(L, 3), *name = luaL_checkstring(L, 4);
+    if (!strncmp(fn, "eldr.", 5))
+        fn += 5;
+    switch ((l_kind)k) {
+    case L_INT:
+        lua_pushinteger(L, l_checkint(L, 1, fn, name, (lua_Integer)luaL_optinteger(L, 5, LUA_MININTEGER),
+                                      (lua_Integer)luaL_optinteger(L, 6, LUA_MAXINTEGER)));
+        return 1;
+    case L_NUM:
+        lua_pushnumber(L, l_checknumin(L, 1, fn, name, luaL_optnumber(L, 5, -HUGE_VAL),
+                                       luaL_optnumber(L, 6, HUGE_VAL)));
+        return 1;
+    case L_BOOL:
+    case L_STR:
+        if (!l_coerce(L, 1, (l_kind)k, NULL, NULL)) {
+            char got[48];
+            l_argerror(L, fn, name, "%s expected, got %s", kinds[k], l_got(L, 1, got, sizeof got));
+        }
+        lua_pushvalue(L, 1);
+        return 1;
+    }
+    return 0;
+}
+
 /* eldr.help([name | value]) -> text: every line grouped by area; those
  * matching name; or the help of a function, module or object (nil when
  * nothing matches) */
@@ -312,6 +344,10 @@ int luaopen_eldr(lua_State *L)
                          "module or object (help(eldr.fit))"},
         {"help_names", l_help_names, "eldr.help_names() -> {names}: every documented function "
                                      "and method"},
+        {"check", l_check, "eldr.check(value, kind, fn, name [, lo, hi]) -> value: the one "
+                           "coercion rule of every binding (kind 'integer', 'number', "
+                           "'boolean' or 'string'), for functions written in Lua; raises the "
+                           "bindings' error naming fn and name"},
         {NULL, NULL, NULL},
     };
     l_register(L, fns, "eldr.");
