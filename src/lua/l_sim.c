@@ -105,6 +105,47 @@ static int opt_policies(lua_State *L, int opts, int *kinds, const char *fn)
     return n;
 }
 
+/* result.requests: one table per simulated request. */
+static void push_requests(lua_State *L, const sim_result *r, const trace_t *t)
+{
+    lua_createtable(L, (int)r->n, 0);
+    for (int64_t i = 0; i < r->n; i++) {
+        const sim_request *q = &r->req[i];
+        lua_createtable(L, 0, 8);
+        l_setint(L, "row", q->row + 1);
+        if (t->request_id && t->request_id[q->row]) {
+            lua_pushstring(L, t->request_id[q->row]);
+            lua_setfield(L, -2, "id");
+        }
+        l_setint(L, "worker", q->worker + 1);
+        lua_pushstring(L, route_rule_name(q->rule));
+        lua_setfield(L, -2, "rule");
+        l_setint(L, "tokens", q->tokens);
+        l_setnum(L, "arrival", q->arrival);
+        l_setnum(L, "start", q->start);
+        l_setnum(L, "finish", q->finish);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "requests");
+}
+
+/* result.series: the in-flight series, {t, worker, inflight} each. */
+static void push_series(lua_State *L, const sim_result *r)
+{
+    lua_createtable(L, (int)r->n_series, 0);
+    for (int64_t i = 0; i < r->n_series; i++) {
+        lua_createtable(L, 3, 0);
+        lua_pushnumber(L, r->series[i].t);
+        lua_rawseti(L, -2, 1);
+        lua_pushinteger(L, r->series[i].worker + 1);
+        lua_rawseti(L, -2, 2);
+        lua_pushinteger(L, r->series[i].inflight);
+        lua_rawseti(L, -2, 3);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "series");
+}
+
 static void push_result(lua_State *L, const sim_result *r, const trace_t *t, int requests,
                         int series)
 {
@@ -150,41 +191,10 @@ static void push_result(lua_State *L, const sim_result *r, const trace_t *t, int
     lua_setfield(L, -2, "worker_distinct");
     l_pushnums(L, r->inflight_mean, r->K);
     lua_setfield(L, -2, "inflight_mean");
-    if (requests) {
-        lua_createtable(L, (int)r->n, 0);
-        for (int64_t i = 0; i < r->n; i++) {
-            const sim_request *q = &r->req[i];
-            lua_createtable(L, 0, 8);
-            l_setint(L, "row", q->row + 1);
-            if (t->request_id && t->request_id[q->row]) {
-                lua_pushstring(L, t->request_id[q->row]);
-                lua_setfield(L, -2, "id");
-            }
-            l_setint(L, "worker", q->worker + 1);
-            lua_pushstring(L, route_rule_name(q->rule));
-            lua_setfield(L, -2, "rule");
-            l_setint(L, "tokens", q->tokens);
-            l_setnum(L, "arrival", q->arrival);
-            l_setnum(L, "start", q->start);
-            l_setnum(L, "finish", q->finish);
-            lua_rawseti(L, -2, i + 1);
-        }
-        lua_setfield(L, -2, "requests");
-    }
-    if (series) {
-        lua_createtable(L, (int)r->n_series, 0);
-        for (int64_t i = 0; i < r->n_series; i++) {
-            lua_createtable(L, 3, 0);
-            lua_pushnumber(L, r->series[i].t);
-            lua_rawseti(L, -2, 1);
-            lua_pushinteger(L, r->series[i].worker + 1);
-            lua_rawseti(L, -2, 2);
-            lua_pushinteger(L, r->series[i].inflight);
-            lua_rawseti(L, -2, 3);
-            lua_rawseti(L, -2, i + 1);
-        }
-        lua_setfield(L, -2, "series");
-    }
+    if (requests)
+        push_requests(L, r, t);
+    if (series)
+        push_series(L, r);
 }
 
 /* Label shares of the calibration rows (domain policy). */

@@ -33,13 +33,10 @@ done
 $PY "$ROOT/tests/arch/rooms.py" "$B" obj >"$TMP/bad" 2>&1
 [ $? -ne 0 ] && ok "the checker fails a tree with circles" \
     || notok "the checker fails a tree with circles" "$(cat "$TMP/bad")"
-expect_grep() { # NAME PATTERN
-    if grep -q -- "$2" "$TMP/bad"; then ok "$1"; else notok "$1" "$(cat "$TMP/bad")"; fi
-}
-expect_grep "it names a two-file call cycle" "cycle: core/ia.o <-> core/ib.o"
-expect_grep "it names the symbol that closes it" "core/ib.o uses imp_a of core/ia.o"
-expect_grep "it names a three-file ring" "cycle: lua/lx.o <-> lua/ly.o <-> lua/lz.o"
-expect_grep "it names a header cycle" "cycle: h1.h <-> h2.h"
+expect_in "it names a two-file call cycle" "$TMP/bad" "cycle: core/ia.o <-> core/ib.o"
+expect_in "it names the symbol that closes it" "$TMP/bad" "core/ib.o uses imp_a of core/ia.o"
+expect_in "it names a three-file ring" "$TMP/bad" "cycle: lua/lx.o <-> lua/ly.o <-> lua/lz.o"
+expect_in "it names a header cycle" "$TMP/bad" "cycle: h1.h <-> h2.h"
 if grep -q "cli/m.o" "$TMP/bad"; then
     notok "a one-way call is no cycle" "$(cat "$TMP/bad")"
 else ok "a one-way call is no cycle"; fi
