@@ -539,11 +539,13 @@ static void get_model(lua_State *L, sim_call *c)
     }
 }
 
-/* Whether the evaluated rows are rows the model was calibrated on: all
- * of them when calibration and evaluation are one Trace (calib = 0 here,
- * the calib option naming the trace itself, or a model eldr.fit fitted
- * on this very Trace); else the file provenance of a loaded model
- * against the file the trace was loaded from (insample.h). */
+/* How many of the evaluated rows the model was calibrated on: all of
+ * them when calibration and evaluation are one Trace (calib = 0 here, or
+ * the calib option naming the trace itself); for a model eldr.fit fitted
+ * in this session, the rows its Trace and the simulated ones share (the
+ * same Trace, or Traces cut from one loaded Trace: l_set_lineage); else
+ * the file provenance of a loaded model against the file the trace was
+ * loaded from (insample.h); -1 when that says "this file, rows unknown". */
 static int64_t insample_of(lua_State *L, const sim_call *c)
 {
     int64_t n_eval = c->eval->n;
@@ -551,29 +553,64 @@ static int64_t insample_of(lua_State *L, const sim_call *c)
         return 0;
     if (c->s->fitted)   /* fitted here on the calibration rows */
         return (c->calib_given ? c->calib_given == c->all : c->rows.n_calib == 0) ? n_eval : 0;
-    if (l_fitted_on(L, c->model_idx, 1) || (c->calib_given == c->all &&
-                                            l_fitted_on(L, c->model_idx, c->calib_idx)))
-        return n_eval;
-    if (c->calib_given)
-        return 0;
+    /* the evaluated rows as rows of argument 1 (NULL: its first n_eval) */
+    int split = !c->calib_given && !c->whole;
+    const int64_t *eval = split ? c->rows.eval : NULL;
+    l_push_fitted_on(L, c->model_idx);
+    if (!lua_isnil(L, -1)) {
+        int64_t both = l_rows_shared(L, -1, 1, eval, n_eval);
+        lua_pop(L, 1);
+        return both;
+    }
+    lua_pop(L, 1);
     const char *path = l_trace_path(L, 1);
     if (!path)
         return 0;
-    int64_t *rows = c->whole ? l_box(L, (size_t)n_eval * sizeof *rows) : c->rows.eval;
-    for (int64_t i = 0; c->whole && i < n_eval; i++)
-        rows[i] = i;
+    int64_t *rows = l_box(L, (size_t)n_eval * sizeof *rows);
+    for (int64_t i = 0; i < n_eval; i++)
+        rows[i] = eval ? eval[i] : i;
     return insample_rows(c->model, path, c->all, rows, n_eval, NULL);
 }
 
-/* The warning on stderr, once per call (info.in_sample has it too). */
-static void warn_insample(const sim_call *c)
+#define WARNED "eldr.insample_warned"   /* registry: Model -> {Trace -> true}, weak */
+
+/* 1 the first time the given Model is simulated in-sample on this Trace
+ * (argument 1); a model fitted here is new every call. Marks the pair. */
+static int first_warning(lua_State *L, const sim_call *c)
 {
+    if (!c->model_idx)
+        return 1;
+    l_pushweakreg(L, WARNED, "k");
+    lua_pushvalue(L, c->model_idx);
+    if (lua_rawget(L, -2) != LUA_TTABLE) {   /* this model's traces */
+        lua_pop(L, 1);
+        l_newweak(L, "k");
+        lua_pushvalue(L, c->model_idx);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, -4);
+    }
+    lua_pushvalue(L, 1);
+    int seen = lua_rawget(L, -2) != LUA_TNIL;
+    lua_pop(L, 1);
+    lua_pushvalue(L, 1);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 2);
+    return !seen;
+}
+
+/* The warning on stderr, once per model and trace (info.in_sample says
+ * it every time). */
+static void warn_insample(lua_State *L, const sim_call *c)
+{
+    if (!c->insample || !first_warning(L, c))
+        return;
     if (c->insample > 0)
         fprintf(stderr, "eldr.%s: warning: %lld of the %lld simulated rows are the model's "
                 "own calibration rows: the results are %sin-sample\n", c->fn,
                 (long long)c->insample, (long long)c->eval->n,
                 c->insample == c->eval->n ? "" : "partly ");
-    else if (c->insample < 0)
+    else
         fprintf(stderr, "eldr.%s: warning: the model was fitted on this trace's file and "
                 "does not say on which rows: the results may be in-sample\n", c->fn);
 }
@@ -837,7 +874,7 @@ static int l_simulate(lua_State *L)
     describe_cover(c);
     if (c->seeds > 1)
         run_seeds(L, c);
-    warn_insample(c);
+    warn_insample(L, c);
     push_info(L, c);
     lua_pushvalue(L, c->results);
     lua_insert(L, -2);

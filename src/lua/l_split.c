@@ -131,6 +131,8 @@ static int l_calib_split(lua_State *L)
     split_rows r;
     l_split_rows(L, t, &s, -1, fn, "spec", &r);
     l_push_split_traces(L, t, &r, fn);
+    l_set_lineage(L, -2, 1, r.calib, r.n_calib);   /* for eldr.simulate's in-sample check */
+    l_set_lineage(L, -1, 1, r.eval, r.n_eval);
     l_pushsplit(L, &r);
     l_pushint64s(L, r.calib, r.n_calib, 1);
     lua_setfield(L, -2, "calib");

@@ -350,7 +350,7 @@ static int m_save(lua_State *L)
 
 /* ---- rows ---- */
 
-/* Push a new Trace of the given 0-based rows of t. */
+/* Push a new Trace of the given 0-based rows of t, the Trace at slot 1. */
 static void push_selected(lua_State *L, const trace_t *t, const int64_t *rows, int64_t n,
                           const char *fn)
 {
@@ -358,6 +358,7 @@ static void push_selected(lua_State *L, const trace_t *t, const int64_t *rows, i
     l_trace *u = l_newtrace(L);
     if (!(u->t = trace_select(t, rows, n, err, sizeof err)))
         l_fail(L, fn, err);
+    l_set_lineage(L, -1, 1, rows, n);   /* t is argument 1 (self) */
 }
 
 static int label_of(lua_State *L, const trace_t *t, int idx, const char *fn)
@@ -508,6 +509,8 @@ static int m_split(lua_State *L)
     split_rows r;
     l_split_rows(L, t, &s, c, fn, has_count ? "count" : "fraction", &r);
     l_push_split_traces(L, t, &r, fn);
+    l_set_lineage(L, -2, 1, r.calib, r.n_calib);
+    l_set_lineage(L, -1, 1, r.eval, r.n_eval);
     return 2;
 }
 

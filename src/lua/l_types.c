@@ -136,16 +136,7 @@ const char *l_trace_path(lua_State *L, int idx)
 
 static void push_fitted_on(lua_State *L)
 {
-    if (lua_getfield(L, LUA_REGISTRYINDEX, FITTED_ON) == LUA_TTABLE)
-        return;
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushstring(L, "kv");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, FITTED_ON);
+    l_pushweakreg(L, FITTED_ON, "kv");
 }
 
 void l_mark_fitted_on(lua_State *L, int model_idx, int trace_idx)
@@ -159,16 +150,94 @@ void l_mark_fitted_on(lua_State *L, int model_idx, int trace_idx)
     lua_pop(L, 1);
 }
 
-int l_fitted_on(lua_State *L, int model_idx, int trace_idx)
+void l_push_fitted_on(lua_State *L, int model_idx)
 {
-    if (!model_idx || !trace_idx)
-        return 0;
+    if (!model_idx) {
+        lua_pushnil(L);
+        return;
+    }
     model_idx = lua_absindex(L, model_idx);
-    trace_idx = lua_absindex(L, trace_idx);
     push_fitted_on(L);
     lua_pushvalue(L, model_idx);
     lua_rawget(L, -2);
-    int same = lua_rawequal(L, -1, trace_idx);
+    lua_remove(L, -2);
+}
+
+/* ---- lineage: which rows of which loaded Trace a derived one holds ---- */
+
+#define LINEAGE "eldr.lineage"   /* registry: Trace -> {root, rows}, weak keys */
+
+static void push_lineage(lua_State *L)
+{
+    l_pushweakreg(L, LINEAGE, "k");
+}
+
+/* Push the root Trace of the Trace at idx (itself when it has no
+ * lineage); *rows: its rows in the root (NULL: the identity), *n their
+ * count. */
+static void push_root(lua_State *L, int idx, const int64_t **rows, int64_t *n)
+{
+    idx = lua_absindex(L, idx);
+    push_lineage(L);
+    lua_pushvalue(L, idx);
+    if (lua_rawget(L, -2) == LUA_TTABLE) {
+        lua_getfield(L, -1, "rows");
+        *rows = lua_touserdata(L, -1);
+        *n = (int64_t)(lua_rawlen(L, -1) / sizeof **rows);
+        lua_getfield(L, -2, "root");
+        lua_replace(L, -4);
+        lua_pop(L, 2);
+        return;
+    }
     lua_pop(L, 2);
-    return same;
+    lua_pushvalue(L, idx);
+    l_trace *u = luaL_testudata(L, idx, L_TRACE);
+    *rows = NULL;
+    *n = u && u->t ? u->t->n : 0;
+}
+
+void l_set_lineage(lua_State *L, int child, int parent, const int64_t *rows, int64_t n)
+{
+    child = lua_absindex(L, child);
+    parent = lua_absindex(L, parent);
+    const int64_t *prow;
+    int64_t pn;
+    push_root(L, parent, &prow, &pn);                 /* root */
+    lua_createtable(L, 0, 2);
+    lua_insert(L, -2);
+    lua_setfield(L, -2, "root");                      /* {root} */
+    int64_t *own = lua_newuserdatauv(L, (size_t)n * sizeof *own, 0);   /* its size is n */
+    for (int64_t i = 0; i < n; i++)
+        own[i] = prow ? prow[rows[i]] : rows[i];
+    lua_setfield(L, -2, "rows");
+    push_lineage(L);
+    lua_pushvalue(L, child);
+    lua_pushvalue(L, -3);
+    lua_rawset(L, -3);
+    lua_pop(L, 2);
+}
+
+int64_t l_rows_shared(lua_State *L, int a, int b, const int64_t *rows_b, int64_t n)
+{
+    a = lua_absindex(L, a);
+    b = lua_absindex(L, b);
+    const int64_t *ra, *rb;
+    int64_t na, nb, both = 0;
+    push_root(L, a, &ra, &na);
+    push_root(L, b, &rb, &nb);
+    int same = lua_rawequal(L, -1, -2);
+    l_trace *root = luaL_testudata(L, -1, L_TRACE);
+    int64_t root_n = root && root->t ? root->t->n : 0;
+    lua_pop(L, 2);
+    if (!same || !root_n)
+        return 0;
+    uint8_t *in_a = l_box(L, (size_t)root_n);
+    for (int64_t i = 0; i < na; i++)
+        in_a[ra ? ra[i] : i] = 1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = rows_b ? rows_b[i] : i;
+        both += in_a[rb ? rb[r] : r];
+    }
+    lua_pop(L, 1);
+    return both;
 }

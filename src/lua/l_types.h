@@ -62,11 +62,20 @@ model_t *l_checkmodel(lua_State *L, int idx, const char *fn, const char *name);
 const char *l_trace_path(lua_State *L, int idx);
 
 /* Which Trace a Model was fitted on in this session (eldr.fit): recorded
- * in a weak table, so neither object is kept alive by it. l_fitted_on is
- * 1 when the Model at model_idx was fitted on the very Trace at trace_idx
- * (0 for a slot 0 or other values). */
+ * in a weak table, so neither object is kept alive by it.
+ * l_push_fitted_on pushes that Trace, or nil (also for model_idx 0). */
 void l_mark_fitted_on(lua_State *L, int model_idx, int trace_idx);
-int l_fitted_on(lua_State *L, int model_idx, int trace_idx);
+void l_push_fitted_on(lua_State *L, int model_idx);
+
+/* Lineage: a Trace made of rows of another (Trace:select, Trace:split,
+ * eldr.calib_split) records which rows of the loaded Trace at the root of
+ * its family it holds (weak table: dies with it). l_set_lineage: the
+ * Trace at child holds rows[0..n) (0-based) of the Trace at parent.
+ * l_rows_shared: how many of rows_b[0..n) of the Trace at b (NULL: its
+ * first n rows) are rows the Trace at a holds too; 0 when the two are of
+ * different families. */
+void l_set_lineage(lua_State *L, int child, int parent, const int64_t *rows, int64_t n);
+int64_t l_rows_shared(lua_State *L, int a, int b, const int64_t *rows_b, int64_t n);
 
 /* Variant from a name, raising "bad argument 'variant'" when unknown. */
 sig_variant l_checkvariant(lua_State *L, const char *fn, const char *name);

@@ -302,6 +302,27 @@ int l_optnumlist(lua_State *L, int opts, const char *fn, const char *key, double
     return n;
 }
 
+/* ---- weak tables ---- */
+
+void l_newweak(lua_State *L, const char *mode)
+{
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushstring(L, mode);
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+}
+
+void l_pushweakreg(lua_State *L, const char *key, const char *mode)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE)
+        return;
+    lua_pop(L, 1);
+    l_newweak(L, mode);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
+}
+
 /* ---- lists ---- */
 
 void *l_box(lua_State *L, size_t n)

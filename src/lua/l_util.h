@@ -101,6 +101,14 @@ int l_optnumlist(lua_State *L, int opts, const char *fn, const char *key, double
 /* Push field key of the options table (nil when absent); returns its type. */
 int l_getopt(lua_State *L, int idx, const char *key);
 
+/* ---- weak tables ----
+ * Facts about objects that must not keep them alive (which Trace a Model
+ * was fitted on, a Trace's rows in its root). l_newweak pushes a new table
+ * with __mode = mode ("k", "v", "kv"); l_pushweakreg pushes registry[key],
+ * made such a table the first time. */
+void l_newweak(lua_State *L, const char *mode);
+void l_pushweakreg(lua_State *L, const char *key, const char *mode);
+
 /* ---- lists ---- */
 
 /* A GC-owned scratch buffer of n bytes (zeroed), pushed on the stack. */

@@ -17,6 +17,7 @@ local o = {model = m, rate = 8, output_tokens = 16, policy = arg[3] == "base" an
 if arg[3] == "tail" then o.split = "head"; o.calib_split = 200 end
 if arg[3] == "lua" then m = eldr.fit(t, {k = 2, layers = "all"}); o.model = m end
 local res, info = eldr.simulate(t, o)
+if arg[3] == "twice" then res, info = eldr.simulate(t, o) end
 print(string.format("in_sample=%s rows=%s eval=%d", tostring(info.in_sample),
                     tostring(info.in_sample_rows), info.eval_rows))
 LUA
@@ -41,5 +42,7 @@ check "eldr fit on the head 200, simulated on the other 249: silent" \
     "in_sample=false rows=nil eval=249" 0
 run "$TMP/all.h5" base
 check "baselines only: silent" "in_sample=false" 0
+run "$TMP/all.h5" twice
+check "the same model on the same trace twice: one warning" "in_sample=true rows=449" 1
 run "$TMP/head.h5" lua
 check "eldr.fit on the Trace, simulated on it: one warning" "in_sample=true rows=449" 1

@@ -49,4 +49,26 @@ T.ok(info.in_sample == true and info.in_sample_rows == #t, "calib is the trace i
 info = sim(t, {model = m, policy = {"jsq", "rr"}})
 T.ok(info.in_sample == false, "baselines only: the model's rows do not matter")
 
+-- Traces cut from one loaded Trace know which of its rows they hold
+info = sim(t, {model = m2})
+T.ok(info.in_sample == true and info.in_sample_rows == 200 and info.eval_rows == #t,
+     "fitted on calib_split's 200 rows, simulated on the whole trace: partly in-sample, 200 rows",
+     ("rows %s of %s"):format(tostring(info.in_sample_rows), tostring(info.eval_rows)))
+info = sim(calib, {model = m2})
+T.ok(info.in_sample == true and info.in_sample_rows == #calib, "simulated on its own calibration Trace")
+local rows = {}
+for r = 1, 60 do rows[#rows + 1] = r end
+local head = t:select(rows)
+local m3 = eldr.fit(head, {k = 2, layers = "all"})
+local later = {}
+for r = 51, 200 do later[#later + 1] = r end
+info = sim(t:select(later), {model = m3})
+T.ok(info.in_sample_rows == 10, "select 1..60 fitted, select 51..200 simulated: the 10 shared rows",
+     tostring(info.in_sample_rows))
+local a, b = head:split{count = 30}
+info = sim(b, {model = eldr.fit(a, {k = 2, layers = "all"})})
+T.ok(info.in_sample == false, "a split of a selection: the two halves share no row")
+info = sim(t:select(function(r) return r.row > 400 end), {model = m})
+T.ok(info.in_sample == true and info.in_sample_rows == #t - 400,
+     "a selection of the trace the model was fitted on: in-sample", tostring(info.in_sample_rows))
 T.done()
