@@ -26,25 +26,6 @@ void rng_seed_stream(rng_t *r, uint64_t seed, uint64_t stream)
     rng_seed(r, seed ^ splitmix64(&x));
 }
 
-static inline uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-uint64_t rng_next(rng_t *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
 double rng_uniform(rng_t *r)
 {
     return (double)(rng_next(r) >> 11) * 0x1.0p-53;

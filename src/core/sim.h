@@ -68,10 +68,14 @@ typedef struct sim_config {
     double refit_every;        /* eldr-online: seconds of simulated time between
                                 * refits (online.h) */
     double refit_window;       /* eldr-online: seconds of signatures a refit sees */
+    int threads;               /* sampling the pools (sim_workload_init) on
+                                * this many threads (par.h; <= 0: the online
+                                * CPUs); the pools do not depend on it */
 } sim_config;
 
 /* max_batch 256, trace lengths, trace arrivals, seed 1, pool 32, pool
- * cache 256 MiB, the documented cost model, refits every 2.5 s over 5 s. */
+ * cache 256 MiB, the documented cost model, refits every 2.5 s over 5 s,
+ * one thread. */
 void sim_config_default(sim_config *c);
 
 /* c's arrivals from the trace when it has arrival_s; else, when c asks
@@ -92,9 +96,12 @@ typedef struct sim_workload {
     int64_t n_skipped;         /* rows with no token to emit, left out */
     int64_t total_tokens;
     int recorded;              /* activations from tokens/decode_experts */
-    uint16_t *pool;            /* sampled token rows, [pool_off[n]][L][k], or
-                                * NULL (recorded, or too big: sampled on
-                                * admission) */
+    int id_bytes;              /* width of a token row's expert id: 1
+                                * (uint8_t) for sampled rows when E <= 256,
+                                * else 2 (uint16_t, as the trace stores them) */
+    void *pool;                /* sampled token rows, [pool_off[n]][L][k] ids
+                                * of id_bytes, or NULL (recorded, or too big:
+                                * sampled on admission) */
     int64_t *pool_off;         /* [n+1] request i owns [pool_off[i], [i+1]) */
     float *sig;                /* [n][dim] signatures, NULL without recipe */
     size_t dim;

@@ -1,10 +1,13 @@
 /* sim_activations.c - which experts each decode token activates
  * (sim_internal.h): the trace's recorded token rows, or a pool sampled
  * from the request's own count profile. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+#include "par.h"
 #include "sim_internal.h"
 
 int sim_sampler_init(sim_sampler *s, int E, char *err, size_t errlen)
@@ -15,10 +18,12 @@ int sim_sampler_init(sim_sampler *s, int E, char *err, size_t errlen)
     s->prob = malloc((size_t)E * sizeof *s->prob);
     s->scaled = malloc((size_t)E * sizeof *s->scaled);
     s->work = malloc((size_t)E * sizeof *s->work);
-    if (!s->id || !s->alias || !s->prob || !s->scaled || !s->work) {
+    s->taken = calloc((size_t)E, sizeof *s->taken);
+    if (!s->id || !s->alias || !s->prob || !s->scaled || !s->work || !s->taken) {
         sim_sampler_free(s);
         return eldr_errf(err, errlen, "sim: out of memory for a sampler of %d experts", E);
     }
+    s->cap = E;
     return 0;
 }
 
@@ -29,6 +34,7 @@ void sim_sampler_free(sim_sampler *s)
     free(s->prob);
     free(s->scaled);
     free(s->work);
+    free(s->taken);
     memset(s, 0, sizeof *s);
 }
 
@@ -47,9 +53,13 @@ int sim_sampler_load(sim_sampler *s, const uint16_t *counts, int E)
     s->n = n;
     if (!n)
         return 0;
+    /* the scaled weights first, in a loop of its own that the compiler
+     * vectorises: the same correctly rounded divisions, several at once */
+    double dn = n, dt = (double)total;
+    for (int i = 0; i < n; i++)
+        s->scaled[i] = (double)counts[s->id[i]] * dn / dt;
     int *small = s->work, ns = 0, nl = n; /* small from the front, large from the back */
     for (int i = 0; i < n; i++) {
-        s->scaled[i] = (double)counts[s->id[i]] * n / (double)total;
         s->alias[i] = (uint16_t)i;
         if (s->scaled[i] < 1.0)
             small[ns++] = i;
@@ -74,25 +84,41 @@ int sim_sampler_load(sim_sampler *s, const uint16_t *counts, int E)
     return n;
 }
 
-void sim_sampler_draw(const sim_sampler *s, rng_t *r, int k, uint16_t *out)
+/* k distinct ids into out[k], each id_bytes wide (a constant where it
+ * is inlined, so the store is one instruction). */
+static inline void draw_k(sim_sampler *s, rng_t *r, int k, void *out, int id_bytes)
 {
     /* A repeat is redrawn, which makes each pick proportional among the
      * experts left. Decode counts never give one expert more than 1/k of
      * a layer's mass (a token picks k distinct experts), so redraws stay
-     * few: below k * H_k draws in all even when only k experts remain. */
+     * few: below k * H_k draws in all even when only k experts remain.
+     * A slot taken by this draw of k carries its generation in taken[],
+     * so a repeat costs one look-up, not a pass over out[]. */
     uint64_t n = (uint64_t)s->n;
+    if (++s->gen == 0) {
+        memset(s->taken, 0, (size_t)s->cap * sizeof *s->taken);
+        s->gen = 1;
+    }
+    uint32_t gen = s->gen;
     for (int j = 0; j < k;) {
         uint64_t x = rng_next(r);
         uint64_t slot = ((x >> 32) * n) >> 32;
         /* branch-free: whether the slot keeps itself is a coin flip */
         uint64_t keep = 0 - (uint64_t)((uint32_t)x < s->prob[slot]);
-        uint16_t e = s->id[(slot & keep) | (s->alias[slot] & ~keep)];
-        int dup = 0;
-        for (int i = 0; i < j; i++)
-            dup |= out[i] == e;
-        if (!dup)
-            out[j++] = e;
+        uint64_t pick = (slot & keep) | (s->alias[slot] & ~keep);
+        if (s->taken[pick] != gen) {
+            s->taken[pick] = gen;
+            if (id_bytes == 1)
+                ((uint8_t *)out)[j++] = (uint8_t)s->id[pick];
+            else
+                ((uint16_t *)out)[j++] = s->id[pick];
+        }
     }
+}
+
+void sim_sampler_draw(sim_sampler *s, rng_t *r, int k, uint16_t *out)
+{
+    draw_k(s, r, k, out, 2);
 }
 
 /* The count profile to sample request row r from: decode counts when it
@@ -111,9 +137,10 @@ static int32_t pool_size(const sim_workload *w, int64_t i)
     return w->out_tokens[i] < w->cfg.sample_pool ? w->out_tokens[i] : w->cfg.sample_pool;
 }
 
-/* P token rows for request i into out[P][L][k], from the stream
- * (seed, trace row): the same rows whenever and wherever they are drawn. */
-static int sample_rows(const sim_workload *w, int64_t i, int32_t P, uint16_t *out,
+/* P token rows for request i into out[P][L][k] (ids of id_bytes), from
+ * the stream (seed, trace row): the same rows whenever and wherever they
+ * are drawn, whatever their width. */
+static int sample_rows(const sim_workload *w, int64_t i, int32_t P, void *out, int id_bytes,
                        sim_sampler *sp, char *err, size_t errlen)
 {
     int64_t r = w->row[i];
@@ -129,10 +156,65 @@ static int sample_rows(const sim_workload *w, int64_t i, int32_t P, uint16_t *ou
         if (nz < k)
             return eldr_errf(err, errlen, "sim: request row %lld layer %d has %d experts with "
                              "counts, fewer than top-k %d", (long long)r, l, nz, k);
-        for (int32_t p = 0; p < P; p++)
-            sim_sampler_draw(sp, &rng, k, out + ((size_t)p * L + l) * k);
+        for (int32_t p = 0; p < P; p++) {
+            size_t at = ((size_t)p * L + l) * k;
+            if (id_bytes == 1)
+                draw_k(sp, &rng, k, (uint8_t *)out + at, 1);
+            else
+                draw_k(sp, &rng, k, (uint16_t *)out + at, 2);
+        }
     }
     return 0;
+}
+
+/* The pools of every request, sampled by several threads at once: each
+ * takes the next chunk of requests and writes their rows at their own
+ * offsets, so the pool is the same for any thread count. A thread stops
+ * at its first failure; the lowest failing request is the one reported. */
+typedef struct pool_job {
+    sim_workload *w;
+    pthread_mutex_t lock;
+    int64_t next;              /* first request of the next chunk */
+    int64_t fail_at;           /* lowest failing request, or w->n */
+    char err[ELDR_ERRLEN];     /* its message */
+} pool_job;
+
+#define POOL_CHUNK 64
+
+static void *pool_main(void *arg)
+{
+    pool_job *J = arg;
+    sim_workload *w = J->w;
+    size_t width = (size_t)w->L * w->k;
+    char err[ELDR_ERRLEN];
+    sim_sampler sp;
+    int rc = sim_sampler_init(&sp, w->E, err, sizeof err);
+    int64_t failed = rc ? 0 : -1;
+    while (!rc) {
+        pthread_mutex_lock(&J->lock);
+        int64_t a = J->fail_at < w->n ? w->n : J->next;
+        J->next = a + POOL_CHUNK;
+        pthread_mutex_unlock(&J->lock);
+        for (int64_t i = a; i < a + POOL_CHUNK && i < w->n && !rc; i++) {
+            int64_t o = w->pool_off[i];
+            rc = sample_rows(w, i, (int32_t)(w->pool_off[i + 1] - o),
+                             (char *)w->pool + (size_t)o * width * w->id_bytes, w->id_bytes,
+                             &sp, err, sizeof err);
+            failed = rc ? i : -1;
+        }
+        if (a >= w->n)
+            break;
+    }
+    sim_sampler_free(&sp);
+    if (rc) {
+        pthread_mutex_lock(&J->lock);
+        if (failed < J->fail_at) {
+            J->fail_at = failed;
+            snprintf(J->err, sizeof J->err, "%s", err);
+        }
+        pthread_mutex_unlock(&J->lock);
+    }
+    return NULL;
 }
 
 int sim_pools_build(sim_workload *w, char *err, size_t errlen)
@@ -140,27 +222,27 @@ int sim_pools_build(sim_workload *w, char *err, size_t errlen)
     size_t width = (size_t)w->L * w->k, rows = 0;
     for (int64_t i = 0; i < w->n; i++)
         rows += (size_t)pool_size(w, i);
-    if (rows * width * sizeof *w->pool > w->cfg.pool_cache)
+    if (rows * width * (size_t)w->id_bytes > w->cfg.pool_cache)
         return 0; /* sampled on admission instead */
-    w->pool = malloc(rows * width * sizeof *w->pool);
+    w->pool = malloc(rows * width * (size_t)w->id_bytes);
     w->pool_off = malloc((size_t)(w->n + 1) * sizeof *w->pool_off);
-    sim_sampler sp;
-    if (!w->pool || !w->pool_off || sim_sampler_init(&sp, w->E, err, errlen)) {
+    if (!w->pool || !w->pool_off) {
         free(w->pool);
         free(w->pool_off);
         w->pool = NULL;
         w->pool_off = NULL;
         return eldr_errf(err, errlen, "sim: out of memory for %zu sampled token rows", rows);
     }
-    int rc = 0;
     w->pool_off[0] = 0;
-    for (int64_t i = 0; i < w->n && !rc; i++) {
-        int32_t P = pool_size(w, i);
-        rc = sample_rows(w, i, P, w->pool + (size_t)w->pool_off[i] * width, &sp, err, errlen);
-        w->pool_off[i + 1] = w->pool_off[i] + P;
-    }
-    sim_sampler_free(&sp);
-    return rc;
+    for (int64_t i = 0; i < w->n; i++)
+        w->pool_off[i + 1] = w->pool_off[i] + pool_size(w, i);
+    pool_job J = {.w = w, .fail_at = w->n};
+    pthread_mutex_init(&J.lock, NULL);
+    par_run(par_threads(w->cfg.threads, (w->n + POOL_CHUNK - 1) / POOL_CHUNK), pool_main, &J);
+    pthread_mutex_destroy(&J.lock);
+    if (J.fail_at < w->n)
+        return eldr_errf(err, errlen, "%s", J.err);
+    return 0;
 }
 
 int sim_tokens_open(const sim_workload *w, int64_t i, sim_tokens *s, char *err,
@@ -175,11 +257,13 @@ int sim_tokens_open(const sim_workload *w, int64_t i, sim_tokens *s, char *err,
         if (b > a) {
             s->rows = t->decode_experts + (size_t)a * width;
             s->n_rows = (int32_t)(b - a);
+            s->id_bytes = 2;
             return 0;
         }
     }
+    s->id_bytes = w->id_bytes;
     if (w->pool) {
-        s->rows = w->pool + (size_t)w->pool_off[i] * width;
+        s->rows = (const char *)w->pool + (size_t)w->pool_off[i] * width * w->id_bytes;
         s->n_rows = (int32_t)(w->pool_off[i + 1] - w->pool_off[i]);
         return 0;
     }
@@ -187,8 +271,8 @@ int sim_tokens_open(const sim_workload *w, int64_t i, sim_tokens *s, char *err,
     sim_sampler sp;
     if (sim_sampler_init(&sp, w->E, err, errlen))
         return -1;
-    s->owned = malloc((size_t)P * width * sizeof *s->owned);
-    int rc = s->owned ? sample_rows(w, i, P, s->owned, &sp, err, errlen)
+    s->owned = malloc((size_t)P * width * w->id_bytes);
+    int rc = s->owned ? sample_rows(w, i, P, s->owned, w->id_bytes, &sp, err, errlen)
                       : eldr_errf(err, errlen, "sim: out of memory sampling row %lld",
                                   (long long)r);
     sim_sampler_free(&sp);
@@ -207,6 +291,19 @@ void sim_tokens_close(sim_tokens *s)
     memset(s, 0, sizeof *s);
 }
 
+/* The rows' activations, mult times each, into heat [L][E]; one body
+ * per id width so that the inner loop reads its ids directly. */
+#define HEAT_ROWS(T)                                                            \
+    for (int32_t p = 0; p < s->n_rows; p++) {                                  \
+        uint64_t mult = (uint64_t)full + (p < rem);                            \
+        if (!mult)                                                             \
+            break;                                                             \
+        const T *row = (const T *)s->rows + (size_t)p * width;                 \
+        for (int l = 0; l < L; l++)                                            \
+            for (int j = 0; j < k; j++)                                        \
+                heat[(size_t)l * E + row[l * k + j]] += mult;                  \
+    }
+
 void sim_tokens_heat(const sim_tokens *s, int L, int E, int k, int64_t n_tokens,
                      uint64_t *heat)
 {
@@ -214,13 +311,8 @@ void sim_tokens_heat(const sim_tokens *s, int L, int E, int k, int64_t n_tokens,
         return;
     int64_t full = n_tokens / s->n_rows, rem = n_tokens % s->n_rows;
     size_t width = (size_t)L * k;
-    for (int32_t p = 0; p < s->n_rows; p++) {
-        uint64_t mult = (uint64_t)full + (p < rem);
-        if (!mult)
-            break;
-        const uint16_t *row = s->rows + (size_t)p * width;
-        for (int l = 0; l < L; l++)
-            for (int j = 0; j < k; j++)
-                heat[(size_t)l * E + row[l * k + j]] += mult;
-    }
+    if (s->id_bytes == 1)
+        HEAT_ROWS(uint8_t)
+    else
+        HEAT_ROWS(uint16_t)
 }

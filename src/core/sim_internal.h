@@ -17,13 +17,21 @@
 /* ---- activations (sim_activations.c) ---- */
 
 /* The token rows of one request: n_rows rows of [L][k] expert ids,
- * cycled; owned is non-NULL when the rows were sampled (then freed by
- * sim_tokens_close). */
+ * cycled, each id_bytes wide (1: uint8_t, the sampled rows of E <= 256
+ * experts; 2: uint16_t); owned is non-NULL when the rows were sampled
+ * now (then freed by sim_tokens_close). */
 typedef struct sim_tokens {
-    const uint16_t *rows;
+    const void *rows;
     int32_t n_rows;
-    uint16_t *owned;
+    int id_bytes;
+    void *owned;
 } sim_tokens;
+
+/* Expert id number i (row * L * k + layer * k + j) of s. */
+static inline int sim_tokens_id(const sim_tokens *s, size_t i)
+{
+    return s->id_bytes == 1 ? ((const uint8_t *)s->rows)[i] : ((const uint16_t *)s->rows)[i];
+}
 
 /* Token rows of request i of the workload: the recorded ones, the cached
  * pool, or a pool sampled now from its decode (else prefill) counts with
@@ -48,11 +56,14 @@ void sim_tokens_heat(const sim_tokens *s, int L, int E, int k, int64_t n_tokens,
  * a Walker/Vose alias table over them, so one draw is O(1). */
 typedef struct sim_sampler {
     int n;                     /* experts with counts > 0 */
+    int cap;                   /* E, the room */
     uint16_t *id;              /* [E] their ids, then the alias table: */
     uint16_t *alias;           /* [E] slot to take when the draw misses */
     uint32_t *prob;            /* [E] P(keep the slot) * 2^32 */
     double *scaled;            /* [E] scratch for the build */
     int *work;                 /* [E] scratch for the build */
+    uint32_t *taken;           /* [E] draw generation that took the slot */
+    uint32_t gen;              /* of the current draw of k */
 } sim_sampler;
 
 /* Room for E experts. */
@@ -64,7 +75,7 @@ int sim_sampler_load(sim_sampler *s, const uint16_t *counts, int E);
  * proportional to the counts: a draw that repeats an expert already
  * taken is redrawn, which makes each pick proportional among the experts
  * left (sampling without replacement). */
-void sim_sampler_draw(const sim_sampler *s, rng_t *r, int k, uint16_t *out);
+void sim_sampler_draw(sim_sampler *s, rng_t *r, int k, uint16_t *out);
 
 /* ---- arrivals (sim_arrivals.c) ---- */
 

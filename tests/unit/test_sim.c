@@ -143,10 +143,10 @@ static uint64_t *heat_oracle(const sim_workload *w, const sim_result *res)
         sim_tokens s;
         assert_int_equal(sim_tokens_open(w, wi, &s, err, sizeof err), 0);
         for (int32_t tk = 0; tk < q->tokens; tk++) {
-            const uint16_t *row = s.rows + (size_t)(tk % s.n_rows) * L * k;
+            size_t row = (size_t)(tk % s.n_rows) * L * k;
             for (int l = 0; l < L; l++)
                 for (int j = 0; j < k; j++)
-                    h[((size_t)q->worker * L + l) * E + row[l * k + j]]++;
+                    h[((size_t)q->worker * L + l) * E + sim_tokens_id(&s, row + l * k + j)]++;
         }
         sim_tokens_close(&s);
     }
@@ -213,16 +213,6 @@ static void test_conservation_recorded(void **state)
 }
 
 /* Drops the token-level datasets so that activations are sampled. */
-static void strip_tokens(trace_t *t)
-{
-    free(t->decode_experts);
-    free(t->decode_offsets);
-    free(t->decode_probs);
-    t->decode_experts = NULL;
-    t->decode_offsets = NULL;
-    t->decode_probs = NULL;
-}
-
 typedef struct step_check {
     int E, k, max_batch;
     int64_t steps;
@@ -255,7 +245,7 @@ static void test_sampled_and_bounds(void **state)
     (void)state;
     trace_t *t = tracefix_make(250, 4, 12, 3, 5);
     assert_non_null(t);
-    strip_tokens(t);
+    tracefix_strip_tokens(t);
     sim_config c;
     sim_config_default(&c);
     test_cost(&c);
@@ -277,11 +267,12 @@ static void test_sampled_and_bounds(void **state)
                                                        : trace_prefill_row(t, r);
         for (int p = 0; p < s.n_rows; p++)
             for (int l = 0; l < 4; l++) {
-                const uint16_t *ids = s.rows + ((size_t)p * 4 + l) * 3;
+                size_t at = ((size_t)p * 4 + l) * 3;
                 for (int j = 0; j < 3; j++) {
-                    assert_true(prof[l * 12 + ids[j]] > 0);
+                    assert_true(prof[l * 12 + sim_tokens_id(&s, at + j)] > 0);
                     for (int m = 0; m < j; m++)
-                        assert_int_not_equal(ids[j], ids[m]);
+                        assert_int_not_equal(sim_tokens_id(&s, at + j),
+                                             sim_tokens_id(&s, at + m));
                 }
             }
         sim_tokens_close(&s);
@@ -378,7 +369,7 @@ static void test_determinism_and_crn(void **state)
 {
     (void)state;
     trace_t *t = tracefix_make(200, 4, 16, 2, 8);
-    strip_tokens(t);
+    tracefix_strip_tokens(t);
     sim_config c;
     sim_config_default(&c);
     test_cost(&c);
@@ -399,7 +390,10 @@ static void test_determinism_and_crn(void **state)
     sim_tokens a, b;
     assert_int_equal(sim_tokens_open(&w1, 3, &a, err, sizeof err), 0);
     assert_int_equal(sim_tokens_open(&w2, 3, &b, err, sizeof err), 0);
-    assert_memory_equal(a.rows, b.rows, (size_t)a.n_rows * 4 * 2 * sizeof *a.rows);
+    assert_int_equal(a.id_bytes, 1); /* 16 experts: a byte an id */
+    assert_int_equal(b.id_bytes, 1);
+    assert_int_equal(a.n_rows, b.n_rows);
+    assert_memory_equal(a.rows, b.rows, (size_t)a.n_rows * 4 * 2 * a.id_bytes);
     sim_tokens_close(&a);
     sim_tokens_close(&b);
     route_policy p, q;

@@ -169,3 +169,13 @@ int tracefix_diff(const trace_t *a, const trace_t *b, char *why, size_t len)
            diff_array("block_offsets", a->block_offsets, b->block_offsets, n + 1, 8, why, len) ||
            diff_array("block_hashes", a->block_hashes, b->block_hashes, nb, 8, why, len);
 }
+
+void tracefix_strip_tokens(trace_t *t)
+{
+    free(t->decode_experts);
+    free(t->decode_offsets);
+    free(t->decode_probs);
+    t->decode_experts = NULL;
+    t->decode_offsets = NULL;
+    t->decode_probs = NULL;
+}

@@ -18,6 +18,10 @@
  * for a seed. NULL if allocation fails. */
 trace_t *tracefix_make(int64_t n, int L, int E, int k, uint64_t seed);
 
+/* Drop t's token-level decode rows (tokens/decode_*), as a trace without
+ * them is read: the simulator then samples its activations. */
+void tracefix_strip_tokens(trace_t *t);
+
 /* 0 when a and b hold the same datasets with the same contents (floats
  * bit for bit); otherwise 1 with the first difference described in why. */
 int tracefix_diff(const trace_t *a, const trace_t *b, char *why, size_t len);

@@ -1,0 +1,277 @@
+/* test_sim_pool.c - the simulator's sampled activations and its count of
+ * distinct experts, against oracles written apart from sim_activations.c
+ * and sim.c:
+ *
+ * - every sampled token row is the documented draw: the stream
+ *   (seed ^ SIM_SEED_TOKENS, trace row), layer by layer, pool rows in
+ *   order, k distinct experts each (sim_sampler_draw), whatever the id
+ *   width (one byte for E <= 256, two above) and wherever it is drawn
+ *   (the shared pool or on admission);
+ * - the shared pool is the same at 1 and 3 sampling threads, and a
+ *   failure names the lowest failing row at any thread count;
+ * - U_l of every step equals a set count over the rows of the requests
+ *   that step decodes, rebuilt from the results alone (who ran on which
+ *   worker from when to when), for geometries on both sides of the
+ *   stamps' cache bound (row by row, layer by layer) and of both widths. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "rng.h"
+#include "route.h"
+#include "sim.h"
+#include "sim_internal.h"
+#include "util_tracefix.h"
+
+static char err[ELDR_ERRLEN];
+
+static trace_t *sampled_trace(int64_t n, int L, int E, int k, uint64_t seed)
+{
+    trace_t *t = tracefix_make(n, L, E, k, seed);
+    assert_non_null(t);
+    tracefix_strip_tokens(t);
+    return t;
+}
+
+static void config(sim_config *c)
+{
+    sim_config_default(c);
+    c->cost = (cost_model){.t0 = 1e-3, .a = 2e-5, .b = 1e-5, .c = 2e-5, .d = 1e-8};
+    c->arrivals = SIM_ARRIVE_POISSON;
+    c->rate = 2000; /* batches of many requests */
+    c->output_tokens = 13;
+    c->sample_pool = 5; /* cycled */
+}
+
+/* The documented draws of request i of w: P rows of [L][k]. */
+static uint16_t *oracle_rows(const sim_workload *w, int64_t i, int32_t P)
+{
+    const trace_t *t = w->t;
+    int64_t r = w->row[i];
+    int L = w->L, E = w->E, k = w->k;
+    uint16_t *out = malloc((size_t)P * L * k * sizeof *out);
+    assert_non_null(out);
+    const uint16_t *prof = t->decode_tokens[r] > 0 ? trace_decode_row(t, r)
+                                                   : trace_prefill_row(t, r);
+    sim_sampler sp;
+    assert_int_equal(sim_sampler_init(&sp, E, err, sizeof err), 0);
+    rng_t g;
+    rng_seed_stream(&g, w->cfg.seed ^ SIM_SEED_TOKENS, (uint64_t)r);
+    for (int l = 0; l < L; l++) {
+        assert_true(sim_sampler_load(&sp, prof + (size_t)l * E, E) >= k);
+        for (int32_t p = 0; p < P; p++)
+            sim_sampler_draw(&sp, &g, k, out + ((size_t)p * L + l) * k);
+    }
+    sim_sampler_free(&sp);
+    return out;
+}
+
+static void check_rows(const sim_workload *w, int want_bytes)
+{
+    size_t width = (size_t)w->L * w->k;
+    for (int64_t i = 0; i < w->n; i++) {
+        sim_tokens s;
+        assert_int_equal(sim_tokens_open(w, i, &s, err, sizeof err), 0);
+        assert_int_equal(s.id_bytes, want_bytes);
+        assert_int_equal(s.n_rows, w->cfg.sample_pool);
+        uint16_t *o = oracle_rows(w, i, s.n_rows);
+        for (size_t x = 0; x < (size_t)s.n_rows * width; x++)
+            if (sim_tokens_id(&s, x) != o[x])
+                fail_msg("request %lld id %zu: %d, the draw gave %d", (long long)i, x,
+                         sim_tokens_id(&s, x), o[x]);
+        free(o);
+        sim_tokens_close(&s);
+    }
+}
+
+static void test_rows_are_the_draws(void **state)
+{
+    (void)state;
+    static const struct { int L, E, k, bytes; } geo[] = {
+        {3, 12, 3, 1}, {2, 256, 4, 1}, {2, 257, 4, 2}, {2, 300, 5, 2}};
+    for (size_t g = 0; g < sizeof geo / sizeof *geo; g++) {
+        trace_t *t = sampled_trace(60, geo[g].L, geo[g].E, geo[g].k, 7 + g);
+        sim_config c;
+        config(&c);
+        sim_workload pooled, admitted;
+        assert_int_equal(sim_workload_init(&pooled, t, &c, NULL, err, sizeof err), 0);
+        assert_non_null(pooled.pool);
+        assert_int_equal(pooled.id_bytes, geo[g].bytes);
+        check_rows(&pooled, geo[g].bytes);
+        c.pool_cache = 0; /* on admission */
+        assert_int_equal(sim_workload_init(&admitted, t, &c, NULL, err, sizeof err), 0);
+        assert_null(admitted.pool);
+        check_rows(&admitted, geo[g].bytes);
+        sim_workload_free(&pooled);
+        sim_workload_free(&admitted);
+        trace_free(t);
+    }
+}
+
+static void test_pool_threads(void **state)
+{
+    (void)state;
+    trace_t *t = sampled_trace(700, 4, 40, 3, 3); /* 11 chunks of 64 */
+    sim_config c;
+    config(&c);
+    sim_workload a, b;
+    assert_int_equal(sim_workload_init(&a, t, &c, NULL, err, sizeof err), 0);
+    c.threads = 3;
+    assert_int_equal(sim_workload_init(&b, t, &c, NULL, err, sizeof err), 0);
+    assert_int_equal(a.n, b.n);
+    assert_memory_equal(a.pool_off, b.pool_off, (size_t)(a.n + 1) * sizeof *a.pool_off);
+    assert_memory_equal(a.pool, b.pool, (size_t)a.pool_off[a.n] * 4 * 3 * a.id_bytes);
+    sim_workload_free(&a);
+    sim_workload_free(&b);
+    /* rows 300 and 650 cannot give k experts in layer 2: row 300 is the
+     * one named, by one thread or three */
+    for (int64_t r = 300; r <= 650; r += 350)
+        for (int phase = 0; phase < 2; phase++) {
+            uint16_t *d = t->decode_counts + (size_t)r * 4 * 40 + 2 * 40;
+            if (phase)
+                d = t->prefill_counts + (size_t)r * 4 * 40 + 2 * 40;
+            memset(d, 0, 40 * sizeof *d);
+            d[5] = 9;
+            d[6] = 1;
+        }
+    for (int th = 1; th <= 3; th += 2) {
+        c.threads = th;
+        assert_int_equal(sim_workload_init(&a, t, &c, NULL, err, sizeof err), -1);
+        assert_non_null(strstr(err, "row 300 layer 2 has 2 experts"));
+    }
+    trace_free(t);
+}
+
+/* ---- U_l against a set count rebuilt from the results ---- */
+
+typedef struct step_rec {
+    int worker, B;
+    double t;
+    int *U;                    /* [L] */
+} step_rec;
+
+typedef struct steps {
+    step_rec *s;
+    int64_t n, cap;
+} steps;
+
+static void on_step(void *ctx, int worker, double t, double dt, int B, const int *U, int L,
+                    int64_t kv)
+{
+    (void)dt;
+    (void)kv;
+    steps *S = ctx;
+    if (S->n == S->cap) {
+        S->cap = S->cap ? 2 * S->cap : 256;
+        S->s = realloc(S->s, (size_t)S->cap * sizeof *S->s);
+        assert_non_null(S->s);
+    }
+    step_rec *r = &S->s[S->n++];
+    r->worker = worker;
+    r->B = B;
+    r->t = t;
+    r->U = malloc((size_t)L * sizeof *r->U);
+    assert_non_null(r->U);
+    memcpy(r->U, U, (size_t)L * sizeof *U);
+}
+
+/* Every step of every worker: its members are the requests of that
+ * worker started at or before it and finished after it; a member's
+ * token is the number of that worker's steps since its start. */
+static void check_distinct(const sim_workload *w, const sim_result *res, const steps *S)
+{
+    int L = w->L, E = w->E, k = w->k;
+    char *seen = malloc((size_t)E);
+    int64_t *token = calloc((size_t)w->n, sizeof *token);
+    sim_tokens *tok = calloc((size_t)w->n, sizeof *tok);
+    assert_non_null(seen);
+    assert_non_null(token);
+    assert_non_null(tok);
+    for (int64_t i = 0; i < w->n; i++)
+        assert_int_equal(sim_tokens_open(w, i, &tok[i], err, sizeof err), 0);
+    int64_t checked = 0;
+    for (int64_t s = 0; s < S->n; s++) {
+        const step_rec *st = &S->s[s];
+        int B = 0;
+        for (int l = 0; l < L; l++) {
+            memset(seen, 0, (size_t)E);
+            int u = 0;
+            for (int64_t i = 0; i < w->n; i++) {
+                const sim_request *q = &res->req[i];
+                if (q->worker != st->worker || q->start > st->t || q->finish <= st->t)
+                    continue;
+                B += l == 0;
+                size_t at = ((size_t)(token[i] % tok[i].n_rows) * L + l) * k;
+                for (int j = 0; j < k; j++) {
+                    int e = sim_tokens_id(&tok[i], at + j);
+                    u += !seen[e];
+                    seen[e] = 1;
+                }
+            }
+            if (u != st->U[l])
+                fail_msg("step %lld (worker %d, t %.6f) layer %d: U %d, the set count %d",
+                         (long long)s, st->worker, st->t, l, st->U[l], u);
+            checked++;
+        }
+        assert_int_equal(B, st->B);
+        for (int64_t i = 0; i < w->n; i++) {
+            const sim_request *q = &res->req[i];
+            token[i] += q->worker == st->worker && q->start <= st->t && q->finish > st->t;
+        }
+    }
+    for (int64_t i = 0; i < w->n; i++) {
+        assert_int_equal(token[i], res->req[i].tokens);
+        sim_tokens_close(&tok[i]);
+    }
+    assert_true(checked > 0);
+    free(seen);
+    free(token);
+    free(tok);
+}
+
+static void test_distinct_oracle(void **state)
+{
+    (void)state;
+    /* stamps of L*E*4 bytes: 144 B and 2.4 KB (row by row), 72 KB and
+     * 70 KB (layer by layer); ids of 1, 2, 2 and 1 bytes */
+    static const struct { int L, E, k; } geo[] = {{3, 12, 3}, {2, 300, 4}, {2, 9000, 4},
+                                                  {70, 256, 2}};
+    for (size_t g = 0; g < sizeof geo / sizeof *geo; g++) {
+        trace_t *t = sampled_trace(120, geo[g].L, geo[g].E, geo[g].k, 21 + g);
+        sim_config c;
+        config(&c);
+        sim_workload w;
+        assert_int_equal(sim_workload_init(&w, t, &c, NULL, err, sizeof err), 0);
+        route_policy p;
+        assert_int_equal(route_policy_init(&p, ROUTE_RANDOM, 3, 5, err, sizeof err), 0);
+        steps S = {0};
+        sim_result res;
+        assert_int_equal(sim_run(&w, &p, on_step, &S, &res, err, sizeof err), 0);
+        assert_int_equal(S.n, res.steps);
+        assert_true(res.mean_batch > 2); /* members share steps */
+        check_distinct(&w, &res, &S);
+        for (int64_t s = 0; s < S.n; s++)
+            free(S.s[s].U);
+        free(S.s);
+        sim_result_free(&res);
+        route_policy_free(&p);
+        sim_workload_free(&w);
+        trace_free(t);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rows_are_the_draws),
+        cmocka_unit_test(test_pool_threads),
+        cmocka_unit_test(test_distinct_oracle),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
