@@ -10,6 +10,7 @@
 #include "err.h"
 #include "online.h"
 #include "costrule.h"
+#include "sim_distinct.h"
 #include "sim_internal.h"
 
 void sim_config_default(sim_config *c)
@@ -117,10 +118,6 @@ void sim_workload_free(sim_workload *w)
 
 /* ---- the event loop ---- */
 
-/* Largest stamp array ([L][E] words) read row by row (distinct_stamped):
- * it stays in the core's cache while the rows stream through. */
-#define SIM_STAMPS_BY_ROW ((size_t)64 << 10)
-
 typedef struct worker_state {
     int *batch;                /* workload indices decoding, nb of them */
     int nb;
@@ -143,12 +140,9 @@ typedef struct run {
     int64_t *next;             /* [n] queue links */
     int32_t *done;             /* [n] tokens emitted */
     sim_tokens *tok;           /* [n] open while decoding */
-    uint32_t *stamp;           /* [L][E] generation of the last step that saw it */
-    uint32_t gen;
+    sim_distinct distinct;     /* U_l of a step */
     int *U;                    /* [L] */
-    const char **rows;         /* [max_batch] current token row of each member */
-    int id_bytes;              /* of every token row of the run (see count_distinct) */
-    int by_row;                /* distinct_stamped's order: row by row */
+    const void **rows;         /* [max_batch] current token row of each member */
     sim_load load;
     int64_t next_arrival, finished;
     double u_total, batch_total;
@@ -183,83 +177,23 @@ static int64_t dequeue(run *R, int wk)
     return i;
 }
 
-/* One layer of one member's current token row through the stamps st
- * (that layer's E words): the experts not yet stamped this step. */
-#define STAMP_IDS(T, p)                                                          \
-    do {                                                                       \
-        const T *ids_ = (const T *)(p);                                        \
-        for (int j = 0; j < k; j++) {                                          \
-            u += st[ids_[j]] != gen;                                           \
-            st[ids_[j]] = gen;                                                 \
-        }                                                                      \
-    } while (0)
-
-/* Distinct experts per layer of the members' current token rows
- * (rows[b], ids of id_bytes) into R->U, through a generation-stamped
- * [L][E] array: an expert counts when its stamp is not this step's, so
- * nothing is cleared between steps. The order of the marks does not
- * change the counts, only the memory traffic: when the stamps are small
- * enough to stay in cache (R->by_row) each member's row is read once,
- * front to back; otherwise layer by layer, so that one layer's stamps
- * stay in cache while every member's ids of that layer go through them. */
-static inline __attribute__((always_inline)) void distinct_stamped(run *R,
-                                                                   const char *const *rows,
-                                                                   int nb, int id_bytes)
-{
-    int L = R->L, E = R->E, k = R->k;
-    size_t lw = (size_t)k * id_bytes; /* bytes of one layer of a row */
-    if (++R->gen == 0) {
-        memset(R->stamp, 0, (size_t)L * E * sizeof *R->stamp);
-        R->gen = 1;
-    }
-    uint32_t gen = R->gen;
-    int *U = R->U;
-    if (R->by_row) {
-        memset(U, 0, (size_t)L * sizeof *U);
-        for (int b = 0; b < nb; b++)
-            for (int l = 0; l < L; l++) {
-                uint32_t *st = R->stamp + (size_t)l * E;
-                int u = 0;
-                if (id_bytes == 1)
-                    STAMP_IDS(uint8_t, rows[b] + l * lw);
-                else
-                    STAMP_IDS(uint16_t, rows[b] + l * lw);
-                U[l] += u;
-            }
-        return;
-    }
-    for (int l = 0; l < L; l++) {
-        uint32_t *st = R->stamp + (size_t)l * E;
-        int u = 0;
-        for (int b = 0; b < nb; b++) {
-            if (id_bytes == 1)
-                STAMP_IDS(uint8_t, rows[b] + l * lw);
-            else
-                STAMP_IDS(uint16_t, rows[b] + l * lw);
-        }
-        U[l] = u;
-    }
-}
-
 /* Distinct experts per layer of the batch's current tokens into R->U.
  * The members' rows lie far apart in the pool, a cache miss each: all
  * of them are asked for before the first is read. */
 static void count_distinct(run *R, const worker_state *s)
 {
     size_t width = (size_t)R->L * R->k;
-    const char **rows = R->rows;
+    const void **rows = R->rows;
     for (int b = 0; b < s->nb; b++) {
         int64_t i = s->batch[b];
         const sim_tokens *tk = &R->tok[i];
         size_t bytes = width * tk->id_bytes;
-        rows[b] = (const char *)tk->rows + (size_t)(R->done[i] % tk->n_rows) * bytes;
+        const char *row = (const char *)tk->rows + (size_t)(R->done[i] % tk->n_rows) * bytes;
         for (size_t o = 0; o < bytes; o += 64)
-            __builtin_prefetch(rows[b] + o);
+            __builtin_prefetch(row + o);
+        rows[b] = row;
     }
-    if (R->id_bytes == 1)
-        distinct_stamped(R, rows, s->nb, 1);
-    else
-        distinct_stamped(R, rows, s->nb, 2);
+    sim_distinct_count(&R->distinct, rows, s->nb, R->U);
 }
 
 /* Admit waiting requests up to max_batch, then start a step at t (or go
@@ -455,20 +389,19 @@ static int alloc_run(run *R, const sim_workload *w, int K, char *err, size_t err
     R->next = calloc(n, sizeof *R->next);
     R->done = calloc(n, sizeof *R->done);
     R->tok = calloc(n, sizeof *R->tok);
-    R->stamp = calloc((size_t)w->L * w->E, sizeof *R->stamp);
     R->U = calloc((size_t)w->L, sizeof *R->U);
     R->rows = calloc((size_t)w->cfg.max_batch, sizeof *R->rows);
-    R->id_bytes = w->id_bytes;
-    R->by_row = (size_t)w->L * w->E * sizeof *R->stamp <= SIM_STAMPS_BY_ROW;
     if (!res->req || !res->served || !res->worker_steps || !res->worker_busy_s ||
         !res->worker_distinct || !res->inflight_mean || !res->heat || !R->ws ||
-        !R->batch_mem || !R->next || !R->done || !R->tok || !R->stamp || !R->U || !R->rows)
+        !R->batch_mem || !R->next || !R->done || !R->tok || !R->U || !R->rows)
         return eldr_errf(err, errlen, "sim: out of memory for %lld requests on %d workers",
                          (long long)w->n, K);
     for (int k = 0; k < K; k++) {
         R->ws[k].batch = R->batch_mem + (size_t)k * w->cfg.max_batch;
         R->ws[k].qhead = R->ws[k].qtail = -1;
     }
+    if (sim_distinct_init(&R->distinct, w->L, w->E, w->k, w->id_bytes, 1, err, errlen))
+        return -1;
     return sim_load_init(&R->load, K, 2 * w->n, err, errlen);
 }
 
@@ -482,7 +415,7 @@ static void free_run(run *R)
     free(R->next);
     free(R->done);
     free(R->tok);
-    free(R->stamp);
+    sim_distinct_free(&R->distinct);
     free(R->U);
     free(R->rows);
     sim_load_free(&R->load);

@@ -43,38 +43,44 @@ void sim_sampler_free(sim_sampler *s)
  * so expert id[j] comes out with probability counts / total. */
 int sim_sampler_load(sim_sampler *s, const uint16_t *counts, int E)
 {
+    /* Branch-free throughout (a draw's profile has no order a branch
+     * predictor could learn), with the same arithmetic in the same order
+     * as the branching textbook form, so the table is the same bit for
+     * bit. Each slot is written whether or not it is kept: the writes
+     * that do not count land on a free slot. */
     uint64_t total = 0;
     int n = 0;
-    for (int e = 0; e < E; e++)
-        if (counts[e]) {
-            s->id[n++] = (uint16_t)e;
-            total += counts[e];
-        }
+    double *scaled = s->scaled;
+    for (int e = 0; e < E; e++) {
+        s->id[n] = (uint16_t)e;
+        scaled[n] = (double)counts[e];
+        total += counts[e];
+        n += counts[e] != 0;
+    }
     s->n = n;
     if (!n)
         return 0;
-    /* the scaled weights first, in a loop of its own that the compiler
-     * vectorises: the same correctly rounded divisions, several at once */
     double dn = n, dt = (double)total;
-    for (int i = 0; i < n; i++)
-        s->scaled[i] = (double)counts[s->id[i]] * dn / dt;
+    for (int i = 0; i < n; i++) /* vectorised: the same rounded divisions */
+        scaled[i] = scaled[i] * dn / dt;
     int *small = s->work, ns = 0, nl = n; /* small from the front, large from the back */
     for (int i = 0; i < n; i++) {
+        int is_small = scaled[i] < 1.0;
         s->alias[i] = (uint16_t)i;
-        if (s->scaled[i] < 1.0)
-            small[ns++] = i;
-        else
-            small[--nl] = i;
+        small[ns] = i; /* the free slots are [ns, nl): both writes land there */
+        small[nl - 1] = i;
+        ns += is_small;
+        nl -= !is_small;
     }
     while (ns > 0 && nl < n) {
         int lo = small[--ns], hi = small[nl];
-        s->prob[lo] = (uint32_t)(s->scaled[lo] * 4294967296.0);
+        s->prob[lo] = (uint32_t)(scaled[lo] * 4294967296.0);
         s->alias[lo] = (uint16_t)hi;
-        s->scaled[hi] -= 1.0 - s->scaled[lo];
-        if (s->scaled[hi] < 1.0) {
-            nl++;
-            small[ns++] = hi;
-        }
+        scaled[hi] -= 1.0 - scaled[lo];
+        int moves = scaled[hi] < 1.0; /* hi, now small, moves to the front */
+        small[ns] = hi;               /* lo's slot, free now */
+        ns += moves;
+        nl += moves;
     }
     /* what is left holds probability 1 (up to rounding): keep itself */
     for (int i = 0; i < ns; i++)

@@ -7,7 +7,20 @@
  *   1000 requests re-simulated, as the dashboard does on a key press
  *   (target < 200 ms), with 128 and with 512 tokens each: the workload
  *   (arrivals, signatures, sampled pools) is built once, as there;
- *   the real gpt-oss-20b trace, every row, recorded activations.
+ *   the real gpt-oss-20b trace, every row, recorded activations;
+ *   simulated decode tokens per second of `eldr sim --policy
+ *   eldr,random,rr,jsq,p2c --rate 200` at the geometry of issue 34's
+ *   20,000-request trace (L48 E128 k8, K = 8, decode lengths of mean
+ *   128), on 5,000 requests so that the bench takes seconds (the rate
+ *   is per token: the batches at 200 req/s are those of the big trace;
+ *   the pool cache is scaled down with the requests, 64 MiB),
+ *   with its floor beside it: the marks alone (tokens x L x k expert
+ *   ids read from the same pools, each request's in its order, set as
+ *   bits of their layers' bitmaps by the simulator's own counter, a mean
+ *   batch at a time), and the figure of
+ *   the simulator before the pools were shared (commit 23d7981, the
+ *   same bench, this machine). CPU seconds, since the machine's cores
+ *   are shared; one thread.
  * The synthetic trace is built here (8 domains with preferred experts;
  * a request's layer uses 2k..6k of them, 16..48 at k = 8); each count
  * profile is valid by construction (every token picks k distinct
@@ -16,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -23,6 +37,8 @@
 #include "rng.h"
 #include "route.h"
 #include "sim.h"
+#include "sim_distinct.h"
+#include "sim_internal.h"
 #include "trace.h"
 
 #define REAL_DATA "../shared/data/gptoss20b-routing.h5"
@@ -263,8 +279,143 @@ static void bench_real(void)
     trace_free(t);
 }
 
-int main(void)
+static double cpu_now(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The floor of `runs` simulations of w: every token's L x k ids read
+ * from its request's rows (cycled, as the simulator reads them), counted
+ * by the simulator's own counter (sim_distinct.h) `batch` tokens at a
+ * time: the marks alone, with no events, routing, sampling or queues.
+ * Returns CPU seconds; *sum gets the counts' total, so that nothing is
+ * optimised away. */
+static double marks_floor(const sim_workload *w, int runs, int batch, int64_t *sum)
+{
+    int L = w->L;
+    sim_distinct d;
+    if (sim_distinct_init(&d, L, w->E, w->k, w->id_bytes, 1, err, sizeof err))
+        die("distinct");
+    sim_tokens *tok = calloc((size_t)w->n, sizeof *tok);
+    const void **rows = calloc((size_t)batch, sizeof *rows);
+    int *U = calloc((size_t)L, sizeof *U);
+    for (int64_t i = 0; i < w->n; i++)
+        if (sim_tokens_open(w, i, &tok[i], err, sizeof err))
+            die("tokens");
+    int64_t total = 0;
+    int nb = 0;
+    double t0 = cpu_now();
+    for (int run = 0; run < runs; run++)
+        for (int64_t i = 0; i < w->n; i++) {
+            const sim_tokens *s = &tok[i];
+            size_t width = (size_t)L * w->k * s->id_bytes;
+            for (int32_t t = 0; t < w->out_tokens[i]; t++) {
+                rows[nb++] = (const char *)s->rows + (size_t)(t % s->n_rows) * width;
+                if (nb < batch)
+                    continue;
+                sim_distinct_count(&d, rows, nb, U);
+                for (int l = 0; l < L; l++)
+                    total += U[l];
+                nb = 0;
+            }
+        }
+    double secs = cpu_now() - t0;
+    for (int64_t i = 0; i < w->n; i++)
+        sim_tokens_close(&tok[i]);
+    free(tok);
+    free(rows);
+    free(U);
+    sim_distinct_free(&d);
+    *sum = total;
+    return secs;
+}
+
+/* `eldr sim` before its pools were shared (commit 23d7981): this bench
+ * built against that commit's core library, on this machine, in CPU
+ * seconds (best of 3 runs of the bench, the cores shared). */
+#define SIM_TOKENS_EARLIER 5.32e5 /* 3,245,170 tokens in 6.10 CPU s */
+
+static void bench_issue34(void)
+{
+    enum { N = 5000, L = 48, E = 128, k = 8, K = 8, D = 8 };
+    static const route_kind kinds[] = {ROUTE_ELDR, ROUTE_RANDOM, ROUTE_RR, ROUTE_JSQ,
+                                       ROUTE_P2C};
+    int n_kinds = (int)(sizeof kinds / sizeof *kinds);
+    trace_t *t = synthetic(N, L, E, k, D, 16, 11);
+    rng_t g;
+    rng_seed(&g, 34);
+    for (int64_t r = 0; r < N; r++) /* decode lengths 16..240, mean 128 */
+        t->decode_tokens[r] = 16 + (int32_t)rng_below(&g, 225);
+    sig_recipe rec;
+    int layers[16];
+    for (int i = 0; i < 16; i++)
+        layers[i] = 2 + 3 * i;
+    if (sig_recipe_init(&rec, SIG_COUNT, L, E, layers, 16, err, sizeof err))
+        die("recipe");
+    sim_config c;
+    sim_config_default(&c);
+    c.arrivals = SIM_ARRIVE_POISSON;
+    c.rate = 200;
+    /* the pool cache scaled as the requests are (a quarter): the pools
+     * stand to it as the big trace's stand to the default */
+    c.pool_cache = SIM_DEFAULT_POOL_CACHE / 20000 * N;
+    sim_workload w;
+    double best = 1e30, batch = 0;
+    int64_t tokens = 0;
+    for (int rep = 0; rep < 2; rep++) {
+        double t0 = cpu_now();
+        if (sim_workload_init(&w, t, &c, &rec, err, sizeof err))
+            die("workload");
+        float *mu = label_centroids(&w, D);
+        double mb = 0;
+        for (int i = 0; i < n_kinds; i++) {
+            sim_result r;
+            sim_once(&w, kinds[i], K, kinds[i] == ROUTE_ELDR ? mu : NULL, &r);
+            mb += r.mean_batch / n_kinds;
+            sim_result_free(&r);
+        }
+        double s = cpu_now() - t0;
+        free(mu);
+        if (s < best)
+            best = s;
+        batch = mb;
+        tokens = w.total_tokens * n_kinds;
+        if (rep < 1)
+            sim_workload_free(&w);
+    }
+    double floor_s = 1e30;
+    int64_t sum = 0;
+    for (int rep = 0; rep < 2; rep++) {
+        double s = marks_floor(&w, n_kinds, (int)(batch + 0.5), &sum);
+        if (s < floor_s)
+            floor_s = s;
+    }
+    fprintf(stderr, "bench_sim: issue 34 shape: %lld tokens in %d runs, mean batch %.1f, "
+            "%.2f CPU s; the marks alone %.2f CPU s (%lld distinct)\n", (long long)tokens,
+            n_kinds, batch, best, floor_s, (long long)sum);
+    char unit[160];
+    if (SIM_TOKENS_EARLIER > 0)
+        snprintf(unit, sizeof unit, "M decode tok/s (floor %.1f, earlier %.1f)",
+                 (double)tokens / floor_s / 1e6, SIM_TOKENS_EARLIER / 1e6);
+    else
+        snprintf(unit, sizeof unit, "M decode tok/s (floor %.1f)",
+                 (double)tokens / floor_s / 1e6);
+    bench_row("sim 5 policies + pools, CPU time", "5000 req L48 E128 k8 K8 200 req/s", best,
+              (double)tokens / best / 1e6, unit);
+    sim_workload_free(&w);
+    sig_recipe_free(&rec);
+    trace_free(t);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--issue34")) { /* that row alone */
+        bench_issue34();
+        return 0;
+    }
+    bench_issue34();
     bench_decision();
     bench_rerun(128);
     bench_rerun(512);

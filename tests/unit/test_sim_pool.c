@@ -12,7 +12,10 @@
  * - U_l of every step equals a set count over the rows of the requests
  *   that step decodes, rebuilt from the results alone (who ran on which
  *   worker from when to when), for geometries on both sides of the
- *   stamps' cache bound (row by row, layer by layer) and of both widths. */
+ *   stamps' cache bound (row by row, layer by layer) and of both widths;
+ * - the counter alone (sim_distinct.h), AVX2 bitmaps and stamps, against
+ *   a set count, for E across the bitmaps' word bounds (1 to 4 words)
+ *   and k with and without a tail of fewer than four ids. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -26,6 +29,7 @@
 #include "rng.h"
 #include "route.h"
 #include "sim.h"
+#include "sim_distinct.h"
 #include "sim_internal.h"
 #include "util_tracefix.h"
 
@@ -266,12 +270,72 @@ static void test_distinct_oracle(void **state)
     }
 }
 
+static void test_counter(void **state)
+{
+    (void)state;
+    static const struct { int L, E, k; } geo[] = {
+        {3, 8, 2}, {4, 64, 4}, {5, 65, 3}, {2, 128, 8}, {3, 129, 5}, {2, 192, 7},
+        {3, 193, 6}, {2, 256, 8}, {2, 256, 9}, {1, 256, 1}, {2, 300, 4}};
+    rng_t g;
+    rng_seed(&g, 99);
+    for (size_t x = 0; x < sizeof geo / sizeof *geo; x++) {
+        int L = geo[x].L, E = geo[x].E, k = geo[x].k, bytes = E <= 256 ? 1 : 2;
+        enum { NB = 37 };
+        /* each row its own allocation, so a read past a row's end is
+         * ASan's to see */
+        void *rows[NB];
+        for (int b = 0; b < NB; b++) {
+            rows[b] = malloc((size_t)L * k * bytes);
+            assert_non_null(rows[b]);
+            for (int i = 0; i < L * k; i++) {
+                /* skewed towards the ends of the range: the words' edges */
+                int e = (int)rng_below(&g, 4) ? (int)rng_below(&g, (uint64_t)E)
+                                             : E - 1 - (int)rng_below(&g, 3 < E ? 3 : 1);
+                if (bytes == 1)
+                    ((uint8_t *)rows[b])[i] = (uint8_t)e;
+                else
+                    ((uint16_t *)rows[b])[i] = (uint16_t)e;
+            }
+        }
+        for (int simd_ok = 0; simd_ok <= 1; simd_ok++) {
+            sim_distinct d;
+            assert_int_equal(sim_distinct_init(&d, L, E, k, bytes, simd_ok, err, sizeof err), 0);
+            if (!simd_ok)
+                assert_false(d.simd);
+            for (int nb = 1; nb <= NB; nb += 9)
+                for (int rep = 0; rep < 2; rep++) { /* a second count starts clean */
+                    int U[8];
+                    sim_distinct_count(&d, (const void *const *)rows, nb, U);
+                    for (int l = 0; l < L; l++) {
+                        char seen[300] = {0};
+                        int u = 0;
+                        for (int b = 0; b < nb; b++)
+                            for (int j = 0; j < k; j++) {
+                                size_t at = (size_t)l * k + j;
+                                int e = bytes == 1 ? ((uint8_t *)rows[b])[at]
+                                                   : ((uint16_t *)rows[b])[at];
+                                u += !seen[e];
+                                seen[e] = 1;
+                            }
+                        if (U[l] != u)
+                            fail_msg("L %d E %d k %d simd %d nb %d layer %d: %d, the set "
+                                     "count %d", L, E, k, d.simd, nb, l, U[l], u);
+                    }
+                }
+            sim_distinct_free(&d);
+        }
+        for (int b = 0; b < NB; b++)
+            free(rows[b]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_are_the_draws),
         cmocka_unit_test(test_pool_threads),
         cmocka_unit_test(test_distinct_oracle),
+        cmocka_unit_test(test_counter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
