@@ -112,13 +112,15 @@ static inline void draw_k(sim_sampler *s, rng_t *r, int k, void *out, int id_byt
         /* branch-free: whether the slot keeps itself is a coin flip */
         uint64_t keep = 0 - (uint64_t)((uint32_t)x < s->prob[slot]);
         uint64_t pick = (slot & keep) | (s->alias[slot] & ~keep);
-        if (s->taken[pick] != gen) {
-            s->taken[pick] = gen;
-            if (id_bytes == 1)
-                ((uint8_t *)out)[j++] = (uint8_t)s->id[pick];
-            else
-                ((uint16_t *)out)[j++] = s->id[pick];
-        }
+        /* branch-free too: a repeat is written and then overwritten,
+         * as whether a draw repeats is a coin flip as well */
+        int fresh = s->taken[pick] != gen;
+        s->taken[pick] = gen;
+        if (id_bytes == 1)
+            ((uint8_t *)out)[j] = (uint8_t)s->id[pick];
+        else
+            ((uint16_t *)out)[j] = s->id[pick];
+        j += fresh;
     }
 }
 
