@@ -399,7 +399,7 @@ static void bench_issue34(void)
             best_build, floor_s, (long long)sum);
     char unit[160];
     if (SIM_TOKENS_EARLIER > 0)
-        snprintf(unit, sizeof unit, "M decode tok/s (floor %.1f, earlier %.1f)",
+        snprintf(unit, sizeof unit, "M decode tok/s (floor %.1f, earlier %.2f)",
                  (double)tokens / floor_s / 1e6, SIM_TOKENS_EARLIER / 1e6);
     else
         snprintf(unit, sizeof unit, "M decode tok/s (floor %.1f)",
