@@ -52,6 +52,63 @@ static void compress(uint32_t h[8], const uint8_t blk[64])
     h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
 }
 
+/* ---- the SHA extensions (x86 SHA-NI): the same compression, two rounds
+ * an instruction, about five times the portable code. The state is kept
+ * as the instructions want it, ABEF and CDGH. ---- */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SHA256_NI 1
+
+__attribute__((target("sha,sse4.1"))) static void compress_ni(uint32_t h[8], const uint8_t *p,
+                                                              size_t blocks)
+{
+    const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+    __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1); /* CDAB */
+    __m128i st1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B); /* EFGH */
+    __m128i st0 = _mm_alignr_epi8(tmp, st1, 8);                                    /* ABEF */
+    st1 = _mm_blend_epi16(st1, tmp, 0xF0);                                         /* CDGH */
+    for (; blocks > 0; blocks--, p += 64) {
+        __m128i abef = st0, cdgh = st1, w[4];
+        for (int g = 0; g < 16; g++) { /* rounds 4g .. 4g+3 */
+            __m128i *m = &w[g & 3];
+            if (g < 4)
+                *m = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * g)), bswap);
+            else /* W[t-16] + s0(W[t-15]) + W[t-7], then + s1(W[t-2]) */
+                *m = _mm_sha256msg2_epu32(
+                    _mm_add_epi32(_mm_sha256msg1_epu32(*m, w[(g + 1) & 3]),
+                                  _mm_alignr_epi8(w[(g + 3) & 3], w[(g + 2) & 3], 4)),
+                    w[(g + 3) & 3]);
+            __m128i k = _mm_add_epi32(*m, _mm_loadu_si128((const __m128i *)&K256[4 * g]));
+            st1 = _mm_sha256rnds2_epu32(st1, st0, k);
+            st0 = _mm_sha256rnds2_epu32(st0, st1, _mm_shuffle_epi32(k, 0x0E));
+        }
+        st0 = _mm_add_epi32(st0, abef);
+        st1 = _mm_add_epi32(st1, cdgh);
+    }
+    tmp = _mm_shuffle_epi32(st0, 0x1B);     /* FEBA */
+    st1 = _mm_shuffle_epi32(st1, 0xB1);     /* DCHG */
+    st0 = _mm_blend_epi16(tmp, st1, 0xF0);  /* DCBA */
+    st1 = _mm_alignr_epi8(st1, tmp, 8);     /* HGFE */
+    _mm_storeu_si128((__m128i *)&h[0], st0);
+    _mm_storeu_si128((__m128i *)&h[4], st1);
+}
+#endif
+
+/* blocks whole 64-byte blocks of p into h, by the SHA extensions when
+ * the CPU has them (the in-sample check hashes whole traces: 166 MB for
+ * issue 34's), else the portable code. */
+static void compress_blocks(uint32_t h[8], const uint8_t *p, size_t blocks)
+{
+#ifdef SHA256_NI
+    if (__builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1")) {
+        compress_ni(h, p, blocks);
+        return;
+    }
+#endif
+    for (; blocks > 0; blocks--, p += 64)
+        compress(h, p);
+}
+
 void sha256_init(sha256_ctx *c)
 {
     static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -73,11 +130,12 @@ void sha256_update(sha256_ctx *c, const void *data, size_t n)
         n -= take;
         if (c->nbuf < 64)
             return;
-        compress(c->h, c->buf);
+        compress_blocks(c->h, c->buf, 1);
         c->nbuf = 0;
     }
-    for (; n >= 64; p += 64, n -= 64)
-        compress(c->h, p);
+    compress_blocks(c->h, p, n / 64);
+    p += n / 64 * 64;
+    n %= 64;
     memcpy(c->buf, p, n);
     c->nbuf = n;
 }
@@ -89,13 +147,13 @@ void sha256_final(sha256_ctx *c, uint8_t digest[SHA256_DIGEST])
     c->buf[c->nbuf++] = 0x80;
     if (c->nbuf > 56) {
         memset(c->buf + c->nbuf, 0, 64 - c->nbuf);
-        compress(c->h, c->buf);
+        compress_blocks(c->h, c->buf, 1);
         c->nbuf = 0;
     }
     memset(c->buf + c->nbuf, 0, 56 - c->nbuf);
     for (int i = 0; i < 8; i++)
         c->buf[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
-    compress(c->h, c->buf);
+    compress_blocks(c->h, c->buf, 1);
     for (int i = 0; i < 8; i++) {
         digest[4 * i] = (uint8_t)(c->h[i] >> 24);
         digest[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
