@@ -800,6 +800,7 @@ static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
     g.eval = in->eval;
     g.model = in->model;
     g.cfg = a->cfg;
+    g.cfg.threads = 1; /* the cells run on the threads, each samples its own pools */
     g.threads = a->threads;
     g.n_seeds = a->seeds;
     if (resplit(a)) {          /* each seed its own split and fit, as the first */
