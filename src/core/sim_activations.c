@@ -72,15 +72,36 @@ int sim_sampler_load(sim_sampler *s, const uint16_t *counts, int E)
         ns += is_small;
         nl -= !is_small;
     }
-    while (ns > 0 && nl < n) {
+    /* Pair the top small with the first large until one list runs out.
+     * The pair and their weights stay in registers from one pairing to
+     * the next (a large absorbs several smalls; a large that falls below
+     * 1 is the next small), instead of a round trip through small[] and
+     * scaled[] that each pairing would wait on. */
+    if (ns > 0 && nl < n) {
         int lo = small[--ns], hi = small[nl];
-        s->prob[lo] = (uint32_t)(scaled[lo] * 4294967296.0);
-        s->alias[lo] = (uint16_t)hi;
-        scaled[hi] -= 1.0 - scaled[lo];
-        int moves = scaled[hi] < 1.0; /* hi, now small, moves to the front */
-        small[ns] = hi;               /* lo's slot, free now */
-        ns += moves;
-        nl += moves;
+        double slo = scaled[lo], shi = scaled[hi];
+        for (;;) {
+            s->prob[lo] = (uint32_t)(slo * 4294967296.0);
+            s->alias[lo] = (uint16_t)hi;
+            shi -= 1.0 - slo;
+            scaled[hi] = shi;
+            if (shi < 1.0) { /* hi, now small, is the next to pair */
+                nl++;
+                if (nl >= n) { /* no large left: hi stays small */
+                    small[ns++] = hi;
+                    break;
+                }
+                lo = hi;
+                slo = shi;
+                hi = small[nl];
+                shi = scaled[hi];
+                continue;
+            }
+            if (ns == 0)
+                break;
+            lo = small[--ns];
+            slo = scaled[lo];
+        }
     }
     /* what is left holds probability 1 (up to rounding): keep itself */
     for (int i = 0; i < ns; i++)

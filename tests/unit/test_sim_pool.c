@@ -13,6 +13,7 @@
  *   that step decodes, rebuilt from the results alone (who ran on which
  *   worker from when to when), for geometries on both sides of the
  *   stamps' cache bound (row by row, layer by layer) and of both widths;
+ * - the alias table's probabilities equal the counts' shares;
  * - the counter alone (sim_distinct.h), AVX2 bitmaps and stamps, against
  *   a set count, for E across the bitmaps' word bounds (1 to 4 words)
  *   and k with and without a tail of fewer than four ids. */
@@ -21,6 +22,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +272,56 @@ static void test_distinct_oracle(void **state)
     }
 }
 
+/* The alias table's own probabilities: slot i yields id[i] with
+ * prob[i] / 2^32 and id[alias[i]] otherwise, each slot 1/n; they must be
+ * the counts' shares, for profiles of every shape, loaded one after
+ * another into one sampler (a slot left from the last load would show). */
+static void test_alias_table(void **state)
+{
+    (void)state;
+    enum { E = 200 };
+    sim_sampler sp;
+    assert_int_equal(sim_sampler_init(&sp, E, err, sizeof err), 0);
+    rng_t g;
+    rng_seed(&g, 5);
+    for (int rep = 0; rep < 3000; rep++) {
+        uint16_t counts[E];
+        int shape = rep % 6;
+        double total = 0;
+        for (int e = 0; e < E; e++) {
+            int x = (int)rng_below(&g, 1000), c;
+            if (shape == 0)
+                c = x < 500 ? 0 : 1 + x % 7; /* sparse */
+            else if (shape == 1)
+                c = 3; /* flat */
+            else if (shape == 2)
+                c = e == 7 ? 60000 : x < 100; /* one big */
+            else if (shape == 3)
+                c = e < 2 ? 1000 : e % 3 ? 1 : 0; /* two big */
+            else if (shape == 4)
+                c = 1 + x * x % 4000; /* skewed */
+            else
+                c = x % 5 ? 0 : 1 + x % 3; /* few, small: rounding at the end */
+            counts[e] = (uint16_t)c;
+            total += counts[e];
+        }
+        for (int i = 0; i < E; i++) /* poison: every slot must be written */
+            sp.prob[i] = 12345, sp.alias[i] = (uint16_t)(E - 1 - i);
+        int n = sim_sampler_load(&sp, counts, E);
+        double got[E] = {0};
+        for (int i = 0; i < n; i++) {
+            double keep = sp.prob[i] / 4294967296.0;
+            got[sp.id[i]] += keep / n;
+            got[sp.id[sp.alias[i]]] += (1 - keep) / n;
+        }
+        for (int e = 0; e < E; e++)
+            if (fabs(got[e] - counts[e] / total) > 1e-6)
+                fail_msg("shape %d expert %d: the table gives %.9f, the counts %.9f", shape, e,
+                         got[e], counts[e] / total);
+    }
+    sim_sampler_free(&sp);
+}
+
 static void test_counter(void **state)
 {
     (void)state;
@@ -336,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_pool_threads),
         cmocka_unit_test(test_distinct_oracle),
         cmocka_unit_test(test_counter),
+        cmocka_unit_test(test_alias_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
