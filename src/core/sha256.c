@@ -2,6 +2,7 @@
 #include "sha256.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,6 +57,7 @@ static void compress(uint32_t h[8], const uint8_t blk[64])
  * an instruction, about five times the portable code. The state is kept
  * as the instructions want it, ABEF and CDGH. ---- */
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define SHA256_NI 1
 
@@ -92,6 +94,23 @@ __attribute__((target("sha,sse4.1"))) static void compress_ni(uint32_t h[8], con
     _mm_storeu_si128((__m128i *)&h[0], st0);
     _mm_storeu_si128((__m128i *)&h[4], st1);
 }
+
+/* CPUID: SHA (leaf 7, EBX bit 29) and SSE4.1 (leaf 1, ECX bit 19); asked
+ * directly, as not every compiler's __builtin_cpu_supports knows "sha",
+ * and once (CPUID may trap to a hypervisor), every thread finding the
+ * same answer. */
+static int has_sha_ni(void)
+{
+    static _Atomic int known = -1;
+    int v = atomic_load_explicit(&known, memory_order_relaxed);
+    if (v >= 0)
+        return v;
+    unsigned a, b, c, d;
+    v = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 19)) &&
+        __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+    atomic_store_explicit(&known, v, memory_order_relaxed);
+    return v;
+}
 #endif
 
 /* blocks whole 64-byte blocks of p into h, by the SHA extensions when
@@ -100,7 +119,7 @@ __attribute__((target("sha,sse4.1"))) static void compress_ni(uint32_t h[8], con
 static void compress_blocks(uint32_t h[8], const uint8_t *p, size_t blocks)
 {
 #ifdef SHA256_NI
-    if (__builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1")) {
+    if (has_sha_ni()) {
         compress_ni(h, p, blocks);
         return;
     }
