@@ -1204,6 +1204,7 @@ int cmd_sim(int argc, char **argv)
         goto out;
     const sig_recipe *recipe = in.model && wants_model(&a) ? &in.model->recipe : NULL;
     a.cfg.threads = a.threads; /* the pools are sampled on them too */
+    a.cfg.no_heat = !a.csv_dir; /* only the _heat.csv files read it */
     if (sim_workload_init(&w, in.eval, &a.cfg, recipe, err, sizeof err)) {
         rc = cli_fail(CMD, "%s: %s", a.trace, err);
         goto out;

@@ -291,8 +291,9 @@ static int finish(run *R, int wk, int64_t i, double t)
     q->finish = t;
     q->tokens = R->done[i];
     R->res->served[wk]++;
-    sim_tokens_heat(&R->tok[i], R->L, R->E, R->k, R->done[i],
-                    R->res->heat + (size_t)wk * R->L * R->E);
+    if (R->res->heat)
+        sim_tokens_heat(&R->tok[i], R->L, R->E, R->k, R->done[i],
+                        R->res->heat + (size_t)wk * R->L * R->E);
     sim_tokens_close(&R->tok[i]);
     R->ws[wk].kv -= w->t->prompt_tokens[w->row[i]] + R->done[i];
     sim_load_change(&R->load, t, wk, -1);
@@ -383,7 +384,8 @@ static int alloc_run(run *R, const sim_workload *w, int K, char *err, size_t err
     res->worker_busy_s = calloc((size_t)K, sizeof *res->worker_busy_s);
     res->worker_distinct = calloc((size_t)K, sizeof *res->worker_distinct);
     res->inflight_mean = calloc((size_t)K, sizeof *res->inflight_mean);
-    res->heat = eldr_calloc((size_t)K * w->L * w->E, sizeof *res->heat);
+    if (!w->cfg.no_heat)
+        res->heat = eldr_calloc((size_t)K * w->L * w->E, sizeof *res->heat);
     R->ws = calloc((size_t)K, sizeof *R->ws);
     R->batch_mem = eldr_calloc((size_t)K * w->cfg.max_batch, sizeof *R->batch_mem);
     R->next = calloc(n, sizeof *R->next);
@@ -392,8 +394,8 @@ static int alloc_run(run *R, const sim_workload *w, int K, char *err, size_t err
     R->U = calloc((size_t)w->L, sizeof *R->U);
     R->rows = calloc((size_t)w->cfg.max_batch, sizeof *R->rows);
     if (!res->req || !res->served || !res->worker_steps || !res->worker_busy_s ||
-        !res->worker_distinct || !res->inflight_mean || !res->heat || !R->ws ||
-        !R->batch_mem || !R->next || !R->done || !R->tok || !R->U || !R->rows)
+        !res->worker_distinct || !res->inflight_mean || (!res->heat && !w->cfg.no_heat) ||
+        !R->ws || !R->batch_mem || !R->next || !R->done || !R->tok || !R->U || !R->rows)
         return eldr_errf(err, errlen, "sim: out of memory for %lld requests on %d workers",
                          (long long)w->n, K);
     for (int k = 0; k < K; k++) {

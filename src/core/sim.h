@@ -68,6 +68,10 @@ typedef struct sim_config {
     double refit_every;        /* eldr-online: seconds of simulated time between
                                 * refits (online.h) */
     double refit_window;       /* eldr-online: seconds of signatures a refit sees */
+    int no_heat;               /* 1: leave sim_result.heat NULL (a run's
+                                * activations per worker, layer and expert:
+                                * about a tenth of a run's time, read only
+                                * by the dashboard and --csv) */
     int threads;               /* sampling the pools (sim_workload_init) on
                                 * this many threads (par.h; <= 0: the online
                                 * CPUs); the pools do not depend on it */
@@ -164,7 +168,7 @@ typedef struct sim_result {
     double *worker_busy_s;     /* [K] time spent stepping */
     double *worker_distinct;   /* [K] mean U_l per step */
     double *inflight_mean;     /* [K] time average */
-    uint64_t *heat;            /* [K][L][E] activations */
+    uint64_t *heat;            /* [K][L][E] activations; NULL with no_heat */
     sim_point *series;         /* in-flight change points, time order */
     int64_t n_series;
 } sim_result;

@@ -14,6 +14,7 @@
  *   worker from when to when), for geometries on both sides of the
  *   stamps' cache bound (row by row, layer by layer) and of both widths;
  * - the alias table's probabilities equal the counts' shares;
+ * - no_heat leaves out the heat matrix and nothing else;
  * - the counter alone (sim_distinct.h), AVX2 bitmaps and stamps, against
  *   a set count, for E across the bitmaps' word bounds (1 to 4 words)
  *   and k with and without a tail of fewer than four ids. */
@@ -241,6 +242,41 @@ static void check_distinct(const sim_workload *w, const sim_result *res, const s
     free(tok);
 }
 
+/* no_heat leaves the heat matrix out and nothing else: every other
+ * result is the same as with it. */
+static void test_no_heat(void **state)
+{
+    (void)state;
+    trace_t *t = sampled_trace(150, 3, 20, 3, 4);
+    sim_config c;
+    config(&c);
+    sim_result r[2];
+    for (int off = 0; off <= 1; off++) {
+        c.no_heat = off;
+        sim_workload w;
+        assert_int_equal(sim_workload_init(&w, t, &c, NULL, err, sizeof err), 0);
+        route_policy p;
+        assert_int_equal(route_policy_init(&p, ROUTE_P2C, 3, 5, err, sizeof err), 0);
+        assert_int_equal(sim_run(&w, &p, NULL, NULL, &r[off], err, sizeof err), 0);
+        route_policy_free(&p);
+        sim_workload_free(&w);
+    }
+    assert_non_null(r[0].heat);
+    assert_null(r[1].heat);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < (size_t)3 * 3 * 20; i++)
+        sum += r[0].heat[i];
+    assert_int_equal(sum, (uint64_t)r[0].tokens * 3 * 3);
+    assert_memory_equal(r[0].req, r[1].req, (size_t)r[0].n * sizeof *r[0].req);
+    assert_int_equal(r[0].steps, r[1].steps);
+    assert_true(r[0].tpot_p99_ms == r[1].tpot_p99_ms);
+    assert_true(r[0].distinct_per_step == r[1].distinct_per_step);
+    assert_memory_equal(r[0].served, r[1].served, 3 * sizeof *r[0].served);
+    sim_result_free(&r[0]);
+    sim_result_free(&r[1]);
+    trace_free(t);
+}
+
 static void test_distinct_oracle(void **state)
 {
     (void)state;
@@ -387,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_rows_are_the_draws),
         cmocka_unit_test(test_pool_threads),
         cmocka_unit_test(test_distinct_oracle),
+        cmocka_unit_test(test_no_heat),
         cmocka_unit_test(test_counter),
         cmocka_unit_test(test_alias_table),
     };
