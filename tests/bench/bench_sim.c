@@ -13,7 +13,8 @@
  *   20,000-request trace (L48 E128 k8, K = 8, decode lengths of mean
  *   128), on 5,000 requests so that the bench takes seconds (the rate
  *   is per token: the batches at 200 req/s are those of the big trace;
- *   the pool cache is scaled down with the requests, 64 MiB),
+ *   the pool cache is scaled down with the requests, 64 MiB; no heat
+ *   matrix, as eldr sim without --csv),
  *   with its floor beside it: the marks alone (tokens x L x k expert
  *   ids read from the same pools, each request's in its order, set as
  *   bits of their layers' bitmaps by the simulator's own counter, a mean
@@ -361,6 +362,7 @@ static void bench_issue34(void)
     /* the pool cache scaled as the requests are (a quarter): the pools
      * stand to it as the big trace's stand to the default */
     c.pool_cache = SIM_DEFAULT_POOL_CACHE / 20000 * N;
+    c.no_heat = 1; /* as eldr sim without --csv */
     sim_workload w;
     double best = 1e30, batch = 0, build = 0, best_build = 0;
     int64_t tokens = 0;
