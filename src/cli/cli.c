@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,53 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
         return cli_fail(cmd, "%s: %g out of range [%g, %g]", opt, v, lo, hi);
     *out = v;
     return 0;
+}
+
+int cli_parse_bytes(const char *cmd, const char *opt, const char *s, size_t *out)
+{
+    static const char units[] = "KMGT";
+    char *end;
+    errno = 0;
+    int digits = 0;
+    while (s[digits] >= '0' && s[digits] <= '9')
+        digits++;
+    unsigned long long v = digits ? strtoull(s, &end, 10) : 0;
+    if (!digits || errno)
+        goto bad;
+    int shift = 0;
+    if (*end) {
+        int c = end[0] & ~0x20;
+        const char *u = c ? strchr(units, c) : NULL;
+        if (!u)
+            goto bad;
+        shift = 10 * (int)(u - units + 1);
+        end++;
+        if ((end[0] == 'i' && (end[1] == 'B' || end[1] == 'b') && !end[2]) ||
+            ((end[0] == 'B' || end[0] == 'b') && !end[1]))
+            end += strlen(end);
+        if (*end)
+            goto bad;
+    }
+    if (v == 0)
+        return cli_fail(cmd, "%s: '%s' is no memory at all; give a positive byte count", opt,
+                        s);
+    if (v > (SIZE_MAX >> shift))
+        return cli_fail(cmd, "%s: '%s' is more bytes than this machine can address", opt, s);
+    *out = (size_t)v << shift;
+    return 0;
+bad:
+    return cli_fail(cmd, "%s: '%s' is not a byte count (a number with an optional K, M, G or "
+                    "T suffix, e.g. 512M)", opt, s);
+}
+
+void cli_format_bytes(double bytes, char *buf, size_t n)
+{
+    if (bytes >= 1073741824.0)
+        snprintf(buf, n, "%.2f GiB", bytes / 1073741824.0);
+    else if (bytes >= 1048576.0)
+        snprintf(buf, n, "%.1f MiB", bytes / 1048576.0);
+    else
+        snprintf(buf, n, "%.0f KiB", bytes / 1024.0);
 }
 
 int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long long lo,

@@ -36,6 +36,14 @@ int cli_parse_int(const char *cmd, const char *opt, const char *s, long long lo,
                   long long hi, long long *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
                      double hi, double *out);
+
+/* --max-memory BYTES: a positive count with an optional K, M, G or T
+ * suffix (powers of 1024; "KB", "KiB" read the same), e.g. 512M, 2G.
+ * Anything else: cli_fail naming the option and the value (exit 2). */
+int cli_parse_bytes(const char *cmd, const char *opt, const char *s, size_t *out);
+
+/* A byte count for messages: "512.0 MiB", "2.00 GiB". */
+void cli_format_bytes(double bytes, char *buf, size_t n);
 /* Comma-separated integer list with ranges ("0,3,5-7"); *out malloc'd. */
 int cli_parse_int_list(const char *cmd, const char *opt, const char *s, long long lo,
                        long long hi, long long **out, int *n);

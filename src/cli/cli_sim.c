@@ -1,8 +1,10 @@
 /* cli_sim.c - shared options of the simulating commands (cli_sim.h). */
 #include "cli_sim.h"
+#include "trace_budget.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -76,11 +78,82 @@ int cli_load_trace(const char *cmd, const char *path, trace_t **out)
     return rc < 0 ? cli_fail(cmd, "%s", err) : 0;
 }
 
-int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_none,
-              split_rows *rows, trace_t **calib, trace_t **eval)
+int cli_load_some(const char *cmd, const char *path, trace_load_opts *o, trace_t **out)
 {
     char err[ELDR_ERRLEN];
-    *calib = *eval = NULL;
+    cli_progress bar;
+    cli_progress_start(&bar, "load");
+    o->progress = load_progress;
+    o->progress_ctx = &bar;
+    int rc = trace_load_some(path, o, out, err, sizeof err);
+    cli_progress_done(&bar);
+    o->progress = NULL;
+    o->progress_ctx = NULL;
+    return rc < 0 ? cli_fail(cmd, "%s", err) : 0;
+}
+
+int cli_budget_rows(const char *cmd, const char *path, int64_t *rows, int64_t *n,
+                    double per_row, size_t budget, double reserved, uint64_t seed, char *note,
+                    size_t note_len)
+{
+    char err[ELDR_ERRLEN], b[32];
+    if (note_len)
+        note[0] = '\0';
+    double room = (double)budget - reserved;
+    double keep = per_row > 0 ? floor(room / per_row) : (double)*n;
+    if (keep >= (double)*n)
+        return 0;
+    if (keep < 1)
+        keep = 1;
+    int64_t chunk;
+    if (trace_chunk_rows(path, &chunk, err, sizeof err))
+        return cli_fail(cmd, "%s", err);
+    int64_t *out = malloc(((size_t)*n + 1) * sizeof *out);
+    if (!out)
+        return cli_error(cmd, "out of memory");
+    int64_t m = trace_sample_chunks(rows, *n, chunk, (int64_t)keep, seed, out);
+    if (m < 0) {
+        free(out);
+        return cli_error(cmd, "out of memory");
+    }
+    cli_format_bytes((double)budget, b, sizeof b);
+    snprintf(note, note_len, "sampled %lld of %lld rows (budget %s)", (long long)m,
+             (long long)*n, b);
+    fprintf(stderr, "eldr %s: %s: %s, drawn as whole chunks of %lld rows\n", cmd, path, note,
+            (long long)chunk);
+    memcpy(rows, out, (size_t)m * sizeof *out);
+    free(out);
+    *n = m;
+    return 1;
+}
+
+int cli_load_within(const char *cmd, const char *path, const trace_header_t *h, unsigned drop,
+                    double per_row, size_t budget, uint64_t seed, char *note, size_t note_len,
+                    trace_t **out)
+{
+    trace_load_opts lo = {.drop = drop};
+    if (note_len)
+        note[0] = '\0';
+    if ((double)h->n * per_row <= (double)budget)
+        return cli_load_some(cmd, path, &lo, out);
+    int64_t n = h->n, *rows = malloc(((size_t)n + 1) * sizeof *rows);
+    if (!rows)
+        return cli_error(cmd, "out of memory");
+    for (int64_t i = 0; i < n; i++)
+        rows[i] = i;
+    int rc = cli_budget_rows(cmd, path, rows, &n, per_row, budget, 0, seed, note, note_len);
+    lo.rows = rows;
+    lo.n_rows = n;
+    if (rc == 1)
+        rc = cli_load_some(cmd, path, &lo, out);
+    free(rows);
+    return rc;
+}
+
+int cli_split_rows(const char *cmd, const trace_t *t, const split_spec *s, int allow_none,
+                   split_rows *rows)
+{
+    char err[ELDR_ERRLEN];
     if (split_make(t, s, rows, err, sizeof err) < 0)
         return cli_fail(cmd, "--calib-split: %s", err);
     int none_ok = allow_none && rows->n_calib == 0;
@@ -91,6 +164,17 @@ int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_
         split_rows_free(rows);
         return rc;
     }
+    return 0;
+}
+
+int cli_split(const char *cmd, const trace_t *t, const split_spec *s, int allow_none,
+              split_rows *rows, trace_t **calib, trace_t **eval)
+{
+    char err[ELDR_ERRLEN];
+    int rc;
+    *calib = *eval = NULL;
+    if ((rc = cli_split_rows(cmd, t, s, allow_none, rows)))
+        return rc;
     if (split_apply(t, rows, calib, eval, err, sizeof err) < 0) {
         split_rows_free(rows);
         return cli_error(cmd, "%s", err);

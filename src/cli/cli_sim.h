@@ -29,12 +29,46 @@ int cli_split_option(const char *cmd, const char *opt, const char *arg, split_sp
  * CLI_BADINPUT after one line naming the file. */
 int cli_load_trace(const char *cmd, const char *path, trace_t **out);
 
+/* The same for the rows and datasets of o (trace_load_some); o's
+ * progress fields are the bar's. */
+int cli_load_some(const char *cmd, const char *path, trace_load_opts *o, trace_t **out);
+
+/* --max-memory's help line, and its rule (docs/memory.md): rows whose
+ * load would exceed the budget are sampled, never refused. */
+#define CLI_MAX_MEMORY_HELP                                                               \
+    "  --max-memory BYTES     bound what is loaded (K, M, G suffixes; default half\n"    \
+    "                         of physical memory): a bigger trace is sampled by\n"       \
+    "                         whole chunks, and the output says so\n"
+
+/* Keep of the ascending file rows rows[0..*n) what `budget` bytes hold
+ * at per_row bytes each, after `reserved` bytes other rows take (at
+ * least one row): a seeded sample of whole chunks of the file
+ * (trace_sample_chunks), rewritten in place. When it samples, prints
+ * "eldr CMD: sampled N of M rows (budget B)" on stderr and fills note
+ * (that phrase, for reports; "" otherwise). 1 sampled, 0 all kept, or
+ * CLI_BADINPUT after a message. */
+int cli_budget_rows(const char *cmd, const char *path, int64_t *rows, int64_t *n,
+                    double per_row, size_t budget, double reserved, uint64_t seed, char *note,
+                    size_t note_len);
+
+/* Every row of the file (h its header) with the datasets `drop` leaves,
+ * or, when n rows at per_row bytes exceed budget, a chunk sample of them
+ * (cli_budget_rows: said on stderr and in note). 0, or CLI_BADINPUT. */
+int cli_load_within(const char *cmd, const char *path, const trace_header_t *h, unsigned drop,
+                    double per_row, size_t budget, uint64_t seed, char *note, size_t note_len,
+                    trace_t **out);
+
 /* --require-full-routing: CLI_BADINPUT, naming the first row, when some
  * request of t had prompt rows without routing (prefill_unrouted_tokens,
  * vLLM's prefix-cache hits); else 0. Without the option such traces are
  * used as they are: their counts cover the routed rows, and signatures
  * are normalised. */
 int cli_require_full_routing(const char *cmd, const char *path, const trace_t *t);
+
+/* The split's rows alone (no copy of either part), with cli_split's
+ * checks and messages. */
+int cli_split_rows(const char *cmd, const trace_t *t, const split_spec *s, int allow_none,
+                   split_rows *rows);
 
 /* Split t; the message names the option on failure (both parts must have
  * rows unless allow_none and size 0). */

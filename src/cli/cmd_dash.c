@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "cli_sim.h"
 #include "err.h"
+#include "trace_budget.h"
 
 #define CMD "dash"
 
@@ -81,6 +82,7 @@ static void usage(void)
         "  --rate R              Poisson arrivals at R requests/s (default: the trace's\n"
         "                        arrival_s, or 20/s when it has none)\n"
         "  --seed S              seed of the fit, the baselines and the workload (1)\n"
+        CLI_MAX_MEMORY_HELP
         "  --json                with --frame FILE: the headline numbers on stdout as\n"
         "                        JSON (--frame - with --json is refused: both on stdout)\n"
         "  --attach URL          live mode on a running eldrd (http://HOST:PORT)\n"
@@ -104,6 +106,7 @@ typedef struct dash_args {
     const char *frame;
     int width, height, json;
     int split_given;             /* 1: a split option, 2: --seeds (not for live) */
+    size_t max_memory;           /* --max-memory */
 } dash_args;
 
 /* --metric: what the trade-off view compares (key m cycles it); -1 unknown. */
@@ -140,7 +143,7 @@ static int parse(int argc, char **argv, dash_args *a)
     enum { O_TAU = 256, O_POLICY, O_VIEW, O_WORKER, O_ZOOM, O_FRAME, O_WIDTH, O_HEIGHT,
            O_HELPOV, O_SPLIT, O_RATE, O_SEED, O_JSON, O_ATTACH, O_SNAP, O_INTERVAL,
            O_TIMEOUT, O_CELL, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_METRIC, O_PUSHTO,
-           O_TOKEN };
+           O_TOKEN, O_MAXMEM };
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},   {"clusters", required_argument, 0, 'k'},
         {"tau", required_argument, 0, O_TAU},   {"policy", required_argument, 0, O_POLICY},
@@ -161,6 +164,7 @@ static int parse(int argc, char **argv, dash_args *a)
         {"metric", required_argument, 0, O_METRIC},
         {"push-to", required_argument, 0, O_PUSHTO},
         {"token-file", required_argument, 0, O_TOKEN},
+        {"max-memory", required_argument, 0, O_MAXMEM},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     long long v;
     int c;
@@ -263,6 +267,10 @@ static int parse(int argc, char **argv, dash_args *a)
             break;
         case O_JSON:
             a->json = 1;
+            break;
+        case O_MAXMEM:
+            if (cli_parse_bytes(CMD, "--max-memory", optarg, &a->max_memory))
+                return CLI_BADINPUT;
             break;
         case O_ATTACH:
             a->live.url = optarg;
@@ -497,12 +505,38 @@ static int run_live(dash_args *a)
     return rc;
 }
 
+/* --max-memory: a trace whose rows exceed it is loaded here as a chunk
+ * sample (the message says so) and handed to the dashboard, which then
+ * reads no file itself; within the budget *t stays NULL and the
+ * dashboard loads the trace as always. */
+static int load_within(dash_args *a, trace_t **t, model_t **m)
+{
+    char err[ELDR_ERRLEN], note[96];
+    trace_header_t h;
+    if (trace_read_header(a->o.trace_path, &h, err, sizeof err))
+        return cli_fail(CMD, "%s", err);
+    double per_row = trace_row_bytes(&h, 0);
+    if ((double)h.n * per_row <= (double)a->max_memory)
+        return 0;
+    int rc = cli_load_within(CMD, a->o.trace_path, &h, 0, per_row, a->max_memory, a->o.seed,
+                             note, sizeof note, t);
+    if (rc)
+        return rc;
+    if (a->o.model_path && model_load(a->o.model_path, m, err, sizeof err)) {
+        trace_free(*t);
+        *t = NULL;
+        return cli_fail(CMD, "%s", err);
+    }
+    return 0;
+}
+
 int cmd_dash(int argc, char **argv)
 {
     dash_args a;
     memset(&a, 0, sizeof a);
     dash_opts_default(&a.o);
     tui_start_default(&a.st);
+    a.max_memory = trace_budget_default();
     a.width = 100;
     a.height = 30;
     a.live.interval_s = LIVE_DEFAULT_INTERVAL;
@@ -513,17 +547,23 @@ int cmd_dash(int argc, char **argv)
     if (a.live.url || a.live.snapshot_path)
         return run_live(&a);
     char err[ELDR_ERRLEN];
+    trace_t *t = NULL;
+    model_t *m = NULL;
+    if (!a.frame && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+        return cli_fail(CMD, "the dashboard needs a terminal (use --frame FILE without one)");
+    if ((rc = load_within(&a, &t, &m)))
+        return rc;
     if (!a.frame) {
-        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
-            return cli_fail(CMD, "the dashboard needs a terminal (use --frame FILE without one)");
-        rc = tui_run(&a.o, &a.st, err, sizeof err);
+        rc = t ? tui_run_trace(&a.o, &a.st, t, m, err, sizeof err)
+               : tui_run(&a.o, &a.st, err, sizeof err);
         if (rc < 0)
             return cli_fail(CMD, "%s", err);
         return rc;
     }
     dash_t d;
     char *text = NULL;
-    if (tui_frame(&a.o, &a.st, a.width, a.height, &d, &text, err, sizeof err)) {
+    if (t ? tui_frame_trace(&a.o, &a.st, t, m, a.width, a.height, &d, &text, err, sizeof err)
+          : tui_frame(&a.o, &a.st, a.width, a.height, &d, &text, err, sizeof err)) {
         dash_free(&d);
         return cli_fail(CMD, "%s", err);
     }

@@ -18,6 +18,7 @@
 #include "model.h"
 #include "sha256.h"
 #include "trace.h"
+#include "trace_budget.h"
 
 #define CMD "fit"
 
@@ -62,6 +63,9 @@ static void usage(void)
         "  --workers A,B,...     worker names, K of them (default w0..w{K-1})\n"
         "  --require-full-routing  refuse a trace whose prompts lost rows of routing\n"
         "                        (prefill_unrouted_tokens, vLLM's prefix cache)\n"
+        CLI_MAX_MEMORY_HELP
+        "                        (the rows are priced at their counts plus float\n"
+        "                        signatures over every layer)\n"
         "  --json                machine-readable result on stdout\n"
         "  -h, --help            this text\n"
         "\n"
@@ -76,6 +80,8 @@ typedef struct fit_args {
     int64_t calib_n;          /* rows to load */
     split_spec split;         /* --split, --split-seed (size: calib_n) */
     char provenance[64];      /* the model's calib_split */
+    size_t max_memory;        /* --max-memory */
+    char sample[96];          /* "sampled N of M rows (budget B)", or "" */
     int *layer_list;
     int64_t *init_rows;
     char **workers;           /* [K] pointers into workers_buf */
@@ -91,7 +97,7 @@ static void args_free(fit_args *a)
 }
 
 enum { O_VARIANT = 256, O_LAYERS, O_SPLIT, O_SEED, O_ITERS, O_INIT, O_UNBAL, O_PAIRS,
-       O_TAU, O_WORKERS, O_JSON, O_SPLITMODE, O_SPLITSEED, O_FULL };
+       O_TAU, O_WORKERS, O_JSON, O_SPLITMODE, O_SPLITSEED, O_FULL, O_MAXMEM };
 
 /* The numeric options: -k, --seed, --iters, --pairs, --tau. 1 when c is
  * not one of them, 0 when read, else the exit status of the error. */
@@ -159,6 +165,8 @@ static int one_option(int c, const char *arg, fit_args *a)
     case O_WORKERS: a->workers_arg = arg; break;
     case O_JSON: a->json = 1; break;
     case O_FULL: a->require_full = 1; break;
+    case O_MAXMEM:
+        return cli_parse_bytes(CMD, "--max-memory", arg, &a->max_memory) ? CLI_BADINPUT : 0;
     case 'h': usage(); return -1;
     }
     return 0;
@@ -176,11 +184,13 @@ static int parse_options(int argc, char **argv, fit_args *a)
         {"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'},
         {"require-full-routing", no_argument, 0, O_FULL},
         {"split", required_argument, 0, O_SPLITMODE},
-        {"split-seed", required_argument, 0, O_SPLITSEED}, {0, 0, 0, 0},
+        {"split-seed", required_argument, 0, O_SPLITSEED},
+        {"max-memory", required_argument, 0, O_MAXMEM}, {0, 0, 0, 0},
     };
     int c, have_k = 0;
     model_fit_opts_default(&a->o, 0);
     split_spec_default(&a->split);
+    a->max_memory = trace_budget_default();
     a->layers_arg = "auto";
     opterr = 0;
     optind = 1;
@@ -371,6 +381,7 @@ static void print_json(const fit_args *a, const model_t *m, const model_fit_repo
     json_object_set_new(o, "iterations", json_integer(r->iterations));
     json_object_set_new(o, "converged", json_boolean(r->converged));
     json_object_set_new(o, "calib_rows", json_integer(r->n_rows));
+    json_object_set_new(o, "sample", a->sample[0] ? json_string(a->sample) : json_null());
     json_object_set_new(o, "fit_rows", json_integer(m->fit_rows));
     json_object_set_new(o, "zero_rows", zero);
     json_object_set_new(o, "workers", workers);
@@ -386,6 +397,9 @@ static void print_text(const fit_args *a, const model_t *m, const model_fit_repo
 {
     printf("fit: %s, %lld calibration rows of %lld, variant %s\n", a->trace,
            (long long)r->n_rows, (long long)n_total, sig_variant_name(m->recipe.variant));
+    if (a->sample[0])
+        printf("%s: a chunk sample of the calibration rows, within --max-memory\n",
+               a->sample);
     printf("mask: %d of %d layers (%s):", m->recipe.n_layers, m->recipe.L, m->layer_select);
     for (int i = 0; i < m->recipe.n_layers; i++)
         printf("%s%d", i ? "," : " ", m->recipe.layers[i]);
@@ -426,6 +440,49 @@ static void report_zero(const model_fit_report *r)
 
 /* ---- the command ---- */
 
+/* The datasets a fit reads: counts (and the gate matrix its variant
+ * reads), labels, tokens; never token rows or request ids. */
+static unsigned fit_drop(const fit_args *a)
+{
+    unsigned drop = TRACE_DROP_TOKENS | TRACE_DROP_IDS;
+    if (!sig_variant_uses_gate(a->o.variant))
+        drop |= TRACE_DROP_GATES;
+    return drop;
+}
+
+/* The calibration rows as file rows (ascending), into *rows: the drawn
+ * split (from an index of the file: no count is read for it), the head,
+ * or every row. */
+static int calibration_rows(fit_args *a, const trace_header_t *h, int64_t **rows)
+{
+    char err[ELDR_ERRLEN];
+    int64_t n = a->calib_n;
+    if (n == h->n || a->split.mode == SPLIT_HEAD) {
+        if (!(*rows = malloc(((size_t)n + 1) * sizeof **rows)))
+            return cli_error(CMD, "out of memory");
+        for (int64_t i = 0; i < n; i++)
+            (*rows)[i] = i;
+        if (n < h->n)
+            snprintf(a->provenance, sizeof a->provenance, "head %lld", (long long)n);
+        return 0;
+    }
+    trace_t *idx = NULL;
+    trace_load_opts io = {.drop = TRACE_DROP_COUNTS | TRACE_DROP_IDS};
+    split_rows sr;
+    if (trace_load_some(a->trace, &io, &idx, err, sizeof err) < 0)
+        return cli_fail(CMD, "%s", err);
+    int rc = split_make_count(idx, a->split.mode, a->split.seed, n, &sr, err, sizeof err);
+    trace_free(idx);
+    if (rc < 0)
+        return cli_fail(CMD, "%s: %s", a->trace, err);
+    split_provenance(&sr, a->provenance, sizeof a->provenance);
+    *rows = sr.calib;        /* taken: the eval rows go */
+    a->calib_n = sr.n_calib;
+    sr.calib = NULL;
+    split_rows_free(&sr);
+    return 0;
+}
+
 static int load_calibration(fit_args *a, trace_t **t, int64_t *n_total, char *sha)
 {
     char err[ELDR_ERRLEN];
@@ -446,30 +503,30 @@ static int load_calibration(fit_args *a, trace_t **t, int64_t *n_total, char *sh
     if (sha256_file(a->trace, sha, err, sizeof err) < 0)
         return cli_fail(CMD, "%s", err);
     snprintf(a->provenance, sizeof a->provenance, "all");
-    if (a->calib_n == h.n || a->split.mode == SPLIT_HEAD) {
-        /* the first rows only: a big trace need not be read whole */
-        rc = a->calib_n == h.n ? trace_load(a->trace, t, err, sizeof err)
-                               : trace_load_rows(a->trace, 0, a->calib_n, t, err, sizeof err);
-        if (rc < 0)
-            return cli_fail(CMD, "%s", err);
-        if (a->calib_n < h.n)
-            snprintf(a->provenance, sizeof a->provenance, "head %lld", (long long)a->calib_n);
-        return 0;
+    int64_t *rows = NULL;
+    if ((rc = calibration_rows(a, &h, &rows)))
+        return rc;
+    /* the budget prices a row at what it loads plus its float signature
+     * over every layer (the mask is not chosen yet): the fit's peak */
+    trace_load_opts lo = {.drop = fit_drop(a), .rows = rows, .n_rows = a->calib_n};
+    double per_row = trace_row_bytes(&h, lo.drop) + (double)h.L * h.E * sizeof(float);
+    rc = cli_budget_rows(CMD, a->trace, rows, &lo.n_rows, per_row, a->max_memory, 0,
+                         a->split.seed, a->sample, sizeof a->sample);
+    if (rc == 1) {
+        snprintf(a->provenance, sizeof a->provenance, "sampled %lld of %lld",
+                 (long long)lo.n_rows, (long long)a->calib_n);
+        a->calib_n = lo.n_rows;
+        rc = 0;
     }
-    trace_t *all = NULL;
-    split_rows rows;
-    if (trace_load(a->trace, &all, err, sizeof err) < 0)
-        return cli_fail(CMD, "%s", err);
-    rc = split_make_count(all, a->split.mode, a->split.seed, a->calib_n, &rows, err, sizeof err);
-    if (rc == 0) {
-        *t = trace_select(all, rows.calib, rows.n_calib, err, sizeof err);
-        split_provenance(&rows, a->provenance, sizeof a->provenance);
-        split_rows_free(&rows);
-    }
-    trace_free(all);
-    if (rc < 0 || !*t)
-        return cli_fail(CMD, "%s: %s", a->trace, err);
-    return 0;
+    if (rc == 0 && lo.n_rows == h.n)
+        lo.rows = NULL;      /* every row: one read a dataset */
+    if (rc == 0)
+        rc = cli_load_some(CMD, a->trace, &lo, t);
+    free(rows);
+    if (rc == 0 && a->o.K > (*t)->n)
+        return cli_fail(CMD, "-k: K = %d exceeds the %lld sampled calibration requests "
+                        "(raise --max-memory)", a->o.K, (long long)(*t)->n);
+    return rc;
 }
 
 int cmd_fit(int argc, char **argv)
@@ -503,7 +560,9 @@ int cmd_fit(int argc, char **argv)
     a.o.on_progress_ctx = &bar;
     model_t *m = NULL;
     model_fit_report rep;
-    rc = model_fit(t, &a.o, &m, &rep, err, sizeof err);
+    /* the decode counts go once the mask is chosen: never with the
+     * signatures at once */
+    rc = model_fit_release(t, &a.o, &m, &rep, err, sizeof err);
     cli_progress_done(&bar);
     if (rc < 0) {
         rc = cli_fail(CMD, "%s: %s", a.trace, err);

@@ -22,6 +22,7 @@
 #include "rho.h"
 #include "signature.h"
 #include "trace.h"
+#include "trace_budget.h"
 
 static const char *CMD = "rho";
 
@@ -38,6 +39,7 @@ typedef struct rho_opts {
     int ci, ci_samples;
     int curve, json, threads;
     int require_full;     /* --require-full-routing */
+    size_t max_memory;    /* --max-memory */
 } rho_opts;
 
 /* What one variant produced. */
@@ -83,6 +85,9 @@ static void usage(void)
            "  --threads N       threads for the greedy search (default: all CPUs, max 8)\n"
            "  --require-full-routing  refuse a trace whose prompts lost rows of routing\n"
            "                    (prefill_unrouted_tokens, vLLM's prefix cache)\n"
+           "  --max-memory B    bound what is loaded (K, M, G suffixes; default half of\n"
+           "                    physical memory): a bigger trace is sampled by whole\n"
+           "                    chunks of rows, and the output says so\n"
            "  --json            machine-readable output: variant, rho, mask, n_star, curve\n"
            "                    (a list of those with --all-variants)\n"
            "  -h, --help        this text\n"
@@ -108,11 +113,13 @@ static int parse_args(int argc, char **argv, rho_opts *o)
         {"threads", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
         {"require-full-routing", no_argument, NULL, 'F'},
+        {"max-memory", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     *o = (rho_opts){.variant = SIG_COUNT_IDF, .layers_mode = LAYERS_ALL,
-                    .pairs = RHO_DEFAULT_PAIRS, .seed = RHO_DEFAULT_SEED, .ci_samples = 1000};
+                    .pairs = RHO_DEFAULT_PAIRS, .seed = RHO_DEFAULT_SEED, .ci_samples = 1000,
+                    .max_memory = trace_budget_default()};
     int variant_given = 0, layers_given = 0, c;
     long long v;
     opterr = 0;
@@ -160,6 +167,10 @@ static int parse_args(int argc, char **argv, rho_opts *o)
             break;
         case 'j': o->json = 1; break;
         case 'F': o->require_full = 1; break;
+        case 'M':
+            if (cli_parse_bytes(CMD, "--max-memory", optarg, &o->max_memory))
+                return CLI_BADINPUT;
+            break;
         case 'h': usage(); return -1;
         case ':': return cli_usage_error(CMD, "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
@@ -571,6 +582,24 @@ static int by_rho_desc(const void *a, const void *b)
 
 /* ---- the command ----------------------------------------------------------- */
 
+/* The rows rho reads, within the budget: counts (and the gates a variant
+ * reads), never token rows or ids. A row costs what it loads plus the
+ * greedy search's per-request sums (L doubles). When they exceed the
+ * budget, a chunk sample (note says so). */
+static int load_rows(const rho_opts *o, trace_t **t, char *note, size_t note_len)
+{
+    char err[ELDR_ERRLEN];
+    trace_header_t h;
+    if (trace_read_header(o->path, &h, err, sizeof err))
+        return core_fail(err);
+    unsigned drop = TRACE_DROP_TOKENS | TRACE_DROP_IDS;
+    if (!o->all_variants && !sig_variant_uses_gate((sig_variant)o->variant))
+        drop |= TRACE_DROP_GATES;
+    double per_row = trace_row_bytes(&h, drop) + (double)h.L * sizeof(double);
+    return cli_load_within(CMD, o->path, &h, drop, per_row, o->max_memory, (uint64_t)o->seed,
+                           note, note_len, t);
+}
+
 int cmd_rho(int argc, char **argv)
 {
     rho_opts o;
@@ -589,10 +618,9 @@ int cmd_rho(int argc, char **argv)
     int n_res = 0;
     memset(rs, 0, sizeof rs);
 
-    if (trace_load(o.path, &t, err, sizeof err)) {
-        rc = core_fail(err);
+    char note[96] = "";
+    if ((rc = load_rows(&o, &t, note, sizeof note)))
         goto out;
-    }
     if (o.require_full && (rc = cli_require_full_routing(CMD, o.path, t)))
         goto out;
     if (!t->decode_counts) {
@@ -655,6 +683,8 @@ int cmd_rho(int argc, char **argv)
         n_res++;
     }
     double secs = cli_now() - t0;
+    if (note[0] && !o.json)
+        printf("rho on a chunk sample: %s\n", note);
     if (o.all_variants) {
         qsort(rs, (size_t)n_res, sizeof rs[0], by_rho_desc);
         if (o.json) {
@@ -662,6 +692,7 @@ int cmd_rho(int argc, char **argv)
             for (int k = 0; k < n_res; k++) {
                 json_t *j = vresult_json(&rs[k], &o);
                 add_run_info(j, &x, secs);
+                json_object_set_new(j, "sample", note[0] ? json_string(note) : json_null());
                 json_array_append_new(a, j);
             }
             cli_print_json(a);
@@ -671,6 +702,7 @@ int cmd_rho(int argc, char **argv)
     } else if (o.json) {
         json_t *j = vresult_json(&rs[0], &o);
         add_run_info(j, &x, secs);
+        json_object_set_new(j, "sample", note[0] ? json_string(note) : json_null());
         cli_print_json(j);
     } else {
         print_one(&x, &rs[0]);

@@ -32,6 +32,7 @@
 #include "sim.h"
 #include "sim_prefix.h"
 #include "trace.h"
+#include "trace_budget.h"
 
 #define CMD "sim"
 #define DEFAULT_POLICIES "eldr,random,rr,jsq,p2c"
@@ -109,6 +110,8 @@ static void usage(void)
         "                         _requests.csv, _heat.csv and summary.csv\n"
         "  --require-full-routing refuse a trace whose prompts lost rows of routing\n"
         "                         (prefill_unrouted_tokens, vLLM's prefix cache)\n"
+        CLI_MAX_MEMORY_HELP
+        "                         (the simulated rows are priced at what they load)\n"
         "  --json                 machine-readable result on stdout\n"
         "  -h, --help             this text\n"
         "\n"
@@ -130,6 +133,7 @@ typedef struct sim_args {
     int modes[SIM_PREFIX_N_MODES], n_modes;   /* --prefix-mode, in cold..uncached order */
     int prefix_opts;                          /* a prefix option was given */
     sim_prefix_config prefix;
+    size_t max_memory;                        /* --max-memory */
 } sim_args;
 
 static int parse_policies(sim_args *a, const char *list)
@@ -174,7 +178,7 @@ static int parse_modes(sim_args *a, const char *list)
 enum { O_POLICY = 256, O_WORKERS, O_TAU, O_NOMIN2, O_RATE, O_CONC, O_OUT, O_BATCH,
        O_SPLIT, O_COST, O_POOL, O_SEED, O_CSV, O_JSON, O_PMODE, O_PCACHE, O_PWORKERS,
        O_PROUTE, O_BSIZE, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_REVERY, O_RWINDOW, O_FULL,
-       O_THREADS };
+       O_THREADS, O_MAXMEM };
 
 /* Each *_option below reads option c (getopt_long's answer) with its
  * argument: 0 when read, 1 when c is not one of its options, else the
@@ -290,6 +294,8 @@ static int run_option(int c, const char *arg, sim_args *a)
     case O_CSV: a->csv_dir = arg; return 0;
     case O_JSON: a->json = 1; return 0;
     case O_FULL: a->require_full = 1; return 0;
+    case O_MAXMEM:
+        return cli_parse_bytes(CMD, "--max-memory", arg, &a->max_memory) ? CLI_BADINPUT : 0;
     default: return 1;
     }
 }
@@ -338,6 +344,7 @@ static int parse_options(int argc, char **argv, sim_args *a)
         {"split-seed", required_argument, 0, O_SPLITSEED},
         {"seeds", required_argument, 0, O_SEEDS},
         {"threads", required_argument, 0, O_THREADS},
+        {"max-memory", required_argument, 0, O_MAXMEM},
         {"refit-every", required_argument, 0, O_REVERY},
         {"refit-window", required_argument, 0, O_RWINDOW},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
@@ -348,6 +355,7 @@ static int parse_options(int argc, char **argv, sim_args *a)
     a->tau = NAN;
     a->min2 = 1;
     split_spec_default(&a->split);
+    a->max_memory = trace_budget_default();
     a->seeds = 1;
     if ((rc = parse_policies(a, DEFAULT_POLICIES)))
         return rc;
@@ -391,9 +399,14 @@ static int wants_model(const sim_args *a)
 /* ---- the inputs: trace split, model, label shares ---- */
 
 typedef struct sim_inputs {
-    trace_t *all, *calib, *eval;
+    trace_t *all;              /* the whole trace, or (read by rows) its index:
+                                * the vectors, no count matrix */
+    trace_t *calib, *eval;
+    int calib_is_eval;         /* no split: calib is eval, not owned twice */
+    trace_header_t h;
     int64_t n_calib;
     split_rows rows;           /* the split: eval rows name the file's rows */
+    char sample[96];           /* "sampled N of M rows (budget B)", or "" */
     model_t *model;
     int fitted;                /* model fitted here */
     int K;
@@ -404,11 +417,50 @@ typedef struct sim_inputs {
 static void inputs_free(sim_inputs *in)
 {
     trace_free(in->all);
-    trace_free(in->calib);
+    if (!in->calib_is_eval)
+        trace_free(in->calib);
     trace_free(in->eval);
     split_rows_free(&in->rows);
     model_free(in->model);
     free(in->share);
+}
+
+/* The whole trace in memory: the prefix what-if reads every row's token
+ * data, and a run that redraws its split per seed draws from every row.
+ * Otherwise sim reads an index (the vectors), splits it and loads the
+ * calibration and simulated rows alone (docs/memory.md). */
+static int needs_all(const sim_args *a)
+{
+    return a->n_modes || (!a->model_path && grid_should_resplit(&a->split, a->seeds));
+}
+
+/* The variant the routing signatures use: the model's, or the fit's. */
+static sig_variant variant_of(const sim_inputs *in)
+{
+    return in->model ? in->model->recipe.variant : SIG_COUNT_IDF;
+}
+
+/* What the simulated rows need: counts, decode token rows (recorded
+ * activations), the gate matrix only for a gate variant, request ids only
+ * for the CSV files; never the prefill token rows or decode_probs. */
+static unsigned eval_drop(const sim_args *a, const sim_inputs *in)
+{
+    unsigned drop = TRACE_DROP_PREFILL | TRACE_DROP_PROBS;
+    if (!a->csv_dir)
+        drop |= TRACE_DROP_IDS;
+    if (!sig_variant_uses_gate(variant_of(in)))
+        drop |= TRACE_DROP_GATES;
+    return drop;
+}
+
+/* The whole trace, or what the budget holds of it (a chunk sample). */
+static int load_all(sim_args *a, sim_inputs *in)
+{
+    if ((double)in->h.n * trace_row_bytes(&in->h, 0) <= (double)a->max_memory)
+        return cli_load_trace(CMD, a->trace, &in->all);   /* with its progress */
+    return cli_load_within(CMD, a->trace, &in->h, 0, trace_row_bytes(&in->h, 0),
+                           a->max_memory, a->cfg.seed, in->sample, sizeof in->sample,
+                           &in->all);
 }
 
 static int split_trace(const sim_args *a, sim_inputs *in)
@@ -423,6 +475,35 @@ static int split_trace(const sim_args *a, sim_inputs *in)
                                                  sizeof err)))
         return cli_fail(CMD, "%s: %s", a->trace, err);
     return 0;
+}
+
+/* Read by rows: the simulated rows (within the budget, after the
+ * calibration rows) and the calibration rows, each straight from the
+ * file; the index's split names them. */
+static int load_parts(sim_args *a, sim_inputs *in)
+{
+    int rc;
+    in->n_calib = in->rows.n_calib;
+    unsigned drop = eval_drop(a, in);
+    unsigned cdrop = TRACE_DROP_TOKENS | TRACE_DROP_IDS |
+                     (drop & TRACE_DROP_GATES);
+    double per_row = trace_row_bytes(&in->h, drop);
+    double calib_bytes = (double)in->rows.n_calib * trace_row_bytes(&in->h, cdrop);
+    rc = cli_budget_rows(CMD, a->trace, in->rows.eval, &in->rows.n_eval, per_row,
+                         a->max_memory, calib_bytes, a->cfg.seed, in->sample,
+                         sizeof in->sample);
+    if (rc < 0 || rc > 1)
+        return rc;
+    trace_load_opts eo = {.drop = drop, .rows = in->rows.eval, .n_rows = in->rows.n_eval};
+    if ((rc = cli_load_some(CMD, a->trace, &eo, &in->eval)))
+        return rc;
+    if (in->rows.n_calib == 0) {
+        in->calib = in->eval;
+        in->calib_is_eval = 1;
+        return 0;
+    }
+    trace_load_opts co = {.drop = cdrop, .rows = in->rows.calib, .n_rows = in->rows.n_calib};
+    return cli_load_some(CMD, a->trace, &co, &in->calib);
 }
 
 static int fit_model(const sim_args *a, sim_inputs *in)
@@ -443,32 +524,34 @@ static int fit_model(const sim_args *a, sim_inputs *in)
     return 0;
 }
 
-static int get_model(const sim_args *a, sim_inputs *in)
+/* The given model (-m), checked against the trace's header. */
+static int load_model(const sim_args *a, sim_inputs *in)
 {
     char err[ELDR_ERRLEN];
     in->K = a->workers ? a->workers : 4;
     if (!a->model_path)
-        return wants_model(a) ? fit_model(a, in) : 0;
+        return 0;
     if (model_load(a->model_path, &in->model, err, sizeof err))
         return cli_fail(CMD, "%s", err);
     const model_t *m = in->model;
+    const trace_header_t *h = &in->h;
     if (a->workers && a->workers != m->K)
         return cli_fail(CMD, "--workers %d: the model %s has K = %d workers", a->workers,
                         a->model_path, m->K);
     if (m->K > ROUTE_MAX_WORKERS)
         return cli_fail(CMD, "%s: K = %d is above %d workers", a->model_path, m->K,
                         ROUTE_MAX_WORKERS);
-    if (!model_fits_geometry(m, in->all->L, in->all->E, in->all->k))
+    if (!model_fits_geometry(m, h->L, h->E, h->k))
         return cli_fail(CMD, "%s: model geometry %d layers x %d experts top-%d does not match "
                         "the trace's %d x %d top-%d", a->model_path, m->recipe.L, m->recipe.E,
-                        m->k, in->all->L, in->all->E, in->all->k);
+                        m->k, h->L, h->E, h->k);
     if (sig_variant_uses_gate(m->recipe.variant) &&
-        !(m->recipe.variant == SIG_GATE_PROB ? in->all->gate_prob : in->all->gate_logit))
+        !(h->has & (m->recipe.variant == SIG_GATE_PROB ? TRACE_HAS_GATE_PROB
+                                                        : TRACE_HAS_GATE_LOGIT)))
         return cli_fail(CMD, "%s: the model's variant %s needs %s, which the trace lacks",
                         a->model_path, sig_variant_name(m->recipe.variant),
                         sig_variant_name(m->recipe.variant));
     in->K = m->K;
-    cli_warn_in_sample(CMD, a->trace, a->model_path, m, in->all, &in->rows);
     return 0;
 }
 
@@ -491,8 +574,11 @@ static int label_shares(const sim_args *a, sim_inputs *in)
 static int prepare(sim_args *a, sim_inputs *in)
 {
     char err[ELDR_ERRLEN];
-    int rc;
-    if ((rc = cli_load_trace(CMD, a->trace, &in->all)) ||
+    int rc, whole = needs_all(a);
+    if (trace_read_header(a->trace, &in->h, err, sizeof err) < 0)
+        return cli_fail(CMD, "%s", err);
+    trace_load_opts io = {.drop = TRACE_DROP_COUNTS | TRACE_DROP_IDS};
+    if ((rc = whole ? load_all(a, in) : cli_load_some(CMD, a->trace, &io, &in->all)) ||
         (a->require_full && (rc = cli_require_full_routing(CMD, a->trace, in->all))))
         return rc;
     if (a->n_modes &&
@@ -501,7 +587,22 @@ static int prepare(sim_args *a, sim_inputs *in)
     if (a->cost_path && cost_model_load(a->cost_path, &a->cfg.cost, err, sizeof err))
         return cli_fail(CMD, "--cost: %s", err);
     a->rate_default = sim_default_arrivals(&a->cfg, in->all);
-    if ((rc = split_trace(a, in)) || (rc = get_model(a, in)) || (rc = label_shares(a, in)))
+    /* signatures are built at each arrival, not held: 4 bytes a cell of
+     * the mask for every simulated row otherwise (docs/memory.md) */
+    a->cfg.sig_cache = 0;
+    if ((rc = load_model(a, in)))
+        return rc;
+    if (whole)
+        rc = split_trace(a, in);
+    else if (!(rc = cli_split_rows(CMD, in->all, &a->split, 1, &in->rows)))
+        rc = load_parts(a, in);
+    if (rc)
+        return rc;
+    if (in->model)
+        cli_warn_in_sample(CMD, a->trace, a->model_path, in->model, in->all, &in->rows);
+    else if (wants_model(a) && (rc = fit_model(a, in)))
+        return rc;
+    if ((rc = label_shares(a, in)))
         return rc;
     in->tau = isfinite(a->tau) ? a->tau : in->model ? in->model->tau : MODEL_TAU_DEFAULT;
     return 0;
@@ -950,6 +1051,8 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
     split_describe(&in->rows, split, sizeof split);
     printf("sim: %s, %lld requests simulated; %s%s\n", a->trace, (long long)w->n, split,
            resplit(a) ? " (the first seed's; each seed draws its own)" : "");
+    if (in->sample[0])
+        printf("%s: a chunk sample of the trace, within --max-memory\n", in->sample);
     printf("workers %d, max batch %d, %s, tokens %s, activations %s, seed %llu", in->K,
            a->cfg.max_batch, arrivals_text(a, arr, sizeof arr),
            a->cfg.output_tokens ? "fixed" : "from trace",
@@ -1106,6 +1209,7 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
     json_object_set_new(o, "skipped", json_integer(w->n_skipped));
     json_object_set_new(o, "calib_rows", json_integer(in->n_calib));
     json_object_set_new(o, "split", cli_split_json(&in->rows));
+    json_object_set_new(o, "sample", in->sample[0] ? json_string(in->sample) : json_null());
     json_object_set_new(o, "seeds", json_integer(a->seeds));
     char cov[256];
     ci_covers(a, cov, sizeof cov);

@@ -352,11 +352,12 @@ static int check_dataset(hid_t d, const char *name, hid_t mem_type, int rank, co
     return 0;
 }
 
-int h5u_read_rows(hid_t loc, const char *name, hid_t mem_type, int rank,
-                  const hsize_t *dims, hsize_t r0, hsize_t r1, void *buf,
-                  const char *where, char *err, size_t errlen)
+/* Open dataset `name` and check its rank, shape and type against the
+ * caller's: the dataset, or -1 with err. */
+static hid_t open_checked(hid_t loc, const char *name, hid_t mem_type, int rank,
+                          const hsize_t *dims, const char *where, char *err, size_t errlen)
 {
-    hsize_t got[H5U_MAXRANK], start[H5U_MAXRANK] = {0}, count[H5U_MAXRANK];
+    hsize_t got[H5U_MAXRANK];
     int got_rank;
     hid_t d = open_dataset(loc, name, &got_rank, got, where, err, errlen);
     if (d < 0)
@@ -365,29 +366,120 @@ int h5u_read_rows(hid_t loc, const char *name, hid_t mem_type, int rank,
         H5Dclose(d);
         return -1;
     }
+    return d;
+}
+
+/* One hyperslab [r0, r1) of the first axis into buf. */
+static herr_t read_span(hid_t d, hid_t mem_type, int rank, const hsize_t *dims, hsize_t r0,
+                        hsize_t r1, void *buf)
+{
+    hsize_t start[H5U_MAXRANK] = {0}, count[H5U_MAXRANK];
+    for (int i = 0; i < rank; i++)
+        count[i] = i ? dims[i] : r1 - r0;
+    if (r1 == r0)
+        return 0;
+    start[0] = r0;
+    hid_t fsp = H5Dget_space(d), msp = H5Screate_simple(rank, count, NULL);
+    herr_t rc = H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL);
+    if (rc >= 0)
+        rc = H5Dread(d, mem_type, msp, fsp, H5P_DEFAULT, buf);
+    H5Sclose(msp);
+    H5Sclose(fsp);
+    return rc;
+}
+
+int h5u_read_rows(hid_t loc, const char *name, hid_t mem_type, int rank,
+                  const hsize_t *dims, hsize_t r0, hsize_t r1, void *buf,
+                  const char *where, char *err, size_t errlen)
+{
+    hid_t d = open_checked(loc, name, mem_type, rank, dims, where, err, errlen);
+    if (d < 0)
+        return -1;
     if (r0 > r1 || r1 > dims[0]) {
         H5Dclose(d);
         return eldr_errf(err, errlen, "%s: dataset %s: rows [%llu, %llu) outside [0, %llu)",
                          where, name, (unsigned long long)r0, (unsigned long long)r1,
                          (unsigned long long)dims[0]);
     }
-    hsize_t total = r1 - r0;
-    for (int i = 0; i < rank; i++) {
-        count[i] = i ? dims[i] : total;
-        if (i)
-            total *= dims[i];
-    }
+    herr_t rc = read_span(d, mem_type, rank, dims, r0, r1, buf);
+    H5Dclose(d);
+    if (rc < 0)
+        return eldr_errf(err, errlen, "%s: dataset %s: read failed (damaged file?)", where, name);
+    return 0;
+}
+
+/* Rows of the first axis per chunk (1 for a contiguous dataset). */
+static hsize_t chunk_rows_of(hid_t d)
+{
+    hsize_t chunk[H5U_MAXRANK] = {1};
+    hid_t pl = H5Dget_create_plist(d);
+    if (pl >= 0 && H5Pget_layout(pl) == H5D_CHUNKED &&
+        H5Pget_chunk(pl, H5U_MAXRANK, chunk) < 1)
+        chunk[0] = 1;
+    if (pl >= 0)
+        H5Pclose(pl);
+    return chunk[0] ? chunk[0] : 1;
+}
+
+int h5u_chunk_rows(hid_t loc, const char *name, int64_t *rows, const char *where, char *err,
+                   size_t errlen)
+{
+    hsize_t dims[H5U_MAXRANK];
+    int rank;
+    hid_t d = open_dataset(loc, name, &rank, dims, where, err, errlen);
+    if (d < 0)
+        return -1;
+    *rows = (int64_t)chunk_rows_of(d);
+    H5Dclose(d);
+    return 0;
+}
+
+int h5u_read_row_list(hid_t loc, const char *name, hid_t mem_type, int rank,
+                      const hsize_t *dims, const int64_t *rows, int64_t nrows, void *buf,
+                      const char *where, char *err, size_t errlen)
+{
+    hid_t d = open_checked(loc, name, mem_type, rank, dims, where, err, errlen);
+    if (d < 0)
+        return -1;
+    size_t row_bytes = H5Tget_size(mem_type);
+    for (int i = 1; i < rank; i++)
+        row_bytes *= dims[i];
+    for (int64_t i = 0; i < nrows; i++)
+        if (rows[i] < 0 || (hsize_t)rows[i] >= dims[0] || (i && rows[i] <= rows[i - 1])) {
+            H5Dclose(d);
+            return eldr_errf(err, errlen, "%s: dataset %s: row list entry %lld (row %lld) is "
+                             "not ascending inside [0, %llu)", where, name, (long long)i,
+                             (long long)rows[i], (unsigned long long)dims[0]);
+        }
+    /* slabs of whole chunks, about 16 MB: each chunk is inflated once,
+     * and only the chunks that hold a wanted row are touched */
+    hsize_t chunk = chunk_rows_of(d), slab = chunk;
+    while (slab * 2 * row_bytes <= ((size_t)16 << 20))
+        slab *= 2;
+    char *scratch = NULL;
     herr_t rc = 0;
-    if (total > 0) {
-        start[0] = r0;
-        hid_t fsp = H5Dget_space(d);
-        hid_t msp = H5Screate_simple(rank, count, NULL);
-        rc = H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL);
-        if (rc >= 0)
-            rc = H5Dread(d, mem_type, msp, fsp, H5P_DEFAULT, buf);
-        H5Sclose(msp);
-        H5Sclose(fsp);
+    for (int64_t i = 0; i < nrows && rc >= 0;) {
+        hsize_t s1 = ((hsize_t)rows[i] / slab + 1) * slab;
+        int64_t j = i;
+        while (j + 1 < nrows && (hsize_t)rows[j + 1] < s1)
+            j++;
+        char *dst = (char *)buf + (size_t)i * row_bytes;
+        hsize_t a = (hsize_t)rows[i], b = (hsize_t)rows[j] + 1;
+        if (b - a == (hsize_t)(j - i + 1)) {      /* contiguous: straight in */
+            rc = read_span(d, mem_type, rank, dims, a, b, dst);
+        } else {
+            if (!scratch && !(scratch = malloc((size_t)slab * row_bytes))) {
+                H5Dclose(d);
+                return eldr_errf(err, errlen, "%s: out of memory reading %s", where, name);
+            }
+            rc = read_span(d, mem_type, rank, dims, a, b, scratch);
+            for (int64_t r = i; r <= j && rc >= 0; r++)
+                memcpy((char *)buf + (size_t)r * row_bytes,
+                       scratch + (size_t)((hsize_t)rows[r] - a) * row_bytes, row_bytes);
+        }
+        i = j + 1;
     }
+    free(scratch);
     H5Dclose(d);
     if (rc < 0)
         return eldr_errf(err, errlen, "%s: dataset %s: read failed (damaged file?)", where, name);

@@ -83,6 +83,19 @@ int h5u_read(hid_t loc, const char *name, hid_t mem_type, int rank,
              const hsize_t *dims, void *buf, const char *where, char *err,
              size_t errlen);
 
+/* The same for a list of rows: rows[0..nrows) ascending and distinct,
+ * into buf in that order. Read in slabs of whole chunks (about 16 MB),
+ * each slab only when it holds a wanted row, so a sparse list inflates
+ * only the chunks it touches and the scratch stays one slab. */
+int h5u_read_row_list(hid_t loc, const char *name, hid_t mem_type, int rank,
+                      const hsize_t *dims, const int64_t *rows, int64_t nrows, void *buf,
+                      const char *where, char *err, size_t errlen);
+
+/* Rows of the first axis in one chunk of dataset `name` (1 when it is
+ * contiguous): what a sampler draws whole to touch few chunks. */
+int h5u_chunk_rows(hid_t loc, const char *name, int64_t *rows, const char *where, char *err,
+                   size_t errlen);
+
 /* Create dataset `name` with file type file_type and shape dims, chunked
  * as [chunk_rows, dims[1], ...] (chunk_rows 0 picks about 256 KiB per
  * chunk, clamped to the row count) with deflate level H5U_DEFLATE, and

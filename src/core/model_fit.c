@@ -330,8 +330,10 @@ static int cancelled(const model_fit_opts *o, char *err, size_t errlen)
     return 1;
 }
 
-int model_fit(const trace_t *t, const model_fit_opts *o, model_t **out, model_fit_report *rep,
-              char *err, size_t errlen)
+/* owned: t itself, writable, when its decode counts may go after the
+ * selection stage; else NULL. */
+static int fit(const trace_t *t, trace_t *owned, const model_fit_opts *o, model_t **out,
+               model_fit_report *rep, char *err, size_t errlen)
 {
     model_fit_report local;
     fit_state s;
@@ -358,6 +360,13 @@ int model_fit(const trace_t *t, const model_fit_opts *o, model_t **out, model_fi
     rep->t_recipe = t1 - t0;
     if (cancelled(o, err, errlen) || choose_mask(t, o, &s, &tmp, rep, err, errlen) < 0)
         goto fail;
+    if (owned && !owned->decode_experts) {
+        /* both, so that the trace stays valid (they come together) */
+        free(owned->decode_counts);
+        free(owned->decode_tokens);
+        owned->decode_counts = NULL;
+        owned->decode_tokens = NULL;
+    }
     double t2 = now_s();
     rep->t_selection = t2 - t1;
     progress_t pg;
@@ -383,4 +392,16 @@ fail:
     state_free(&s);
     model_fit_report_free(rep);
     return o->cancel && *o->cancel ? MODEL_FIT_CANCELLED : -1;
+}
+
+int model_fit(const trace_t *t, const model_fit_opts *o, model_t **out, model_fit_report *rep,
+              char *err, size_t errlen)
+{
+    return fit(t, NULL, o, out, rep, err, errlen);
+}
+
+int model_fit_release(trace_t *t, const model_fit_opts *o, model_t **out,
+                      model_fit_report *rep, char *err, size_t errlen)
+{
+    return fit(t, t, o, out, rep, err, errlen);
 }

@@ -21,6 +21,7 @@ void sim_config_default(sim_config *c)
     c->seed = 1;
     c->sample_pool = SIM_DEFAULT_SAMPLE_POOL;
     c->pool_cache = SIM_DEFAULT_POOL_CACHE;
+    c->sig_cache = SIZE_MAX;
     cost_model_default(&c->cost);
     c->refit_every = ONLINE_DEFAULT_EVERY;
     c->refit_window = ONLINE_DEFAULT_WINDOW;
@@ -40,6 +41,27 @@ static int check_config(const sim_config *c, char *err, size_t errlen)
     return 0;
 }
 
+/* Above cfg.sig_cache: no matrix; the routing builds each signature at
+ * arrival (sim_signature). Only the all-zero ones are counted now, in
+ * blocks through one small scratch. */
+static int lazy_signatures(sim_workload *w, const sig_recipe *recipe, char *err,
+                           size_t errlen)
+{
+    enum { BLOCK = 256 };
+    float *scratch = malloc((size_t)BLOCK * w->dim * sizeof *scratch);
+    if (!scratch)
+        return eldr_errf(err, errlen, "sim: out of memory for %d signatures", BLOCK);
+    w->recipe = recipe;
+    int rc = 0;
+    for (int64_t i = 0; i < w->n && !rc; i += BLOCK) {
+        int64_t nz = 0, m = w->n - i < BLOCK ? w->n - i : BLOCK;
+        rc = sig_build_batch(w->t, recipe, w->row + i, m, scratch, &nz, NULL, err, errlen);
+        w->n_sig_zero += nz;
+    }
+    free(scratch);
+    return rc;
+}
+
 static int build_signatures(sim_workload *w, const sig_recipe *recipe, char *err,
                             size_t errlen)
 {
@@ -47,6 +69,8 @@ static int build_signatures(sim_workload *w, const sig_recipe *recipe, char *err
         return eldr_errf(err, errlen, "sim: the model is for %d layers x %d experts, the "
                          "trace has %d x %d", recipe->L, recipe->E, w->L, w->E);
     w->dim = sig_dim(recipe);
+    if ((double)w->n * (double)w->dim * sizeof(float) > (double)w->cfg.sig_cache)
+        return lazy_signatures(w, recipe, err, errlen);
     w->sig = malloc((size_t)(w->n ? w->n : 1) * w->dim * sizeof *w->sig);
     if (!w->sig)
         return eldr_errf(err, errlen, "sim: out of memory for %lld signatures of %zu floats",
@@ -150,6 +174,7 @@ typedef struct run {
     sim_online *online;        /* eldr-online, else NULL */
     cost_state *cost;          /* eldr-cost: what the rule knows, else NULL */
     cost_req creq;             /* eldr-cost: scratch, one request's cells */
+    float *sig;                /* [dim]: a signature built at arrival */
     char *err;
     size_t errlen;
 } run;
@@ -250,6 +275,17 @@ static int arrive(run *R, int64_t i, double t)
     const sim_workload *w = R->w;
     int64_t row = w->row[i];
     const float *sig = w->sig ? w->sig + (size_t)i * w->dim : NULL;
+    if (R->sig) {   /* not kept (cfg.sig_cache): built now, the same floats */
+        const trace_t *t = w->t;
+        size_t cells = TRACE_CELLS(t);
+        const float *g = w->recipe->variant == SIG_GATE_PROB    ? t->gate_prob
+                         : w->recipe->variant == SIG_GATE_LOGIT ? t->gate_logit
+                                                                : NULL;
+        if (sig_from_counts(w->recipe, trace_prefill_row(t, row), g ? g + (size_t)row * cells : NULL,
+                            R->sig, R->err, R->errlen) < 0)
+            return -1;
+        sig = R->sig;
+    }
     int label = w->t->label ? w->t->label[row] : -1;
     int wk;
     if (R->cost) {
@@ -420,6 +456,7 @@ static void free_run(run *R)
     sim_distinct_free(&R->distinct);
     free(R->U);
     free(R->rows);
+    free(R->sig);
     sim_load_free(&R->load);
 }
 
@@ -459,7 +496,8 @@ int sim_run(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *c
             sim_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
-    if (route_kind_has_centroids(p->kind) && (!w->sig || !p->centroids || p->dim != w->dim))
+    if (route_kind_has_centroids(p->kind) &&
+        ((!w->sig && !w->recipe) || !p->centroids || p->dim != w->dim))
         return eldr_errf(err, errlen, "sim: the %s policy needs a model whose signatures "
                          "match the workload's", route_kind_name(p->kind));
     run R = {.w = w, .p = p, .res = res, .on_step = on_step, .ctx = ctx, .K = p->K,
@@ -485,6 +523,9 @@ int sim_run(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *c
     res->k = w->k;
     res->n = w->n;
     int rc = alloc_run(&R, w, p->K, err, errlen);
+    if (!rc && !w->sig && w->recipe && route_kind_has_centroids(p->kind) &&
+        !(R.sig = malloc(w->dim * sizeof *R.sig)))
+        rc = eldr_errf(err, errlen, "sim: out of memory for a signature");
     if (!rc)
         rc = loop(&R);
     if (!rc)

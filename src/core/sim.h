@@ -64,6 +64,12 @@ typedef struct sim_config {
     size_t pool_cache;         /* bytes of sampled rows kept in the workload
                                 * (reused by every run); above it, rows
                                 * are sampled on admission. 0 = never */
+    size_t sig_cache;          /* bytes of float signatures kept in the
+                                * workload, built once; above it each
+                                * request's is built at its arrival from its
+                                * prefill counts (the same floats, and the
+                                * workload holds none: docs/memory.md).
+                                * Default SIZE_MAX: always kept */
     cost_model cost;
     double refit_every;        /* eldr-online: seconds of simulated time between
                                 * refits (online.h) */
@@ -107,7 +113,9 @@ typedef struct sim_workload {
                                 * of id_bytes, or NULL (recorded, or too big:
                                 * sampled on admission) */
     int64_t *pool_off;         /* [n+1] request i owns [pool_off[i], [i+1]) */
-    float *sig;                /* [n][dim] signatures, NULL without recipe */
+    float *sig;                /* [n][dim] signatures, NULL without recipe
+                                * or above cfg.sig_cache */
+    const sig_recipe *recipe;  /* borrowed, when sig is built at arrival */
     size_t dim;
     int64_t n_sig_zero;        /* all-zero signatures (routed by load) */
 } sim_workload;

@@ -86,6 +86,10 @@ int trace_alloc_optional(trace_t *t, unsigned flags, char *err, size_t errlen);
 int trace_set_label_names(trace_t *t, int n_labels, const char *const *names,
                           char *err, size_t errlen);
 
+/* An index trace (TRACE_DROP_COUNTS): geometry and prompt_tokens only,
+ * prefill_counts NULL; refused only when its vectors exceed memory. */
+trace_t *trace_new_index(int64_t n, int L, int E, int k, char *err, size_t errlen);
+
 void trace_free(trace_t *t);
 
 /* Load a whole trace file, validating it (see trace_validate). On failure
@@ -98,6 +102,23 @@ int trace_load(const char *path, trace_t **out, char *err, size_t errlen);
 typedef void (*trace_progress_fn)(void *ctx, double fraction);
 int trace_load_progress(const char *path, trace_progress_fn fn, void *ctx, trace_t **out,
                         char *err, size_t errlen);
+
+/* A load that reads only what its command needs: the rows of a list
+ * and not the dropped datasets (TRACE_DROP_* below). Counts stay in
+ * their stored width (uint16); nothing is widened. With a row list the
+ * count matrices are read in slabs of whole chunks and only the chunks
+ * holding a listed row are inflated (h5u_read_row_list), so the peak is
+ * the rows kept plus one slab, never the file. Validation names rows by
+ * their place in the list. */
+typedef struct trace_load_opts {
+    unsigned drop;                 /* TRACE_DROP_* */
+    const int64_t *rows;           /* ascending, distinct file rows; NULL: all */
+    int64_t n_rows;
+    trace_progress_fn progress;    /* may be NULL */
+    void *progress_ctx;
+} trace_load_opts;
+int trace_load_some(const char *path, const trace_load_opts *o, trace_t **out, char *err,
+                    size_t errlen);
 
 /* Load rows [r0, r1) only; the other rows are not read. Token-level and
  * block datasets are sliced with their offsets and rebased to 0. */
@@ -133,6 +154,10 @@ int trace_validate(const trace_t *t, const char *where, char *err, size_t errlen
 int trace_validate_at(const trace_t *t, int64_t row0, const char *where, char *err,
                       size_t errlen);
 
+/* The checks of an index trace: its vectors (labels in range, finite
+ * arrivals, tokens >= 0). */
+int trace_validate_index(const trace_t *t, const char *where, char *err, size_t errlen);
+
 /* Row views. */
 static inline const uint16_t *trace_prefill_row(const trace_t *t, int64_t r)
 {
@@ -154,6 +179,13 @@ trace_t *trace_select(const trace_t *src, const int64_t *rows, int64_t nrows,
 #define TRACE_DROP_TOKENS 1u   /* every tokens/ dataset */
 #define TRACE_DROP_PROBS 2u    /* tokens/decode_probs */
 #define TRACE_DROP_PREFILL 4u  /* tokens/prefill_experts and the block hashes */
+#define TRACE_DROP_GATES 8u    /* gate_prob and gate_logit (trace_load_some) */
+#define TRACE_DROP_IDS 16u     /* request_id (trace_load_some) */
+/* An index of the rows (trace_load_some): every per-request vector
+ * (tokens, labels, arrivals, ids), no count or gate matrix and no token
+ * row (prefill_counts is NULL): what a command chooses its rows from
+ * (the split, a sample) before it loads them. */
+#define TRACE_DROP_COUNTS 32u
 trace_t *trace_select_some(const trace_t *src, const int64_t *rows, int64_t nrows,
                            unsigned drop, char *err, size_t errlen);
 

@@ -266,13 +266,37 @@ static trace_t *select_range(const trace_t *t, int64_t r0, int64_t r1, char *err
     return part;
 }
 
+/* A row list must ascend inside the file's n rows. */
+static int check_row_list(const int64_t *rows, int64_t n_rows, int64_t n, const char *path,
+                          char *err, size_t errlen)
+{
+    for (int64_t i = 0; i < n_rows; i++)
+        if (rows[i] < 0 || rows[i] >= n || (i && rows[i] <= rows[i - 1]))
+            return eldr_errf(err, errlen, "%s: row list entry %lld (row %lld) is not "
+                             "ascending inside [0, %lld)", path, (long long)i,
+                             (long long)rows[i], (long long)n);
+    return 0;
+}
+
 /* Load rows [r0, r1) (r1 < 0: all) of an importable file. */
 static int foreign_load(const char *path, import_format fmt, int64_t r0, int64_t r1,
-                        trace_progress_fn fn, void *ctx, trace_t **out, char *err, size_t errlen)
+                        const trace_load_opts *o, trace_t **out, char *err, size_t errlen)
 {
     trace_t *t;
     if (foreign_import(path, fmt, &t, err, errlen))
         return -1;
+    if (o->rows) {   /* an import is converted whole: then the rows */
+        if (check_row_list(o->rows, o->n_rows, t->n, path, err, errlen)) {
+            trace_free(t);
+            return -1;
+        }
+        trace_t *part = trace_select_some(t, o->rows, o->n_rows, o->drop & 7u, err, errlen);
+        trace_free(t);
+        if (!part)
+            return -1;
+        t = part;
+        r0 = 0, r1 = t->n;
+    }
     if (r1 < 0)
         r1 = t->n;
     if (r0 < 0 || r1 < r0 || r1 > t->n) {
@@ -288,11 +312,12 @@ static int foreign_load(const char *path, import_format fmt, int64_t r0, int64_t
             return -1;
         t = part;
     }
-    if (fn)
-        fn(ctx, 1.0);
+    if (o->progress)
+        o->progress(o->progress_ctx, 1.0);
     *out = t;
     return 0;
 }
+
 
 int trace_read_header(const char *path, trace_header_t *h, char *err, size_t errlen)
 {
@@ -319,7 +344,10 @@ typedef struct load {
     hid_t f;
     const char *path;
     trace_header_t h;
-    int64_t r0, r1;          /* rows being loaded */
+    int64_t r0, r1;          /* rows being loaded: [r0, r1), or the list */
+    const int64_t *rows;     /* ascending file rows, NULL: [r0, r1) */
+    int64_t nrows;           /* rows loaded (r1 - r0 without a list) */
+    unsigned drop;           /* TRACE_DROP_* datasets not read */
     double planned;          /* bytes this load will allocate so far */
     trace_progress_fn progress; /* may be NULL */
     void *progress_ctx;
@@ -347,24 +375,23 @@ static int reserve(load_t *ld, double bytes, const char *what)
 static int reserve_dense(load_t *ld)
 {
     const trace_header_t *h = &ld->h;
-    double rows = (double)(ld->r1 - ld->r0);
-    double per_cell = 2.0 + (h->has & TRACE_HAS_DECODE ? 2.0 : 0.0) +
-                      (h->has & TRACE_HAS_GATE_PROB ? 4.0 : 0.0) +
-                      (h->has & TRACE_HAS_GATE_LOGIT ? 4.0 : 0.0);
+    double rows = (double)ld->nrows;
     /* per request: tokens, label, arrival, id pointer and a short id
      * string, three offsets */
     double per_row = 4 + 4 + 4 + 8 + 8 + 24 + 3 * 8;
     char what[128];
     snprintf(what, sizeof what, "%lld requests x %d layers x %d experts",
-             (long long)(ld->r1 - ld->r0), h->L, h->E);
-    return reserve(ld, rows * (double)h->L * (double)h->E * per_cell + rows * per_row, what);
+             (long long)ld->nrows, h->L, h->E);
+    return reserve(ld, ld->cube_bytes + rows * per_row, what);
 }
 
 /* trace_new with the file name in front of its message. */
 static trace_t *new_trace(load_t *ld)
 {
     char why[ELDR_ERRLEN];
-    trace_t *t = trace_new(ld->r1 - ld->r0, ld->h.L, ld->h.E, ld->h.k, why, sizeof why);
+    trace_t *t = ld->drop & TRACE_DROP_COUNTS
+                     ? trace_new_index(ld->nrows, ld->h.L, ld->h.E, ld->h.k, why, sizeof why)
+                     : trace_new(ld->nrows, ld->h.L, ld->h.E, ld->h.k, why, sizeof why);
     if (!t)
         eldr_errf(ld->err, ld->errlen, "%s: %s", ld->path, why);
     return t;
@@ -375,6 +402,9 @@ static trace_t *new_trace(load_t *ld)
 static int read_cube(load_t *ld, const char *name, hid_t mt, void *buf)
 {
     hsize_t d[3] = {(hsize_t)ld->h.n, (hsize_t)ld->h.L, (hsize_t)ld->h.E};
+    if (ld->rows)
+        return h5u_read_row_list(ld->f, name, mt, 3, d, ld->rows, ld->nrows, buf, ld->path,
+                                 ld->err, ld->errlen);
     if (!ld->progress)
         return h5u_read_rows(ld->f, name, mt, 3, d, (hsize_t)ld->r0, (hsize_t)ld->r1, buf,
                              ld->path, ld->err, ld->errlen);
@@ -398,26 +428,89 @@ static int read_cube(load_t *ld, const char *name, hid_t mt, void *buf)
 static int read_vec(load_t *ld, const char *name, hid_t mt, void *buf)
 {
     hsize_t d[1] = {(hsize_t)ld->h.n};
+    if (ld->rows) {
+        /* a vector is 4 or 8 bytes a request: read its span, then gather */
+        size_t es = H5Tget_size(mt);
+        hsize_t a = (hsize_t)ld->rows[0], b = (hsize_t)ld->rows[ld->nrows - 1] + 1;
+        char *all = ld->nrows ? malloc((size_t)(b - a) * es) : NULL;
+        if (ld->nrows && !all)
+            return eldr_errf(ld->err, ld->errlen, "%s: out of memory for %s", ld->path, name);
+        int rc = ld->nrows ? h5u_read_rows(ld->f, name, mt, 1, d, a, b, all, ld->path, ld->err,
+                                           ld->errlen)
+                           : 0;
+        for (int64_t i = 0; rc == 0 && i < ld->nrows; i++)
+            memcpy((char *)buf + (size_t)i * es, all + (size_t)((hsize_t)ld->rows[i] - a) * es,
+                   es);
+        free(all);
+        return rc;
+    }
     return h5u_read_rows(ld->f, name, mt, 1, d, (hsize_t)ld->r0, (hsize_t)ld->r1, buf, ld->path,
                          ld->err, ld->errlen);
 }
 
-static int read_dense(load_t *ld, trace_t *t)
+/* Request ids of the listed rows: the span's strings, the others freed. */
+static int read_ids(load_t *ld, trace_t *t)
+{
+    if (!ld->rows)
+        return h5u_read_strings(ld->f, DS_REQUEST_ID, (hsize_t)ld->h.n, (hsize_t)ld->r0,
+                                (hsize_t)ld->r1, &t->request_id, ld->path, ld->err, ld->errlen);
+    if (!(t->request_id = eldr_calloc((size_t)ld->nrows + 1, sizeof *t->request_id)))
+        return eldr_errf(ld->err, ld->errlen, "%s: out of memory for %s", ld->path,
+                         DS_REQUEST_ID);
+    if (!ld->nrows)
+        return 0;
+    hsize_t a = (hsize_t)ld->rows[0], b = (hsize_t)ld->rows[ld->nrows - 1] + 1;
+    char **span;
+    if (h5u_read_strings(ld->f, DS_REQUEST_ID, (hsize_t)ld->h.n, a, b, &span, ld->path,
+                         ld->err, ld->errlen))
+        return -1;
+    for (int64_t i = 0; i < ld->nrows; i++) {
+        char **s = &span[(hsize_t)ld->rows[i] - a];
+        t->request_id[i] = *s;
+        *s = NULL;
+    }
+    for (hsize_t i = 0; i < b - a; i++)
+        free(span[i]);
+    free(span);
+    return 0;
+}
+
+/* The datasets this load reads, from the header and the drop flags. */
+static unsigned loaded(const load_t *ld)
 {
     unsigned has = ld->h.has;
+    if (ld->drop & TRACE_DROP_GATES)
+        has &= ~(unsigned)(TRACE_HAS_GATE_PROB | TRACE_HAS_GATE_LOGIT);
+    if (ld->drop & TRACE_DROP_IDS)
+        has &= ~(unsigned)TRACE_HAS_REQUEST_ID;
+    return has;
+}
+
+static int read_dense(load_t *ld, trace_t *t)
+{
+    unsigned has = loaded(ld);
+    int cubes = !(ld->drop & TRACE_DROP_COUNTS);
     memcpy(t->model, ld->h.model, sizeof t->model);
-    if (trace_alloc_optional(t, has & ~(unsigned)TRACE_HAS_REQUEST_ID, ld->err, ld->errlen))
+    unsigned alloc = has & ~(unsigned)TRACE_HAS_REQUEST_ID;
+    if (!cubes)  /* an index: the vectors, no matrix */
+        alloc &= ~(unsigned)(TRACE_HAS_GATE_PROB | TRACE_HAS_GATE_LOGIT | TRACE_HAS_DECODE);
+    if (trace_alloc_optional(t, alloc, ld->err, ld->errlen))
         return -1;
-    if (read_cube(ld, DS_PREFILL, H5T_NATIVE_UINT16, t->prefill_counts) ||
+    if (!cubes && (has & TRACE_HAS_DECODE) &&
+        !(t->decode_tokens = eldr_calloc((size_t)ld->nrows + 1, sizeof *t->decode_tokens)))
+        return eldr_errf(ld->err, ld->errlen, "%s: out of memory for %s", ld->path,
+                         DS_DECODE_TOK);
+    if ((cubes && read_cube(ld, DS_PREFILL, H5T_NATIVE_UINT16, t->prefill_counts)) ||
         read_vec(ld, DS_PROMPT, H5T_NATIVE_INT32, t->prompt_tokens))
         return -1;
     if ((has & TRACE_HAS_DECODE) &&
-        (read_cube(ld, DS_DECODE, H5T_NATIVE_UINT16, t->decode_counts) ||
+        ((cubes && read_cube(ld, DS_DECODE, H5T_NATIVE_UINT16, t->decode_counts)) ||
          read_vec(ld, DS_DECODE_TOK, H5T_NATIVE_INT32, t->decode_tokens)))
         return -1;
-    if ((has & TRACE_HAS_GATE_PROB) && read_cube(ld, DS_GATE_PROB, H5T_NATIVE_FLOAT, t->gate_prob))
+    if (cubes && (has & TRACE_HAS_GATE_PROB) &&
+        read_cube(ld, DS_GATE_PROB, H5T_NATIVE_FLOAT, t->gate_prob))
         return -1;
-    if ((has & TRACE_HAS_GATE_LOGIT) &&
+    if (cubes && (has & TRACE_HAS_GATE_LOGIT) &&
         read_cube(ld, DS_GATE_LOGIT, H5T_NATIVE_FLOAT, t->gate_logit))
         return -1;
     if ((has & TRACE_HAS_ARRIVAL) && read_vec(ld, DS_ARRIVAL, H5T_NATIVE_DOUBLE, t->arrival_s))
@@ -444,9 +537,7 @@ static int read_dense(load_t *ld, trace_t *t)
             return -1;
         t->n_labels = ld->h.n_labels;
     }
-    if ((has & TRACE_HAS_REQUEST_ID) &&
-        h5u_read_strings(ld->f, DS_REQUEST_ID, (hsize_t)ld->h.n, (hsize_t)ld->r0,
-                         (hsize_t)ld->r1, &t->request_id, ld->path, ld->err, ld->errlen))
+    if ((has & TRACE_HAS_REQUEST_ID) && read_ids(ld, t))
         return -1;
     return 0;
 }
@@ -515,25 +606,122 @@ static int read_token_rows(load_t *ld, const char *name, int64_t T, hid_t mt, si
     return 0;
 }
 
+/* A token-level set (offsets, then data rows of width `width` elements
+ * of esize bytes) for the listed rows: all offsets, checked, then the
+ * data of each run of consecutive listed rows in one read. */
+static int read_token_list(load_t *ld, const char *off_name, int64_t total, const char *name,
+                           hid_t mt, size_t esize, size_t width, int64_t **out_off, void **out,
+                           const char *probs_name, float **probs_out)
+{
+    int64_t *all = NULL, first, n = ld->nrows;
+    const int64_t *rows = ld->rows;
+    int64_t r0 = ld->r0, r1 = ld->r1;
+    ld->r0 = 0, ld->r1 = ld->h.n, ld->rows = NULL;
+    int rc = read_offsets(ld, off_name, total, &all, &first);
+    ld->r0 = r0, ld->r1 = r1, ld->rows = rows;
+    if (rc)
+        return -1;
+    int64_t *off = eldr_calloc((size_t)n + 1, sizeof *off);
+    if (!off) {
+        free(all);
+        return eldr_errf(ld->err, ld->errlen, "%s: out of memory for %s", ld->path, off_name);
+    }
+    for (int64_t i = 0; i < n; i++)
+        off[i + 1] = off[i] + all[rows[i] + 1] - all[rows[i]];
+    char what[160];
+    snprintf(what, sizeof what, "%s (%lld token rows)", name, (long long)off[n]);
+    void *buf = NULL;
+    float *pb = NULL;
+    hsize_t d[3] = {(hsize_t)total, (hsize_t)ld->h.L, (hsize_t)ld->h.k};
+    int rank = width == 1 ? 1 : 3;
+    if (reserve(ld, (double)off[n] * (double)width * (double)(esize + (probs_out ? 4 : 0)),
+                what) ||
+        !(buf = eldr_calloc((size_t)off[n] * width + 1, esize)) ||
+        (probs_out && !(pb = eldr_calloc((size_t)off[n] * width + 1, sizeof *pb)))) {
+        if (!buf || (probs_out && !pb))
+            eldr_errf(ld->err, ld->errlen, "%s: out of memory for %s", ld->path, name);
+        goto fail;
+    }
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i;
+        while (j + 1 < n && rows[j + 1] == rows[j] + 1)
+            j++;
+        hsize_t a = (hsize_t)all[rows[i]], b = (hsize_t)all[rows[j] + 1];
+        if (b > a &&
+            (h5u_read_rows(ld->f, name, mt, rank, d, a, b,
+                           (char *)buf + (size_t)off[i] * width * esize, ld->path, ld->err,
+                           ld->errlen) ||
+             (pb && h5u_read_rows(ld->f, probs_name, H5T_NATIVE_FLOAT, rank, d, a, b,
+                                  pb + (size_t)off[i] * width, ld->path, ld->err,
+                                  ld->errlen))))
+            goto fail;
+        i = j + 1;
+    }
+    free(all);
+    *out_off = off;
+    *out = buf;
+    if (probs_out)
+        *probs_out = pb;
+    return 0;
+fail:
+    free(all);
+    free(off);
+    free(buf);
+    free(pb);
+    return -1;
+}
+
+static int read_tokens_list(load_t *ld, trace_t *t)
+{
+    const trace_header_t *h = &ld->h;
+    size_t width = (size_t)h->L * (size_t)h->k;
+    unsigned drop = ld->drop;
+    int prefill = !(drop & (TRACE_DROP_TOKENS | TRACE_DROP_PREFILL));
+    int probs = h->has_decode_probs && !(drop & (TRACE_DROP_TOKENS | TRACE_DROP_PROBS));
+    if (prefill && h->has_tokens_prefill &&
+        read_token_list(ld, DS_P_OFFSETS, h->t_prefill, DS_P_EXPERTS, H5T_NATIVE_UINT16,
+                        sizeof(uint16_t), width, &t->prefill_offsets,
+                        (void **)&t->prefill_experts, NULL, NULL))
+        return -1;
+    if (!(drop & TRACE_DROP_TOKENS) && h->has_tokens_decode &&
+        read_token_list(ld, DS_D_OFFSETS, h->t_decode, DS_D_EXPERTS, H5T_NATIVE_UINT16,
+                        sizeof(uint16_t), width, &t->decode_offsets, (void **)&t->decode_experts,
+                        DS_D_PROBS, probs ? &t->decode_probs : NULL))
+        return -1;
+    if (prefill && h->has_blocks &&
+        read_token_list(ld, DS_B_OFFSETS, h->n_blocks, DS_B_HASHES, H5T_NATIVE_UINT64,
+                        sizeof(uint64_t), 1, &t->block_offsets, (void **)&t->block_hashes, NULL,
+                        NULL))
+        return -1;
+    return 0;
+}
+
 static int read_tokens(load_t *ld, trace_t *t)
 {
+    if (ld->drop & TRACE_DROP_COUNTS)   /* token rows need their counts */
+        return 0;
+    if (ld->rows)
+        return read_tokens_list(ld, t);
+    unsigned drop = ld->drop;
+    int prefill = !(drop & (TRACE_DROP_TOKENS | TRACE_DROP_PREFILL));
+    int probs = !(drop & (TRACE_DROP_TOKENS | TRACE_DROP_PROBS));
     int64_t first, rows = ld->r1 - ld->r0;
     const trace_header_t *h = &ld->h;
-    if (h->has_tokens_prefill &&
+    if (prefill && h->has_tokens_prefill &&
         (read_offsets(ld, DS_P_OFFSETS, h->t_prefill, &t->prefill_offsets, &first) ||
          read_token_rows(ld, DS_P_EXPERTS, h->t_prefill, H5T_NATIVE_UINT16, sizeof(uint16_t),
                          first, t->prefill_offsets[rows], (void **)&t->prefill_experts)))
         return -1;
-    if (h->has_tokens_decode &&
+    if (!(drop & TRACE_DROP_TOKENS) && h->has_tokens_decode &&
         (read_offsets(ld, DS_D_OFFSETS, h->t_decode, &t->decode_offsets, &first) ||
          read_token_rows(ld, DS_D_EXPERTS, h->t_decode, H5T_NATIVE_UINT16, sizeof(uint16_t),
                          first, t->decode_offsets[rows], (void **)&t->decode_experts)))
         return -1;
-    if (h->has_decode_probs &&
+    if (probs && h->has_decode_probs && h->has_tokens_decode &&
         read_token_rows(ld, DS_D_PROBS, h->t_decode, H5T_NATIVE_FLOAT, sizeof(float), first,
                         t->decode_offsets[rows], (void **)&t->decode_probs))
         return -1;
-    if (!h->has_blocks)
+    if (!prefill || !h->has_blocks)
         return 0;
     if (read_offsets(ld, DS_B_OFFSETS, h->n_blocks, &t->block_offsets, &first))
         return -1;
@@ -551,25 +739,29 @@ static int read_tokens(load_t *ld, trace_t *t)
 /* Bytes of the count and gate matrices of the rows being loaded. */
 static double cube_bytes(const load_t *ld)
 {
-    unsigned has = ld->h.has;
+    if (ld->drop & TRACE_DROP_COUNTS)
+        return 0;
+    unsigned has = loaded(ld);
     double per_cell = 2.0 + (has & TRACE_HAS_DECODE ? 2.0 : 0.0) +
                       (has & TRACE_HAS_GATE_PROB ? 4.0 : 0.0) +
                       (has & TRACE_HAS_GATE_LOGIT ? 4.0 : 0.0);
-    return (double)(ld->r1 - ld->r0) * ld->h.L * ld->h.E * per_cell;
+    return (double)ld->nrows * ld->h.L * ld->h.E * per_cell;
 }
 
-/* Load rows [r0, r1) (r1 < 0: to the end). */
-static int load(const char *path, int64_t r0, int64_t r1, trace_progress_fn fn, void *ctx,
+
+/* Rows [r0, r1) (r1 < 0: to the end), or o->rows, of a file. */
+static int load(const char *path, int64_t r0, int64_t r1, const trace_load_opts *o,
                 trace_t **out, char *err, size_t errlen)
 {
     load_t ld = {.path = path, .r0 = r0, .r1 = r1, .err = err, .errlen = errlen,
-                 .progress = fn, .progress_ctx = ctx};
+                 .progress = o->progress, .progress_ctx = o->progress_ctx, .rows = o->rows,
+                 .nrows = o->n_rows, .drop = o->drop};
     trace_t *t = NULL;
     int rc = -1;
     *out = NULL;
     import_format fmt = import_sniff(path);
     if (fmt != IMPORT_UNKNOWN)
-        return foreign_load(path, fmt, r0, r1, fn, ctx, out, err, errlen);
+        return foreign_load(path, fmt, r0, r1, o, out, err, errlen);
     ld.f = h5u_open_read(path, err, errlen);
     if (ld.f < 0)
         return -1;
@@ -582,12 +774,20 @@ static int load(const char *path, int64_t r0, int64_t r1, trace_progress_fn fn, 
                   (long long)r0, (long long)r1, (long long)ld.h.n);
         goto done;
     }
-    ld.cube_bytes = cube_bytes(&ld);
-    if (reserve_dense(&ld) || !(t = new_trace(&ld)) || read_dense(&ld, t) ||
-        read_tokens(&ld, t) || trace_validate_at(t, ld.r0, path, err, errlen))
+    if (!ld.rows)
+        ld.nrows = ld.r1 - ld.r0;
+    else if (check_row_list(ld.rows, ld.nrows, ld.h.n, path, err, errlen))
         goto done;
-    if (fn)
-        fn(ctx, 1.0);
+    ld.cube_bytes = cube_bytes(&ld);
+    /* a list's rows are named by their place in it: row0 0 */
+    if (reserve_dense(&ld) || !(t = new_trace(&ld)) || read_dense(&ld, t) ||
+        read_tokens(&ld, t) ||
+        (ld.drop & TRACE_DROP_COUNTS ? trace_validate_index(t, path, err, errlen)
+                                     : trace_validate_at(t, ld.rows ? 0 : ld.r0, path, err,
+                                                         errlen)))
+        goto done;
+    if (ld.progress)
+        ld.progress(ld.progress_ctx, 1.0);
     rc = 0;
 done:
     H5Fclose(ld.f);
@@ -598,15 +798,23 @@ done:
     return rc;
 }
 
+int trace_load_some(const char *path, const trace_load_opts *o, trace_t **out, char *err,
+                    size_t errlen)
+{
+    return load(path, 0, -1, o, out, err, errlen);
+}
+
 int trace_load(const char *path, trace_t **out, char *err, size_t errlen)
 {
-    return load(path, 0, -1, NULL, NULL, out, err, errlen);
+    trace_load_opts o = {0};
+    return load(path, 0, -1, &o, out, err, errlen);
 }
 
 int trace_load_progress(const char *path, trace_progress_fn fn, void *ctx, trace_t **out,
                         char *err, size_t errlen)
 {
-    return load(path, 0, -1, fn, ctx, out, err, errlen);
+    trace_load_opts o = {.progress = fn, .progress_ctx = ctx};
+    return load(path, 0, -1, &o, out, err, errlen);
 }
 
 int trace_load_rows(const char *path, int64_t r0, int64_t r1, trace_t **out, char *err,
@@ -617,7 +825,8 @@ int trace_load_rows(const char *path, int64_t r0, int64_t r1, trace_t **out, cha
         return eldr_errf(err, errlen, "%s: bad row range [%lld, %lld)", path, (long long)r0,
                          (long long)r1);
     }
-    return load(path, r0, r1, NULL, NULL, out, err, errlen);
+    trace_load_opts o = {0};
+    return load(path, r0, r1, &o, out, err, errlen);
 }
 
 /* --- saving ---------------------------------------------------------- */

@@ -38,15 +38,21 @@ static int check_size(int64_t n, int L, int E, size_t bytes_per_cell,
     return 0;
 }
 
+static int geometry_ok(int64_t n, int L, int E, int k, char *err, size_t errlen)
+{
+    if (n < 0 || L < 1 || L > MAX_LAYERS || E < 1 || E > MAX_EXPERTS || k < 1 || k > E)
+        return eldr_errf(err, errlen,
+                         "bad trace geometry: requests=%lld layers=%d experts=%d top_k=%d "
+                         "(need requests >= 0, 1 <= layers <= %d, 1 <= experts <= %d, 1 <= "
+                         "top_k <= experts)",
+                         (long long)n, L, E, k, MAX_LAYERS, MAX_EXPERTS);
+    return 0;
+}
+
 trace_t *trace_new(int64_t n, int L, int E, int k, char *err, size_t errlen)
 {
-    if (n < 0 || L < 1 || L > MAX_LAYERS || E < 1 || E > MAX_EXPERTS || k < 1 || k > E) {
-        eldr_errf(err, errlen,
-                  "bad trace geometry: requests=%lld layers=%d experts=%d top_k=%d "
-                  "(need requests >= 0, 1 <= layers <= %d, 1 <= experts <= %d, 1 <= top_k <= experts)",
-                  (long long)n, L, E, k, MAX_LAYERS, MAX_EXPERTS);
+    if (geometry_ok(n, L, E, k, err, errlen))
         return NULL;
-    }
     if (check_size(n, L, E, sizeof(uint16_t), err, errlen))
         return NULL;
     trace_t *t = calloc(1, sizeof *t);
@@ -68,6 +74,23 @@ trace_t *trace_new(int64_t n, int L, int E, int k, char *err, size_t errlen)
     return t;
 }
 
+trace_t *trace_new_index(int64_t n, int L, int E, int k, char *err, size_t errlen)
+{
+    if (geometry_ok(n, L, E, k, err, errlen) || check_size(n, 1, 1, 0, err, errlen))
+        return NULL;
+    trace_t *t = calloc(1, sizeof *t);
+    if (!t || !(t->prompt_tokens = eldr_calloc((size_t)n + 1, sizeof(int32_t)))) {
+        free(t);
+        eldr_errf(err, errlen, "out of memory for an index of %lld requests", (long long)n);
+        return NULL;
+    }
+    t->n = n;
+    t->L = L;
+    t->E = E;
+    t->k = k;
+    return t;
+}
+
 int trace_alloc_optional(trace_t *t, unsigned flags, char *err, size_t errlen)
 {
     size_t cells = (size_t)t->n * TRACE_CELLS(t), n = (size_t)t->n;
@@ -78,7 +101,9 @@ int trace_alloc_optional(trace_t *t, unsigned flags, char *err, size_t errlen)
         per_cell += sizeof(float);
     if (flags & TRACE_HAS_GATE_LOGIT)
         per_cell += sizeof(float);
-    if (check_size(t->n, t->L, t->E, per_cell + sizeof(uint16_t), err, errlen))
+    /* an index (no prefill_counts) holds no matrix: its vectors only */
+    if (t->prefill_counts ? check_size(t->n, t->L, t->E, per_cell + sizeof(uint16_t), err, errlen)
+                          : check_size(t->n, 1, 1, 0, err, errlen))
         return -1;
 #define ALLOC(flag, field, count, type)                                     \
     if ((flags & (flag)) && !t->field) {                                     \

@@ -253,3 +253,14 @@ int trace_validate(const trace_t *t, const char *where, char *err, size_t errlen
 {
     return trace_validate_at(t, 0, where, err, errlen);
 }
+
+int trace_validate_index(const trace_t *t, const char *where, char *err, size_t errlen)
+{
+    check_t c = {.t = t, .row0 = 0, .where = where, .err = err, .errlen = errlen};
+    for (int64_t r = 0; r < t->n; r++)
+        if (t->prompt_tokens[r] < 0 || (t->decode_tokens && t->decode_tokens[r] < 0))
+            return eldr_errf(err, errlen, "%s: %s row %lld: a negative token count", where,
+                             t->prompt_tokens[r] < 0 ? "prompt_tokens" : "decode_tokens",
+                             (long long)r);
+    return check_rows(&c);
+}
