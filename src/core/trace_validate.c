@@ -139,6 +139,25 @@ static int check_token_ids(const check_t *c, const char *name, const int64_t *of
         memset(acc, 0, cells * sizeof *acc);
         for (int64_t tok = off[r]; tok < off[r + 1] && !rc; tok++) {
             const uint16_t *row = ids + (size_t)tok * width;
+            /* the common case first: k ids in range and distinct, by
+             * comparing them among themselves (k is small), no branch
+             * per id; only a bad token row takes the path that names
+             * its first fault */
+            unsigned bad = t->k > 16;   /* quadratic in k: the stamps above it */
+            for (int l = 0; l < t->L && !bad; l++) {
+                const uint16_t *x = row + (size_t)l * (size_t)t->k;
+                for (int j = 0; j < t->k; j++) {
+                    bad |= x[j] >= t->E;
+                    for (int i = 0; i < j; i++)
+                        bad |= x[i] == x[j];
+                }
+            }
+            if (!bad) {
+                for (int l = 0; l < t->L; l++)
+                    for (int j = 0; j < t->k; j++)
+                        acc[(size_t)l * (size_t)t->E + row[(size_t)l * (size_t)t->k + j]]++;
+                continue;
+            }
             for (int l = 0; l < t->L && !rc; l++) {
                 int64_t mark = tok * t->L + l; /* unique per (token, layer) */
                 for (int j = 0; j < t->k; j++) {
