@@ -33,13 +33,6 @@ int cli_load_trace(const char *cmd, const char *path, trace_t **out);
  * progress fields are the bar's. */
 int cli_load_some(const char *cmd, const char *path, trace_load_opts *o, trace_t **out);
 
-/* --max-memory's help line, and its rule (docs/memory.md): rows whose
- * load would exceed the budget are sampled, never refused. */
-#define CLI_MAX_MEMORY_HELP                                                               \
-    "  --max-memory BYTES     bound what is loaded (K, M, G suffixes; default half\n"    \
-    "                         of physical memory): a bigger trace is sampled by\n"       \
-    "                         whole chunks, and the output says so\n"
-
 /* Keep of the ascending file rows rows[0..*n) what `budget` bytes hold
  * at per_row bytes each, after `reserved` bytes other rows take (at
  * least one row): a seeded sample of whole chunks of the file

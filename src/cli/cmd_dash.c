@@ -82,7 +82,9 @@ static void usage(void)
         "  --rate R              Poisson arrivals at R requests/s (default: the trace's\n"
         "                        arrival_s, or 20/s when it has none)\n"
         "  --seed S              seed of the fit, the baselines and the workload (1)\n"
-        CLI_MAX_MEMORY_HELP
+        "  --max-memory BYTES    bound what is loaded (K, M, G suffixes; default half\n"
+        "                        of physical memory): a bigger trace is sampled by\n"
+        "                        whole chunks, and the output says so\n"
         "  --json                with --frame FILE: the headline numbers on stdout as\n"
         "                        JSON (--frame - with --json is refused: both on stdout)\n"
         "  --attach URL          live mode on a running eldrd (http://HOST:PORT)\n"

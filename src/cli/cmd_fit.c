@@ -63,9 +63,10 @@ static void usage(void)
         "  --workers A,B,...     worker names, K of them (default w0..w{K-1})\n"
         "  --require-full-routing  refuse a trace whose prompts lost rows of routing\n"
         "                        (prefill_unrouted_tokens, vLLM's prefix cache)\n"
-        CLI_MAX_MEMORY_HELP
-        "                        (the rows are priced at their counts plus float\n"
-        "                        signatures over every layer)\n"
+        "  --max-memory BYTES    bound what is loaded (K, M, G suffixes; default half\n"
+        "                        of physical memory; a row costs its counts plus a\n"
+        "                        float signature over every layer): a bigger trace\n"
+        "                        is sampled by whole chunks, and the output says so\n"
         "  --json                machine-readable result on stdout\n"
         "  -h, --help            this text\n"
         "\n"

@@ -110,8 +110,9 @@ static void usage(void)
         "                         _requests.csv, _heat.csv and summary.csv\n"
         "  --require-full-routing refuse a trace whose prompts lost rows of routing\n"
         "                         (prefill_unrouted_tokens, vLLM's prefix cache)\n"
-        CLI_MAX_MEMORY_HELP
-        "                         (the simulated rows are priced at what they load)\n"
+        "  --max-memory BYTES     bound what is loaded (K, M, G suffixes; default half\n"
+        "                         of physical memory): simulated rows beyond it are\n"
+        "                         sampled by whole chunks, and the output says so\n"
         "  --json                 machine-readable result on stdout\n"
         "  -h, --help             this text\n"
         "\n"

@@ -274,6 +274,10 @@ static int run_cell(grid_run_state *st, const grid_ctx *ctx, int ki, int ri, int
     const model_t *m = ctx->models[ki];
     sim_config cfg = s->cfg;
     cfg.seed = s->cfg.seed + (uint64_t)si;
+    /* a cell reads no signature itself: above the cap they are built at
+     * each arrival, not held per seed and thread (docs/memory.md) */
+    if (cfg.sig_cache > SIM_DEFAULT_SIG_CACHE)
+        cfg.sig_cache = SIM_DEFAULT_SIG_CACHE;
     double rate = s->n_rates ? s->rates[ri] : 0;
     if (rate > 0) {
         cfg.arrivals = SIM_ARRIVE_POISSON;

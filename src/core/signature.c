@@ -398,6 +398,25 @@ int sig_from_counts(const sig_recipe *r, const uint16_t *counts, const float *ga
     return rc;
 }
 
+int sig_is_zero(const sig_recipe *r, const uint16_t *counts, const float *gate)
+{
+    size_t E = (size_t)r->E;
+    int gated = sig_variant_uses_gate(r->variant);
+    for (int i = 0; i < r->n_layers; i++) {
+        size_t at = (size_t)r->layers[i] * E;
+        for (size_t e = 0; e < E; e++) {
+            /* the kernels' values: a count's is zero only when the count
+             * is (sqrt, binary, count), count_idf's is the float product */
+            float v = gated ? gate[at + e]
+                      : r->variant == SIG_COUNT_IDF ? (float)counts[at + e] * r->idf[(size_t)i * E + e]
+                                                    : (float)counts[at + e];
+            if (v != 0.0f)
+                return 0;
+        }
+    }
+    return 1;
+}
+
 /* ---- batch ---------------------------------------------------------------- */
 
 typedef struct batch_job {

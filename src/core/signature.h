@@ -71,6 +71,13 @@ int sig_recipe_set_idf(sig_recipe *r, const float *idf_full, char *err, size_t e
 int sig_from_counts(const sig_recipe *r, const uint16_t *counts,
                     const float *gate, float *out, char *err, size_t errlen);
 
+/* 1 when sig_from_counts would give a zero signature (every value its
+ * kernel writes is zero), else 0; it stops at the first non-zero value,
+ * so a simulator that builds signatures at arrival can count the zero
+ * ones up front for a fraction of the cost. Same inputs as
+ * sig_from_counts (gate for the gate variants, counts otherwise). */
+int sig_is_zero(const sig_recipe *r, const uint16_t *counts, const float *gate);
+
 /* Signatures of the given trace rows (all rows when rows == NULL) into a
  * dense row-major float32 matrix out[nrows][sig_dim]. The trace must carry
  * what the variant reads. *n_zero (if non-NULL) gets the number of zero

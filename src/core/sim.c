@@ -42,24 +42,26 @@ static int check_config(const sim_config *c, char *err, size_t errlen)
 }
 
 /* Above cfg.sig_cache: no matrix; the routing builds each signature at
- * arrival (sim_signature). Only the all-zero ones are counted now, in
- * blocks through one small scratch. */
+ * arrival. Only the all-zero ones are counted now (sig_is_zero: the first
+ * non-zero value ends a row). */
 static int lazy_signatures(sim_workload *w, const sig_recipe *recipe, char *err,
                            size_t errlen)
 {
-    enum { BLOCK = 256 };
-    float *scratch = malloc((size_t)BLOCK * w->dim * sizeof *scratch);
-    if (!scratch)
-        return eldr_errf(err, errlen, "sim: out of memory for %d signatures", BLOCK);
+    const trace_t *t = w->t;
+    size_t cells = TRACE_CELLS(t);
+    const float *g = recipe->variant == SIG_GATE_PROB    ? t->gate_prob
+                     : recipe->variant == SIG_GATE_LOGIT ? t->gate_logit
+                                                         : NULL;
+    if (sig_variant_uses_gate(recipe->variant) && !g)
+        return eldr_errf(err, errlen, "sim: variant %s needs dataset %s, the trace has none",
+                         sig_variant_name(recipe->variant), sig_variant_name(recipe->variant));
     w->recipe = recipe;
-    int rc = 0;
-    for (int64_t i = 0; i < w->n && !rc; i += BLOCK) {
-        int64_t nz = 0, m = w->n - i < BLOCK ? w->n - i : BLOCK;
-        rc = sig_build_batch(w->t, recipe, w->row + i, m, scratch, &nz, NULL, err, errlen);
-        w->n_sig_zero += nz;
+    for (int64_t i = 0; i < w->n; i++) {
+        int64_t row = w->row[i];
+        w->n_sig_zero += sig_is_zero(recipe, trace_prefill_row(t, row),
+                                     g ? g + (size_t)row * cells : NULL);
     }
-    free(scratch);
-    return rc;
+    return 0;
 }
 
 static int build_signatures(sim_workload *w, const sig_recipe *recipe, char *err,

@@ -42,6 +42,8 @@
 #define SIM_DEFAULT_SAMPLE_POOL 32
 #define SIM_DEFAULT_CALIB 1000
 #define SIM_DEFAULT_POOL_CACHE ((size_t)256 << 20)
+/* The signatures a grid cell keeps built (grid.c): above it, at arrival */
+#define SIM_DEFAULT_SIG_CACHE ((size_t)256 << 20)
 /* The one arrival rule of every front end (eldr sim, sweep, advise, dash,
  * the Lua module): the trace's own arrival_s when it has them, else
  * Poisson arrivals at this rate, and the report says it was the default. */

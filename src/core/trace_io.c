@@ -430,14 +430,14 @@ static int read_vec(load_t *ld, const char *name, hid_t mt, void *buf)
     hsize_t d[1] = {(hsize_t)ld->h.n};
     if (ld->rows) {
         /* a vector is 4 or 8 bytes a request: read its span, then gather */
+        if (!ld->nrows)
+            return 0;
         size_t es = H5Tget_size(mt);
         hsize_t a = (hsize_t)ld->rows[0], b = (hsize_t)ld->rows[ld->nrows - 1] + 1;
-        char *all = ld->nrows ? malloc((size_t)(b - a) * es) : NULL;
-        if (ld->nrows && !all)
+        char *all = malloc((size_t)(b - a) * es);
+        if (!all)
             return eldr_errf(ld->err, ld->errlen, "%s: out of memory for %s", ld->path, name);
-        int rc = ld->nrows ? h5u_read_rows(ld->f, name, mt, 1, d, a, b, all, ld->path, ld->err,
-                                           ld->errlen)
-                           : 0;
+        int rc = h5u_read_rows(ld->f, name, mt, 1, d, a, b, all, ld->path, ld->err, ld->errlen);
         for (int64_t i = 0; rc == 0 && i < ld->nrows; i++)
             memcpy((char *)buf + (size_t)i * es, all + (size_t)((hsize_t)ld->rows[i] - a) * es,
                    es);

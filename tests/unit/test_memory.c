@@ -3,7 +3,8 @@
  * flags leave out exactly their datasets, an index has vectors and no
  * matrix, bad lists are refused; chunk samples keep whole chunks, fit the
  * budget and repeat for a seed; model_fit_release gives model_fit's model
- * with the decode counts gone; signatures built at arrival
+ * with the decode counts gone; sig_is_zero agrees with the built
+ * signature; signatures built at arrival
  * (sim_config.sig_cache 0) route exactly as the kept matrix does. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -260,6 +261,39 @@ static void test_fit_release_same_model(void **state)
     trace_free(u);
 }
 
+/* sig_is_zero says 1 exactly when sig_from_counts gives a zero signature:
+ * counts only where the idf is 0, no count, a count under a weight, and
+ * the plain variants and a gate. */
+static void test_is_zero_matches_build(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN];
+    enum { L = 3, E = 4 };
+    int layers[] = {0, 2};
+    float idf_full[L * E] = {0, 0.5f, 0, 1, 9, 9, 9, 9, 0, 0, 0.25f, 0};
+    uint16_t c[5][L * E] = {
+        {0},                                           /* nothing */
+        {2, 0, 3, 0, 7, 7, 7, 7, 1, 1, 0, 4},          /* only under idf 0 (and layer 1) */
+        {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0},          /* one count, weight 0.25 */
+        {0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0},          /* outside the mask */
+        {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},          /* weight 0, counted by the others */
+    };
+    float gate[L * E] = {0, 0, 0, 0, 0.3f, 0, 0, 0, 0, 0, 0, 0};
+    float out[2 * E];
+    for (int v = SIG_COUNT; v <= SIG_GATE_PROB; v++) {
+        sig_recipe r;
+        assert_int_equal(sig_recipe_init(&r, (sig_variant)v, L, E, layers, 2, err, sizeof err), 0);
+        if (v == SIG_COUNT_IDF)
+            assert_int_equal(sig_recipe_set_idf(&r, idf_full, err, sizeof err), 0);
+        for (int i = 0; i < 5; i++) {
+            int built = sig_from_counts(&r, c[i], gate, out, err, sizeof err);
+            assert_true(built == 0 || built == 1);
+            assert_int_equal(sig_is_zero(&r, c[i], gate), built);
+        }
+        sig_recipe_free(&r);
+    }
+}
+
 /* The same policy run on a workload with kept signatures and one that
  * builds them at arrival: the same worker for every request. */
 static void test_signatures_at_arrival(void **state)
@@ -319,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_sample_whole_chunks),
         cmocka_unit_test_setup_teardown(test_row_bytes_follow_drops, setup, teardown),
         cmocka_unit_test(test_fit_release_same_model),
+        cmocka_unit_test(test_is_zero_matches_build),
         cmocka_unit_test(test_signatures_at_arrival),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
