@@ -479,32 +479,51 @@ static int split_trace(const sim_args *a, sim_inputs *in)
 }
 
 /* Read by rows: the simulated rows (within the budget, after the
- * calibration rows) and the calibration rows, each straight from the
- * file; the index's split names them. */
+ * calibration rows) and the calibration rows in one pass over the file
+ * (two would inflate the chunks they share twice), the calibration rows
+ * copied out, then the simulated ones kept in place (trace_keep_rows): the
+ * index's split names them. */
 static int load_parts(sim_args *a, sim_inputs *in)
 {
-    int rc;
+    char err[ELDR_ERRLEN];
     in->n_calib = in->rows.n_calib;
     unsigned drop = eval_drop(a, in);
-    unsigned cdrop = TRACE_DROP_TOKENS | TRACE_DROP_IDS |
-                     (drop & TRACE_DROP_GATES);
     double per_row = trace_row_bytes(&in->h, drop);
-    double calib_bytes = (double)in->rows.n_calib * trace_row_bytes(&in->h, cdrop);
-    rc = cli_budget_rows(CMD, a->trace, in->rows.eval, &in->rows.n_eval, per_row,
-                         a->max_memory, calib_bytes, a->cfg.seed, in->sample,
-                         sizeof in->sample);
+    double calib_bytes = (double)in->rows.n_calib * per_row;
+    int rc = cli_budget_rows(CMD, a->trace, in->rows.eval, &in->rows.n_eval, per_row,
+                             a->max_memory, calib_bytes, a->cfg.seed, in->sample,
+                             sizeof in->sample);
     if (rc < 0 || rc > 1)
         return rc;
-    trace_load_opts eo = {.drop = drop, .rows = in->rows.eval, .n_rows = in->rows.n_eval};
-    if ((rc = cli_load_some(CMD, a->trace, &eo, &in->eval)))
-        return rc;
-    if (in->rows.n_calib == 0) {
+    /* the union, ascending, and where each part's rows sit in it */
+    int64_t nc = in->rows.n_calib, ne = in->rows.n_eval, n = nc + ne;
+    int64_t *all = malloc(((size_t)n + 1) * sizeof *all);
+    int64_t *cpos = malloc(((size_t)nc + 1) * sizeof *cpos);
+    int64_t *epos = malloc(((size_t)ne + 1) * sizeof *epos);
+    if (!all || !cpos || !epos) {
+        free(all), free(cpos), free(epos);
+        return cli_error(CMD, "out of memory");
+    }
+    for (int64_t i = 0, j = 0, k = 0; k < n; k++) {
+        int calib = j >= ne || (i < nc && in->rows.calib[i] < in->rows.eval[j]);
+        if (calib)
+            cpos[i] = k, all[k] = in->rows.calib[i++];
+        else
+            epos[j] = k, all[k] = in->rows.eval[j++];
+    }
+    trace_load_opts lo = {.drop = drop, .rows = all, .n_rows = n};
+    rc = cli_load_some(CMD, a->trace, &lo, &in->eval);
+    if (rc == 0 && nc > 0 &&
+        !(in->calib = trace_select_some(in->eval, cpos, nc, TRACE_DROP_TOKENS, err, sizeof err)))
+        rc = cli_fail(CMD, "%s: %s", a->trace, err);
+    if (rc == 0 && trace_keep_rows(in->eval, epos, ne, err, sizeof err))
+        rc = cli_fail(CMD, "%s: %s", a->trace, err);
+    free(all), free(cpos), free(epos);
+    if (rc == 0 && nc == 0) {   /* no split: calibrate on the simulated rows */
         in->calib = in->eval;
         in->calib_is_eval = 1;
-        return 0;
     }
-    trace_load_opts co = {.drop = cdrop, .rows = in->rows.calib, .n_rows = in->rows.n_calib};
-    return cli_load_some(CMD, a->trace, &co, &in->calib);
+    return rc;
 }
 
 static int fit_model(const sim_args *a, sim_inputs *in)

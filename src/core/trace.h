@@ -189,4 +189,12 @@ trace_t *trace_select(const trace_t *src, const int64_t *rows, int64_t nrows,
 trace_t *trace_select_some(const trace_t *src, const int64_t *rows, int64_t nrows,
                            unsigned drop, char *err, size_t errlen);
 
+/* Keep only rows keep[0..n) of t (ascending, distinct, each < t->n), in
+ * place: every dataset's kept rows move down over the dropped ones and
+ * the arrays shrink (token rows and offsets too). No second copy: what a
+ * command does with the rows it loaded once when it wants a part of them
+ * (sim's simulated rows, after its calibration rows were copied out).
+ * Fails only on a bad list (t unchanged). */
+int trace_keep_rows(trace_t *t, const int64_t *keep, int64_t n, char *err, size_t errlen);
+
 #endif

@@ -299,3 +299,85 @@ fail:
     trace_free(t);
     return NULL;
 }
+
+/* Rows keep[] of an [n][width] array of esize bytes, moved down in place
+ * (keep ascending: a row never moves up), then the array shrunk. */
+static void *keep_cells(void *a, const int64_t *keep, int64_t n, size_t row_bytes)
+{
+    if (!a)
+        return NULL;
+    for (int64_t j = 0; j < n; j++)
+        if (keep[j] != j)
+            memmove((char *)a + (size_t)j * row_bytes, (char *)a + (size_t)keep[j] * row_bytes,
+                    row_bytes);
+    void *b = realloc(a, (size_t)(n ? n : 1) * row_bytes);
+    return b ? b : a;   /* a failed shrink keeps the (larger) block */
+}
+
+/* Token-level rows of the kept requests moved down, offsets rebuilt. */
+static void keep_tokens(int64_t *off, void **data, float **probs, const int64_t *keep, int64_t n,
+                        size_t width, size_t esize)
+{
+    int64_t to = 0;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t a = off[keep[j]], len = off[keep[j] + 1] - a;
+        if (to != a) {
+            memmove((char *)*data + (size_t)to * width * esize,
+                    (char *)*data + (size_t)a * width * esize, (size_t)len * width * esize);
+            if (probs && *probs)
+                memmove(*probs + (size_t)to * width, *probs + (size_t)a * width,
+                        (size_t)len * width * sizeof **probs);
+        }
+        off[j] = to;
+        to += len;
+    }
+    off[n] = to;
+    void *d = realloc(*data, (size_t)(to ? to : 1) * width * esize);
+    if (d)
+        *data = d;
+    if (probs && *probs) {
+        float *p = realloc(*probs, (size_t)(to ? to : 1) * width * sizeof *p);
+        if (p)
+            *probs = p;
+    }
+}
+
+int trace_keep_rows(trace_t *t, const int64_t *keep, int64_t n, char *err, size_t errlen)
+{
+    for (int64_t j = 0; j < n; j++)
+        if (keep[j] < 0 || keep[j] >= t->n || (j && keep[j] <= keep[j - 1]))
+            return eldr_errf(err, errlen, "keep rows: entry %lld (row %lld) is not ascending "
+                             "inside [0, %lld)", (long long)j, (long long)keep[j],
+                             (long long)t->n);
+    size_t cells = TRACE_CELLS(t), width = (size_t)t->L * (size_t)t->k;
+    if (t->prefill_experts)
+        keep_tokens(t->prefill_offsets, (void **)&t->prefill_experts, NULL, keep, n, width,
+                    sizeof(uint16_t));
+    if (t->decode_experts)
+        keep_tokens(t->decode_offsets, (void **)&t->decode_experts, &t->decode_probs, keep, n,
+                    width, sizeof(uint16_t));
+    if (t->block_hashes)
+        keep_tokens(t->block_offsets, (void **)&t->block_hashes, NULL, keep, n, 1,
+                    sizeof(uint64_t));
+    if (t->request_id) {   /* the dropped ids go */
+        int64_t j = 0;
+        for (int64_t r = 0; r < t->n; r++) {
+            if (j < n && keep[j] == r)
+                t->request_id[j++] = t->request_id[r];
+            else
+                free(t->request_id[r]);
+        }
+    }
+    t->prefill_counts = keep_cells(t->prefill_counts, keep, n, cells * sizeof(uint16_t));
+    t->decode_counts = keep_cells(t->decode_counts, keep, n, cells * sizeof(uint16_t));
+    t->gate_prob = keep_cells(t->gate_prob, keep, n, cells * sizeof(float));
+    t->gate_logit = keep_cells(t->gate_logit, keep, n, cells * sizeof(float));
+    t->prompt_tokens = keep_cells(t->prompt_tokens, keep, n, sizeof(int32_t));
+    t->decode_tokens = keep_cells(t->decode_tokens, keep, n, sizeof(int32_t));
+    t->label = keep_cells(t->label, keep, n, sizeof(int32_t));
+    t->arrival_s = keep_cells(t->arrival_s, keep, n, sizeof(double));
+    t->prefill_unrouted = keep_cells(t->prefill_unrouted, keep, n, sizeof(int32_t));
+    t->n = n;
+    /* the offset arrays hold n + 1 entries now; their tails are unused */
+    return 0;
+}

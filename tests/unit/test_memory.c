@@ -1,6 +1,7 @@
 /* test_memory.c - what bounded memory rests on (docs/memory.md): loads of
  * a row list equal trace_select of a full load for every dataset, drop
- * flags leave out exactly their datasets, an index has vectors and no
+ * flags leave out exactly their datasets, trace_keep_rows in place equals
+ * trace_select, an index has vectors and no
  * matrix, bad lists are refused; chunk samples keep whole chunks, fit the
  * budget and repeat for a seed; model_fit_release gives model_fit's model
  * with the decode counts gone; sig_is_zero agrees with the built
@@ -93,6 +94,32 @@ static void test_row_list_equals_select(void **state)
         rows[n] = n;
     expect_list_equals_select(t, rows, 300);
     expect_list_equals_select(t, rows, 0);  /* no row */
+    trace_free(t);
+}
+
+/* trace_keep_rows in place equals trace_select, every dataset. */
+static void test_keep_rows_equals_select(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN], why[256];
+    int64_t sets[3][8] = {{0, 2, 3, 9, 50, 51, 52, 119}, {5}, {0, 1, 2, 3, 4, 5, 6, 7}};
+    int64_t lens[3] = {8, 1, 8};
+    for (int i = 0; i < 3; i++) {
+        trace_t *t = tracefix_make(120, 4, 8, 2, 17);
+        trace_t *want = trace_select(t, sets[i], lens[i], err, sizeof err);
+        assert_non_null(want);
+        assert_int_equal(trace_keep_rows(t, sets[i], lens[i], err, sizeof err), 0);
+        if (tracefix_diff(t, want, why, sizeof why))
+            fail_msg("keep set %d: %s", i, why);
+        assert_int_equal(trace_validate(t, "kept", err, sizeof err), 0);
+        trace_free(t);
+        trace_free(want);
+    }
+    trace_t *t = tracefix_make(10, 4, 8, 2, 17);
+    int64_t bad[] = {3, 3};
+    assert_int_equal(trace_keep_rows(t, bad, 2, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not ascending"));
+    assert_int_equal(t->n, 10);
     trace_free(t);
 }
 
@@ -347,6 +374,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_row_list_equals_select, setup, teardown),
+        cmocka_unit_test(test_keep_rows_equals_select),
         cmocka_unit_test_setup_teardown(test_drop_flags, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_has_vectors_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_row_lists, setup, teardown),
