@@ -4,6 +4,7 @@
  * no allocation beyond two small scratch buffers. The first violation
  * wins; its message names the dataset, the row (counted as in the file)
  * and, where it applies, the layer and expert. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,34 @@ typedef struct check {
     size_t errlen;
 } check_t;
 
+/* Sum and largest of n counts, in blocks of 16 with a constant inner
+ * trip count: gcc -O2 vectorises those (it leaves a loop of unknown
+ * length scalar), and the checks run on every cell of every load. */
+static void sum_max(const uint16_t *c, size_t n, int64_t *sum, uint16_t *top)
+{
+    enum { B = 16 };
+    uint32_t s[B] = {0};
+    uint16_t m[B] = {0};
+    size_t e = 0;
+    for (; e + B <= n; e += B)
+        for (size_t q = 0; q < B; q++) {
+            s[q] += c[e + q];
+            m[q] = c[e + q] > m[q] ? c[e + q] : m[q];
+        }
+    int64_t total = 0;
+    uint16_t best = 0;
+    for (size_t q = 0; q < B; q++) {
+        total += s[q];
+        best = m[q] > best ? m[q] : best;
+    }
+    for (; e < n; e++) {
+        total += c[e];
+        best = c[e] > best ? c[e] : best;
+    }
+    *sum = total;
+    *top = best;
+}
+
 /* In every layer the counts sum to tokens * k (each token picks k
  * experts) and no expert exceeds tokens (the k picks are distinct). */
 static int check_counts(const check_t *c, const char *name, const uint16_t *counts,
@@ -33,12 +62,9 @@ static int check_counts(const check_t *c, const char *name, const uint16_t *coun
         const uint16_t *row = counts + (size_t)r * TRACE_CELLS(t);
         for (int l = 0; l < t->L; l++) {
             const uint16_t *cell = row + (size_t)l * (size_t)t->E;
-            int64_t sum = 0;
-            uint16_t top = 0;
-            for (int e = 0; e < t->E; e++) {
-                sum += cell[e];
-                top = cell[e] > top ? cell[e] : top;
-            }
+            int64_t sum;
+            uint16_t top;
+            sum_max(cell, (size_t)t->E, &sum, &top);
             if (sum != want)
                 return eldr_errf(c->err, c->errlen,
                                  "%s: %s row %lld layer %d: counts sum to %lld, expected "
@@ -64,8 +90,19 @@ static int check_counts(const check_t *c, const char *name, const uint16_t *coun
 static int check_gate(const check_t *c, const char *name, const float *g, int nonneg)
 {
     const trace_t *t = c->t;
-    size_t cells = TRACE_CELLS(t), total = (size_t)t->n * cells;
-    for (size_t i = 0; i < total; i++) {
+    size_t cells = TRACE_CELLS(t), total = (size_t)t->n * cells, i = 0;
+    /* blocks first, branch-free (a NaN fails both comparisons); a bad
+     * block is then walked value by value to name the first */
+    enum { B = 64 };
+    float lo = nonneg ? 0.0f : -FLT_MAX;
+    for (; i + B <= total; i += B) {
+        int bad = 0;
+        for (size_t q = 0; q < B; q++)
+            bad |= !(g[i + q] >= lo && g[i + q] <= FLT_MAX);
+        if (bad)
+            break;
+    }
+    for (; i < total; i++) {
         if (isfinite(g[i]) && (!nonneg || g[i] >= 0.0f))
             continue;
         size_t r = i / cells, l = (i % cells) / (size_t)t->E, e = i % (size_t)t->E;
@@ -126,6 +163,9 @@ static int check_token_ids(const check_t *c, const char *name, const int64_t *of
 {
     const trace_t *t = c->t;
     size_t cells = TRACE_CELLS(t), width = (size_t)t->L * (size_t)t->k;
+    /* locals: acc's stores could alias t's fields, which the compiler
+     * would then read again for every id */
+    const int L = t->L, E = t->E, K = t->k;
     int64_t *stamp = malloc((size_t)t->E * sizeof *stamp);
     uint32_t *acc = malloc(cells * sizeof *acc);
     int rc = 0;
@@ -143,19 +183,24 @@ static int check_token_ids(const check_t *c, const char *name, const int64_t *of
              * comparing them among themselves (k is small), no branch
              * per id; only a bad token row takes the path that names
              * its first fault */
-            unsigned bad = t->k > 16;   /* quadratic in k: the stamps above it */
-            for (int l = 0; l < t->L && !bad; l++) {
-                const uint16_t *x = row + (size_t)l * (size_t)t->k;
-                for (int j = 0; j < t->k; j++) {
-                    bad |= x[j] >= t->E;
+            unsigned bad = K > 16;   /* quadratic in k: the stamps above it */
+            uint16_t top = 0;
+            for (size_t q = 0; q < width; q++)
+                top = row[q] > top ? row[q] : top;
+            bad |= top >= E;
+            for (int l = 0; l < L && !bad; l++) {
+                const uint16_t *x = row + (size_t)l * (size_t)K;
+                for (int j = 1; j < K; j++)
                     for (int i = 0; i < j; i++)
                         bad |= x[i] == x[j];
-                }
             }
             if (!bad) {
-                for (int l = 0; l < t->L; l++)
-                    for (int j = 0; j < t->k; j++)
-                        acc[(size_t)l * (size_t)t->E + row[(size_t)l * (size_t)t->k + j]]++;
+                for (int l = 0; l < L; l++) {
+                    uint32_t *al = acc + (size_t)l * (size_t)E;
+                    const uint16_t *x = row + (size_t)l * (size_t)K;
+                    for (int j = 0; j < K; j++)
+                        al[x[j]]++;
+                }
                 continue;
             }
             for (int l = 0; l < t->L && !rc; l++) {
