@@ -119,8 +119,8 @@ int cli_budget_rows(const char *cmd, const char *path, int64_t *rows, int64_t *n
     cli_format_bytes((double)budget, b, sizeof b);
     snprintf(note, note_len, "sampled %lld of %lld rows (budget %s)", (long long)m,
              (long long)*n, b);
-    fprintf(stderr, "eldr %s: %s: %s, drawn as whole chunks of %lld rows\n", cmd, path, note,
-            (long long)chunk);
+    fprintf(stderr, "eldr %s: %s: %s, drawn as whole chunks of %lld row%s\n", cmd, path,
+            note, (long long)chunk, chunk == 1 ? "" : "s");
     memcpy(rows, out, (size_t)m * sizeof *out);
     free(out);
     *n = m;
