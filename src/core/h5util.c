@@ -388,6 +388,45 @@ static herr_t read_span(hid_t d, hid_t mem_type, int rank, const hsize_t *dims, 
     return rc;
 }
 
+/* A byte-wide unsigned file type read into uint16 (eldr's expert ids):
+ * HDF5's own conversion goes through its type-conversion buffer a
+ * megabyte at a time, gathering and scattering; reading the bytes as they
+ * are and widening them here is a plain loop. */
+static int widen_u8(hid_t d, hid_t mem_type)
+{
+    hid_t ft = H5Dget_type(d);
+    int yes = H5Tequal(mem_type, H5T_NATIVE_UINT16) > 0 && H5Tget_class(ft) == H5T_INTEGER &&
+              H5Tget_size(ft) == 1 && H5Tget_sign(ft) == H5T_SGN_NONE;
+    H5Tclose(ft);
+    return yes;
+}
+
+/* Rows [r0, r1) of a uint8 dataset into uint16 buf, in slabs of about
+ * 1 MB through one byte scratch. */
+static herr_t read_span_widened(hid_t d, int rank, const hsize_t *dims, hsize_t r0, hsize_t r1,
+                                void *buf)
+{
+    size_t row = 1;
+    for (int i = 1; i < rank; i++)
+        row *= dims[i];
+    hsize_t slab = row >= ((size_t)1 << 20) ? 1 : ((size_t)1 << 20) / row;
+    uint8_t *tmp = malloc((size_t)(slab < r1 - r0 ? slab : r1 - r0) * row + 1);
+    if (!tmp)
+        return -1;
+    herr_t rc = 0;
+    uint16_t *out = buf;
+    for (hsize_t a = r0; a < r1 && rc >= 0; a += slab) {
+        hsize_t b = a + slab < r1 ? a + slab : r1;
+        rc = read_span(d, H5T_NATIVE_UINT8, rank, dims, a, b, tmp);
+        size_t n = (size_t)(b - a) * row;
+        uint16_t *o = out + (size_t)(a - r0) * row;
+        for (size_t i = 0; rc >= 0 && i < n; i++)
+            o[i] = tmp[i];
+    }
+    free(tmp);
+    return rc;
+}
+
 int h5u_read_rows(hid_t loc, const char *name, hid_t mem_type, int rank,
                   const hsize_t *dims, hsize_t r0, hsize_t r1, void *buf,
                   const char *where, char *err, size_t errlen)
@@ -401,7 +440,8 @@ int h5u_read_rows(hid_t loc, const char *name, hid_t mem_type, int rank,
                          where, name, (unsigned long long)r0, (unsigned long long)r1,
                          (unsigned long long)dims[0]);
     }
-    herr_t rc = read_span(d, mem_type, rank, dims, r0, r1, buf);
+    herr_t rc = widen_u8(d, mem_type) ? read_span_widened(d, rank, dims, r0, r1, buf)
+                                      : read_span(d, mem_type, rank, dims, r0, r1, buf);
     H5Dclose(d);
     if (rc < 0)
         return eldr_errf(err, errlen, "%s: dataset %s: read failed (damaged file?)", where, name);
