@@ -116,7 +116,7 @@ local function sweep_resplit(trace, opts, ks, taus, rates, baselines)
   local o = {workers = ks, tau = taus, seeds = opts.seeds, seed = opts.seed,
              split = opts.split, calib_split = opts.calib_split, variant = opts.variant,
              layers = opts.layers, baselines = baselines, progress = opts.progress,
-             cost_rule = opts.cost_rule}
+             cost_rule = opts.cost_rule, compare_fleets = #ks > 1}
   for _, k in ipairs({"output_tokens", "max_batch", "cost", "sample_pool", "min2"}) do
     o[k] = opts[k]
   end
@@ -133,7 +133,7 @@ local function sweep_resplit(trace, opts, ks, taus, rates, baselines)
   end
   return rows, {split = g.split, seeds = g.seeds, calib_rows = g.calib_rows,
                 eval_rows = g.eval_rows, ci_covers = g.ci_covers,
-                split_redrawn = g.split_redrawn}
+                split_redrawn = g.split_redrawn, verdicts = g.verdicts}
 end
 
 -- Why the one-split path kept its split, for ci_covers.

@@ -231,10 +231,16 @@ void cli_grid_stats_json(json_t *o, const grid_row *g)
     json_object_set_new(o, "seeds", json_integer(g->n_seeds));
     json_object_set_new(o, "tpot_p50_ms", cli_num_json(g->tpot_p50.mean));
     json_object_set_new(o, "tpot_p50_ms_ci95", cli_ci_json(&g->tpot_p50));
-    json_t *per = json_array();
-    for (int i = 0; i < g->n_seeds; i++)
-        json_array_append_new(per, cli_num_json(g->tpot_p50_ms[i]));
-    json_object_set_new(o, "tpot_p50_ms_per_seed", per);
+    /* per seed: what the verdict's paired comparisons are made of */
+    const char *keys[] = {"tpot_p50_ms_per_seed", "tpot_p99_ms_per_seed",
+                          "tokens_per_s_per_seed"};
+    const double *vals[] = {g->tpot_p50_ms, g->tpot_p99_ms_seed, g->tokens_per_s_seed};
+    for (int k = 0; k < 3; k++) {
+        json_t *per = json_array();
+        for (int i = 0; vals[k] && i < g->n_seeds; i++)
+            json_array_append_new(per, cli_num_json(vals[k][i]));
+        json_object_set_new(o, keys[k], per);
+    }
     json_object_set_new(o, "tpot_p99_ms", cli_num_json(g->tpot_p99.mean));
     json_object_set_new(o, "queue_p50_ms", cli_num_json(g->queue_p50.mean));
     json_object_set_new(o, "distinct_experts_per_step", cli_num_json(g->distinct.mean));

@@ -389,13 +389,25 @@ static json_t *tradeoff_json(const dash_t *d)
         json_object_set_new(c, "tps_ci95", ci_pair(&r->tps_vs_best_pct));
         json_array_append_new(cells, c);
     }
-    char verdict[400], cov[300];
-    int wins = tradeoff_verdict(g, verdict, sizeof verdict);
+    verdict v;
+    verdict_text t;
+    char cov[300], base[96], tp[200];
+    int ans = tradeoff_verdict(g, d->trade.K0, &v, &t);
     tradeoff_covers(d, cov, sizeof cov);
-    return json_pack("{s:i, s:f, s:s, s:s, s:b, s:s, s:b, s:o}", "seeds", g->n_seeds, "seconds",
-                     g->seconds, "metric", tradeoff_metric_name(d->trade_metric), "verdict",
-                     verdict, "eldr_wins", wins, "ci_covers", cov, "split_redrawn", g->resplit,
-                     "cells", cells);
+    verdict_baselines(g, base, sizeof base);
+    grid_throughput_phrase(g, tp, sizeof tp);
+    json_t *o = json_pack("{s:i, s:f, s:s, s:s, s:b, s:s, s:b, s:o}", "seeds", g->n_seeds,
+                          "seconds", g->seconds, "metric", tradeoff_metric_name(d->trade_metric),
+                          "verdict", t.head, "eldr_wins", ans == VERDICT_WIN, "ci_covers", cov,
+                          "split_redrawn", g->resplit, "cells", cells);
+    json_object_set_new(o, "answer", json_string(ans < 0 ? "none"
+                                                 : verdict_answer_name((verdict_answer)ans)));
+    json_object_set_new(o, "reason", json_string(t.reason));
+    json_object_set_new(o, "rule", json_string(t.rule));
+    json_object_set_new(o, "baselines", json_string(base));
+    json_object_set_new(o, "throughput", json_string(tp));
+    json_object_set_new(o, "K", json_integer(d->trade.K0));
+    return o;
 }
 
 static void print_json(const dash_t *d, const dash_args *a)

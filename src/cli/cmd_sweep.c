@@ -29,6 +29,7 @@
 #include "sim.h"
 #include "split.h"
 #include "trace.h"
+#include "verdict.h"
 
 #define MAX_LIST GRID_MAX_LIST
 
@@ -47,8 +48,10 @@ typedef struct sweep_opts {
     int cost_rule;             /* --cost-rule: eldr-cost in each cell */
     double refit_every, refit_window;
     long long output_tokens, max_batch, seed, seeds, threads;
-    double min_gain;           /* advise: the least worthwhile gain, percent */
+    verdict_opts vo;           /* the verdict's margins (K set per verdict) */
+    int compare_fleets;        /* advise --compare-fleets: K is a knob too */
     int rate_default;          /* no --rate and no arrival_s: SIM_DEFAULT_RATE */
+    int n_workers_given;       /* --workers was given */
 } sweep_opts;
 
 static void usage(int advise)
@@ -57,17 +60,20 @@ static void usage(int advise)
         printf("usage: eldr advise TRACE [-m MODEL] [--workers LIST] [--tau LIST] [--rate LIST]\n"
                "                  [--seeds N] [--json] [options]\n"
                "\n"
-               "Which tau and K for this workload? Simulates the tau x K (x rate) grid of\n"
-               "ELDR against the baselines on the held-out rows, under N seeds (each with\n"
-               "its own arrivals and calibration split), and recommends the ELDR setting\n"
-               "whose whole improvement interval - 95%%, Bonferroni-corrected over the\n"
-               "ELDR settings tried - beats the best baseline by at least --min-gain; of\n"
-               "those, the best worst case. Otherwise it says \"keep <baseline>\", with the\n"
-               "closest setting and why it fell short. Then it reruns the pick at half and\n"
-               "twice the rate and at the trace's shortest output length, and says where\n"
-               "it stops holding. See docs/advise.md.\n"
+               "Which tau at this fleet's K? Simulates ELDR at each tau beside the\n"
+               "baselines on the held-out rows, under N seeds (each with its own arrivals\n"
+               "and calibration split). A setting wins only if, against every baseline,\n"
+               "its TPOT p50 gains at least --min-gain, its p99 rises at most --p99-margin\n"
+               "and its throughput (steady state) falls at most --tps-margin over the whole\n"
+               "95%% interval, Bonferroni-corrected over the settings tried, and it is\n"
+               "faster with every seed's split. Otherwise \"keep <baseline>\" (it does not\n"
+               "pay) or \"tie\" (the seeds cannot tell), and why. The same verdict as\n"
+               "eldr sweep, eldr.advise and the dashboard's view 7. Then it reruns the pick\n"
+               "at half and twice the rate and at the trace's shortest output length, and\n"
+               "says where it stops holding. See docs/advise.md.\n"
                "\n"
-               "  --min-gain PCT         the least TPOT p50 gain worth acting on (default 1.0)\n");
+               "  --compare-fleets       let K vary too: every K of --workers competes\n"
+               "                         (without it --workers is the fleet: one K)\n");
     else
         printf("usage: eldr sweep TRACE [-m MODEL] [--tau LIST] [--workers LIST] [--rate LIST]\n"
                "                 [--seeds N] [--csv FILE] [--json] [options]\n"
@@ -75,13 +81,21 @@ static void usage(int advise)
                "Grid of decode-routing simulations: for each K in --workers a model is fitted\n"
                "on the calibration rows with one recipe, and ELDR at each tau runs beside the\n"
                "baselines on the held-out rows at each arrival rate. Every policy of one\n"
-               "(K, rate, seed) cell sees the same arrivals and activations.\n"
+               "(K, rate, seed) cell sees the same arrivals and activations. Under the\n"
+               "grid, one verdict per K by the rule of eldr advise (docs/advise.md).\n"
                "\n");
     printf("  -m, --model FILE       take the recipe (variant, layer mask) and the default\n"
            "                         K and tau from this model; centroids are refitted\n"
            "  --tau LIST             band widths (default the model's tau, else\n"
            "                         0,0.05,0.1,0.2)\n"
            "  --workers LIST         decode workers K (default the model's K; %s)\n"
+           "  --min-gain PCT         verdict: the least TPOT p50 gain worth acting on\n"
+           "                         (default %.1f)\n"
+           "  --p99-margin PCT       verdict: the most TPOT p99 rise a win may cost\n"
+           "                         (default %.1f)\n"
+           "  --tps-margin PCT       verdict: the most throughput fall a win may cost\n"
+           "                         (default %.1f; tokens/s at steady state: the first\n"
+           "                         10%% of arrivals and the drain after the last cut)\n"
            "  --rate LIST            Poisson arrivals, requests/s; without it the trace's\n"
            "                         arrival_s are replayed, or, when it has none,\n"
            "                         Poisson 20 req/s (said in the report)\n"
@@ -92,7 +106,7 @@ static void usage(int advise)
            "  --variant V            signature variant without -m (default count_idf)\n"
            "  --layers auto|all|L    layer mask without -m (default auto: greedy, chosen\n"
            "                         once and reused for every K)\n"
-           "  --baselines LIST       from random,rr,jsq,p2c,domain (default jsq,rr,p2c)\n"
+           "  --baselines LIST       from random,rr,jsq,p2c,domain (default %s)\n"
            "  --online               also run eldr-online (centroids refitted as simulated\n"
            "                         time passes) at each tau, in the row after eldr\n"
            "  --refit-every S        eldr-online: seconds between refits (default 2.5)\n"
@@ -111,11 +125,14 @@ static void usage(int advise)
            "  --json                 the %s as JSON on stdout\n"
            "  -h, --help             this text\n"
            "\n"
-           "example: eldr %s ../shared/data/gptoss20b-routing.h5 --workers 2,4 \\\n"
+           "example: eldr %s ../shared/data/gptoss20b-routing.h5 --workers %s \\\n"
            "           --rate 30,60 --tau 0,0.1%s\n",
-           advise ? "else 4,8" : "required without -m", advise ? 5 : 1, SIM_DEFAULT_MAX_BATCH,
+           advise ? "else 4" : "required without -m", VERDICT_P50_GAIN_PCT,
+           VERDICT_P99_LOSS_PCT, VERDICT_TPS_LOSS_PCT, advise ? 5 : 1, GRID_DEFAULT_BASELINES,
+           SIM_DEFAULT_MAX_BATCH,
            advise ? "" : "  --csv FILE             write the grid as CSV (atomically)\n",
-           advise ? "recommendation and the grid" : "grid", advise ? "advise" : "sweep",
+           advise ? "verdict and the grid" : "grid and its verdicts",
+           advise ? "advise" : "sweep", advise ? "4" : "2,4",
            advise ? " --seeds 5" : "");
 }
 
@@ -181,7 +198,7 @@ static int parse_workers(const char *s, sweep_opts *o)
 
 enum { O_TAU = 256, O_WORKERS, O_RATE, O_SPLIT, O_SPLITMODE, O_SPLITSEED, O_VARIANT, O_LAYERS,
        O_BASE, O_OUT, O_BATCH, O_COST, O_NOMIN2, O_SEED, O_SEEDS, O_THREADS, O_CSV, O_JSON,
-       O_ONLINE, O_REVERY, O_RWINDOW, O_MINGAIN, O_COSTRULE };
+       O_ONLINE, O_REVERY, O_RWINDOW, O_MINGAIN, O_COSTRULE, O_P99M, O_TPSM, O_FLEETS };
 
 static int parse_option(int c, const char *arg, sweep_opts *o)
 {
@@ -190,7 +207,7 @@ static int parse_option(int c, const char *arg, sweep_opts *o)
     case 'm': o->model = arg; return 0;
     case O_TAU: return parse_double_list(cmd, "--tau", arg, 0, ROUTE_TAU_MAX, o->tau,
                                               &o->n_tau);
-    case O_WORKERS: return parse_workers(arg, o);
+    case O_WORKERS: o->n_workers_given = 1; return parse_workers(arg, o);
     case O_RATE: return parse_double_list(cmd, "--rate", arg, 1e-9, 1e9, o->rate, &o->n_rate);
     case O_SPLIT: return cli_split_option(cmd, "--calib-split", arg, &o->split);
     case O_SPLITMODE: return cli_split_option(cmd, "--split", arg, &o->split);
@@ -218,7 +235,11 @@ static int parse_option(int c, const char *arg, sweep_opts *o)
     case O_REVERY: return cli_parse_double(cmd, "--refit-every", arg, 1e-6, 1e9, &o->refit_every);
     case O_RWINDOW:
         return cli_parse_double(cmd, "--refit-window", arg, 1e-6, 1e9, &o->refit_window);
-    case O_MINGAIN: return cli_parse_double(cmd, "--min-gain", arg, 0, 100, &o->min_gain);
+    case O_MINGAIN:
+        return cli_parse_double(cmd, "--min-gain", arg, 0, 100, &o->vo.p50_gain_pct);
+    case O_P99M: return cli_parse_double(cmd, "--p99-margin", arg, 0, 1000, &o->vo.p99_loss_pct);
+    case O_TPSM: return cli_parse_double(cmd, "--tps-margin", arg, 0, 100, &o->vo.tps_loss_pct);
+    case O_FLEETS: o->compare_fleets = 1; return 0;
     }
     return CLI_BADINPUT;
 }
@@ -242,6 +263,9 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
         {"refit-window", required_argument, 0, O_RWINDOW},
         {"min-gain", required_argument, 0, O_MINGAIN},
         {"cost-rule", no_argument, 0, O_COSTRULE},
+        {"p99-margin", required_argument, 0, O_P99M},
+        {"tps-margin", required_argument, 0, O_TPSM},
+        {"compare-fleets", no_argument, 0, O_FLEETS},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->advise = advise;
@@ -255,8 +279,8 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
     o->layers_arg = "auto";
     o->refit_every = ONLINE_DEFAULT_EVERY;
     o->refit_window = ONLINE_DEFAULT_WINDOW;
-    o->min_gain = GRID_MIN_GAIN_PCT;
-    parse_baselines("jsq,rr,p2c", o);
+    verdict_opts_default(&o->vo);
+    parse_baselines(GRID_DEFAULT_BASELINES, o);
     opterr = 0;
     optind = 1;
     int c;
@@ -267,7 +291,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
         }
         if (c == ':')
             return cli_usage_error(o->cmd, "option '%s' needs a value", argv[optind - 1]);
-        if (c == '?' || (c == O_CSV && advise) || (c == O_MINGAIN && !advise))
+        if (c == '?' || (c == O_CSV && advise) || (c == O_FLEETS && !advise))
             return cli_usage_error(o->cmd, "unknown option '%s'", argv[optind - 1]);
         int rc = parse_option(c, optarg, o);
         if (rc)
@@ -283,6 +307,9 @@ static int parse_args(int argc, char **argv, sweep_opts *o, int advise)
     /* one seed draws the arrivals and the split unless --split-seed pins it */
     if (!o->split.pinned)
         o->split.seed = (uint64_t)o->seed;
+    if (advise && o->n_workers > 1 && !o->compare_fleets)
+        return cli_fail(o->cmd, "--workers: %d values, but the fleet has one K; give its K "
+                        "(--workers N), or --compare-fleets to let K vary", o->n_workers);
     if (advise && o->seeds < 2)
         return cli_fail(o->cmd, "--seeds %lld: advise needs at least 2 seeds to tell a "
                         "difference from noise", o->seeds);
@@ -358,7 +385,7 @@ static void fmt_pm(char *buf, size_t n, const grid_stat *s, const char *fmt)
     }
 }
 
-static void print_table(const grid_result *g, const grid_advice *a)
+static void print_table(const grid_result *g, const verdict *a)
 {
     int pw = 7;                /* the widest name: eldr-online, eldr-cost */
     for (int i = 0; i < g->n; i++)
@@ -427,8 +454,11 @@ static int write_csv(const char *path, const grid_result *g, char *err, size_t e
     return atomic_file_commit(&out, err, errlen);
 }
 
-static json_t *row_json(const grid_row *r, int n_compared)
+/* Row i of g; a candidate's interval is also given corrected over the
+ * candidates of its K (the verdict's family, verdict.h). */
+static json_t *row_json(const grid_result *g, int i)
 {
+    const grid_row *r = &g->rows[i];
     json_t *o = json_pack("{s:i, s:s}", "workers", r->K, "policy", route_kind_name(r->kind));
     json_object_set_new(o, "K", json_integer(r->K));
     json_object_set_new(o, "tau", cli_num_json(r->tau));
@@ -439,9 +469,9 @@ static json_t *row_json(const grid_row *r, int n_compared)
     json_object_set_new(o, "distinct_vs_best_pct", cli_num_json(r->distinct_vs_best_pct.mean));
     json_object_set_new(o, "p99_vs_best_pct", cli_num_json(r->p99_vs_best_pct.mean));
     json_object_set_new(o, "tokens_per_s_vs_best_pct", cli_num_json(r->tps_vs_best_pct.mean));
-    if (n_compared > 0 && grid_kind_is_candidate(r->kind)) {
+    if (grid_kind_is_candidate(r->kind)) {
         grid_stat adj;
-        grid_bonferroni(r, n_compared, &adj);
+        grid_bonferroni(r, verdict_family(g, r->K), &adj);
         json_object_set_new(o, "vs_best_pct_ci95_corrected", cli_ci_json(&adj));
     }
     return o;
@@ -490,10 +520,8 @@ static int load_inputs(sweep_opts *o, sweep_state *s, char *err, size_t errlen)
                         s->t->E);
     if (!o->n_workers && s->file_model)
         o->workers[o->n_workers++] = s->file_model->K;
-    if (!o->n_workers && o->advise) {
-        o->workers[o->n_workers++] = 4;
-        o->workers[o->n_workers++] = 8;
-    }
+    if (!o->n_workers && o->advise)
+        o->workers[o->n_workers++] = 4;   /* the fleet's K, said in the output */
     if (!o->n_workers)
         return cli_fail(cmd, "--workers: give the K values (or a model with -m)");
     if (!o->n_tau && s->file_model && !o->advise)
@@ -591,9 +619,10 @@ typedef struct regime {
     int32_t output_tokens;     /* 0: the trace's */
     int ran;                   /* 0: not applicable (skip says why) */
     char skip[96];
-    grid_stat vs;              /* the pick's change vs the best baseline there */
-    route_kind best;
-    int holds;                 /* the whole 95% interval gains >= min gain */
+    grid_stat vs;              /* the pick's p50 change vs the binding baseline */
+    route_kind best;           /* that baseline */
+    int holds;                 /* it wins there by the verdict's rule */
+    verdict_why why;
 } regime;
 
 #define N_REGIMES 3
@@ -628,11 +657,17 @@ static int run_regime(const sweep_opts *o, sweep_state *s, const model_fit_opts 
     grid_result res;
     if (grid_run(&g, &res, err, errlen) < 0)
         return cli_fail(o->cmd, "%s: regime %s: %s", o->trace, r->what, err);
+    /* one comparison fixed in advance: the verdict's rule, no correction */
     for (int i = 0; i < res.n; i++)
-        if (res.rows[i].kind == e->kind && res.rows[i].best_baseline >= 0) {
-            r->vs = res.rows[i].vs_best_pct;
-            r->best = res.rows[res.rows[i].best_baseline].kind;
-            r->holds = grid_gains(&r->vs, o->min_gain);
+        if (res.rows[i].kind == e->kind) {
+            verdict_cmp c;
+            verdict_compare(&res, i, 1, &o->vo, &c);
+            if (c.p50_base < 0)
+                continue;
+            r->vs = c.p50;
+            r->best = res.rows[c.p50_base].kind;
+            r->why = c.why;
+            r->holds = c.why == VERDICT_OK;
             r->ran = 1;
         }
     grid_result_free(&res);
@@ -697,23 +732,23 @@ static void regime_summary(const sweep_opts *o, const grid_row *e, int wins, con
         snprintf(buf, n, "holds at %s with %s%s%s", rate, out, gains[0] ? ", and at " : "",
                  gains);
     else
-        snprintf(buf, n, "no gain of %.1f%% at %s with %s%s%s", o->min_gain, rate, out,
+        snprintf(buf, n, "no win at %s with %s%s%s", rate, out,
                  gains[0] ? "; the closest setting would hold at " : "", gains);
 }
 
-static void print_regimes(const sweep_opts *o, const grid_result *g, const grid_advice *a,
+static void print_regimes(const sweep_opts *o, const grid_result *g, const verdict *a,
                           const regime *rg)
 {
-    const grid_row *e = &g->rows[a->closest_eldr];
+    const grid_row *e = &g->rows[a->setting];
     char name[64];
     if (e->kind == ROUTE_ELDR_COST)
         snprintf(name, sizeof name, "eldr-cost, K %d (", e->K);
     else
         snprintf(name, sizeof name, "tau %g, K %d (%s; ", e->tau, e->K,
                  route_kind_name(e->kind));
-    printf("regime of %s%srerun beside the baselines, 95%% CI over %d seeds; holds = the "
-           "whole interval at least %.1f%% better):\n", a->eldr_wins ? "" : "the closest, ",
-           name, g->n_seeds, o->min_gain);
+    printf("regime of %s%srerun beside the baselines, 95%% CI over %d seeds; holds = it "
+           "wins there by the same rule, one comparison, no correction):\n",
+           a->answer == VERDICT_WIN ? "" : "the closest, ", name, g->n_seeds);
     for (int i = 0; i < N_REGIMES; i++) {
         if (!rg[i].ran) {
             printf("  %-22s -  (%s)\n", rg[i].what, rg[i].skip[0] ? rg[i].skip : "no result");
@@ -721,15 +756,16 @@ static void print_regimes(const sweep_opts *o, const grid_result *g, const grid_
         }
         char ci[32];
         fmt_pm(ci, sizeof ci, &rg[i].vs, "%.1f");
-        printf("  %-22s TPOT p50 %+.1f%% %s vs %s: %s\n", rg[i].what, rg[i].vs.mean, ci,
-               route_kind_name(rg[i].best), rg[i].holds ? "holds" : "does not hold");
+        printf("  %-22s TPOT p50 %+.1f%% %s vs %s: %s%s%s\n", rg[i].what, rg[i].vs.mean, ci,
+               route_kind_name(rg[i].best), rg[i].holds ? "holds" : "does not hold",
+               rg[i].holds ? "" : ", ", rg[i].holds ? "" : verdict_why_name(rg[i].why));
     }
     char sum[400];
-    regime_summary(o, e, a->eldr_wins, rg, sum, sizeof sum);
+    regime_summary(o, e, a->answer == VERDICT_WIN, rg, sum, sizeof sum);
     printf("  %s\n", sum);
 }
 
-static json_t *regimes_json(const sweep_opts *o, const grid_result *g, const grid_advice *a,
+static json_t *regimes_json(const sweep_opts *o, const grid_result *g, const verdict *a,
                             const regime *rg)
 {
     json_t *arr = json_array();
@@ -748,15 +784,16 @@ static json_t *regimes_json(const sweep_opts *o, const grid_result *g, const gri
             json_object_set_new(r, "ci95", cli_ci_json(&rg[i].vs));
             json_object_set_new(r, "best_baseline", json_string(route_kind_name(rg[i].best)));
             json_object_set_new(r, "holds", json_boolean(rg[i].holds));
+            json_object_set_new(r, "why", json_string(verdict_why_name(rg[i].why)));
         } else {
             json_object_set_new(r, "why_not", json_string(rg[i].skip));
         }
         json_array_append_new(arr, r);
     }
     char sum[400];
-    regime_summary(o, &g->rows[a->closest_eldr], a->eldr_wins, rg, sum, sizeof sum);
+    regime_summary(o, &g->rows[a->setting], a->answer == VERDICT_WIN, rg, sum, sizeof sum);
     json_t *o2 = json_object();
-    json_object_set_new(o2, "setting", json_integer(a->closest_eldr));
+    json_object_set_new(o2, "setting", json_integer(a->setting));
     json_object_set_new(o2, "conditions", arr);
     json_object_set_new(o2, "text", json_string(sum));
     return o2;
@@ -780,26 +817,90 @@ static void print_footer(const sweep_opts *o, const sweep_state *s)
     if (o->csv)
         printf("; csv %s", o->csv);
     printf("; %.2f s\n", s->g.seconds);
+    if (!o->advise) {           /* advise says it in its conditions */
+        char tp[200];
+        grid_throughput_phrase(&s->g, tp, sizeof tp);
+        printf("%s\n", tp);
+    }
     if (o->rate_default)
         printf("rate: %g req/s, the default (%s has no arrival_s; --rate LIST to change)\n",
                SIM_DEFAULT_RATE, o->trace);
 }
 
+/* One verdict (verdict.h) in words: advise has one, sweep one per K. */
+typedef struct vwords {
+    verdict v;
+    verdict_text t;
+} vwords;
+
+static void words_of(const grid_result *g, vwords *w)
+{
+    verdict_words(g, &w->v, &w->t);
+}
+
 /* What advise prints beside the grid. */
 typedef struct advise_out {
-    grid_advice a;
-    char sentence[768], why[400], conditions[600];
+    vwords w;
+    char conditions[900];
     regime rg[N_REGIMES];
     int have_regime;
 } advise_out;
 
-static void print_json(const sweep_opts *o, const grid_result *g, const split_rows *rows,
-                       const advise_out *ad)
+/* sweep: a verdict for each K of the grid (the fleet's K fixed in each) */
+typedef struct sweep_verdicts {
+    vwords w[GRID_MAX_LIST];
+    int n;
+} sweep_verdicts;
+
+static json_t *ci_or_null(const grid_stat *s)
 {
-    const grid_advice *a = ad ? &ad->a : NULL;
+    return isfinite(s->lo) ? cli_ci_json(s) : json_null();
+}
+
+static json_t *verdict_json(const grid_result *g, const vwords *w)
+{
+    const verdict *v = &w->v;
+    json_t *o = json_object();
+    json_object_set_new(o, "answer", json_string(verdict_answer_name(v->answer)));
+    json_object_set_new(o, "why", json_string(verdict_why_name(v->why)));
+    json_object_set_new(o, "head", json_string(w->t.head));
+    json_object_set_new(o, "reason", json_string(w->t.reason));
+    json_object_set_new(o, "rule", json_string(w->t.rule));
+    json_object_set_new(o, "K", v->opts.K ? json_integer(v->opts.K) : json_string("every"));
+    json_object_set_new(o, "grid_index", json_integer(v->row));
+    json_object_set_new(o, "setting", v->setting >= 0 ? json_integer(v->setting) : json_null());
+    json_object_set_new(o, "baseline", v->baseline >= 0
+                                           ? json_string(route_kind_name(g->rows[v->baseline].kind))
+                                           : json_null());
+    char base[96];
+    verdict_baselines(g, base, sizeof base);
+    json_object_set_new(o, "baselines", json_string(base));
+    json_object_set_new(o, "comparisons", json_integer(v->n_compared));
+    json_object_set_new(o, "wins", json_integer(v->n_wins));
+    json_object_set_new(o, "p50_gain_pct", json_real(v->opts.p50_gain_pct));
+    json_object_set_new(o, "p99_margin_pct", json_real(v->opts.p99_loss_pct));
+    json_object_set_new(o, "tps_margin_pct", json_real(v->opts.tps_loss_pct));
+    if (v->setting >= 0) {
+        json_object_set_new(o, "p50_change_pct", cli_num_json(v->cmp.p50.mean));
+        json_object_set_new(o, "p50_ci_corrected", ci_or_null(&v->cmp.p50));
+        json_object_set_new(o, "p99_change_pct", cli_num_json(v->cmp.p99.mean));
+        json_object_set_new(o, "p99_ci_corrected", ci_or_null(&v->cmp.p99));
+        json_object_set_new(o, "tps_change_pct", cli_num_json(v->cmp.tps.mean));
+        json_object_set_new(o, "tps_ci_corrected", ci_or_null(&v->cmp.tps));
+    }
+    char tp[200];
+    grid_throughput_phrase(g, tp, sizeof tp);
+    json_object_set_new(o, "throughput", json_string(tp));
+    return o;
+}
+
+static void print_json(const sweep_opts *o, const grid_result *g, const split_rows *rows,
+                       const advise_out *ad, const sweep_verdicts *sv)
+{
+    const verdict *a = ad ? &ad->w.v : NULL;
     json_t *grid = json_array();
     for (int i = 0; i < g->n; i++)
-        json_array_append_new(grid, row_json(&g->rows[i], a ? a->n_compared : 0));
+        json_array_append_new(grid, row_json(g, i));
     json_t *root = json_object();
     json_object_set_new(root, "split", cli_split_json(rows));
     json_object_set_new(root, "calib_rows", json_integer(rows->n_calib));
@@ -831,41 +932,25 @@ static void print_json(const sweep_opts *o, const grid_result *g, const split_ro
         json_object_set_new(rec, "rate", r->rate > 0 ? json_real(r->rate) : json_string("trace"));
         json_object_set_new(rec, "tpot_p50_ms", cli_num_json(r->tpot_p50.mean));
         json_object_set_new(rec, "tpot_p50_ms_ci95", cli_ci_json(&r->tpot_p50));
-        json_object_set_new(rec, "vs_best_baseline_pct", cli_num_json(r->vs_best_pct.mean));
-        json_object_set_new(rec, "ci95", cli_ci_json(&r->vs_best_pct));
-        json_object_set_new(rec, "best_baseline",
-                            r->best_baseline >= 0
-                                ? json_string(route_kind_name(g->rows[r->best_baseline].kind))
-                                : json_null());
-        json_object_set_new(rec, "eldr_beats_baseline", json_boolean(a->eldr_wins));
-        json_object_set_new(rec, "grid_index", json_integer(a->row));
-        json_object_set_new(rec, "sentence", json_string(ad->sentence));
-        json_object_set_new(rec, "why", json_string(ad->why));
-        json_object_set_new(rec, "conditions", json_string(ad->conditions));
         json_object_set_new(rec, "tpot_p99_ms", cli_num_json(r->tpot_p99.mean));
         json_object_set_new(rec, "tokens_per_s", cli_num_json(r->tokens_per_s.mean));
-        json_object_set_new(rec, "min_gain_pct", json_real(a->min_gain_pct));
+        json_object_set_new(rec, "eldr_beats_baseline", json_boolean(a->answer == VERDICT_WIN));
+        json_object_set_new(rec, "grid_index", json_integer(a->row));
+        json_object_set_new(rec, "sentence", json_string(ad->w.t.reason));
+        json_object_set_new(rec, "conditions", json_string(ad->conditions));
         json_object_set_new(rec, "correction", json_string("bonferroni"));
-        json_object_set_new(rec, "comparisons", json_integer(a->n_compared));
-        json_object_set_new(rec, "closest_eldr", a->closest_eldr >= 0
-                                                     ? json_integer(a->closest_eldr)
-                                                     : json_null());
-        if (a->closest_eldr >= 0) {
-            const grid_row *e = &g->rows[a->closest_eldr];
-            json_object_set_new(rec, "eldr_ci95_corrected", cli_ci_json(&a->adj));
-            json_object_set_new(rec, "eldr_vs_best_baseline_pct", cli_num_json(e->vs_best_pct.mean));
-            json_object_set_new(rec, "eldr_p99_vs_best_pct", cli_num_json(e->p99_vs_best_pct.mean));
-            json_object_set_new(rec, "eldr_tokens_per_s_vs_best_pct",
-                                cli_num_json(e->tps_vs_best_pct.mean));
-        }
         json_object_set_new(root, "recommendation", rec);
-        json_object_set_new(root, "min_gain_pct", json_real(a->min_gain_pct));
+        json_object_set_new(root, "verdict", verdict_json(g, &ad->w));
         json_object_set_new(root, "grid", grid);
         if (ad->have_regime)
             json_object_set_new(root, "regime", regimes_json(o, g, a, ad->rg));
     } else {
         json_object_set_new(root, "rows", grid);
         json_object_set_new(root, "csv", o->csv ? json_string(o->csv) : json_null());
+        json_t *vs = json_array();
+        for (int i = 0; sv && i < sv->n; i++)
+            json_array_append_new(vs, verdict_json(g, &sv->w[i]));
+        json_object_set_new(root, "verdicts", vs);
     }
     cli_print_json(root);
 }
@@ -874,7 +959,7 @@ static void print_json(const sweep_opts *o, const grid_result *g, const split_ro
 static void conditions_text(const sweep_opts *o, const grid_result *g, const grid_row *r,
                             char *buf, size_t n)
 {
-    char rate[80], cov[256], out[48];
+    char rate[80], cov[256], out[48], tp[200];
     if (r->rate > 0)
         snprintf(rate, sizeof rate, "Poisson %g req/s%s", r->rate,
                  o->rate_default ? " (the default: no arrival_s)" : "");
@@ -885,27 +970,55 @@ static void conditions_text(const sweep_opts *o, const grid_result *g, const gri
     else
         snprintf(out, sizeof out, "the trace's output lengths");
     grid_ci_covers(g->n_seeds, (uint64_t)o->seed, g->resplit, &o->split, NULL, cov, sizeof cov);
-    snprintf(buf, n, "%s, %s, K %d, max batch %lld; %s", rate, out, r->K, o->max_batch, cov);
+    grid_throughput_phrase(g, tp, sizeof tp);
+    snprintf(buf, n, "%s, %s, K %d%s, max batch %lld; %s; %s", rate, out, r->K,
+             o->compare_fleets ? " (fleets compared)" : o->n_workers_given ? " (--workers)"
+             : o->model ? " (the model's)" : " (the default fleet: --workers N for yours)",
+             o->max_batch, cov, tp);
 }
 
 static int advise_run(const sweep_opts *o, sweep_state *s, const model_fit_opts *fo,
                       advise_out *ad)
 {
-    grid_advice *a = &ad->a;
-    if (grid_advise(&s->g, o->min_gain, a) < 0)
-        return cli_fail(o->cmd, "%s: no recommendation: the grid has no finite result", o->trace);
-    grid_advice_sentence(&s->g, a, ad->sentence, sizeof ad->sentence);
-    grid_advice_why(&s->g, a, ad->why, sizeof ad->why);
-    int at = a->closest_eldr >= 0 ? a->closest_eldr : a->row;
+    verdict *a = &ad->w.v;
+    verdict_opts vo = o->vo;
+    vo.K = o->compare_fleets ? 0 : o->workers[0];
+    char err[ELDR_ERRLEN];
+    if (verdict_decide(&s->g, &vo, a, err, sizeof err) < 0)
+        return cli_fail(o->cmd, "%s: %s", o->trace, err);
+    words_of(&s->g, &ad->w);
+    int at = a->setting >= 0 ? a->setting : a->row;
     conditions_text(o, &s->g, &s->g.rows[at], ad->conditions, sizeof ad->conditions);
-    if (a->closest_eldr < 0)
+    if (a->setting < 0)
         return 0;
     cli_progress bar;
     cli_progress_start(&bar, "regime");
-    int rc = run_regimes(o, s, fo, &s->g.rows[a->closest_eldr], ad->rg);
+    int rc = run_regimes(o, s, fo, &s->g.rows[a->setting], ad->rg);
     cli_progress_done(&bar);
     ad->have_regime = rc == 0;
     return rc;
+}
+
+/* sweep: one verdict per K of the grid. */
+static int sweep_verdicts_run(const sweep_opts *o, const grid_result *g, sweep_verdicts *sv)
+{
+    char err[ELDR_ERRLEN];
+    sv->n = 0;
+    for (int i = 0; i < o->n_workers; i++) {
+        verdict_opts vo = o->vo;
+        vo.K = (int)o->workers[i];
+        vwords *w = &sv->w[sv->n];
+        if (verdict_decide(g, &vo, &w->v, err, sizeof err) < 0)
+            return cli_fail(o->cmd, "%s: %s", o->trace, err);
+        words_of(g, w);
+        sv->n++;
+    }
+    return 0;
+}
+
+static void print_verdict(const vwords *w)
+{
+    printf("verdict: %s: %s\n", w->t.head, w->t.reason);
 }
 
 static int run(int argc, char **argv, int advise)
@@ -918,7 +1031,8 @@ static int run(int argc, char **argv, int advise)
     sweep_state s = {0};
     model_fit_opts fo;
     advise_out *ad = advise ? calloc(1, sizeof *ad) : NULL;
-    if (advise && !ad)
+    sweep_verdicts *sv = advise ? NULL : calloc(1, sizeof *sv);
+    if (advise ? !ad : !sv)
         return cli_error(o.cmd, "out of memory");
     rc = load_inputs(&o, &s, err, sizeof err);
     if (!rc)
@@ -927,23 +1041,35 @@ static int run(int argc, char **argv, int advise)
         rc = run_grid(&o, &s, &fo, err, sizeof err);
     if (!rc && advise)
         rc = advise_run(&o, &s, &fo, ad);
+    if (!rc && !advise)
+        rc = sweep_verdicts_run(&o, &s.g, sv);
     if (!rc && o.csv && write_csv(o.csv, &s.g, err, sizeof err) < 0)
         rc = cli_fail(o.cmd, "%s", err);
     if (!rc && o.json) {
-        print_json(&o, &s.g, &s.rows, ad);
+        print_json(&o, &s.g, &s.rows, ad, sv);
     } else if (!rc) {
-        print_table(&s.g, advise ? &ad->a : NULL);
+        print_table(&s.g, advise ? &ad->w.v : NULL);
         print_footer(&o, &s);
         if (advise) {
-            printf("%s: %s\n", ad->a.eldr_wins ? "recommendation" : "recommendation: keep the "
-                   "baseline", ad->sentence);
-            printf("why: %s\n", ad->why);
+            print_verdict(&ad->w);
+            printf("rule: %s\n", ad->w.t.rule);
             printf("conditions: %s\n", ad->conditions);
             if (ad->have_regime)
-                print_regimes(&o, &s.g, &ad->a, ad->rg);
+                print_regimes(&o, &s.g, &ad->w.v, ad->rg);
+        } else {
+            for (int i = 0; i < sv->n; i++)
+                print_verdict(&sv->w[i]);
+            if (sv->n) {   /* the rule once: each K is judged on its own */
+                verdict each = sv->w[0].v;
+                char rule[640];
+                each.opts.K = -1;
+                verdict_rule(&s.g, &each, rule, sizeof rule);
+                printf("rule: %s\n", rule);
+            }
         }
     }
     free(ad);
+    free(sv);
     state_free(&s);
     return rc;
 }

@@ -22,9 +22,9 @@ void grid_spec_default(grid_spec *s)
     model_fit_opts_default(&s->fit, 1);
     sim_config_default(&s->cfg);
     s->n_seeds = 1;
-    static const route_kind base[] = {ROUTE_RANDOM, ROUTE_RR, ROUTE_JSQ, ROUTE_P2C};
+    static const route_kind base[] = {ROUTE_JSQ, ROUTE_RR, ROUTE_P2C};   /* as named */
     memcpy(s->baselines, base, sizeof base);
-    s->n_base = 4;
+    s->n_base = 3;
     s->min2 = 1;
 }
 
@@ -244,6 +244,34 @@ static route_kind policy_at(const grid_spec *s, int p, double *tau)
     return q % per ? ROUTE_ELDR_ONLINE : ROUTE_ELDR;
 }
 
+/* Tokens emitted by steps ending in (t0, t1]: a step emits one token per
+ * member at its end (sim.c, end_step). */
+typedef struct steady_count {
+    double t0, t1;
+    int64_t tokens;
+} steady_count;
+
+static void count_step(void *ctx, int worker, double t, double dt, int B, const int *U, int L,
+                       int64_t kv)
+{
+    (void)worker, (void)U, (void)L, (void)kv;
+    steady_count *c = ctx;
+    if (t + dt > c->t0 && t + dt <= c->t1)
+        c->tokens += B;
+}
+
+/* The steady window of workload w (grid.h, GRID_WARMUP_FRAC); 0 when it
+ * has none (closed loop, or too few arrivals to span time). */
+static int steady_window(const sim_workload *w, steady_count *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!w->arrival || w->n < 2)
+        return 0;
+    c->t0 = w->arrival[(int64_t)(GRID_WARMUP_FRAC * (double)w->n)];
+    c->t1 = w->arrival[w->n - 1];
+    return c->t1 > c->t0;
+}
+
 static int run_policy(const grid_spec *s, const grid_ctx *ctx, const sim_workload *w,
                       route_kind kind, int K, double tau, const model_t *m, uint64_t seed,
                       sim_result *res, char *err, size_t errlen)
@@ -257,8 +285,12 @@ static int run_policy(const grid_spec *s, const grid_ctx *ctx, const sim_workloa
                                         err, errlen);
     else if (kind == ROUTE_DOMAIN)
         rc = route_policy_set_domains(&p, ctx->shares, ctx->n_labels, err, errlen);
+    steady_count sc;
+    int steady = steady_window(w, &sc);
     if (rc == 0)
-        rc = sim_run(w, &p, NULL, NULL, res, err, errlen);
+        rc = sim_run(w, &p, steady ? count_step : NULL, &sc, res, err, errlen);
+    if (rc == 0 && steady)
+        res->tokens_per_s = (double)sc.tokens / (sc.t1 - sc.t0);
     route_policy_free(&p);
     return rc;
 }
@@ -428,11 +460,16 @@ static int summarise(grid_run_state *st, char *err, size_t errlen)
         g->kind = policy_at(s, p, &g->tau);
         g->n_seeds = nS;
         g->tpot_p50_ms = malloc((size_t)nS * sizeof *g->tpot_p50_ms);
-        if (!g->tpot_p50_ms)
+        g->tpot_p99_ms_seed = malloc((size_t)nS * sizeof *g->tpot_p99_ms_seed);
+        g->tokens_per_s_seed = malloc((size_t)nS * sizeof *g->tokens_per_s_seed);
+        if (!g->tpot_p50_ms || !g->tpot_p99_ms_seed || !g->tokens_per_s_seed)
             return eldr_errf(err, errlen, "grid: out of memory");
         const double *raw = st->raw + (size_t)row * nS * M_N;
-        for (int i = 0; i < nS; i++)
+        for (int i = 0; i < nS; i++) {
             g->tpot_p50_ms[i] = raw[(size_t)i * M_N + M_TPOT50];
+            g->tpot_p99_ms_seed[i] = raw[(size_t)i * M_N + M_TPOT99];
+            g->tokens_per_s_seed[i] = raw[(size_t)i * M_N + M_TPS];
+        }
         stat_of(raw, nS, M_TPOT50, &g->tpot_p50);
         stat_of(raw, nS, M_TPOT99, &g->tpot_p99);
         stat_of(raw, nS, M_Q50, &g->queue_p50);
@@ -494,6 +531,10 @@ int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
     st.n_rates = s->n_rates ? s->n_rates : 1;
     out->n_seeds = s->n_seeds;
     out->resplit = s->all != NULL;
+    out->first_seed = s->cfg.seed;
+    out->steady = s->cfg.arrivals != SIM_ARRIVE_CLOSED || s->n_rates > 0;
+    for (int i = 0; i < s->n_rates; i++)   /* a rate <= 0 keeps cfg's arrivals */
+        out->steady &= s->cfg.arrivals != SIM_ARRIVE_CLOSED || s->rates[i] > 0;
     out->n = s->n_workers * st.n_rates * st.n_policies;
     out->rows = calloc((size_t)out->n, sizeof *out->rows);
     out->models = calloc((size_t)s->n_workers, sizeof *out->models);
@@ -534,8 +575,11 @@ int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
 
 void grid_result_free(grid_result *r)
 {
-    for (int i = 0; r->rows && i < r->n; i++)
+    for (int i = 0; r->rows && i < r->n; i++) {
         free(r->rows[i].tpot_p50_ms);
+        free(r->rows[i].tpot_p99_ms_seed);
+        free(r->rows[i].tokens_per_s_seed);
+    }
     free(r->rows);
     for (int i = 0; r->models && i < r->n_models; i++)
         if (r->model_owned && r->model_owned[i])
@@ -550,17 +594,22 @@ void grid_result_free(grid_result *r)
     memset(r, 0, sizeof *r);
 }
 
-void grid_bonferroni(const grid_row *g, int m, grid_stat *out)
+void grid_widen(const grid_stat *ci, int n_seeds, int m, grid_stat *out)
 {
-    *out = g->vs_best_pct;
-    if (m <= 1 || g->n_seeds < 2 || !isfinite(g->vs_best_pct.hi))
+    *out = *ci;
+    if (m <= 1 || n_seeds < 2 || !isfinite(ci->hi))
         return;
     /* the 95% half-width was t975 * se: rescale to the corrected quantile */
-    int df = g->n_seeds - 1;
-    double half = (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2;
+    int df = n_seeds - 1;
+    double half = (ci->hi - ci->lo) / 2;
     double wide = half * stats_t_quantile(1 - 0.025 / m, df) / stats_t975(df);
     out->lo = out->mean - wide;
     out->hi = out->mean + wide;
+}
+
+void grid_bonferroni(const grid_row *g, int m, grid_stat *out)
+{
+    grid_widen(&g->vs_best_pct, g->n_seeds, m, out);
 }
 
 int grid_kind_is_candidate(route_kind k)
@@ -577,151 +626,18 @@ void grid_setting_name(const grid_row *g, char *buf, size_t n)
                  g->tau);
 }
 
-static int is_eldr_row(const grid_row *g)
-{
-    return grid_kind_is_candidate(g->kind) && isfinite(g->vs_best_pct.mean);
-}
-
-/* a better than b: a lower corrected upper bound, then a better mean */
-static int better_worst_case(const grid_stat *a, const grid_stat *b)
-{
-    if (isfinite(a->hi) != isfinite(b->hi))
-        return isfinite(a->hi);
-    if (isfinite(a->hi) && a->hi != b->hi)
-        return a->hi < b->hi;
-    return a->mean < b->mean;
-}
-
 int grid_gains(const grid_stat *ci, double min_gain_pct)
 {
     return isfinite(ci->hi) && ci->hi < 0 && ci->hi <= -min_gain_pct;
 }
 
-int grid_advise(const grid_result *r, double min_gain_pct, grid_advice *a)
+void grid_throughput_phrase(const grid_result *r, char *buf, size_t n)
 {
-    memset(a, 0, sizeof *a);
-    a->row = a->closest_eldr = -1;
-    a->min_gain_pct = min_gain_pct;
-    a->adj = (grid_stat){NAN, NAN, NAN};
-    for (int i = 0; i < r->n; i++)
-        a->n_compared += is_eldr_row(&r->rows[i]);
-    int best = -1;
-    grid_stat best_adj = a->adj;
-    for (int i = 0; i < r->n; i++) {
-        const grid_row *g = &r->rows[i];
-        if (!is_eldr_row(g))
-            continue;
-        grid_stat adj;
-        grid_bonferroni(g, a->n_compared, &adj);
-        int qualifies = grid_gains(&adj, min_gain_pct);
-        a->n_candidates += qualifies;
-        if (best < 0 || better_worst_case(&adj, &best_adj)) {
-            best = i;
-            best_adj = adj;
-        }
-    }
-    if (best >= 0) {
-        a->closest_eldr = best;
-        a->adj = best_adj;
-        if (grid_gains(&best_adj, min_gain_pct)) {
-            a->row = best;
-            a->eldr_wins = 1;
-            return 0;
-        }
-        if (r->rows[best].best_baseline >= 0) {
-            a->row = r->rows[best].best_baseline;
-            return 0;
-        }
-    }
-    /* no ELDR row: the baseline with the lowest mean TPOT */
-    for (int i = 0; i < r->n; i++)
-        if (!grid_kind_is_candidate(r->rows[i].kind) && isfinite(r->rows[i].tpot_p50.mean) &&
-            (a->row < 0 || r->rows[i].tpot_p50.mean < r->rows[a->row].tpot_p50.mean))
-            a->row = i;
-    return a->row >= 0 ? 0 : -1;
-}
-
-static void fmt_rate(char *buf, size_t n, double rate)
-{
-    if (rate > 0)
-        snprintf(buf, n, "%g req/s", rate);
+    if (r->steady)
+        snprintf(buf, n, "throughput at steady state: the first %.0f%% of arrivals (warm-up) "
+                 "and the drain after the last arrival cut", 100 * GRID_WARMUP_FRAC);
     else
-        snprintf(buf, n, "the trace's arrivals");
-}
-
-/* "; p99 -2.0%, throughput +0.3%" (empty when unknown) */
-static void side_effects(const grid_row *g, char *buf, size_t n)
-{
-    if (!isfinite(g->p99_vs_best_pct.mean) || !isfinite(g->tps_vs_best_pct.mean)) {
-        buf[0] = 0;
-        return;
-    }
-    snprintf(buf, n, "; p99 %+.1f%%, throughput %+.1f%%", g->p99_vs_best_pct.mean,
-             g->tps_vs_best_pct.mean);
-}
-
-void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf, size_t n)
-{
-    if (a->row < 0) {
-        snprintf(buf, n, "no recommendation: the grid has no finite result");
-        return;
-    }
-    const grid_row *g = &r->rows[a->row];
-    char rate[48], side[96], name[64];
-    fmt_rate(rate, sizeof rate, g->rate);
-    if (a->eldr_wins) {
-        const grid_row *b = &r->rows[g->best_baseline];
-        side_effects(g, side, sizeof side);
-        grid_setting_name(g, name, sizeof name);
-        snprintf(buf, n, "%s, K %d: TPOT p50 %+.1f%% +-%.1f%% vs %s at %s (corrected "
-                 "over %d settings: %+.1f%% to %+.1f%%)%s; distinct experts %+.1f%%; "
-                 "imbalance %.2f", name, g->K, g->vs_best_pct.mean,
-                 (g->vs_best_pct.hi - g->vs_best_pct.lo) / 2, route_kind_name(b->kind), rate,
-                 a->n_compared, a->adj.lo, a->adj.hi, side, g->distinct_vs_best_pct.mean,
-                 g->imbalance.mean);
-        return;
-    }
-    if (a->closest_eldr < 0) {
-        snprintf(buf, n, "keep %s (K %d, %s): TPOT p50 %.3f ms; no ELDR setting was simulated",
-                 route_kind_name(g->kind), g->K, rate, g->tpot_p50.mean);
-        return;
-    }
-    const grid_row *e = &r->rows[a->closest_eldr];
-    grid_setting_name(e, name, sizeof name);
-    if (!isfinite(a->adj.hi)) {
-        snprintf(buf, n, "keep %s (K %d, %s): one seed cannot tell ELDR from noise; the "
-                 "closest, %s, gives TPOT p50 %+.1f%% (use --seeds 5 or more)",
-                 route_kind_name(g->kind), g->K, rate, name, e->vs_best_pct.mean);
-        return;
-    }
-    const char *why = a->adj.hi >= 0 ? "it may be no better at all"
-                                     : "its worst case gains less than the minimum";
-    snprintf(buf, n, "keep %s (K %d, %s): no ELDR setting gains %.1f%% over its whole "
-             "corrected interval; the closest, %s, gives TPOT p50 %+.1f%% +-%.1f%% "
-             "(corrected over %d settings: %+.1f%% to %+.1f%%: %s)",
-             route_kind_name(g->kind), g->K, rate, a->min_gain_pct, name,
-             e->vs_best_pct.mean, (e->vs_best_pct.hi - e->vs_best_pct.lo) / 2, a->n_compared,
-             a->adj.lo, a->adj.hi, why);
-}
-
-void grid_advice_why(const grid_result *r, const grid_advice *a, char *buf, size_t n)
-{
-    int df = r->n_seeds - 1;
-    char level[96] = "";
-    if (a->n_compared > 1 && df >= 1)
-        snprintf(level, sizeof level, " (each at %.2f%%, t %.2f with %d df)",
-                 100 * (1 - 0.05 / a->n_compared),
-                 stats_t_quantile(1 - 0.025 / a->n_compared, df), df);
-    if (a->eldr_wins)
-        snprintf(buf, n, "of %d ELDR settings, %d gain%s at least %.1f%% over the whole "
-                 "Bonferroni-corrected 95%% interval%s; this one has the best worst case "
-                 "(upper bound %+.1f%%)", a->n_compared, a->n_candidates,
-                 a->n_candidates == 1 ? "s" : "", a->min_gain_pct,
-                 level, a->adj.hi);
-    else
-        snprintf(buf, n, "of %d ELDR settings, none gains at least %.1f%% over the whole "
-                 "Bonferroni-corrected 95%% interval%s; the best baseline of the closest "
-                 "setting's cell is kept", a->n_compared, a->min_gain_pct, level);
+        snprintf(buf, n, "throughput over the whole run (closed loop: no arrival schedule)");
 }
 
 int grid_should_resplit(const split_spec *sp, int n_seeds)

@@ -82,7 +82,18 @@ typedef struct grid_spec {
     volatile int *cancel;       /* set: stop at the next cell, return -2 */
 } grid_spec;
 
-/* Defaults: no lists, one seed, baselines random, rr, jsq, p2c, min2. */
+/* The baselines every front end compares with unless told otherwise
+ * (eldr advise/sweep --baselines, eldr.advise/eldr.sweep baselines, the
+ * dashboard's view 7), named on every screen. */
+#define GRID_DEFAULT_BASELINES "jsq,rr,p2c"
+
+/* Throughput at steady state: the tokens emitted by steps ending after
+ * the arrival of the first GRID_WARMUP_FRAC of the requests (warm-up) and
+ * by the last arrival (after it the fleet only drains), over that span.
+ * Closed-loop runs have no arrival schedule: the whole run's tokens/s. */
+#define GRID_WARMUP_FRAC 0.10
+
+/* Defaults: no lists, one seed, baselines GRID_DEFAULT_BASELINES, min2. */
 void grid_spec_default(grid_spec *s);
 
 /* A mean with its 95% CI ([lo, hi] NaN with one seed). */
@@ -97,6 +108,8 @@ typedef struct grid_row {
     double tau;                 /* NaN for baselines */
     int n_seeds;
     double *tpot_p50_ms;        /* [n_seeds] per seed */
+    double *tpot_p99_ms_seed;   /* [n_seeds] per seed */
+    double *tokens_per_s_seed;  /* [n_seeds] per seed, at steady state (above) */
     grid_stat tpot_p50, tpot_p99, queue_p50, distinct, reuse, imbalance, tokens_per_s;
     /* against the cell's best baseline (lowest mean TPOT p50), per seed
      * 100 (x - b) / b, then mean and CI; NaN without a baseline */
@@ -119,7 +132,15 @@ struct grid_result {
     model_t **seed_models;      /* resplit: [n_seeds][n_models], seeds >= 1 */
     unsigned char *seed_owned;
     double seconds;             /* wall time of grid_run */
+    uint64_t first_seed;        /* cfg.seed: seed index i is first_seed + i */
+    int steady;                 /* 1: tokens_per_s at steady state (open loop) */
 };
+
+/* How the grid's throughput was measured, one phrase for every screen:
+ * "throughput at steady state: the first 10% of arrivals (warm-up) and
+ * the drain after the last arrival cut" or, closed loop, "throughput
+ * over the whole run (closed loop)". */
+void grid_throughput_phrase(const grid_result *r, char *buf, size_t n);
 
 /* What a result's intervals cover, one phrase for every front end, e.g.
  * "95% CI over 5 seeds (1-5), each drawing its arrivals and its random
@@ -138,36 +159,7 @@ int grid_should_resplit(const split_spec *sp, int n_seeds);
 int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen);
 void grid_result_free(grid_result *r);
 
-/* The recommendation of `eldr advise`.
- *
- * Trying m ELDR settings at once, one of them beats the baseline by luck
- * far more often than 5% of the time. So each ELDR row's 95% interval of
- * its improvement is widened by Bonferroni over the m ELDR rows of the
- * grid: the t quantile 1 - 0.025 / m (n_seeds - 1 df) instead of 0.975,
- * a family-wise 95% (grid_bonferroni). An ELDR row qualifies when its
- * whole corrected interval lies at least min_gain_pct below 0 (upper
- * bound <= -min_gain_pct); of those, the one with the lowest corrected
- * upper bound - the best worst case - is recommended (ties: the better
- * mean). When none qualifies (or one seed gives no interval), the
- * recommendation is the best baseline of the cell of the closest ELDR row
- * (the lowest corrected upper bound; the best mean with one seed), and
- * `eldr_wins` is 0. */
-/* The least worthwhile gain, percent: advise's --min-gain default and the
- * dashboard's trade-off verdict. */
-#define GRID_MIN_GAIN_PCT 1.0
-
-typedef struct grid_advice {
-    int row;                    /* index into rows */
-    int eldr_wins;              /* 1 ELDR beats the best baseline by min_gain */
-    int closest_eldr;           /* the recommended ELDR row, else the closest; -1 */
-    int n_candidates;           /* ELDR rows that qualify */
-    int n_compared;             /* m: the ELDR rows the correction is over */
-    double min_gain_pct;
-    grid_stat adj;              /* closest_eldr's corrected interval */
-} grid_advice;
-int grid_advise(const grid_result *r, double min_gain_pct, grid_advice *a);
-
-/* 1 for a row advise weighs as an ELDR setting: eldr, eldr-online or
+/* 1 for a row the verdict (verdict.h) weighs as an ELDR setting: eldr, eldr-online or
  * eldr-cost (any kind but the baselines). */
 int grid_kind_is_candidate(route_kind k);
 
@@ -179,17 +171,12 @@ void grid_setting_name(const grid_row *g, char *buf, size_t n);
  * least min_gain_pct below it: a gain worth acting on. */
 int grid_gains(const grid_stat *ci, double min_gain_pct);
 
+/* A 95% interval of a mean over n_seeds, widened by Bonferroni over m
+ * comparisons: t(1 - 0.025 / m, n - 1) instead of t(0.975, n - 1). */
+void grid_widen(const grid_stat *ci, int n_seeds, int m, grid_stat *out);
+
 /* Row g's improvement interval, Bonferroni-corrected over m comparisons
  * (NaN bounds with one seed; m <= 1: the 95% interval itself). */
 void grid_bonferroni(const grid_row *g, int m, grid_stat *out);
-
-/* One sentence, e.g. "tau 0.05, K 8: TPOT p50 -6.1% +-1.2% vs jsq at
- * 60 req/s (corrected over 8 settings: -8.0% to -4.2%); p99 -3.0%,
- * throughput +0.2%; distinct experts -9.0%; imbalance 1.30", or "keep
- * rr (K 4, 60 req/s): ...: the closest, ..., falls short because ...". */
-void grid_advice_sentence(const grid_result *r, const grid_advice *a, char *buf, size_t n);
-
-/* Why: the rule that picked the row, in one line. */
-void grid_advice_why(const grid_result *r, const grid_advice *a, char *buf, size_t n);
 
 #endif

@@ -1,7 +1,7 @@
 /* l_grid.c - the policy grid over seeds in Lua (src/core/grid.h):
- * eldr.advise, which answers "which tau and K?" as `eldr advise` does
- * (grid_run through l_gridrun.c, then grid_advise and
- * grid_advice_sentence). */
+ * eldr.advise, which answers "which tau at this fleet's K?" as `eldr
+ * advise` does (grid_run through l_gridrun.c, then the one verdict,
+ * verdict.h). */
 #include <math.h>
 #include <string.h>
 
@@ -13,6 +13,7 @@
 #include "l_util.h"
 #include "model.h"
 #include "route.h"
+#include "verdict.h"
 
 /* ---- eldr.advise ---- */
 
@@ -33,10 +34,12 @@ static int opt_workers(lua_State *L, int opts, const char *fn, int *out)
 static int opt_baselines(lua_State *L, int opts, const char *fn, route_kind *out)
 {
     int t = l_getopt(L, opts, "baselines");
-    if (t == LUA_TNIL) {
+    if (t == LUA_TNIL) {          /* GRID_DEFAULT_BASELINES, as every front end */
         lua_pop(L, 1);
-        out[0] = ROUTE_JSQ, out[1] = ROUTE_RR, out[2] = ROUTE_P2C;
-        return 3;
+        grid_spec d;
+        grid_spec_default(&d);
+        memcpy(out, d.baselines, (size_t)d.n_base * sizeof *out);
+        return d.n_base;
     }
     int idx = lua_gettop(L);
     int len = t == LUA_TSTRING ? 1 : t == LUA_TTABLE ? (int)lua_rawlen(L, idx) : 0;
@@ -64,11 +67,54 @@ static int opt_baselines(lua_State *L, int opts, const char *fn, route_kind *out
     return len;
 }
 
-static void push_recommendation(lua_State *L, const grid_result *g, const grid_advice *a,
-                                const char *sentence, const char *why)
+/* The verdict (verdict.h) as {answer, why, head, reason, rule, K,
+ * setting, baseline, baselines, comparisons, wins, margins, changes}. */
+static void push_verdict(lua_State *L, const grid_result *g, const verdict *v)
 {
-    const grid_row *r = &g->rows[a->row];
-    lua_createtable(L, 0, 14);
+    verdict_text t;
+    char base[96], tp[200];
+    verdict_words(g, v, &t);
+    verdict_baselines(g, base, sizeof base);
+    grid_throughput_phrase(g, tp, sizeof tp);
+    lua_createtable(L, 0, 20);
+    const char *strs[][2] = {{"answer", verdict_answer_name(v->answer)},
+                             {"why", verdict_why_name(v->why)}, {"head", t.head},
+                             {"reason", t.reason}, {"rule", t.rule}, {"baselines", base},
+                             {"throughput", tp}};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        lua_pushstring(L, strs[i][1]);
+        lua_setfield(L, -2, strs[i][0]);
+    }
+    if (v->opts.K > 0)
+        l_setint(L, "K", v->opts.K);
+    l_setint(L, "grid_index", v->row + 1);
+    if (v->setting >= 0)
+        l_setint(L, "setting", v->setting + 1);
+    if (v->baseline >= 0) {
+        lua_pushstring(L, route_kind_name(g->rows[v->baseline].kind));
+        lua_setfield(L, -2, "baseline");
+    }
+    l_setint(L, "comparisons", v->n_compared);
+    l_setint(L, "wins", v->n_wins);
+    l_setnum(L, "p50_gain_pct", v->opts.p50_gain_pct);
+    l_setnum(L, "p99_margin_pct", v->opts.p99_loss_pct);
+    l_setnum(L, "tps_margin_pct", v->opts.tps_loss_pct);
+    if (v->setting >= 0) {
+        l_setnum(L, "p50_change_pct", v->cmp.p50.mean);
+        l_setci(L, "p50_ci_corrected", &v->cmp.p50);
+        l_setnum(L, "p99_change_pct", v->cmp.p99.mean);
+        l_setci(L, "p99_ci_corrected", &v->cmp.p99);
+        l_setnum(L, "tps_change_pct", v->cmp.tps.mean);
+        l_setci(L, "tps_ci_corrected", &v->cmp.tps);
+    }
+}
+
+static void push_recommendation(lua_State *L, const grid_result *g, const verdict *v)
+{
+    char reason[768];
+    verdict_reason(g, v, reason, sizeof reason);
+    const grid_row *r = &g->rows[v->row];
+    lua_createtable(L, 0, 12);
     lua_pushstring(L, route_kind_name(r->kind));
     lua_setfield(L, -2, "policy");
     l_setnum(L, "tau", r->tau);
@@ -82,35 +128,20 @@ static void push_recommendation(lua_State *L, const grid_result *g, const grid_a
     }
     l_setnum(L, "tpot_p50_ms", r->tpot_p50.mean);
     l_setci(L, "tpot_p50_ms_ci95", &r->tpot_p50);
-    l_setnum(L, "vs_best_baseline_pct", r->vs_best_pct.mean);
-    l_setci(L, "ci95", &r->vs_best_pct);
-    if (r->best_baseline >= 0) {
-        lua_pushstring(L, route_kind_name(g->rows[r->best_baseline].kind));
-        lua_setfield(L, -2, "best_baseline");
-    }
-    lua_pushboolean(L, a->eldr_wins);
-    lua_setfield(L, -2, "eldr_beats_baseline");
-    l_setint(L, "grid_index", a->row + 1);
-    lua_pushstring(L, sentence);
-    lua_setfield(L, -2, "sentence");
-    lua_pushstring(L, why);
-    lua_setfield(L, -2, "why");
     l_setnum(L, "tpot_p99_ms", r->tpot_p99.mean);
     l_setnum(L, "tokens_per_s", r->tokens_per_s.mean);
-    l_setnum(L, "min_gain_pct", a->min_gain_pct);
-    lua_pushstring(L, "bonferroni");
-    lua_setfield(L, -2, "correction");
-    l_setint(L, "comparisons", a->n_compared);
-    if (a->closest_eldr >= 0) {
-        l_setint(L, "closest_eldr", a->closest_eldr + 1);
-        l_setci(L, "eldr_ci95_corrected", &a->adj);
-    }
+    lua_pushboolean(L, v->answer == VERDICT_WIN);
+    lua_setfield(L, -2, "eldr_beats_baseline");
+    l_setint(L, "grid_index", v->row + 1);
+    lua_pushstring(L, reason);   /* the verdict's reason, as eldr advise --json */
+    lua_setfield(L, -2, "sentence");
 }
 
 static const char *const advise_keys[] = {
     "model", "workers", "tau", "rate", "seeds", "seed", "split", "split_seed", "calib_split",
     "variant", "layers", "baselines", "output_tokens", "max_batch", "cost", "min2",
-    "sample_pool", "threads", "progress", "min_gain", "cost_rule", NULL};
+    "sample_pool", "threads", "progress", "min_gain", "cost_rule", "p99_margin", "tps_margin",
+    "compare_fleets", NULL};
 
 /* eldr.advise(trace [, opts]) -> {recommendation, grid, split, ...} */
 static int l_advise(lua_State *L)
@@ -132,10 +163,12 @@ static int l_advise(lua_State *L)
     g.n_workers = opt_workers(L, 2, fn, g.workers);
     if (!g.n_workers && model)
         g.workers[g.n_workers++] = model->K;
-    if (!g.n_workers) {
-        g.workers[0] = 4, g.workers[1] = 8;
-        g.n_workers = 2;
-    }
+    if (!g.n_workers)
+        g.workers[g.n_workers++] = 4;     /* as eldr advise: the default fleet */
+    int fleets = l_optbool(L, 2, fn, "compare_fleets", 0);
+    if (g.n_workers > 1 && !fleets)
+        l_argerror(L, fn, "workers", "%d values, but the fleet has one K; give its K, or "
+                   "compare_fleets = true to let K vary", g.n_workers);
     g.n_taus = l_optnumlist(L, 2, fn, "tau", 0, ROUTE_TAU_MAX, g.taus, GRID_MAX_LIST);
     if (!g.n_taus) {
         static const double def[] = {0, 0.05, 0.1, 0.2};
@@ -153,7 +186,12 @@ static int l_advise(lua_State *L)
     g.cfg.sample_pool = (int)l_optint(L, 2, fn, "sample_pool", 1, 1 << 20, g.cfg.sample_pool);
     g.min2 = l_optbool(L, 2, fn, "min2", 1);
     g.threads = (int)l_optint(L, 2, fn, "threads", 0, 64, 0);
-    double min_gain = l_optnum(L, 2, fn, "min_gain", 0, 100, GRID_MIN_GAIN_PCT);
+    verdict_opts vo;
+    verdict_opts_default(&vo);
+    vo.p50_gain_pct = l_optnum(L, 2, fn, "min_gain", 0, 100, vo.p50_gain_pct);
+    vo.p99_loss_pct = l_optnum(L, 2, fn, "p99_margin", 0, 1000, vo.p99_loss_pct);
+    vo.tps_loss_pct = l_optnum(L, 2, fn, "tps_margin", 0, 100, vo.tps_loss_pct);
+    vo.K = fleets ? 0 : g.workers[0];
     l_optcost(L, 2, &g.cfg.cost, fn);
     g.n_base = opt_baselines(L, 2, fn, g.baselines);
     g.cost = l_optbool(L, 2, fn, "cost_rule", 0);   /* eldr-cost: one more candidate */
@@ -208,16 +246,27 @@ static int l_advise(lua_State *L)
         g.split = sp;
     }
     grid_result *res = l_grid_run(L, &g, progress, fn);
-    grid_advice a;
-    if (grid_advise(res, min_gain, &a) < 0)
-        return l_fail(L, fn, "no recommendation: the grid has no finite result");
-    char sentence[768], why[400];
-    grid_advice_sentence(res, &a, sentence, sizeof sentence);
-    grid_advice_why(res, &a, why, sizeof why);
+    verdict v;
+    char err[ELDR_ERRLEN];
+    if (verdict_decide(res, &vo, &v, err, sizeof err) < 0)
+        return l_fail(L, fn, err);
 
-    lua_createtable(L, 0, 10);
-    push_recommendation(L, res, &a, sentence, why);
+    lua_createtable(L, 0, 12);
+    push_recommendation(L, res, &v);
     lua_setfield(L, -2, "recommendation");
+    push_verdict(L, res, &v);
+    lua_setfield(L, -2, "verdict");
+    lua_createtable(L, g.n_workers, 0);   /* one per K, each K fixed (eldr sweep's) */
+    for (int i = 0; i < g.n_workers; i++) {
+        verdict_opts one = vo;
+        one.K = g.workers[i];
+        verdict vk;
+        if (verdict_decide(res, &one, &vk, err, sizeof err) < 0)
+            return l_fail(L, fn, err);
+        push_verdict(L, res, &vk);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "verdicts");
     lua_createtable(L, res->n, 0);
     for (int i = 0; i < res->n; i++) {
         l_push_grid_row(L, res, i);
@@ -253,12 +302,14 @@ static int l_advise(lua_State *L)
 
 static const l_fn module_fns[] = {
     {"advise", l_advise,
-     "eldr.advise(trace [, {workers = {4, 8}, tau = {0, 0.05, 0.1, 0.2}, rate, seeds = 5, "
-     "model, split, split_seed, calib_split, variant, layers, baselines, output_tokens, "
-     "max_batch, cost, min2, seed, sample_pool, threads, progress, min_gain = 1.0, "
-     "cost_rule}]) -> {recommendation, grid, split, ...}: which tau and K, as eldr advise "
-     "--json (without its regime reruns; cost_rule = true: eldr-cost as one more setting, "
-     "as --cost-rule)"},
+     "eldr.advise(trace [, {workers = 4, tau = {0, 0.05, 0.1, 0.2}, rate, seeds = 5, "
+     "model, split, split_seed, calib_split, variant, layers, baselines = {'jsq', 'rr', "
+     "'p2c'}, output_tokens, max_batch, cost, min2, seed, sample_pool, threads, progress, "
+     "min_gain = 1.0, p99_margin = 5.0, tps_margin = 1.0, compare_fleets, cost_rule}]) -> "
+     "{verdict, recommendation, grid, split, ...}: which tau at the fleet's K, the verdict of "
+     "eldr advise --json (verdict.head, .reason, .rule; without its regime reruns; "
+     "compare_fleets = true: a list of K competes; cost_rule = true: eldr-cost as one more "
+     "setting)"},
     {NULL, NULL, NULL},
 };
 

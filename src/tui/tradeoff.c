@@ -277,65 +277,23 @@ void tradeoff_pareto(const grid_result *g, const int *rows, int n, int metric, i
     }
 }
 
-/* "tau 0.10 K 8", "eldr-cost K 8" */
-static void setting_name(const grid_row *r, char *buf, size_t n)
+int tradeoff_verdict(const grid_result *g, int K, verdict *v, verdict_text *t)
 {
-    if (r->kind == ROUTE_ELDR_COST)
-        snprintf(buf, n, "eldr-cost K %d", r->K);
-    else
-        snprintf(buf, n, "tau %.2f K %d", r->tau, r->K);
+    verdict_opts o;
+    verdict_opts_default(&o);
+    o.K = K;
+    if (verdict_decide(g, &o, v, t->head, sizeof t->head) < 0) {
+        t->reason[0] = t->rule[0] = '\0';
+        return -1;
+    }
+    verdict_words(g, v, t);
+    return (int)v->answer;
 }
 
-/* "rr" when every K has the same best baseline, else "the best baseline
- * of each K (rr, jsq)": the verdict must not name one that some K lacks. */
-static void baseline_names(const grid_result *g, char *buf, size_t n)
+void tradeoff_corrected(const grid_result *g, const grid_row *r, const grid_stat *ch,
+                        grid_stat *out)
 {
-    int seen[ROUTE_N_KINDS] = {0}, kinds = 0;
-    route_kind one = ROUTE_RR;
-    for (int i = 0; i < g->n; i++) {
-        int b = g->rows[i].best_baseline;
-        if (b < 0 || seen[g->rows[b].kind])
-            continue;
-        seen[g->rows[b].kind] = 1;
-        one = g->rows[b].kind;
-        kinds++;
-    }
-    if (kinds <= 1) {
-        snprintf(buf, n, "%s", kinds ? route_kind_name(one) : "the baselines");
-        return;
-    }
-    size_t len = (size_t)snprintf(buf, n, "the best baseline of each K (");
-    for (int k = 0; k < ROUTE_N_KINDS && len < n; k++)
-        if (seen[k])
-            len += (size_t)snprintf(buf + len, n - len, "%s%s", len > 29 ? ", " : "",
-                                    route_kind_name((route_kind)k));
-    if (len < n)
-        snprintf(buf + len, n - len, ")");
-}
-
-int tradeoff_verdict(const grid_result *g, char *buf, size_t n)
-{
-    grid_advice a;
-    if (grid_advise(g, GRID_MIN_GAIN_PCT, &a) || a.closest_eldr < 0) {
-        snprintf(buf, n, "no ELDR cell to judge");
-        return 0;
-    }
-    const grid_row *e = &g->rows[a.closest_eldr];
-    char base[64];
-    baseline_names(g, base, sizeof base);
-    char name[48], ci[96];
-    setting_name(e, name, sizeof name);
-    if (isfinite(a.adj.lo))
-        snprintf(ci, sizeof ci, "%+.1f%% [%+.1f, %+.1f] corrected over %d settings",
-                 e->vs_best_pct.mean, a.adj.lo, a.adj.hi, a.n_compared);
-    else
-        snprintf(ci, sizeof ci, "%+.1f%% (one seed: no interval)", e->vs_best_pct.mean);
-    if (a.eldr_wins)
-        snprintf(buf, n, "%s beats %s: TPOT p50 %s", name, base, ci);
-    else
-        snprintf(buf, n, "nothing beats %s at this rate by %.0f%%: the closest, %s, %s", base,
-                 a.min_gain_pct, name, ci);
-    return a.eldr_wins;
+    grid_widen(ch, r->n_seeds, verdict_family(g, r->K), out);
 }
 
 void tradeoff_covers(const dash_t *d, char *buf, size_t n)

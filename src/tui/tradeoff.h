@@ -10,7 +10,7 @@
  * (--policy eldr-cost, or p), each K also gets an eldr-cost cell (the
  * cost rule, grid_spec.cost), weighed by the verdict exactly as `eldr
  * advise --cost-rule` weighs it: one more setting in the Bonferroni
- * correction, the same baselines and margin. The current K uses the dashboard's own
+ * correction, the same baselines (GRID_DEFAULT_BASELINES) and margins. The current K uses the dashboard's own
  * model, so its cells are the header's numbers over the same seeds; the
  * other K are fitted on the calibration rows with the model's variant,
  * layers and seed (what `]` / `[` would refit).
@@ -25,6 +25,7 @@
 #include <pthread.h>
 
 #include "dash.h"
+#include "verdict.h"
 
 /* Build the job's inputs from d's current setting (copies what may
  * change). The spec's model, layer list and the copies are owned by
@@ -92,12 +93,18 @@ const grid_stat *tradeoff_value(const grid_row *r, int metric);
  * the mean imbalance and better in one. */
 void tradeoff_pareto(const grid_result *g, const int *rows, int n, int metric, int *pareto);
 
-/* The view's one-line answer, by the rule of `eldr advise` (grid_advise:
- * TPOT p50, GRID_MIN_GAIN_PCT, Bonferroni over the cells): "tau 0.10 K 8
- * beats random by 2.9% [1.4, 4.4] (corrected over 12 settings)" or
- * "nothing beats rr at this rate by 1%: the closest, tau 0 K 4, ...".
- * Returns 1 when an ELDR setting wins, else 0. */
-int tradeoff_verdict(const grid_result *g, char *buf, size_t n);
+/* The view's answer: the one verdict (verdict.h, the rule of `eldr
+ * advise` with its default margins and baselines) at the fleet's K, the
+ * K the grid was made around (the other K are shown, not judged). Its
+ * words in *t ("use tau 0.1 at K 4", "keep rr at K 4", "tie at K 4: keep
+ * rr"; the reason; the rule). Returns the answer, or -1 (the error in
+ * t->head) when the grid has no row at K. */
+int tradeoff_verdict(const grid_result *g, int K, verdict *v, verdict_text *t);
+
+/* ch widened by Bonferroni over the candidates of row r's K, as the
+ * verdict corrects: the interval the view's better/even/worse reads. */
+void tradeoff_corrected(const grid_result *g, const grid_row *r, const grid_stat *ch,
+                        grid_stat *out);
 
 /* What the grid's intervals cover (grid_ci_covers), for the view and
  * the JSON. */

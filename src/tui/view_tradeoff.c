@@ -59,13 +59,15 @@ static void fmt_half(const canvas_t *c, char *buf, size_t n, const grid_stat *s,
 }
 
 /* better / even / worse: by the interval when there is one (even: it
- * holds 0), else by the mean. */
-static const char *judge(const grid_row *r, int metric)
+ * holds 0), Bonferroni-corrected over the cells of its K as the verdict
+ * corrects, else by the mean. */
+static const char *judge(const grid_result *g, const grid_row *r, int metric)
 {
-    const grid_stat *ch = tradeoff_change(r, metric);
-    double lo = ch->lo, hi = ch->hi;
+    grid_stat ch;
+    tradeoff_corrected(g, r, tradeoff_change(r, metric), &ch);
+    double lo = ch.lo, hi = ch.hi;
     if (!isfinite(lo) || !isfinite(hi))
-        lo = hi = ch->mean;
+        lo = hi = ch.mean;
     if (metric == TRADE_TPS) {   /* more tokens/s is better */
         double t = lo;
         lo = -hi;
@@ -104,7 +106,7 @@ static void draw_table(const dash_t *d, canvas_t *c, int x, int y, int h, const 
         tau_cell(r, tau, sizeof tau);
         canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, attr), "%c%c%c  %5s %3d  %-*s %-6s %-6s "
                      "%8.*f %5.2f %6.2f", cur ? '>' : ' ', cell_letter(i, pareto[i]),
-                     now ? '@' : ' ', tau, r->K, 13 + wide, vs, judge(r, m), base,
+                     now ? '@' : ' ', tau, r->K, 13 + wide, vs, judge(g, r, m), base,
                      m == TRADE_TPS ? 0 : 3, tradeoff_value(r, m)->mean, r->imbalance.mean,
                      r->distinct.mean);
     }
@@ -238,16 +240,31 @@ static void draw_pending(const dash_t *d, canvas_t *c, int x, int y, int w)
                 "table appears here when the grid is done (Esc cancels)");
 }
 
-/* The verdict and what the intervals cover, wrapped into w; returns the lines used. */
+/* The verdict (at the fleet's K: the one of eldr advise), its baselines
+ * and margins, and what the intervals cover, wrapped into w; returns the
+ * lines used. */
 static int draw_verdict(const dash_t *d, canvas_t *c, int x, int y, int w)
 {
-    char v[400], cov[300], line[420];
-    int wins = tradeoff_verdict(&d->trade.g, v, sizeof v);
-    snprintf(line, sizeof line, "verdict: %s", v);
-    int n = canvas_wrap(c, x + 1, y, w - 1, 2, cv_fg(CV_DEFAULT, wins ? CV_BOLD : CV_BOLD),
-                        line);
+    const grid_result *g = &d->trade.g;
+    verdict v;
+    verdict_text t;
+    char cov[300], base[96], line[1200];
+    int ans = tradeoff_verdict(g, d->trade.K0, &v, &t);
+    if (ans < 0)
+        snprintf(line, sizeof line, "verdict: none: %s", t.head);
+    else
+        snprintf(line, sizeof line, "verdict: %s: %s", t.head, t.reason);
+    int n = canvas_wrap(c, x + 1, y, w - 1, 2, cv_fg(ans == VERDICT_WIN ? 70 : CV_DEFAULT,
+                                                      CV_BOLD), line);
+    verdict_baselines(g, base, sizeof base);
+    /* the essentials first: at 80 columns the line ends after m */
+    snprintf(line, sizeof line, "rule: beat each of %s by %.1f%% p50, lose <= %.1f%% p99, <= "
+             "%.1f%% tok/s; m %d (Bonferroni), every split; K %d only", base,
+             VERDICT_P50_GAIN_PCT, VERDICT_P99_LOSS_PCT, VERDICT_TPS_LOSS_PCT,
+             ans < 0 ? 0 : v.n_compared, d->trade.K0);
+    n += canvas_wrap(c, x + 1, y + n, w - 1, 1, cv_fg(CV_DEFAULT, CV_DIM), line);
     tradeoff_covers(d, cov, sizeof cov);
-    snprintf(line, sizeof line, "+-: %s", cov);
+    snprintf(line, sizeof line, "+-: %s; tok/s at steady state (warm-up, drain cut)", cov);
     return n + canvas_wrap(c, x + 1, y + n, w - 1, 2, cv_fg(CV_DEFAULT, CV_DIM), line);
 }
 

@@ -57,10 +57,10 @@ T.ok(#rh == 5 and rh[4].policy == "eldr" and rh[5].policy == "eldr-cost", "sweep
 local a = eldr.advise(t, {workers = 4, tau = {0, 0.1}, rate = 60, seeds = 3, cost_rule = true})
 local ca = cli_json("advise " .. T.data .. " --workers 4 --tau 0,0.1 --rate 60 --seeds 3 --cost-rule --json")
 local rec = a.recommendation
-T.ok(#a.grid == 6 and a.grid[6].policy == "eldr-cost" and rec.comparisons == 3,
+T.ok(#a.grid == 6 and a.grid[6].policy == "eldr-cost" and a.verdict.comparisons == 3,
      "advise cost_rule: eldr-cost row, 3 settings compared")
-T.ok(ca and ca.recommendation.sentence == rec.sentence and ca.recommendation.grid_index + 1 == rec.grid_index
-     and ca.recommendation.comparisons == rec.comparisons and ca.recommendation.policy == rec.policy,
+T.ok(ca and ca.verdict.reason == a.verdict.reason and ca.recommendation.grid_index + 1 == rec.grid_index
+     and ca.verdict.comparisons == a.verdict.comparisons and ca.recommendation.policy == rec.policy,
      "advise cost_rule = eldr advise --cost-rule --json")
 
 -- the dashboard: policy "eldr-cost" is shown, in the header and the overview

@@ -93,7 +93,7 @@ T.err(function() eldr.sweep(t, {workers = {4}, rate = {60}, seeds = 0}) end,
 
 -- eldr.advise: the recommendation and the grid, as eldr advise --json
 local pc, plast = 0, 0
-local a = eldr.advise(t, {workers = {2, 4}, tau = {0, 0.1}, rate = 60, seeds = 3,
+local a = eldr.advise(t, {workers = {2, 4}, tau = {0, 0.1}, rate = 60, seeds = 3, compare_fleets = true,
                           progress = function(d, n) pc = pc + 1; plast = d end})
 local rec = a.recommendation
 T.ok(rec and rec.policy and rec.workers and rec.rate == 60 and rec.tpot_p50_ms and rec.sentence
@@ -106,14 +106,17 @@ T.ok(a.split.mode == "random" and a.seeds == 3 and pc >= 1 and plast == 6, "advi
 T.ok(a.split_redrawn == true and a.ci_covers:find("each drawing its arrivals", 1, true),
      "advise: the interval covers the split too")
 if rec.eldr_beats_baseline then
-  T.ok(rec.ci95[2] < 0 and rec.policy == "eldr", "advise: an ELDR win is beyond noise")
+  T.ok(a.verdict.p50_ci_corrected[2] < 0 and rec.policy == "eldr", "advise: an ELDR win is beyond noise")
 else
   T.ok(rec.policy ~= "eldr" and rec.tau == nil, "advise: keep the baseline")
 end
-local ca = cli_json("advise " .. T.data .. " --workers 2,4 --tau 0,0.1 --rate 60 --seeds 3 --json")
-T.ok(ca and ca.recommendation.sentence == rec.sentence and ca.recommendation.grid_index + 1 == rec.grid_index
-     and math.abs(ca.recommendation.ci95[1] - rec.ci95[1]) < 1e-6 and #ca.grid == #a.grid,
+local ca = cli_json("advise " .. T.data .. " --workers 2,4 --tau 0,0.1 --rate 60 --seeds 3 --compare-fleets --json")
+T.ok(ca and ca.recommendation.sentence == a.verdict.reason and ca.recommendation.grid_index + 1 == rec.grid_index
+     and ca.verdict.head == a.verdict.head and ca.verdict.answer == a.verdict.answer and #ca.grid == #a.grid,
      "advise = eldr advise --json")
+T.err(function() eldr.advise(t, {rate = 60, workers = {2, 4}, seeds = 2}) end,
+      "the fleet has one K; give its K, or compare_fleets = true", "advise: one K unless fleets are compared")
+T.ok(#a.verdicts == 2 and a.verdicts[1].K == 2 and a.verdicts[2].K == 4, "advise: a verdict per K too")
 -- one K, one tau: the sentence names them
 local a1 = eldr.advise(t, {workers = 4, tau = 0.1, rate = 60, seeds = 2, baselines = {"rr"}})
 T.ok(#a1.grid == 2 and a1.grid[1].policy == "rr" and a1.grid[2].tau == 0.1, "advise: scalar options and baselines")

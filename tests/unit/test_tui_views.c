@@ -876,10 +876,16 @@ static void test_tradeoff_frame(void **state)
     assert_non_null(strstr(s, "[7 tradeoff]"));
     assert_non_null(strstr(s, "tau x K: TPOT p50 change vs each K's best baseline"));
     assert_non_null(strstr(s, "gain (y) vs imbalance (x)"));
-    char v[400];
-    tradeoff_verdict(g, v, sizeof v);
-    snprintf(want, sizeof want, "verdict: %.40s", v);
+    verdict vd;
+    verdict_text vt;
+    assert_true(tradeoff_verdict(g, D.trade.K0, &vd, &vt) >= 0);
+    assert_int_equal(D.trade.K0, 4);
+    assert_int_equal(g->rows[vd.row].K, 4);     /* the fleet's K only */
+    snprintf(want, sizeof want, "verdict: %s", vt.head);
     assert_non_null(strstr(s, want));
+    /* the baselines and margins are named on the screen */
+    assert_non_null(strstr(s, "rule: beat each of jsq,rr,p2c by 1.0% p50, lose <= 5.0% p99, "
+                           "<= 1.0% tok/s; m 4"));
     assert_non_null(strstr(s, "+-: 95% CI over 5 seeds"));
     int n_front = 0, cur_row = -1;
     static const int Ks[] = {2, 4, 8};
@@ -970,35 +976,46 @@ static void test_tradeoff_pareto(void **state)
         assert_int_equal(pareto[i], 0);
 }
 
-/* The verdict: advise's rule (a corrected interval wholly past the
- * minimum gain); "nothing beats rr" when no cell gets there. */
+/* The verdict: the one of verdict.h at the fleet's K. K 8 wins, but the
+ * fleet is K 4, where nothing gains: "keep"; around K 8 it is a win. */
 static void test_tradeoff_verdict(void **state)
 {
     (void)state;
-    grid_row r[3];
+    static double p50[4][5] = {{10, 10.2, 9.9, 10.1, 10}, {10.3, 10.4, 10.1, 10.3, 10.2},
+                               {8, 8.1, 7.9, 8.2, 8}, {7.2, 7.3, 7.1, 7.4, 7.2}};
+    static double p99[4][5], tps[4][5];
+    grid_row r[4];
     memset(r, 0, sizeof r);
-    r[0].kind = ROUTE_RR;
-    r[0].best_baseline = -1;
-    r[0].vs_best_pct = (grid_stat){NAN, NAN, NAN};
-    for (int i = 1; i < 3; i++) {
-        r[i].kind = ROUTE_ELDR;
-        r[i].K = 4;
-        r[i].tau = 0.05 * i;
+    for (int i = 0; i < 4; i++) {
+        r[i].kind = i % 2 ? ROUTE_ELDR : ROUTE_RR;
+        r[i].K = i < 2 ? 4 : 8;
+        r[i].tau = i % 2 ? 0.1 : NAN;
         r[i].n_seeds = 5;
-        r[i].best_baseline = 0;
-        r[i].vs_best_pct = (grid_stat){-0.8 * i, -0.8 * i - 0.5, -0.8 * i + 0.5};
+        r[i].rate = 60;
+        for (int s2 = 0; s2 < 5; s2++) {
+            p99[i][s2] = 1.2 * p50[i][s2];
+            tps[i][s2] = 900;
+        }
+        r[i].tpot_p50_ms = p50[i];
+        r[i].tpot_p99_ms_seed = p99[i];
+        r[i].tokens_per_s_seed = tps[i];
+        r[i].tpot_p50.mean = (p50[i][0] + p50[i][1] + p50[i][2] + p50[i][3] + p50[i][4]) / 5;
     }
-    grid_result g = {.rows = r, .n = 3, .n_seeds = 5};
-    char v[400];
-    /* -1.6% +-0.5 corrected over 2 reaches about -1.0: short of 1% */
-    assert_int_equal(tradeoff_verdict(&g, v, sizeof v), 0);
-    if (!strstr(v, "nothing beats rr at this rate by 1%: the closest, tau 0.10 K 4, -1.6% ["))
-        fail_msg("verdict: '%s'", v);
-    r[2].vs_best_pct = (grid_stat){-5.0, -5.5, -4.5};
-    assert_int_equal(tradeoff_verdict(&g, v, sizeof v), 1);
-    if (!strstr(v, "tau 0.10 K 4 beats rr: TPOT p50 -5.0% [") ||
-        !strstr(v, "corrected over 2 settings"))
-        fail_msg("verdict: '%s'", v);
+    grid_result g = {.rows = r, .n = 4, .n_seeds = 5, .steady = 1};
+    verdict v;
+    verdict_text t;
+    assert_int_equal(tradeoff_verdict(&g, 4, &v, &t), VERDICT_KEEP);
+    assert_string_equal(t.head, "keep rr at K 4");
+    assert_int_equal(v.n_compared, 1);
+    assert_int_equal(tradeoff_verdict(&g, 8, &v, &t), VERDICT_WIN);
+    assert_string_equal(t.head, "use tau 0.1 at K 8");
+    assert_int_equal(tradeoff_verdict(&g, 2, &v, &t), -1);
+    assert_non_null(strstr(t.head, "no row at K 2"));
+    /* the cells' better/even/worse read the interval corrected over their K */
+    grid_stat ci = {-2, -3, -1}, wide;
+    r[1].n_seeds = 5;
+    tradeoff_corrected(&g, &r[1], &ci, &wide);
+    assert_true(wide.lo == -3 && wide.hi == -1);   /* one setting at K 4: as it was */
 }
 
 /* The background job: progress, the result, and a cancel that stops it. */
@@ -1024,7 +1041,7 @@ static void test_tradeoff_job(void **state)
     }
     assert_int_equal(tradeoff_job_collect(&j, &D), 0);
     assert_int_equal(D.trade.state, DASH_TRADE_DONE);
-    assert_int_equal(D.trade.g.n, 3 * (4 + 4));
+    assert_int_equal(D.trade.g.n, 3 * (3 + 4));   /* jsq, rr, p2c (GRID_DEFAULT_BASELINES) + 4 taus */
     /* cancelled: the grid stops and the view says so */
     volatile int stop = 1;
     char err[ELDR_ERRLEN];
@@ -1105,7 +1122,7 @@ static void test_view_names(void **state)
 
 /* eldr-cost shown: the header's CIs are its grid row, the overview lists
  * it above the baselines, and view 7 adds one eldr-cost cell per K, after
- * the taus, weighed by the verdict as one more setting (grid_advise, as
+ * the taus, weighed by the verdict as one more setting (verdict.h, as
  * `eldr advise --cost-rule`); the current cell is the cost cell of K 4. */
 static void test_cost_policy(void **state)
 {
@@ -1142,18 +1159,15 @@ static void test_cost_policy(void **state)
     assert_int_equal(cur->kind, ROUTE_ELDR_COST);
     assert_int_equal(cur->K, 4);
     assert_true(fabs(cur->tpot_p50.mean - D.ci.tpot_p50.mean) < 1e-12);
-    grid_advice a;
-    assert_int_equal(grid_advise(g, GRID_MIN_GAIN_PCT, &a), 0);
-    assert_int_equal(a.n_compared, 15);
-    char v[400], want[128], name[64];
-    tradeoff_verdict(g, v, sizeof v);
-    assert_non_null(strstr(v, "corrected over 15 settings"));
-    const grid_row *e = &g->rows[a.closest_eldr];
-    if (e->kind == ROUTE_ELDR_COST)
-        snprintf(name, sizeof name, "eldr-cost K %d", e->K);
-    else
-        snprintf(name, sizeof name, "tau %.2f K %d", e->tau, e->K);
-    assert_non_null(strstr(v, name));
+    verdict vd;
+    verdict_text vt;
+    assert_true(tradeoff_verdict(g, 4, &vd, &vt) >= 0);
+    assert_int_equal(vd.n_compared, 5);    /* K 4's 4 taus and its cost cell */
+    assert_non_null(strstr(vt.rule, "Bonferroni-corrected over 5 settings"));
+    char want[128];
+    const grid_row *e = &g->rows[vd.setting];
+    assert_int_equal(e->K, 4);
+    assert_true(grid_kind_is_candidate(e->kind));
     s = frame(VIEW_TRADEOFF, 100, 40);
     snprintf(want, sizeof want, " cost   4  %+.1f%%", cur->vs_best_pct.mean);
     assert_true(line_with(s, want, line, sizeof line));
