@@ -28,6 +28,16 @@ void grid_spec_default(grid_spec *s)
     s->min2 = 1;
 }
 
+int grid_is_default_baseline(route_kind k)
+{
+    grid_spec d;
+    grid_spec_default(&d);
+    for (int i = 0; i < d.n_base; i++)
+        if (d.baselines[i] == k)
+            return 1;
+    return 0;
+}
+
 /* What one split gives its cells: the rows, a model per K, the domain
  * baseline's label shares. One for the whole grid, or one per seed when
  * the split is redrawn (grid.h, "Calibration splits"). */

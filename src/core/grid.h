@@ -93,6 +93,9 @@ typedef struct grid_spec {
  * Closed-loop runs have no arrival schedule: the whole run's tokens/s. */
 #define GRID_WARMUP_FRAC 0.10
 
+/* 1 when k is one of GRID_DEFAULT_BASELINES. */
+int grid_is_default_baseline(route_kind k);
+
 /* Defaults: no lists, one seed, baselines GRID_DEFAULT_BASELINES, min2. */
 void grid_spec_default(grid_spec *s);
 

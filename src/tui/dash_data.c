@@ -372,9 +372,8 @@ int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double
     dash_grid_splits(d, &g);     /* m serves seed 0, whose split it was fitted on */
     g.workers[0] = m->K;
     g.n_workers = 1;
-    for (int i = 0; i < DASH_N_BASE; i++)
-        g.baselines[i] = BASE_KINDS[i];
-    g.n_base = DASH_N_BASE;
+    /* the baselines of the verdict (GRID_DEFAULT_BASELINES, as view 7 and
+     * eldr advise): the overview also shows random, which is no baseline */
     if (policy == ROUTE_ELDR) {
         g.taus[0] = tau;
         g.n_taus = 1;
@@ -450,7 +449,8 @@ const dash_sim *dash_best_base(const dash_t *d)
             return d->base[i];
     const dash_sim *best = NULL;
     for (int i = 0; i < DASH_N_BASE; i++)
-        if (d->base[i] && (!best || d->base[i]->res.tpot_p50_ms < best->res.tpot_p50_ms))
+        if (d->base[i] && grid_is_default_baseline(d->base[i]->policy) &&
+            (!best || d->base[i]->res.tpot_p50_ms < best->res.tpot_p50_ms))
             best = d->base[i];
     return best;
 }

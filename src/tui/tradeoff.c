@@ -62,6 +62,11 @@ int tradeoff_input_make(const dash_t *d, tradeoff_input *in, char *err, size_t e
     g->model = in->model;
     g->cfg = d->cfg;
     g->n_seeds = d->opts.seeds;
+    if (d->cfg.arrivals == SIM_ARRIVE_POISSON) {   /* the same arrivals, the rate on
+                                                    * the rows: the verdict names it */
+        g->n_rates = 1;
+        g->rates[0] = d->cfg.rate;
+    }
     /* the other K are fitted as a refit would: same variant, layers, seed */
     model_fit_opts_default(&g->fit, m->K);
     g->fit.variant = m->recipe.variant;

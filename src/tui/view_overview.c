@@ -174,13 +174,14 @@ static void sim_table(const dash_t *d, canvas_t *c, int x, int y, int w)
     const dash_ci *ci = dash_shown_ci(d);
     /* the star is the header's baseline (dash_best_base): with seeds, the
      * lowest mean over them, which this one run may not show as lowest */
+    /* the baselines named: those of the verdict (random is shown only) */
     if (ci)
-        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  * best baseline (lowest mean "
+        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  * best of %s (lowest mean "
                      "TPOT p50 over the %d seeds); U/step = distinct experts/layer-step",
-                     ci->n_seeds);
+                     GRID_DEFAULT_BASELINES, ci->n_seeds);
     else
-        canvas_text(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  * best baseline (lowest TPOT "
-                    "p50); U/step = distinct experts per layer-step");
+        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  * best of %s (lowest TPOT "
+                     "p50); U/step = distinct experts per layer-step", GRID_DEFAULT_BASELINES);
     if (ci)   /* the header's changes come from more runs than this table */
         canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  one run (seed %llu); header: mean "
                      "of %d seeds, %s, +- 95%% CI (7: tau x K)",

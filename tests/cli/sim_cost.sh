@@ -128,44 +128,30 @@ s = json.load(open('$TMP/s4.json'))['policies'][0]
 r = [r for r in j['rows'] if r['policy'] == 'eldr-cost' and r['workers'] == 4 and r['rate'] == 120][0]
 assert r['tpot_p50_ms_per_seed'] == s['tpot_p50_ms_per_seed'], (r['tpot_p50_ms_per_seed'], s['tpot_p50_ms_per_seed'])"
 
-"$ELDR" advise "$T" $ARGS --cost-rule --json >"$TMP/a.json" 2>"$TMP/err" ||
+# advise: the fleet's one K (--compare-fleets for both), eldr-cost one more candidate
+"$ELDR" advise "$T" $ARGS --compare-fleets --cost-rule --json >"$TMP/a.json" 2>"$TMP/err" ||
     notok "advise --cost-rule runs" "$(head -c 300 "$TMP/err")"
 json_assert "advise --cost-rule: eldr-cost is a candidate of the correction" "$TMP/a.json" "
-g = j['grid']; rec = j['recommendation']
+g = j['grid']; v = j['verdict']
 cand = [r for r in g if r['policy'] in ('eldr', 'eldr-online', 'eldr-cost')]
-assert rec['comparisons'] == len(cand) == 4 * 3, rec['comparisons']
+assert v['comparisons'] == len(cand) == 4 * 3, v['comparisons']
 for r in g:
     assert ('vs_best_pct_ci95_corrected' in r) == (r in cand), r['policy']"
-json_assert "advise --cost-rule: the rule, re-derived over eldr and eldr-cost rows" "$TMP/a.json" "
-from scipy import stats
-import math
-g = j['grid']; rec = j['recommendation']; m = rec['comparisons']; mg = rec['min_gain_pct']
-def corrected(r):
-    lo, hi = r['vs_best_pct_ci95']; mean = r['vs_best_pct']; n = len(r['tpot_p50_ms_per_seed'])
-    w = (hi - lo) / 2 * stats.t.ppf(1 - 0.025 / m, n - 1) / stats.t.ppf(0.975, n - 1)
-    return mean - w, mean + w
-cand = [(corrected(r)[1], r['vs_best_pct'], i) for i, r in enumerate(g)
-        if r['policy'] in ('eldr', 'eldr-cost')]
-best = min(cand)
-for i, r in enumerate(g):
-    if 'vs_best_pct_ci95_corrected' in r:
-        lo, hi = corrected(r); clo, chi = r['vs_best_pct_ci95_corrected']
-        tol = 2e-3 * max(1.0, hi - lo)  # the C t quantile is an approximation
-        assert abs(lo - clo) < tol and abs(hi - chi) < tol, (lo, hi, clo, chi)
-if best[0] <= -mg:
-    assert rec['eldr_beats_baseline'] and rec['grid_index'] == best[2], (rec['grid_index'], best)
-else:
-    assert not rec['eldr_beats_baseline'] and rec['closest_eldr'] == best[2], (rec, best)
-e = g[rec['closest_eldr']]
+json_assert "advise --cost-rule: the verdict, re-derived over eldr and eldr-cost rows" "$TMP/a.json" "
+import sys; sys.path.insert(0, '$ROOT/tests/cli'); import verdict_oracle
+g = j['grid']; v = j['verdict']
+o = verdict_oracle.decide(g, 0)
+assert (v['answer'], v['why'], v['grid_index'], v['comparisons']) == (o['answer'], o['why'], o['row'], o['m']), (v, o)
+e = g[v['setting']]
 name = 'eldr-cost' if e['policy'] == 'eldr-cost' else 'tau %g' % e['tau']
-assert name in rec['sentence'], (name, rec['sentence'])"
+assert name in v['reason'], (name, v['reason'])"
 
 if [ -f "$DATA" ]; then
     # the real trace: the text report names eldr-cost as a setting
     "$ELDR" advise "$DATA" --workers 4 --rate 60 --tau 0.1 --seeds 3 --cost-rule \
         >"$TMP/r.txt" 2>"$TMP/err"
     expect_in "advise --cost-rule on gpt-oss: an eldr-cost row" "$TMP/r.txt" "^ +4 +60 eldr-cost +- +[0-9]"
-    expect_in "advise --cost-rule on gpt-oss: corrected over 2 settings" "$TMP/r.txt" "over 2 settings"
+    expect_in "advise --cost-rule on gpt-oss: corrected over 2 settings" "$TMP/r.txt" "corrected over 2 settings"
     expect_in "advise --cost-rule on gpt-oss: the regime line names its setting" "$TMP/r.txt" \
         "^regime of (the closest, )?(eldr-cost, K 4 \\(|tau 0.1, K 4 \\(eldr; )rerun"
 fi

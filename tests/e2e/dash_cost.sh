@@ -40,7 +40,7 @@ else ok "--policy eldr-cost: not called a baseline"; fi
 # view 7 under eldr-cost: a cost cell per K, weighed by the verdict
 $T send-keys -t dash 7
 tcheck "view 7 under eldr-cost: a cost cell at K 4, the current one" '^.[a-zA-Z]@ +cost +4 ' 60
-tcheck "view 7: the verdict counts the cost cells (15 settings)" 'corrected over 15 settings' 5
+tcheck "view 7: the verdict counts K 4's cost cell (5 settings)" 'tok/s; m 5 \(Bonferroni\)' 5
 $T send-keys -t dash '?'
 tcheck "help: p cycles through eldr-cost" 'cycle the policy: eldr eldr-cost random' 5
 $T send-keys -t dash q
