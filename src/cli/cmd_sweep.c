@@ -57,7 +57,7 @@ typedef struct sweep_opts {
 static void usage(int advise)
 {
     if (advise)
-        printf("usage: eldr advise TRACE [-m MODEL] [--workers LIST] [--tau LIST] [--rate LIST]\n"
+        printf("usage: eldr advise TRACE [-m MODEL] [--workers K] [--tau LIST] [--rate LIST]\n"
                "                  [--seeds N] [--json] [options]\n"
                "\n"
                "Which tau at this fleet's K? Simulates ELDR at each tau beside the\n"
@@ -127,7 +127,8 @@ static void usage(int advise)
            "\n"
            "example: eldr %s ../shared/data/gptoss20b-routing.h5 --workers %s \\\n"
            "           --rate 30,60 --tau 0,0.1%s\n",
-           advise ? "else 4" : "required without -m", VERDICT_P50_GAIN_PCT,
+           advise ? "else 4; the fleet's one K,\n                         a list only with --compare-fleets"
+                  : "required without -m", VERDICT_P50_GAIN_PCT,
            VERDICT_P99_LOSS_PCT, VERDICT_TPS_LOSS_PCT, advise ? 5 : 1, GRID_DEFAULT_BASELINES,
            SIM_DEFAULT_MAX_BATCH,
            advise ? "" : "  --csv FILE             write the grid as CSV (atomically)\n",
