@@ -278,13 +278,18 @@ void verdict_reason(const grid_result *r, const verdict *v, char *buf, size_t n)
     change_text(r, &c->p50, c->p50_base, p50, sizeof p50);
     at_rate(g, rate, sizeof rate);
     switch (v->why) {
-    case VERDICT_OK:
+    case VERDICT_OK: {
+        char others[96] = "";
+        if (v->n_wins > 1)   /* the pick is the best worst case of several */
+            snprintf(others, sizeof others, "; %d of %d settings win, this one by the most at "
+                     "worst", v->n_wins, v->n_compared);
         snprintf(buf, n, "%s gains TPOT p50 %s, the least gain over %s%s; p99 %+.1f%% (worst "
                  "%+.1f%%, margin +%.1f%%), throughput %+.1f%% (worst %+.1f%%, margin -%.1f%%); "
-                 "faster than every baseline with every seed's split", name, p50,
+                 "faster than every baseline with every seed's split%s", name, p50,
                  v->n_baselines > 1 ? "every baseline" : "the baseline", rate, c->p99.mean,
-                 c->p99.hi, o->p99_loss_pct, c->tps.mean, c->tps.lo, o->tps_loss_pct);
+                 c->p99.hi, o->p99_loss_pct, c->tps.mean, c->tps.lo, o->tps_loss_pct, others);
         return;
+    }
     case VERDICT_NO_GAIN:
         snprintf(buf, n, "no setting gains %.1f%% on TPOT p50%s: the closest, %s, gives %s, "
                  "at best %+.1f%%", o->p50_gain_pct, rate, name, p50, c->p50.lo);

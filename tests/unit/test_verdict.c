@@ -177,6 +177,7 @@ static void test_win(void **state)
              want.mean, want.lo, want.hi, a.hi > b.hi ? "jsq" : "rr");
     assert_non_null(strstr(t.reason, p50));
     assert_non_null(strstr(t.reason, "every baseline"));
+    assert_null(strstr(t.reason, "settings win"));   /* one winner: no others named */
     assert_non_null(strstr(t.rule, "(jsq,rr)"));
     assert_non_null(strstr(t.rule, "Bonferroni-corrected over 2 settings"));
     assert_non_null(strstr(t.rule, "K fixed at 4"));
@@ -406,6 +407,19 @@ static void test_cost_rule(void **state)
     verdict_text w;
     verdict_words(&h.r, &v, &w);
     assert_string_equal(w.head, "use eldr-cost at K 4");
+    assert_int_equal(v.n_wins, 1);
+    /* tau 0.1 at 3% wins too: the pick is still the best worst case, and
+     * the reason says it was one of two */
+    hand_init(&h, NS);
+    scaled(e, JSQ, 0.97);
+    add(&h, 4, ROUTE_JSQ, NAN, JSQ, NULL, NULL);
+    add(&h, 4, ROUTE_ELDR, 0.1, e, NULL, NULL);
+    cost = add(&h, 4, ROUTE_ELDR_COST, NAN, c, NULL, NULL);
+    v = decide(&h, 4, -1, -1);
+    assert_int_equal(v.row, cost);
+    assert_int_equal(v.n_wins, 2);
+    verdict_words(&h.r, &v, &w);
+    assert_non_null(strstr(w.reason, "; 2 of 2 settings win, this one by the most at worst"));
 }
 
 /* No candidate at the fleet's K: keep its best baseline. */
