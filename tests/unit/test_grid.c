@@ -6,14 +6,15 @@
  * grid adds nothing of its own to a result); seed s of an N-seed grid
  * equals a one-seed grid started at seed s (common random numbers are
  * per seed); results independent of the thread count; the paired
- * improvement recomputed from the per-seed values; K = 1 (every policy
- * equal: improvement 0 with a zero CI, so advise keeps the baseline);
- * grid_advise's rule on hand-made grids (Bonferroni over the ELDR rows,
- * a minimum gain, the best worst case, none -> the closest cell's best
- * baseline, one seed); the cost rule as a candidate (grid.h: one
- * eldr-cost row per cell, equal to a direct sim_run, needing no model,
- * weighed by advise with the ELDR rows, refused as a baseline); the
- * cancel flag; refusals. */
+ * improvement recomputed from the per-seed values; per-seed p99 and
+ * steady-state tokens/s equal a direct run's (tokens of the steps ending
+ * between the arrival of request n/10 and the last arrival, counted here
+ * on their own), and a closed loop falls back to the whole run's; K = 1
+ * (every policy equal: improvement 0 with a zero CI, so the verdict keeps
+ * the baseline; the verdict's own rule is tests/unit/test_verdict.c); the
+ * cost rule as a candidate (grid.h: one eldr-cost row per cell, equal to
+ * a direct sim_run, needing no model, refused as a baseline); the cancel
+ * flag; refusals. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -283,6 +284,38 @@ static void test_k1_keeps_baseline(void **state)
     grid_result_free(&r);
 }
 
+/* A closed loop has no arrival schedule to cut warm-up and drain by: the
+ * grid's tokens/s is then the run's own (makespan), and it says so. */
+static void test_closed_loop_throughput(void **state)
+{
+    fixture *f = *state;
+    grid_spec g;
+    spec_for(f, &g, 1);
+    g.cfg.arrivals = SIM_ARRIVE_CLOSED;
+    g.cfg.concurrency = 8;
+    g.n_taus = 0;
+    grid_result r;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), 0);
+    assert_int_equal(r.steady, 0);
+    sim_workload w;
+    sim_config c = g.cfg;
+    c.seed = 5;
+    assert_int_equal(sim_workload_init(&w, f->eval, &c, NULL, err, sizeof err), 0);
+    route_policy p;
+    assert_int_equal(route_policy_init(&p, ROUTE_RR, 2, 5, err, sizeof err), 0);
+    sim_result res;
+    assert_int_equal(sim_run(&w, &p, NULL, NULL, &res, err, sizeof err), 0);
+    assert_int_equal(r.rows[0].kind, ROUTE_RR);
+    assert_true(r.rows[0].tokens_per_s.mean == res.tokens_per_s);
+    char tp[200];
+    grid_throughput_phrase(&r, tp, sizeof tp);
+    assert_non_null(strstr(tp, "over the whole run (closed loop"));
+    sim_result_free(&res);
+    route_policy_free(&p);
+    sim_workload_free(&w);
+    grid_result_free(&r);
+}
+
 static void test_cost_candidate(void **state)
 {
     fixture *f = *state;
@@ -379,6 +412,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_seeds_threads_paired, setup, teardown),
         cmocka_unit_test_setup_teardown(test_k1_keeps_baseline, setup, teardown),
         cmocka_unit_test(test_setting_names),
+        cmocka_unit_test_setup_teardown(test_closed_loop_throughput, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cost_candidate, setup, teardown),
         
         cmocka_unit_test_setup_teardown(test_cancel_and_refusals, setup, teardown),
