@@ -117,6 +117,12 @@ T.ok(ca and ca.recommendation.sentence == a.verdict.reason and ca.recommendation
 T.err(function() eldr.advise(t, {rate = 60, workers = {2, 4}, seeds = 2}) end,
       "the fleet has one K; give its K, or compare_fleets = true", "advise: one K unless fleets are compared")
 T.ok(#a.verdicts == 2 and a.verdicts[1].K == 2 and a.verdicts[2].K == 4, "advise: a verdict per K too")
+T.err(function() eldr.advise(t, {rate = 60, p99_margin = "x"}) end, "eldr.advise: bad argument 'p99_margin'",
+      "advise bad p99_margin")
+T.err(function() eldr.advise(t, {rate = 60, tps_margin = -1}) end, "eldr.advise: bad argument 'tps_margin'",
+      "advise bad tps_margin")
+T.err(function() eldr.advise(t, {rate = 60, compare_fleets = 1}) end,
+      "eldr.advise: bad argument 'compare_fleets'", "advise: compare_fleets is a boolean")
 -- one K, one tau: the sentence names them
 local a1 = eldr.advise(t, {workers = 4, tau = 0.1, rate = 60, seeds = 2, baselines = {"rr"}})
 T.ok(#a1.grid == 2 and a1.grid[1].policy == "rr" and a1.grid[2].tau == 0.1, "advise: scalar options and baselines")
