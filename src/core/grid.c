@@ -320,6 +320,7 @@ static int run_cell(grid_run_state *st, const grid_ctx *ctx, int ki, int ri, int
      * each arrival, not held per seed and thread (docs/memory.md) */
     if (cfg.sig_cache > SIM_DEFAULT_SIG_CACHE)
         cfg.sig_cache = SIM_DEFAULT_SIG_CACHE;
+    cfg.no_heat = 1; /* and no cell reads the heat matrix (sim.h) */
     double rate = s->n_rates ? s->rates[ri] : 0;
     if (rate > 0) {
         cfg.arrivals = SIM_ARRIVE_POISSON;

@@ -401,6 +401,7 @@ static void read_options(lua_State *L, sim_call *c)
 {
     const char *fn = c->fn;
     sim_config_default(&c->cfg);
+    c->cfg.no_heat = 1; /* eldr.simulate's result carries no heat matrix */
     c->nk = opt_policies(L, 2, c->kinds, fn);
     c->K = (int)l_optint(L, 2, fn, "workers", 1, ROUTE_MAX_WORKERS, 0);
     c->ntau = l_optnumlist(L, 2, fn, "tau", 0, ROUTE_TAU_MAX, c->taus, GRID_MAX_LIST);
