@@ -924,27 +924,9 @@ static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
     g.cfg.threads = 1; /* the cells run on the threads, each samples its own pools */
     g.threads = a->threads;
     g.n_seeds = a->seeds;
-    if (resplit(a)) {          /* each seed its own split and fit, as the first */
-        g.all = in->all;
-        g.split = a->split;
-        model_fit_opts_default(&g.fit, in->K);
-        g.fit.seed = a->cfg.seed;
-        if (!in->all->decode_counts)
-            g.fit.layers = MODEL_LAYERS_ALL;
-    }
-    g.workers[0] = in->K;
-    g.n_workers = 1;
-    g.n_base = 0;
-    for (int i = 0; i < a->n_kinds; i++) {
-        if (route_kind_has_centroids((route_kind)a->kinds[i])) {
-            g.n_taus = 1;      /* one tau: eldr, and eldr-online beside it */
-            g.taus[0] = in->tau;
-            g.online |= a->kinds[i] == ROUTE_ELDR_ONLINE;
-        } else if (a->kinds[i] == ROUTE_ELDR_COST)
-            g.cost = 1;        /* a candidate, after the taus */
-        else
-            g.baselines[g.n_base++] = (route_kind)a->kinds[i];
-    }
+    if (resplit(a))            /* each seed its own split and fit, as the first */
+        grid_spec_resplit(&g, in->all, &a->split, in->K, a->cfg.seed);
+    grid_spec_policies(&g, in->K, a->kinds, a->n_kinds, &in->tau, 1);
     g.min2 = a->min2;
     cli_progress bar;
     cli_progress_start(&bar, "seeds");

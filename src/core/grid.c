@@ -683,3 +683,34 @@ void grid_ci_covers(int n_seeds, uint64_t first_seed, int resplit, const split_s
     snprintf(buf, n, "95%% CI over %d arrival seeds (%llu-%llu); %s: the split's own "
              "variation is not in it", n_seeds, a, b, why);
 }
+
+void grid_spec_policies(grid_spec *s, int K, const int *kinds, int n_kinds, const double *taus,
+                        int n_taus)
+{
+    s->workers[0] = K;
+    s->n_workers = 1;
+    s->n_base = 0;
+    for (int i = 0; i < n_kinds; i++) {
+        route_kind kind = (route_kind)kinds[i];
+        if (kind == ROUTE_ELDR_COST)
+            s->cost = 1;           /* a candidate row, after the taus */
+        else if (!route_kind_has_centroids(kind))
+            s->baselines[s->n_base++] = kind;
+        else {
+            s->online |= kind == ROUTE_ELDR_ONLINE;
+            memcpy(s->taus, taus, (size_t)n_taus * sizeof *taus);
+            s->n_taus = n_taus;
+        }
+    }
+}
+
+void grid_spec_resplit(grid_spec *s, const trace_t *all, const split_spec *sp, int K,
+                       uint64_t seed)
+{
+    s->all = all;
+    s->split = *sp;
+    model_fit_opts_default(&s->fit, K);
+    s->fit.seed = seed;
+    if (!all->decode_counts)
+        s->fit.layers = MODEL_LAYERS_ALL;
+}

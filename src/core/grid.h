@@ -158,6 +158,20 @@ void grid_ci_covers(int n_seeds, uint64_t first_seed, int resplit, const split_s
  * the seed not pinned. */
 int grid_should_resplit(const split_spec *sp, int n_seeds);
 
+/* The spec of `eldr sim --seeds N` and eldr.simulate{seeds = N}: one
+ * K, and the given policies (route_kind values) sorted into the grid's
+ * baselines, its taus (any kind with centroids: eldr, with eldr-online
+ * beside each tau when asked) and its eldr-cost row. */
+void grid_spec_policies(grid_spec *s, int K, const int *kinds, int n_kinds, const double *taus,
+                        int n_taus);
+
+/* Each seed draws its own split of `all` and fits its own model of K
+ * (fit seed `seed`, the first repeating the caller's own fit): the
+ * interval covers the calibration rows too. A trace without decode
+ * counts fits on every layer. */
+void grid_spec_resplit(grid_spec *s, const trace_t *all, const split_spec *sp, int K,
+                       uint64_t seed);
+
 /* Run the grid. Returns 0, -1 with err, or -2 when cancelled. */
 int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen);
 void grid_result_free(grid_result *r);

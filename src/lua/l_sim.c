@@ -740,32 +740,12 @@ static void run_seeds(lua_State *L, sim_call *c)
     g.model = c->model;
     g.cfg = c->cfg;
     g.n_seeds = c->seeds;
-    g.workers[0] = c->K;
-    g.n_workers = 1;
-    g.n_base = 0;
-    for (int i = 0; i < c->nk; i++) {
-        route_kind kind = (route_kind)c->kinds[i];
-        if (kind == ROUTE_ELDR_COST)
-            g.cost = 1;    /* a candidate row, after the taus */
-        else if (!route_kind_has_centroids(kind))
-            g.baselines[g.n_base++] = kind;
-        else {
-            g.online |= kind == ROUTE_ELDR_ONLINE;
-            memcpy(g.taus, c->taus, (size_t)c->ntau * sizeof *c->taus);
-            g.n_taus = c->ntau;
-        }
-    }
+    grid_spec_policies(&g, c->K, c->kinds, c->nk, c->taus, c->ntau);
     g.min2 = c->min2;
     /* a model fitted here: each seed draws its own split and fit (the
      * first repeats the run above) */
-    if (c->resplit) {
-        g.all = c->all;
-        g.split = c->sp;
-        model_fit_opts_default(&g.fit, c->K);
-        g.fit.seed = c->cfg.seed;
-        if (!c->all->decode_counts)
-            g.fit.layers = MODEL_LAYERS_ALL;
-    }
+    if (c->resplit)
+        grid_spec_resplit(&g, c->all, &c->sp, c->K, c->cfg.seed);
     grid_result *gr = l_grid_run(L, &g, c->progress, c->fn);
     c->baseline = NULL;
     for (int o = 0; o < c->out; o++)
