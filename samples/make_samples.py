@@ -15,7 +15,10 @@ Writes, from the repository root, with the built `eldr`:
 - samples/fit.json: the reference's fit JSON for that capture (K = 4,
   count_idf), written as their fit script does: json.dump(indent=2) plus a
   newline, their keys only. The centroids are eldr's fit (`eldr fit`, then
-  `eldr model export`), re-dumped here.
+  `eldr model export`), re-dumped here, on a random half of the capture
+  (--calib-split 0.5, split seed 1): the rows `eldr sim` calibrates on by
+  default, so the tour's `eldr sim samples/capture.npz -m samples/fit.json`
+  simulates the other, held-out half.
 - samples/drift.h5: a trace whose domain mix drifts (`eldr gen --drift 1`),
   on which eldr-online refits as simulated time passes.
 - samples/profile.csv: a measured-style decode step profile for `eldr
@@ -102,7 +105,7 @@ def fit_json(tmp):
     m = os.path.join(tmp, "m.h5")
     j = os.path.join(tmp, "m.json")
     eldr("import", "samples/capture.npz", "-o", cap)
-    eldr("fit", cap, "-k", "4", "-o", m, "--seed", "1")
+    eldr("fit", cap, "-k", "4", "-o", m, "--seed", "1", "--calib-split", "0.5")
     eldr("model", "export", m, "-o", j)
     full = json.load(open(j))
     fit = {k: full[k] for k in AUTHORS_KEYS if k in full}
