@@ -65,9 +65,9 @@ static void usage(FILE *f)
     fprintf(f,
             "\n"
             "'eldr COMMAND --help' describes one command. Exit status: 0 success,\n"
-            "2 bad input (one line on stderr says what and where), 3 eldrd does not\n"
-            "answer (replay, push, dash --attach), 1 other failure. eldr --version: the\n"
-            "version.\n"
+            "2 bad input (one line on stderr says what and where), 3 the server does\n"
+            "not answer (eldrd: replay, push, dash --attach; the engine: capture),\n"
+            "1 other failure. eldr --version: the version.\n"
             "The router daemon is eldrd (eldrd --help). Docs: docs/, README.md.\n");
 }
 

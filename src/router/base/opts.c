@@ -190,7 +190,12 @@ void opts_usage(FILE *f)
             "  -h, --help                this text\n"
             "\n"
             "signals: SIGTERM/SIGINT drain in-flight HTTP requests and exit 0;\n"
-            "SIGHUP reloads the model file (the state dir's, else -m).\n");
+            "SIGHUP reloads the model file (the state dir's, else -m).\n"
+            "\n"
+            "Exit status: 0 drained and stopped (also --help, --version); 1 the\n"
+            "drain cut requests still in progress (--drain); 2 eldrd refuses to\n"
+            "start: bad options, model or files, an address it cannot listen on\n"
+            "(one line on stderr). See docs/eldrd.md, man eldrd.\n");
 }
 
 static int parse_ll(const char *opt, const char *s, long long lo, long long hi, long long *out,
