@@ -9,7 +9,7 @@
 #   make fuzz     every libFuzzer harness for FUZZ_SECONDS (60) each; make fuzz-smoke: 6 s
 #   make soak     eldrd under replay with hot swaps for SOAK_SECONDS (300); RSS flat, no failure
 #   make samples  the larger generated traces (samples/*.h5 beside small.h5)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (DESTDIR too); make uninstall the same way
 
 PREFIX ?= /usr/local
 CC ?= gcc
@@ -84,7 +84,7 @@ SAMPLE := samples/small.h5
 # the batches hold about 20 and ELDR's effect can be seen.
 RUN_RATE := 800
 
-.PHONY: all deps run run-built test test-built asan bench bench-built samples clean install \
+.PHONY: all deps run run-built test test-built asan bench bench-built samples clean install uninstall \
 	unit-tests fuzz fuzz-smoke soak
 
 all: $(BIN)/eldr $(BIN)/eldrd
@@ -329,10 +329,36 @@ SOAK_SECONDS ?= 300
 soak: all $(SAMPLE)
 	@ROOT=$(CURDIR) BIN=$(BIN) SOAK_SECONDS=$(SOAK_SECONDS) sh tests/soak/soak.sh
 
+# install: the binaries; the Lua modules where eldr looks for them
+# (BINDIR/../share/eldr/lua); the man pages; bash completion (one script
+# for both commands, under each command's name, as bash-completion loads
+# it); README.md and docs/*.md as the documentation. uninstall removes
+# exactly these (tests/cli/install.sh installs into a temporary DESTDIR).
+MANDIR ?= $(PREFIX)/share/man
+COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+DOCDIR ?= $(PREFIX)/share/doc/eldr
+DOCS := README.md $(wildcard docs/*.md)
+LUA_FILES := $(shell find lua -type f 2>/dev/null)
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/eldr/lua
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/eldr/lua \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(COMPDIR) $(DESTDIR)$(DOCDIR)
 	install -m 755 $(BIN)/eldr $(BIN)/eldrd $(DESTDIR)$(PREFIX)/bin/
 	cp -r lua/. $(DESTDIR)$(PREFIX)/share/eldr/lua/
+	install -m 644 docs/man/eldr.1 $(DESTDIR)$(MANDIR)/man1/eldr.1
+	install -m 644 docs/man/eldrd.8 $(DESTDIR)$(MANDIR)/man8/eldrd.8
+	install -m 644 docs/completion/eldr.bash $(DESTDIR)$(COMPDIR)/eldr
+	install -m 644 docs/completion/eldr.bash $(DESTDIR)$(COMPDIR)/eldrd
+	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/eldr $(DESTDIR)$(PREFIX)/bin/eldrd \
+	  $(DESTDIR)$(MANDIR)/man1/eldr.1 $(DESTDIR)$(MANDIR)/man8/eldrd.8 \
+	  $(DESTDIR)$(COMPDIR)/eldr $(DESTDIR)$(COMPDIR)/eldrd \
+	  $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS))) \
+	  $(addprefix $(DESTDIR)$(PREFIX)/share/eldr/,$(LUA_FILES))
+	-find $(DESTDIR)$(PREFIX)/share/eldr $(DESTDIR)$(DOCDIR) -depth -type d -empty \
+	  -exec rmdir {} \; 2>/dev/null
 
 clean:
 	rm -rf build build-asan build-fuzz bin bin-asan

@@ -62,3 +62,8 @@ json_assert() {
 j=json.load(open(sys.argv[1]))
 $3" "$2" 2>"$TMP/py.err"; then ok "$1"; else notok "$1" "$(tail -c 400 "$TMP/py.err")"; fi
 }
+
+# eldr_commands: the commands `eldr --help` lists, one a line
+eldr_commands() {
+    "$ELDR" --help | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }'
+}

@@ -16,11 +16,16 @@ MAN8="$ROOT/docs/man/eldrd.8"
 PY=/usr/bin/python3
 
 "$ELDR" --help >"$TMP/eldr.help" 2>&1
-cmds=$(awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' "$TMP/eldr.help")
+cmds=$(eldr_commands)
 n=$(echo "$cmds" | wc -w)
 if [ "$n" -ge 16 ]; then ok "eldr --help lists $n commands"; else notok "eldr --help lists the commands" "$n: $cmds"; fi
-for c in $cmds; do "$ELDR" "$c" --help >"$TMP/help.$c" 2>&1; done
+for c in $cmds; do
+    "$ELDR" "$c" --help >"$TMP/help.$c" 2>&1
+    $PY "$ROOT/tests/cli/help_options.py" <"$TMP/help.$c" >"$TMP/opts.$c"
+done
 "$ELDRD" --help >"$TMP/help.eldrd" 2>&1
+$PY "$ROOT/tests/cli/help_options.py" <"$TMP/help.eldrd" >"$TMP/opts.eldrd"
+$PY "$ROOT/tests/cli/help_options.py" <"$TMP/eldr.help" >"$TMP/opts.top"
 
 # the check itself: prints one "ok - ..." or "not ok - ..." per item
 cat >"$TMP/check.py" <<'EOF'
@@ -46,20 +51,9 @@ def sections(roff, kind):
         out[name] = '\n'.join(buf)
     return out
 
-OPT = re.compile(r'(?<![\w-])(--?[A-Za-z][\w-]*)')
-
-def help_options(text):
-    """Options a --help text defines: in its usage lines and on the lines
-    that begin with an option (not those only mentioned in prose)."""
-    opts, usage = set(), False
-    for line in text.split('\n'):
-        if line.startswith('usage:'):
-            usage = True
-        elif usage and not line.startswith(' '):
-            usage = False
-        if usage or re.match(r'^\s{1,4}--?[A-Za-z]', line):
-            opts.update(OPT.findall(line))
-    return opts
+def help_options(name):
+    """The options a --help defines (tests/cli/help_options.py's answer)."""
+    return set(open('%s/opts.%s' % (tmp, name)).read().split())
 
 def exit_codes(text):
     """The statuses an 'Exit' paragraph names: '0 every ...', '; 2 bad'."""
@@ -81,7 +75,7 @@ ss = {k: plain(v) for k, v in sections(r1, 'SS').items()}
 sh1 = {k: plain(v) for k, v in sections(r1, 'SH').items()}
 sh8 = {k: plain(v) for k, v in sections(r8, 'SH').items()}
 
-top = help_options(open(tmp + '/eldr.help').read())
+top = help_options('top')
 miss = sorted(o for o in top if o not in sh1.get('SYNOPSIS', ''))
 ok('eldr.1 SYNOPSIS has eldr --help\'s options (%s)' % ' '.join(sorted(top)), not miss, 'missing: %s' % miss)
 for c in cmds:
@@ -90,7 +84,7 @@ for c in cmds:
     if sec is None:
         ok('eldr.1 has a section for eldr %s' % c, False, 'no .SS "eldr %s"' % c)
         continue
-    opts = help_options(text)
+    opts = help_options(c)
     miss = sorted(o for o in opts if not re.search(r'(?<![\w-])' + re.escape(o) + r'(?![\w-])', sec))
     ok('eldr.1: eldr %s: its %d options' % (c, len(opts)), not miss and len(opts) >= 1, 'missing: %s' % miss)
     codes = exit_codes(text)
@@ -99,7 +93,7 @@ for c in cmds:
         said = set(re.findall(r'\b(\d{1,3})\b', m.group(1))) if m else set()
         ok('eldr.1: eldr %s: exit statuses %s' % (c, ','.join(sorted(codes, key=int))),
            codes <= said, 'the section says %s' % sorted(said))
-opts = help_options(open(tmp + '/help.eldrd').read())
+opts = help_options('eldrd')
 miss = sorted(o for o in opts if not re.search(r'(?<![\w-])' + re.escape(o) + r'(?![\w-])', sh8.get('OPTIONS', '')))
 ok('eldrd.8 OPTIONS: eldrd --help\'s %d options' % len(opts), not miss and len(opts) >= 50, 'missing: %s' % miss)
 codes = exit_codes(open(tmp + '/help.eldrd').read())

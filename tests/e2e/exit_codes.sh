@@ -32,7 +32,7 @@ expect_in "README: 2 bad input, 3 a daemon or engine that does not answer, 1 oth
 expect_in "eldr --help: 3 names replay, push, dash --attach and capture" "$TMP/help.txt" \
     '3 the server does not answer \(eldrd: replay, push, dash --attach; the engine: capture\)'
 
-cmds=$("$ELDR" --help | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }')
+cmds=$(eldr_commands)
 for c in $cmds; do
     status "eldr $c --help: 0" 0 0 "$ELDR" "$c" --help
     status "eldr $c --no-such-option: 2, one line" 2 1 "$ELDR" "$c" --no-such-option
