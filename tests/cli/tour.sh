@@ -57,6 +57,9 @@ readme_has "tour: eldr sim on t.h5 as the README says ($got)" "\`eldr sim\` $got
     >"$TMP/dash.json" 2>"$TMP/err"
 got=$(pyj "$TMP/dash.json" '"%+.1f%% +-%.1f" % (j["vs_best_baseline"]["tpot_p50_pct"], half(j["vs_best_baseline"]["tpot_p50_pct_ci95"]))')
 readme_has "tour: the dashboard's held-out header as the README says ($got)" "the dashboard at K 8 $got (its own 5 seeds)"
+(cd "$TMP/tour" && eldr sim samples/capture.npz -m samples/fit.json --rate 60 --json) >"$TMP/cap.json" 2>/dev/null
+got=$(pyj "$TMP/cap.json" '"batches at %.1f requests on average (`--json`: `mean_batch`), where no routing can matter, and its %+.1f%% against jsq" % (p["eldr"]["mean_batch"], p["eldr"]["vs_baseline_tpot_p50_pct"])')
+readme_has "tour: the capture line's batches and number as the README says" "$got"
 # eldr-online on the drifting sample: the tour's line, then the windows
 D="$ROOT/samples/drift.h5"
 ON="--policy eldr,eldr-online,jsq --rate 100 --split head --json"
