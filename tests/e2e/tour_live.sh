@@ -14,7 +14,7 @@
 prereqs "tour (live)"
 export PATH="$ROOT/$BIN:$PATH"
 D="$TMP/tour" && mkdir -p "$D" && ln -s "$ROOT/samples" "$D/samples"   # the tour runs from the root
-(cd "$D" && eldr gen -o t.h5 --requests 2000 --domains 6 && eldr fit t.h5 -k 8 -o m.h5) \
+(cd "$D" && eldr gen -o t.h5 --requests 2000 --domains 6 && eldr fit t.h5 -k 8 -o m.h5 --calib-split 0.5) \
     >/dev/null 2>&1 || { notok "tour (live): t.h5 and m.h5 from the tour"; exit 0; }
 awk '/^## A tour of the commands/ { on = 1 } on && /^```/ { n++; next } on && n == 3' \
     "$ROOT/README.md" | sed 's/  *#.*$//' | grep -E '^(eldr|eldrd) ' >"$TMP/lines"
