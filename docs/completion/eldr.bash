@@ -12,8 +12,10 @@
 # .frames .bin; models: .h5 .json; Lua scripts; profiles: .csv), always
 # with directories, so that a path can be walked.
 
-# _eldr_help_opts PROG [CMD]: the options PROG [CMD] --help defines
-_eldr_help_opts() {
+# _eldr_help_cols PROG [CMD]: the parts of PROG [CMD] --help that define
+# options: its usage lines, and the option column (up to the first run of
+# two spaces) of the lines that begin with an option
+_eldr_help_cols() {
     "$@" --help 2>/dev/null | awk '
         /^usage:/ { usage = 1 }
         usage && !/^usage:/ && !/^ / { usage = 0 }
@@ -22,25 +24,51 @@ _eldr_help_opts() {
             if (usage) { print line; next }
             # (mawk, the Debian awk, has no {m,n}: the indent is measured)
             if (match(line, /^ +-/) && RLENGTH <= 5) {
-                # the option column: up to the first run of two spaces
                 sub(/^ +/, "", line)
                 i = index(line, "  ")
                 if (i > 0) line = substr(line, 1, i - 1)
                 print line
             }
-        }' | grep -oE -- '(^|[][ ,|])--?[A-Za-z][A-Za-z0-9-]*' | sed 's/^[][ ,|]//' | sort -u
+        }'
 }
 
-# _eldr_cached KEY PROG [CMD]: _eldr_help_opts, remembered under KEY
-_eldr_cached() {
-    local key=$1
-    shift
-    if [[ -z ${_eldr_opts_cache[$key]+set} ]]; then
-        _eldr_opts_cache[$key]=$(_eldr_help_opts "$@" | tr '\n' ' ')
-    fi
-    printf '%s' "${_eldr_opts_cache[$key]}"
+# _eldr_help_opts PROG [CMD]: the options PROG [CMD] --help defines, then
+# a line "=", then those of them that take a value (followed by a
+# metavariable: FILE, N, auto|all|LIST, k; not by words of a description)
+_eldr_help_opts() {
+    local cols
+    cols=$(_eldr_help_cols "$@")
+    printf '%s\n' "$cols" | grep -oE -- '(^|[][ ,|])--?[A-Za-z][A-Za-z0-9-]*' | sed 's/^[][ ,|]//' | sort -u
+    echo =
+    # a run of options ("-k, --clusters K") shares the metavariable after it
+    printf '%s\n' "$cols" | tr '[],' '   ' | awk '{
+        run = ""
+        for (i = 1; i <= NF; i++) {
+            if ($i ~ /^--?[A-Za-z]/) { run = run " " $i; continue }
+            if (run != "" && ($i ~ /^[A-Z]/ || $i ~ /^[a-z]$/ || $i ~ /\|/)) {
+                n = split(run, o, " ")
+                for (j = 1; j <= n; j++) print o[j]
+            }
+            run = ""
+        }
+    }' | sort -u
 }
-declare -gA _eldr_opts_cache 2>/dev/null || declare -A _eldr_opts_cache
+
+# _eldr_cached KIND KEY PROG [CMD]: the options (KIND opts) or the options
+# that take a value (KIND valued) of PROG [CMD], read once under KEY
+_eldr_cached() {
+    local kind=$1 key=$2 all
+    shift 2
+    if [[ -z ${_eldr_opts_cache[$key]+set} ]]; then
+        all=$(_eldr_help_opts "$@")
+        _eldr_opts_cache[$key]=$(printf '%s\n' "$all" | sed '/^=$/,$d' | tr '\n' ' ')
+        _eldr_valued_cache[$key]=" $(printf '%s\n' "$all" | sed '1,/^=$/d' | tr '\n' ' ')"
+    fi
+    if [[ $kind == opts ]]; then printf '%s' "${_eldr_opts_cache[$key]}"
+    else printf '%s' "${_eldr_valued_cache[$key]}"; fi
+}
+declare -gA _eldr_opts_cache _eldr_valued_cache 2>/dev/null ||
+    declare -A _eldr_opts_cache _eldr_valued_cache
 
 # _eldr_files CUR EXT...: directories, and the files whose names end in
 # one of the extensions (all files when none is given)
@@ -59,10 +87,10 @@ _eldr_files() {
     done
 }
 
-# _eldr_value CMD PREV CUR: complete the value of option PREV; 0 when PREV
-# takes a value (COMPREPLY set, maybe empty), 1 when it takes none
+# _eldr_value PROG CMD PREV CUR: complete the value of option PREV; 0 when
+# PREV takes a value (COMPREPLY set, maybe empty), 1 when it takes none
 _eldr_value() {
-    local cmd=$1 prev=$2 cur=$3 words=
+    local prog=$1 cmd=$2 prev=$3 cur=$4 words=
     case $prev in
         -o|--output)
             case $cmd in
@@ -94,15 +122,12 @@ _eldr_value() {
         --prefill-route) words="rr prefix" ;;
         --pairs) words="all" ;;
         --to|--admin|--attach|--server|--push-to) words="http://127.0.0.1:" ;;
-        -k|--clusters|--requests|--experts|--top-k|--domains|--seed|--seeds|--split-seed|\
-        --calib-split|--tau|--workers|--rate|--concurrency|--threads|--iters|--width|--height|\
-        --interval|--timeout|--max-batch|--output-tokens|--min-gain|--refit-every|--refit-window|\
-        --speed|--max-seconds|--tpot-ms|--worst|--max-tokens|--temperature|--worker|\
-        --cell|--init-rows|--sample-pool|--prefix-cache|--prefill-workers|--block-size|\
-        --decode-tokens|--id-prefix|--ci-samples)
+        *)
+            # another option that takes a value (a number, a list, a name):
+            # nothing to offer; one that takes none: not a value here
+            [[ $(_eldr_cached valued "eldr $cmd" "$prog" "$cmd") == *" $prev "* ]] || return 1
             COMPREPLY=()
             return 0 ;;
-        *) return 1 ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
     return 0
@@ -120,11 +145,11 @@ _eldr() {
         return 0
     fi
     if [[ $cur == -* ]]; then
-        opts=$(_eldr_cached "eldr $cmd" "$prog" "$cmd")
+        opts=$(_eldr_cached opts "eldr $cmd" "$prog" "$cmd")
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
         return 0
     fi
-    if [[ $COMP_CWORD -gt 2 ]] && _eldr_value "$cmd" "$prev" "$cur"; then
+    if [[ $COMP_CWORD -gt 2 ]] && _eldr_value "$prog" "$cmd" "$prev" "$cur"; then
         return 0
     fi
     # positional arguments
@@ -162,7 +187,11 @@ _eldrd() {
         --pd-protocol) COMPREPLY=($(compgen -W "eldr vllm" -- "$cur")); return 0 ;;
         --stream-start) COMPREPLY=($(compgen -W "decoder prefill" -- "$cur")); return 0 ;;
     esac
-    opts=$(_eldr_cached eldrd "${COMP_WORDS[0]}")
+    # the value of another option (a number, an address, a list): nothing
+    if [[ $cur != -* && $(_eldr_cached valued eldrd "${COMP_WORDS[0]}") == *" $prev "* ]]; then
+        return 0
+    fi
+    opts=$(_eldr_cached opts eldrd "${COMP_WORDS[0]}")
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))
     return 0
 }

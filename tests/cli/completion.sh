@@ -74,6 +74,14 @@ value sim --prefix-mode "" "all cache cold uncached"
 same "eldrd --policy <Tab>" "$(comp _eldrd "$ELDRD" --policy "")" "band cost"
 same "eldrd --load-from <Tab>" "$(comp _eldrd "$ELDRD" --load-from "")" "own vllm"
 same "eldr sim x.h5 --rate <Tab>: a number, nothing offered" "$(comp _eldr "$E" sim x.h5 --rate "")" ""
+same "eldr dash x.h5 -k <Tab>: a number (the metavariable of -k, --clusters K)" "$(comp _eldr "$E" dash x.h5 -k "")" ""
+same "eldr gen --top-k <Tab>: a number (metavariable k)" "$(comp _eldr "$E" gen --top-k "")" ""
+same "eldr sim x.h5 --json <Tab>: a flag, then the files again" "$(comp _eldr "$E" sim x.h5 --json "")" "a.h5 b.npz sub"
+same "eldr sim x.h5 --require-full-routing <Tab>: a flag (its one-space description is no value)" \
+    "$(comp _eldr "$E" sim x.h5 --require-full-routing "")" "a.h5 b.npz sub"
+same "eldrd --listen <Tab>: an address, nothing offered" "$(comp _eldrd "$ELDRD" --listen "")" ""
+same "eldrd --proxy <Tab>: a flag, then the options" "$(comp _eldrd "$ELDRD" --proxy "" | wc -w)" \
+    "$("$ELDRD" --help | $PY "$ROOT/tests/cli/help_options.py" | wc -w)"
 
 # file names by kind (directories always, to walk a path)
 same "eldr sim <Tab>: traces" "$(comp _eldr "$E" sim "")" "a.h5 b.npz sub"
