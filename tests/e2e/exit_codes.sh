@@ -7,7 +7,8 @@
 #   does not answer (replay, push, dash --attach, capture), 1 other
 #   failure (a Lua error in eldr run), and run's own statuses;
 #   eldrd: 0 --help, --version and a drained SIGTERM, 2 refuses to start
-#   (bad option, missing model, an address in use), one line.
+#   (bad option, missing model, an address in use), one line; and the
+#   particular 2s of docs/eldrd.md, dashboard.md, advise.md and replay.md.
 # A port nothing listens on: a free one, closed again before it is used.
 . "$ROOT/tests/cli/lib.sh"
 . "$ROOT/tests/e2e/daemon.inc"
@@ -69,8 +70,19 @@ status "eldrd --version: 0" 0 0 "$ELDRD" --version
 status "eldrd --no-such-option: 2, one line" 2 1 "$ELDRD" --no-such-option
 status "eldrd without -m: 2, one line" 2 1 "$ELDRD"
 status "eldrd -m on a missing file: 2, one line" 2 1 "$ELDRD" -m "$TMP/missing.h5"
+# and the docs' particular cases of 2 (docs/eldrd.md, dashboard.md, advise.md, replay.md)
+echo '{' >"$TMP/bad.json"
+status "eldrd --cost on a bad file: 2, one line (docs/eldrd.md)" 2 1 "$ELDRD" -m "$TMP/m.h5" \
+    --cost "$TMP/bad.json" --listen "127.0.0.1:$(free_port)"
+status "eldrd on a non-loopback address without a token: 2, one line (docs/eldrd.md)" 2 1 "$ELDRD" \
+    -m "$TMP/m.h5" --listen "0.0.0.0:$(free_port)"
+status "eldr dash --frame - --json: 2, one line (docs/dashboard.md)" 2 1 "$ELDR" dash "$SMALL" --frame - --json
+status "eldr advise --baselines eldr-online: 2, one line (docs/advise.md)" 2 1 "$ELDR" advise "$SMALL" \
+    --baselines eldr-online
 if start first -m "$TMP/m.h5" --quiet; then
     status "eldrd on an address in use: 2, one line" 2 1 "$ELDRD" -m "$TMP/m.h5" --listen "127.0.0.1:$PORT" --quiet
+    status "eldr push without a terminal and without --yes: 2, one line (docs/replay.md)" 2 1 \
+        "$ELDR" push "$TMP/m.h5" --to "$URL"
     stop
     if [ "$RC" -eq 0 ]; then ok "eldrd: SIGTERM with nothing in progress: 0"; else
         notok "eldrd: SIGTERM with nothing in progress: 0" "exit $RC"; fi
