@@ -542,6 +542,11 @@ static void print_all(const run_ctx *x, const vresult *rs, int n)
         if (r->has_ci)
             printf("%-11s 95%% CI of rho(greedy): [%.4f, %.4f]\n", "", r->ci_lo, r->ci_hi);
     }
+    /* the first row is often count, above the default: say why the
+     * default stays (issue 30, item 6; measured in docs/signatures.md) */
+    printf("\nbest first by rho. eldr fit's default stays count_idf: rho does not rank the\n"
+           "variants by their routing gain on held-out rows (docs/signatures.md); to\n"
+           "compare two on this trace: eldr fit --variant V --calib-split 0.5, then eldr sim -m\n");
     if (!x->o->curve)
         return;
     static const char marks[] = "abcdef", peaks[] = "ABCDEF";

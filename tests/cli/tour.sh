@@ -92,6 +92,8 @@ d = max(abs(x - y) for ra, rb in zip(a["centroids"], b["centroids"]) for x, y in
 assert d < 1e-6, d' "$ROOT/samples/fit.json" "$TMP/cap_m.json" 2>"$TMP/py.err"
 then ok "tour: samples/fit.json is eldr's fit on the random half eldr sim calibrates on"; else
     notok "tour: samples/fit.json is eldr's fit on the random half eldr sim calibrates on" "$(tail -c 300 "$TMP/py.err")"; fi
+expect_in "tour: eldr rho --all-variants says why the default stays count_idf" "$TMP/variants.txt" \
+    "default stays count_idf: rho does not rank the"
 # docs/signatures.md gives the default variant's rho beside count's on the tour's trace
 for v in count count_idf; do
     r=$(awk -v v="$v" '$1 == v { print $2 }' "$TMP/variants.txt")
