@@ -127,3 +127,10 @@ for page in "$MAN1" "$MAN8"; do
             notok "$name: mandoc -T lint" "$(head -c 400 "$TMP/lint.out")"; fi
     fi
 done
+
+# the pages name the version the binaries print
+want=$(sed -n 's/^#define ELDR_VERSION "\(.*\)"$/\1/p' "$ROOT/src/core/version.h")
+for page in "$MAN1" "$MAN8"; do
+    if grep -q "^\.TH [A-Z]* [18] \"[0-9-]*\" \"eldr $want\"" "$page"; then ok "$(basename "$page"): .TH says eldr $want"; else
+        notok "$(basename "$page"): .TH says eldr $want" "$(grep '^\.TH' "$page")"; fi
+done
