@@ -68,7 +68,7 @@ static void usage(FILE *f)
             "2 bad input (one line on stderr says what and where), 3 the server does\n"
             "not answer (eldrd: replay, push, dash --attach; the engine: capture),\n"
             "1 other failure. eldr --version: the version.\n"
-            "The router daemon is eldrd (eldrd --help). Docs: docs/, README.md.\n");
+            "The router daemon is eldrd (eldrd --help). Docs: man eldr, docs/, README.md.\n");
 }
 
 int main(int argc, char **argv)
