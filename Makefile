@@ -84,7 +84,7 @@ SAMPLE := samples/small.h5
 # the batches hold about 20 and ELDR's effect can be seen.
 RUN_RATE := 800
 
-.PHONY: all deps run run-built test test-built asan bench bench-built samples clean install uninstall \
+.PHONY: all deps run run-built test test-built asan bench bench-built samples clean install \
 	unit-tests fuzz fuzz-smoke soak
 
 all: $(BIN)/eldr $(BIN)/eldrd
@@ -340,6 +340,7 @@ DOCDIR ?= $(PREFIX)/share/doc/eldr
 DOCS := README.md $(wildcard docs/*.md)
 LUA_FILES := $(shell find lua -type f 2>/dev/null)
 
+.PHONY: uninstall
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/eldr/lua \
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(COMPDIR) $(DESTDIR)$(DOCDIR)
