@@ -20,8 +20,12 @@ took() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f s", b - a}'; }
 
 # one TEST OUT: run one test, write its report line(s) to OUT and its
 # counts ("passed failed") to OUT.n
+# Each test gets its own empty result cache (the dashboard's, dash_cache.h):
+# never the user's ~/.cache, never another test's entries.
 one() {
     t=$1; out=$2; log="$out.log"; t0=$(now)
+    ELDR_CACHE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/eldr-cache.XXXXXX")
+    export ELDR_CACHE_DIR
     case "$t" in
     *.sh)
         timeout 900 sh "$t" >"$log" 2>&1
@@ -53,6 +57,7 @@ one() {
     esac
     echo "$p $f" >"$out.n"
     rm -f "$log"
+    rm -rf "$ELDR_CACHE_DIR"
 }
 
 # `sh tests/run.sh --one TEST OUT`: the lanes below call this

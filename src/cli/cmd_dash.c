@@ -73,7 +73,15 @@ static void usage(void)
         "                        p99 (TPOT p99) or tps (tokens/s); key m cycles them\n"
         "  --worker I            the selected worker (default 0); --zoom zooms on it\n"
         "  --cell L,E            heatmap: the cell under the cursor (layer, expert; 0,0)\n"
-        "  --frame FILE          write one frame as text to FILE ('-': stdout), no terminal\n"
+        "  --frame FILE          write one frame as text to FILE ('-': stdout), no terminal:\n"
+        "                        the refined numbers (every simulated row, --seeds seeds)\n"
+        "  --first               with --frame: the first look instead, what the screen\n"
+        "                        shows first (one seed on a stratified sample of at most\n"
+        "                        800 simulated rows; the footer says which)\n"
+        "  --no-cache            neither read nor write the result cache (refined results\n"
+        "                        by the trace's content and the settings, under\n"
+        "                        $ELDR_CACHE_DIR, else $XDG_CACHE_HOME/eldr, else\n"
+        "                        ~/.cache/eldr; never beside the trace)\n"
         "  --width W, --height H size of the frame (default 100 x 30)\n"
         "  --help-overlay        draw the help overlay into the frame\n"
         CLI_SPLIT_HELP
@@ -139,6 +147,8 @@ static int check_live(int argc, char **argv, dash_args *a)
     if (a->split_given)
         return cli_fail(CMD, "%s: --split, --split-seed, --calib-split and --seeds apply to "
                         "a trace only", mode);
+    if (a->st.first || a->o.no_cache)
+        return cli_fail(CMD, "%s: --first and --no-cache apply to a trace only", mode);
     return 0;
 }
 
@@ -147,7 +157,7 @@ static int parse(int argc, char **argv, dash_args *a)
     enum { O_TAU = 256, O_POLICY, O_VIEW, O_WORKER, O_ZOOM, O_FRAME, O_WIDTH, O_HEIGHT,
            O_HELPOV, O_SPLIT, O_RATE, O_SEED, O_JSON, O_ATTACH, O_SNAP, O_INTERVAL,
            O_TIMEOUT, O_CELL, O_SPLITMODE, O_SPLITSEED, O_SEEDS, O_METRIC, O_PUSHTO,
-           O_TOKEN, O_MAXMEM };
+           O_TOKEN, O_MAXMEM, O_FIRST, O_NOCACHE };
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},   {"clusters", required_argument, 0, 'k'},
         {"tau", required_argument, 0, O_TAU},   {"policy", required_argument, 0, O_POLICY},
@@ -169,6 +179,7 @@ static int parse(int argc, char **argv, dash_args *a)
         {"push-to", required_argument, 0, O_PUSHTO},
         {"token-file", required_argument, 0, O_TOKEN},
         {"max-memory", required_argument, 0, O_MAXMEM},
+        {"first", no_argument, 0, O_FIRST},     {"no-cache", no_argument, 0, O_NOCACHE},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     long long v;
     int c;
@@ -290,6 +301,12 @@ static int parse(int argc, char **argv, dash_args *a)
             if (cli_parse_double(CMD, "--timeout", optarg, 0.1, 600, &a->live.timeout_s))
                 return CLI_BADINPUT;
             break;
+        case O_FIRST:
+            a->st.first = 1;
+            break;
+        case O_NOCACHE:
+            a->o.no_cache = 1;
+            break;
         case O_PUSHTO:
             a->o.push_to = optarg;
             break;
@@ -309,6 +326,9 @@ static int parse(int argc, char **argv, dash_args *a)
     if (a->json && !strcmp(a->frame, "-"))
         return cli_fail(CMD, "--frame - and --json both write stdout: give --frame FILE "
                         "with --json");
+    if (a->st.first && !a->frame)
+        return cli_fail(CMD, "--first needs --frame (the screen shows the first look "
+                        "anyway, then refines)");
     if (a->o.push_token_file && !a->o.push_to)
         return cli_fail(CMD, "--token-file is the admin token of --push-to: give --push-to URL");
     if (a->o.push_to && (a->frame || a->live.url || a->live.snapshot_path))
@@ -447,6 +467,15 @@ static void print_json(const dash_t *d, const dash_args *a)
     if (b)
         json_object_set_new(o, "best_baseline", sim_json(b));
     json_object_set_new(o, "seeds", json_integer(d->opts.seeds));
+    /* what the numbers rest on: the first look's rows and one seed, or
+     * every simulated row and the seeds */
+    char on[160];
+    dash_rests_on(d, on, sizeof on);
+    int first = d->level == DASH_LEVEL_FIRST && d->rows[DASH_LEVEL_FIRST].t;
+    json_object_set_new(o, "rests_on", json_pack(
+        "{s:b, s:I, s:i, s:s, s:b}", "refined", d->refined, "rows",
+        (json_int_t)(first ? d->rows[DASH_LEVEL_FIRST].t->n : d->eval->n), "seeds",
+        d->ci.valid ? d->ci.n_seeds : 1, "text", on, "from_cache", d->from_cache));
     if (d->trade.state == DASH_TRADE_DONE)
         json_object_set_new(o, "tradeoff", tradeoff_json(d));
     const dash_ci *ci = dash_shown_ci(d);

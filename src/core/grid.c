@@ -297,8 +297,9 @@ static int run_policy(const grid_spec *s, const grid_ctx *ctx, const sim_workloa
         rc = route_policy_set_domains(&p, ctx->shares, ctx->n_labels, err, errlen);
     steady_count sc;
     int steady = steady_window(w, &sc);
-    if (rc == 0)
-        rc = sim_run(w, &p, steady ? count_step : NULL, &sc, res, err, errlen);
+    if (rc == 0)   /* SIM_CANCELLED is the grid's -2 */
+        rc = sim_run_cancel(w, &p, steady ? count_step : NULL, &sc, s->cancel, res, err,
+                            errlen);
     if (rc == 0 && steady)
         res->tokens_per_s = (double)sc.tokens / (sc.t1 - sc.t0);
     route_policy_free(&p);

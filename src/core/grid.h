@@ -79,7 +79,8 @@ typedef struct grid_spec {
     int threads;                /* 0 = the online CPUs */
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;         /* progress is called under a lock */
-    volatile int *cancel;       /* set: stop at the next cell, return -2 */
+    volatile int *cancel;       /* set: stop within a few ms (the running
+                                 * simulations poll it too), return -2 */
 } grid_spec;
 
 /* The baselines every front end compares with unless told otherwise

@@ -16,7 +16,18 @@ int64_t insample_rows(const model_t *m, const char *trace_path, const trace_t *a
     if (sha)
         sha[0] = '\0';
     if (!m || !m->calib_sha256[0] || !trace_path ||
-        sha256_file(trace_path, hex, err, sizeof err) < 0 || strcmp(hex, m->calib_sha256))
+        sha256_file(trace_path, hex, err, sizeof err) < 0)
+        return 0;
+    return insample_rows_hex(m, hex, all, eval, n_eval, sha);
+}
+
+int64_t insample_rows_hex(const model_t *m, const char *hex, const trace_t *all,
+                          const int64_t *eval, int64_t n_eval, char sha[13])
+{
+    char err[ELDR_ERRLEN];
+    if (sha)
+        sha[0] = '\0';
+    if (!m || !m->calib_sha256[0] || !hex || !hex[0] || strcmp(hex, m->calib_sha256))
         return 0;
     if (sha)
         snprintf(sha, 13, "%.12s", hex);

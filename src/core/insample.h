@@ -22,5 +22,10 @@
  * NULL) gets the file's SHA-256 prefix for messages. */
 int64_t insample_rows(const model_t *m, const char *trace_path, const trace_t *all,
                       const int64_t *eval, int64_t n_eval, char sha[13]);
+/* The same with the file's SHA-256 (64 hex digits) already computed, or
+ * "" when unknown: for a caller that hashes the file anyway (the
+ * dashboard's cache key), so a large trace is read once. */
+int64_t insample_rows_hex(const model_t *m, const char *file_hex, const trace_t *all,
+                          const int64_t *eval, int64_t n_eval, char sha[13]);
 
 #endif

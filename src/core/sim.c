@@ -160,6 +160,7 @@ typedef struct run {
     sim_result *res;
     sim_step_fn on_step;
     void *ctx;
+    volatile int *cancel;      /* polled every SIM_CANCEL_EVERY events; may be NULL */
     int K, L, E, k;
     worker_state *ws;
     int *batch_mem;            /* [K][max_batch] */
@@ -373,7 +374,9 @@ static int loop(run *R)
             if (arrive(R, R->next_arrival++, 0.0))
                 return -1;
     }
-    while (R->finished < w->n) {
+    for (unsigned events = 0; R->finished < w->n; events++) {
+        if (R->cancel && events % SIM_CANCEL_EVERY == 0 && *R->cancel)
+            return (eldr_errf(R->err, R->errlen, "cancelled"), SIM_CANCELLED);
         double ta = w->arrival && R->next_arrival < w->n ? w->arrival[R->next_arrival]
                                                          : INFINITY;
         int wk = -1;
@@ -497,12 +500,19 @@ static int summarise(run *R)
 int sim_run(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *ctx,
             sim_result *res, char *err, size_t errlen)
 {
+    return sim_run_cancel(w, p, on_step, ctx, NULL, res, err, errlen);
+}
+
+int sim_run_cancel(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *ctx,
+                   volatile int *cancel, sim_result *res, char *err, size_t errlen)
+{
     memset(res, 0, sizeof *res);
     if (route_kind_has_centroids(p->kind) &&
         ((!w->sig && !w->recipe) || !p->centroids || p->dim != w->dim))
         return eldr_errf(err, errlen, "sim: the %s policy needs a model whose signatures "
                          "match the workload's", route_kind_name(p->kind));
-    run R = {.w = w, .p = p, .res = res, .on_step = on_step, .ctx = ctx, .K = p->K,
+    run R = {.w = w, .p = p, .res = res, .on_step = on_step, .ctx = ctx, .cancel = cancel,
+             .K = p->K,
              .L = w->L, .E = w->E, .k = w->k, .err = err, .errlen = errlen};
     sim_online online;
     const float *given = p->centroids;

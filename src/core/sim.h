@@ -194,6 +194,15 @@ typedef struct sim_result {
  * the policy's seed. */
 int sim_run(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *ctx,
             sim_result *res, char *err, size_t errlen);
+/* The same, stopping early: *cancel (may be NULL) is read every
+ * SIM_CANCEL_EVERY events (arrivals and step ends: well under a
+ * millisecond of work on the reference geometry), and once it is set the
+ * run frees what it made and returns SIM_CANCELLED with err "cancelled".
+ * A run that is not cancelled gives exactly sim_run's result. */
+#define SIM_CANCELLED (-2)
+#define SIM_CANCEL_EVERY 64
+int sim_run_cancel(const sim_workload *w, route_policy *p, sim_step_fn on_step, void *ctx,
+                   volatile int *cancel, sim_result *res, char *err, size_t errlen);
 void sim_result_free(sim_result *r);
 
 #endif

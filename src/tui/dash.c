@@ -118,6 +118,23 @@ static int frame_of(dash_t *d, const tui_start *s, int w, int h, char **text, ch
         d->tau = tau;
         d->policy = s->policy;
     }
+    if (!s->first && !d->refined) {
+        dash_refined r;
+        if (dash_refine(d, d->fit->model, d->cur->policy, d->cur->tau, NULL, NULL, NULL, &r,
+                        err, errlen))
+            return -1;
+        dash_refined_apply(d, &r);
+        if (d->n_trail > 0)   /* the trail's entry is the refined one */
+            d->n_trail--;
+        dash_trail_add(d);
+    }
+    if (!d->refined) {   /* a first look says what it rests on */
+        char on[160];
+        dash_rests_on(d, on, sizeof on);
+        snprintf(d->status, sizeof d->status, "%s (without --first: refined)", on);
+    } else if (d->cache_note[0]) {
+        snprintf(d->status, sizeof d->status, "%s", d->cache_note);
+    }
     apply_view(d, s);
     /* a frame is complete: the trade-off grid is computed before it */
     if (d->view == VIEW_TRADEOFF && tradeoff_compute(d, NULL, err, errlen))
@@ -129,16 +146,23 @@ int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, c
               char *err, size_t errlen)
 {
     *text = NULL;
-    if (dash_open(d, o, NULL, NULL, err, errlen))
+    memset(d, 0, sizeof *d);   /* the caller frees it on every path */
+    trace_t *t = NULL;
+    model_t *m = NULL;
+    if (trace_load(o->trace_path, &t, err, errlen))
         return -1;
-    return frame_of(d, s, w, h, text, err, errlen);
+    if (o->model_path && model_load(o->model_path, &m, err, errlen)) {
+        trace_free(t);
+        return -1;
+    }
+    return tui_frame_trace(o, s, t, m, w, h, d, text, err, errlen);
 }
 
 int tui_frame_trace(const dash_opts *o, const tui_start *s, trace_t *t, model_t *m, int w,
                     int h, dash_t *d, char **text, char *err, size_t errlen)
 {
     *text = NULL;
-    if (dash_open_trace(d, o, t, m, NULL, NULL, err, errlen))
+    if (dash_open_first(d, o, t, m, NULL, NULL, err, errlen))
         return -1;
     return frame_of(d, s, w, h, text, err, errlen);
 }
@@ -230,6 +254,8 @@ typedef struct session {
     tui_start start;
     live_t *live;                /* live mode: the poller (d.live is set) */
     tradeoff_job tj;             /* the trade-off grid (view 7) */
+    int refine_off;              /* Esc stopped a job: no refine starts by
+                                  * itself until the next change */
     dash_push push;              /* key P (--push-to) */
 } session;
 
@@ -238,21 +264,53 @@ static int current_K(const session *s)
     return s->d.live ? s->d.live->now.K : s->d.fit ? s->d.fit->model->K : 0;
 }
 
-/* Start a change job when what is wanted differs from what is shown. */
+/* Start a change job when what is wanted differs from what is shown;
+ * else refine what is shown (every row, the seeds) unless it is refined
+ * or Esc stopped the last job. */
 static void kick(session *s)
 {
     dash_t *d = &s->d;
     if (!s->ready || s->wf.running || !d->cur || d->live)
         return;
     if (s->K == current_K(s) && d->policy == d->cur->policy &&
-        (d->policy != ROUTE_ELDR || fabs(d->tau - d->cur->tau) < 1e-12))
+        (d->policy != ROUTE_ELDR || fabs(d->tau - d->cur->tau) < 1e-12)) {
+        if (d->refined || s->refine_off)
+            return;
+        if (whatif_start_refine(&s->wf, d)) {
+            snprintf(d->status, sizeof d->status, "%s", s->wf.err);
+            return;
+        }
+        d->busy = 1;
+        d->progress = -1;
+        snprintf(d->status, sizeof d->status, "refine");
         return;
+    }
     if (whatif_start_change(&s->wf, d, s->K, d->policy, d->tau)) {
         snprintf(d->status, sizeof d->status, "%s", s->wf.err);
         return;
     }
+    s->refine_off = 0;           /* a new setting: refine it once it shows */
     d->busy = 1;
     snprintf(d->status, sizeof d->status, "%s", s->K != current_K(s) ? "refit" : "simulate");
+}
+
+/* Esc stopped a job: what is wanted goes back to what is shown, so the
+ * loop does not start the cancelled change again (issue 30: tau 0.10 ->
+ * 0.15 was restarted at once), and no refine starts by itself. */
+static void cancelled(session *s, whatif_kind kind)
+{
+    dash_t *d = &s->d;
+    char on[160];
+    s->refine_off = 1;
+    s->K = current_K(s);
+    if (d->cur) {
+        d->policy = d->cur->policy;
+        if (d->cur->policy == ROUTE_ELDR)
+            d->tau = d->cur->tau;
+    }
+    dash_rests_on(d, on, sizeof on);
+    snprintf(d->status, sizeof d->status, "%s cancelled; shown: %s",
+             kind == WHATIF_REFINE ? "refine" : "what-if", on);
 }
 
 /* The trade-off grid starts when its view is first shown (it costs a few
@@ -287,8 +345,10 @@ static int trade_key(session *s, int ch)
 {
     dash_t *d = &s->d;
     dash_trade *t = &d->trade;
-    if (ch == KEY_ESC && s->tj.running && !s->wf.running) {
-        tradeoff_job_cancel(&s->tj);   /* stops at its next cell or fit stage */
+    /* Esc here stops the grid first (what this view shows computing); a
+     * second Esc the what-if job */
+    if (ch == KEY_ESC && s->tj.running && !s->tj.cancel) {
+        tradeoff_job_cancel(&s->tj);   /* its simulations poll the flag */
         return 1;
     }
     if (ch == 'r' || ch == 'R') {
@@ -338,11 +398,15 @@ static int poll_job(session *s, char *err, size_t errlen)
     if (!s->wf.running)
         return 0;
     if (!whatif_done(&s->wf)) {
-        char stage[64];
+        char stage[64], on[160];
         whatif_progress(&s->wf, stage, sizeof stage, &d->progress);
         snprintf(d->status, sizeof d->status, "%s", stage);
         if (s->ready && s->K != current_K(s))
             snprintf(d->status, sizeof d->status, "refit K=%d: %s", s->K, stage);
+        else if (s->ready && s->wf.kind == WHATIF_REFINE) {
+            dash_rests_on(d, on, sizeof on);
+            snprintf(d->status, sizeof d->status, "%s; refining: %s", on, stage);
+        }
         return 0;
     }
     whatif_kind kind = s->wf.kind;
@@ -362,19 +426,22 @@ static int poll_job(session *s, char *err, size_t errlen)
         if (st.tau >= 0)
             s->d.tau = st.tau;
         s->d.progress = -1;
-        s->d.status[0] = '\0';
+        snprintf(s->d.status, sizeof s->d.status, "%s", s->d.cache_note);
+        s->d.cache_note[0] = '\0';
         view_shown(s);
     } else {
         d->busy = 0;
         d->progress = -1;
-        if (rc == KMEANS_CANCELLED) {
-            s->K = current_K(s);
-            snprintf(d->status, sizeof d->status, "refit cancelled; K stays %d", s->K);
+        if (rc == WHATIF_CANCELLED) {
+            cancelled(s, kind);
         } else if (rc) {
             s->K = current_K(s);
-            snprintf(d->status, sizeof d->status, "what-if failed: %s", s->wf.err);
+            snprintf(d->status, sizeof d->status, "%s failed: %s", kind == WHATIF_REFINE
+                     ? "refine" : "what-if", s->wf.err);
+            s->refine_off = 1;   /* the same job would fail the same way */
         } else {
-            d->status[0] = '\0';
+            snprintf(d->status, sizeof d->status, "%s", d->cache_note);
+            d->cache_note[0] = '\0';
         }
         if (d->worker >= current_K(s))
             d->worker = current_K(s) - 1;
@@ -414,13 +481,15 @@ static void key(session *s, int ch)
         cycle_view(d, -1);
     else if (ch == '?')
         d->help = 1;
-    else if (ch == KEY_ESC && s->wf.running && s->ready)
-        whatif_cancel(&s->wf);
     if (!s->ready)
         return;
     view_shown(s);
     if (d->view == VIEW_TRADEOFF && !d->live && trade_key(s, ch))
         return;
+    if (ch == KEY_ESC && s->wf.running) {
+        whatif_cancel(&s->wf);
+        return;
+    }
     int K = current_K(s);
     if (d->live && ch == ' ') {   /* hold the decisions still to read them */
         live_pause(d->live, !d->live->paused);

@@ -185,6 +185,24 @@ typedef struct dash_confirm {
     char line[DASH_CONFIRM_LINES][160];
 } dash_confirm;
 
+/* The first look (issue 34): the dashboard's first screen rests on a
+ * bounded sample of the simulated rows and one seed; it then refines in
+ * the background to every simulated row and opts.seeds seeds. A level
+ * names the rows a run rests on. */
+typedef enum dash_level { DASH_LEVEL_FIRST = 0, DASH_LEVEL_FULL, DASH_N_LEVELS } dash_level;
+/* Rows of the first look: at most this many simulated rows (a stratified
+ * draw, or with the trace's own arrival times the first arrivals, which
+ * keeps the load). 800 rows of the reference geometry simulate five
+ * policies in about a second on 2 cores. */
+#define DASH_FIRST_ROWS 800
+typedef struct dash_rows {
+    trace_t *t;                  /* FIRST: owned sample (NULL: the first look
+                                  * uses every row); FULL: d->eval, borrowed */
+    sim_workload work;
+    int have_work;
+    char how[96];                /* "stratified 800 of 19000 rows", for labels */
+} dash_rows;
+
 typedef struct dash_opts {
     const char *trace_path;
     const char *model_path;      /* NULL: fit with the default recipe */
@@ -197,6 +215,9 @@ typedef struct dash_opts {
     const char *push_to;         /* key P pushes the model shown here (eldrd's
                                   * admin URL); NULL: no push */
     const char *push_token_file; /* its admin token, or NULL */
+    int first_rows;              /* the first look's bound (DASH_FIRST_ROWS) */
+    int no_cache;                /* 1: neither read nor write the result cache
+                                  * (dash_cache.h) */
 } dash_opts;
 void dash_opts_default(dash_opts *o);
 
@@ -343,8 +364,16 @@ typedef struct dash {
     trace_t *all;                /* the whole trace, kept when the CIs redraw the
                                   * split per seed (dash_grid_splits); or NULL */
     sim_config cfg;
-    sim_workload work;           /* the eval rows, signatures of the recipe */
-    int have_work;
+    /* The simulated rows at each level: [FIRST] the first look's sample
+     * (t NULL when every row is few enough), [FULL] every eval row (its
+     * workload built by the first refine). Signatures of the recipe. */
+    dash_rows rows[DASH_N_LEVELS];
+    dash_level level;            /* the rows cur and base rest on */
+    int refined;                 /* 1: cur, base and ci are final (every row,
+                                  * opts.seeds seeds) */
+    int from_cache;              /* 1: the refined results came from the cache */
+    char sha256[65];             /* the trace file's (cache key, in-sample), or "" */
+    char cache_note[ELDR_ERRLEN + 64];        /* a cache entry ignored, and why; or "" */
     char arrivals[64];           /* how requests arrive, for the overview */
 
     dash_fit *fit;
@@ -392,12 +421,54 @@ int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
                     dash_progress_fn progress, void *pctx, char *err, size_t errlen);
 void dash_free(dash_t *d);
 
+/* The first look only: everything dash_open does, but the current
+ * policy and the baselines are simulated on the first look's rows with
+ * one seed (d->level, d->refined 0), unless the cache holds the refined
+ * results (then d->refined is 1). dash_open is this and dash_refine. */
+int dash_open_first(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
+                    dash_progress_fn progress, void *pctx, char *err, size_t errlen);
+
+/* What refining a setting gives: the runs on every simulated row and
+ * the header's CIs over opts.seeds seeds; from the cache when it has
+ * them (the refined results of the same trace content and settings). */
+typedef struct dash_refined {
+    dash_sim *cur, *base[DASH_N_BASE];
+    dash_ci ci;
+    sim_workload work;           /* the FULL rows' workload, when built here */
+    int have_work;
+    int from_cache;
+    char cache_note[ELDR_ERRLEN + 64];
+} dash_refined;
+/* Refine (policy, tau) on m (K = m->K). Reads d (never writes it); the
+ * what-if thread runs it. cancel (may be NULL) stops it within a few ms
+ * (SIM_CANCELLED). */
+int dash_refine(const dash_t *d, const model_t *m, route_kind policy, double tau,
+                volatile int *cancel, dash_progress_fn progress, void *pctx,
+                dash_refined *out, char *err, size_t errlen);
+/* Move r's results into d (d->refined = 1), freeing what they replace. */
+void dash_refined_apply(dash_t *d, dash_refined *r);
+void dash_refined_free(dash_refined *r);
+/* "19000 rows, 5 seeds" or "first look: stratified 800 of 19000 rows, 1
+ * seed": what the shown numbers rest on. */
+void dash_rests_on(const dash_t *d, char *buf, size_t n);
+
 /* The pieces, for the what-if thread. A refit keeps the model's recipe
- * and changes K; cancel (may be NULL) stops its K-means. */
+ * and changes K; cancel (may be NULL) stops its K-means. A simulation
+ * runs on the rows of level (d->rows[level] must have its workload);
+ * cancel (may be NULL) stops it (SIM_CANCELLED). */
 int dash_refit(const dash_t *d, int K, volatile int *cancel, dash_progress_fn progress,
                void *pctx, dash_fit **out, char *err, size_t errlen);
 int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double tau, int K,
-                  dash_sim **out, char *err, size_t errlen);
+                  dash_level level, volatile int *cancel, dash_sim **out, char *err,
+                  size_t errlen);
+/* The current policy and the baselines on the rows of level, on up to
+ * two threads (common random numbers: one workload). base may be NULL
+ * (the policy alone). Returns 0, -1 with err, SIM_CANCELLED. */
+int dash_simulate_set(const dash_t *d, const model_t *m, route_kind policy, double tau,
+                      dash_level level, volatile int *cancel, dash_progress_fn progress,
+                      void *pctx, dash_sim **cur, dash_sim **base, char *err, size_t errlen);
+/* The lowest level with rows: where a what-if change looks first. */
+dash_level dash_first_level(const dash_t *d);
 void dash_fit_free(dash_fit *f);
 /* Free f unless it is d's home fit (which dash_free frees). */
 void dash_fit_release(const dash_t *d, dash_fit *f);

@@ -8,8 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "dash.h"
+#include "dash_cache.h"
 #include "insample.h"
+#include "par.h"
 #include "err.h"
 #include "kmeans.h"
 #include "layersel.h"
@@ -169,10 +173,9 @@ done:
  * request's decode tokens that use expert e in layer l; from the trace's
  * decode_counts, or else (per token, not per request) from the run's
  * heat: activations over tokens, tokens = activations / top-k. */
-static int activation_probs(const dash_t *d, const dash_sim *s, double *p)
+static int activation_probs(const dash_t *d, const trace_t *t, const dash_sim *s, double *p)
 {
     int L = d->L, E = d->E;
-    const trace_t *t = d->eval;
     size_t LE = (size_t)L * E;
     if (t->decode_counts && t->decode_tokens) {
         int64_t n = 0;
@@ -207,7 +210,7 @@ static int activation_probs(const dash_t *d, const dash_sim *s, double *p)
 }
 
 /* layer_expected and the two overall means, from the recorded steps. */
-static int digest_expected(const dash_t *d, dash_sim *s, const step_log *g)
+static int digest_expected(const dash_t *d, const trace_t *t, dash_sim *s, const step_log *g)
 {
     int K = s->K, L = s->L, E = s->E, bmax = 0;
     for (size_t i = 0; i < g->n; i++)
@@ -221,7 +224,7 @@ static int digest_expected(const dash_t *d, dash_sim *s, const step_log *g)
     if (!p || !table || !sum || !steps || !s->layer_expected)
         goto done;
     rc = 0;
-    if (!activation_probs(d, s, p)) {   /* nothing to compare with: NaN */
+    if (!activation_probs(d, t, s, p)) {   /* nothing to compare with: NaN */
         for (size_t i = 0; i < (size_t)K * L; i++)
             s->layer_expected[i] = NAN;
         s->expected_all = NAN;
@@ -261,7 +264,8 @@ done:
     return rc;
 }
 
-static int digest(const dash_t *d, dash_sim *s, const step_log *g, char *err, size_t errlen)
+static int digest(const dash_t *d, const trace_t *t, dash_sim *s, const step_log *g, char *err,
+                  size_t errlen)
 {
     int K = s->K, L = s->L;
     s->routed = eldr_calloc((size_t)K, sizeof *s->routed);
@@ -282,13 +286,15 @@ static int digest(const dash_t *d, dash_sim *s, const step_log *g, char *err, si
     s->t_end = s->res.makespan_s;
     if (digest_histories(s, g, t0, s->t_end))
         return eldr_errf(err, errlen, "dash: out of memory for the queue histories");
-    if (digest_expected(d, s, g))
+    if (digest_expected(d, t, s, g))
         return eldr_errf(err, errlen, "dash: out of memory for the random-batch expectation");
     return 0;
 }
 
-int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double tau, int K,
-                  dash_sim **out, char *err, size_t errlen)
+/* One run on workload w over trace t's rows (the rows of a level). */
+static int simulate_on(const dash_t *d, const sim_workload *w, const trace_t *t,
+                       const model_t *m, route_kind policy, double tau, int K,
+                       volatile int *cancel, dash_sim **out, char *err, size_t errlen)
 {
     *out = NULL;
     dash_sim *s = calloc(1, sizeof *s);
@@ -312,9 +318,9 @@ int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double t
     if (policy == ROUTE_ELDR &&
         route_policy_set_centroids(&p, m->centroids, sig_dim(&m->recipe), tau, 1, err, errlen))
         goto done;
-    if (sim_run(&d->work, &p, on_step, &g, &s->res, err, errlen))
+    if ((rc = sim_run_cancel(w, &p, on_step, &g, cancel, &s->res, err, errlen)))
         goto done;
-    rc = digest(d, s, &g, err, errlen);
+    rc = digest(d, t, s, &g, err, errlen);
 done:
     if (have_p)
         route_policy_free(&p);
@@ -326,6 +332,114 @@ done:
     else
         *out = s;
     return rc;
+}
+
+static const trace_t *level_trace(const dash_t *d, dash_level level)
+{
+    return level == DASH_LEVEL_FIRST && d->rows[DASH_LEVEL_FIRST].t
+               ? d->rows[DASH_LEVEL_FIRST].t : d->eval;
+}
+
+dash_level dash_first_level(const dash_t *d)
+{
+    return d->rows[DASH_LEVEL_FIRST].t ? DASH_LEVEL_FIRST : DASH_LEVEL_FULL;
+}
+
+int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double tau, int K,
+                  dash_level level, volatile int *cancel, dash_sim **out, char *err,
+                  size_t errlen)
+{
+    *out = NULL;
+    if (!d->rows[level].have_work)
+        return eldr_errf(err, errlen, "dash: no workload for these rows");
+    return simulate_on(d, &d->rows[level].work, level_trace(d, level), m, policy, tau, K,
+                       cancel, out, err, errlen);
+}
+
+/* The runs of one setting, shared by up to two threads: each takes the
+ * next run; the first failure stops the others at their next check. */
+typedef struct sim_set {
+    const dash_t *d;
+    const sim_workload *w;
+    const trace_t *t;
+    const model_t *m;
+    route_kind kinds[1 + DASH_N_BASE];
+    double tau;
+    int n, next, done, rc;
+    dash_sim *out[1 + DASH_N_BASE];
+    volatile int *cancel;
+    dash_progress_fn progress;
+    void *pctx;
+    pthread_mutex_t mu;
+    char err[ELDR_ERRLEN];
+} sim_set;
+
+static void *sim_set_main(void *arg)
+{
+    sim_set *S = arg;
+    char err[ELDR_ERRLEN];
+    for (;;) {
+        pthread_mutex_lock(&S->mu);
+        int i = S->rc || (S->cancel && *S->cancel) ? S->n : S->next++;
+        pthread_mutex_unlock(&S->mu);
+        if (i >= S->n)
+            return NULL;
+        dash_sim *out = NULL;
+        /* a run polls the caller's flag (a failure elsewhere only stops
+         * the next runs from starting) */
+        int rc = simulate_on(S->d, S->w, S->t, S->m, S->kinds[i], S->tau, S->m->K, S->cancel,
+                             &out, err, sizeof err);
+        pthread_mutex_lock(&S->mu);
+        S->out[i] = out;
+        if (rc && !S->rc) {
+            S->rc = rc;
+            snprintf(S->err, sizeof S->err, "%s", err);
+        }
+        S->done++;
+        if (!S->rc)
+            report(S->progress, S->pctx, "simulate", (double)S->done / S->n);
+        pthread_mutex_unlock(&S->mu);
+    }
+}
+
+static int simulate_set_on(const dash_t *d, const sim_workload *w, const trace_t *t,
+                           const model_t *m, route_kind policy, double tau,
+                           volatile int *cancel, dash_progress_fn progress, void *pctx,
+                           dash_sim **cur, dash_sim **base, char *err, size_t errlen)
+{
+    sim_set S = {.d = d, .w = w, .t = t, .m = m, .tau = tau, .n = base ? 1 + DASH_N_BASE : 1,
+                 .cancel = cancel, .progress = progress, .pctx = pctx};
+    S.kinds[0] = policy;
+    for (int i = 0; i < DASH_N_BASE; i++)
+        S.kinds[1 + i] = BASE_KINDS[i];
+    pthread_mutex_init(&S.mu, NULL);
+    report(progress, pctx, "simulate", 0);
+    par_run(par_threads(2, S.n), sim_set_main, &S);
+    pthread_mutex_destroy(&S.mu);
+    if (!S.rc && cancel && *cancel) {
+        S.rc = SIM_CANCELLED;
+        snprintf(S.err, sizeof S.err, "cancelled");
+    }
+    if (S.rc) {
+        for (int i = 0; i < S.n; i++)
+            dash_sim_free(S.out[i]);
+        eldr_errf(err, errlen, "%s", S.err);
+        return S.rc == SIM_CANCELLED ? SIM_CANCELLED : -1;
+    }
+    *cur = S.out[0];
+    for (int i = 0; base && i < DASH_N_BASE; i++)
+        base[i] = S.out[1 + i];
+    return 0;
+}
+
+int dash_simulate_set(const dash_t *d, const model_t *m, route_kind policy, double tau,
+                      dash_level level, volatile int *cancel, dash_progress_fn progress,
+                      void *pctx, dash_sim **cur, dash_sim **base, char *err, size_t errlen)
+{
+    if (!d->rows[level].have_work)
+        return eldr_errf(err, errlen, "dash: no workload for these rows");
+    return simulate_set_on(d, &d->rows[level].work, level_trace(d, level), m, policy, tau,
+                           cancel, progress, pctx, cur, base, err, errlen);
 }
 
 /* ---- the header's confidence intervals ---- */
@@ -742,8 +856,12 @@ void dash_free(dash_t *d)
     if (!d)
         return;
     dash_trade_clear(&d->trade);
-    if (d->have_work)
-        sim_workload_free(&d->work);
+    for (int l = 0; l < DASH_N_LEVELS; l++) {
+        if (d->rows[l].have_work)
+            sim_workload_free(&d->rows[l].work);
+        if (l == DASH_LEVEL_FIRST)
+            trace_free(d->rows[l].t);
+    }
     trace_free(d->calib);
     trace_free(d->eval);
     trace_free(d->all);
@@ -765,7 +883,7 @@ void dash_free(dash_t *d)
 static void check_in_sample(dash_t *d, const model_t *m, const trace_t *t, const split_rows *r)
 {
     char sha[13];
-    int64_t both = insample_rows(m, d->opts.trace_path, t, r->eval, r->n_eval, sha);
+    int64_t both = insample_rows_hex(m, d->sha256, t, r->eval, r->n_eval, sha);
     if (both > 0)
         snprintf(d->in_sample, sizeof d->in_sample, "%s: %lld of %lld simulated rows "
                  "calibrated it (%s)", both == r->n_eval ? "in-sample" : "partly in-sample",
@@ -945,7 +1063,7 @@ static int adopt_model(dash_t *d, model_t *m, dash_progress_fn progress, void *p
     return rc;
 }
 
-static int setup_workload(dash_t *d, char *err, size_t errlen)
+static int setup_config(dash_t *d, char *err, size_t errlen)
 {
     sim_config_default(&d->cfg);
     d->cfg.seed = d->opts.seed;
@@ -962,37 +1080,156 @@ static int setup_workload(dash_t *d, char *err, size_t errlen)
     if (!d->eval->decode_tokens)
         return eldr_errf(err, errlen, "%s: the simulation needs decode_tokens (how many "
                          "tokens each request emits)", d->trace_name);
-    if (sim_workload_init(&d->work, d->eval, &d->cfg, &d->fit->model->recipe, err, errlen))
-        return -1;
-    d->have_work = 1;
     return 0;
 }
 
-static int run_all(dash_t *d, dash_progress_fn progress, void *pctx, char *err,
-                   size_t errlen)
+static int cmp_arrival(const void *a, const void *b, void *ctx)
 {
-    const model_t *m = d->fit->model;
-    report(progress, pctx, "simulate", 0);
-    if (dash_simulate(d, m, d->policy, d->tau, m->K, &d->cur, err, errlen))
-        return -1;
-    for (int i = 0; i < DASH_N_BASE; i++) {
-        report(progress, pctx, "simulate baselines", (i + 1.0) / (DASH_N_BASE + 1));
-        if (dash_simulate(d, m, BASE_KINDS[i], d->tau, m->K, &d->base[i], err, errlen))
+    const double *t = ctx;
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    return t[i] < t[j] ? -1 : t[i] > t[j] ? 1 : (i > j) - (i < j);
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    return (i > j) - (i < j);
+}
+
+/* The first look's rows: at most opts.first_rows of the eval rows. With
+ * the trace's own arrival times a draw would thin the load (the same
+ * span, fewer requests), so those are the first arrivals; otherwise the
+ * arrivals are generated at the same rate whatever the rows, and a
+ * stratified draw (every label its share; split.h) keeps the mix. */
+static int first_rows(dash_t *d, char *err, size_t errlen)
+{
+    dash_rows *r = &d->rows[DASH_LEVEL_FIRST];
+    int64_t n = d->eval->n, c = d->opts.first_rows > 0 ? d->opts.first_rows : DASH_FIRST_ROWS;
+    if (n <= c)
+        return 0;
+    int64_t *pick = NULL;
+    split_rows sr = {0};
+    if (d->cfg.arrivals == SIM_ARRIVE_TRACE && d->eval->arrival_s) {
+        pick = eldr_calloc((size_t)n, sizeof *pick);
+        if (!pick)
+            return eldr_errf(err, errlen, "dash: out of memory for the first look's rows");
+        for (int64_t i = 0; i < n; i++)
+            pick[i] = i;
+        qsort_r(pick, (size_t)n, sizeof *pick, cmp_arrival, d->eval->arrival_s);
+        qsort(pick, (size_t)c, sizeof *pick, cmp_row);
+        snprintf(r->how, sizeof r->how, "the first %lld arrivals of %lld rows", (long long)c,
+                 (long long)n);
+    } else {
+        if (split_make_count(d->eval, SPLIT_STRATIFIED, d->opts.seed, c, &sr, err, errlen) < 0)
             return -1;
+        pick = sr.calib;
+        snprintf(r->how, sizeof r->how, "%s %lld of %lld rows",
+                 sr.mode == SPLIT_STRATIFIED ? "stratified" : "random", (long long)c,
+                 (long long)n);
     }
-    if (dash_compute_ci(d, m, d->policy, d->tau, NULL, progress, pctx, &d->ci, err, errlen))
+    r->t = trace_select(d->eval, pick, c, err, errlen);
+    if (pick == sr.calib)
+        split_rows_free(&sr);
+    else
+        free(pick);
+    return r->t ? 0 : -1;
+}
+
+static int build_work(dash_t *d, dash_level level, char *err, size_t errlen)
+{
+    dash_rows *r = &d->rows[level];
+    if (sim_workload_init(&r->work, level_trace(d, level), &d->cfg, &d->fit->model->recipe, err,
+                          errlen))
         return -1;
-    dash_trail_add(d);
+    r->have_work = 1;
     return 0;
 }
 
-static const char *base_name(const char *path)
+/* The refined results of (policy, tau) on m, from the cache or computed:
+ * every simulated row, seed 0 for the views, opts.seeds for the CIs. */
+int dash_refine(const dash_t *d, const model_t *m, route_kind policy, double tau,
+                volatile int *cancel, dash_progress_fn progress, void *pctx,
+                dash_refined *out, char *err, size_t errlen)
 {
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
+    memset(out, 0, sizeof *out);
+    char key[DASH_CACHE_KEY];
+    int keyed = dash_cache_key(d, m, policy, tau, key);
+    if (keyed) {
+        if (dash_cache_load(d, key, out, out->cache_note, sizeof out->cache_note) > 0)
+            return 0;
+    }
+    const sim_workload *w = &d->rows[DASH_LEVEL_FULL].work;
+    if (!d->rows[DASH_LEVEL_FULL].have_work) {
+        report(progress, pctx, "refine: workload", -1);
+        if (sim_workload_init(&out->work, d->eval, &d->cfg, &d->fit->model->recipe, err, errlen))
+            return -1;
+        out->have_work = 1;
+        w = &out->work;
+    }
+    int rc = simulate_set_on(d, w, d->eval, m, policy, tau, cancel, progress, pctx, &out->cur,
+                             out->base, err, errlen);
+    if (!rc) {
+        rc = dash_compute_ci(d, m, policy, tau, cancel, progress, pctx, &out->ci, err, errlen);
+        if (rc == -2)
+            rc = SIM_CANCELLED;
+    }
+    if (rc) {
+        dash_refined_free(out);
+        return rc;
+    }
+    if (keyed)
+        dash_cache_store(d, key, out, out->cache_note, sizeof out->cache_note);
+    return 0;
 }
 
-int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
+void dash_refined_free(dash_refined *r)
+{
+    dash_sim_free(r->cur);
+    for (int i = 0; i < DASH_N_BASE; i++)
+        dash_sim_free(r->base[i]);
+    if (r->have_work)
+        sim_workload_free(&r->work);
+    memset(r, 0, sizeof *r);
+}
+
+void dash_refined_apply(dash_t *d, dash_refined *r)
+{
+    dash_sim_free(d->cur);
+    d->cur = r->cur;
+    for (int i = 0; i < DASH_N_BASE; i++) {
+        dash_sim_free(d->base[i]);
+        d->base[i] = r->base[i];
+    }
+    d->ci = r->ci;
+    if (r->have_work && !d->rows[DASH_LEVEL_FULL].have_work) {
+        d->rows[DASH_LEVEL_FULL].work = r->work;
+        d->rows[DASH_LEVEL_FULL].have_work = 1;
+        r->have_work = 0;
+    }
+    snprintf(d->cache_note, sizeof d->cache_note, "%s", r->cache_note);
+    d->level = DASH_LEVEL_FULL;
+    d->refined = 1;
+    d->from_cache = r->from_cache;
+    r->cur = NULL;
+    memset(r->base, 0, sizeof r->base);
+    dash_refined_free(r);
+}
+
+void dash_rests_on(const dash_t *d, char *buf, size_t n)
+{
+    int64_t rows = d->eval ? d->eval->n : 0;
+    int seeds = d->ci.valid ? d->ci.n_seeds : 1;
+    if (d->level == DASH_LEVEL_FIRST && d->rows[DASH_LEVEL_FIRST].t)
+        snprintf(buf, n, "first look: %s, 1 seed", d->rows[DASH_LEVEL_FIRST].how);
+    else if (!d->refined && d->opts.seeds > 1)
+        snprintf(buf, n, "first look: %lld rows, 1 seed", (long long)rows);
+    else
+        snprintf(buf, n, "%lld rows, %d seed%s", (long long)rows, seeds, seeds == 1 ? "" : "s");
+}
+
+static const char *base_name(const char *path);
+
+int dash_open_first(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
                     dash_progress_fn progress, void *pctx, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
@@ -1008,6 +1245,14 @@ int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
     d->E = t->E;
     d->k = t->k;
     d->n_rows = t->n;
+    /* the file's content: the cache's key and the in-sample check; read
+     * once (a 166 MB trace takes about a second) */
+    if (o->trace_path && (!o->no_cache || (m && m->calib_sha256[0]))) {
+        report(progress, pctx, "hash trace", -1);
+        char e2[ELDR_ERRLEN];
+        if (sha256_file(o->trace_path, d->sha256, e2, sizeof e2) < 0)
+            d->sha256[0] = '\0';
+    }
     /* one seed draws the workload and the split unless --split-seed pins it */
     if (!d->opts.split.pinned)
         d->opts.split.seed = d->opts.seed;
@@ -1026,9 +1271,59 @@ int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
         return -1;
     d->home = d->fit;
     d->tau = d->fit->model->tau;
-    if (setup_workload(d, err, errlen) || run_all(d, progress, pctx, err, errlen))
+    d->rows[DASH_LEVEL_FULL].t = d->eval;
+    if (setup_config(d, err, errlen) || first_rows(d, err, errlen))
         return -1;
+    /* the what-if changes look first at the lowest level: its workload
+     * is built even when the cache answers */
+    dash_level lv = dash_first_level(d);
+    if (build_work(d, lv, err, errlen))
+        return -1;
+    const model_t *fm = d->fit->model;
+    dash_refined r;
+    char key[DASH_CACHE_KEY];
+    if (dash_cache_key(d, fm, d->policy, d->tau, key)) {
+        report(progress, pctx, "cache", -1);
+        int hit = dash_cache_load(d, key, &r, d->cache_note, sizeof d->cache_note);
+        if (hit > 0) {
+            dash_refined_apply(d, &r);
+            dash_trail_add(d);
+            report(progress, pctx, "ready", 1);
+            return 0;
+        }
+    }
+    d->level = lv;
+    if (dash_simulate_set(d, fm, d->policy, d->tau, lv, NULL, progress, pctx, &d->cur, d->base,
+                          err, errlen))
+        return -1;
+    d->refined = lv == DASH_LEVEL_FULL && d->opts.seeds < 2;
+    dash_trail_add(d);
     report(progress, pctx, "ready", 1);
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
+                    dash_progress_fn progress, void *pctx, char *err, size_t errlen)
+{
+    if (dash_open_first(d, o, t, m, progress, pctx, err, errlen))
+        return -1;
+    if (d->refined)
+        return 0;
+    dash_refined r;
+    if (dash_refine(d, d->fit->model, d->policy, d->tau, NULL, progress, pctx, &r, err,
+                    errlen))
+        return -1;
+    dash_refined_apply(d, &r);
+    /* the trail's entry is the refined one */
+    if (d->n_trail > 0)
+        d->n_trail--;
+    dash_trail_add(d);
     return 0;
 }
 

@@ -17,10 +17,13 @@ typedef struct tui_start {
     route_kind policy;
     double tau;
     int K;
+    int first;                   /* the frame: the first look, not refined */
 } tui_start;
 void tui_start_default(tui_start *s);
 
-/* Open synchronously, apply the start settings, render one w x h frame
+/* Open synchronously, apply the start settings, refine them (every
+ * simulated row, opts.seeds seeds; s->first: not, the frame is the first
+ * look and its footer says what it rests on), render one w x h frame
  * as ASCII text into *text (malloc'd). The dashboard is left in d for
  * the caller (JSON output) to read and free. */
 int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, char **text,

@@ -375,6 +375,8 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
     x += canvas_textf(c, x, y, cv_plain(), " K %d", K);
     if (d->busy)
         x += canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "...");
+    if (s && !d->refined)   /* a first look: the footer says on which rows */
+        x += canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), " FIRST LOOK");
     if (!s) {
         canvas_text(c, x, y, cv_plain(), " | no simulation yet");
         return;

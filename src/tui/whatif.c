@@ -2,11 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kmeans.h"
 #include "whatif.h"
-
-static const route_kind BASE_KINDS[DASH_N_BASE] = {ROUTE_RANDOM, ROUTE_RR, ROUTE_JSQ,
-                                                   ROUTE_P2C};
 
 void whatif_init(whatif_t *w)
 {
@@ -36,14 +32,6 @@ static void finish(whatif_t *w, int rc)
     pthread_mutex_unlock(&w->mu);
 }
 
-static int cancelled(whatif_t *w)
-{
-    if (!w->cancel)
-        return 0;
-    snprintf(w->err, sizeof w->err, "cancelled");
-    return 1;
-}
-
 static int run_change(whatif_t *w)
 {
     const dash_t *d = w->d;
@@ -60,24 +48,15 @@ static int run_change(whatif_t *w)
             return rc;
         m = w->fit->model;
     }
-    if (cancelled(w))
-        return KMEANS_CANCELLED;
-    on_progress(w, "simulate", 0);
-    if (dash_simulate(d, m, w->policy, w->tau, w->K, &w->cur, w->err, sizeof w->err))
-        return -1;
-    for (int i = 0; w->fit && i < DASH_N_BASE; i++) {
-        if (cancelled(w))
-            return KMEANS_CANCELLED;
-        on_progress(w, "simulate baselines", (i + 1.0) / (DASH_N_BASE + 1));
-        if (dash_simulate(d, m, BASE_KINDS[i], w->tau, w->K, &w->base[i], w->err,
-                          sizeof w->err))
-            return -1;
-    }
-    /* the header's +-: every change gets its own CIs, so a number is
-     * never shown with the interval of another setting */
-    int rc = dash_compute_ci(d, m, w->policy, w->tau, &w->cancel, on_progress, w, &w->ci,
-                             w->err, sizeof w->err);
-    return rc == -2 ? KMEANS_CANCELLED : rc;
+    if (w->cancel)
+        return (snprintf(w->err, sizeof w->err, "cancelled"), WHATIF_CANCELLED);
+    /* bounded first: the lowest level's rows, one seed; the refine job
+     * follows. The baselines again when K or the rows change. */
+    w->level = dash_first_level(d);
+    int with_base = w->fit || d->level != w->level;
+    int rc = dash_simulate_set(d, m, w->policy, w->tau, w->level, &w->cancel, on_progress, w,
+                               &w->cur, with_base ? w->base : NULL, w->err, sizeof w->err);
+    return rc == SIM_CANCELLED ? WHATIF_CANCELLED : rc;
 }
 
 static void *thread_main(void *arg)
@@ -86,11 +65,16 @@ static void *thread_main(void *arg)
     int rc;
     if (w->kind == WHATIF_OPEN) {
         dash_opts o = w->d->opts;
-        rc = dash_open_trace(w->d, &o, w->t, w->m, on_progress, w, w->err, sizeof w->err);
+        rc = dash_open_first(w->d, &o, w->t, w->m, on_progress, w, w->err, sizeof w->err);
         w->t = NULL;
         w->m = NULL;
-    } else {
+    } else if (w->kind == WHATIF_CHANGE) {
         rc = run_change(w);
+    } else {
+        const dash_t *d = w->d;
+        rc = dash_refine(d, d->fit->model, w->policy, w->tau, &w->cancel, on_progress, w,
+                         &w->ref, w->err, sizeof w->err);
+        rc = rc == SIM_CANCELLED ? WHATIF_CANCELLED : rc;
     }
     finish(w, rc);
     return NULL;
@@ -103,11 +87,12 @@ static int start(whatif_t *w)
     w->rc = 0;
     w->err[0] = '\0';
     w->frac = -1;
-    snprintf(w->stage, sizeof w->stage, "%s", w->kind == WHATIF_OPEN ? "opening" : "working");
+    snprintf(w->stage, sizeof w->stage, "%s", w->kind == WHATIF_OPEN ? "opening"
+                                              : w->kind == WHATIF_REFINE ? "refine" : "working");
     w->fit = NULL;
     w->cur = NULL;
     memset(w->base, 0, sizeof w->base);
-    memset(&w->ci, 0, sizeof w->ci);
+    memset(&w->ref, 0, sizeof w->ref);
     if (pthread_create(&w->th, NULL, thread_main, w)) {
         snprintf(w->err, sizeof w->err, "cannot start the what-if thread");
         return -1;
@@ -140,6 +125,18 @@ int whatif_start_change(whatif_t *w, dash_t *d, int K, route_kind policy, double
     return start(w);
 }
 
+int whatif_start_refine(whatif_t *w, dash_t *d)
+{
+    if (w->running || !d->cur)
+        return -1;
+    w->kind = WHATIF_REFINE;
+    w->d = d;
+    w->K = d->fit->model->K;
+    w->policy = d->cur->policy;
+    w->tau = d->cur->tau;
+    return start(w);
+}
+
 int whatif_done(whatif_t *w)
 {
     pthread_mutex_lock(&w->mu);
@@ -161,6 +158,16 @@ void whatif_cancel(whatif_t *w)
     w->cancel = 1;
 }
 
+/* The trail keeps one entry a setting: a refine replaces its first look. */
+static void trail_replace(dash_t *d)
+{
+    const dash_trail *t = d->n_trail ? &d->trail[d->n_trail - 1] : NULL;
+    if (t && d->cur && t->policy == d->cur->policy && t->K == d->cur->K &&
+        t->tau == d->cur->tau)
+        d->n_trail--;
+    dash_trail_add(d);
+}
+
 int whatif_collect(whatif_t *w)
 {
     if (!w->running)
@@ -173,18 +180,25 @@ int whatif_collect(whatif_t *w)
         dash_sim_free(w->cur);
         for (int i = 0; i < DASH_N_BASE; i++)
             dash_sim_free(w->base[i]);
+        dash_refined_free(&w->ref);
+    } else if (w->kind == WHATIF_REFINE) {
+        dash_refined_apply(d, &w->ref);
+        trail_replace(d);
     } else {
         if (w->fit) {
             dash_fit_release(d, d->fit);
             d->fit = w->fit;
-            for (int i = 0; i < DASH_N_BASE; i++) {
-                dash_sim_free(d->base[i]);
-                d->base[i] = w->base[i];
-            }
+        }
+        for (int i = 0; w->base[0] && i < DASH_N_BASE; i++) {
+            dash_sim_free(d->base[i]);
+            d->base[i] = w->base[i];
         }
         dash_sim_free(d->cur);
         d->cur = w->cur;
-        d->ci = w->ci;
+        memset(&d->ci, 0, sizeof d->ci);   /* never the interval of another setting */
+        d->level = w->level;
+        d->refined = w->level == DASH_LEVEL_FULL && d->opts.seeds < 2;
+        d->from_cache = 0;
         dash_trail_add(d);
     }
     w->fit = NULL;

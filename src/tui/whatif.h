@@ -17,7 +17,14 @@
 
 #include "dash.h"
 
-typedef enum whatif_kind { WHATIF_OPEN = 0, WHATIF_CHANGE } whatif_kind;
+/* OPEN: dash_open_first (the first look). CHANGE: a new setting on the
+ * lowest level's rows with one seed (bounded work, like the first look).
+ * REFINE: the shown setting on every row and opts.seeds seeds
+ * (dash_refine, or the cache). A cancel stops any of them within a few
+ * ms: K-means at its next iteration, a simulation at its next poll. */
+typedef enum whatif_kind { WHATIF_OPEN = 0, WHATIF_CHANGE, WHATIF_REFINE } whatif_kind;
+/* Every job's "cancelled" rc (KMEANS_CANCELLED and SIM_CANCELLED too). */
+#define WHATIF_CANCELLED (-2)
 
 typedef struct whatif {
     pthread_t th;
@@ -38,12 +45,13 @@ typedef struct whatif {
     double tau;
 
     /* the outcome */
-    int rc;                      /* 0, -1 error, KMEANS_CANCELLED */
+    int rc;                      /* 0, -1 error, WHATIF_CANCELLED */
     char err[ELDR_ERRLEN];
     dash_fit *fit;               /* change: new fit (NULL: K unchanged) */
     dash_sim *cur;
-    dash_sim *base[DASH_N_BASE]; /* change: new baselines when K changed */
-    dash_ci ci;                  /* change: the header's CIs of the new setting */
+    dash_sim *base[DASH_N_BASE]; /* change: new baselines when K or the rows changed */
+    dash_level level;            /* change: the rows cur rests on */
+    dash_refined ref;            /* refine: its results */
 } whatif_t;
 
 void whatif_init(whatif_t *w);
@@ -53,6 +61,8 @@ void whatif_destroy(whatif_t *w);
 int whatif_start_open(whatif_t *w, dash_t *d, const dash_opts *o, trace_t *t, model_t *m);
 /* Start a change to (K, policy, tau) against d's current fit. */
 int whatif_start_change(whatif_t *w, dash_t *d, int K, route_kind policy, double tau);
+/* Start refining d's shown setting (its fit, policy and tau). */
+int whatif_start_refine(whatif_t *w, dash_t *d);
 
 /* 1 when the running job has finished (then call whatif_collect). */
 int whatif_done(whatif_t *w);

@@ -365,17 +365,30 @@ static void same_result(const sim_result *a, const sim_result *b)
     assert_true(a->imbalance == b->imbalance);
 }
 
+/* n requests of 4 layers x 16 experts, top-2, no token rows (sampled
+ * activations), and Poisson arrivals at 800/s of out tokens each. */
+static trace_t *sampled_fixture(int64_t n)
+{
+    trace_t *t = tracefix_make(n, 4, 16, 2, 8);
+    tracefix_strip_tokens(t);
+    return t;
+}
+
+static void poisson_config(sim_config *c, int32_t out)
+{
+    sim_config_default(c);
+    test_cost(c);
+    c->arrivals = SIM_ARRIVE_POISSON;
+    c->rate = 800;
+    c->output_tokens = out;
+}
+
 static void test_determinism_and_crn(void **state)
 {
     (void)state;
-    trace_t *t = tracefix_make(200, 4, 16, 2, 8);
-    tracefix_strip_tokens(t);
+    trace_t *t = sampled_fixture(200);
     sim_config c;
-    sim_config_default(&c);
-    test_cost(&c);
-    c.arrivals = SIM_ARRIVE_POISSON;
-    c.rate = 800;
-    c.output_tokens = 20;
+    poisson_config(&c, 20);
     sim_workload w1, w2, w3;
     workload(&w1, t, &c, NULL);
     assert_non_null(w1.pool);
@@ -752,6 +765,65 @@ static void test_refusals(void **state)
     trace_free(t);
 }
 
+/* sim_run_cancel: a flag that stays 0 changes nothing; a flag set before
+ * the run stops it at once; a flag set during the run (here by the step
+ * callback, so the point is deterministic) stops it within
+ * SIM_CANCEL_EVERY events, with SIM_CANCELLED, "cancelled" and an empty
+ * result (nothing left to free). */
+typedef struct cancel_probe {
+    volatile int *flag;
+    int64_t steps, set_at;
+} cancel_probe;
+
+static void cancel_step(void *ctx, int worker, double t, double dt, int B, const int *U,
+                        int L, int64_t kv)
+{
+    (void)worker, (void)t, (void)dt, (void)B, (void)U, (void)L, (void)kv;
+    cancel_probe *c = ctx;
+    if (++c->steps == c->set_at)
+        *c->flag = 1;
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    trace_t *t = sampled_fixture(400);
+    sim_config c;
+    poisson_config(&c, 30);
+    sim_workload w;
+    workload(&w, t, &c, NULL);
+    route_policy p;
+    sim_result r1, r2;
+    volatile int flag = 0;
+    policy(&p, ROUTE_JSQ, 3);
+    run(&w, &p, &r1);
+    route_policy_free(&p);
+    policy(&p, ROUTE_JSQ, 3);
+    assert_int_equal(sim_run_cancel(&w, &p, NULL, NULL, &flag, &r2, err, sizeof err), 0);
+    same_result(&r1, &r2);
+    sim_result_free(&r2);
+    route_policy_free(&p);
+    flag = 1;
+    policy(&p, ROUTE_JSQ, 3);
+    assert_int_equal(sim_run_cancel(&w, &p, NULL, NULL, &flag, &r2, err, sizeof err),
+                     SIM_CANCELLED);
+    assert_string_equal(err, "cancelled");
+    assert_null(r2.req);
+    route_policy_free(&p);
+    /* set at step 100 of a run of many more: it stops within the poll period */
+    assert_true(r1.steps > 100 + 4 * SIM_CANCEL_EVERY);
+    flag = 0;
+    cancel_probe cp = {&flag, 0, 100};
+    policy(&p, ROUTE_JSQ, 3);
+    assert_int_equal(sim_run_cancel(&w, &p, cancel_step, &cp, &flag, &r2, err, sizeof err),
+                     SIM_CANCELLED);
+    assert_true(cp.steps >= 100 && cp.steps <= 100 + SIM_CANCEL_EVERY);
+    route_policy_free(&p);
+    sim_result_free(&r1);
+    sim_workload_free(&w);
+    trace_free(t);
+}
+
 static void test_real_trace(void **state)
 {
     (void)state;
@@ -822,6 +894,7 @@ int main(void)
         cmocka_unit_test(test_quantile),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_real_trace),
+        cmocka_unit_test(test_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

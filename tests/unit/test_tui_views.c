@@ -86,6 +86,17 @@ static int line_with(const char *s, const char *needle, char *line, size_t n)
 /* When routing cannot matter the header says why instead of printing
  * changes of 0.0 +-0.0: batches of one (the fixture at the default
  * 20 req/s), one worker, a band of 2 (ELDR = join-shortest-queue). */
+/* A what-if change as the session makes it: the change (one run on the
+ * first look's rows), then the refine job (every row, the seeds). */
+static void change_refined(whatif_t *w, int K, route_kind policy, double tau)
+{
+    assert_int_equal(whatif_start_change(w, &D, K, policy, tau), 0);
+    assert_int_equal(whatif_collect(w), 0);
+    assert_int_equal(whatif_start_refine(w, &D), 0);
+    assert_int_equal(whatif_collect(w), 0);
+    assert_int_equal(D.refined, 1);
+}
+
 static void test_moot(void **state)
 {
     (void)state;
@@ -136,7 +147,7 @@ static void test_open_split(void **state)
     assert_non_null(D.cur);
     for (int i = 0; i < DASH_N_BASE; i++)
         assert_non_null(D.base[i]);
-    assert_int_equal(D.cur->res.n + D.work.n_skipped, N_ROWS - N_ROWS / 2);
+    assert_int_equal(D.cur->res.n + D.rows[DASH_LEVEL_FULL].work.n_skipped, N_ROWS - N_ROWS / 2);
 }
 
 /* The default split is the core's seeded random draw, and the overview
@@ -385,16 +396,25 @@ static void test_header_ci(void **state)
     canvas_free(c);
     assert_non_null(strstr(s, "\u00b1"));
     free(s);
-    /* a change: the CI follows the shown tau */
+    /* a change: first one run and no CI (never the interval of another
+     * setting), then the refine job gives the CI, which follows the
+     * shown tau */
     whatif_t w;
     whatif_init(&w);
     assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.0), 0);
     assert_int_equal(whatif_collect(&w), 0);
+    assert_null(dash_shown_ci(&D));
+    assert_int_equal(D.refined, 0);
+    s = frame(VIEW_BALANCE, 100, 30);
+    assert_non_null(strstr(s, "FIRST LOOK"));
+    free(s);
+    assert_int_equal(whatif_start_refine(&w, &D), 0);
+    assert_int_equal(whatif_collect(&w), 0);
+    assert_int_equal(D.refined, 1);
     assert_non_null(dash_shown_ci(&D));
     assert_true(D.ci.tau == 0.0);
     assert_true(D.ci.tpot_p50_first == D.cur->res.tpot_p50_ms);
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 4, ROUTE_ELDR, 0.1);
     whatif_destroy(&w);
     /* a stale CI is not shown */
     D.ci.tau = 0.5;
@@ -430,19 +450,16 @@ static void test_whatif_tau_and_policy(void **state)
     (void)state;
     whatif_t w;
     whatif_init(&w);
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.0), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 4, ROUTE_ELDR, 0.0);
     assert_true(D.cur->tau == 0.0);
     assert_int_equal(D.cur->policy, ROUTE_ELDR);
     int64_t n = D.cur->res.n;
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_JSQ, 0.0), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 4, ROUTE_JSQ, 0.0);
     assert_int_equal(D.cur->policy, ROUTE_JSQ);
     assert_int_equal(D.cur->res.n, n);
     /* the same policy and seed as the baseline: the same numbers */
     assert_true(D.cur->res.tpot_p50_ms == D.base[2]->res.tpot_p50_ms);
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 4, ROUTE_ELDR, 0.1);
     whatif_destroy(&w);
 }
 
@@ -451,8 +468,7 @@ static void test_whatif_refit(void **state)
     (void)state;
     whatif_t w;
     whatif_init(&w);
-    assert_int_equal(whatif_start_change(&w, &D, 3, ROUTE_ELDR, 0.1), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 3, ROUTE_ELDR, 0.1);
     assert_int_equal(D.fit->model->K, 3);
     assert_int_equal(D.cur->K, 3);
     int64_t sum = 0, cap = (D.fit->n_fit + 2) / 3;
@@ -464,14 +480,13 @@ static void test_whatif_refit(void **state)
     for (int i = 0; i < DASH_N_BASE; i++)
         assert_int_equal(D.base[i]->K, 3);
     /* the recipe is kept */
-    assert_int_equal(D.fit->model->recipe.n_layers, D.work.dim / (size_t)D.E);
+    assert_int_equal(D.fit->model->recipe.n_layers, D.rows[DASH_LEVEL_FULL].work.dim / (size_t)D.E);
     char *s = frame(VIEW_BALANCE, 100, 30);
     assert_non_null(strstr(s, "1/K = 33.3%"));
     assert_null(strstr(s, "w3 "));
     free(s);
     /* and back */
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 4, ROUTE_ELDR, 0.1);
     assert_int_equal(D.fit->model->K, 4);
     whatif_destroy(&w);
 }
@@ -805,7 +820,7 @@ static void test_heatmap_issue14(void **state)
     sim_result res;
     char err[ELDR_ERRLEN];
     assert_int_equal(route_policy_init(&pol, ROUTE_RR, rr->K, D.opts.seed, err, sizeof err), 0);
-    assert_int_equal(sim_run(&D.work, &pol, exp_step, &x, &res, err, sizeof err), 0);
+    assert_int_equal(sim_run(&D.rows[DASH_LEVEL_FULL].work, &pol, exp_step, &x, &res, err, sizeof err), 0);
     route_policy_free(&pol);
     sim_result_free(&res);
     for (int k = 0; k < rr->K; k++) {
@@ -1061,10 +1076,8 @@ static void test_tradeoff_job(void **state)
     whatif_t w;
     whatif_init(&w);
     assert_int_equal(tradeoff_job_start(&j, &D), 0);
-    assert_int_equal(whatif_start_change(&w, &D, 3, ROUTE_ELDR, 0.1), 0);
-    assert_int_equal(whatif_collect(&w), 0);
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 3, ROUTE_ELDR, 0.1);
+    change_refined(&w, 4, ROUTE_ELDR, 0.1);
     while (!tradeoff_job_poll(&j, &D))
         usleep(20000);
     assert_int_equal(tradeoff_job_collect(&j, &D), 0);
@@ -1081,10 +1094,8 @@ static void test_trail(void **state)
     assert_int_equal(D.trail[0].K, 4);   /* the opening setting */
     whatif_t w;
     whatif_init(&w);
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.05), 0);
-    assert_int_equal(whatif_collect(&w), 0);
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.0), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 4, ROUTE_ELDR, 0.05);
+    change_refined(&w, 4, ROUTE_ELDR, 0.0);
     assert_int_equal(D.n_trail, n0 + 2);
     assert_true(D.trail[n0].tau == 0.05);
     assert_true(D.trail[n0 + 1].tau == 0.0);
@@ -1103,8 +1114,7 @@ static void test_trail(void **state)
     assert_int_equal(whatif_start_change(&w, &D, 100000, ROUTE_ELDR, 0.1), 0);
     assert_int_equal(whatif_collect(&w), -1);
     assert_int_equal(D.n_trail, n0 + 2);
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, 0.1), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 4, ROUTE_ELDR, 0.1);
     whatif_destroy(&w);
     /* the tabs: a trace's seventh is the trade-off */
     assert_int_equal(dash_n_views(&D), 7);
@@ -1131,8 +1141,7 @@ static void test_cost_policy(void **state)
     whatif_t w;
     whatif_init(&w);
     D.policy = ROUTE_ELDR_COST;
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR_COST, D.tau), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 4, ROUTE_ELDR_COST, D.tau);
     assert_int_equal(D.cur->policy, ROUTE_ELDR_COST);
     int64_t decided = 0;
     for (int u = 0; u < RULE_N; u++)
@@ -1179,8 +1188,7 @@ static void test_cost_policy(void **state)
     s = frame(VIEW_TRADEOFF, 100, 40);
     assert_non_null(strstr(s, "r: without them"));
     free(s);
-    assert_int_equal(whatif_start_change(&w, &D, 4, ROUTE_ELDR, D.tau), 0);
-    assert_int_equal(whatif_collect(&w), 0);
+    change_refined(&w, 4, ROUTE_ELDR, D.tau);
     assert_int_equal(tradeoff_compute(&D, NULL, err, sizeof err), 0);
     assert_int_equal(D.trade.cost, 0);
     assert_int_equal(tradeoff_eldr_rows(&D.trade.g, rows, TRADE_MAX_ROWS), 3 * 4);

@@ -1,0 +1,368 @@
+/* dash_cache.c - the dashboard's result cache (dash_cache.h). An entry:
+ * the magic, the key (64 hex digits), the payload's length (8 bytes),
+ * the payload and its BLAKE2b-256. The payload is the header's CIs and
+ * the five digested runs, each with the arrays the views draw (the
+ * requests and the in-flight change points are digested already and are
+ * not kept). Raw structs are fine here: an entry is read back only by
+ * the build that wrote it (the key holds eldr's version, this format and
+ * the structs' sizes). */
+#include "dash_cache.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "atomicfile.h"
+#include "blake2b.h"
+#include "version.h"
+
+#define CACHE_MAGIC "eldr-dash-cache\n"   /* 16 bytes */
+#define CACHE_FORMAT 1
+#define SUM_BYTES 32
+/* an entry is a few MB at most (the heat maps): anything larger is not one */
+#define CACHE_MAX_PAYLOAD ((uint64_t)1 << 30)
+
+int dash_cache_dir(char *buf, size_t n, char *err, size_t errlen)
+{
+    const char *v = getenv("ELDR_CACHE_DIR");
+    if (v && v[0])
+        return snprintf(buf, n, "%s", v) < (int)n ? 0 : eldr_errf(err, errlen, "ELDR_CACHE_DIR "
+                                                                   "is too long");
+    v = getenv("XDG_CACHE_HOME");
+    if (v && v[0])
+        return snprintf(buf, n, "%s/eldr", v) < (int)n
+                   ? 0 : eldr_errf(err, errlen, "XDG_CACHE_HOME is too long");
+    v = getenv("HOME");
+    if (v && v[0])
+        return snprintf(buf, n, "%s/.cache/eldr", v) < (int)n
+                   ? 0 : eldr_errf(err, errlen, "HOME is too long");
+    return eldr_errf(err, errlen, "no cache directory: set ELDR_CACHE_DIR, XDG_CACHE_HOME "
+                     "or HOME");
+}
+
+static void hex_of(const uint8_t *b, size_t n, char *out)
+{
+    static const char H[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = H[b[i] >> 4];
+        out[2 * i + 1] = H[b[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int dash_cache_key(const dash_t *d, const model_t *m, route_kind policy, double tau,
+                   char key[DASH_CACHE_KEY])
+{
+    key[0] = '\0';
+    if (d->opts.no_cache || !d->sha256[0] || !m)
+        return 0;
+    size_t dim = sig_dim(&m->recipe);
+    uint8_t ch[32];
+    char chex[65];
+    blake2b(ch, sizeof ch, m->centroids, (size_t)m->K * dim * sizeof *m->centroids);
+    hex_of(ch, sizeof ch, chex);
+    const sim_config *c = &d->cfg;
+    const cost_model *cm = &c->cost;
+    char text[1024];
+    /* %a: every bit of a double */
+    int n = snprintf(
+        text, sizeof text,
+        "eldr %s dash-cache %d sizes %zu %zu %zu|trace %s|model %s K %d variant %d dim %zu|"
+        "split %d seed %llu calib %lld rows %lld|arrivals %d rate %a conc %d seed %llu "
+        "batch %d out %d pool %d|cost %a %a %a %a %a|policy %d tau %a|seeds %d resplit %d",
+        ELDR_VERSION, CACHE_FORMAT, sizeof(dash_ci), sizeof(sim_result), sizeof(dash_sim),
+        d->sha256, chex, m->K, (int)m->recipe.variant, dim, (int)d->split_mode,
+        (unsigned long long)d->split_seed, (long long)d->n_calib, (long long)d->n_rows,
+        (int)c->arrivals, c->rate, c->concurrency, (unsigned long long)c->seed, c->max_batch,
+        (int)c->output_tokens, c->sample_pool, cm->t0, cm->a, cm->b, cm->c, cm->d, (int)policy,
+        policy == ROUTE_ELDR ? tau : 0.0, d->opts.seeds, d->all != NULL);
+    if (n < 0 || n >= (int)sizeof text)
+        return 0;
+    uint8_t k[32];
+    blake2b(k, sizeof k, text, (size_t)n);
+    hex_of(k, sizeof k, key);
+    return 1;
+}
+
+static int entry_path(const char *key, char *path, size_t n, char *note, size_t notelen)
+{
+    char dir[PATH_MAX], err[ELDR_ERRLEN];
+    if (dash_cache_dir(dir, sizeof dir, err, sizeof err))
+        return eldr_errf(note, notelen, "cache off: %s", err);
+    if (snprintf(path, n, "%s/dash-%s.bin", dir, key) >= (int)n)
+        return eldr_errf(note, notelen, "cache off: the directory's name is too long");
+    return 0;
+}
+
+/* ---- writing ---- */
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+    int oom;
+} wbuf;
+
+static void put(wbuf *b, const void *data, size_t len)
+{
+    if (b->oom || !len)
+        return;
+    if (b->n + len > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->n + len)
+            cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, len);
+    b->n += len;
+}
+
+static void put_sim(wbuf *b, const dash_sim *s)
+{
+    dash_sim h = *s;              /* the scalars; the pointers are not kept */
+    h.routed = NULL;
+    h.layer_distinct = h.layer_expected = NULL;
+    h.inflight = h.running = NULL;
+    sim_result *r = &h.res;
+    r->req = NULL;
+    r->served = r->worker_steps = NULL;
+    r->worker_busy_s = r->worker_distinct = r->inflight_mean = NULL;
+    r->heat = NULL;
+    r->series = NULL;
+    r->n_series = 0;
+    put(b, &h, sizeof h);
+    size_t K = (size_t)s->K, KL = K * s->L, KB = K * s->nbins;
+    uint8_t has_heat = s->res.heat != NULL, has_served = s->res.served != NULL;
+    put(b, s->routed, K * sizeof *s->routed);
+    put(b, s->layer_distinct, KL * sizeof *s->layer_distinct);
+    put(b, s->layer_expected, KL * sizeof *s->layer_expected);
+    put(b, s->inflight, KB * sizeof *s->inflight);
+    put(b, s->running, KB * sizeof *s->running);
+    put(b, &has_served, 1);
+    if (has_served)
+        put(b, s->res.served, K * sizeof *s->res.served);
+    put(b, &has_heat, 1);
+    if (has_heat)
+        put(b, s->res.heat, KL * s->E * sizeof *s->res.heat);
+}
+
+int dash_cache_store(const dash_t *d, const char *key, const dash_refined *r, char *note,
+                     size_t notelen)
+{
+    char path[PATH_MAX + 96], err[ELDR_ERRLEN];
+    if (entry_path(key, path, sizeof path, note, notelen))
+        return -1;
+    char dir[sizeof path];
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = '\0';
+    /* mkdir -p, owner only: the results say what the traces hold */
+    for (char *q = dir + 1; *q; q++)
+        if (*q == '/') {
+            *q = '\0';
+            mkdir(dir, 0700);
+            *q = '/';
+        }
+    if (mkdir(dir, 0700) && errno != EEXIST)
+        return eldr_errf(note, notelen, "cache not written: %s: %s", dir, strerror(errno));
+    wbuf b = {0};
+    put(&b, &r->ci, sizeof r->ci);
+    const dash_sim *sims[1 + DASH_N_BASE] = {r->cur};
+    for (int i = 0; i < DASH_N_BASE; i++)
+        sims[1 + i] = r->base[i];
+    for (int i = 0; i < 1 + DASH_N_BASE; i++) {
+        if (!sims[i]) {
+            free(b.p);
+            return eldr_errf(note, notelen, "cache not written: a run is missing");
+        }
+        put_sim(&b, sims[i]);
+    }
+    if (b.oom) {
+        free(b.p);
+        return eldr_errf(note, notelen, "cache not written: out of memory");
+    }
+    uint8_t sum[SUM_BYTES];
+    blake2b(sum, sizeof sum, b.p, b.n);
+    uint64_t len = b.n;
+    atomic_file a;
+    int rc = atomic_file_begin(&a, path, err, sizeof err);
+    if (!rc)
+        rc = atomic_file_write(&a, CACHE_MAGIC, 16, err, sizeof err);
+    if (!rc)
+        rc = atomic_file_write(&a, key, 64, err, sizeof err);
+    if (!rc)
+        rc = atomic_file_write(&a, &len, sizeof len, err, sizeof err);
+    if (!rc)
+        rc = atomic_file_write(&a, b.p, b.n, err, sizeof err);
+    if (!rc)
+        rc = atomic_file_write(&a, sum, sizeof sum, err, sizeof err);
+    if (!rc)
+        rc = atomic_file_commit(&a, err, sizeof err);
+    else
+        atomic_file_abort(&a);
+    free(b.p);
+    (void)d;
+    return rc ? eldr_errf(note, notelen, "cache not written: %s", err) : 0;
+}
+
+/* ---- reading ---- */
+
+typedef struct rbuf {
+    const uint8_t *p;
+    size_t n, at;
+    int short_read;
+} rbuf;
+
+static void get(rbuf *b, void *dst, size_t len)
+{
+    if (b->short_read || len > b->n - b->at) {
+        b->short_read = 1;
+        memset(dst, 0, len);
+        return;
+    }
+    memcpy(dst, b->p + b->at, len);
+    b->at += len;
+}
+
+/* A copy of the next len bytes, or NULL (short read, or no memory). */
+static void *get_array(rbuf *b, size_t len)
+{
+    void *p = malloc(len ? len : 1);
+    if (!p) {
+        b->short_read = 1;
+        return NULL;
+    }
+    get(b, p, len);
+    if (b->short_read) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static dash_sim *get_sim(rbuf *b, const dash_t *d, const char **why)
+{
+    dash_sim h;
+    get(b, &h, sizeof h);
+    if (b->short_read)
+        return (*why = "cut short", NULL);
+    if (h.K < 1 || h.K > ROUTE_MAX_WORKERS || h.L != d->L || h.E != d->E ||
+        h.nbins != DASH_BINS || h.res.K != h.K)
+        return (*why = "a run of another shape", NULL);
+    dash_sim *s = calloc(1, sizeof *s);
+    if (!s)
+        return (*why = "out of memory", NULL);
+    *s = h;
+    size_t K = (size_t)h.K, KL = K * h.L, KB = K * h.nbins;
+    s->routed = get_array(b, K * sizeof *s->routed);
+    s->layer_distinct = get_array(b, KL * sizeof *s->layer_distinct);
+    s->layer_expected = get_array(b, KL * sizeof *s->layer_expected);
+    s->inflight = get_array(b, KB * sizeof *s->inflight);
+    s->running = get_array(b, KB * sizeof *s->running);
+    uint8_t flag = 0;
+    get(b, &flag, 1);
+    if (flag == 1)
+        s->res.served = get_array(b, K * sizeof *s->res.served);
+    else if (flag != 0)
+        b->short_read = 1;
+    get(b, &flag, 1);
+    if (flag == 1)
+        s->res.heat = get_array(b, KL * h.E * sizeof *s->res.heat);
+    else if (flag != 0)
+        b->short_read = 1;
+    if (b->short_read) {
+        dash_sim_free(s);
+        return (*why = "cut short", NULL);
+    }
+    return s;
+}
+
+/* The whole file, or NULL with errno set (ENOENT: a miss). */
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *p = NULL;
+    long len = -1;
+    if (!fseek(f, 0, SEEK_END) && (len = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
+        (uint64_t)len <= CACHE_MAX_PAYLOAD + 128 && (p = malloc((size_t)len + 1)) &&
+        fread(p, 1, (size_t)len, f) != (size_t)len) {
+        free(p);
+        p = NULL;
+        errno = EIO;
+    }
+    if (len < 0 && !errno)
+        errno = EIO;
+    fclose(f);
+    *n = p ? (size_t)len : 0;
+    return p;
+}
+
+int dash_cache_load(const dash_t *d, const char *key, dash_refined *r, char *note,
+                    size_t notelen)
+{
+    memset(r, 0, sizeof *r);
+    char path[PATH_MAX + 96];
+    if (entry_path(key, path, sizeof path, note, notelen))
+        return 0;
+    size_t n = 0;
+    errno = 0;
+    uint8_t *file = slurp(path, &n);
+    if (!file) {
+        if (errno == ENOENT)
+            return 0;
+        eldr_errf(note, notelen, "cache entry %s ignored: %s", path,
+                  errno ? strerror(errno) : "too large");
+        return -1;
+    }
+    const char *why = NULL;
+    uint64_t len = 0;
+    const size_t head = 16 + 64 + sizeof len;
+    if (n < head + SUM_BYTES || memcmp(file, CACHE_MAGIC, 16))
+        why = "not a cache entry";
+    else if (memcmp(file + 16, key, 64))
+        why = "another key";
+    else if ((memcpy(&len, file + 80, sizeof len), len != n - head - SUM_BYTES))
+        why = "cut short";
+    else {
+        uint8_t sum[SUM_BYTES];
+        blake2b(sum, sizeof sum, file + head, (size_t)len);
+        if (memcmp(sum, file + head + len, SUM_BYTES))
+            why = "checksum mismatch";
+    }
+    if (!why) {
+        rbuf b = {file + head, (size_t)len, 0, 0};
+        get(&b, &r->ci, sizeof r->ci);
+        dash_sim *sims[1 + DASH_N_BASE] = {0};
+        for (int i = 0; i < 1 + DASH_N_BASE && !why; i++)
+            sims[i] = get_sim(&b, d, &why);
+        if (!why && b.at != b.n)
+            why = "trailing bytes";
+        if (!why && r->ci.valid && (sims[0]->K != r->ci.K || r->ci.n_seeds != d->opts.seeds))
+            why = "results of another setting";
+        if (why) {
+            for (int i = 0; i < 1 + DASH_N_BASE; i++)
+                dash_sim_free(sims[i]);
+            memset(&r->ci, 0, sizeof r->ci);
+        } else {
+            r->cur = sims[0];
+            for (int i = 0; i < DASH_N_BASE; i++)
+                r->base[i] = sims[1 + i];
+            r->from_cache = 1;
+        }
+    }
+    free(file);
+    if (why) {
+        eldr_errf(note, notelen, "cache entry %s ignored (%s); recomputed", path, why);
+        return -1;
+    }
+    return 1;
+}
