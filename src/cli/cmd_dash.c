@@ -481,7 +481,8 @@ static void print_json(const dash_t *d, const dash_args *a)
     const dash_ci *ci = dash_shown_ci(d);
     if (ci)
         json_object_set_new(o, "vs_best_baseline", json_pack(
-            "{s:s, s:f, s:[f,f], s:f, s:[f,f], s:f}", "baseline", route_kind_name(ci->best),
+            "{s:s, s:f, s:f, s:[f,f], s:f, s:[f,f], s:f}", "baseline", route_kind_name(ci->best),
+            "tpot_p50_ms", ci->tpot_p50.mean,
             "tpot_p50_pct", ci->vs_best_pct.mean, "tpot_p50_pct_ci95", ci->vs_best_pct.lo,
             ci->vs_best_pct.hi, "distinct_pct", ci->distinct_vs_best_pct.mean,
             "distinct_pct_ci95", ci->distinct_vs_best_pct.lo, ci->distinct_vs_best_pct.hi,
@@ -614,6 +615,8 @@ int cmd_dash(int argc, char **argv)
     }
     if (d.in_sample[0])
         fprintf(stderr, "eldr dash: warning: %s: %s\n", a.o.model_path, d.in_sample);
+    if (d.cache_note[0])   /* an unusable or unwritable cache entry: a note, not a failure */
+        fprintf(stderr, "eldr dash: note: %s\n", d.cache_note);
     rc = write_frame(a.frame, text);
     if (!rc && a.json)
         print_json(&d, &a);

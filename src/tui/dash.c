@@ -404,8 +404,14 @@ static int poll_job(session *s, char *err, size_t errlen)
         if (s->ready && s->K != current_K(s))
             snprintf(d->status, sizeof d->status, "refit K=%d: %s", s->K, stage);
         else if (s->ready && s->wf.kind == WHATIF_REFINE) {
-            dash_rests_on(d, on, sizeof on);
-            snprintf(d->status, sizeof d->status, "%s; refining: %s", on, stage);
+            /* short, so that the bar fits at 80 columns */
+            const dash_rows *r = &d->rows[DASH_LEVEL_FIRST];
+            if (d->level == DASH_LEVEL_FIRST && r->t)
+                snprintf(on, sizeof on, "first look %lld/%lld rows", (long long)r->t->n,
+                         (long long)d->eval->n);
+            else
+                snprintf(on, sizeof on, "%lld rows", (long long)d->eval->n);
+            snprintf(d->status, sizeof d->status, "%s, 1 seed; refining: %s", on, stage);
         }
         return 0;
     }

@@ -370,6 +370,7 @@ typedef struct sim_set {
     volatile int *cancel;
     dash_progress_fn progress;
     void *pctx;
+    const char *stage;
     pthread_mutex_t mu;
     char err[ELDR_ERRLEN];
 } sim_set;
@@ -397,7 +398,7 @@ static void *sim_set_main(void *arg)
         }
         S->done++;
         if (!S->rc)
-            report(S->progress, S->pctx, "simulate", (double)S->done / S->n);
+            report(S->progress, S->pctx, S->stage, (double)S->done / S->n);
         pthread_mutex_unlock(&S->mu);
     }
 }
@@ -408,12 +409,13 @@ static int simulate_set_on(const dash_t *d, const sim_workload *w, const trace_t
                            dash_sim **cur, dash_sim **base, char *err, size_t errlen)
 {
     sim_set S = {.d = d, .w = w, .t = t, .m = m, .tau = tau, .n = base ? 1 + DASH_N_BASE : 1,
-                 .cancel = cancel, .progress = progress, .pctx = pctx};
+                 .cancel = cancel, .progress = progress, .pctx = pctx,
+                 .stage = t == d->eval ? "every row" : "simulate"};
     S.kinds[0] = policy;
     for (int i = 0; i < DASH_N_BASE; i++)
         S.kinds[1 + i] = BASE_KINDS[i];
     pthread_mutex_init(&S.mu, NULL);
-    report(progress, pctx, "simulate", 0);
+    report(progress, pctx, S.stage, 0);
     par_run(par_threads(2, S.n), sim_set_main, &S);
     pthread_mutex_destroy(&S.mu);
     if (!S.rc && cancel && *cancel) {
@@ -466,7 +468,7 @@ typedef struct ci_progress {
 static void ci_tick(void *ctx, int64_t done, int64_t total)
 {
     ci_progress *p = ctx;
-    report(p->fn, p->ctx, "confidence intervals", total > 0 ? (double)done / total : -1);
+    report(p->fn, p->ctx, "seeds", total > 0 ? (double)done / total : -1);
 }
 
 int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double tau,

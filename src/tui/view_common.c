@@ -400,7 +400,7 @@ static void draw_footer(const dash_t *d, canvas_t *c)
     if (d->busy || d->status[0]) {
         int x = canvas_textf(c, 0, y, bar, " %s", d->status);
         if (d->busy && d->progress >= 0) {
-            int bw = c->w - x - 16;
+            int bw = c->w - x - 20;   /* the bar, its percentage, then " Esc cancel " */
             if (bw > 40)
                 bw = 40;
             if (bw > 4) {

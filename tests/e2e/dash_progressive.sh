@@ -1,0 +1,77 @@
+#!/bin/sh
+# tests/e2e/dash_progressive.sh - the dashboard's first look, its
+# refinement and Esc, in a real terminal (tmux, 80 x 24; issue 34 item 1,
+# issue 30 item 5).
+#
+# On a 3000-request trace (2000 simulated rows) at 50 seeds: the first
+# screen says FIRST LOOK and what it rests on (800 of the 2000 rows, one
+# seed); the refine job shows a progress bar in the footer; Esc stops it
+# within 1 s (its simulations poll the flag) and it does not start again
+# by itself; a what-if change cancelled with Esc is not restarted for the
+# pending tau (issue 30: tau 0.10 -> 0.15 was); a new change refines
+# again; the refined screen drops the label. Every wait is bounded.
+. "$ROOT/tests/cli/lib.sh"
+TMUX_NAME=eldr-dash-prog PANE=prog
+. "$ROOT/tests/e2e/tmux.inc"
+if ! command -v tmux >/dev/null 2>&1; then
+    notok "dash progressive: tmux missing"
+    exit 0
+fi
+cleanup() { $T kill-server 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+TR="$TMP/t.h5"
+"$ELDR" gen -o "$TR" --requests 3000 --layers 16 --experts 64 --top-k 8 --domains 4 \
+    --decode-tokens 200 --prompt-tokens 64 --seed 5 >/dev/null 2>&1 || notok "progressive e2e: gen"
+header() { screen | sed -n 2p; }
+footer() { screen | tail -1; }
+now() { date +%s.%N; }
+
+tshell 80 24 || { notok "progressive e2e: tmux"; exit 0; }
+$T send-keys -t prog "$ELDR dash $TR --rate 800 --seeds 50 --no-cache; echo EXIT=\$?" Enter
+tcheck "the first screen says FIRST LOOK" '^eldr tau 0\.10 K 4(\.\.\.)? FIRST LOOK' 20
+tcheck "the footer names its rows and seed while refining" \
+    'first look 800/2000 rows, 1 seed; refining' 10
+# the bar: the footer's percentage after the bar's cells
+if wait_for 'refining: (every row|seeds) .* +[0-9]+% +Esc cancel' 10; then
+    ok "refining shows a progress bar"; else notok "refining shows a progress bar" "$(footer)"; fi
+t0=$(now)
+$T send-keys -t prog Escape
+if wait_for 'refine cancelled; shown: first look: stratified 800 of 2000 rows, 1 seed' 3; then
+    dt=$(awk -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.2f", b - a}')
+    if awk -v d="$dt" 'BEGIN {exit !(d <= 1.0)}'; then ok "Esc stops the refine within 1 s ($dt s)"
+    else notok "Esc stops the refine within 1 s" "took $dt s"; fi
+else
+    notok "Esc stops the refine within 1 s" "$(footer)"
+fi
+sleep 2
+if footer | grep -q 'refine cancelled' && ! header | grep -q '\.\.\.' &&
+    header | grep -q 'FIRST LOOK'; then ok "a cancelled refine does not start again"
+else notok "a cancelled refine does not start again" "$(header)" "$(footer)"; fi
+
+# a change cancelled at once: back to what is shown, not restarted
+$T send-keys -t prog + Escape
+if wait_for 'what-if cancelled; shown:' 5; then ok "Esc cancels a what-if change"
+else notok "Esc cancels a what-if change" "$(footer)"; fi
+sleep 2
+if header | grep -q '^eldr tau 0\.10 K 4' && ! header | grep -q '\.\.\.'; then
+    ok "the cancelled change is not restarted for the pending tau"
+else notok "the cancelled change is not restarted for the pending tau" "$(header)" "$(footer)"; fi
+
+# a new change shows first, then refines again
+$T send-keys -t prog +
+tcheck "'+': the first look of tau 0.15" '^eldr tau 0\.15 K 4(\.\.\.)? FIRST LOOK' 15
+tcheck "'+': and it refines again" 'refining' 10
+$T send-keys -t prog Escape
+tcheck "Esc again stops it" 'refine cancelled' 3
+$T send-keys -t prog q
+tcheck "q quits with status 0" 'EXIT=0' 10
+
+# refined to the end (fewer seeds): the label goes
+$T send-keys -t prog clear Enter
+$T send-keys -t prog "$ELDR dash $TR --rate 800 --seeds 2 --no-cache; echo EXIT=\$?" Enter
+tcheck "at 2 seeds the refine lands: the header has its +-" \
+    '^eldr tau 0\.10 K 4 .*p50 [0-9.]+ [-+][0-9.]+% (±|\+-)' 60
+if header | grep -q 'FIRST LOOK'; then notok "refined: no FIRST LOOK" "$(header)"
+else ok "refined: no FIRST LOOK"; fi
+$T send-keys -t prog q
+tcheck "q quits with status 0 (refined)" 'EXIT=0' 10
