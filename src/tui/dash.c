@@ -137,7 +137,7 @@ static int frame_of(dash_t *d, const tui_start *s, int w, int h, char **text, ch
     }
     apply_view(d, s);
     /* a frame is complete: the trade-off grid is computed before it */
-    if (d->view == VIEW_TRADEOFF && tradeoff_compute(d, NULL, err, errlen))
+    if (d->view == VIEW_TRADEOFF && tradeoff_compute(d, s->first, NULL, err, errlen))
         return -1;
     return render_text(d, w, h, text, err, errlen);
 }

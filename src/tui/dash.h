@@ -147,6 +147,13 @@ typedef struct dash_trade {
     char err[ELDR_ERRLEN];
     int cursor;                  /* the selected ELDR cell (table order) */
     int cost;                    /* the grid has eldr-cost cells (grid_spec.cost) */
+    /* The first look's grid (done): one seed on the first look's rows,
+     * while the full grid computes (refine in [0, 1], < 0 not known yet)
+     * or after it was cancelled (refine_off). */
+    int first;
+    int64_t rows;                /* simulated rows the grid rests on */
+    double refine;
+    int refine_off;
 } dash_trade;
 void dash_trade_clear(dash_trade *t);
 

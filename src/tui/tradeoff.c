@@ -39,7 +39,8 @@ static void add_tau(grid_spec *g, double tau)
     g->taus[i] = tau;
 }
 
-int tradeoff_input_make(const dash_t *d, tradeoff_input *in, char *err, size_t errlen)
+int tradeoff_input_make(const dash_t *d, int first, tradeoff_input *in, char *err,
+                        size_t errlen)
 {
     memset(in, 0, sizeof *in);
     const model_t *m = d->fit->model;
@@ -58,10 +59,10 @@ int tradeoff_input_make(const dash_t *d, tradeoff_input *in, char *err, size_t e
     grid_spec *g = &in->spec;
     grid_spec_default(g);
     g->calib = d->calib;
-    g->eval = d->eval;
+    g->eval = first && d->rows[DASH_LEVEL_FIRST].t ? d->rows[DASH_LEVEL_FIRST].t : d->eval;
     g->model = in->model;
     g->cfg = d->cfg;
-    g->n_seeds = d->opts.seeds;
+    g->n_seeds = first ? 1 : d->opts.seeds;
     if (d->cfg.arrivals == SIM_ARRIVE_POISSON) {   /* the same arrivals, the rate on
                                                     * the rows: the verdict names it */
         g->n_rates = 1;
@@ -75,7 +76,8 @@ int tradeoff_input_make(const dash_t *d, tradeoff_input *in, char *err, size_t e
     g->fit.n_layer_list = m->recipe.n_layers;
     g->fit.seed = m->seed ? m->seed : d->opts.seed;
     g->fit.balanced = m->balanced != 0;
-    dash_grid_splits(d, g);      /* redrawn per seed: the default recipe per split */
+    if (!first)
+        dash_grid_splits(d, g);  /* redrawn per seed: the default recipe per split */
     int64_t kmax = d->fit->n_fit < DASH_K_MAX ? d->fit->n_fit : DASH_K_MAX;
     if (kmax > ROUTE_MAX_WORKERS)
         kmax = ROUTE_MAX_WORKERS;
@@ -101,12 +103,16 @@ void tradeoff_input_free(tradeoff_input *in)
 
 /* Move a finished grid into d->trade: it keeps the model copy the
  * current-K rows borrowed. */
-static void adopt(dash_t *d, tradeoff_input *in, grid_result *g, int rc, const char *err)
+static void adopt(dash_t *d, tradeoff_input *in, grid_result *g, int rc, const char *err,
+                  int first)
 {
     dash_trade_clear(&d->trade);
     dash_trade *t = &d->trade;
     t->K0 = in->K0;
     t->tau0 = in->tau0;
+    t->first = first;
+    t->rows = in->spec.eval->n;
+    t->refine = -1;
     if (rc == 0) {
         t->state = DASH_TRADE_DONE;
         t->g = *g;
@@ -130,15 +136,18 @@ static void adopt(dash_t *d, tradeoff_input *in, grid_result *g, int rc, const c
     tradeoff_input_free(in);
 }
 
-int tradeoff_compute(dash_t *d, volatile int *cancel, char *err, size_t errlen)
+int tradeoff_compute(dash_t *d, int first, volatile int *cancel, char *err, size_t errlen)
 {
     tradeoff_input in;
-    if (tradeoff_input_make(d, &in, err, errlen))
+    first = first && d->rows[DASH_LEVEL_FIRST].t;
+    if (tradeoff_input_make(d, first, &in, err, errlen))
         return -1;
     in.spec.cancel = cancel;
     grid_result g;
     int rc = grid_run(&in.spec, &g, err, errlen);
-    adopt(d, &in, &g, rc, err);
+    adopt(d, &in, &g, rc, err, first);
+    if (first)
+        d->trade.refine_off = 1;   /* a frame of the first look: nothing refines it */
     return rc;
 }
 
@@ -167,7 +176,16 @@ static void on_cells(void *ctx, int64_t done, int64_t total)
 static void *job_main(void *arg)
 {
     tradeoff_job *j = arg;
-    int rc = grid_run(&j->in.spec, &j->res, j->err, sizeof j->err);
+    if (j->two) {
+        j->rc1 = grid_run(&j->in.spec, &j->res, j->err, sizeof j->err);
+        pthread_mutex_lock(&j->mu);
+        j->first_done = 1;
+        j->pass = 1;
+        j->n_done = j->n_total = 0;
+        pthread_mutex_unlock(&j->mu);
+    }
+    int rc = j->two && j->rc1 ? j->rc1
+                              : grid_run(&j->in2.spec, &j->res2, j->err, sizeof j->err);
     pthread_mutex_lock(&j->mu);
     j->rc = rc;
     j->done = 1;
@@ -175,23 +193,39 @@ static void *job_main(void *arg)
     return NULL;
 }
 
+static int make_input(tradeoff_job *j, tradeoff_input *in, const dash_t *d, int first)
+{
+    if (tradeoff_input_make(d, first, in, j->err, sizeof j->err))
+        return -1;
+    in->spec.progress = on_cells;
+    in->spec.progress_ctx = j;
+    in->spec.cancel = &j->cancel;
+    return 0;
+}
+
 int tradeoff_job_start(tradeoff_job *j, dash_t *d)
 {
     if (j->running)
         return -1;
     j->done = 0;
+    j->pass = 0;
+    j->first_done = j->first_taken = 0;
     j->n_done = j->n_total = 0;
     j->cancel = 0;
-    j->rc = 0;
+    j->rc = j->rc1 = 0;
     j->err[0] = '\0';
     memset(&j->res, 0, sizeof j->res);
-    if (tradeoff_input_make(d, &j->in, j->err, sizeof j->err))
+    memset(&j->res2, 0, sizeof j->res2);
+    /* the first look's grid first when the dashboard has a first look */
+    j->two = d->rows[DASH_LEVEL_FIRST].t != NULL;
+    memset(&j->in, 0, sizeof j->in);
+    if ((j->two && make_input(j, &j->in, d, 1)) || make_input(j, &j->in2, d, 0)) {
+        tradeoff_input_free(&j->in);
         return -1;
-    j->in.spec.progress = on_cells;
-    j->in.spec.progress_ctx = j;
-    j->in.spec.cancel = &j->cancel;
+    }
     if (pthread_create(&j->th, NULL, job_main, j)) {
         tradeoff_input_free(&j->in);
+        tradeoff_input_free(&j->in2);
         snprintf(j->err, sizeof j->err, "cannot start the trade-off thread");
         return -1;
     }
@@ -199,8 +233,10 @@ int tradeoff_job_start(tradeoff_job *j, dash_t *d)
     dash_trade_clear(&d->trade);
     d->trade.state = DASH_TRADE_RUNNING;
     d->trade.progress = -1;
-    d->trade.K0 = j->in.K0;
-    d->trade.tau0 = j->in.tau0;
+    d->trade.K0 = j->in2.K0;
+    d->trade.tau0 = j->in2.tau0;
+    d->trade.first = j->two;     /* computing the first look's grid */
+    d->trade.rows = (j->two ? j->in.spec.eval : j->in2.spec.eval)->n;
     return 0;
 }
 
@@ -209,9 +245,21 @@ int tradeoff_job_poll(tradeoff_job *j, dash_t *d)
     if (!j->running)
         return 0;
     pthread_mutex_lock(&j->mu);
-    int done = j->done;
-    d->trade.progress = j->n_total > 0 ? (double)j->n_done / (double)j->n_total : -1;
+    int done = j->done, first = j->first_done && !j->first_taken, pass = j->pass;
+    double frac = j->n_total > 0 ? (double)j->n_done / (double)j->n_total : -1;
+    if (first)
+        j->first_taken = 1;
     pthread_mutex_unlock(&j->mu);
+    if (first && j->rc1 == 0)   /* the thread is past the first grid: show it */
+        adopt(d, &j->in, &j->res, 0, "", 1);
+    else if (first)
+        tradeoff_input_free(&j->in);
+    if (pass == 0 || (j->two && j->rc1))
+        d->trade.progress = frac;
+    else if (d->trade.first)
+        d->trade.refine = frac;
+    else
+        d->trade.progress = frac;
     return done;
 }
 
@@ -221,8 +269,16 @@ int tradeoff_job_collect(tradeoff_job *j, dash_t *d)
         return -1;
     pthread_join(j->th, NULL);
     j->running = 0;
+    tradeoff_job_poll(j, d);     /* a first grid not yet taken */
     int rc = j->rc;
-    adopt(d, &j->in, &j->res, rc, j->err);
+    if (rc == -2 && d->trade.first && d->trade.state == DASH_TRADE_DONE) {
+        /* Esc during the full grid: the first look stays, labelled */
+        d->trade.refine_off = 1;
+        grid_result_free(&j->res2);
+        tradeoff_input_free(&j->in2);
+        return rc;
+    }
+    adopt(d, &j->in2, &j->res2, rc, j->err, 0);
     return rc;
 }
 

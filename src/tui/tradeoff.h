@@ -37,25 +37,35 @@ typedef struct tradeoff_input {
     int K0;
     double tau0;
 } tradeoff_input;
-int tradeoff_input_make(const dash_t *d, tradeoff_input *in, char *err, size_t errlen);
+/* first: the first look's grid: one seed on the first look's rows (the
+ * dashboard's split), bounded work whatever the trace. */
+int tradeoff_input_make(const dash_t *d, int first, tradeoff_input *in, char *err,
+                        size_t errlen);
 void tradeoff_input_free(tradeoff_input *in);
 
 /* Run the grid of `in` synchronously (for --frame) and store it in
  * d->trade (freeing an older one). Returns 0, -1 with err, -2 cancelled;
  * the result or the error is in d->trade either way. */
-int tradeoff_compute(dash_t *d, volatile int *cancel, char *err, size_t errlen);
+int tradeoff_compute(dash_t *d, int first, volatile int *cancel, char *err, size_t errlen);
 
-/* The background job: one at a time. */
+/* The background job: one at a time. When the dashboard has a first
+ * look (a sample of its rows), the job runs two grids: the first look's
+ * (one seed on the sample: shown as soon as it is done, labelled), then
+ * the full one, which replaces it; Esc during the second keeps the first
+ * (labelled as such). */
 typedef struct tradeoff_job {
     pthread_t th;
     int running;                 /* started and not yet collected */
     pthread_mutex_t mu;
     int done;                    /* under mu */
-    int64_t n_done, n_total;     /* under mu: grid cells finished */
+    int pass;                    /* under mu: 0 the first look's grid, 1 the full one */
+    int first_done, first_taken; /* under mu: the first grid is ready / shown */
+    int64_t n_done, n_total;     /* under mu: grid cells finished (this pass) */
     volatile int cancel;
-    tradeoff_input in;
-    grid_result res;
-    int rc;
+    int two;                     /* two passes */
+    tradeoff_input in, in2;      /* the first look's (when two) and the full grid */
+    grid_result res, res2;
+    int rc, rc1;
     char err[ELDR_ERRLEN];
 } tradeoff_job;
 

@@ -226,9 +226,13 @@ static void draw_pending(const dash_t *d, canvas_t *c, int x, int y, int w)
                     "opens (r: compute now)");
         return;
     }
-    int n = canvas_textf(c, x + 1, y, cv_plain(), "computing the tau x K grid around K %d, %d "
-                         "seeds, in the background%s", t->K0, d->opts.seeds,
-                         t->progress < 0 ? ": fitting the other K" : "");
+    int n = t->first
+                ? canvas_textf(c, x + 1, y, cv_plain(), "computing the tau x K grid around K "
+                               "%d, first look: %lld rows, 1 seed%s", t->K0, (long long)t->rows,
+                               t->progress < 0 ? ": fitting the other K" : "")
+                : canvas_textf(c, x + 1, y, cv_plain(), "computing the tau x K grid around K "
+                               "%d, %d seeds, in the background%s", t->K0, d->opts.seeds,
+                               t->progress < 0 ? ": fitting the other K" : "");
     int bw = w - n - 10;
     if (bw > 30)
         bw = 30;
@@ -294,6 +298,18 @@ void view_tradeoff(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
              "(%.1f s; m: metric)", tradeoff_metric_name(m), d->arrivals, g->n_seeds,
              g->n_seeds == 1 ? "" : "s", g->seconds);
     int tl = canvas_wrap(c, x + 1, y, w - 1, 2, cv_fg(CV_DEFAULT, CV_BOLD), title);
+    if (t->first) {   /* the first look's grid: on which rows, and the refine */
+        int n = canvas_textf(c, x + 1, y + tl, cv_fg(CV_DEFAULT, CV_REVERSE), " FIRST LOOK: "
+                             "%lld of %lld rows, 1 seed; %s ", (long long)t->rows,
+                             (long long)d->eval->n, t->refine_off ? "not refined (r: the "
+                             "full grid)" : "refining");
+        int bw = w - n - 8 < 30 ? w - n - 8 : 30;
+        if (!t->refine_off && t->refine >= 0 && bw > 4) {
+            canvas_hbar(c, x + n + 2, y + tl, bw, t->refine, cv_plain());
+            canvas_textf(c, x + n + 3 + bw, y + tl, cv_plain(), "%3.0f%%", 100 * t->refine);
+        }
+        tl++;
+    }
     if (d->fit->model->K != t->K0)   /* K moved since: the grid is about the old one */
         canvas_textf(c, x + 1, y + tl, cv_fg(CV_DEFAULT, CV_REVERSE), " around K %d; r: around "
                      "K %d ", t->K0, d->fit->model->K);

@@ -9,7 +9,9 @@
 # within 1 s (its simulations poll the flag) and it does not start again
 # by itself; a what-if change cancelled with Esc is not restarted for the
 # pending tau (issue 30: tau 0.10 -> 0.15 was); a new change refines
-# again; the refined screen drops the label. Every wait is bounded.
+# again; view 7 shows the first look's grid (labelled) while the full one
+# computes, and Esc keeps it; the refined screen drops the label. Every
+# wait is bounded.
 . "$ROOT/tests/cli/lib.sh"
 TMUX_NAME=eldr-dash-prog PANE=prog
 . "$ROOT/tests/e2e/tmux.inc"
@@ -63,6 +65,13 @@ tcheck "'+': the first look of tau 0.15" '^eldr tau 0\.15 K 4(\.\.\.)? FIRST LOO
 tcheck "'+': and it refines again" 'refining' 10
 $T send-keys -t prog Escape
 tcheck "Esc again stops it" 'refine cancelled' 3
+# view 7: the first look's grid first, labelled while the full one computes
+$T send-keys -t prog 7
+tcheck "view 7: the first look's grid, labelled, while the full one computes" \
+    'FIRST LOOK: 800 of 2000 rows, 1 seed; refining' 60
+$T send-keys -t prog Escape
+tcheck "Esc in view 7 keeps the first look's grid" \
+    'FIRST LOOK: 800 of 2000 rows, 1 seed; not refined \(r: the full grid\)' 5
 $T send-keys -t prog q
 tcheck "q quits with status 0" 'EXIT=0' 10
 

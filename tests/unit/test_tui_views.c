@@ -878,7 +878,7 @@ static void test_tradeoff_frame(void **state)
     (void)state;
     char err[ELDR_ERRLEN];
     D.trade.cursor = 0;
-    assert_int_equal(tradeoff_compute(&D, NULL, err, sizeof err), 0);
+    assert_int_equal(tradeoff_compute(&D, 0, NULL, err, sizeof err), 0);
     assert_int_equal(D.trade.state, DASH_TRADE_DONE);
     const grid_result *g = &D.trade.g;
     int rows[64], pareto[64];
@@ -1060,7 +1060,7 @@ static void test_tradeoff_job(void **state)
     /* cancelled: the grid stops and the view says so */
     volatile int stop = 1;
     char err[ELDR_ERRLEN];
-    assert_int_equal(tradeoff_compute(&D, &stop, err, sizeof err), -2);
+    assert_int_equal(tradeoff_compute(&D, 0, &stop, err, sizeof err), -2);
     assert_int_equal(D.trade.state, DASH_TRADE_FAILED);
     s = frame(VIEW_TRADEOFF, 100, 30);
     assert_non_null(strstr(s, "cancelled"));
@@ -1156,7 +1156,7 @@ static void test_cost_policy(void **state)
     assert_true(line_with(s, "eldr-cost K 4 |", line, sizeof line));   /* the header */
     free(s);
 
-    assert_int_equal(tradeoff_compute(&D, NULL, err, sizeof err), 0);
+    assert_int_equal(tradeoff_compute(&D, 0, NULL, err, sizeof err), 0);
     const grid_result *g = &D.trade.g;
     assert_int_equal(D.trade.cost, 1);
     int rows[TRADE_MAX_ROWS];
@@ -1189,7 +1189,7 @@ static void test_cost_policy(void **state)
     assert_non_null(strstr(s, "r: without them"));
     free(s);
     change_refined(&w, 4, ROUTE_ELDR, D.tau);
-    assert_int_equal(tradeoff_compute(&D, NULL, err, sizeof err), 0);
+    assert_int_equal(tradeoff_compute(&D, 0, NULL, err, sizeof err), 0);
     assert_int_equal(D.trade.cost, 0);
     assert_int_equal(tradeoff_eldr_rows(&D.trade.g, rows, TRADE_MAX_ROWS), 3 * 4);
     D.policy = ROUTE_ELDR_COST;
