@@ -104,7 +104,10 @@ static int frame_of(dash_t *d, const tui_start *s, int w, int h, char **text, ch
 {
     int K = s->K > 0 ? s->K : d->fit->model->K;
     double tau = s->tau >= 0 ? s->tau : d->tau;
-    if (K != d->fit->model->K || tau != d->tau || s->policy != d->policy) {
+    /* a first look of other settings is a what-if change; a refined frame
+     * needs one only for another K (the refit) */
+    if (K != d->fit->model->K ||
+        (s->first && (tau != d->tau || s->policy != d->policy))) {
         whatif_t wf;
         whatif_init(&wf);
         int rc = whatif_start_change(&wf, d, K, s->policy, tau);
@@ -115,17 +118,15 @@ static int frame_of(dash_t *d, const tui_start *s, int w, int h, char **text, ch
         whatif_destroy(&wf);
         if (rc)
             return -1;
-        d->tau = tau;
-        d->policy = s->policy;
     }
-    if (!s->first && !d->refined) {
+    d->tau = tau;
+    d->policy = s->policy;
+    if (!s->first && (!d->refined || d->cur->policy != s->policy ||
+                      (s->policy == ROUTE_ELDR && d->cur->tau != tau))) {
         dash_refined r;
-        if (dash_refine(d, d->fit->model, d->cur->policy, d->cur->tau, NULL, NULL, NULL, &r,
-                        err, errlen))
+        if (dash_refine(d, d->fit->model, s->policy, tau, NULL, NULL, NULL, &r, err, errlen))
             return -1;
         dash_refined_apply(d, &r);
-        if (d->n_trail > 0)   /* the trail's entry is the refined one */
-            d->n_trail--;
         dash_trail_add(d);
     }
     if (!d->refined) {   /* a first look says what it rests on */
@@ -162,7 +163,11 @@ int tui_frame_trace(const dash_opts *o, const tui_start *s, trace_t *t, model_t 
                     int h, dash_t *d, char **text, char *err, size_t errlen)
 {
     *text = NULL;
-    if (dash_open_first(d, o, t, m, NULL, NULL, err, errlen))
+    dash_opts oo = *o;
+    /* a refined frame refines at once: no first look's runs (another K's
+     * refit makes its own) */
+    oo.no_first = !s->first;
+    if (dash_open_first(d, &oo, t, m, NULL, NULL, err, errlen))
         return -1;
     return frame_of(d, s, w, h, text, err, errlen);
 }

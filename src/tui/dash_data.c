@@ -534,6 +534,11 @@ void dash_trail_add(dash_t *d)
 {
     if (!d->cur)
         return;
+    /* one entry a setting: the refined numbers replace its first look's */
+    const dash_trail *last = d->n_trail ? &d->trail[d->n_trail - 1] : NULL;
+    if (last && last->policy == d->cur->policy && last->K == d->cur->K &&
+        last->tau == d->cur->tau)
+        d->n_trail--;
     if (d->n_trail == DASH_TRAIL_MAX) {
         memmove(d->trail, d->trail + 1, (DASH_TRAIL_MAX - 1) * sizeof *d->trail);
         d->n_trail--;
@@ -1295,6 +1300,10 @@ int dash_open_first(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
         }
     }
     d->level = lv;
+    if (d->opts.no_first) {      /* the caller refines at once */
+        report(progress, pctx, "ready", 1);
+        return 0;
+    }
     if (dash_simulate_set(d, fm, d->policy, d->tau, lv, NULL, progress, pctx, &d->cur, d->base,
                           err, errlen))
         return -1;
@@ -1313,7 +1322,9 @@ static const char *base_name(const char *path)
 int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
                     dash_progress_fn progress, void *pctx, char *err, size_t errlen)
 {
-    if (dash_open_first(d, o, t, m, progress, pctx, err, errlen))
+    dash_opts oo = *o;
+    oo.no_first = 1;
+    if (dash_open_first(d, &oo, t, m, progress, pctx, err, errlen))
         return -1;
     if (d->refined)
         return 0;
@@ -1322,9 +1333,6 @@ int dash_open_trace(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
                     errlen))
         return -1;
     dash_refined_apply(d, &r);
-    /* the trail's entry is the refined one */
-    if (d->n_trail > 0)
-        d->n_trail--;
     dash_trail_add(d);
     return 0;
 }

@@ -158,16 +158,6 @@ void whatif_cancel(whatif_t *w)
     w->cancel = 1;
 }
 
-/* The trail keeps one entry a setting: a refine replaces its first look. */
-static void trail_replace(dash_t *d)
-{
-    const dash_trail *t = d->n_trail ? &d->trail[d->n_trail - 1] : NULL;
-    if (t && d->cur && t->policy == d->cur->policy && t->K == d->cur->K &&
-        t->tau == d->cur->tau)
-        d->n_trail--;
-    dash_trail_add(d);
-}
-
 int whatif_collect(whatif_t *w)
 {
     if (!w->running)
@@ -183,7 +173,7 @@ int whatif_collect(whatif_t *w)
         dash_refined_free(&w->ref);
     } else if (w->kind == WHATIF_REFINE) {
         dash_refined_apply(d, &w->ref);
-        trail_replace(d);
+        dash_trail_add(d);
     } else {
         if (w->fit) {
             dash_fit_release(d, d->fit);
