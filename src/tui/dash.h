@@ -225,6 +225,8 @@ typedef struct dash_opts {
     int first_rows;              /* the first look's bound (DASH_FIRST_ROWS) */
     int no_cache;                /* 1: neither read nor write the result cache
                                   * (dash_cache.h) */
+    const char *sha256;          /* the trace file's SHA-256 when the caller
+                                  * hashed it (alongside the load), or NULL */
     int no_first;                /* 1: the caller refines at once (a refined
                                   * frame): dash_open_first makes no first-look
                                   * runs, and cur stays NULL unless the cache

@@ -1241,6 +1241,7 @@ int dash_open_first(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
 {
     memset(d, 0, sizeof *d);
     d->opts = *o;
+    d->opts.sha256 = NULL;       /* the caller's buffer: d->sha256 keeps it */
     d->policy = ROUTE_ELDR;
     d->cursor = 0.5;
     d->progress = -1;
@@ -1254,7 +1255,9 @@ int dash_open_first(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
     d->n_rows = t->n;
     /* the file's content: the cache's key and the in-sample check; read
      * once (a 166 MB trace takes about a second) */
-    if (o->trace_path && (!o->no_cache || (m && m->calib_sha256[0]))) {
+    if (o->sha256 && strlen(o->sha256) == 64) {
+        snprintf(d->sha256, sizeof d->sha256, "%s", o->sha256);
+    } else if (o->trace_path && (!o->no_cache || (m && m->calib_sha256[0]))) {
         report(progress, pctx, "hash trace", -1);
         char e2[ELDR_ERRLEN];
         if (sha256_file(o->trace_path, d->sha256, e2, sizeof e2) < 0)

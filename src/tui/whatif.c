@@ -108,6 +108,8 @@ int whatif_start_open(whatif_t *w, dash_t *d, const dash_opts *o, trace_t *t, mo
     w->kind = WHATIF_OPEN;
     w->d = d;
     d->opts = *o;   /* read by the thread as the options to open with */
+    snprintf(w->sha256, sizeof w->sha256, "%s", o->sha256 ? o->sha256 : "");
+    d->opts.sha256 = w->sha256[0] ? w->sha256 : NULL;
     w->t = t;
     w->m = m;
     return start(w);

@@ -39,6 +39,8 @@ typedef struct whatif {
     whatif_kind kind;
     dash_t *d;
     trace_t *t;                  /* open: taken over */
+    char sha256[65];             /* open: the caller's digest, copied (the
+                                  * job may outlive the caller's buffer) */
     model_t *m;
     int K;
     route_kind policy;
