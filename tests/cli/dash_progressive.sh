@@ -142,6 +142,17 @@ if [ $rc -eq 0 ] && grep -q 'note: cache not written' "$TMP/err" && [ -s "$TMP/u
     ok "an unwritable cache: exit 0, a note, the frame"; else
     notok "an unwritable cache: exit 0, a note, the frame" "exit $rc" "$(cat "$TMP/err")"; fi
 
+# ---- the trace's own arrival times: the first arrivals (a draw would thin the load)
+A="$TMP/arr.h5"
+"$ELDR" gen -o "$A" --requests 2400 --layers 8 --experts 32 --top-k 4 --domains 4 \
+    --decode-tokens 48 --prompt-tokens 64 --seed 5 --arrival-rate 200 >/dev/null 2>&1 ||
+    notok "progressive: gen with arrival_s"
+"$ELDR" dash "$A" --seeds 2 --frame "$TMP/a.txt" --first --json >"$TMP/a.json" 2>"$TMP/err"
+json_assert "with arrival_s the first look is the first 800 arrivals" "$TMP/a.json" "
+r = j['rests_on']
+assert r['text'] == 'first look: the first 800 arrivals of 1400 rows, 1 seed', r['text']
+assert r['rows'] == 800 and not r['refined'], r"
+
 # ---- a trace of few rows: the first look is every row and one seed
 S="$ROOT/samples/small.h5"
 "$ELDR" dash "$S" --rate 800 --seeds 3 --frame "$TMP/s.txt" --first --json >"$TMP/s.json" 2>"$TMP/err"
