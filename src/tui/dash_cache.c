@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "atomicfile.h"
 #include "blake2b.h"
@@ -24,6 +26,15 @@
 #define SUM_BYTES 32
 /* an entry is a few MB at most (the heat maps): anything larger is not one */
 #define CACHE_MAX_PAYLOAD ((uint64_t)1 << 30)
+
+/* DASH_CACHE_MAX_BYTES, or ELDR_CACHE_MAX_BYTES when set (for tests). */
+static long long cache_max_bytes(void)
+{
+    const char *v = getenv("ELDR_CACHE_MAX_BYTES");
+    char *end;
+    long long x = v ? strtoll(v, &end, 10) : -1;
+    return v && *v && !*end && x >= 0 ? x : DASH_CACHE_MAX_BYTES;
+}
 
 int dash_cache_dir(char *buf, size_t n, char *err, size_t errlen)
 {
@@ -154,6 +165,63 @@ static void put_sim(wbuf *b, const dash_sim *s)
         put(b, s->res.heat, KL * s->E * sizeof *s->res.heat);
 }
 
+/* Remove the oldest entries of dir until the rest fit in max bytes. */
+typedef struct entry {
+    char name[96];
+    long long bytes;
+    double mtime;
+} entry;
+
+static int by_age(const void *a, const void *b)
+{
+    double x = ((const entry *)a)->mtime, y = ((const entry *)b)->mtime;
+    return x < y ? -1 : x > y;
+}
+
+static void prune(const char *dir, long long max)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return;
+    entry *e = NULL;
+    size_t n = 0, cap = 0;
+    long long total = 0;
+    struct dirent *de;
+    while ((de = readdir(dp))) {
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, "dash-", 5) || len != 5 + 64 + 4 ||
+            strcmp(de->d_name + len - 4, ".bin"))
+            continue;
+        char path[PATH_MAX + 512];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (stat(path, &st) || !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            entry *p = realloc(e, (cap = cap ? 2 * cap : 64) * sizeof *e);
+            if (!p)
+                break;
+            e = p;
+        }
+        snprintf(e[n].name, sizeof e[n].name, "%s", de->d_name);
+        e[n].bytes = st.st_size;
+        e[n].mtime = st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
+        total += st.st_size;
+        n++;
+    }
+    closedir(dp);
+    if (total > max && n) {
+        qsort(e, n, sizeof *e, by_age);
+        for (size_t i = 0; i < n && total > max; i++) {
+            char path[PATH_MAX + 512];
+            snprintf(path, sizeof path, "%s/%s", dir, e[i].name);
+            if (!unlink(path))
+                total -= e[i].bytes;
+        }
+    }
+    free(e);
+}
+
 int dash_cache_store(const dash_t *d, const char *key, const dash_refined *r, char *note,
                      size_t notelen)
 {
@@ -209,7 +277,10 @@ int dash_cache_store(const dash_t *d, const char *key, const dash_refined *r, ch
         atomic_file_abort(&a);
     free(b.p);
     (void)d;
-    return rc ? eldr_errf(note, notelen, "cache not written: %s", err) : 0;
+    if (rc)
+        return eldr_errf(note, notelen, "cache not written: %s", err);
+    prune(dir, cache_max_bytes());
+    return 0;
 }
 
 /* ---- reading ---- */

@@ -45,7 +45,11 @@ int dash_cache_load(const dash_t *d, const char *key, dash_refined *r, char *not
                     size_t notelen);
 
 /* Write r's results under key. 0, or -1 with note (a cache that cannot
- * be written is a note, not a failure of the dashboard). */
+ * be written is a note, not a failure of the dashboard). The directory's
+ * entries are then kept under DASH_CACHE_MAX_BYTES: the least recently
+ * written go first (a what-if session writes one entry a setting, a few
+ * hundred KB to 2 MB each). */
+#define DASH_CACHE_MAX_BYTES ((long long)256 << 20)
 int dash_cache_store(const dash_t *d, const char *key, const dash_refined *r, char *note,
                      size_t notelen);
 

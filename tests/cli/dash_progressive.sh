@@ -142,6 +142,20 @@ if [ $rc -eq 0 ] && grep -q 'note: cache not written' "$TMP/err" && [ -s "$TMP/u
     ok "an unwritable cache: exit 0, a note, the frame"; else
     notok "an unwritable cache: exit 0, a note, the frame" "exit $rc" "$(cat "$TMP/err")"; fi
 
+# ---- the cache is bounded: the oldest entries go first
+P="$TMP/prune"
+ELDR_CACHE_DIR="$P" $DASH --frame "$TMP/p1.txt" --tau 0.3 >/dev/null 2>&1
+sz=$(cat "$P"/dash-*.bin | wc -c)
+sleep 0.05
+ELDR_CACHE_DIR="$P" ELDR_CACHE_MAX_BYTES=$((sz + sz / 2)) $DASH --frame "$TMP/p2.txt" --tau 0.35 \
+    >/dev/null 2>&1
+ELDR_CACHE_DIR="$P" $DASH --frame "$TMP/p3.txt" --tau 0.35 --json >"$TMP/p3.json" 2>&1
+n=$(ls "$P" | grep -c '^dash-')
+if [ "$n" -eq 1 ] && grep -q '"from_cache": true' "$TMP/p3.json"; then
+    ok "over its bound the cache drops the oldest entry, keeps the newest"; else
+    notok "over its bound the cache drops the oldest entry, keeps the newest" "$n entries" \
+        "$(grep -o '"rests_on": {[^}]*}' "$TMP/p3.json")"; fi
+
 # ---- the trace's own arrival times: the first arrivals (a draw would thin the load)
 A="$TMP/arr.h5"
 "$ELDR" gen -o "$A" --requests 2400 --layers 8 --experts 32 --top-k 4 --domains 4 \
