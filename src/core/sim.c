@@ -512,8 +512,7 @@ int sim_run_cancel(const sim_workload *w, route_policy *p, sim_step_fn on_step, 
         return eldr_errf(err, errlen, "sim: the %s policy needs a model whose signatures "
                          "match the workload's", route_kind_name(p->kind));
     run R = {.w = w, .p = p, .res = res, .on_step = on_step, .ctx = ctx, .cancel = cancel,
-             .K = p->K,
-             .L = w->L, .E = w->E, .k = w->k, .err = err, .errlen = errlen};
+             .K = p->K, .L = w->L, .E = w->E, .k = w->k, .err = err, .errlen = errlen};
     sim_online online;
     const float *given = p->centroids;
     if (p->kind == ROUTE_ELDR_ONLINE) {

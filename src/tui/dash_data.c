@@ -1167,8 +1167,8 @@ int dash_refine(const dash_t *d, const model_t *m, route_kind policy, double tau
     }
     const sim_workload *w = &d->rows[DASH_LEVEL_FULL].work;
     if (!d->rows[DASH_LEVEL_FULL].have_work) {
-        report(progress, pctx, "refine: workload", -1);
-        if (sim_workload_init(&out->work, d->eval, &d->cfg, &d->fit->model->recipe, err, errlen))
+        report(progress, pctx, "workload", -1);
+        if (sim_workload_init(&out->work, d->eval, &d->cfg, &m->recipe, err, errlen))
             return -1;
         out->have_work = 1;
         w = &out->work;
