@@ -71,6 +71,12 @@ void dash_sim_free(dash_sim *s)
 }
 
 /* What a run's on_step callback gathers. */
+/* Progress within a run, for a long one (19,000 rows of the reference
+ * geometry take seconds): every PROGRESS_STEPS steps the run's simulated
+ * time over the last arrival goes to tick(tick_ctx, slot, frac). */
+#define PROGRESS_STEPS 4096
+typedef void (*run_tick_fn)(void *ctx, int slot, double frac);
+
 typedef struct step_log {
     int K, L;
     double *u_sum;               /* [K][L] */
@@ -78,6 +84,10 @@ typedef struct step_log {
     struct step_rec { double t, dt; int32_t worker, B; } *rec;
     size_t n, cap;
     int oom;
+    run_tick_fn tick;            /* may be NULL */
+    void *tick_ctx;
+    int slot;
+    double t_last;               /* the last arrival, > 0 */
 } step_log;
 
 static void on_step(void *ctx, int worker, double t, double dt, int B, const int *U, int L,
@@ -90,6 +100,8 @@ static void on_step(void *ctx, int worker, double t, double dt, int B, const int
     for (int l = 0; l < L && l < g->L; l++)
         g->u_sum[(size_t)worker * g->L + l] += U[l];
     g->steps[worker]++;
+    if (g->tick && g->n % PROGRESS_STEPS == 0)
+        g->tick(g->tick_ctx, g->slot, t < g->t_last ? t / g->t_last : 1);
     if (g->n == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 4096;
         void *p = realloc(g->rec, cap * sizeof *g->rec);
@@ -294,13 +306,16 @@ static int digest(const dash_t *d, const trace_t *t, dash_sim *s, const step_log
 /* One run on workload w over trace t's rows (the rows of a level). */
 static int simulate_on(const dash_t *d, const sim_workload *w, const trace_t *t,
                        const model_t *m, route_kind policy, double tau, int K,
-                       volatile int *cancel, dash_sim **out, char *err, size_t errlen)
+                       volatile int *cancel, run_tick_fn tick, void *tick_ctx, int slot,
+                       dash_sim **out, char *err, size_t errlen)
 {
     *out = NULL;
     dash_sim *s = calloc(1, sizeof *s);
     route_policy p;
     int have_p = 0, rc = -1;
-    step_log g = {.K = K, .L = d->L};
+    double t_last = w->arrival && w->n > 0 ? w->arrival[w->n - 1] : 0;
+    step_log g = {.K = K, .L = d->L, .tick = t_last > 0 ? tick : NULL, .tick_ctx = tick_ctx,
+                  .slot = slot, .t_last = t_last};
     g.u_sum = eldr_calloc((size_t)K * d->L, sizeof *g.u_sum);
     g.steps = eldr_calloc((size_t)K, sizeof *g.steps);
     if (!s || !g.u_sum || !g.steps) {
@@ -353,7 +368,7 @@ int dash_simulate(const dash_t *d, const model_t *m, route_kind policy, double t
     if (!d->rows[level].have_work)
         return eldr_errf(err, errlen, "dash: no workload for these rows");
     return simulate_on(d, &d->rows[level].work, level_trace(d, level), m, policy, tau, K,
-                       cancel, out, err, errlen);
+                       cancel, NULL, NULL, 0, out, err, errlen);
 }
 
 /* The runs of one setting, shared by up to two threads: each takes the
@@ -365,15 +380,29 @@ typedef struct sim_set {
     const model_t *m;
     route_kind kinds[1 + DASH_N_BASE];
     double tau;
-    int n, next, done, rc;
+    int n, next, rc;
     dash_sim *out[1 + DASH_N_BASE];
     volatile int *cancel;
     dash_progress_fn progress;
     void *pctx;
     const char *stage;
+    double part[1 + DASH_N_BASE]; /* under mu: each run's share done */
     pthread_mutex_t mu;
     char err[ELDR_ERRLEN];
 } sim_set;
+
+/* A run's progress: the set's share done, reported. */
+static void set_tick(void *ctx, int slot, double frac)
+{
+    sim_set *S = ctx;
+    pthread_mutex_lock(&S->mu);
+    S->part[slot] = frac;
+    double sum = 0;
+    for (int i = 0; i < S->n; i++)
+        sum += S->part[i];
+    report(S->progress, S->pctx, S->stage, sum / S->n);
+    pthread_mutex_unlock(&S->mu);
+}
 
 static void *sim_set_main(void *arg)
 {
@@ -389,17 +418,16 @@ static void *sim_set_main(void *arg)
         /* a run polls the caller's flag (a failure elsewhere only stops
          * the next runs from starting) */
         int rc = simulate_on(S->d, S->w, S->t, S->m, S->kinds[i], S->tau, S->m->K, S->cancel,
-                             &out, err, sizeof err);
+                             S->progress ? set_tick : NULL, S, i, &out, err, sizeof err);
         pthread_mutex_lock(&S->mu);
         S->out[i] = out;
         if (rc && !S->rc) {
             S->rc = rc;
             snprintf(S->err, sizeof S->err, "%s", err);
         }
-        S->done++;
-        if (!S->rc)
-            report(S->progress, S->pctx, S->stage, (double)S->done / S->n);
         pthread_mutex_unlock(&S->mu);
+        if (!rc)
+            set_tick(S, i, 1);
     }
 }
 
