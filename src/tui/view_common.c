@@ -475,7 +475,7 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "                   Up/Down a cell, Enter applies it, r recomputes,",
         "                   m: compare on TPOT p50, p99 or tokens/s,",
         "                   Esc cancels the grid while it computes",
-        "Esc                cancel a running refit",
+        "Esc                stop the running job: refit, what-if or refine",
         "P                  push the model shown to eldrd (--push-to URL): the",
         "                   plan (which worker gets which cluster) first, y sends",
         "?                  this help (?, Esc or q close it)    q  quit",
