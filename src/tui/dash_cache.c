@@ -19,6 +19,7 @@
 
 #include "atomicfile.h"
 #include "blake2b.h"
+#include "sha256.h"
 #include "version.h"
 
 #define CACHE_MAGIC "eldr-dash-cache\n"   /* 16 bytes */
@@ -64,6 +65,30 @@ static void hex_of(const uint8_t *b, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
+/* The key: BLAKE2b-256 of the settings' text (n of its size bytes), in
+ * hex; 0 when the text did not fit. */
+static int key_of(const char *text, int n, size_t size, char key[DASH_CACHE_KEY])
+{
+    if (n < 0 || n >= (int)size)
+        return 0;
+    uint8_t k[32];
+    blake2b(k, sizeof k, text, (size_t)n);
+    hex_of(k, sizeof k, key);
+    return 1;
+}
+
+/* dir/<name>-<key><ext>: "dash-....bin", "fit-....h5" */
+static int cache_path(const char *name, const char *key, const char *ext, char *path, size_t n,
+                      char *note, size_t notelen)
+{
+    char dir[PATH_MAX], err[ELDR_ERRLEN];
+    if (dash_cache_dir(dir, sizeof dir, err, sizeof err))
+        return eldr_errf(note, notelen, "cache off: %s", err);
+    if (snprintf(path, n, "%s/%s-%s%s", dir, name, key, ext) >= (int)n)
+        return eldr_errf(note, notelen, "cache off: the directory's name is too long");
+    return 0;
+}
+
 int dash_cache_key(const dash_t *d, const model_t *m, route_kind policy, double tau,
                    char key[DASH_CACHE_KEY])
 {
@@ -90,22 +115,12 @@ int dash_cache_key(const dash_t *d, const model_t *m, route_kind policy, double 
         (int)c->arrivals, c->rate, c->concurrency, (unsigned long long)c->seed, c->max_batch,
         (int)c->output_tokens, c->sample_pool, cm->t0, cm->a, cm->b, cm->c, cm->d, (int)policy,
         policy == ROUTE_ELDR ? tau : 0.0, d->opts.seeds, d->all != NULL);
-    if (n < 0 || n >= (int)sizeof text)
-        return 0;
-    uint8_t k[32];
-    blake2b(k, sizeof k, text, (size_t)n);
-    hex_of(k, sizeof k, key);
-    return 1;
+    return key_of(text, n, sizeof text, key);
 }
 
 static int entry_path(const char *key, char *path, size_t n, char *note, size_t notelen)
 {
-    char dir[PATH_MAX], err[ELDR_ERRLEN];
-    if (dash_cache_dir(dir, sizeof dir, err, sizeof err))
-        return eldr_errf(note, notelen, "cache off: %s", err);
-    if (snprintf(path, n, "%s/dash-%s.bin", dir, key) >= (int)n)
-        return eldr_errf(note, notelen, "cache off: the directory's name is too long");
-    return 0;
+    return cache_path("dash", key, ".bin", path, n, note, notelen);
 }
 
 /* ---- writing ---- */
@@ -163,6 +178,55 @@ static void put_sim(wbuf *b, const dash_sim *s)
     put(b, &has_heat, 1);
     if (has_heat)
         put(b, s->res.heat, KL * s->E * sizeof *s->res.heat);
+}
+
+/* mkdir -p, owner only: the results say what the traces hold */
+static int make_dirs(char *dir, char *note, size_t notelen)
+{
+    for (char *q = dir + 1; *q; q++)
+        if (*q == '/') {
+            *q = '\0';
+            mkdir(dir, 0700);
+            *q = '/';
+        }
+    if (mkdir(dir, 0700) && errno != EEXIST)
+        return eldr_errf(note, notelen, "cache not written: %s: %s", dir, strerror(errno));
+    return 0;
+}
+
+/* An entry: magic (16 bytes), key (64 hex), extra (64 hex or zeros: the
+ * fit entry's model file SHA-256), the payload's length (8), the payload
+ * and its BLAKE2b-256; written atomically. */
+#define ENTRY_HEAD (16 + 64 + 64 + 8)
+static int write_entry(const char *path, const char *magic, const char *key, const char *extra,
+                       const wbuf *b, char *err, size_t errlen)
+{
+    uint8_t sum[SUM_BYTES];
+    char x[64];
+    memset(x, 0, sizeof x);
+    if (extra)
+        memcpy(x, extra, 64);
+    blake2b(sum, sizeof sum, b->p, b->n);
+    uint64_t len = b->n;
+    atomic_file a;
+    int rc = atomic_file_begin(&a, path, err, errlen);
+    if (!rc)
+        rc = atomic_file_write(&a, magic, 16, err, errlen);
+    if (!rc)
+        rc = atomic_file_write(&a, key, 64, err, errlen);
+    if (!rc)
+        rc = atomic_file_write(&a, x, 64, err, errlen);
+    if (!rc)
+        rc = atomic_file_write(&a, &len, sizeof len, err, errlen);
+    if (!rc)
+        rc = atomic_file_write(&a, b->p, b->n, err, errlen);
+    if (!rc)
+        rc = atomic_file_write(&a, sum, sizeof sum, err, errlen);
+    if (!rc)
+        rc = atomic_file_commit(&a, err, errlen);
+    else
+        atomic_file_abort(&a);
+    return rc;
 }
 
 /* Remove the oldest entries of dir until the rest fit in max bytes. */
@@ -231,15 +295,8 @@ int dash_cache_store(const dash_t *d, const char *key, const dash_refined *r, ch
     char dir[sizeof path];
     snprintf(dir, sizeof dir, "%s", path);
     *strrchr(dir, '/') = '\0';
-    /* mkdir -p, owner only: the results say what the traces hold */
-    for (char *q = dir + 1; *q; q++)
-        if (*q == '/') {
-            *q = '\0';
-            mkdir(dir, 0700);
-            *q = '/';
-        }
-    if (mkdir(dir, 0700) && errno != EEXIST)
-        return eldr_errf(note, notelen, "cache not written: %s: %s", dir, strerror(errno));
+    if (make_dirs(dir, note, notelen))
+        return -1;
     wbuf b = {0};
     put(&b, &r->ci, sizeof r->ci);
     const dash_sim *sims[1 + DASH_N_BASE] = {r->cur};
@@ -256,25 +313,7 @@ int dash_cache_store(const dash_t *d, const char *key, const dash_refined *r, ch
         free(b.p);
         return eldr_errf(note, notelen, "cache not written: out of memory");
     }
-    uint8_t sum[SUM_BYTES];
-    blake2b(sum, sizeof sum, b.p, b.n);
-    uint64_t len = b.n;
-    atomic_file a;
-    int rc = atomic_file_begin(&a, path, err, sizeof err);
-    if (!rc)
-        rc = atomic_file_write(&a, CACHE_MAGIC, 16, err, sizeof err);
-    if (!rc)
-        rc = atomic_file_write(&a, key, 64, err, sizeof err);
-    if (!rc)
-        rc = atomic_file_write(&a, &len, sizeof len, err, sizeof err);
-    if (!rc)
-        rc = atomic_file_write(&a, b.p, b.n, err, sizeof err);
-    if (!rc)
-        rc = atomic_file_write(&a, sum, sizeof sum, err, sizeof err);
-    if (!rc)
-        rc = atomic_file_commit(&a, err, sizeof err);
-    else
-        atomic_file_abort(&a);
+    int rc = write_entry(path, CACHE_MAGIC, key, NULL, &b, err, sizeof err);
     free(b.p);
     (void)d;
     if (rc)
@@ -377,6 +416,40 @@ static uint8_t *slurp(const char *path, size_t *n)
     return p;
 }
 
+/* Read and check an entry: NULL and *file set (the caller frees it) with
+ * payload and len on success; a reason when it is unusable; NULL and
+ * *file NULL when there is none (a miss). extra (may be NULL) gets the
+ * entry's extra field as a string. */
+static const char *read_entry(const char *path, const char *magic, const char *key,
+                              char extra[SHA256_HEX], uint8_t **file,
+                              const uint8_t **payload, size_t *len)
+{
+    size_t n = 0;
+    errno = 0;
+    *file = slurp(path, &n);
+    if (!*file)
+        return errno == ENOENT ? NULL : errno ? strerror(errno) : "too large";
+    uint64_t plen = 0;
+    if (n < ENTRY_HEAD + SUM_BYTES || memcmp(*file, magic, 16))
+        return "not a cache entry";
+    if (memcmp(*file + 16, key, 64))
+        return "another key";
+    memcpy(&plen, *file + 144, sizeof plen);
+    if (plen != n - ENTRY_HEAD - SUM_BYTES)
+        return "cut short";
+    uint8_t sum[SUM_BYTES];
+    blake2b(sum, sizeof sum, *file + ENTRY_HEAD, (size_t)plen);
+    if (memcmp(sum, *file + ENTRY_HEAD + plen, SUM_BYTES))
+        return "checksum mismatch";
+    if (extra) {
+        memcpy(extra, *file + 80, 64);
+        extra[64] = '\0';
+    }
+    *payload = *file + ENTRY_HEAD;
+    *len = (size_t)plen;
+    return NULL;
+}
+
 int dash_cache_load(const dash_t *d, const char *key, dash_refined *r, char *note,
                     size_t notelen)
 {
@@ -384,33 +457,14 @@ int dash_cache_load(const dash_t *d, const char *key, dash_refined *r, char *not
     char path[PATH_MAX + 96];
     if (entry_path(key, path, sizeof path, note, notelen))
         return 0;
-    size_t n = 0;
-    errno = 0;
-    uint8_t *file = slurp(path, &n);
-    if (!file) {
-        if (errno == ENOENT)
-            return 0;
-        eldr_errf(note, notelen, "cache entry %s ignored: %s", path,
-                  errno ? strerror(errno) : "too large");
-        return -1;
-    }
-    const char *why = NULL;
-    uint64_t len = 0;
-    const size_t head = 16 + 64 + sizeof len;
-    if (n < head + SUM_BYTES || memcmp(file, CACHE_MAGIC, 16))
-        why = "not a cache entry";
-    else if (memcmp(file + 16, key, 64))
-        why = "another key";
-    else if ((memcpy(&len, file + 80, sizeof len), len != n - head - SUM_BYTES))
-        why = "cut short";
-    else {
-        uint8_t sum[SUM_BYTES];
-        blake2b(sum, sizeof sum, file + head, (size_t)len);
-        if (memcmp(sum, file + head + len, SUM_BYTES))
-            why = "checksum mismatch";
-    }
+    uint8_t *file = NULL;
+    const uint8_t *payload = NULL;
+    size_t len = 0;
+    const char *why = read_entry(path, CACHE_MAGIC, key, NULL, &file, &payload, &len);
+    if (!file && !why)
+        return 0;                /* a miss */
     if (!why) {
-        rbuf b = {file + head, (size_t)len, 0, 0};
+        rbuf b = {payload, len, 0, 0};
         get(&b, &r->ci, sizeof r->ci);
         dash_sim *sims[1 + DASH_N_BASE] = {0};
         for (int i = 0; i < 1 + DASH_N_BASE && !why; i++)
@@ -433,6 +487,141 @@ int dash_cache_load(const dash_t *d, const char *key, dash_refined *r, char *not
     free(file);
     if (why) {
         eldr_errf(note, notelen, "cache entry %s ignored (%s); recomputed", path, why);
+        return -1;
+    }
+    return 1;
+}
+
+/* ---- the default fit ---- */
+
+#define FIT_MAGIC "eldr-dash-fit\n\0\0"   /* 16 bytes */
+
+int dash_fit_cache_key(const dash_t *d, char key[DASH_CACHE_KEY])
+{
+    key[0] = '\0';
+    if (d->opts.no_cache || !d->sha256[0] || !d->calib)
+        return 0;
+    char text[1024];
+    int n = snprintf(text, sizeof text,
+                     "eldr %s dash-fit %d|trace %s name %s|split %d seed %llu calib %lld rows "
+                     "%lld|K %d seed %llu|counts %d",
+                     ELDR_VERSION, CACHE_FORMAT, d->sha256, d->trace_name, (int)d->split_mode,
+                     (unsigned long long)d->split_seed, (long long)d->n_calib,
+                     (long long)d->n_rows, d->opts.K, (unsigned long long)d->opts.seed,
+                     d->calib->decode_counts != NULL);
+    return key_of(text, n, sizeof text, key);
+}
+
+/* dir/fit-<key>.h5 and .bin */
+static int fit_paths(const char *key, char *h5, char *bin, size_t n, char *note, size_t notelen)
+{
+    return cache_path("fit", key, ".h5", h5, n, note, notelen) ||
+           cache_path("fit", key, ".bin", bin, n, note, notelen) ? -1 : 0;
+}
+
+int dash_fit_cache_store(const dash_t *d, const char *key, const model_t *m,
+                         const model_fit_report *rep, char *note, size_t notelen)
+{
+    char h5[PATH_MAX + 96], bin[PATH_MAX + 96], hex[SHA256_HEX], err[ELDR_ERRLEN];
+    if (fit_paths(key, h5, bin, sizeof h5, note, notelen))
+        return -1;
+    char dir[sizeof h5];
+    snprintf(dir, sizeof dir, "%s", h5);
+    *strrchr(dir, '/') = '\0';
+    if (make_dirs(dir, note, notelen))
+        return -1;
+    if (model_save(m, h5, err, sizeof err) || sha256_file(h5, hex, err, sizeof err) < 0)
+        return eldr_errf(note, notelen, "cache not written: %s", err);
+    wbuf b = {0};
+    int32_t L = d->L, has_curve = rep->curve && rep->order;
+    int64_t n = d->calib->n;
+    put(&b, &L, sizeof L);
+    put(&b, &has_curve, sizeof has_curve);
+    put(&b, &n, sizeof n);
+    if (has_curve) {
+        put(&b, rep->curve, (size_t)L * sizeof *rep->curve);
+        for (int l = 0; l < L; l++) {
+            int32_t v = rep->order[l];
+            put(&b, &v, sizeof v);
+        }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int32_t v = rep->assign ? rep->assign[i] : -1;
+        put(&b, &v, sizeof v);
+    }
+    if (b.oom) {
+        free(b.p);
+        return eldr_errf(note, notelen, "cache not written: out of memory");
+    }
+    int rc = write_entry(bin, FIT_MAGIC, key, hex, &b, err, sizeof err);
+    free(b.p);
+    return rc ? eldr_errf(note, notelen, "cache not written: %s", err) : 0;
+}
+
+int dash_fit_cache_load(const dash_t *d, const char *key, model_t **m, model_fit_report *rep,
+                        char *note, size_t notelen)
+{
+    *m = NULL;
+    memset(rep, 0, sizeof *rep);
+    char h5[PATH_MAX + 96], bin[PATH_MAX + 96], hex[SHA256_HEX], err[ELDR_ERRLEN];
+    if (fit_paths(key, h5, bin, sizeof h5, note, notelen))
+        return 0;
+    size_t len = 0;
+    const uint8_t *payload = NULL;
+    char want[SHA256_HEX];
+    uint8_t *file = NULL;
+    const char *why = read_entry(bin, FIT_MAGIC, key, want, &file, &payload, &len);
+    if (!file && !why)
+        return 0;                /* a miss */
+    if (!why && (sha256_file(h5, hex, err, sizeof err) < 0 || strcmp(hex, want)))
+        why = "its model file is missing or another";
+    if (!why) {
+        rbuf b = {payload, len, 0, 0};
+        int32_t L = 0, has_curve = 0;
+        int64_t n = 0;
+        get(&b, &L, sizeof L);
+        get(&b, &has_curve, sizeof has_curve);
+        get(&b, &n, sizeof n);
+        if (b.short_read || L != d->L || n != d->calib->n || (has_curve != 0 && has_curve != 1))
+            why = "a fit of another shape";
+        else {
+            rep->n_rows = n;
+            if (has_curve) {
+                rep->curve = get_array(&b, (size_t)L * sizeof *rep->curve);
+                rep->order = calloc((size_t)L, sizeof *rep->order);
+                for (int l = 0; rep->order && l < L; l++) {
+                    int32_t v = -1;
+                    get(&b, &v, sizeof v);
+                    rep->order[l] = v;
+                }
+            }
+            rep->assign = calloc((size_t)(n > 0 ? n : 1), sizeof *rep->assign);
+            for (int64_t i = 0; rep->assign && i < n; i++) {
+                int32_t v = -1;
+                get(&b, &v, sizeof v);
+                rep->assign[i] = v;
+            }
+            if (b.short_read || b.at != b.n || !rep->assign || (has_curve && !rep->order))
+                why = "cut short";
+        }
+    }
+    free(file);
+    if (!why && model_load(h5, m, err, sizeof err))
+        why = "its model file does not load";
+    if (!why) {
+        for (int64_t i = 0; i < rep->n_rows && !why; i++)
+            if (rep->assign[i] < -1 || rep->assign[i] >= (*m)->K)
+                why = "an assignment out of range";
+        for (int l = 0; rep->order && l < d->L && !why; l++)
+            if (rep->order[l] < 0 || rep->order[l] >= d->L)
+                why = "a layer order out of range";
+    }
+    if (why) {
+        model_free(*m);
+        *m = NULL;
+        model_fit_report_free(rep);
+        memset(rep, 0, sizeof *rep);
+        eldr_errf(note, notelen, "cache entry %s ignored (%s); fitted again", bin, why);
         return -1;
     }
     return 1;

@@ -16,7 +16,8 @@
  * split, eldr's version and this format's. Anything that changes a
  * number changes the key.
  *
- * An entry that does not read back whole (a torn or edited file: wrong
+ * An entry (dash_cache.c: magic, key, an extra digest, length, payload,
+ * BLAKE2b-256) that does not read back whole (a torn or edited file: wrong
  * magic, key, length, checksum or shape) is ignored with a note and
  * recomputed, never trusted and never a crash. Nothing is cached without
  * the trace's path (a trace from Lua) or with --no-cache. */
@@ -52,5 +53,21 @@ int dash_cache_load(const dash_t *d, const char *key, dash_refined *r, char *not
 #define DASH_CACHE_MAX_BYTES ((long long)256 << 20)
 int dash_cache_store(const dash_t *d, const char *key, const dash_refined *r, char *note,
                      size_t notelen);
+
+/* ---- the default fit ----
+ * Without -m the dashboard fits the default recipe on its calibration
+ * rows (layer selection and K-means: most of a warm open's time); the
+ * fit is a function of the trace's content, the split, K and the seed,
+ * so it is cached too: "fit-<key>.h5" (the model, model_save) and
+ * "fit-<key>.bin" (the fit report's curve, order and assignment, with
+ * the model file's SHA-256 and a checksum). Either part missing or not
+ * matching is a miss (a note when a part was there but unusable). */
+int dash_fit_cache_key(const dash_t *d, char key[DASH_CACHE_KEY]);
+/* 1 and *m, rep (curve, order, assign, n_rows) filled on a hit; 0 a
+ * miss; -1 unusable (note). */
+int dash_fit_cache_load(const dash_t *d, const char *key, model_t **m, model_fit_report *rep,
+                        char *note, size_t notelen);
+int dash_fit_cache_store(const dash_t *d, const char *key, const model_t *m,
+                         const model_fit_report *rep, char *note, size_t notelen);
 
 #endif

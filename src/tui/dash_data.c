@@ -1043,9 +1043,20 @@ static int fit_default(dash_t *d, dash_progress_fn progress, void *pctx, char *e
     o.calib_file = d->trace_name;
     model_t *m = NULL;
     model_fit_report rep = {0};
-    report(progress, pctx, "fit: layer selection", -1);
-    if (model_fit(d->calib, &o, &m, &rep, err, errlen))
-        return -1;
+    /* the same trace content, split, K and seed fit the same model: the
+     * cache has it from an earlier open (dash_cache.h) */
+    char key[DASH_CACHE_KEY];
+    int keyed = dash_fit_cache_key(d, key);
+    if (!keyed ||
+        dash_fit_cache_load(d, key, &m, &rep, d->cache_note, sizeof d->cache_note) <= 0) {
+        report(progress, pctx, "fit: layer selection", -1);
+        if (model_fit(d->calib, &o, &m, &rep, err, errlen))
+            return -1;
+        char note[ELDR_ERRLEN + 64];
+        if (keyed && dash_fit_cache_store(d, key, m, &rep, note, sizeof note) &&
+            !d->cache_note[0])
+            snprintf(d->cache_note, sizeof d->cache_note, "%s", note);
+    }
     if (rep.curve) {
         d->curve = rep.curve;
         d->order = rep.order;
@@ -1241,7 +1252,8 @@ void dash_refined_apply(dash_t *d, dash_refined *r)
         d->rows[DASH_LEVEL_FULL].have_work = 1;
         r->have_work = 0;
     }
-    snprintf(d->cache_note, sizeof d->cache_note, "%s", r->cache_note);
+    if (r->cache_note[0])        /* else an earlier note (the fit's) stays */
+        snprintf(d->cache_note, sizeof d->cache_note, "%s", r->cache_note);
     d->level = DASH_LEVEL_FULL;
     d->refined = 1;
     d->from_cache = r->from_cache;

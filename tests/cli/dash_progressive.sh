@@ -7,7 +7,8 @@
 # says so; the refined frame rests on every row and the seeds, and its
 # numbers are those of `eldr sim --json` with the same rows, seeds and
 # policies. The cache: where it lives (ELDR_CACHE_DIR, XDG_CACHE_HOME,
-# HOME), never beside the trace, a hit gives the same frame, --no-cache
+# HOME), never beside the trace, a hit gives the same frame (the default
+# fit comes from the cache too), --no-cache
 # neither reads nor writes it, a torn or edited entry is ignored with a
 # note and recomputed, an unwritable cache is a note, not a failure.
 . "$ROOT/tests/cli/lib.sh"
@@ -32,8 +33,10 @@ assert 'vs_best_baseline' not in j   # no interval from one seed"
 expect_in "--first: the footer names the rows and the seed" "$TMP/first.txt" \
     'first look: stratified 800 of 1400 rows, 1 seed'
 expect_in "--first: the header says FIRST LOOK" "$TMP/first.txt" '^eldr tau [0-9.]+ K 4 FIRST LOOK'
-if [ -z "$(ls -A "$TMP/cache" 2>/dev/null)" ]; then ok "--first writes no cache entry"; else
-    notok "--first writes no cache entry" "$(ls "$TMP/cache")"; fi
+if ! ls "$TMP/cache"/dash-*.bin >/dev/null 2>&1; then ok "--first writes no results entry"; else
+    notok "--first writes no results entry" "$(ls "$TMP/cache")"; fi
+if ls "$TMP/cache"/fit-*.h5 "$TMP/cache"/fit-*.bin >/dev/null 2>&1; then
+    ok "--first keeps the default fit"; else notok "--first keeps the default fit" "$(ls "$TMP/cache")"; fi
 
 # ---- refined: every row, the seeds; equal to eldr sim
 $DASH --frame "$TMP/ref.txt" --json >"$TMP/ref.json" 2>"$TMP/err"
@@ -120,6 +123,25 @@ json_assert "the recomputed entry is written again" "$TMP/c2.json" "
 assert j['rests_on']['from_cache'] is True"
 : >"$E.x"; mv "$E.x" "$E"    # an empty file
 expect_status "an empty entry: exit 0" 0 $DASH --frame "$TMP/c3.txt"
+
+# ---- the default fit's entry: a changed model file or a cut report is a
+# note and a fit again, the same frame
+for part in h5 bin; do
+    rm -f "$TMP/cache"/dash-*.bin       # the results' entry would answer first
+    for f in "$TMP/cache"/fit-*.$part; do
+        if [ $part = h5 ]; then printf 'XXXX' | dd of="$f" bs=1 seek=2000 conv=notrunc 2>/dev/null
+        else head -c 200 "$f" >"$f.tmp" && mv "$f.tmp" "$f"; fi
+    done
+    $DASH --frame "$TMP/fit.txt" 2>"$TMP/err"
+    rc=$?
+    # the frame's footer carries the note too: the rest is the same
+    if [ $rc -eq 0 ] && grep -q 'note: cache entry .*fit-.*ignored' "$TMP/err" &&
+        [ "$(head -n -1 "$TMP/ref.txt")" = "$(head -n -1 "$TMP/fit.txt")" ] &&
+        tail -1 "$TMP/fit.txt" | grep -q 'cache entry '; then
+        ok "a corrupt fit entry ($part): a note, fitted again, the same frame"; else
+        notok "a corrupt fit entry ($part): a note, fitted again, the same frame" "exit $rc" \
+            "$(cat "$TMP/err")" "$(diff "$TMP/ref.txt" "$TMP/fit.txt" | head -4)"; fi
+done
 
 # ---- --no-cache, XDG_CACHE_HOME, HOME
 ELDR_CACHE_DIR="$TMP/nc" $DASH --frame "$TMP/nc.txt" --no-cache --json >"$TMP/nc.json" 2>"$TMP/err"
