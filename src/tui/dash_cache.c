@@ -231,7 +231,7 @@ static int write_entry(const char *path, const char *magic, const char *key, con
 
 /* Remove the oldest entries of dir until the rest fit in max bytes. */
 typedef struct entry {
-    char name[96];
+    char name[sizeof ((struct dirent *)0)->d_name];
     long long bytes;
     double mtime;
 } entry;
