@@ -54,13 +54,13 @@ printf 'h5py reads the counts (yardstick)\tmedium.h5\t%s\t-\n' "$y"
 D="$ELDR dash $M --rate 200 --width 100 --height 30"
 row "dash open, first look, cache empty" "medium.h5 200/s" \
     "$(secs $D --frame "$TMP/f" --first)" "$y" "target < 2 s; was 11.4 s"
-row "dash view 7, first look's grid, cache empty" "medium.h5 200/s" \
+row "dash open + view 7's first look grid, cache empty" "medium.h5 200/s" \
     "$(secs $D --frame "$TMP/f" --first --view tradeoff)" "$y" "target < 5 s; was 38 s"
 row "dash open, refined, cache empty" "medium.h5 200/s" \
     "$(secs $D --frame "$TMP/f")" "$y" "every row, 5 seeds"
 row "dash open, refined, cache warm" "medium.h5 200/s" \
     "$(secs $D --frame "$TMP/f")" "$y" "target < 2 s; was 11.4 s"
-row "dash view 7, refined grid" "medium.h5 200/s" \
+row "dash open + view 7's refined grid" "medium.h5 200/s" \
     "$(secs $D --frame "$TMP/f" --view tradeoff)" "$y" "every row, 5 seeds; was 38 s"
 
 if [ -n "${BENCH_DASH_TRACE:-}" ] && [ -f "$BENCH_DASH_TRACE" ]; then
