@@ -23,7 +23,7 @@
 #include "version.h"
 
 #define CACHE_MAGIC "eldr-dash-cache\n"   /* 16 bytes */
-#define CACHE_FORMAT 1
+#define CACHE_FORMAT 2
 #define SUM_BYTES 32
 /* an entry is a few MB at most (the heat maps): anything larger is not one */
 #define CACHE_MAX_PAYLOAD ((uint64_t)1 << 30)
@@ -175,6 +175,11 @@ static void put_sim(wbuf *b, const dash_sim *s)
     put(b, &has_served, 1);
     if (has_served)
         put(b, s->res.served, K * sizeof *s->res.served);
+    /* the worker's zoom (balance view) reads these */
+    put(b, s->res.worker_steps, K * sizeof *s->res.worker_steps);
+    put(b, s->res.worker_busy_s, K * sizeof *s->res.worker_busy_s);
+    put(b, s->res.worker_distinct, K * sizeof *s->res.worker_distinct);
+    put(b, s->res.inflight_mean, K * sizeof *s->res.inflight_mean);
     put(b, &has_heat, 1);
     if (has_heat)
         put(b, s->res.heat, KL * s->E * sizeof *s->res.heat);
@@ -382,6 +387,10 @@ static dash_sim *get_sim(rbuf *b, const dash_t *d, const char **why)
         s->res.served = get_array(b, K * sizeof *s->res.served);
     else if (flag != 0)
         b->short_read = 1;
+    s->res.worker_steps = get_array(b, K * sizeof *s->res.worker_steps);
+    s->res.worker_busy_s = get_array(b, K * sizeof *s->res.worker_busy_s);
+    s->res.worker_distinct = get_array(b, K * sizeof *s->res.worker_distinct);
+    s->res.inflight_mean = get_array(b, K * sizeof *s->res.inflight_mean);
     get(b, &flag, 1);
     if (flag == 1)
         s->res.heat = get_array(b, KL * h.E * sizeof *s->res.heat);

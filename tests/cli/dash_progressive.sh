@@ -196,6 +196,25 @@ r = j['rests_on']
 assert r['refined'] is False and r['rows'] == j['sim_rows'] and r['seeds'] == 1, r
 assert r['text'] == 'first look: %d rows, 1 seed' % j['sim_rows'], r['text']"
 
+# ---- every view, a worker zoomed, K 8: a hit draws what the computed
+# results drew (the zoom reads the per-worker arrays the entry keeps)
+export ELDR_CACHE_DIR="$TMP/cache-views"
+for v in overview balance heatmap queues scatter rho; do
+    rm -rf "$ELDR_CACHE_DIR"
+    "$ELDR" dash "$S" --rate 800 -k 8 --zoom --worker 6 --view $v --width 100 --height 40 \
+        --frame "$TMP/cold-$v.txt" 2>"$TMP/err.cold"; a=$?
+    "$ELDR" dash "$S" --rate 800 -k 8 --zoom --worker 6 --view $v --width 100 --height 40 \
+        --frame "$TMP/warm-$v.txt" 2>"$TMP/err.warm"; b=$?
+    if [ $a -eq 0 ] && [ $b -eq 0 ] && ls "$ELDR_CACHE_DIR"/dash-*.bin >/dev/null 2>&1 &&
+        cmp -s "$TMP/cold-$v.txt" "$TMP/warm-$v.txt"; then
+        ok "view $v, K 8, worker 6 zoomed: the cached frame is the computed one"
+    else
+        notok "view $v, K 8, worker 6 zoomed: the cached frame is the computed one" \
+            "exit $a/$b; $(tail -2 "$TMP/err.warm"; diff "$TMP/cold-$v.txt" "$TMP/warm-$v.txt" | head -6)"
+    fi
+done
+export ELDR_CACHE_DIR="$TMP/cache"
+
 # ---- bad use
 expect_fail2 "--first needs --frame" '--first needs --frame' "$ELDR" dash "$T" --first
 expect_fail2 "--first with --attach" '--first and --no-cache apply to a trace only' \
