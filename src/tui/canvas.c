@@ -181,8 +181,13 @@ void canvas_box(canvas_t *c, int x, int y, int w, int h, cv_style st, const char
         /* keep the corners: clip the title to the inner width */
         int room = w - 4;
         if (room > 0) {
-            if ((int)strlen(buf) > room)
-                buf[room] = '\0';
+            size_t end = strlen(buf);
+            while (canvas_cols(buf) > room && end > 1 && buf[end - 1] == ' ' && buf[end - 2] == ' ')
+                buf[--end] = '\0';   /* padding first */
+            if (canvas_cols(buf) > room) {   /* cut whole words, marked, blank-ended */
+                canvas_fit(buf, room - 1);
+                strcat(buf, " ");
+            }
             canvas_text(c, x + 2, y, (cv_style){st.fg, st.bg, st.attr | CV_BOLD}, buf);
         }
     }
@@ -284,4 +289,111 @@ int canvas_write_text(const canvas_t *c, FILE *f)
     int rc = fwrite(s, 1, n, f) == n ? 0 : -1;
     free(s);
     return rc;
+}
+
+/* ---- fitting text ---- */
+
+int canvas_cols(const char *utf8)
+{
+    int n = 0;
+    for (const unsigned char *s = (const unsigned char *)utf8; *s; s++)
+        n += (*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* Byte offset of column col of s (its length when s is shorter). */
+static size_t col_byte(const char *s, int col)
+{
+    size_t b = 0;
+    for (int n = 0; s[b]; b++) {
+        if (((unsigned char)s[b] & 0xC0) != 0x80 && n++ == col)
+            return b;
+    }
+    return b;
+}
+
+/* The ellipsis alone, as much of it as w columns hold. */
+static int just_dots(char *s, int w)
+{
+    int n = w < 0 ? 0 : w > 3 ? 3 : w;
+    memcpy(s, CANVAS_ELLIPSIS, (size_t)n);
+    s[n] = '\0';
+    return n;
+}
+
+static int is_sep(char ch)
+{
+    return ch == ' ' || ch == ',' || ch == ';' || ch == ':' || ch == '|' || ch == '(' ||
+           ch == '[';
+}
+
+int canvas_fit(char *s, int w)
+{
+    int cols = canvas_cols(s);
+    if (cols <= w)
+        return cols;
+    if (w <= 3)
+        return just_dots(s, w);
+    size_t room = col_byte(s, w - 3);   /* the head may take bytes [0, room) */
+    size_t cut = room;   /* a blank, or after a comma (lists: "0,1,2...") */
+    while (cut > 0 && s[cut] != ' ' && s[cut - 1] != ',')
+        cut--;
+    while (cut > 0 && is_sep(s[cut - 1]))
+        cut--;
+    if (cut == 0) {   /* one word longer than the room */
+        size_t end = strcspn(s, " ");
+        if (strpbrk(s, "0123456789") && strpbrk(s, "0123456789") < s + end)
+            return just_dots(s, w);   /* a number is dropped, never cut */
+        cut = room;
+    }
+    memcpy(s + cut, CANVAS_ELLIPSIS, 4);
+    return canvas_cols(s);
+}
+
+int canvas_fit_tail(char *s, int w)
+{
+    int cols = canvas_cols(s);
+    if (cols <= w)
+        return cols;
+    if (w <= 3)
+        return just_dots(s, w);
+    size_t from = col_byte(s, cols - (w - 3));
+    memmove(s + 3, s + from, strlen(s + from) + 1);
+    memcpy(s, CANVAS_ELLIPSIS, 3);
+    return w;
+}
+
+int canvas_fit_url(char *s, int w)
+{
+    int len = (int)strlen(s);
+    if (len <= w)
+        return len;
+    if (w < 4)
+        return just_dots(s, w);
+    const char *colon = strrchr(s, ':');
+    int tail = colon ? len - (int)(colon - s) : 0;
+    if (tail < 2 || w - 3 - tail < 4)
+        tail = 0;
+    memmove(s + w - tail, s + len - tail, (size_t)tail + 1);
+    memcpy(s + w - tail - 3, CANVAS_ELLIPSIS, 3);
+    s[w] = '\0';
+    return w;
+}
+
+int canvas_put_fit(canvas_t *c, int x, int y, int w, cv_style st, const char *utf8)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", utf8);
+    canvas_fit(buf, w);
+    return canvas_text(c, x, y, st, buf);
+}
+
+int canvas_put_fitf(canvas_t *c, int x, int y, int w, cv_style st, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return canvas_put_fit(c, x, y, w, st, buf);
 }

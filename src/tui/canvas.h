@@ -80,6 +80,35 @@ uint32_t canvas_spark(const canvas_t *c, double level);
 uint32_t canvas_ramp(double level);
 extern const char CANVAS_RAMP[];
 
+/* ---- text that must fit a width: every view's one rule ----
+ *
+ * Shortened text ends (or, for canvas_fit_tail, starts) with
+ * CANVAS_ELLIPSIS, so a reader (and a check over a captured screen) can
+ * tell a cut from a whole word. A number is never cut: "0.16" for 0.161
+ * would be a different number, so a number that does not fit is dropped
+ * whole. The string forms work in place (the result is never longer)
+ * and count columns, not bytes (UTF-8). */
+#define CANVAS_ELLIPSIS "..."
+/* s fitted into w columns: left whole when it fits; else cut at the last
+ * blank (or comma: a list "0,1,2...") that leaves room for the ellipsis
+ * (the separators , ; : | ( before it dropped), so no word or number is cut; with no blank to cut at, a
+ * first word holding a digit is dropped whole, any other word cut.
+ * Returns the columns of the result. */
+int canvas_fit(char *s, int w);
+/* The same keeping the end: "...8163-591", for ids whose distinguishing
+ * part is their tail (request ids that share a prefix). */
+int canvas_fit_tail(char *s, int w);
+/* A URL cut in the middle: "decode-1.vl...:8000" keeps the host's start
+ * and the port whole; without a port (or no room for one) the start. */
+int canvas_fit_url(char *s, int w);
+/* Draw utf8 at (x, y) fitted into w columns (canvas_fit); returns the
+ * columns used. */
+int canvas_put_fit(canvas_t *c, int x, int y, int w, cv_style st, const char *utf8);
+int canvas_put_fitf(canvas_t *c, int x, int y, int w, cv_style st, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Columns a UTF-8 string takes (one a code point). */
+int canvas_cols(const char *utf8);
+
 /* The grid as text: one line per row, trailing blanks trimmed, UTF-8.
  * Returns 0, or -1 when the write fails. */
 int canvas_write_text(const canvas_t *c, FILE *f);

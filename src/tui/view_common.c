@@ -267,16 +267,6 @@ static const char *verdict_word(int v, int words, const hdr_form *f)
     return f->letters ? letters[v + 1] : names[v + 1];
 }
 
-/* Columns a UTF-8 string takes (the plus-minus sign is two bytes, one
- * column). */
-static int cols_of(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xc0) != 0x80;
-    return n;
-}
-
 /* With the CIs a change is judged by its interval: better when it lies
  * below 0, worse above, even (within noise) when it holds 0. */
 static int ci_verdict(const grid_stat *g)
@@ -293,7 +283,7 @@ static void put_part(canvas_t *c, int x, int y, int *n, cv_style st, const char 
 {
     if (draw && *s)
         canvas_text(c, x + *n, y, st, s);
-    *n += cols_of(s);
+    *n += canvas_cols(s);
 }
 
 /* Draws (or, with draw 0, measures) the numbers part from x in form f;
@@ -498,10 +488,15 @@ static void draw_help(const dash_t *d, canvas_t *c)
     int x = (c->w - w) / 2, y = (c->h - h) / 2;
     if (y < 0)
         y = 0;
-    canvas_fill(c, x, y, w, h, ' ', cv_plain());
+    if (h > c->h)
+        h = c->h;
+    /* the whole rows it covers are blanked: a box narrower than the screen
+     * would leave the view's words cut at its sides (the stray characters
+     * at 80 columns) */
+    canvas_fill(c, 0, y, c->w, h, ' ', cv_plain());
     canvas_box(c, x, y, w, h, cv_fg(CV_DEFAULT, CV_BOLD), "keys");
-    for (int i = 0; i < n; i++)
-        canvas_text(c, x + 2, y + 1 + i, cv_plain(), text[i]);
+    for (int i = 0; i < n && i < h - 2; i++)
+        canvas_put_fit(c, x + 2, y + 1 + i, w - 4, cv_plain(), text[i]);
 }
 
 /* A box of its own lines, centred over the view. */
@@ -517,11 +512,11 @@ static void draw_confirm(const dash_confirm *q, canvas_t *c)
     if (h > c->h)
         h = c->h;
     int x = (c->w - w) / 2, y = (c->h - h) / 2;
-    canvas_fill(c, x, y, w, h, ' ', cv_plain());
+    canvas_fill(c, 0, y, c->w, h, ' ', cv_plain());   /* whole rows, as the help's */
     canvas_box(c, x, y, w, h, cv_fg(CV_DEFAULT, CV_BOLD), q->title);
     for (int i = 0; i < q->n && i < h - 2; i++)
-        canvas_text(c, x + 2, y + 1 + i, i == q->n - 1 ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain(),
-                    q->line[i]);
+        canvas_put_fit(c, x + 2, y + 1 + i, w - 4,
+                       i == q->n - 1 ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain(), q->line[i]);
 }
 
 void dash_render(const dash_t *d, canvas_t *c)

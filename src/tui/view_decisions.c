@@ -27,7 +27,7 @@ void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     int n_dec = L->paused ? L->n_frozen : L->now.n_dec;
     const dash_decision *dec = L->paused ? L->frozen : L->now.dec;
     int idw = w >= 120 ? 36 : w >= 90 ? 24 : 14;
-    int tx = x + 1 + canvas_textf(c, x + 1, y, cv_fg(CV_DEFAULT, CV_BOLD), "recent decisions, "
+    int tx = x + 1 + canvas_put_fitf(c, x + 1, y, w - 1, cv_fg(CV_DEFAULT, CV_BOLD), "recent decisions, "
                                   "newest first (%d from the daemon's ring%s%s)", n_dec,
                                   d->zoom ? "; only " : "",
                                   d->zoom ? dash_worker_name(d, d->worker) : "");
@@ -48,12 +48,25 @@ void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
             snprintf(sim, sizeof sim, "%8s", "-");
         cv_style st = e->worker == d->worker ? cv_fg(dash_cluster_color(e->worker), CV_BOLD)
                                              : cv_plain();
-        canvas_textf(c, x + 1, y + 2 + row, st, "%8lld %-*.*s %-8.8s %-12s %s  %-10.10s %s%s",
-                     (long long)e->seq, idw, idw, e->id, dash_worker_name(d, e->worker), e->rule,
-                     sim, e->band, e->loads, e->finished ? "  (finished)" : "");
+        /* ids of one client share their start (replay-8163-591, -592):
+         * their tail tells them apart; a name's too (decode-1, decode-2) */
+        char id[sizeof e->id], name[DASH_NAME_MAX], band[sizeof e->band];
+        snprintf(id, sizeof id, "%s", e->id);
+        snprintf(name, sizeof name, "%s", dash_worker_name(d, e->worker));
+        snprintf(band, sizeof band, "%s", e->band);
+        canvas_fit_tail(id, idw);
+        canvas_fit_tail(name, 8);
+        canvas_fit(band, 10);
+        char line[320];
+        int len = snprintf(line, sizeof line, "%8lld %-*s %-8s %-12s %s  %-10s %s",
+                           (long long)e->seq, idw, id, name, e->rule, sim, band, e->loads);
+        if (e->finished && len + 12 <= w - 1)   /* the loads go before the note */
+            snprintf(line + len, sizeof line - (size_t)len, "  (finished)");
+        canvas_put_fit(c, x + 1, y + 2 + row, w - 1, st, line);
         row++;
         if (e->has_cost && row < rows) {
-            canvas_textf(c, x + 10, y + 2 + row, cv_fg(CV_DEFAULT, CV_DIM), "cost ms %s%s%s",
+            canvas_put_fitf(c, x + 10, y + 2 + row, w - 10, cv_fg(CV_DEFAULT, CV_DIM),
+                            "cost ms %s%s%s",
                          e->costs, e->terms[0] ? "  B/U/dU " : "", e->terms);
             row++;
         }
@@ -62,14 +75,14 @@ void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         canvas_text(c, x + 1, y + 2, cv_fg(CV_DEFAULT, CV_DIM), d->zoom ? "(none to this worker "
                     "among the recent decisions)" : "(no decisions yet)");
     if (row < rows)
-        canvas_text(c, x + 1, y + 3 + row, cv_fg(CV_DEFAULT, CV_DIM), "band: the workers the "
+        canvas_put_fit(c, x + 1, y + 3 + row, w - 1, cv_fg(CV_DEFAULT, CV_DIM), "band: the workers the "
                     "rule chose among; loads: their in-flight counts at the time; "
                     "Enter: this worker only; space: pause");
     int any_cost = 0;
     for (int i = 0; i < n_dec; i++)
         any_cost |= dec[i].has_cost;
     if (any_cost && row + 1 < rows)
-        canvas_text(c, x + 1, y + 4 + row, cv_fg(CV_DEFAULT, CV_DIM), "cost ms: each worker's "
+        canvas_put_fit(c, x + 1, y + 4 + row, w - 1, cv_fg(CV_DEFAULT, CV_DIM), "cost ms: each worker's "
                     "predicted increase (the least wins); B/U/dU: in flight, expected "
                     "experts/step, what it adds");
 }

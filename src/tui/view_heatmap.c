@@ -96,12 +96,13 @@ static void readout(const dash_t *d, canvas_t *c, int x, int y, int gl, int ge)
     int n = canvas_textf(c, x, y, st, "cursor %s %s%s: ", lr, er,
                          in_mask(d->fit->model, l0, l1) ? " (in signature)" : "");
     if (gv > 0 && ws > 0 && gs > 0)
-        canvas_textf(c, x + n, y, st, "%.2fx: %s %.2f%% vs all %.2f%% of %s's activations",
+        canvas_put_fitf(c, x + n, y, c->w - x - n, st,
+                        "%.2fx: %s %.2f%% vs all %.2f%% of %s's activations",
                      (wv / ws) / (gv / gs), dash_worker_name(d, wk), 100 * wv / ws,
                      100 * gv / gs, lr);
     else
         canvas_text(c, x + n, y, st, "no activations");
-    canvas_textf(c, x, y + 1, cv_plain(), "  %.0f activations here; %s served %lld/%lld "
+    canvas_put_fitf(c, x, y + 1, c->w - x, cv_plain(), "  %.0f activations here; %s served %lld/%lld "
                  "requests", wv, dash_worker_name(d, wk), (long long)s->res.served[wk],
                  (long long)s->res.n);
 }
@@ -311,7 +312,7 @@ static void heatmap_live(const dash_t *d, canvas_t *c, int x, int y, int w, int 
     }
     legend(c, x + 1, y + 2 + nr, "legend: 1/8x", "8x", "  blank: no weight");
     if (y + 3 + nr < y + h)
-        canvas_text(c, x + 1, y + 3 + nr, cv_fg(CV_DEFAULT, CV_DIM), "live: a router sees no "
+        canvas_put_fit(c, x + 1, y + 3 + nr, w - 1, cv_fg(CV_DEFAULT, CV_DIM), "live: a router sees no "
                     "decode activations; this is what each worker's cluster is made of");
 }
 

@@ -13,15 +13,15 @@ static int trace_block(const dash_t *d, canvas_t *c, int x, int y)
     cv_style h = cv_fg(CV_DEFAULT, CV_BOLD), p = cv_plain();
     int y0 = y;
     canvas_text(c, x, y++, h, "Trace");
-    canvas_textf(c, x, y++, p, "  file      %s", d->trace_name);
-    canvas_textf(c, x, y++, p, "  model     %s", d->calib && d->calib->model[0]
+    canvas_put_fitf(c, x, y++, c->w - x, p, "  file      %s", d->trace_name);
+    canvas_put_fitf(c, x, y++, c->w - x, p, "  model     %s", d->calib && d->calib->model[0]
                                                      ? d->calib->model : "(unnamed)");
-    canvas_textf(c, x, y++, p, "  geometry  L=%d layers, E=%d experts, top-%d", d->L, d->E, d->k);
+    canvas_put_fitf(c, x, y++, c->w - x, p, "  geometry  L=%d layers, E=%d experts, top-%d", d->L, d->E, d->k);
     char split[160];
     dash_split_text(d, split, sizeof split);
-    canvas_textf(c, x, y++, p, "  requests  %lld", (long long)d->n_rows);
-    canvas_textf(c, x, y++, p, "  split     %s", split);
-    canvas_textf(c, x, y++, p, "  arrivals  %s", d->arrivals);
+    canvas_put_fitf(c, x, y++, c->w - x, p, "  requests  %lld", (long long)d->n_rows);
+    canvas_put_fitf(c, x, y++, c->w - x, p, "  split     %s", split);
+    canvas_put_fitf(c, x, y++, c->w - x, p, "  arrivals  %s", d->arrivals);
     return y - y0;
 }
 
@@ -52,7 +52,7 @@ static void source_line(const dash_t *d, canvas_t *c, int x, int y)
     const dash_fit *f = d->fit, *home = d->home;
     cv_style p = cv_plain();
     if (f->origin != DASH_FIT_REFIT || !home) {
-        canvas_textf(c, x, y, p, "  source    %s", f->origin == DASH_FIT_FILE && d->model_name[0]
+        canvas_put_fitf(c, x, y, c->w - x, p, "  source    %s", f->origin == DASH_FIT_FILE && d->model_name[0]
                      ? d->model_name : "fitted here (default recipe)");
         return;
     }
@@ -63,7 +63,7 @@ static void source_line(const dash_t *d, canvas_t *c, int x, int y)
     else
         snprintf(base, sizeof base, "default recipe; K %d restores the first fit",
                  home->model->K);
-    canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), "  source    refitted here with K %d "
+    canvas_put_fitf(c, x, y, c->w - x, cv_fg(CV_DEFAULT, CV_BOLD), "  source    refitted here with K %d "
                  "(%s)", f->model->K, base);
 }
 
@@ -111,26 +111,26 @@ static int model_block(const dash_t *d, canvas_t *c, int x, int y)
     mask_text(m, mask, sizeof mask);
     canvas_text(c, x, y++, h, "Model");
     source_line(d, c, x, y++);
-    canvas_textf(c, x, y++, p, "  recipe    %s over %d layers: %s",
+    canvas_put_fitf(c, x, y++, c->w - x, p, "  recipe    %s over %d layers: %s",
                  sig_variant_name(m->recipe.variant), m->recipe.n_layers, mask);
     if (isfinite(m->rho))
-        canvas_textf(c, x, y++, p, "  quality   rho %.3f, N* %d", m->rho, m->n_star);
+        canvas_put_fitf(c, x, y++, c->w - x, p, "  quality   rho %.3f, N* %d", m->rho, m->n_star);
     const dash_fit *f = d->fit;
     char names[160], bal[160];
     workers_text(m, names, sizeof names);
     balance_text(f, bal, sizeof bal);
-    canvas_textf(c, x, y++, p, "  K         %s; %s", names, bal);
+    canvas_put_fitf(c, x, y++, c->w - x, p, "  K         %s; %s", names, bal);
     if (!f->reassigned)
-        canvas_textf(c, x, y++, p, "  calib     %lld signatures clustered", (long long)f->n_fit);
+        canvas_put_fitf(c, x, y++, c->w - x, p, "  calib     %lld signatures clustered", (long long)f->n_fit);
     else if (f->have_sizes)
-        canvas_textf(c, x, y++, p, "  calib     %lld signatures clustered by the model's fit; "
+        canvas_put_fitf(c, x, y++, c->w - x, p, "  calib     %lld signatures clustered by the model's fit; "
                      "%lld calibration rows here re-assigned", (long long)f->n_fit,
                      (long long)f->n_reassigned);
     else
-        canvas_textf(c, x, y++, p, "  calib     the model file has no cluster sizes; %lld "
+        canvas_put_fitf(c, x, y++, c->w - x, p, "  calib     the model file has no cluster sizes; %lld "
                      "calibration rows here re-assigned", (long long)f->n_reassigned);
     if (d->in_sample[0])
-        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD | CV_REVERSE), "  warning   %s",
+        canvas_put_fitf(c, x, y++, c->w - x, cv_fg(CV_DEFAULT, CV_BOLD | CV_REVERSE), "  warning   %s",
                      d->in_sample);
     return y - y0;
 }
@@ -169,21 +169,21 @@ static void sim_table(const dash_t *d, canvas_t *c, int x, int y, int w)
         if (d->base[i])
             sim_row(d, c, x, y++, d->base[i], d->base[i] == best, wide);
     if (d->cur && !candidate)
-        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  (policy %s is one of the "
+        canvas_put_fitf(c, x, y++, c->w - x, cv_fg(CV_DEFAULT, CV_DIM), "  (policy %s is one of the "
                      "baselines; p cycles back to eldr)", route_kind_name(d->cur->policy));
     const dash_ci *ci = dash_shown_ci(d);
     /* the star is the header's baseline (dash_best_base): with seeds, the
      * lowest mean over them, which this one run may not show as lowest */
     /* the baselines named: those of the verdict (random is shown only) */
     if (ci)
-        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  * best of %s (lowest mean "
+        canvas_put_fitf(c, x, y++, w, cv_fg(CV_DEFAULT, CV_DIM), "  * best of %s (lowest mean "
                      "TPOT p50 over the %d seeds); U/step = distinct experts/layer-step",
                      GRID_DEFAULT_BASELINES, ci->n_seeds);
     else
-        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  * best of %s (lowest TPOT "
-                     "p50); U/step = distinct experts per layer-step", GRID_DEFAULT_BASELINES);
+        canvas_put_fitf(c, x, y++, w, cv_fg(CV_DEFAULT, CV_DIM), "  * best of %s (lowest TPOT "
+                        "p50); U/step = distinct experts per layer-step", GRID_DEFAULT_BASELINES);
     if (ci)   /* the header's changes come from more runs than this table */
-        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), "  one run (seed %llu); header: mean "
+        canvas_put_fitf(c, x, y, w, cv_fg(CV_DEFAULT, CV_DIM), "  one run (seed %llu); header: mean "
                      "of %d seeds, %s, +- 95%% CI (7: tau x K)",
                      (unsigned long long)d->opts.seed, ci->n_seeds,
                      ci->resplit ? "each with its own split" : "arrivals only, this split");
@@ -197,28 +197,28 @@ static int router_block(const dash_t *d, canvas_t *c, int x, int y)
     int y0 = y;
     canvas_text(c, x, y++, hd, "Router");
     if (L->attached)
-        canvas_textf(c, x, y++, p, "  eldrd     %s, polled every %.1f s: %lld polls, %lld "
+        canvas_put_fitf(c, x, y++, c->w - x, p, "  eldrd     %s, polled every %.1f s: %lld polls, %lld "
                      "failed", L->source, L->interval_s, (long long)L->polls,
                      (long long)L->failures);
     else
-        canvas_textf(c, x, y++, p, "  snapshot  %s (saved; one frozen poll)", L->source);
-    canvas_textf(c, x, y++, p, "  uptime    %.0f s; loads from %s", n->uptime_s == n->uptime_s
+        canvas_put_fitf(c, x, y++, c->w - x, p, "  snapshot  %s (saved; one frozen poll)", L->source);
+    canvas_put_fitf(c, x, y++, c->w - x, p, "  uptime    %.0f s; loads from %s", n->uptime_s == n->uptime_s
                  ? n->uptime_s : 0, n->load_from);
     if (L->restarts)
-        canvas_textf(c, x, y++, (cv_style){196, CV_DEFAULT, CV_BOLD}, "  restarts  %lld seen "
+        canvas_put_fitf(c, x, y++, c->w - x, (cv_style){196, CV_DEFAULT, CV_BOLD}, "  restarts  %lld seen "
                      "this session; the last: uptime %.0f s -> %.0f s ('!' in the histories)",
                      (long long)L->restarts, L->restart_from, L->restart_to);
     const model_t *m = d->fit ? d->fit->model : NULL;
     char mask[200] = "";
     if (m)
         mask_text(m, mask, sizeof mask);
-    canvas_textf(c, x, y++, p, "  model     generation %lld, %s%s%s, rho %.3f", (long long)n->generation,
+    canvas_put_fitf(c, x, y++, c->w - x, p, "  model     generation %lld, %s%s%s, rho %.3f", (long long)n->generation,
                  n->variant, m ? " over layers " : "", mask, n->rho);
     if (!strcmp(n->policy, "cost"))
-        canvas_textf(c, x, y++, p, "  routing   cost rule (tau %.2f unused), K %d workers", n->tau,
+        canvas_put_fitf(c, x, y++, c->w - x, p, "  routing   cost rule (tau %.2f unused), K %d workers", n->tau,
                      n->K);
     else
-        canvas_textf(c, x, y++, p, "  routing   %stau %.2f, K %d workers",
+        canvas_put_fitf(c, x, y++, c->w - x, p, "  routing   %stau %.2f, K %d workers",
                      n->policy[0] ? "band rule, " : "", n->tau, n->K);
     return y - y0;
 }
@@ -227,39 +227,6 @@ static int router_block(const dash_t *d, canvas_t *c, int x, int y)
 static cv_style alarm(void)
 {
     return (cv_style){196, CV_DEFAULT, CV_BOLD};
-}
-
-/* s fitted into w columns: cut at a space with "..." (never a number
- * or a word cut), or left whole when it fits. */
-static void fit_words(char *s, int w)
-{
-    if (w < 4 || (int)strlen(s) <= w)
-        return;
-    int cut = w - 3;
-    while (cut > 0 && s[cut] != ' ')
-        cut--;
-    while (cut > 0 && (s[cut - 1] == ',' || s[cut - 1] == ' ' || s[cut - 1] == ':'))
-        cut--;
-    if (cut <= 0)
-        cut = w - 3;
-    snprintf(s + cut, 4, "...");
-}
-
-/* A URL fitted into w columns, cut in the middle: "decode-1.vl...:8000"
- * keeps the host's start (what tells instances apart) and the port
- * whole; without a port, or no room for one, the start and "...". */
-static void fit_url(char *s, int w)
-{
-    int len = (int)strlen(s);
-    if (w < 4 || len <= w)
-        return;
-    const char *colon = strrchr(s, ':');
-    int tail = colon ? len - (int)(colon - s) : 0;
-    if (tail < 2 || w - 3 - tail < 4)
-        tail = 0;
-    memmove(s + w - tail, s + len - tail, (size_t)tail + 1);
-    memcpy(s + w - tail - 3, "...", 3);
-    s[w] = '\0';
 }
 
 /* An instance's URL for a narrow column: without "http://" (https://
@@ -416,7 +383,7 @@ static int problems_block(const dash_t *d, canvas_t *c, int x, int y, int w, int
         int len = snprintf(line, sizeof line, "  %s", p.line[i]);
         snprintf(url, sizeof url, "%s", p.url[i]);
         if (url[0] && w - 1 - len >= 12) {
-            fit_url(url, w - 1 - len);
+            canvas_fit_url(url, w - 1 - len);
             snprintf(line + len, sizeof line - (size_t)len, "%s", url);
         } else if (len >= 2 && line[len - 2] == ':') {
             line[len - 2] = '\0';   /* no room for the URL: no dangling colon */
@@ -424,7 +391,7 @@ static int problems_block(const dash_t *d, canvas_t *c, int x, int y, int w, int
         if (i == shown - 1 && shown < p.n)
             snprintf(line, sizeof line, "  ... and %d more (the whole list at 120x40)",
                      p.n - shown + 1);
-        fit_words(line, w - 1);
+        canvas_fit(line, w - 1);
         canvas_text(c, x, y++, (cv_style){196, CV_DEFAULT, 0}, line);
     }
     return y - y0;
@@ -453,7 +420,7 @@ static int prefill_rows(const dash_live_now *n, canvas_t *c, int x, int y, int w
     if (n->n_prefill < 1 || h < 2)
         return 0;
     int y0 = y;
-    canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD), "Prefill (%d, %d in rotation)",
+    canvas_put_fitf(c, x, y++, c->w - x, cv_fg(CV_DEFAULT, CV_BOLD), "Prefill (%d, %d in rotation)",
                  n->n_prefill, n->n_prefill - n->prefill_ejected);
     int room = h - 1, listed = n->n_prefill < DASH_PREFILL_MAX ? n->n_prefill
                                                                 : DASH_PREFILL_MAX;
@@ -461,7 +428,7 @@ static int prefill_rows(const dash_live_now *n, canvas_t *c, int x, int y, int w
         const dash_prefill *p = &n->prefill[i];
         char st[32], line[200];
         if (i == room - 1 && listed > room) {
-            canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  ... %d more",
+            canvas_put_fitf(c, x, y++, c->w - x, cv_fg(CV_DEFAULT, CV_DIM), "  ... %d more",
                          n->n_prefill - i);
             break;
         }
@@ -471,7 +438,7 @@ static int prefill_rows(const dash_live_now *n, canvas_t *c, int x, int y, int w
             snprintf(st, sizeof st, "%s", p->state == DASH_PROBING ? "probing" : "in rotation");
         snprintf(line, sizeof line, "  %-12s in-flight %lld, %lld failures  %s", st,
                  (long long)p->in_flight, (long long)p->failures, short_url(p->name));
-        fit_words(line, w - 1);
+        canvas_fit(line, w - 1);
         canvas_text(c, x, y++, p->state == DASH_IN_ROTATION ? cv_plain() : alarm(), line);
     }
     return y - y0;
@@ -523,9 +490,9 @@ static void workers_table(const dash_t *d, canvas_t *c, int x, int y, int w, int
         char url[DASH_URL_MAX + 4];
         snprintf(url, sizeof url, "%s", short_url(n->url[k]));
         if (!wide)
-            fit_url(url, w - 1 - nl > 8 ? w - 1 - nl : 8);
+            canvas_fit_url(url, w - 1 - nl > 8 ? w - 1 - nl : 8);
         else
-            fit_url(url, 23);
+            canvas_fit_url(url, 23);
         snprintf(line + nl, sizeof line - (size_t)nl, wide ? "%-23s %s" : "%s", url,
                  n->rules[k]);
         int bad = n->has_pool && (n->ejected[k] || n->probing[k]);
@@ -534,11 +501,11 @@ static void workers_table(const dash_t *d, canvas_t *c, int x, int y, int w, int
         shown++;
     }
     if (shown < n->K)
-        canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_DIM), "  ... %d more workers (4 queues)",
+        canvas_put_fitf(c, x, y++, c->w - x, cv_fg(CV_DEFAULT, CV_DIM), "  ... %d more workers (4 queues)",
                      n->K - shown);
     char fl[24];
     snprintf(fl, sizeof fl, known_failed ? "%lld" : "-", (long long)failed);
-    canvas_textf(c, x, y++, cv_fg(CV_DEFAULT, CV_BOLD), "  %-*s %5lld %6lld %8lld %6s", nw,
+    canvas_put_fitf(c, x, y++, c->w - x, cv_fg(CV_DEFAULT, CV_BOLD), "  %-*s %5lld %6lld %8lld %6s", nw,
                  "total", (long long)inf, (long long)routed, (long long)fin, fl);
     y += prefill_rows(n, c, x, y, w, pre_h);
     /* the drift view's verdict, word for word (one answer on every
@@ -546,7 +513,9 @@ static void workers_table(const dash_t *d, canvas_t *c, int x, int y, int w, int
     char verdict[200], line[240];
     int over = dash_drift_verdict(n, verdict, sizeof verdict) == DRIFT_OVER;
     snprintf(line, sizeof line, "  %s (8 drift)", verdict);
-    fit_words(line, w - 1);
+    if (canvas_cols(line) > w - 1)   /* the pointer goes before the verdict is cut */
+        snprintf(line, sizeof line, "  %s", verdict);
+    canvas_fit(line, w - 1);
     canvas_text(c, x, y, over ? cv_fg(c->colors >= 256 ? 196 : 1, CV_BOLD)
                               : cv_fg(CV_DEFAULT, CV_DIM), line);
 }

@@ -42,11 +42,11 @@ void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     double sx = x1 > x0 ? (pw - 1) / (x1 - x0) : 0, sy = y1 > y0 ? (ph - 1) / (y1 - y0) : 0;
     canvas_box(c, x, y, pw + 2, ph + 2, cv_fg(CV_DEFAULT, CV_DIM), NULL);
     if (f->n_pts)
-        canvas_textf(c, x + 2, y, cv_fg(CV_DEFAULT, CV_BOLD), " PCA of %d signatures: PC1 %.0f%% "
+        canvas_put_fitf(c, x + 2, y, pw - 2, cv_fg(CV_DEFAULT, CV_BOLD), " PCA of %d signatures: PC1 %.0f%% "
                      "(x), PC2 %.0f%% (y) ", f->n_pts, 100 * f->explained[0],
                      100 * f->explained[1]);
     else   /* live: the served model's centroids alone */
-        canvas_textf(c, x + 2, y, cv_fg(CV_DEFAULT, CV_BOLD), " PCA of the %d centroids eldrd "
+        canvas_put_fitf(c, x + 2, y, pw - 2, cv_fg(CV_DEFAULT, CV_BOLD), " PCA of the %d centroids eldrd "
                      "serves: PC1 %.0f%% (x), PC2 %.0f%% (y) ", K, 100 * f->explained[0],
                      100 * f->explained[1]);
     /* members are their cluster's letter in every terminal: a colour
@@ -74,8 +74,11 @@ void view_scatter(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
     int rows = h - 3;
     for (int k = 0; k < K && k < rows; k++) {
         cv_style st = cv_fg(dash_cluster_color(k), k == d->worker ? CV_BOLD : 0);
-        int n = canvas_textf(c, lx, y + 1 + k, st, "%c %c    %-7.7s ", cluster_glyph(k, 0),
-                             cluster_glyph(k, 1), dash_worker_name(d, k));
+        char name[DASH_NAME_MAX];
+        snprintf(name, sizeof name, "%s", dash_worker_name(d, k));
+        canvas_fit_tail(name, 7);   /* decode-1, decode-2: the tail differs */
+        int n = canvas_textf(c, lx, y + 1 + k, st, "%c %c    %-7s ", cluster_glyph(k, 0),
+                             cluster_glyph(k, 1), name);
         if (f->have_sizes)
             canvas_textf(c, lx + n, y + 1 + k, st, "%5lld", (long long)f->sizes[k]);
         else

@@ -153,8 +153,58 @@ static void test_box(void **state)
     assert_int_equal(s[11], '+');   /* the title never eats the corner */
     assert_int_equal(count_char(s, '+'), 4);
     assert_int_equal(count_char(s, '|'), 2);
-    assert_non_null(strstr(s, " a very"));
+    assert_non_null(strstr(s, "+- a... ---+"));   /* whole words, marked cut */
     free(s);
+    canvas_free(c);
+}
+
+/* canvas_fit: whole words and numbers or an ellipsis; never "0.16" for
+ * 0.161; lists cut after a comma; the tail kept for ids; columns, not
+ * bytes, counted. */
+static void test_fit(void **state)
+{
+    (void)state;
+    char s[128];
+    strcpy(s, "drift: TVD 0.161 > threshold 0.061");
+    assert_int_equal(canvas_fit(s, 80), 34);
+    assert_string_equal(s, "drift: TVD 0.161 > threshold 0.061");
+    for (int w = 4; w < 34; w++) {   /* at every width: a whole prefix of words */
+        strcpy(s, "drift: TVD 0.161 > threshold 0.061");
+        int n = canvas_fit(s, w);
+        assert_true(n <= w);
+        assert_int_equal(n, canvas_cols(s));
+        assert_non_null(strstr(s, "..."));
+        assert_null(strstr(s, "0.16."));
+        assert_null(strstr(s, "0.06."));
+        size_t head = strlen(s) - 3;
+        assert_true(head == 0 || !strncmp(s, "drift: TVD 0.161 > threshold 0.061", head));
+        assert_true(head == 0 || s[head - 1] != ' ');
+    }
+    strcpy(s, "drift: TVD 0.161 > threshold");
+    canvas_fit(s, 16);
+    assert_string_equal(s, "drift: TVD...");   /* 0.161 would not fit whole */
+    strcpy(s, "0,1,2,3,4,5,6");
+    canvas_fit(s, 10);
+    assert_string_equal(s, "0,1,2...");
+    strcpy(s, "123456789");
+    canvas_fit(s, 6);
+    assert_string_equal(s, "...");               /* a number: dropped, not cut */
+    strcpy(s, "activations");
+    canvas_fit(s, 8);
+    assert_string_equal(s, "activ...");
+    strcpy(s, "p50 ±1.2 w");                /* the sign is two bytes, one column */
+    assert_int_equal(canvas_fit(s, 10), 10);
+    strcpy(s, "replay-8163-591");
+    assert_int_equal(canvas_fit_tail(s, 10), 10);
+    assert_string_equal(s, "...163-591");
+    strcpy(s, "decode-1.vllm.svc:8000");
+    canvas_fit_url(s, 16);
+    assert_string_equal(s, "decode-1...:8000");
+    canvas_t *c = canvas_new(20, 1, 0, 0);
+    assert_int_equal(canvas_put_fitf(c, 2, 0, 12, cv_plain(), "TVD %.3f over %d", 0.161, 600), 12);
+    char *t = canvas_to_string(c);
+    assert_string_equal(t, "  TVD 0.161...\n");
+    free(t);
     canvas_free(c);
 }
 
@@ -268,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_ramp_monotone),
         cmocka_unit_test(test_spark),
         cmocka_unit_test(test_box),
+        cmocka_unit_test(test_fit),
         cmocka_unit_test(test_pca_against_power_iteration),
         cmocka_unit_test(test_pca_rank_deficient_and_bad),
     };
