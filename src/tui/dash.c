@@ -15,6 +15,7 @@
 #include <string.h>
 #include <wchar.h>
 
+#include "frame_file.h"
 #include "kmeans.h"
 #include "live.h"
 #include "sha256.h"
@@ -521,6 +522,10 @@ static void key(session *s, int ch)
     }
     if (ch == 'q' || ch == 'Q') {
         s->quit = 1;
+        return;
+    }
+    if (ch == 's') {   /* the screen as last drawn: what the user sees */
+        frame_file_key(s->c, d->status, sizeof d->status);
         return;
     }
     if (ch >= '1' && ch < '1' + dash_n_views(d))
