@@ -576,5 +576,8 @@ int dash_view_at(const dash_t *d, int i);
 int dash_view_tab(const dash_t *d, int v);
 /* Worker name of cluster w (the daemon's names in live mode). */
 const char *dash_worker_name(const dash_t *d, int w);
+/* The same fitted into width columns for a table: its tail kept
+ * ("...alpha-07"), since names of one fleet share their start; in buf. */
+const char *dash_worker_label(const dash_t *d, int w, int width, char *buf, size_t n);
 
 #endif

@@ -134,7 +134,9 @@ static void balance_live(const dash_t *d, canvas_t *c, int x, int y, int w, int 
         cv_style st = sel ? (cv_style){CV_DEFAULT, CV_DEFAULT, CV_BOLD} : cv_plain();
         double a = total ? (double)n->sizes[k] / total : 0;
         double b = routed ? (double)n->routed[k] / routed : 0;
-        canvas_textf(c, cx_size, yy, st, "%c%-8.8s ", sel ? '>' : ' ', n->names[k]);
+        char nb[DASH_NAME_MAX];
+        canvas_textf(c, cx_size, yy, st, "%c%-8s ", sel ? '>' : ' ',
+                     dash_worker_label(d, k, 8, nb, sizeof nb));
         if (n->sizes[k] >= 0)
             canvas_textf(c, cx_size + 10, yy, st, "%6lld", (long long)n->sizes[k]);
         if (total) {
@@ -195,7 +197,9 @@ void view_balance(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         cv_style st = sel ? (cv_style){CV_DEFAULT, CV_DEFAULT, CV_BOLD} : cv_plain();
         double a = ncal && cal ? (double)cal[k] / ncal : 0;
         double b = s->res.n ? (double)s->routed[k] / s->res.n : 0;
-        canvas_textf(c, cx_size, yy, st, "%c%-8.8s ", sel ? '>' : ' ', dash_worker_name(d, k));
+        char nb[DASH_NAME_MAX];
+        canvas_textf(c, cx_size, yy, st, "%c%-8s ", sel ? '>' : ' ',
+                     dash_worker_label(d, k, 8, nb, sizeof nb));
         if (f->have_sizes)
             canvas_textf(c, cx_size + 10, yy, st, "%6lld", (long long)f->sizes[k]);
         else

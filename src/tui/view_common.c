@@ -87,6 +87,13 @@ const char *dash_worker_name(const dash_t *d, int w)
     return m && w >= 0 && w < m->K ? m->workers[w] : "?";
 }
 
+const char *dash_worker_label(const dash_t *d, int w, int width, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", dash_worker_name(d, w));
+    canvas_fit_tail(buf, width);
+    return buf;
+}
+
 /* A trace has no decisions or drift (those are the daemon's), and live
  * mode no grid to simulate: each has its own seventh tab. */
 static const int TRACE_TABS[] = {VIEW_OVERVIEW, VIEW_BALANCE, VIEW_HEATMAP, VIEW_QUEUES,

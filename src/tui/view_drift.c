@@ -14,7 +14,9 @@ static void share_row(const dash_t *d, canvas_t *c, int x, int y, int bw, int k,
     const dash_live_now *n = &d->live->now;
     double a = n->share[k], b = n->calib_share[k];
     cv_style st = k == d->worker ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain();
-    canvas_textf(c, x, y, st, "%c%-8.8s", k == d->worker ? '>' : ' ', dash_worker_name(d, k));
+    char nb[DASH_NAME_MAX];
+    canvas_textf(c, x, y, st, "%c%-8s", k == d->worker ? '>' : ' ',
+                 dash_worker_label(d, k, 8, nb, sizeof nb));
     if (a == a) {
         canvas_hbar(c, x + 10, y, bw, a / full, cv_fg(dash_cluster_color(k), 0));
         canvas_textf(c, x + 11 + bw, y, st, "%5.1f%%", 100 * a);

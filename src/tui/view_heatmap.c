@@ -128,7 +128,7 @@ static void worker_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, int
     if ((int)strlen(title) > w)
         snprintf(title, sizeof title, "%s: share / global share, %lld served",
                  dash_worker_name(d, wk), (long long)s->res.served[wk]);
-    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), title);
+    canvas_put_fit(c, x, y, w, cv_fg(CV_DEFAULT, CV_BOLD), title);
     if (gl > 1 || ge > 1)
         canvas_textf(c, x, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "     (%d layer%s x %d expert%s "
                      "per cell)", gl, gl > 1 ? "s" : "", ge, ge > 1 ? "s" : "");
@@ -228,8 +228,9 @@ static void distinct_matrix(const dash_t *d, canvas_t *c, int x, int y, int w, i
     int shown = 0;
     for (int k = first; k < K && shown < rows; k++, shown++) {
         cv_style st = k == d->worker ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_fg(CV_DEFAULT, CV_DIM);
-        canvas_textf(c, x, y + 2 + shown, st, "%c%-8.8s", k == d->worker ? '>' : ' ',
-                     dash_worker_name(d, k));
+        char nb[DASH_NAME_MAX];
+        canvas_textf(c, x, y + 2 + shown, st, "%c%-8s", k == d->worker ? '>' : ' ',
+                     dash_worker_label(d, k, 8, nb, sizeof nb));
         for (int j = 0; j < nc; j++) {
             double v = 0, ex = 0;
             int n = 0;
@@ -287,8 +288,8 @@ static void heatmap_live(const dash_t *d, canvas_t *c, int x, int y, int w, int 
     int gl = ceil_div(S, rows), ge = ceil_div(E, cols);
     int nr = ceil_div(S, gl), nc = ceil_div(E, ge);
     int cw = cols / nc > 3 ? 3 : cols / nc < 1 ? 1 : cols / nc;
-    canvas_textf(c, x + 1, y, cv_fg(CV_DEFAULT, CV_BOLD), "%s: centroid weight / mean of the %d "
-                 "centroids (the layers the model uses)", dash_worker_name(d, wk), K);
+    canvas_put_fitf(c, x + 1, y, w - 1, cv_fg(CV_DEFAULT, CV_BOLD), "%s: centroid weight / mean "
+                    "of the %d centroids (the layers the model uses)", dash_worker_name(d, wk), K);
     if (gl > 1 || ge > 1)
         canvas_textf(c, x + 1, y + 1, cv_fg(CV_DEFAULT, CV_DIM), "      (%d layer%s x %d expert%s "
                      "per cell)", gl, gl > 1 ? "s" : "", ge, ge > 1 ? "s" : "");

@@ -481,11 +481,12 @@ static void workers_table(const dash_t *d, canvas_t *c, int x, int y, int w, int
         }
         if (k >= rows)
             continue;
-        char st[32], fl[24], line[300];
+        char st[32], fl[24], line[300], nb[DASH_NAME_MAX];
         state_text(n, k, st, sizeof st);
         snprintf(fl, sizeof fl, n->failed[k] >= 0 ? "%lld" : "-", (long long)n->failed[k]);
-        int nl = snprintf(line, sizeof line, "  %-*.*s %5lld %6lld %8lld %6s  %-11s %-5s ",
-                          nw, nw, n->names[k], (long long)n->inflight[k], (long long)n->routed[k],
+        int nl = snprintf(line, sizeof line, "  %-*s %5lld %6lld %8lld %6s  %-11s %-5s ",
+                          nw, dash_worker_label(d, k, nw, nb, sizeof nb),
+                          (long long)n->inflight[k], (long long)n->routed[k],
                           (long long)n->finished[k], fl, st, n->load_src[k]);
         char url[DASH_URL_MAX + 4];
         snprintf(url, sizeof url, "%s", short_url(n->url[k]));

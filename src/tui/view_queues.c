@@ -84,8 +84,9 @@ static void queues_live(const dash_t *d, canvas_t *c, int x, int y, int w, int h
         int yy = y + 1 + r;
         const float *row = L->hist[k] + DASH_BINS - n;
         cv_style st = k == d->worker ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain();
-        canvas_textf(c, x + 1, yy, st, "%c%-8.8s", k == d->worker ? '>' : ' ',
-                     dash_worker_name(d, k));
+        char nb[DASH_NAME_MAX];
+        canvas_textf(c, x + 1, yy, st, "%c%-8s", k == d->worker ? '>' : ' ',
+                     dash_worker_label(d, k, 8, nb, sizeof nb));
         canvas_hbar(c, x + 11, yy, bw, L->now.inflight[k] / top, cv_fg(dash_cluster_color(k), 0));
         canvas_textf(c, x + 12 + bw, yy, st, "%4lld|%-4.0f", (long long)L->now.inflight[k],
                      row_max(row, n));
@@ -149,8 +150,9 @@ void view_queues(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
             run = inf;
         double wait = inf - run;
         cv_style st = k == d->worker ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain();
-        canvas_textf(c, x + 1, yy, st, "%c%-8.8s", k == d->worker ? '>' : ' ',
-                     dash_worker_name(d, k));
+        char nb[DASH_NAME_MAX];
+        canvas_textf(c, x + 1, yy, st, "%c%-8s", k == d->worker ? '>' : ' ',
+                     dash_worker_label(d, k, 8, nb, sizeof nb));
         double scale = top > 0 ? top : 1;
         canvas_hbar(c, x + 11, yy, bw, run / scale, cv_fg(dash_cluster_color(k), 0));
         int wx = x + 11 + (int)(run / scale * bw + 0.5);

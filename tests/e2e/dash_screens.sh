@@ -7,8 +7,9 @@
 #     tests/e2e/screen_check.py finds no line over 80 columns, no word cut
 #     without "...", and every decimal number or percentage of the 80x24
 #     screen on the 120x40 one as it is (never "0.16" for 0.161);
-#   - request ids that share their start keep their distinguishing tail
-#     in the decisions view: no two rows' ids look the same;
+#   - request ids and worker names that share their start keep their
+#     distinguishing tail: in the decisions view each row's id is the end
+#     of its own, and the tables' worker names differ;
 #   - the help overlay opened and closed leaves the screen as it was, and
 #     while open it leaves no cut words of the view beside its box;
 #   - the save-frame key s writes eldr-frame-NNN.txt in $ELDR_FRAME_DIR:
@@ -117,7 +118,7 @@ $T kill-server 2>/dev/null
 "$ELDR" fit "$SMALL" -k 4 -o "$TMP/m.h5" --layers all --seed 1 >/dev/null 2>&1
 standins scr --prefill 1 --decode 3 --chunks 1 --chunk-gap 0 --decode-delay 0.3
 DEAD="http://127.0.0.1:$(free_port)"
-start screens -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC,$DEAD" --workers decode-a,decode-b,decode-c,decode-d \
+start screens -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC,$DEAD" --workers decode-worker-a,decode-worker-b,decode-worker-c,decode-worker-d \
     --tau 2 --eject-after 1 --eject-time 600 || exit 0
 # at once, slow: the band (tau 2: every worker) spreads them onto the dead one
 CURLS=""
@@ -152,7 +153,7 @@ curl -s --max-time 10 -o "$TMP/snap2.json" "$URL/v1/snapshot"
 $PY - "$TMP/live-decisions.80" "$TMP/snap2.json" <<'PYEOF' >"$TMP/ids.out" 2>&1
 import json, re, sys
 full = {d["seq"]: d["request_id"] for d in json.load(open(sys.argv[2]))["decisions"]}
-rows = [l.split()[:2] for l in open(sys.argv[1]) if re.match(r"^ +\d+ \S+ decode-", l)]
+rows = [l.split()[:2] for l in open(sys.argv[1]) if re.match(r"^ +\d+ \S+ \S+ +[a-z][a-z0-9-]+ ", l)]
 assert len(rows) >= 8, rows
 for seq, shown in rows:
     rid = full[int(seq)]
@@ -162,6 +163,16 @@ PYEOF
 if [ $? -eq 0 ]; then ok "live decisions at 80x24: each id's tail kept, distinct ids look distinct"
 else notok "live decisions at 80x24: each id's tail kept, distinct ids look distinct" "$(tail -2 "$TMP/ids.out")" \
     "$(sed -n 3,8p "$TMP/live-decisions.80")"; fi
+# names of one fleet share their start: the tables keep their tails
+for n in balance overview queues drift; do
+    if $PY - "$TMP/live-$n.80" <<'PYEOF'
+import re, sys
+names = re.findall(r"^ +>?(\S*worker-[a-d]|\.\.\.\S*-[a-d]) ", open(sys.argv[1]).read(), re.M)
+assert len(names) == 4 and len(set(names)) == 4, names
+PYEOF
+    then ok "live $n at 80x24: the 4 worker names differ (tails kept)"
+    else notok "live $n at 80x24: the 4 worker names differ (tails kept)" "$(sed -n 3,12p "$TMP/live-$n.80")"; fi
+done
 $T send-keys -t $PANE 1
 wait_for '\[1 overview\]' 5
 help_clean "live overview" '/^live\|polled every\|uptime\|ejected\|until/d'

@@ -38,7 +38,15 @@ def lines_of(path, skips):
     return [l for l in out if not any(re.search(s, l) for s in skips)]
 
 
+BORDERS = "|\u2502"
+
+
 def tokens(line):
+    """The words of a line; a plot inside a box (the scatter's: a line
+    that starts with a border) is glyphs, not words, and is left out."""
+    if line[:1] and line[0] in BORDERS:
+        end = min((line.find(b, 1) for b in BORDERS if line.find(b, 1) > 0), default=-1)
+        line = line[end + 1:] if end > 0 else ""
     return [t for t in SPLIT.split(line) if t]
 
 
