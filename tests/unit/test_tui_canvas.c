@@ -8,10 +8,14 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../src/tui/canvas.h"
+#include "../../src/tui/frame_file.h"
 #include "pca.h"
 #include "rng.h"
 
@@ -208,6 +212,62 @@ static void test_fit(void **state)
     canvas_free(c);
 }
 
+/* The whole of a small file, or "" (static buffer). */
+static const char *slurp(const char *path)
+{
+    static char buf[4096];
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return buf;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* frame_file_save: the canvas's text in $ELDR_FRAME_DIR, numbered from
+ * 001, a file that exists (anyone's) skipped, never rewritten; no
+ * temporary left; a directory that is not there: -1 and a message. */
+static void test_frame_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/eldr-frames-XXXXXX", path[4200], err[256], p1[4200];
+    assert_non_null(mkdtemp(dir));
+    setenv("ELDR_FRAME_DIR", dir, 1);
+    assert_string_equal(frame_file_dir(), dir);
+    canvas_t *c = canvas_new(10, 2, 0, 0);
+    canvas_text(c, 0, 0, cv_plain(), "TVD 0.161");
+    assert_int_equal(frame_file_save(c, path, sizeof path, err, sizeof err), 0);
+    snprintf(p1, sizeof p1, "%s/eldr-frame-001.txt", dir);
+    assert_string_equal(path, p1);
+    assert_string_equal(slurp(path), "TVD 0.161\n\n");
+    snprintf(p1, sizeof p1, "%s/eldr-frame-002.txt", dir);
+    FILE *f = fopen(p1, "w");   /* someone else's file */
+    fputs("mine\n", f);
+    fclose(f);
+    assert_int_equal(frame_file_save(c, path, sizeof path, err, sizeof err), 0);
+    assert_non_null(strstr(path, "eldr-frame-003.txt"));
+    assert_string_equal(slurp(p1), "mine\n");
+    char status[128];
+    frame_file_key(c, status, sizeof status);
+    assert_non_null(strstr(status, "frame saved: "));
+    assert_non_null(strstr(status, "eldr-frame-004.txt (10x2)"));
+    for (int i = 1; i <= 4; i++) {   /* nothing but the four */
+        snprintf(p1, sizeof p1, "%s/eldr-frame-%03d.txt", dir, i);
+        assert_int_equal(unlink(p1), 0);
+    }
+    assert_int_equal(rmdir(dir), 0);   /* empty: no temporary left */
+    setenv("ELDR_FRAME_DIR", "/nonexistent/eldr-frames", 1);
+    assert_int_equal(frame_file_save(c, path, sizeof path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/eldr-frames"));
+    frame_file_key(c, status, sizeof status);
+    assert_non_null(strstr(status, "save frame: cannot write in /nonexistent/eldr-frames"));
+    unsetenv("ELDR_FRAME_DIR");
+    assert_string_equal(frame_file_dir(), ".");
+    canvas_free(c);
+}
+
 /* ---- pca ---- */
 
 /* Top eigenvector of the covariance by power iteration (with deflation
@@ -319,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_spark),
         cmocka_unit_test(test_box),
         cmocka_unit_test(test_fit),
+        cmocka_unit_test(test_frame_file),
         cmocka_unit_test(test_pca_against_power_iteration),
         cmocka_unit_test(test_pca_rank_deficient_and_bad),
     };
