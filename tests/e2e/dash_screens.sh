@@ -6,7 +6,8 @@
 #     captured at 80x24 and at 120x40 in the same session:
 #     tests/e2e/screen_check.py finds no line over 80 columns, no word cut
 #     without "...", and every decimal number or percentage of the 80x24
-#     screen on the 120x40 one as it is (never "0.16" for 0.161);
+#     screen on the 120x40 one as it is (never "0.16" for 0.161); and the
+#     same on --frame text at K 8 with a worker zoomed;
 #   - request ids and worker names that share their start keep their
 #     distinguishing tail: in the decisions view each row's id is the end
 #     of its own, and the tables' worker names differ;
@@ -113,6 +114,16 @@ if [ ! -s "$TMP/stray" ]; then ok "s: no temporary left behind"; else notok "s: 
 $T send-keys -t $PANE q
 tcheck "offline: q exits 0" 'EXIT=0' 10
 $T kill-server 2>/dev/null
+
+# ---- K 8, a worker zoomed: the same check on --frame text (the canvas
+# the terminal shows), where the tables have twice the rows
+for v in overview balance heatmap queues; do
+    for sz in 80x24 120x40; do
+        "$ELDR" dash "$SMALL" --rate 800 -k 8 --zoom --worker 6 --view $v --frame "$TMP/k8-$v.${sz%x*}" \
+            --width ${sz%x*} --height ${sz#*x} 2>/dev/null
+    done
+    fits "k8-$v" --skip-numbers 'cursor L|activations here'
+done
 
 # ---- live: eldrd --proxy over stand-ins, decoder 3 dead; ids with one prefix
 "$ELDR" fit "$SMALL" -k 4 -o "$TMP/m.h5" --layers all --seed 1 >/dev/null 2>&1
