@@ -81,5 +81,7 @@ void frame_file_key(const canvas_t *c, char *status, size_t n)
     if (frame_file_save(c, path, sizeof path, err, sizeof err))
         snprintf(status, n, "%s", err);
     else
-        snprintf(status, n, "frame saved: %s (%dx%d)", path, c->w, c->h);
+        /* the name first: a long directory is what the footer cuts */
+        snprintf(status, n, "frame saved: %s (%dx%d) in %s",
+                 strrchr(path, '/') ? strrchr(path, '/') + 1 : path, c->w, c->h, frame_file_dir());
 }

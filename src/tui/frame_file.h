@@ -22,7 +22,8 @@
  * or -1 with err (no directory, no room, all numbers taken). */
 int frame_file_save(const canvas_t *c, char *path, size_t pathlen, char *err, size_t errlen);
 
-/* The key: save c and say where on the status line (or why not). */
+/* The key: save c and say where on the status line ("frame saved:
+ * eldr-frame-002.txt (80x24) in DIR"), or why not. */
 void frame_file_key(const canvas_t *c, char *status, size_t n);
 
 /* The directory frames go to: $ELDR_FRAME_DIR, or "." */

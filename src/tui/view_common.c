@@ -395,7 +395,8 @@ static void draw_footer(const dash_t *d, canvas_t *c)
     cv_style bar = {CV_DEFAULT, CV_DEFAULT, CV_REVERSE};
     canvas_fill(c, 0, y, c->w, 1, ' ', bar);
     if (d->busy || d->status[0]) {
-        int x = canvas_textf(c, 0, y, bar, " %s", d->status);
+        /* a long message ends in "..." before " Esc cancel " */
+        int x = canvas_put_fitf(c, 0, y, d->busy ? c->w - 12 : c->w, bar, " %s", d->status);
         if (d->busy && d->progress >= 0) {
             int bw = c->w - x - 20;   /* the bar, its percentage, then " Esc cancel " */
             if (bw > 40)
@@ -410,7 +411,7 @@ static void draw_footer(const dash_t *d, canvas_t *c)
         return;
     }
     if (d->live && d->live->error[0]) {
-        canvas_textf(c, 0, y, bar, " poll failed: %s", d->live->error);
+        canvas_put_fitf(c, 0, y, c->w, bar, " poll failed: %s", d->live->error);
         return;
     }
     if (d->live) {

@@ -252,7 +252,8 @@ static void test_frame_file(void **state)
     char status[128];
     frame_file_key(c, status, sizeof status);
     assert_non_null(strstr(status, "frame saved: "));
-    assert_non_null(strstr(status, "eldr-frame-004.txt (10x2)"));
+    snprintf(p1, sizeof p1, "frame saved: eldr-frame-004.txt (10x2) in %s", dir);
+    assert_string_equal(status, p1);
     for (int i = 1; i <= 4; i++) {   /* nothing but the four */
         snprintf(p1, sizeof p1, "%s/eldr-frame-%03d.txt", dir, i);
         assert_int_equal(unlink(p1), 0);
