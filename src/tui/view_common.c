@@ -380,7 +380,7 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
     }
     char why[160];
     if (dash_irrelevant(d, why, sizeof why)) {   /* no precise zeros */
-        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_BOLD), " | %s", why);
+        canvas_put_fitf(c, x, y, c->w - x, cv_fg(CV_DEFAULT, CV_BOLD), " | %s", why);
         return;
     }
     int words = c->colors < 8, f = 0;
