@@ -65,9 +65,14 @@ void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
         canvas_put_fit(c, x + 1, y + 2 + row, w - 1, st, line);
         row++;
         if (e->has_cost && row < rows) {
-            canvas_put_fitf(c, x + 10, y + 2 + row, w - 10, cv_fg(CV_DEFAULT, CV_DIM),
-                            "cost ms %s%s%s",
-                         e->costs, e->terms[0] ? "  B/U/dU " : "", e->terms);
+            /* the costs whole before the terms: a label with none of
+             * its terms ("B/U/dU...") says nothing */
+            char cl[420];
+            snprintf(cl, sizeof cl, "cost ms %s%s%s", e->costs, e->terms[0] ? "  B/U/dU " : "",
+                     e->terms);
+            if (canvas_cols(cl) > w - 10)
+                snprintf(cl, sizeof cl, "cost ms %s", e->costs);
+            canvas_put_fit(c, x + 10, y + 2 + row, w - 10, cv_fg(CV_DEFAULT, CV_DIM), cl);
             row++;
         }
     }
