@@ -120,19 +120,26 @@ int canvas_wrap(canvas_t *c, int x, int y, int w, int max_lines, cv_style st, co
         }
         int bytes, cols = word_cols(s, &bytes);
         if (col > 0 && col + 1 + cols > w) {   /* the word goes to the next line */
-            if (++line >= max_lines)
+            if (++line >= max_lines) {
+                line--;
+                if (col + 3 <= w)   /* words left over: say so after the last whole one */
+                    canvas_text(c, x + col, y + line, st, CANVAS_ELLIPSIS);
                 break;
+            }
             col = 0;
         }
         col += col > 0;                        /* the blank before it */
-        for (int b = 0; b < bytes;) {
+        int keep = cols > w && w > 3 ? w - 3 : w;   /* a word wider than the panel */
+        for (int b = 0, i = 0; b < bytes; i++) {
             int len;
             uint32_t cp = utf8_next(s + b, &len);
-            if (col < w)
+            if (col < w && i < keep)
                 canvas_put(c, x + col, y + line, cp < 0x20 ? ' ' : cp, st);
             col++;
             b += len;
         }
+        if (keep < w)
+            canvas_text(c, x + keep, y + line, st, CANVAS_ELLIPSIS);
         s += bytes;
     }
     int used = col > 0 || line > 0 ? line + 1 : 0;

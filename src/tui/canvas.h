@@ -61,8 +61,10 @@ int canvas_text(canvas_t *c, int x, int y, cv_style st, const char *utf8);
 int canvas_textf(canvas_t *c, int x, int y, cv_style st, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* Text word-wrapped into w columns from (x, y), at most max_lines lines
- * (a word longer than w is cut); returns the lines used. So a legend or
- * a sentence fits a side panel instead of running off its edge. */
+ * (a word longer than w is cut, ending in "..."; words that do not fit
+ * in max_lines are marked by "..." after the last whole one when it has
+ * room); returns the lines used. So a legend or a sentence fits a side
+ * panel instead of running off its edge. */
 int canvas_wrap(canvas_t *c, int x, int y, int w, int max_lines, cv_style st, const char *utf8);
 void canvas_fill(canvas_t *c, int x, int y, int w, int h, uint32_t ch, cv_style st);
 /* A box outline with an optional title on its top edge. */

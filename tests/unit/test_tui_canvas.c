@@ -68,7 +68,17 @@ static void test_wrap(void **state)
     canvas_clear(c);
     assert_int_equal(canvas_wrap(c, 0, 0, 4, 1, cv_plain(), "abcdefg hij"), 1);
     s = canvas_to_string(c);
-    assert_string_equal(s, "abcd\n\n\n\n");   /* cut, and one line only */
+    assert_string_equal(s, "a...\n\n\n\n");   /* cut with "...", and one line only */
+    free(s);
+    canvas_clear(c);
+    assert_int_equal(canvas_wrap(c, 0, 0, 10, 1, cv_plain(), "TVD 0.161 over 600"), 1);
+    s = canvas_to_string(c);
+    assert_string_equal(s, "TVD 0.161\n\n\n\n");   /* no room for "...": whole words */
+    free(s);
+    canvas_clear(c);
+    assert_int_equal(canvas_wrap(c, 0, 0, 12, 1, cv_plain(), "a, b: members of"), 1);
+    s = canvas_to_string(c);
+    assert_string_equal(s, "a, b:...\n\n\n\n");   /* left over: marked */
     free(s);
     assert_int_equal(canvas_wrap(c, 0, 0, 4, 2, cv_plain(), ""), 0);
     canvas_free(c);
