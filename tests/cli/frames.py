@@ -105,7 +105,7 @@ def main(argv):
                     print("ok - frame written: %s" % name)
                     continue
                 bad += 1
-                print("not ok - frame up to date: %s (make readme-frame writes it)" % name)
+                print("not ok - frame up to date: %s (make readme-frame, or make frames, writes it)" % name)
                 for d in list(difflib.unified_diff(have, want_lines, "doc", "eldr", lineterm=""))[:30]:
                     print("#   " + d)
             if mode == "write":
