@@ -495,7 +495,7 @@ int dash_cache_load(const dash_t *d, const char *key, dash_refined *r, char *not
     }
     free(file);
     if (why) {
-        eldr_errf(note, notelen, "cache entry %s ignored (%s); recomputed", path, why);
+        eldr_errf(note, notelen, "cache entry ignored (%s); recomputed: %s", why, path);
         return -1;
     }
     return 1;
@@ -630,7 +630,7 @@ int dash_fit_cache_load(const dash_t *d, const char *key, model_t **m, model_fit
         *m = NULL;
         model_fit_report_free(rep);
         memset(rep, 0, sizeof *rep);
-        eldr_errf(note, notelen, "cache entry %s ignored (%s); fitted again", bin, why);
+        eldr_errf(note, notelen, "cache entry ignored (%s); fitted again: %s", why, bin);
         return -1;
     }
     return 1;

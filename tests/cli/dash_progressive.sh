@@ -110,7 +110,7 @@ for how in flip cut; do
     done
     $DASH --frame "$TMP/c.txt" --json >"$TMP/c.json" 2>"$TMP/err"
     rc=$?
-    if [ $rc -eq 0 ] && grep -q 'note: cache entry .*dash-.*ignored' "$TMP/err"; then
+    if [ $rc -eq 0 ] && grep -q 'note: cache entry ignored (.*); recomputed: .*/dash-' "$TMP/err"; then
         ok "corrupt entry ($how): exit 0 and a note"; else
         notok "corrupt entry ($how): exit 0 and a note" "exit $rc" "$(cat "$TMP/err")"; fi
     json_assert "corrupt entry ($how): recomputed, the same numbers" "$TMP/c.json" "
@@ -135,7 +135,7 @@ for part in h5 bin; do
     $DASH --frame "$TMP/fit.txt" 2>"$TMP/err"
     rc=$?
     # the frame's footer carries the note too: the rest is the same
-    if [ $rc -eq 0 ] && grep -q 'note: cache entry .*fit-.*ignored' "$TMP/err" &&
+    if [ $rc -eq 0 ] && grep -q 'note: cache entry ignored (.*); fitted again: .*/fit-' "$TMP/err" &&
         [ "$(head -n -1 "$TMP/ref.txt")" = "$(head -n -1 "$TMP/fit.txt")" ] &&
         tail -1 "$TMP/fit.txt" | grep -q 'cache entry '; then
         ok "a corrupt fit entry ($part): a note, fitted again, the same frame"; else
