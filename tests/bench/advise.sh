@@ -15,7 +15,7 @@ row() { # WHAT SIZE T0 T1 CELLS
 }
 if [ -f "$DATA" ]; then
     t0=$(now)
-    "$ELDR" advise "$DATA" --rate 60 --tau 0,0.1,0.2 --workers 4,8 --seeds 5 --json \
+    "$ELDR" advise "$DATA" --rate 60 --tau 0,0.1,0.2 --workers 4,8 --compare-fleets --seeds 5 --json \
         >/dev/null || echo "bench: advise on the real trace failed" >&2
     t1=$(now)
     row "advise grid, real trace" "3 tau x 2 K x 5 seeds (+3 baselines), 225 req" "$t0" "$t1" 60
@@ -28,7 +28,7 @@ if [ ! -f "$big" ]; then
         { echo "bench: gen for advise failed" >&2; exit 0; }
 fi
 t0=$(now)
-"$ELDR" advise "$big" --rate 60 --tau 0,0.05,0.1,0.2,0.4 --workers 4,8,12,16 --seeds 2 \
+"$ELDR" advise "$big" --rate 60 --tau 0,0.05,0.1,0.2,0.4 --workers 4,8,12,16 --compare-fleets --seeds 2 \
     --output-tokens 512 --json >/dev/null || echo "bench: advise 48x128 failed" >&2
 t1=$(now)
 row "advise grid, L48 E128 top-8" "5 tau x 4 K x 2 seeds (+3 baselines), 1000 req x 512 tok" \
