@@ -482,10 +482,8 @@ int dash_simulate_set(const dash_t *d, const model_t *m, route_kind policy, doub
                       void *pctx, dash_sim **cur, dash_sim **base, char *err, size_t errlen);
 /* The lowest level with rows: where a what-if change looks first. */
 dash_level dash_first_level(const dash_t *d);
-void dash_fit_free(dash_fit *f);
 /* Free f unless it is d's home fit (which dash_free frees). */
 void dash_fit_release(const dash_t *d, dash_fit *f);
-void dash_sim_free(dash_sim *s);
 /* The header's CIs for (policy, tau) at m's K (grid_run on d's rows and
  * workload settings); cancel may be NULL. With opts.seeds < 2 it leaves
  * out->valid 0 and returns 0. Returns -2 when cancelled. */
@@ -519,16 +517,10 @@ const dash_sim *dash_best_base(const dash_t *d);
 int dash_cursor_bin(const dash_t *d, const dash_sim *s);
 /* In-flight of worker w at the cursor (the bin's mean, rounded). */
 double dash_inflight_now(const dash_t *d, const dash_sim *s, int w);
+/* The CIs of the shown run (d->ci when it matches d->cur), or NULL. */
+const dash_ci *dash_shown_ci(const dash_t *d);
 
 /* ---- drawing ---- */
-
-/* The drift verdict every view states the same way (the drift view's
- * first line, the overview's last): "drift: TVD 0.161 > threshold 0.061
- * (99% noise, n 600): DRIFT", "... <= ...: within noise", or why there
- * is no verdict; never a NaN. Returns which (DRIFT_OVER only when the
- * TVD passes the threshold); a line with a TVD starts "drift: TVD ". */
-enum { DRIFT_NO_TVD = -2, DRIFT_NO_THRESHOLD = -1, DRIFT_WITHIN = 0, DRIFT_OVER = 1 };
-int dash_drift_verdict(const dash_live_now *n, char *buf, size_t len);
 
 /* Lines of the live overview's Problems block (an ejected or probing
  * decoder, a dead prefill, refusals, error answers, failed routes, cut
@@ -549,35 +541,14 @@ void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_drift(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 void view_tradeoff(const dash_t *d, canvas_t *c, int x, int y, int w, int h);
 
-/* Shared by the views (view_common.c). */
-int dash_cluster_color(int k);                 /* a 256-colour index */
-/* Heat colour for a level in [0,1] (256 colours: a blue-white-red scale
- * centred at 0.5; 8 colours: blue/default/red). */
-int dash_heat_color(const canvas_t *c, double level);
-/* "+3.2%" / "-1.0%" change of a against b (a lower-is-better metric). */
-void dash_fmt_change(char *buf, size_t n, double a, double b);
-/* The CIs of the shown run (d->ci when it matches d->cur), or NULL. */
-const dash_ci *dash_shown_ci(const dash_t *d);
+/* The frame's (view_common.c); what the views share is view_util.h's. */
 /* " +-1.2" (" \u00b11.2" on a Unicode canvas): a CI's half-width, or "". */
 void dash_fmt_pm(const canvas_t *c, char *buf, size_t n, const grid_stat *st);
-/* A sparkline of n values over width columns, scaled to top (values
- * are averaged per column; NaN shows blank). */
-void dash_sparkline(canvas_t *c, int x, int y, int width, const float *row, int n,
-                    double top, int mark, int color);
-/* Live: over a history of the newest m polls drawn one column each from
- * x, a '!' at each poll that found the daemon restarted; returns how many
- * it drew. */
-int dash_restart_marks(const dash_t *d, canvas_t *c, int x, int y, int m);
 /* Views the tabs offer, in tab order: for a trace the first six and the
  * trade-off (key 7), live the first eight. dash_view_at(d, i) is the view
  * of tab i (0-based), dash_view_tab(d, v) the tab of view v or -1. */
 int dash_n_views(const dash_t *d);
 int dash_view_at(const dash_t *d, int i);
 int dash_view_tab(const dash_t *d, int v);
-/* Worker name of cluster w (the daemon's names in live mode). */
-const char *dash_worker_name(const dash_t *d, int w);
-/* The same fitted into width columns for a table: its tail kept
- * ("...alpha-07"), since names of one fleet share their start; in buf. */
-const char *dash_worker_label(const dash_t *d, int w, int width, char *buf, size_t n);
 
 #endif

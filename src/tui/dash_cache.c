@@ -7,6 +7,7 @@
  * the build that wrote it (the key holds eldr's version, this format and
  * the structs' sizes). */
 #include "dash_cache.h"
+#include "dash_free.h"
 
 #include <errno.h>
 #include <stdint.h>

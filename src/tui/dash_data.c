@@ -12,6 +12,7 @@
 
 #include "dash.h"
 #include "dash_cache.h"
+#include "dash_free.h"
 #include "insample.h"
 #include "par.h"
 #include "err.h"
@@ -56,19 +57,6 @@ static void report(dash_progress_fn fn, void *ctx, const char *stage, double fra
 }
 
 /* ---- simulation runs ---- */
-
-void dash_sim_free(dash_sim *s)
-{
-    if (!s)
-        return;
-    sim_result_free(&s->res);
-    free(s->routed);
-    free(s->layer_distinct);
-    free(s->layer_expected);
-    free(s->inflight);
-    free(s->running);
-    free(s);
-}
 
 /* What a run's on_step callback gathers. */
 /* Progress within a run, for a long one (19,000 rows of the reference
@@ -588,6 +576,16 @@ void dash_trail_add(dash_t *d)
     }
 }
 
+const dash_ci *dash_shown_ci(const dash_t *d)
+{
+    const dash_ci *ci = &d->ci;
+    const dash_sim *s = d->cur;
+    if (!ci->valid || !s || ci->policy != s->policy || ci->K != s->K ||
+        (s->policy == ROUTE_ELDR && fabs(ci->tau - s->tau) > 1e-12))
+        return NULL;
+    return ci;
+}
+
 const dash_sim *dash_best_base(const dash_t *d)
 {
     /* the header's baseline when it has its seeds: the overview's star,
@@ -620,19 +618,6 @@ double dash_inflight_now(const dash_t *d, const dash_sim *s, int w)
 }
 
 /* ---- fits ---- */
-
-void dash_fit_free(dash_fit *f)
-{
-    if (!f)
-        return;
-    model_free(f->model);
-    free(f->sizes);
-    free(f->reassigned);
-    free(f->pts);
-    free(f->pt_cluster);
-    free(f->cent);
-    free(f);
-}
 
 void dash_fit_release(const dash_t *d, dash_fit *f)
 {

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "../client/client.h"
+#include "dash_free.h"
 #include "live.h"
 #include "snapshot.h"
 

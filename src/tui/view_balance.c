@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dash.h"
+#include "view_util.h"
 
 /* A share bar over [0, full] with a '|' at the ideal share. */
 static void share_bar(const dash_t *d, canvas_t *c, int x, int y, int bw, double share,

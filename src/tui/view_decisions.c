@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dash.h"
+#include "view_util.h"
 #include "live.h"
 
 void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)

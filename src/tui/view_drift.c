@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dash.h"
+#include "view_util.h"
 
 static void share_row(const dash_t *d, canvas_t *c, int x, int y, int bw, int k, double full)
 {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dash.h"
+#include "view_util.h"
 
 #define RATIO_SPAN 3.0   /* log2: the scale runs from 1/8x to 8x */
 

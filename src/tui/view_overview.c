@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dash.h"
+#include "view_util.h"
 
 static int trace_block(const dash_t *d, canvas_t *c, int x, int y)
 {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dash.h"
+#include "view_util.h"
 
 /* Mean of bins [b0, b1) of a history row. */
 static double bin_mean(const float *row, int b0, int b1)

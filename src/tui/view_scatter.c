@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dash.h"
+#include "view_util.h"
 
 static char cluster_glyph(int k, int centroid)
 {

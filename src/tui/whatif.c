@@ -4,6 +4,8 @@
 
 #include "whatif.h"
 
+#include "dash_free.h"
+
 void whatif_init(whatif_t *w)
 {
     memset(w, 0, sizeof *w);

@@ -3,7 +3,8 @@
 # item 7, docs/architecture.md "Rooms"): tests/arch/rooms.py on this
 # tree's headers and on the objects of this build (build/ for bin,
 # build-asan/ for bin-asan): no call cycle between objects of src/core,
-# src/lua, src/cli, src/repl, src/client; no header that includes itself.
+# src/lua, src/cli, src/repl, src/client, src/tui; no header that
+# includes itself.
 # Then the checker on a small tree made with each kind of circle (two
 # core files that call each other, three Lua files in a ring, two
 # headers that include each other), so a checker that passes everything

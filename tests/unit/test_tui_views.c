@@ -19,6 +19,7 @@
 
 #include "../../src/tui/dash.h"
 #include "../../src/tui/tradeoff.h"
+#include "../../src/tui/view_util.h"
 #include "../../src/tui/whatif.h"
 #include <time.h>
 #include <unistd.h>
