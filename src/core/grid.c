@@ -55,6 +55,7 @@ typedef struct grid_run_state {
     grid_result *r;
     double *raw;                /* [rows][seeds][M_N] */
     int n_policies, n_rates;
+    int cell_threads;           /* a cell's policies run on this many */
     int64_t next, tasks, total, done;
     int failed;                 /* -1 error, -2 cancelled */
     char err[ELDR_ERRLEN];
@@ -306,40 +307,48 @@ static int run_policy(const grid_spec *s, const grid_ctx *ctx, const sim_workloa
     return rc;
 }
 
-/* One cell (K index ki, rate index ri, seed si): its workload and every
- * policy on it. */
-static int run_cell(grid_run_state *st, const grid_ctx *ctx, int ki, int ri, int si,
-                    char *err, size_t errlen)
+/* The policy runs of one cell, shared by st->cell_threads threads: each
+ * takes the next policy; the first failure stops the others from
+ * starting one. */
+typedef struct cell_runs {
+    grid_run_state *st;
+    const grid_ctx *ctx;
+    const sim_workload *w;
+    const model_t *m;
+    int K, ki, ri, si, next, rc;
+    uint64_t seed;
+    pthread_mutex_t mu;
+    char err[ELDR_ERRLEN];
+} cell_runs;
+
+static void *cell_main(void *arg)
 {
-    const grid_spec *s = st->s;
-    int nS = s->n_seeds, nR = st->n_rates, nP = st->n_policies;
-    int K = s->workers[ki];
-    const model_t *m = ctx->models[ki];
-    sim_config cfg = s->cfg;
-    cfg.seed = s->cfg.seed + (uint64_t)si;
-    /* a cell reads no signature itself: above the cap they are built at
-     * each arrival, not held per seed and thread (docs/memory.md) */
-    if (cfg.sig_cache > SIM_DEFAULT_SIG_CACHE)
-        cfg.sig_cache = SIM_DEFAULT_SIG_CACHE;
-    cfg.no_heat = 1; /* and no cell reads the heat matrix (sim.h) */
-    double rate = s->n_rates ? s->rates[ri] : 0;
-    if (rate > 0) {
-        cfg.arrivals = SIM_ARRIVE_POISSON;
-        cfg.rate = rate;
-    }
-    sim_workload w;
-    if (sim_workload_init(&w, ctx->eval, &cfg, m ? &m->recipe : NULL, err, errlen) < 0)
-        return -1;
-    int rc = 0;
-    for (int p = 0; p < nP && rc == 0; p++) {
+    cell_runs *c = arg;
+    const grid_spec *s = c->st->s;
+    int nS = s->n_seeds, nR = c->st->n_rates, nP = c->st->n_policies;
+    char err[ELDR_ERRLEN];
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        int p = c->rc ? nP : c->next++;
+        pthread_mutex_unlock(&c->mu);
+        if (p >= nP)
+            return NULL;
         double tau;
         route_kind kind = policy_at(s, p, &tau);
         sim_result res;
-        rc = run_policy(s, ctx, &w, kind, K, tau, m, cfg.seed, &res, err, errlen);
-        if (rc < 0)
-            break;
-        int row = (ki * nR + ri) * nP + p;
-        double *v = st->raw + ((size_t)row * nS + si) * M_N;
+        int rc = run_policy(s, c->ctx, c->w, kind, c->K, tau, c->m, c->seed, &res, err,
+                            sizeof err);
+        if (rc < 0) {
+            pthread_mutex_lock(&c->mu);
+            if (!c->rc) {
+                c->rc = rc;
+                snprintf(c->err, sizeof c->err, "%s", err);
+            }
+            pthread_mutex_unlock(&c->mu);
+            continue;
+        }
+        int row = (c->ki * nR + c->ri) * nP + p;   /* a slot of its own: no lock */
+        double *v = c->st->raw + ((size_t)row * nS + c->si) * M_N;
         v[M_TPOT50] = res.tpot_p50_ms;
         v[M_TPOT99] = res.tpot_p99_ms;
         v[M_Q50] = res.queue_p50_ms;
@@ -349,8 +358,43 @@ static int run_cell(grid_run_state *st, const grid_ctx *ctx, int ki, int ri, int
         v[M_TPS] = res.tokens_per_s;
         sim_result_free(&res);
     }
+}
+
+/* One cell (K index ki, rate index ri, seed si): its workload and every
+ * policy on it, the policies on st->cell_threads threads sharing the one
+ * workload (its activation pools are a cell's biggest allocation: one
+ * cell at a time holds one set, docs/memory.md). */
+static int run_cell(grid_run_state *st, const grid_ctx *ctx, int ki, int ri, int si,
+                    char *err, size_t errlen)
+{
+    const grid_spec *s = st->s;
+    sim_config cfg = s->cfg;
+    cfg.seed = s->cfg.seed + (uint64_t)si;
+    /* a cell reads no signature itself: above the cap they are built at
+     * each arrival, not held per seed and thread (docs/memory.md) */
+    if (cfg.sig_cache > SIM_DEFAULT_SIG_CACHE)
+        cfg.sig_cache = SIM_DEFAULT_SIG_CACHE;
+    cfg.no_heat = 1; /* and no cell reads the heat matrix (sim.h) */
+    if (st->cell_threads > cfg.threads)
+        cfg.threads = st->cell_threads;   /* the pools do not depend on it */
+    double rate = s->n_rates ? s->rates[ri] : 0;
+    if (rate > 0) {
+        cfg.arrivals = SIM_ARRIVE_POISSON;
+        cfg.rate = rate;
+    }
+    sim_workload w;
+    if (sim_workload_init(&w, ctx->eval, &cfg, ctx->models[ki] ? &ctx->models[ki]->recipe : NULL,
+                          err, errlen) < 0)
+        return -1;
+    cell_runs c = {.st = st, .ctx = ctx, .w = &w, .m = ctx->models[ki], .K = s->workers[ki],
+                   .ki = ki, .ri = ri, .si = si, .seed = cfg.seed};
+    pthread_mutex_init(&c.mu, NULL);
+    par_run(par_threads(st->cell_threads, st->n_policies), cell_main, &c);
+    pthread_mutex_destroy(&c.mu);
     sim_workload_free(&w);
-    return rc;
+    if (c.rc < 0)
+        snprintf(err, errlen, "%s", c.err);
+    return c.rc;
 }
 
 /* A cell finished: count it, report progress. */
@@ -566,8 +610,13 @@ int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
     if (rc == 0) {
         st.total = (int64_t)s->n_workers * st.n_rates * s->n_seeds;
         st.tasks = s->all ? s->n_seeds : st.total;
+        /* one split: the cells one at a time, each one's policies on the
+         * threads; redrawing splits: the seeds (each its own split and
+         * fits) on the threads, a cell's policies on its seed's one */
+        int outer = s->all ? par_threads(s->threads, st.tasks) : 1;
+        st.cell_threads = s->all ? 1 : par_threads(s->threads, st.n_policies);
         pthread_mutex_init(&st.lock, NULL);
-        par_run(par_threads(s->threads, st.tasks), worker_main, &st);
+        par_run(outer, worker_main, &st);
         pthread_mutex_destroy(&st.lock);
         if (st.failed == -2)
             rc = (eldr_errf(err, errlen, "grid: cancelled"), -2);

@@ -22,8 +22,10 @@
  * Models: for each K, the given model when its K matches, else one fitted
  * on the calibration rows with spec->fit (greedy layers are selected once,
  * on the first K fitted, and reused for the others, as `eldr sweep`
- * always did). The cells run on `threads` threads; the result does not
- * depend on the thread count.
+ * always did). With one split the cells run one at a time, each cell's
+ * policies on `threads` threads sharing its workload (one seed's
+ * activation pools at once); redrawing splits, the seeds run on the
+ * threads. The result does not depend on the thread count.
  *
  * Calibration splits. Which rows calibrate moves the result as much as
  * the arrivals do (on the shared gpt-oss trace, five pinned splits give

@@ -917,7 +917,7 @@ static void check_in_sample(dash_t *d, const model_t *m, const trace_t *t, const
  * the same options: seeded random by default, since traces are often
  * written in label order and "the first rows" would then calibrate on
  * other domains than the ones simulated. */
-static int split(dash_t *d, trace_t *t, const model_t *m, char *err, size_t errlen)
+static int split(dash_t *d, trace_t *t, int keep, const model_t *m, char *err, size_t errlen)
 {
     split_rows rows;
     if (split_make(t, &d->opts.split, &rows, err, errlen) < 0)
@@ -931,7 +931,18 @@ static int split(dash_t *d, trace_t *t, const model_t *m, char *err, size_t errl
         return eldr_errf(err, errlen, "%s: %lld rows are too few to calibrate on some and "
                          "simulate the rest", d->trace_name, (long long)t->n);
     }
-    int rc = split_apply(t, &rows, &d->calib, &d->eval, err, errlen);
+    int rc;
+    if (keep) {                  /* t stays (d->all): copies of both parts */
+        rc = split_apply(t, &rows, &d->calib, &d->eval, err, errlen);
+    } else {
+        /* t is ours to shrink: the calibration rows copied out, the
+         * evaluation rows kept in place (as `eldr sim` does): no second
+         * copy of the trace at once (docs/memory.md) */
+        d->calib = trace_select(t, rows.calib, rows.n_calib, err, errlen);
+        rc = d->calib && trace_keep_rows(t, rows.eval, rows.n_eval, err, errlen) == 0 ? 0 : -1;
+        if (rc == 0)
+            d->eval = t;
+    }
     split_rows_free(&rows);
     return rc < 0 || !d->calib || !d->eval ? -1 : 0;
 }
@@ -1098,6 +1109,9 @@ static int setup_config(dash_t *d, char *err, size_t errlen)
 {
     sim_config_default(&d->cfg);
     d->cfg.seed = d->opts.seed;
+    /* the grid's cells (the CIs, the trade-off) keep their signatures up
+     * to the cap, above it build them at each arrival (the same floats) */
+    d->cfg.sig_cache = SIM_DEFAULT_SIG_CACHE;
     if (d->opts.rate > 0) {
         d->cfg.arrivals = SIM_ARRIVE_POISSON;
         d->cfg.rate = d->opts.rate;
@@ -1166,10 +1180,21 @@ static int first_rows(dash_t *d, char *err, size_t errlen)
     return r->t ? 0 : -1;
 }
 
+/* The dashboard's own workloads keep no signature matrix: the views read
+ * none, and only the eldr run of a set routes by them, so building each at
+ * its arrival costs what building them up front did (docs/memory.md). */
+static void own_config(const dash_t *d, sim_config *c)
+{
+    *c = d->cfg;
+    c->sig_cache = 0;
+}
+
 static int build_work(dash_t *d, dash_level level, char *err, size_t errlen)
 {
     dash_rows *r = &d->rows[level];
-    if (sim_workload_init(&r->work, level_trace(d, level), &d->cfg, &d->fit->model->recipe, err,
+    sim_config cfg;
+    own_config(d, &cfg);
+    if (sim_workload_init(&r->work, level_trace(d, level), &cfg, &d->fit->model->recipe, err,
                           errlen))
         return -1;
     r->have_work = 1;
@@ -1192,13 +1217,19 @@ int dash_refine(const dash_t *d, const model_t *m, route_kind policy, double tau
     const sim_workload *w = &d->rows[DASH_LEVEL_FULL].work;
     if (!d->rows[DASH_LEVEL_FULL].have_work) {
         report(progress, pctx, "workload", -1);
-        if (sim_workload_init(&out->work, d->eval, &d->cfg, &m->recipe, err, errlen))
+        sim_config cfg;
+        own_config(d, &cfg);
+        if (sim_workload_init(&out->work, d->eval, &cfg, &m->recipe, err, errlen))
             return -1;
         out->have_work = 1;
         w = &out->work;
     }
     int rc = simulate_set_on(d, w, d->eval, m, policy, tau, cancel, progress, pctx, &out->cur,
                              out->base, err, errlen);
+    if (out->have_work) {        /* the views read the runs, not the workload: its */
+        sim_workload_free(&out->work);   /* pools go before the grid samples its */
+        out->have_work = 0;              /* own (docs/memory.md); built anew next time */
+    }
     if (!rc) {
         rc = dash_compute_ci(d, m, policy, tau, cancel, progress, pctx, &out->ci, err, errlen);
         if (rc == -2)
@@ -1291,10 +1322,11 @@ int dash_open_first(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
     /* one seed draws the workload and the split unless --split-seed pins it */
     if (!d->opts.split.pinned)
         d->opts.split.seed = d->opts.seed;
-    int rc = split(d, t, m, err, errlen);
-    if (rc == 0 && !m && grid_should_resplit(&d->opts.split, d->opts.seeds))
+    int keep = !m && grid_should_resplit(&d->opts.split, d->opts.seeds);
+    int rc = split(d, t, keep, m, err, errlen);
+    if (rc == 0 && keep)
         d->all = t;              /* the header's seeds redraw the split */
-    else
+    else if (d->eval != t)       /* else it became the evaluation rows */
         trace_free(t);
     if (rc) {
         model_free(m);
