@@ -249,10 +249,15 @@ test-built: all $(SAMPLE) unit-tests $(BIN)/pd_instant
 ASAN_SKIP := tests/cli/tour.sh tests/e2e/tour_live.sh tests/cli/splits.sh tests/cli/sweep.sh tests/cli/advise.sh \
 	tests/cli/sim.sh tests/cli/kmeans_large.sh tests/e2e/dash.sh tests/e2e/gateway_standin.sh \
 	tests/cli/fit.sh tests/cli/import.sh tests/cli/faults.sh tests/e2e/soak_short.sh \
-	tests/cli/manifests.sh tests/e2e/verdict_same.sh
+	tests/cli/manifests.sh tests/e2e/verdict_same.sh tests/e2e/dash_screens.sh \
+	tests/e2e/dash_progressive.sh
 # (verdict_same.sh: advise, eldr.advise and the dashboard on two traces;
 # its C path, verdict.c, runs under the sanitizers in test_verdict,
-# test_grid and test_tui_views)
+# test_grid and test_tui_views. dash_screens.sh and e2e/dash_progressive.sh
+# check layout and key timing in tmux, 40 s under ASan; their C paths run
+# under the sanitizers in test_tui_canvas, test_tui_views and
+# tests/cli/dash_progressive.sh, which draws every view from computed and
+# cached results)
 # and of the Lua tests, the three that rerun whole simulations, seeds and
 # the samples (about 90 s under ASan); the other Lua tests still drive
 # every binding under the sanitizers
