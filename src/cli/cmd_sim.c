@@ -33,6 +33,7 @@
 #include "sim_prefix.h"
 #include "trace.h"
 #include "trace_budget.h"
+#include "trace_tokens.h"
 
 #define CMD "sim"
 #define DEFAULT_POLICIES "eldr,random,rr,jsq,p2c"
@@ -408,6 +409,10 @@ typedef struct sim_inputs {
     int64_t n_calib;
     split_rows rows;           /* the split: eval rows name the file's rows */
     char sample[96];           /* "sampled N of M rows (budget B)", or "" */
+    trace_tokens *tokens;      /* the simulated rows' recorded token rows,
+                                * read at admission; NULL: held or none */
+    double loaded;             /* bytes the inputs hold (the budget's price) */
+    char pools[192];           /* why the activation pools are not kept, or "" */
     model_t *model;
     int fitted;                /* model fitted here */
     int K;
@@ -417,6 +422,7 @@ typedef struct sim_inputs {
 
 static void inputs_free(sim_inputs *in)
 {
+    trace_tokens_close(in->tokens);
     trace_free(in->all);
     if (!in->calib_is_eval)
         trace_free(in->calib);
@@ -441,12 +447,23 @@ static sig_variant variant_of(const sim_inputs *in)
     return in->model ? in->model->recipe.variant : SIG_COUNT_IDF;
 }
 
+/* Read by rows from an HDF5 trace with recorded decode token rows: they
+ * are read from the file as each request is admitted (trace_tokens.h),
+ * not loaded; an imported file's are in memory with the rest. */
+static int reads_tokens(const sim_args *a, const sim_inputs *in)
+{
+    return !needs_all(a) && in->h.has_tokens_decode;
+}
+
 /* What the simulated rows need: counts, decode token rows (recorded
- * activations), the gate matrix only for a gate variant, request ids only
- * for the CSV files; never the prefill token rows or decode_probs. */
+ * activations; read later when reads_tokens), the gate matrix only for a
+ * gate variant, request ids only for the CSV files; never the prefill
+ * token rows or decode_probs. */
 static unsigned eval_drop(const sim_args *a, const sim_inputs *in)
 {
     unsigned drop = TRACE_DROP_PREFILL | TRACE_DROP_PROBS;
+    if (reads_tokens(a, in))
+        drop |= TRACE_DROP_TOKENS;
     if (!a->csv_dir)
         drop |= TRACE_DROP_IDS;
     if (!sig_variant_uses_gate(variant_of(in)))
@@ -457,11 +474,39 @@ static unsigned eval_drop(const sim_args *a, const sim_inputs *in)
 /* The whole trace, or what the budget holds of it (a chunk sample). */
 static int load_all(sim_args *a, sim_inputs *in)
 {
+    int rc;
     if ((double)in->h.n * trace_row_bytes(&in->h, 0) <= (double)a->max_memory)
-        return cli_load_trace(CMD, a->trace, &in->all);   /* with its progress */
-    return cli_load_within(CMD, a->trace, &in->h, 0, trace_row_bytes(&in->h, 0),
-                           a->max_memory, a->cfg.seed, in->sample, sizeof in->sample,
-                           &in->all);
+        rc = cli_load_trace(CMD, a->trace, &in->all);   /* with its progress */
+    else
+        rc = cli_load_within(CMD, a->trace, &in->h, 0, trace_row_bytes(&in->h, 0),
+                             a->max_memory, a->cfg.seed, in->sample, sizeof in->sample,
+                             &in->all);
+    /* the trace, then its split's two copies (split_trace) */
+    if (!rc)
+        in->loaded = 2.0 * (double)in->all->n * trace_row_bytes(&in->h, 0);
+    return rc;
+}
+
+/* Bytes the token rows read at admission take at most at once, priced as
+ * the budget prices rows: the reader's chunk cache, and the rows of the
+ * requests a run holds at once (K workers' batches, each request its mean
+ * rows, a byte an id when E <= 256) for every run at once. */
+static int tokens_bytes(const sim_args *a, const sim_inputs *in, double *bytes)
+{
+    const trace_header_t *h = &in->h;
+    char err[ELDR_ERRLEN];
+    size_t cache;
+    *bytes = 0;
+    if (!reads_tokens(a, in) || h->n < 1)
+        return 0;
+    if (trace_tokens_cache_plan(a->trace, &cache, err, sizeof err))
+        return cli_fail(CMD, "%s", err);
+    double held = (double)in->K * a->cfg.max_batch;
+    if (held > (double)in->rows.n_eval)
+        held = (double)in->rows.n_eval;
+    double row = (double)h->t_decode / (double)h->n * h->L * h->k * (h->E <= 256 ? 1 : 2);
+    *bytes = (double)cache + held * row * par_threads(a->threads, a->n_kinds);
+    return 0;
 }
 
 static int split_trace(const sim_args *a, sim_inputs *in)
@@ -489,12 +534,16 @@ static int load_parts(sim_args *a, sim_inputs *in)
     in->n_calib = in->rows.n_calib;
     unsigned drop = eval_drop(a, in);
     double per_row = trace_row_bytes(&in->h, drop);
-    double calib_bytes = (double)in->rows.n_calib * per_row;
+    double tok_bytes;
+    if (tokens_bytes(a, in, &tok_bytes))
+        return CLI_BADINPUT;
+    double calib_bytes = (double)in->rows.n_calib * per_row + tok_bytes;
     int rc = cli_budget_rows(CMD, a->trace, in->rows.eval, &in->rows.n_eval, per_row,
                              a->max_memory, calib_bytes, a->cfg.seed, in->sample,
                              sizeof in->sample);
     if (rc < 0 || rc > 1)
         return rc;
+    in->loaded = calib_bytes + (double)in->rows.n_eval * per_row;
     /* the union, ascending, and where each part's rows sit in it */
     int64_t nc = in->rows.n_calib, ne = in->rows.n_eval, n = nc + ne;
     int64_t *all = malloc(((size_t)n + 1) * sizeof *all);
@@ -523,6 +572,9 @@ static int load_parts(sim_args *a, sim_inputs *in)
         in->calib = in->eval;
         in->calib_is_eval = 1;
     }
+    if (rc == 0 && reads_tokens(a, in) &&
+        trace_tokens_open(a->trace, in->eval, in->rows.eval, &in->tokens, err, sizeof err))
+        rc = cli_fail(CMD, "%s", err);
     return rc;
 }
 
@@ -626,6 +678,29 @@ static int prepare(sim_args *a, sim_inputs *in)
         return rc;
     in->tau = isfinite(a->tau) ? a->tau : in->model ? in->model->tau : MODEL_TAU_DEFAULT;
     return 0;
+}
+
+/* The activation pools are kept when they fit what --max-memory leaves
+ * beside the loaded rows (cfg.pool_cache, at most SIM_DEFAULT_POOL_CACHE);
+ * otherwise each request's are sampled on admission (the same rows, the
+ * same results), said on stderr, in the report and in --json. */
+static void pools_note(const sim_args *a, sim_inputs *in, const sim_workload *w)
+{
+    size_t need = sim_pools_bytes(w);
+    char nb[32], cb[32], bb[32];
+    in->pools[0] = '\0';
+    if (w->pool || !need)
+        return;
+    cli_format_bytes((double)need, nb, sizeof nb);
+    cli_format_bytes((double)a->cfg.pool_cache, cb, sizeof cb);
+    cli_format_bytes((double)a->max_memory, bb, sizeof bb);
+    if (a->cfg.pool_cache < SIM_DEFAULT_POOL_CACHE)
+        snprintf(in->pools, sizeof in->pools, "activation pools (%s) sampled on admission, "
+                 "not kept: %s of the budget %s is left beside the loaded rows", nb, cb, bb);
+    else
+        snprintf(in->pools, sizeof in->pools, "activation pools (%s) sampled on admission, "
+                 "not kept: over the %s pool cap", nb, cb);
+    fprintf(stderr, "eldr %s: %s: %s\n", CMD, a->trace, in->pools);
 }
 
 /* ---- CSV files, written to a temporary and renamed when complete ---- */
@@ -922,6 +997,8 @@ static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
     g.model = in->model;
     g.cfg = a->cfg;
     g.cfg.threads = 1; /* the cells run on the threads, each samples its own pools */
+    if (resplit(a))    /* one seed's workload a thread: the budget's pools shared */
+        g.cfg.pool_cache /= (size_t)par_threads(a->threads, a->seeds);
     g.threads = a->threads;
     g.n_seeds = a->seeds;
     if (resplit(a))            /* each seed its own split and fit, as the first */
@@ -1055,6 +1132,8 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
            resplit(a) ? " (the first seed's; each seed draws its own)" : "");
     if (in->sample[0])
         printf("%s: a chunk sample of the trace, within --max-memory\n", in->sample);
+    if (in->pools[0])
+        printf("%s\n", in->pools);
     printf("workers %d, max batch %d, %s, tokens %s, activations %s, seed %llu", in->K,
            a->cfg.max_batch, arrivals_text(a, arr, sizeof arr),
            a->cfg.output_tokens ? "fixed" : "from trace",
@@ -1212,6 +1291,7 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
     json_object_set_new(o, "calib_rows", json_integer(in->n_calib));
     json_object_set_new(o, "split", cli_split_json(&in->rows));
     json_object_set_new(o, "sample", in->sample[0] ? json_string(in->sample) : json_null());
+    json_object_set_new(o, "pools", in->pools[0] ? json_string(in->pools) : json_null());
     json_object_set_new(o, "seeds", json_integer(a->seeds));
     char cov[256];
     ci_covers(a, cov, sizeof cov);
@@ -1311,16 +1391,21 @@ int cmd_sim(int argc, char **argv)
     const sig_recipe *recipe = in.model && wants_model(&a) ? &in.model->recipe : NULL;
     a.cfg.threads = a.threads; /* the pools are sampled on them too */
     a.cfg.no_heat = !a.csv_dir; /* only the _heat.csv files read it */
+    a.cfg.tokens = in.tokens;
+    a.cfg.pool_cache = sim_pool_cache_within(a.max_memory, in.loaded);
     if (sim_workload_init(&w, in.eval, &a.cfg, recipe, err, sizeof err)) {
         rc = cli_fail(CMD, "%s: %s", a.trace, err);
         goto out;
     }
+    pools_note(&a, &in, &w);
     if (a.n_modes && sim_prefix_build(&rs->px, &w, recipe, &a.prefix, err, sizeof err)) {
         rc = cli_fail(CMD, "%s: %s", a.trace, err);
         goto out;
     }
     if ((rc = run_all(&a, &in, &w, rs)))
         goto out;
+    if (a.seeds > 1)   /* the grid samples its own; these are done */
+        sim_pools_drop(&w);
     if (a.seeds > 1 && (rc = run_seeds(&a, &in, rs)))
         goto out;
     pick_baseline(rs);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,6 +473,72 @@ int h5u_chunk_rows(hid_t loc, const char *name, int64_t *rows, const char *where
     *rows = (int64_t)chunk_rows_of(d);
     H5Dclose(d);
     return 0;
+}
+
+static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void h5u_lock(void)
+{
+    pthread_mutex_lock(&h5_lock);
+}
+
+void h5u_unlock(void)
+{
+    pthread_mutex_unlock(&h5_lock);
+}
+
+/* The smallest prime >= n: HDF5 hashes chunks into nslots slots and asks
+ * for a prime about 100 times the chunks the cache holds. */
+static size_t prime_at_least(size_t n)
+{
+    for (;; n++) {
+        size_t d = 2;
+        while (d * d <= n && n % d)
+            d++;
+        if (n >= 2 && d * d > n)
+            return n;
+    }
+}
+
+hid_t h5u_open_rows(hid_t loc, const char *name, hid_t mem_type, int rank, const hsize_t *dims,
+                    int chunks, size_t max_bytes, size_t *cache_bytes, size_t *file_bytes,
+                    const char *where, char *err, size_t errlen)
+{
+    hid_t d = open_checked(loc, name, mem_type, rank, dims, where, err, errlen);
+    if (d < 0)
+        return -1;
+    hid_t ft = H5Dget_type(d);
+    *file_bytes = H5Tget_size(ft);
+    H5Tclose(ft);
+    size_t chunk = *file_bytes * chunk_rows_of(d);
+    for (int i = 1; i < rank; i++)
+        chunk *= dims[i];
+    H5Dclose(d);
+    size_t want = chunk * (size_t)(chunks > 0 ? chunks : 1), lo = (size_t)1 << 20;
+    if (want < lo)
+        want = lo;
+    if (want > max_bytes)
+        want = max_bytes > chunk ? max_bytes : chunk;
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl < 0 ||
+        H5Pset_chunk_cache(dapl, prime_at_least(100 * (want / (chunk ? chunk : 1)) + 1), want,
+                           1.0) < 0 ||
+        (d = H5Dopen2(loc, name, dapl)) < 0) {
+        if (dapl >= 0)
+            H5Pclose(dapl);
+        return eldr_errf(err, errlen, "%s: %s is not a readable dataset", where, name);
+    }
+    H5Pclose(dapl);
+    *cache_bytes = want;
+    return d;
+}
+
+int h5u_read_open(hid_t d, hid_t mem_type, int rank, const hsize_t *dims, hsize_t r0, hsize_t r1,
+                  void *buf)
+{
+    if (r0 > r1 || r1 > dims[0])
+        return -1;
+    return read_span(d, mem_type, rank, dims, r0, r1, buf) < 0 ? -1 : 0;
 }
 
 int h5u_read_row_list(hid_t loc, const char *name, hid_t mem_type, int rank,

@@ -91,6 +91,29 @@ int h5u_read_row_list(hid_t loc, const char *name, hid_t mem_type, int rank,
                       const hsize_t *dims, const int64_t *rows, int64_t nrows, void *buf,
                       const char *where, char *err, size_t errlen);
 
+/* Open dataset `name` for many small reads of its rows (h5u_read_open):
+ * rank, shape and type checked as h5u_read_rows does, and a chunk cache
+ * of its own that holds `chunks` of its chunks (a chunk the cache cannot
+ * hold is inflated again by every read that touches it), within
+ * [1 MiB, max_bytes] unless one chunk alone is bigger. The dataset id
+ * (close with H5Dclose), or -1 with err; *cache_bytes gets the cache's
+ * size and *file_bytes the width of one stored element. */
+hid_t h5u_open_rows(hid_t loc, const char *name, hid_t mem_type, int rank, const hsize_t *dims,
+                    int chunks, size_t max_bytes, size_t *cache_bytes, size_t *file_bytes,
+                    const char *where, char *err, size_t errlen);
+/* Rows [r0, r1) of a dataset opened by h5u_open_rows into buf as
+ * mem_type; dims as given there. 0, or -1 when HDF5 fails (a chunk that
+ * no longer inflates: the caller names the file and rows). */
+int h5u_read_open(hid_t d, hid_t mem_type, int rank, const hsize_t *dims, hsize_t r0, hsize_t r1,
+                  void *buf);
+
+/* The lock of every HDF5 call made while another thread may make one:
+ * Debian's libhdf5 is the serial build, not thread safe. The loaders run
+ * before any thread starts and do not take it; what reads on threads
+ * (trace_tokens.c) does. */
+void h5u_lock(void);
+void h5u_unlock(void);
+
 /* Rows of the first axis in one chunk of dataset `name` (1 when it is
  * contiguous): what a sampler draws whole to touch few chunks. */
 int h5u_chunk_rows(hid_t loc, const char *name, int64_t *rows, const char *where, char *err,

@@ -95,11 +95,18 @@ int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
     w->L = t->L;
     w->E = t->E;
     w->k = t->k;
-    w->recorded = t->decode_experts && t->decode_offsets;
-    /* the trace's rows are uint16_t; sampled ones need no more than a
-     * byte when E <= 256, which halves the pools (and lets the pools of a
-     * larger trace fit the cache, shared by every run) */
-    w->id_bytes = w->recorded || w->E > 256 ? 2 : 1;
+    /* the trace's own rows win; a reader serves a trace without them */
+    int held = t->decode_experts && t->decode_offsets;
+    w->cfg.tokens = held ? NULL : c->tokens;
+    if (w->cfg.tokens && trace_tokens_n(w->cfg.tokens) != t->n)
+        return eldr_errf(err, errlen, "sim: the token row reader serves %lld rows, the trace "
+                         "has %lld", (long long)trace_tokens_n(w->cfg.tokens), (long long)t->n);
+    w->recorded = held || w->cfg.tokens;
+    /* the trace's rows are uint16_t; sampled ones and ones read from the
+     * file need no more than a byte when E <= 256, which halves the pools
+     * (and lets the pools of a larger trace fit the cache, shared by
+     * every run) and the rows of the requests in flight */
+    w->id_bytes = held || w->E > 256 ? 2 : 1;
     w->row = malloc((size_t)(t->n ? t->n : 1) * sizeof *w->row);
     w->out_tokens = malloc((size_t)(t->n ? t->n : 1) * sizeof *w->out_tokens);
     if (!w->row || !w->out_tokens) {

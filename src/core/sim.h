@@ -37,6 +37,7 @@
 #include "route.h"
 #include "signature.h"
 #include "trace.h"
+#include "trace_tokens.h"
 
 #define SIM_DEFAULT_MAX_BATCH 256
 #define SIM_DEFAULT_SAMPLE_POOL 32
@@ -80,6 +81,12 @@ typedef struct sim_config {
                                 * activations per worker, layer and expert:
                                 * about a tenth of a run's time, read only
                                 * by the dashboard and --csv) */
+    trace_tokens *tokens;      /* the trace's recorded decode token rows,
+                                * read from its file at each admission
+                                * (trace_tokens.h) when the trace does not
+                                * hold them: row r of the workload's trace
+                                * is the reader's row r. Borrowed; NULL:
+                                * none (the trace's own rows, or sampled) */
     int threads;               /* sampling the pools (sim_workload_init) on
                                 * this many threads (par.h; <= 0: the online
                                 * CPUs); the pools do not depend on it */
@@ -107,10 +114,12 @@ typedef struct sim_workload {
     double *arrival;           /* [n] ascending (open loop); NULL closed */
     int64_t n_skipped;         /* rows with no token to emit, left out */
     int64_t total_tokens;
-    int recorded;              /* activations from tokens/decode_experts */
+    int recorded;              /* activations from tokens/decode_experts
+                                * (held by the trace, or cfg.tokens) */
     int id_bytes;              /* width of a token row's expert id: 1
-                                * (uint8_t) for sampled rows when E <= 256,
-                                * else 2 (uint16_t, as the trace stores them) */
+                                * (uint8_t) when E <= 256 for sampled rows
+                                * and rows read by cfg.tokens, else 2
+                                * (uint16_t, as the trace holds them) */
     void *pool;                /* sampled token rows, [pool_off[n]][L][k] ids
                                 * of id_bytes, or NULL (recorded, or too big:
                                 * sampled on admission) */
@@ -129,6 +138,16 @@ typedef struct sim_workload {
 int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
                       const sig_recipe *recipe, char *err, size_t errlen);
 void sim_workload_free(sim_workload *w);
+
+/* Bytes the workload's sampled activation pools take when kept (0 when
+ * its activations are recorded): what cfg.pool_cache is weighed against. */
+size_t sim_pools_bytes(const sim_workload *w);
+/* Free the pools (later runs sample on admission: the same rows). */
+void sim_pools_drop(sim_workload *w);
+/* The pool cache a command can afford: SIM_DEFAULT_POOL_CACHE, or less
+ * when `loaded` bytes of a --max-memory `budget` are taken (0 when none
+ * is left): what it loads plus the pools stay within the budget. */
+size_t sim_pool_cache_within(size_t budget, double loaded);
 
 /* One simulated request, in arrival order. */
 typedef struct sim_request {

@@ -9,6 +9,7 @@
 #include "err.h"
 #include "par.h"
 #include "sim_internal.h"
+#include "trace_tokens.h"
 
 int sim_sampler_init(sim_sampler *s, int E, char *err, size_t errlen)
 {
@@ -246,20 +247,41 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
+size_t sim_pools_bytes(const sim_workload *w)
+{
+    size_t rows = 0;
+    for (int64_t i = 0; !w->recorded && i < w->n; i++)
+        rows += (size_t)pool_size(w, i);
+    return rows * (size_t)w->L * (size_t)w->k * (size_t)w->id_bytes;
+}
+
+void sim_pools_drop(sim_workload *w)
+{
+    free(w->pool);
+    free(w->pool_off);
+    w->pool = NULL;
+    w->pool_off = NULL;
+}
+
+size_t sim_pool_cache_within(size_t budget, double loaded)
+{
+    double room = (double)budget - loaded;
+    if (room <= 0)
+        return 0;
+    return room < (double)SIM_DEFAULT_POOL_CACHE ? (size_t)room : SIM_DEFAULT_POOL_CACHE;
+}
+
 int sim_pools_build(sim_workload *w, char *err, size_t errlen)
 {
     size_t width = (size_t)w->L * w->k, rows = 0;
     for (int64_t i = 0; i < w->n; i++)
         rows += (size_t)pool_size(w, i);
-    if (rows * width * (size_t)w->id_bytes > w->cfg.pool_cache)
+    if (sim_pools_bytes(w) > w->cfg.pool_cache)
         return 0; /* sampled on admission instead */
     w->pool = malloc(rows * width * (size_t)w->id_bytes);
     w->pool_off = malloc((size_t)(w->n + 1) * sizeof *w->pool_off);
     if (!w->pool || !w->pool_off) {
-        free(w->pool);
-        free(w->pool_off);
-        w->pool = NULL;
-        w->pool_off = NULL;
+        sim_pools_drop(w);
         return eldr_errf(err, errlen, "sim: out of memory for %zu sampled token rows", rows);
     }
     w->pool_off[0] = 0;
@@ -281,7 +303,24 @@ int sim_tokens_open(const sim_workload *w, int64_t i, sim_tokens *s, char *err,
     const trace_t *t = w->t;
     int64_t r = w->row[i];
     size_t width = (size_t)w->L * w->k;
-    if (w->recorded) {
+    if (w->recorded && w->cfg.tokens) {   /* read from the file now */
+        int32_t m = trace_tokens_count(w->cfg.tokens, r);
+        if (m > 0) {
+            s->id_bytes = w->id_bytes;
+            s->owned = malloc((size_t)m * width * (size_t)w->id_bytes);
+            if (!s->owned)
+                return eldr_errf(err, errlen, "sim: out of memory for the %d token rows of "
+                                 "row %lld", m, (long long)r);
+            if (trace_tokens_read(w->cfg.tokens, r, trace_decode_row(t, r), s->owned,
+                                  w->id_bytes, err, errlen)) {
+                sim_tokens_close(s);
+                return -1;
+            }
+            s->rows = s->owned;
+            s->n_rows = m;
+            return 0;
+        }
+    } else if (w->recorded) {
         int64_t a = t->decode_offsets[r], b = t->decode_offsets[r + 1];
         if (b > a) {
             s->rows = t->decode_experts + (size_t)a * width;

@@ -33,10 +33,12 @@ static inline int sim_tokens_id(const sim_tokens *s, size_t i)
     return s->id_bytes == 1 ? ((const uint8_t *)s->rows)[i] : ((const uint16_t *)s->rows)[i];
 }
 
-/* Token rows of request i of the workload: the recorded ones, the cached
- * pool, or a pool sampled now from its decode (else prefill) counts with
- * the stream (seed, trace row). Fails naming the row and layer when the counts
- * cannot give k distinct experts. */
+/* Token rows of request i of the workload: the recorded ones (the
+ * trace's own, or read from the file now by cfg.tokens and owned until
+ * sim_tokens_close), the cached pool, or a pool sampled now from its
+ * decode (else prefill) counts with the stream (seed, trace row). Fails
+ * naming the row and layer when the counts cannot give k distinct
+ * experts, and the token rows when the file's cannot be read. */
 int sim_tokens_open(const sim_workload *w, int64_t i, sim_tokens *s, char *err,
                     size_t errlen);
 void sim_tokens_close(sim_tokens *s);

@@ -34,12 +34,7 @@ static char path[128];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/eldr-test-memory-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    snprintf(path, sizeof path, "%s/t.h5", dir);
-    h5u_silence();
-    return 0;
+    return tracefix_tmpdir("memory", dir, sizeof dir, path, sizeof path);
 }
 
 static int teardown(void **state)

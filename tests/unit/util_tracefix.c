@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "h5util.h"
 #include "rng.h"
 
 /* Pick k distinct experts of E (partial Fisher-Yates over perm). */
@@ -178,4 +180,14 @@ void tracefix_strip_tokens(trace_t *t)
     t->decode_experts = NULL;
     t->decode_offsets = NULL;
     t->decode_probs = NULL;
+}
+
+int tracefix_tmpdir(const char *tag, char *dir, size_t dir_len, char *path, size_t path_len)
+{
+    snprintf(dir, dir_len, "/tmp/eldr-test-%s-XXXXXX", tag);
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(path, path_len, "%s/t.h5", dir);
+    h5u_silence();
+    return 0;
 }

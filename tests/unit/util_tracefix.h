@@ -26,4 +26,9 @@ void tracefix_strip_tokens(trace_t *t);
  * bit for bit); otherwise 1 with the first difference described in why. */
 int tracefix_diff(const trace_t *a, const trace_t *b, char *why, size_t len);
 
+/* A test's scratch: a fresh directory /tmp/eldr-test-TAG-XXXXXX into
+ * dir and "DIR/t.h5" into path, HDF5's error printing off. 0, or -1
+ * when the directory cannot be made. */
+int tracefix_tmpdir(const char *tag, char *dir, size_t dir_len, char *path, size_t path_len);
+
 #endif
