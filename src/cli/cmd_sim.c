@@ -113,7 +113,11 @@ static void usage(void)
         "                         (prefill_unrouted_tokens, vLLM's prefix cache)\n"
         "  --max-memory BYTES     bound what is loaded (K, M, G suffixes; default half\n"
         "                         of physical memory): simulated rows beyond it are\n"
-        "                         sampled by whole chunks, and the output says so\n"
+        "                         sampled by whole chunks, and the output says so;\n"
+        "                         the sampled activation pools are kept only in what\n"
+        "                         it leaves (else drawn at each admission: the same\n"
+        "                         results, said too). Recorded token rows are read\n"
+        "                         from the file as requests are admitted\n"
         "  --json                 machine-readable result on stdout\n"
         "  -h, --help             this text\n"
         "\n"
@@ -543,7 +547,9 @@ static int load_parts(sim_args *a, sim_inputs *in)
                              sizeof in->sample);
     if (rc < 0 || rc > 1)
         return rc;
-    in->loaded = calib_bytes + (double)in->rows.n_eval * per_row;
+    /* what the pools are weighed against: the calibration rows twice
+     * (read with the others, then copied out) */
+    in->loaded = calib_bytes + (double)(in->rows.n_calib + in->rows.n_eval) * per_row;
     /* the union, ascending, and where each part's rows sit in it */
     int64_t nc = in->rows.n_calib, ne = in->rows.n_eval, n = nc + ne;
     int64_t *all = malloc(((size_t)n + 1) * sizeof *all);
@@ -809,14 +815,16 @@ typedef struct run_set {
 } run_set;
 
 /* Run one policy on workload w into res, named `name` (which also names
- * its CSV files); steps is NULL without --csv. */
+ * its CSV files); steps is NULL without --csv. A failure's line goes to
+ * why (the caller prints it: runs on threads print only one). */
 static int run_one(const sim_args *a, const sim_inputs *in, const sim_workload *w,
-                   route_kind kind, const char *name, sim_result *res, csv_out *steps)
+                   route_kind kind, const char *name, sim_result *res, csv_out *steps,
+                   char *why, size_t why_len)
 {
     char err[ELDR_ERRLEN];
     route_policy p;
     if (route_policy_init(&p, kind, in->K, a->cfg.seed, err, sizeof err))
-        return cli_fail(CMD, "%s", err);
+        return eldr_errf(why, why_len, "%s", err);
     int rc = 0;
     if (route_kind_has_centroids(kind))
         rc = route_policy_set_centroids(&p, in->model->centroids, w->dim, in->tau, a->min2,
@@ -825,12 +833,12 @@ static int run_one(const sim_args *a, const sim_inputs *in, const sim_workload *
         rc = route_policy_set_domains(&p, in->share, in->calib->n_labels, err, sizeof err);
     if (rc) {
         route_policy_free(&p);
-        return cli_fail(CMD, "%s", err);
+        return eldr_errf(why, why_len, "%s", err);
     }
     if (steps) {
         if (csv_open(steps, a->csv_dir, name, "steps")) {
             route_policy_free(&p);
-            return cli_fail(CMD, "--csv: %s", steps->err);
+            return eldr_errf(why, why_len, "--csv: %s", steps->err);
         }
         fprintf(steps->f, "t_s,worker,step_ms,batch,kv_tokens,distinct_per_layer\n");
     }
@@ -838,7 +846,7 @@ static int run_one(const sim_args *a, const sim_inputs *in, const sim_workload *
                  sizeof err);
     route_policy_free(&p);
     if (rc)
-        return cli_fail(CMD, "%s: %s", a->trace, err);
+        return eldr_errf(why, why_len, "%s: %s", a->trace, err);
     snprintf(res->policy, sizeof res->policy, "%s", name);
     return 0;
 }
@@ -885,6 +893,7 @@ typedef struct run_pool {
     pthread_mutex_t lock;
     int next, done, failed;
     int rc[ROUTE_N_KINDS];
+    char why[ROUTE_N_KINDS][ELDR_ERRLEN];   /* each failure's line */
     cli_progress *bar;
 } run_pool;
 
@@ -899,7 +908,7 @@ static void *run_pool_main(void *arg)
             return NULL;
         route_kind kind = (route_kind)P->a->kinds[i];
         int rc = run_one(P->a, P->in, P->w, kind, route_kind_name(kind), &P->rs->res[i],
-                         P->a->csv_dir ? &P->rs->steps[i] : NULL);
+                         P->a->csv_dir ? &P->rs->steps[i] : NULL, P->why[i], ELDR_ERRLEN);
         pthread_mutex_lock(&P->lock);
         P->rc[i] = rc;
         P->failed |= rc != 0;
@@ -917,8 +926,9 @@ static int run_threaded(const sim_args *a, const sim_inputs *in, const sim_workl
     par_run(par_threads(a->threads, a->n_kinds), run_pool_main, &P);
     pthread_mutex_destroy(&P.lock);
     int rc = 0;
-    for (int i = 0; i < a->n_kinds && !rc; i++)
-        rc = P.rc[i];
+    for (int i = 0; i < a->n_kinds && !rc; i++)   /* the first policy's failure, alone */
+        if (P.rc[i])
+            rc = cli_fail(CMD, "%s", P.why[i]);
     if (!rc) {
         rs->n = a->n_kinds;
         return 0;
@@ -954,8 +964,10 @@ static int run_all(const sim_args *a, const sim_inputs *in, const sim_workload *
             rc = run_modes(a, in, w, rs);
         } else {
             int j = rs->n;
-            rc = run_one(a, in, w, kind, route_kind_name(kind), &rs->res[j],
-                         a->csv_dir ? &rs->steps[j] : NULL);
+            char why[ELDR_ERRLEN];
+            if (run_one(a, in, w, kind, route_kind_name(kind), &rs->res[j],
+                        a->csv_dir ? &rs->steps[j] : NULL, why, sizeof why))
+                rc = cli_fail(CMD, "%s", why);
             rs->n += !rc;
         }
         cli_progress_update(&bar, (double)(i + 1) / a->n_kinds);

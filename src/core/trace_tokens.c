@@ -175,8 +175,10 @@ int trace_tokens_cache_plan(const char *path, size_t *bytes, char *err, size_t e
     return d >= 0 ? 0 : -1;
 }
 
-int trace_tokens_read_range(trace_tokens *tt, int64_t a, int64_t b, void *out, int id_bytes,
-                            char *err, size_t errlen)
+/* trace_tokens_read_range, its failure naming request row `req` when
+ * req >= 0. */
+static int read_range(trace_tokens *tt, int64_t a, int64_t b, void *out, int id_bytes,
+                      int64_t req, char *err, size_t errlen)
 {
     if (a < 0 || b < a || (hsize_t)b > tt->dims[0])
         return eldr_errf(err, errlen, "%s: token rows [%lld, %lld) outside [0, %llu)",
@@ -195,6 +197,7 @@ int trace_tokens_read_range(trace_tokens *tt, int64_t a, int64_t b, void *out, i
     else if (tt->stored == 2 && id_bytes == 1 && !(at = tmp = malloc(ids * 2 + 1)))
         return eldr_errf(err, errlen, "%s: out of memory for %zu ids", DS_EXPERTS, ids);
     h5u_lock();
+    h5u_silence();   /* a thread-safe libhdf5 keeps a stack a thread */
     int rc = h5u_read_open(tt->d, tt->stored == 1 ? H5T_NATIVE_UINT8 : H5T_NATIVE_UINT16, 3,
                            tt->dims, (hsize_t)a, (hsize_t)b, at);
     h5u_unlock();
@@ -205,11 +208,20 @@ int trace_tokens_read_range(trace_tokens *tt, int64_t a, int64_t b, void *out, i
         for (size_t i = 0; i < ids; i++)
             ((uint8_t *)out)[i] = (uint8_t)((const uint16_t *)tmp)[i];
     free(tmp);
+    char of[48] = "";
+    if (req >= 0)
+        snprintf(of, sizeof of, " of request row %lld", (long long)req);
     if (rc)
-        return eldr_errf(err, errlen, "%s: token rows [%lld, %lld) could not be read (the file "
-                         "was truncated or rewritten while it was read?)", DS_EXPERTS,
-                         (long long)a, (long long)b);
+        return eldr_errf(err, errlen, "%s: token rows [%lld, %lld)%s could not be read (was the "
+                         "file truncated or rewritten while it was read?)", DS_EXPERTS,
+                         (long long)a, (long long)b, of);
     return 0;
+}
+
+int trace_tokens_read_range(trace_tokens *tt, int64_t a, int64_t b, void *out, int id_bytes,
+                            char *err, size_t errlen)
+{
+    return read_range(tt, a, b, out, id_bytes, -1, err, errlen);
 }
 
 /* The ids' tally into acc [L][E], branch-free: non-zero when an id is
@@ -307,12 +319,7 @@ int trace_tokens_read(trace_tokens *tt, int64_t i, const uint16_t *counts, void 
     if (!buf)
         return eldr_errf(err, errlen, "%s: out of memory for request row %lld", DS_EXPERTS,
                          (long long)tt->file_row[i]);
-    int rc = trace_tokens_read_range(tt, a, a + m, buf, wide ? 2 : id_bytes, err, errlen);
-    if (rc && err && errlen) {   /* name the request too */
-        char why[ELDR_ERRLEN];
-        snprintf(why, sizeof why, "%s", err);
-        eldr_errf(err, errlen, "%s (request row %lld)", why, (long long)tt->file_row[i]);
-    }
+    int rc = read_range(tt, a, a + m, buf, wide ? 2 : id_bytes, tt->file_row[i], err, errlen);
     if (!rc)
         rc = check_rows(tt, i, buf, wide ? 2 : id_bytes, a, m, counts, err, errlen);
     if (!rc && wide)
