@@ -3,7 +3,8 @@
  * load, in both id widths, for all rows and for a row list; a file that
  * stores 2-byte ids (E > 256) reads the same; bad ranges and rows fail
  * naming them; a file truncated or rewritten under an open reader gives
- * an error naming the request row, never wrong rows; a reader's open
+ * an error naming the request row, never wrong rows, and the simulator
+ * stops with it; a reader's open
  * refuses a file without token rows or with other lengths; the simulator
  * given a reader (sim_config.tokens) gives exactly the results of the
  * trace holding its rows, at 1 and 2 policies' threads sharing one
@@ -255,6 +256,23 @@ static void test_truncated_or_rewritten(void **state)
     assert_int_equal(read_all(tt, lean), -1);
     assert_non_null(strstr(err, "tokens/decode_experts"));
     assert_non_null(strstr(err, "request row "));
+    /* the simulator stops at the first admission that cannot be read,
+     * with that line, and frees what it held (ASan) */
+    sim_config c;
+    sim_config_default(&c);
+    c.arrivals = SIM_ARRIVE_POISSON;
+    c.rate = 100;
+    c.tokens = tt;
+    sim_workload w;
+    assert_int_equal(sim_workload_init(&w, lean, &c, NULL, err, sizeof err), 0);
+    route_policy p;
+    sim_result res;
+    assert_int_equal(route_policy_init(&p, ROUTE_RR, 2, 1, err, sizeof err), 0);
+    assert_int_equal(sim_run(&w, &p, NULL, NULL, &res, err, sizeof err), -1);
+    assert_non_null(strstr(err, "could not be read"));
+    assert_non_null(strstr(err, "of request row "));
+    route_policy_free(&p);
+    sim_workload_free(&w);
     trace_tokens_close(tt);
     trace_free(lean);
     trace_free(t);
