@@ -4,8 +4,10 @@
  * closes (the table's deletions must keep every probe chain), the header
  * deadline on real sockets (a late one is shut down, one whose headers
  * came is not), the connection being refused at its headers found
- * among those awaiting them (conns_awaiting), and the options of issue
- * 20. */
+ * among those awaiting them (conns_awaiting), the options of issue
+ * 20, and the listener's series (eldr_connections_refused_total by
+ * reason, open connections, the spells at --max-conns, the kernel's
+ * accept queue of a real listening socket). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -27,6 +30,7 @@
 #include "metrics.h"
 #include "opts.h"
 #include "rng.h"
+#include "strbuf.h"
 
 /* An address from its text: IPv6 when it has a colon. */
 static struct sockaddr_storage addr(const char *text)
@@ -120,6 +124,11 @@ static void test_counts_shadow(void **state)
     }
     assert_true(refused > 0);
     assert_int_equal((int)atomic_load(&met.per_ip_refusals), refused);
+    int l = conns_listener(t);
+    assert_int_equal(l, 0);
+    assert_int_equal((int)atomic_load(&met.listeners[l].refused[REFUSED_PER_IP]), refused);
+    assert_int_equal((int)atomic_load(&met.listeners[l].refused[REFUSED_MAX_CONNS]), 0);
+    assert_int_equal(met.listeners[l].open, open);
     while (open > 0)
         conns_closed(t, &ctx[--open]);
     /* every count back to 0: each key takes LIMIT again */
@@ -133,6 +142,73 @@ static void test_counts_shadow(void **state)
             conns_closed(t, &ctx[0]);
         }
     }
+    conns_free(t);
+}
+
+/* The listener's series: open connections, a spell at the limit that
+ * begins when the last slot is taken and ends when one is given back,
+ * the per-address refusals under the listener's name and reason, and the
+ * accept queue of a listening socket, read from the kernel. */
+static void test_listener_series(void **state)
+{
+    (void)state;
+    metrics_t met;
+    metrics_init(&met);
+    log_set_quiet(1);
+    conns_t *t = conns_new(3, 2, 10, &met, "public");
+    int l = conns_listener(t);
+    assert_true(l >= 0);
+    struct sockaddr_storage a = addr("192.0.2.1"), b = addr("192.0.2.2");
+    void *ctx[3];
+    for (int i = 0; i < 3; i++) {
+        const struct sockaddr *who = i < 2 ? SA(a) : SA(b);
+        assert_int_equal(conns_admit(t, who), 1);
+        conns_started(t, -1, who, NULL, &ctx[i]);
+        assert_true(met.listeners[l].full_since < 0 || i == 2);
+    }
+    assert_int_equal(met.listeners[l].open, 3);
+    assert_true(met.listeners[l].full_since >= 0);   /* full: a spell began */
+    assert_int_equal(conns_admit(t, SA(a)), 0);      /* a holds 2 */
+    struct timespec nap = {0, 20 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+    conns_closed(t, &ctx[0]);
+    assert_true(met.listeners[l].full_since < 0);    /* the spell ended */
+    assert_true(met.listeners[l].full_s >= 0.015 && met.listeners[l].full_s < 5);
+    /* a real listening socket with two connections the kernel holds */
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sin;
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof sin), 0);
+    assert_int_equal(listen(lfd, 8), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &sl), 0);
+    assert_int_equal(metrics_listen_queue(lfd), 0);
+    int c[2];
+    for (int i = 0; i < 2; i++) {
+        c[i] = socket(AF_INET, SOCK_STREAM, 0);
+        assert_int_equal(connect(c[i], (struct sockaddr *)&sin, sizeof sin), 0);
+    }
+    assert_int_equal(metrics_listen_queue(lfd), 2);
+    assert_int_equal(metrics_listen_queue(c[0]), 0);   /* not a listening socket */
+    assert_int_equal(metrics_listen_queue(-1), 0);
+    metrics_listener_fd(&met, l, lfd);
+    strbuf sb = {0};
+    metrics_render(&met, &sb);
+    assert_false(sb.oom);
+    assert_non_null(strstr(sb.s, "eldr_connections_refused_total{listener=\"public\","
+                                 "reason=\"max_conns_per_ip\"} 1\n"));
+    assert_non_null(strstr(sb.s, "eldr_connections_refused_total{listener=\"public\","
+                                 "reason=\"max_conns\"} 0\n"));
+    assert_non_null(strstr(sb.s, "eldr_listener_connections{listener=\"public\"} 2\n"));
+    assert_non_null(strstr(sb.s, "eldr_listener_max_connections{listener=\"public\"} 3\n"));
+    assert_non_null(strstr(sb.s, "eldr_listener_queue{listener=\"public\"} 2\n"));
+    assert_non_null(strstr(sb.s, "eldr_listener_full_seconds_total{listener=\"public\"} 0.0"));
+    free(sb.s);
+    for (int i = 0; i < 2; i++)
+        close(c[i]);
+    close(lfd);
+    conns_closed(t, &ctx[1]);
+    conns_closed(t, &ctx[2]);
+    assert_int_equal(met.listeners[l].open, 0);
     conns_free(t);
 }
 
@@ -297,6 +373,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_counts_shadow),
+        cmocka_unit_test(test_listener_series),
         cmocka_unit_test(test_reservation_given_back),
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_awaiting),

@@ -940,7 +940,8 @@ extproc_t *extproc_start(engine_t *d, evloop *l, endpoints_table *ep, char *err,
     grpc_config cfg = {.host = d->o->xp_host, .port = d->o->xp_port,
                        .max_message = (size_t)d->o->max_body + 4096,
                        .max_conns = d->o->max_conns,
-                       .preface_timeout = d->o->header_timeout};
+                       .preface_timeout = d->o->header_timeout,
+                       .met = &d->met, .listener = "ext_proc"};
     int mem = x->counts && x->total && x->gates && x->arena && x->join;
     if (!mem || !(x->g = grpc_new(l, &cfg, err, errlen))) {
         if (!mem)

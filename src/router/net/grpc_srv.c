@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "g9.h"
+#include "log.h"
 
 #define GRPC_METHODS_MAX 16
 #define READ_CHUNK 65536
@@ -84,6 +85,8 @@ struct grpc_srv {
     atomic_long streams, nconns;
     atomic_ullong streams_total, conns_total, refused_conns, bad_frames, resets,
         preface_timeouts;
+    int slot;                    /* its listener slot in cfg.met, -1 none */
+    atomic_long last_refusal_log;
 };
 
 static void conn_close(gconn *c);
@@ -601,6 +604,7 @@ static void conn_close(gconn *c)
     if (c->next)
         c->next->prev = c->prev;
     atomic_fetch_sub(&g->nconns, 1);
+    metrics_conn_closed(g->cfg.met, g->slot);
     free(c->wbuf);
     c->wbuf = NULL;
     /* freed after the turn (flush_dirty): a caller up the stack may
@@ -728,6 +732,43 @@ static void preface_late(evloop *l, ev_timer *t)
     conn_close(c);
 }
 
+/* "ip:port", "[ip6]:port", or "" for another family. */
+static void peer_text(const struct sockaddr_storage *ss, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)ss;
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+        snprintf(buf, n, "%s:%d", ip, ntohs(a->sin_port));
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)ss;
+        char ip[INET6_ADDRSTRLEN];
+        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+        snprintf(buf, n, "[%s]:%d", ip, ntohs(a->sin6_port));
+    }
+}
+
+/* A connection closed at accept: counted by reason, logged at most once
+ * a second (a flood of connections cannot flood the log). */
+static void refuse(grpc_srv *g, int fd, const struct sockaddr_storage *ss, int reason)
+{
+    close(fd);
+    atomic_fetch_add(&g->refused_conns, 1);
+    metrics_refused(g->cfg.met, g->slot, reason);
+    if (!log_once_a_second(&g->last_refusal_log))
+        return;
+    char peer[64];
+    peer_text(ss, peer, sizeof peer);
+    if (reason == REFUSED_MAX_CONNS)
+        log_msg("refused a connection from %s on the %s listener: it holds %d already "
+                "(--max-conns)", peer, g->cfg.listener ? g->cfg.listener : "gRPC",
+                g->cfg.max_conns);
+    else
+        log_msg("refused a connection from %s on the %s listener: its state could not be "
+                "made (out of memory)", peer, g->cfg.listener ? g->cfg.listener : "gRPC");
+}
+
 static void conn_new(grpc_srv *g, int fd, const struct sockaddr_storage *ss)
 {
     gconn *c = calloc(1, sizeof *c);
@@ -736,24 +777,13 @@ static void conn_new(grpc_srv *g, int fd, const struct sockaddr_storage *ss)
         if (cb)
             nghttp2_session_callbacks_del(cb);
         free(c);
-        close(fd);
-        atomic_fetch_add(&g->refused_conns, 1);
+        refuse(g, fd, ss, REFUSED_SETUP);
         return;
     }
     nghttp2_session_callbacks_del(cb);
     c->g = g;
     c->fd = fd;
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const void *)ss;
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
-        snprintf(c->peer, sizeof c->peer, "%s:%d", ip, ntohs(a->sin_port));
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const void *)ss;
-        char ip[INET6_ADDRSTRLEN];
-        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
-        snprintf(c->peer, sizeof c->peer, "[%s]:%d", ip, ntohs(a->sin6_port));
-    }
+    peer_text(ss, c->peer, sizeof c->peer);
     nghttp2_settings_entry iv[2] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, g->cfg.max_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
@@ -764,8 +794,7 @@ static void conn_new(grpc_srv *g, int fd, const struct sockaddr_storage *ss)
     if (evloop_io_add(g->l, &c->io, fd, EPOLLIN | EPOLLRDHUP, conn_io, c) < 0) {
         nghttp2_session_del(c->ses);
         free(c);
-        close(fd);
-        atomic_fetch_add(&g->refused_conns, 1);
+        refuse(g, fd, ss, REFUSED_SETUP);
         return;
     }
     c->next = g->conns;
@@ -777,6 +806,7 @@ static void conn_new(grpc_srv *g, int fd, const struct sockaddr_storage *ss)
         evloop_timer_start(g->l, &c->preface, g->cfg.preface_timeout);
     atomic_fetch_add(&g->nconns, 1);
     atomic_fetch_add(&g->conns_total, 1);
+    metrics_conn_opened(g->cfg.met, g->slot);
     conn_flush(c);
 }
 
@@ -791,8 +821,7 @@ static void on_accept(evloop *l, ev_io *w, uint32_t events)
         if (fd < 0)
             return;   /* EAGAIN, or EMFILE: the next turn tries again */
         if (atomic_load(&g->nconns) >= g->cfg.max_conns) {
-            close(fd);
-            atomic_fetch_add(&g->refused_conns, 1);
+            refuse(g, fd, &ss, REFUSED_MAX_CONNS);
             continue;
         }
         int one = 1;
@@ -872,6 +901,10 @@ grpc_srv *grpc_new(evloop *l, const grpc_config *cfg, char *err, size_t errlen)
     if (!g->cfg.max_pending)
         g->cfg.max_pending = 16u << 20;
     g->lfd = -1;
+    g->slot = g->cfg.met ? metrics_listener_add(g->cfg.met, g->cfg.listener ? g->cfg.listener
+                                                : "grpc", 1u << REFUSED_MAX_CONNS |
+                                                1u << REFUSED_SETUP, g->cfg.max_conns)
+                         : -1;
     if (listen_on(g, err, errlen) < 0 ||
         evloop_io_add(l, &g->lio, g->lfd, EPOLLIN, on_accept, g) < 0) {
         if (g->lfd >= 0 && !err[0])
@@ -882,6 +915,7 @@ grpc_srv *grpc_new(evloop *l, const grpc_config *cfg, char *err, size_t errlen)
         return NULL;
     }
     evloop_after_add(l, &g->after, flush_dirty, g);
+    metrics_listener_fd(g->cfg.met, g->slot, g->lfd);
     return g;
 }
 
@@ -932,6 +966,7 @@ void grpc_free(grpc_srv *g)
     flush_dirty(g->l, g);   /* frees the closed connections still listed */
     evloop_hook_del(g->l, &g->after);
     if (g->lfd >= 0) {
+        metrics_listener_fd(g->cfg.met, g->slot, -1);
         evloop_io_del(g->l, &g->lio);
         close(g->lfd);
     }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "evloop.h"
+#include "metrics.h"
 
 typedef struct grpc_srv grpc_srv;
 typedef struct grpc_stream grpc_stream;
@@ -61,6 +62,10 @@ typedef struct grpc_config {
     size_t max_pending;          /* bytes queued per stream; 0: 16 MiB */
     double preface_timeout;      /* seconds a new connection has to send its first
                                   * frame, else it is closed; 0: no limit */
+    metrics_t *met;              /* NULL, or where its connections are counted (a
+                                  * listener slot, metrics_listener_add) */
+    const char *listener;        /* its name there and in log lines ("ext_proc");
+                                  * borrowed, outlives met */
 } grpc_config;
 
 /* Listen (bound and listening when this returns, watched on l). NULL

@@ -637,6 +637,12 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
         metrics_response_at(s->cfg.met, -1, sent ? sent : (int)code);
         return;
     }
+    /* at its limit libmicrohttpd 0.9.75 stops polling the listening
+     * socket, and new connections wait in the kernel's queue; it closes
+     * one itself only on a path its accept loop normally avoids (one that
+     * passed the loop's check and not the set-up's): counted all the same */
+    if (strstr(fmt, "reached connection limit"))
+        metrics_refused(s->cfg.met, conns_listener(s->conns), REFUSED_MAX_CONNS);
     static atomic_long last_logged;
     if (!log_once_a_second(&last_logged))
         return;
@@ -883,17 +889,20 @@ int http_start(http_server *s, char *err, size_t errlen)
     int fd = listen_socket(o, err, errlen);
     if (fd < 0)
         return -1;
+    metrics_listener_fd(o->met, conns_listener(s->conns), fd);
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
     int v6 = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_INET6;
     /* on a failure libmicrohttpd may have closed fd already: not closed
      * again here (eldrd exits) */
     if (!(s->mhd = start_mhd(s, fd, v6))) {
+        metrics_listener_fd(o->met, conns_listener(s->conns), -1);
         char where[160];
         where_text(o, where, sizeof where);
         return eldr_errf(err, errlen, "%s: libmicrohttpd cannot serve it", where);
     }
     if (o->loop && on_loop(s, err, errlen) < 0) {
+        metrics_listener_fd(o->met, conns_listener(s->conns), -1);
         MHD_stop_daemon(s->mhd);
         s->mhd = NULL;
         return -1;
@@ -959,6 +968,8 @@ void http_stop(http_server *s)
         for (int i = 0; i < 3; i++)
             MHD_run(s->mhd);
     }
+    /* /metrics reads the socket's queue: not once it is closed */
+    metrics_listener_fd(s->cfg.met, conns_listener(s->conns), -1);
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
     if (s->listen_fd != MHD_INVALID_SOCKET)

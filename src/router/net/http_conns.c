@@ -38,10 +38,11 @@ struct conns {
     size_t mask;
     conn_entry head;             /* the list of open connections */
     int open;
-    int per_ip, timeout;
+    int per_ip, timeout, max_conns;
     metrics_t *met;
+    int slot;                    /* the listener's slot in met */
     char listener[16];
-    atomic_long last_refusal_log;
+    atomic_long last_refusal_log, last_full_log;
 };
 
 /* The reservation made by the accept policy on this thread, taken by the
@@ -167,10 +168,18 @@ conns_t *conns_new(int max_conns, int per_ip, int header_timeout, metrics_t *met
     t->head.prev = t->head.next = &t->head;
     t->per_ip = per_ip;
     t->timeout = header_timeout;
+    t->max_conns = max_conns;
     t->met = met;
+    t->slot = metrics_listener_add(met, listener, 1u << REFUSED_MAX_CONNS | 1u << REFUSED_PER_IP |
+                                   1u << REFUSED_SETUP, max_conns);
     snprintf(t->listener, sizeof t->listener, "%s", listener);
     pthread_mutex_init(&t->lock, NULL);
     return t;
+}
+
+int conns_listener(const conns_t *t)
+{
+    return t->slot;
 }
 
 static void sweep_now(void *arg)
@@ -218,6 +227,7 @@ static void give_back_pending(void)
 static void log_refusal(conns_t *t, const struct sockaddr *sa, conn_key k)
 {
     atomic_fetch_add(&t->met->per_ip_refusals, 1);
+    metrics_refused(t->met, t->slot, REFUSED_PER_IP);
     if (!log_once_a_second(&t->last_refusal_log))
         return;
     char peer[48];
@@ -274,6 +284,14 @@ void conns_started(conns_t *t, int fd, const struct sockaddr *sa, void *conn, vo
     }
     pthread_mutex_unlock(&t->lock);
     *ctx = e;
+    if (!e) {
+        metrics_refused(t->met, t->slot, REFUSED_SETUP);
+        return;
+    }
+    if (metrics_conn_opened(t->met, t->slot) && log_once_a_second(&t->last_full_log))
+        log_msg("the %s listener holds %d connections (--max-conns): new ones wait in the "
+                "kernel's accept queue until one closes (eldr_listener_queue)", t->listener,
+                t->max_conns);
 }
 
 void conns_headers(void *ctx)
@@ -304,6 +322,7 @@ void conns_closed(conns_t *t, void **ctx)
     pthread_mutex_unlock(&t->lock);
     free(e);
     *ctx = NULL;
+    metrics_conn_closed(t->met, t->slot);
 }
 
 int conns_awaiting(conns_t *t, int this_thread, int (*pick)(void *conn, void *cls), void *cls,

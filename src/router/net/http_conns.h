@@ -44,9 +44,13 @@ void conn_addr_text(const struct sockaddr *sa, char *buf, size_t n);
 
 /* A table for at most max_conns connections, per_ip of them per key,
  * each with header_timeout seconds for its request headers; counted in
- * met (borrowed: refusals and cuts). `listener` names it in log lines. */
+ * met (borrowed: refusals and cuts), where it takes a listener slot
+ * (metrics_listener_add) named `listener` (borrowed: a string that
+ * outlives met, "public" or "admin"), which names it in log lines too. */
 conns_t *conns_new(int max_conns, int per_ip, int header_timeout, metrics_t *met,
                    const char *listener);
+/* Its listener slot in met (-1: the slots were full, not counted). */
+int conns_listener(const conns_t *t);
 /* Start the sweeper thread. -1 when it cannot start. */
 int conns_start(conns_t *t);
 /* Stop the sweeper (the table stays usable) and free. */
@@ -54,11 +58,15 @@ void conns_free(conns_t *t);
 
 /* The accept policy: 1 when the address may open one more connection
  * (it is counted from now), 0 when it holds per_ip already (logged, at
- * most once a second, and counted). */
+ * most once a second, and counted: eldr_connections_refused_total,
+ * reason max_conns_per_ip). */
 int conns_admit(conns_t *t, const struct sockaddr *sa);
 /* A connection was set up, on the thread that will serve it: its entry
  * goes into *ctx (libmicrohttpd's socket context); conn is libmicrohttpd's
- * handle of it, kept for conns_awaiting. */
+ * handle of it, kept for conns_awaiting. The one that fills the listener
+ * to max_conns is logged (at most once a second): from then on
+ * libmicrohttpd takes no connection until one closes, and new ones wait
+ * in the kernel's accept queue (eldr_listener_queue). */
 void conns_started(conns_t *t, int fd, const struct sockaddr *sa, void *conn, void **ctx);
 /* Its request headers are complete; a request on it is over. */
 void conns_headers(void *ctx);
