@@ -23,7 +23,7 @@ prereqs conn_limits
 XP=$(free_port); ADM=$(free_port)
 start pool -m "$TMP/m.h5" --max-conns 4 --max-conns-per-ip 2 --admin-listen "127.0.0.1:$ADM" \
     --ext-proc "127.0.0.1:$XP" --endpoints "$ROOT/tests/gateway/endpoints.json" || exit 0
-POOL=$PORT; POOLLOG="$TMP/pool.log"
+POOL=$PORT; POOLLOG="$TMP/pool.log"; POOLPID=$PID
 ADM2=$(free_port)
 start loop -m "$TMP/m.h5" --max-conns 4 --max-conns-per-ip 4 --admin-listen "127.0.0.1:$ADM2" \
     --proxy --prefill "http://127.0.0.1:$(free_port)" \
@@ -194,4 +194,5 @@ for s in held + [fifth]:
     s.close()
 PYEOF
 [ $? -eq 124 ] && notok "conn_limits within 60 s"
-stop
+clean_exit loop
+PID=$POOLPID; clean_exit pool

@@ -15,12 +15,7 @@
 . "$ROOT/tests/cli/lib.sh"
 . "$ROOT/tests/e2e/daemon.inc"
 prereqs gateway_pd
-GW="$ROOT/tests/gateway"
-if ! command -v node >/dev/null 2>&1 || [ ! -d "$GW/node_modules/@grpc/grpc-js" ]; then
-    notok "gateway_pd prerequisites" "need node and tests/gateway/node_modules (make deps)"
-    exit 0
-fi
-envoy() { timeout 120 node "$GW/envoy.js" "$@"; }
+standin_prereqs gateway_pd
 CHK="$ROOT/tests/e2e/gateway_pd_check.py"
 field() { $PY -c "import json,sys; j=json.loads(open(sys.argv[1]).readline()); print($2)" "$1"; }
 

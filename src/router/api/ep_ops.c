@@ -13,6 +13,7 @@
 #include "endpoints.h"
 #include "err.h"
 #include "failures.h"
+#include "readiness.h"
 #include "window_stream.h"
 
 /* ?name=N as an int in [lo, hi], def when absent; -1 (and 400) when bad. */
@@ -309,49 +310,46 @@ void ep_inflight_clear(void *ctx, const http_req *r, http_resp *out)
     out->json = json_pack("{s:s, s:I}", "worker", d->st->workers[k], "cleared", (json_int_t)n);
 }
 
-/* The roles this daemon needs and how many of each are in rotation:
- * prefill and decode in proxy mode, the decode endpoints as the gateway's
- * picker, none otherwise (eldrd only answers /v1/route). *down: the first
- * role with none (NULL when ready), *back: seconds until one returns. */
-static json_t *rotation(engine_t *d, const char **down, double *back)
+/* The roles readiness shows and how many of each are in rotation. */
+static json_t *rotation(const readiness *r)
 {
     json_t *o = json_object();
-    double now = mono_now();
-    *down = NULL;
-    *back = 0;
-    for (int role = POOL_PREFILL; role <= POOL_DECODE; role++) {
-        if (!d->o->proxy && (role == POOL_PREFILL || !d->o->xp_host[0]))
-            continue;
-        double b;
-        int n = role == POOL_PREFILL ? d->pool.n_prefill : d->pool.K;
-        int in = pool_in_rotation(&d->pool, (pool_role)role, now, &b);
-        const char *name = role == POOL_PREFILL ? "prefill" : "decode";
-        json_object_set_new(o, name, json_pack("{s:i, s:i}", "in_rotation", in, "of", n));
-        if (!in && !*down) {
-            *down = name;
-            *back = b;
-        }
-    }
+    for (int role = POOL_PREFILL; role <= POOL_DECODE; role++)
+        if (r->shown[role])
+            json_object_set_new(o, role == POOL_PREFILL ? "prefill" : "decode",
+                                json_pack("{s:i, s:i}", "in_rotation", r->in[role], "of",
+                                          r->of[role]));
     return o;
 }
 
-/* Readiness: 503 naming the role when one the daemon needs has no
- * instance in rotation (Kubernetes then takes the pod out of the
- * Service), with Retry-After; 200 with the counts otherwise, "degraded"
- * when some instance is out. */
+/* Readiness (readiness.h, the answer the picker's gRPC health gives too):
+ * 503 when not ready - naming the role that has no instance in rotation,
+ * with Retry-After (Kubernetes then takes the pod out of the Service), or
+ * saying eldrd drains; 200 with the counts otherwise, "degraded" when
+ * some instance is out. */
 void ep_healthz(void *ctx, const http_req *r, http_resp *out)
 {
     engine_t *d = ctx;
     (void)r;
-    const char *down;
-    double back;
-    json_t *rot = rotation(d, &down, &back);
-    if (down) {
+    readiness rd;
+    readiness_get(d, &rd);
+    json_t *rot = rotation(&rd);
+    if (!rd.ready) {
         out->status = 503;
-        out->retry_after = back < 1 ? 1 : (int)(back + 0.999);
-        out->json = json_pack("{s:s, s:s, s:s, s:o}", "status", "unavailable", "role", down,
-                              "message", "no instance of this role is in rotation: every one "
-                              "is ejected after failures", "in_rotation", rot);
+        if (!strcmp(rd.why, "draining")) {
+            out->json = json_pack("{s:s, s:s, s:o}", "status", "draining", "message",
+                                  "eldrd is draining (shutting down): it takes no new work",
+                                  "in_rotation", rot);
+        } else if (!strcmp(rd.why, "endpoints")) {
+            out->json = json_pack("{s:s, s:s, s:s, s:o}", "status", "unavailable", "role",
+                                  "decode", "message", "the endpoints file does not map onto "
+                                  "the model's workers", "in_rotation", rot);
+        } else {
+            out->retry_after = rd.back < 1 ? 1 : (int)(rd.back + 0.999);
+            out->json = json_pack("{s:s, s:s, s:s, s:o}", "status", "unavailable", "role",
+                                  rd.why, "message", "no instance of this role is in rotation: "
+                                  "every one is ejected after failures", "in_rotation", rot);
+        }
         return;
     }
     mref_t *m = mholder_get(&d->model);

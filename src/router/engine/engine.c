@@ -247,6 +247,7 @@ int engine_init(engine_t *d, eldrd_opts *o, char *err, size_t errlen)
     d->o = o;
     mholder_init(&d->model);
     metrics_init(&d->met);
+    atomic_init(&d->draining, 0);
     pthread_mutex_init(&d->install_lock, NULL);
     pthread_mutex_init(&d->spares.lock, NULL);
     struct timespec ts;

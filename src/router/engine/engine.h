@@ -24,6 +24,7 @@
 #include "sigcache.h"
 #include "state.h"
 #include "costmodel.h"
+#include "endpoints_file.h"
 #include "strbuf.h"
 
 /* A prefill worker's signature cache. sigcache is not thread-safe: its
@@ -87,6 +88,10 @@ typedef struct engine {
     int n_providers;             /* set before serving, read-only after */
     sig_spares spares;
     cost_model cost;             /* the cost rule's (--cost, else the defaults) */
+    /* the picker's endpoints (--endpoints; borrowed, set by main before
+     * serving), NULL without --ext-proc: readiness.h reads it */
+    endpoints_table *ep;
+    atomic_int draining;         /* SIGTERM: main sets it before the listeners drain */
 } engine_t;
 
 /* Set up from options: loads the model (the state dir's if present, else

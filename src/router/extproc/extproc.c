@@ -12,6 +12,7 @@
 #include "grpc_srv.h"
 #include "http.h"
 #include "log.h"
+#include "readiness.h"
 #include "routed.h"
 #include "signature.h"
 #include "wire.h"
@@ -196,8 +197,9 @@ static void send_pick(xstream *s, const char *dest)
 
 /* ---- the pick ---- */
 
-/* The endpoints file maps onto the model's workers. */
-static int ready(extproc_t *x)
+/* The endpoints file maps onto the model's workers: a pick has somewhere
+ * to go. (Readiness, which the health service answers, is more: readiness.h.) */
+static int mapped(extproc_t *x)
 {
     return endpoints_table_k(x->ep) == x->d->K;
 }
@@ -412,7 +414,7 @@ static void pick(xstream *s, const uint8_t *body, size_t n)
     const cache_use *up = NULL;
     mref_t *m = mholder_get(&x->d->model);
     rb_err e;
-    if (!ready(x)) {
+    if (!mapped(x)) {
         immediate(s, 503, OUT_NO_ENDPOINT, "eldr picker: the endpoints file does not map "
                   "onto the model's %d workers", x->d->K);
     } else if (joined_counts(s, m, body, n, &u)) {
@@ -866,8 +868,9 @@ static void hs_message(void *cls, void *st, grpc_stream *gs, const uint8_t *msg,
     h->got = 1;
 }
 
-/* "" and the ext_proc service: ready to pick (not draining, endpoints
- * mapped); GIE's "readiness" the same; "liveness": the process answers. */
+/* "" and the ext_proc service: ready (readiness.h: not draining, the
+ * endpoints mapped, a decode worker in rotation), the answer /healthz
+ * gives; GIE's "readiness" the same; "liveness": the process answers. */
 static void hs_half_close(void *cls, void *st, grpc_stream *gs)
 {
     extproc_t *x = cls;
@@ -879,7 +882,9 @@ static void hs_half_close(void *cls, void *st, grpc_stream *gs)
         status = 1;
     } else if (!h->svc[0] || !strcmp(h->svc, "readiness") ||
                !strcmp(h->svc, "envoy.service.ext_proc.v3.ExternalProcessor")) {
-        status = !x->draining && ready(x) ? 1 : 2;
+        readiness r;
+        readiness_get(x->d, &r);
+        status = !x->draining && r.ready ? 1 : 2;
     } else {
         grpc_finish(gs, GRPC_NOT_FOUND, "unknown service");
     }

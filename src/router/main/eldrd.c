@@ -157,6 +157,7 @@ static int start_front(eldrd *d, char *err, size_t errlen)
             endpoints_table_set_prefill(d->ep, o->prefill, o->n_prefill, err, errlen) < 0 ||
             !(d->xp = extproc_start(&d->e, d->loop, d->ep, err, errlen)))
             return -1;
+        d->e.ep = d->ep;   /* readiness.h: /healthz reads the picker's endpoints too */
         log_msg("ext_proc endpoint picker on %s:%d (gRPC, h2c)", o->xp_host,
                 extproc_port(d->xp));
     }
@@ -298,8 +299,10 @@ static void stop_loop(eldrd *d)
  * what is queued and stops. Returns the requests cut. */
 static int drain(eldrd *d)
 {
-    /* both listeners stop accepting at once; then each waits, within the
-     * one grace period */
+    /* not ready from now on, on every screen (readiness.h); both
+     * listeners stop accepting at once; then each waits, within the one
+     * grace period */
+    atomic_store(&d->e.draining, 1);
     http_quiesce(d->http);
     if (d->admin)
         http_quiesce(d->admin);
