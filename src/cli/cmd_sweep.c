@@ -82,7 +82,8 @@ static void usage(int advise)
                "on the calibration rows with one recipe, and ELDR at each tau runs beside the\n"
                "baselines on the held-out rows at each arrival rate. Every policy of one\n"
                "(K, rate, seed) cell sees the same arrivals and activations. Under the\n"
-               "grid, one verdict per K by the rule of eldr advise (docs/advise.md).\n"
+               "grid, one verdict per K by the rule of eldr advise (docs/advise.md); with\n"
+               "one seed (the default) each says \"no verdict\": one seed gives no interval.\n"
                "\n");
     printf("  -m, --model FILE       take the recipe (variant, layer mask) and the default\n"
            "                         K and tau from this model; centroids are refitted\n"

@@ -151,8 +151,8 @@ static verdict_answer answer_of(verdict_why w)
     switch (w) {
     case VERDICT_OK: return VERDICT_WIN;
     case VERDICT_UNSURE:
-    case VERDICT_FLIPS:
-    case VERDICT_ONE_SEED: return VERDICT_TIE;
+    case VERDICT_FLIPS: return VERDICT_TIE;
+    case VERDICT_ONE_SEED: return VERDICT_NONE;
     default: return VERDICT_KEEP;
     }
 }
@@ -214,7 +214,8 @@ int verdict_decide(const grid_result *r, const verdict_opts *opts, verdict *v, c
 
 const char *verdict_answer_name(verdict_answer a)
 {
-    return a == VERDICT_WIN ? "win" : a == VERDICT_TIE ? "tie" : "keep";
+    return a == VERDICT_WIN ? "win" : a == VERDICT_TIE ? "tie" : a == VERDICT_NONE ? "none"
+                                                                                  : "keep";
 }
 
 const char *verdict_why_name(verdict_why w)
@@ -247,6 +248,8 @@ void verdict_head(const grid_result *r, const verdict *v, char *buf, size_t n)
         snprintf(buf, n, "use %s at K %d", name, g->K);
     } else if (v->answer == VERDICT_KEEP) {
         snprintf(buf, n, "keep %s at K %d", route_kind_name(g->kind), g->K);
+    } else if (v->answer == VERDICT_NONE) {
+        snprintf(buf, n, "no verdict at K %d", g->K);   /* nothing to weigh: no "keep" */
     } else {
         snprintf(buf, n, "tie at K %d: keep %s", g->K, route_kind_name(g->kind));
     }
@@ -320,8 +323,8 @@ void verdict_reason(const grid_result *r, const verdict *v, char *buf, size_t n)
         return;
     }
     case VERDICT_ONE_SEED:
-        snprintf(buf, n, "one seed gives no interval: the closest, %s, gives TPOT p50 %s (give "
-                 "5 seeds or more)", name, p50);
+        snprintf(buf, n, "one seed gives no interval: the closest, %s, gives TPOT p50 %s in "
+                 "one run, which cannot tell a gain from noise (give 5 seeds or more)", name, p50);
         return;
     default:
         snprintf(buf, n, "no comparison");

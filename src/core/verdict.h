@@ -26,8 +26,12 @@
  *   - "keep": even its best case gains less than the margin (the
  *     interval's lower bound is above -p50_gain_pct), or it gains p50 but
  *     loses p99 or throughput beyond their margins;
- *   - "tie": its interval straddles the margin (the seeds cannot tell),
- *     it flips with the split, or one seed gives no interval.
+ *   - "tie": its interval straddles the margin (the seeds cannot tell)
+ *     or it flips with the split;
+ *   - "none": one seed gives no interval, so there is nothing to weigh:
+ *     "no verdict at K 4", said as such on every screen rather than
+ *     dressed as a tie (the closest setting's single-run change is in the
+ *     reason, for information only).
  *
  * K. With opts.K > 0 only that K's rows take part: the fleet's size is
  * not a knob the verdict turns. opts.K = 0 compares fleets (every K, each
@@ -59,6 +63,7 @@ typedef enum verdict_answer {
     VERDICT_WIN = 0,            /* use the setting */
     VERDICT_KEEP,               /* keep the baseline: ELDR does not pay */
     VERDICT_TIE,                /* keep the baseline: the seeds cannot tell */
+    VERDICT_NONE,               /* no verdict: one seed, no interval to weigh */
 } verdict_answer;
 
 /* Why a candidate falls short (VERDICT_OK: it wins). */
@@ -69,7 +74,7 @@ typedef enum verdict_why {
     VERDICT_P99_LOSS,           /* keep: p99 may rise beyond its margin */
     VERDICT_TPS_LOSS,           /* keep: throughput may fall beyond its margin */
     VERDICT_FLIPS,              /* tie: some seed's split has a faster baseline */
-    VERDICT_ONE_SEED,           /* tie: no interval */
+    VERDICT_ONE_SEED,           /* none: no interval */
     VERDICT_NO_SETTING,         /* keep: no candidate row at this K */
 } verdict_why;
 
@@ -103,7 +108,8 @@ int verdict_decide(const grid_result *r, const verdict_opts *opts, verdict *v, c
                    size_t errlen);
 
 /* The answer in a few words, the same on every screen: "use tau 0.1 at
- * K 4", "use eldr-cost at K 4", "keep rr at K 4", "tie at K 4: keep rr". */
+ * K 4", "use eldr-cost at K 4", "keep rr at K 4", "tie at K 4: keep rr",
+ * "no verdict at K 4" (one seed). */
 void verdict_head(const grid_result *r, const verdict *v, char *buf, size_t n);
 
 /* Why, in one sentence with the numbers: the setting's corrected p50
@@ -121,7 +127,7 @@ typedef struct verdict_text {
 } verdict_text;
 void verdict_words(const grid_result *r, const verdict *v, verdict_text *t);
 
-/* "win", "keep", "tie": the answer's word (JSON, Lua). */
+/* "win", "keep", "tie", "none": the answer's word (JSON, Lua). */
 const char *verdict_answer_name(verdict_answer a);
 /* "ok", "no_gain", "unsure", "p99_loss", "tps_loss", "flips", "one_seed",
  * "no_setting" */

@@ -1,7 +1,10 @@
 /* l_grid.c - the policy grid over seeds in Lua (src/core/grid.h):
  * eldr.advise, which answers "which tau at this fleet's K?" as `eldr
  * advise` does (grid_run through l_gridrun.c, then the one verdict,
- * verdict.h). */
+ * verdict.h), and eldr._sweep_grid, the engine of eldr.sweep
+ * (lua/eldr/experiments.lua) on every path - one seed, a model, a pinned
+ * split, online refits - so its verdicts are `eldr sweep`'s: the same
+ * grid, the same verdict_decide, "no verdict at K 4" with one seed. */
 #include <math.h>
 #include <string.h>
 
@@ -142,14 +145,36 @@ static const char *const advise_keys[] = {
     "variant", "layers", "baselines", "output_tokens", "max_batch", "cost", "min2",
     "sample_pool", "threads", "progress", "min_gain", "cost_rule", "p99_margin", "tps_margin",
     "compare_fleets", NULL};
+/* eldr.sweep's: advise's, and what only its grid takes (online refits,
+ * a closed loop) */
+static const char *const sweep_keys[] = {
+    "model", "workers", "tau", "rate", "seeds", "seed", "split", "split_seed", "calib_split",
+    "variant", "layers", "baselines", "output_tokens", "max_batch", "cost", "min2",
+    "sample_pool", "threads", "progress", "min_gain", "cost_rule", "p99_margin", "tps_margin",
+    "compare_fleets", "online", "refit_every", "refit_window", "concurrency", NULL};
 
-/* eldr.advise(trace [, opts]) -> {recommendation, grid, split, ...} */
-static int l_advise(lua_State *L)
+/* sweep's options beyond advise's: eldr-online rows and a closed loop */
+static void sweep_options(lua_State *L, const char *fn, grid_spec *g)
 {
-    const char *fn = "advise";
+    g->online = l_optbool(L, 2, fn, "online", 0);
+    g->cfg.refit_every = l_optnum(L, 2, fn, "refit_every", 1e-6, 1e9, g->cfg.refit_every);
+    g->cfg.refit_window = l_optnum(L, 2, fn, "refit_window", 1e-6, 1e9, g->cfg.refit_window);
+    g->cfg.concurrency = (int)l_optint(L, 2, fn, "concurrency", 1, 1 << 30, 0);
+    if (g->cfg.concurrency > 0) {
+        if (g->n_rates)
+            l_argerror(L, fn, "concurrency", "rate and concurrency exclude each other");
+        g->cfg.arrivals = SIM_ARRIVE_CLOSED;
+    }
+}
+
+/* eldr.advise(trace [, opts]) -> {recommendation, grid, split, ...};
+ * sweep: eldr._sweep_grid, one seed allowed (its verdicts say "no
+ * verdict") and sweep_options read. */
+static int grid_call(lua_State *L, const char *fn, int sweep)
+{
     lua_settop(L, 2);
     trace_t *t = l_checktrace(L, 1, fn, "trace");
-    l_checkopts(L, 2, fn, advise_keys);
+    l_checkopts(L, 2, fn, sweep ? sweep_keys : advise_keys);
     grid_spec g;
     grid_spec_default(&g);
     model_t *model = NULL;
@@ -176,10 +201,13 @@ static int l_advise(lua_State *L)
         g.n_taus = 4;
     }
     g.n_rates = l_optnumlist(L, 2, fn, "rate", 1e-9, 1e9, g.rates, GRID_MAX_LIST);
-    int rate_default = !g.n_rates && !t->arrival_s;   /* the one default rule */
+    if (sweep)
+        sweep_options(L, fn, &g);
+    int rate_default = !g.n_rates && !t->arrival_s &&    /* the one default rule */
+                       g.cfg.arrivals != SIM_ARRIVE_CLOSED;
     if (rate_default)
         g.rates[g.n_rates++] = SIM_DEFAULT_RATE;
-    g.n_seeds = (int)l_optint(L, 2, fn, "seeds", 2, GRID_MAX_SEEDS, 5);
+    g.n_seeds = (int)l_optint(L, 2, fn, "seeds", sweep ? 1 : 2, GRID_MAX_SEEDS, sweep ? 1 : 5);
     g.cfg.seed = (uint64_t)l_optint(L, 2, fn, "seed", 0, INT64_MAX / 2, 1);
     g.cfg.output_tokens = (int32_t)l_optint(L, 2, fn, "output_tokens", 1, 1 << 24, 0);
     g.cfg.max_batch = (int)l_optint(L, 2, fn, "max_batch", 1, 1 << 20, g.cfg.max_batch);
@@ -300,6 +328,18 @@ static int l_advise(lua_State *L)
     return 1;
 }
 
+static int l_advise(lua_State *L)
+{
+    return grid_call(L, "advise", 0);
+}
+
+/* eldr._sweep_grid(trace, opts): eldr.sweep's engine (experiments.lua
+ * maps its rows and names its errors eldr.sweep's) */
+static int l_sweep_grid(lua_State *L)
+{
+    return grid_call(L, "sweep", 1);
+}
+
 static const l_fn module_fns[] = {
     {"advise", l_advise,
      "eldr.advise(trace [, {workers = 4, tau = {0, 0.05, 0.1, 0.2}, rate, seeds = 5, "
@@ -310,6 +350,9 @@ static const l_fn module_fns[] = {
      "eldr advise --json (verdict.head, .reason, .rule; without its regime reruns; "
      "compare_fleets = true: a list of K competes; cost_rule = true: eldr-cost as one more "
      "setting)"},
+    {"_sweep_grid", l_sweep_grid,
+     "eldr._sweep_grid(trace, opts) -> the table of eldr.advise, one seed allowed: the engine "
+     "of eldr.sweep (internal: call eldr.sweep, which maps its rows)"},
     {NULL, NULL, NULL},
 };
 

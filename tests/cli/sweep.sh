@@ -43,11 +43,11 @@ check "best balancer of each cell has vs_best 0" json_check "$TMP/g.json" \
      for K in (2,4) for R in (4.0,8.0))"
 "$ELDR" sweep "$DATA" --workers 2,4 --rate 4,8 --tau 0,0.1 $FAST --csv "$TMP/grid2.csv" >/dev/null 2>&1
 check "deterministic for a seed" cmp -s "$TMP/grid.csv" "$TMP/grid2.csv"
-expect_out "sweep: one verdict per K (one seed: a tie)" "^verdict: tie at K 4: keep [a-z0-9]+: one seed gives no interval"
+expect_out "sweep: one verdict per K (one seed: no verdict, said so)" "^verdict: no verdict at K 4: one seed gives no interval"
 expect_out "sweep: the rule, each K on its own" "^rule: a setting wins when, against every baseline .jsq,rr,p2c.*each K judged on its own"
 expect_out "sweep: throughput at steady state, said" "^throughput at steady state: the first 10% of arrivals"
 check "json: a verdict per K, each at its K" json_check "$TMP/g.json" \
-    "[v['K'] for v in j['verdicts']]==[2,4] and all(v['answer']=='tie' and v['why']=='one_seed' for v in j['verdicts'])"
+    "[v['K'] for v in j['verdicts']]==[2,4] and all(v['answer']=='none' and v['why']=='one_seed' for v in j['verdicts'])"
 # with seeds: the same rule as advise (verdict_oracle.py re-derives it)
 "$ELDR" sweep "$DATA" --workers 2,4 --rate 8 --tau 0,0.1 $FAST --seeds 3 --json >"$TMP/v.json" 2>/dev/null
 check "sweep --seeds 3: each K's verdict, re-derived" $PY -c "

@@ -68,7 +68,7 @@ def decide(grid, K, p50=1.0, p99=5.0, tps=1.0):
     scored.sort()
     _, _, _, c, why = scored[0]
     base = min(cell(grid[c]), key=lambda i: grid[i]["tpot_p50_ms"])
-    answer = "win" if why == "ok" else (
-        "tie" if why in ("unsure", "flips", "one_seed") else "keep")
+    answer = "win" if why == "ok" else "none" if why == "one_seed" else (
+        "tie" if why in ("unsure", "flips") else "keep")
     return dict(answer=answer, why=why, row=c if answer == "win" else base, setting=c,
                 baseline=grid[base]["policy"], m=m)

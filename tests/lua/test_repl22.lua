@@ -102,7 +102,7 @@ local adv_row
 for _, row in ipairs(adv.grid) do if row.policy == "eldr" then adv_row = row end end
 T.eq(eldr_row.vs_best_pct, adv_row.vs_best_pct, "sweep seeds: the numbers of the grid engine")
 local _, pinned = eldr.sweep(t, {workers = {4}, tau = {0.1}, rate = 800, seeds = 3, split_seed = 2})
-T.ok(pinned.split_redrawn == false and pinned.ci_covers:find("pinned by split_seed", 1, true) ~= nil,
+T.ok(pinned.split_redrawn == false and pinned.ci_covers:find("seed 2 (pinned)", 1, true) ~= nil,
      "sweep with split_seed: one split, and says so", pinned.ci_covers)
 T.err(function() eldr.sweep(t, {workers = {4}, tau = {0.1}, rate = 800, seeds = 3, calib_split = -1}) end,
       "eldr.sweep:", "sweep: a bad split names eldr.sweep")

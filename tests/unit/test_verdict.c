@@ -281,7 +281,8 @@ static void test_keep(void **state)
                            "closest, tau 0.05, gives +2.0%"));
 }
 
-/* One seed: no interval, a tie however large the mean gain. */
+/* One seed: no interval, no verdict however large the mean gain (not a
+ * tie: nothing was weighed). */
 static void test_one_seed(void **state)
 {
     (void)state;
@@ -291,13 +292,15 @@ static void test_one_seed(void **state)
     int jsq = add(&h, 4, ROUTE_JSQ, NAN, b, NULL, NULL);
     add(&h, 4, ROUTE_ELDR, 0.1, e, NULL, NULL);
     verdict v = decide(&h, 4, -1, -1);
-    assert_int_equal(v.answer, VERDICT_TIE);
+    assert_int_equal(v.answer, VERDICT_NONE);
     assert_int_equal(v.why, VERDICT_ONE_SEED);
     assert_int_equal(v.row, jsq);
     near(v.cmp.p50.mean, -30);
     verdict_text w;
     verdict_words(&h.r, &v, &w);
     assert_non_null(strstr(w.reason, "one seed gives no interval"));
+    assert_string_equal(w.head, "no verdict at K 4");
+    assert_string_equal(verdict_answer_name(v.answer), "none");
     assert_non_null(strstr(w.reason, "-30.0% vs jsq"));
 }
 
