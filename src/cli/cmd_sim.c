@@ -51,7 +51,9 @@ static void usage(void)
         "model is fitted there when -m is not given; domain shares come from\n"
         "there); the other rows are simulated. With --seeds N every policy runs\n"
         "under N arrival/activation seeds and the table shows means with 95%%\n"
-        "confidence intervals. See docs/simulator.md.\n"
+        "confidence intervals. \"vs best\" compares with the best of jsq, rr, p2c\n"
+        "(the baselines of eldr advise and eldr dash); random and domain run for\n"
+        "reference only. See docs/simulator.md.\n"
         "\n"
         "options:\n"
         "  -m, --model FILE       routing model (eldr-model); default: fit one on the\n"
@@ -1032,6 +1034,44 @@ static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
     return 0;
 }
 
+/* 1 for a policy the comparison weighs: one of GRID_DEFAULT_BASELINES
+ * (jsq, rr, p2c), the baselines of eldr advise, eldr sweep and the
+ * dashboard. random and domain run beside them for reference only. */
+static int is_baseline(const char *policy)
+{
+    int k = route_kind_parse(policy);
+    return k >= 0 && grid_is_default_baseline((route_kind)k);
+}
+
+/* "baseline", "reference" (random, domain) or "candidate" (eldr...) */
+static const char *role_of(const char *policy)
+{
+    int k = route_kind_parse(policy);
+    return is_baseline(policy) ? "baseline"   /* eldr-uncached...: the prefix what-if's eldr */
+           : k < 0 || grid_kind_is_candidate((route_kind)k) ? "candidate" : "reference";
+}
+
+/* The line under the table: what "vs best" compares with, and the
+ * policies shown for reference only. */
+static void print_comparison(const run_set *rs)
+{
+    char ref[128] = "";
+    size_t len = 0;
+    for (int i = 0; i < rs->n; i++)
+        if (!strcmp(role_of(rs->res[i].policy), "reference") && len < sizeof ref)
+            len += (size_t)snprintf(ref + len, sizeof ref - len, "%s%s", len ? ", " : "",
+                                    rs->res[i].policy);
+    if (rs->baseline >= 0)
+        printf("vs best: against %s, the best of the baselines %s given (as eldr advise and "
+               "eldr dash)", rs->res[rs->baseline].policy, GRID_DEFAULT_BASELINES);
+    else
+        printf("vs best: no baseline among the policies: give one of %s (--policy)",
+               GRID_DEFAULT_BASELINES);
+    if (ref[0])
+        printf("; %s: reference only, never the baseline", ref);
+    printf("\n");
+}
+
 static void pick_baseline(run_set *rs)
 {
     rs->baseline = -1;
@@ -1043,8 +1083,8 @@ static void pick_baseline(run_set *rs)
                         rs->baseline = j;
         return;
     }
-    for (int i = 0; i < rs->n; i++) {
-        if (!route_kind_is_balancer((route_kind)route_kind_parse(rs->res[i].policy)))
+    for (int i = 0; i < rs->n; i++) {   /* of jsq, rr, p2c: the verdict's baselines */
+        if (!is_baseline(rs->res[i].policy))
             continue;
         if (rs->baseline < 0 || rs->res[i].tpot_p50_ms < rs->res[rs->baseline].tpot_p50_ms)
             rs->baseline = i;
@@ -1201,6 +1241,7 @@ static void print_text(const sim_args *a, const sim_inputs *in, const sim_worklo
                r->queue_p99_ms, r->distinct_per_step, r->reuse, r->imbalance, cbuf);
     }
     }
+    print_comparison(rs);
     printf("\nserved per worker%s:\n", rs->seeds.n ? " (first seed)" : "");
     for (int i = 0; i < rs->n; i++) {
         printf("  %-*s", pw, rs->res[i].policy);
@@ -1252,6 +1293,7 @@ static json_t *policy_json(const run_set *rs, int i)
     json_object_set_new(o, "tokens_per_s", cli_num_json(r->tokens_per_s));
     json_object_set_new(o, "mean_in_system", cli_num_json(r->mean_in_system));
     json_object_set_new(o, "vs_baseline_tpot_p50_pct", cli_num_json(change_pct(rs, i)));
+    json_object_set_new(o, "role", json_string(role_of(r->policy)));
     const grid_row *g = rs->stat[i];
     json_object_set_new(o, "tpot_p50_ms_ci95", json_null());
     json_object_set_new(o, "vs_baseline_tpot_p50_pct_ci95",
@@ -1326,6 +1368,12 @@ static void print_json(const sim_args *a, const sim_inputs *in, const sim_worklo
     json_object_set_new(o, "baseline", rs->baseline >= 0
                                            ? json_string(rs->res[rs->baseline].policy)
                                            : json_null());
+    json_object_set_new(o, "baselines", json_string(GRID_DEFAULT_BASELINES));
+    json_t *refs = json_array();
+    for (int i = 0; i < rs->n; i++)
+        if (!strcmp(role_of(rs->res[i].policy), "reference"))
+            json_array_append_new(refs, json_string(rs->res[i].policy));
+    json_object_set_new(o, "reference_only", refs);
     for (int i = 0; i < rs->n; i++)
         json_array_append_new(pol, policy_json(rs, i));
     json_object_set_new(o, "policies", pol);

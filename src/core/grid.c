@@ -514,6 +514,7 @@ static int summarise(grid_run_state *st, char *err, size_t errlen)
         g->K = s->workers[ki];
         g->rate = s->n_rates && s->rates[ri] > 0 ? s->rates[ri] : 0;
         g->kind = policy_at(s, p, &g->tau);
+        g->reference = s->reference_only && p < s->n_base && !grid_is_default_baseline(g->kind);
         g->n_seeds = nS;
         g->tpot_p50_ms = malloc((size_t)nS * sizeof *g->tpot_p50_ms);
         g->tpot_p99_ms_seed = malloc((size_t)nS * sizeof *g->tpot_p99_ms_seed);
@@ -539,7 +540,8 @@ static int summarise(grid_run_state *st, char *err, size_t errlen)
         int best = -1;
         for (int p = 0; p < s->n_base; p++) {
             int row = cell * nP + p;
-            if (!route_kind_is_balancer(s->baselines[p]) || !isfinite(r->rows[row].tpot_p50.mean))
+            if (!route_kind_is_balancer(s->baselines[p]) || r->rows[row].reference ||
+                !isfinite(r->rows[row].tpot_p50.mean))
                 continue;
             if (best < 0 || r->rows[row].tpot_p50.mean < r->rows[best].tpot_p50.mean)
                 best = row;
@@ -678,6 +680,11 @@ int grid_kind_is_candidate(route_kind k)
     return route_kind_has_centroids(k) || k == ROUTE_ELDR_COST;
 }
 
+int grid_row_is_baseline(const grid_row *g)
+{
+    return !grid_kind_is_candidate(g->kind) && !g->reference;
+}
+
 void grid_setting_name(const grid_row *g, char *buf, size_t n)
 {
     if (g->kind == ROUTE_ELDR_COST)
@@ -740,6 +747,7 @@ void grid_spec_policies(grid_spec *s, int K, const int *kinds, int n_kinds, cons
     s->workers[0] = K;
     s->n_workers = 1;
     s->n_base = 0;
+    s->reference_only = 1;
     for (int i = 0; i < n_kinds; i++) {
         route_kind kind = (route_kind)kinds[i];
         if (kind == ROUTE_ELDR_COST)

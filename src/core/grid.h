@@ -78,6 +78,12 @@ typedef struct grid_spec {
                                  * cfg.refit_every / refit_window), in the row
                                  * after that tau's eldr */
     int cost;                   /* 1: one eldr-cost row per cell, after the taus */
+    int reference_only;         /* 1: baselines outside GRID_DEFAULT_BASELINES
+                                 * (random, domain) run beside the others for
+                                 * reference only: never a cell's best
+                                 * baseline, not weighed by the verdict (eldr
+                                 * sim --seeds, eldr.simulate{seeds}: the
+                                 * baselines of advise and view 7) */
     int threads;                /* 0 = the online CPUs */
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;         /* progress is called under a lock */
@@ -122,6 +128,7 @@ typedef struct grid_row {
     grid_stat vs_best_pct, distinct_vs_best_pct;
     grid_stat p99_vs_best_pct, tps_vs_best_pct; /* TPOT p99, tokens/s: the same */
     int best_baseline;          /* row index of that baseline, -1 */
+    int reference;              /* 1: a reference row (spec reference_only) */
 } grid_row;
 
 typedef struct grid_result grid_result;
@@ -164,7 +171,8 @@ int grid_should_resplit(const split_spec *sp, int n_seeds);
 /* The spec of `eldr sim --seeds N` and eldr.simulate{seeds = N}: one
  * K, and the given policies (route_kind values) sorted into the grid's
  * baselines, its taus (any kind with centroids: eldr, with eldr-online
- * beside each tau when asked) and its eldr-cost row. */
+ * beside each tau when asked) and its eldr-cost row; reference_only set
+ * (random and domain are shown, never the baseline compared with). */
 void grid_spec_policies(grid_spec *s, int K, const int *kinds, int n_kinds, const double *taus,
                         int n_taus);
 
@@ -182,6 +190,9 @@ void grid_result_free(grid_result *r);
 /* 1 for a row the verdict (verdict.h) weighs as an ELDR setting: eldr, eldr-online or
  * eldr-cost (any kind but the baselines). */
 int grid_kind_is_candidate(route_kind k);
+
+/* 1 for a row that is a baseline: not a candidate, not a reference row. */
+int grid_row_is_baseline(const grid_row *g);
 
 /* "tau 0.1", "eldr-online, tau 0.1" or "eldr-cost": how the reports name
  * a candidate row. */

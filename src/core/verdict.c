@@ -79,7 +79,7 @@ void verdict_compare(const grid_result *r, int c, int m, const verdict_opts *o,
     out->p50_base = out->p99_base = out->tps_base = out->flip_base = out->flip_seed = -1;
     for (int b = 0; b < r->n; b++) {
         const grid_row *base = &r->rows[b];
-        if (grid_kind_is_candidate(base->kind) || !same_cell(g, base))
+        if (!grid_row_is_baseline(base) || !same_cell(g, base))
             continue;
         grid_stat s;
         paired(g, base, MET_P50, m, &s);
@@ -138,7 +138,7 @@ static int best_baseline(const grid_result *r, const grid_row *cell)
     int best = -1;
     for (int b = 0; b < r->n; b++) {
         const grid_row *g = &r->rows[b];
-        if (grid_kind_is_candidate(g->kind) || !same_cell(g, cell) || !isfinite(g->tpot_p50.mean))
+        if (!grid_row_is_baseline(g) || !same_cell(g, cell) || !isfinite(g->tpot_p50.mean))
             continue;
         if (best < 0 || g->tpot_p50.mean < r->rows[best].tpot_p50.mean)
             best = b;
@@ -194,7 +194,7 @@ int verdict_decide(const grid_result *r, const verdict_opts *opts, verdict *v, c
     } else {
         v->why = VERDICT_NO_SETTING;
         for (int i = 0; i < r->n; i++)   /* the fleet's best baseline */
-            if (!grid_kind_is_candidate(r->rows[i].kind) && in_fleet(&r->rows[i], opts->K) &&
+            if (grid_row_is_baseline(&r->rows[i]) && in_fleet(&r->rows[i], opts->K) &&
                 isfinite(r->rows[i].tpot_p50.mean) &&
                 (v->baseline < 0 || r->rows[i].tpot_p50.mean < r->rows[v->baseline].tpot_p50.mean))
                 v->baseline = i;
@@ -202,7 +202,7 @@ int verdict_decide(const grid_result *r, const verdict_opts *opts, verdict *v, c
     v->answer = answer_of(v->why);
     v->row = v->answer == VERDICT_WIN ? v->setting : v->baseline;
     for (int i = 0; v->setting >= 0 && i < r->n; i++)
-        v->n_baselines += !grid_kind_is_candidate(r->rows[i].kind) &&
+        v->n_baselines += grid_row_is_baseline(&r->rows[i]) &&
                           same_cell(&r->rows[i], &r->rows[v->setting]);
     if (v->row < 0)
         return eldr_errf(err, errlen, "verdict: no finite baseline at %s%d",
@@ -338,7 +338,7 @@ void verdict_baselines(const grid_result *r, char *buf, size_t n)
     buf[0] = '\0';
     for (int i = 0; i < r->n && len < n; i++) {
         route_kind k = r->rows[i].kind;
-        if (grid_kind_is_candidate(k) || seen[k])
+        if (!grid_row_is_baseline(&r->rows[i]) || seen[k])
             continue;
         seen[k] = 1;
         len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? "," : "", route_kind_name(k));

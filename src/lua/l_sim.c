@@ -664,7 +664,8 @@ static void run_prefix_modes(lua_State *L, sim_call *c)
 }
 
 /* Every policy once (ELDR once per tau) into a new results table; then
- * vs_best_pct against the best load balancer. */
+ * vs_best_pct against the best of the baselines jsq, rr, p2c (random is
+ * reference only, as in eldr sim, eldr advise and the dashboard). */
 static void run_policies(lua_State *L, sim_call *c)
 {
     int total = 0, done = 0, best_at = -1;
@@ -693,7 +694,7 @@ static void run_policies(lua_State *L, sim_call *c)
             lua_getfield(L, -1, "tpot_p50_ms");
             double v = lua_tonumber(L, -1);
             lua_pop(L, 1);
-            if (route_kind_is_balancer(kind) && v < best) {
+            if (grid_is_default_baseline(kind) && v < best) {
                 best = v;
                 best_at = c->out;
             }

@@ -28,6 +28,31 @@ expect_fail2 "sim: bad cost file" "cost" "$ELDR" sim "$T" --cost "$TMP/bad_cost.
 expect_fail2 "sim: csv not a directory" "not a directory" "$ELDR" sim "$T" --csv "$TMP/afile"
 
 expect_status "sim: table" 0 "$ELDR" sim "$T" --policy eldr,rr,jsq,p2c,random,domain
+expect_out "sim: random and domain are reference only" "^vs best: against (jsq|rr|p2c), the best of the baselines jsq,rr,p2c given .*; random, domain: reference only"
+
+# the comparison's baselines are the verdict's (jsq, rr, p2c): random runs
+# for reference, never the baseline, with one seed or many (as eldr advise)
+"$ELDR" sim "$T" --rate 50 --seeds 3 --policy eldr,random --json >"$TMP/ref.json" 2>/dev/null
+"$ELDR" sim "$T" --rate 50 --seeds 3 --policy eldr,random >"$TMP/ref.txt" 2>/dev/null
+"$ELDR" sim "$T" --rate 50 --seeds 3 --json >"$TMP/all.json" 2>/dev/null
+if $PY - "$TMP/ref.json" "$TMP/all.json" <<'EOF'; then ok "sim --seeds: random is reference only (JSON)"; else notok "sim --seeds: random is reference only (JSON)" "$(head -c 300 "$TMP/ref.json")"; fi
+import json, sys
+r = json.load(open(sys.argv[1])); a = json.load(open(sys.argv[2]))
+assert r["baseline"] is None and r["baselines"] == "jsq,rr,p2c" and r["reference_only"] == ["random"], r
+assert all(p["vs_baseline_tpot_p50_pct"] is None for p in r["policies"])
+assert {p["name"]: p["role"] for p in r["policies"]} == {"eldr": "candidate", "random": "reference"}
+assert a["baseline"] in ("jsq", "rr", "p2c") and a["reference_only"] == ["random"]
+by = {p["name"]: p for p in a["policies"]}
+mean = lambda n: sum(by[n]["tpot_p50_ms_per_seed"])
+best = a["baseline"]
+assert mean(best) == min(mean(n) for n in ("jsq", "rr", "p2c")), best   # the lowest (ties: the first)
+b = by[best]["tpot_p50_ms_per_seed"]; x = by["random"]["tpot_p50_ms_per_seed"]
+want = sum(100 * (u - v) / v for u, v in zip(x, b)) / len(b)
+assert abs(by["random"]["vs_baseline_tpot_p50_pct"] - want) < 1e-6   # shown against the baseline
+EOF
+if grep -q "^vs best: no baseline among the policies: give one of jsq,rr,p2c (--policy); random: reference only" "$TMP/ref.txt" &&
+    grep -q "max/mean    (none)" "$TMP/ref.txt"; then ok "sim --seeds: the table says random is reference only"
+else notok "sim --seeds: the table says random is reference only" "$(tail -8 "$TMP/ref.txt")"; fi
 expect_out "sim: table has eldr" "^eldr +[0-9]"
 expect_out "sim: table has domain" "^domain +[0-9]"
 expect_out "sim: table names the baseline" "vs best"

@@ -211,6 +211,51 @@ static void test_one_seed_equals_sim(void **state)
     grid_result_free(&r);
 }
 
+/* reference_only (eldr sim --seeds, eldr.simulate{seeds}): random runs
+ * beside rr and jsq on the same workloads, but is never a cell's best
+ * baseline nor weighed by the verdict; without it, it is a baseline. */
+static void test_reference_only(void **state)
+{
+    fixture *f = *state;
+    grid_spec g;
+    spec_for(f, &g, 3);
+    grid_result a, b;
+    assert_int_equal(grid_run(&g, &a, err, sizeof err), 0);
+    g.reference_only = 1;
+    assert_int_equal(grid_run(&g, &b, err, sizeof err), 0);
+    assert_int_equal(a.n, b.n);
+    char base_a[96], base_b[96];
+    verdict_baselines(&a, base_a, sizeof base_a);
+    verdict_baselines(&b, base_b, sizeof base_b);
+    assert_string_equal(base_a, "rr,jsq,random");
+    assert_string_equal(base_b, "rr,jsq");
+    int rr = 0, jsq = 1;
+    int best = b.rows[rr].tpot_p50.mean <= b.rows[jsq].tpot_p50.mean ? rr : jsq;
+    for (int i = 0; i < b.n; i++) {
+        const grid_row *r = &b.rows[i];
+        assert_int_equal(r->reference, r->kind == ROUTE_RANDOM);
+        assert_int_equal(a.rows[i].reference, 0);
+        assert_true(r->tpot_p50.mean == a.rows[i].tpot_p50.mean);   /* the same runs */
+        assert_int_equal(r->best_baseline, best);
+        assert_int_equal(grid_row_is_baseline(r), r->kind == ROUTE_RR || r->kind == ROUTE_JSQ);
+    }
+    verdict_opts vo;
+    verdict_opts_default(&vo);
+    vo.K = 2;
+    verdict v;
+    assert_int_equal(verdict_decide(&b, &vo, &v, err, sizeof err), 0);
+    assert_int_equal(v.n_baselines, 2);
+    assert_true(b.rows[v.baseline].kind != ROUTE_RANDOM);
+    grid_spec p;
+    grid_spec_default(&p);
+    static const int kinds[] = {ROUTE_ELDR, ROUTE_RANDOM, ROUTE_JSQ};
+    double tau = 0.1;
+    grid_spec_policies(&p, 4, kinds, 3, &tau, 1);
+    assert_int_equal(p.reference_only, 1);     /* eldr sim --seeds' spec */
+    grid_result_free(&a);
+    grid_result_free(&b);
+}
+
 static void test_seeds_threads_paired(void **state)
 {
     fixture *f = *state;
@@ -410,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_stats),
         cmocka_unit_test_setup_teardown(test_one_seed_equals_sim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seeds_threads_paired, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reference_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_k1_keeps_baseline, setup, teardown),
         cmocka_unit_test(test_setting_names),
         cmocka_unit_test_setup_teardown(test_closed_loop_throughput, setup, teardown),
