@@ -187,7 +187,8 @@ typedef struct dash_fit {
 #define DASH_CONFIRM_LINES 24
 typedef struct dash_confirm {
     int on;
-    char title[96];
+    char title[96];              /* "confirm: push to URL": what the box asks */
+    char keys[64];               /* on its bottom border: the answer keys */
     int n;
     char line[DASH_CONFIRM_LINES][160];
 } dash_confirm;

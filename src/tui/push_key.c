@@ -37,19 +37,30 @@ void dash_push_close(dash_push *p)
             snprintf((q)->line[(q)->n++], sizeof (q)->line[0], __VA_ARGS__); \
     } while (0)
 
-/* The plan as lines: what is served now, what each worker gets, what
- * changes beside the centroids, the answer keys. */
-static void plan_lines(const dash_push *p, const model_t *m, dash_confirm *q)
+/* The plan as lines: a title that says it is a question and where the
+ * model goes (never the help box's "help"), what is pushed and what is
+ * served now, what each worker gets, what changes beside the centroids,
+ * the answer keys. */
+static void plan_lines(const dash_push *p, const dash_t *d, const model_t *m, dash_confirm *q)
 {
     const push_plan *pl = &p->plan;
     const model_align *a = &pl->align;
     q->n = 0;
-    snprintf(q->title, sizeof q->title, "push to %.70s", client_url(p->c));
-    LINE(q, "live: generation %lld, K %d, tau %.2f; this model: K %d, %s over %d layers",
-         (long long)pl->live_generation, pl->live->K, pl->live_tau, m->K,
-         sig_variant_name(m->recipe.variant), m->recipe.n_layers);
+    snprintf(q->title, sizeof q->title, "confirm: push to %.70s", client_url(p->c));
+    const dash_fit *f = d->fit;
+    char what[80];
+    if (f->origin == DASH_FIT_FILE && d->model_name[0])
+        snprintf(what, sizeof what, "the model of %.60s", d->model_name);
+    else
+        snprintf(what, sizeof what, "%s", f->origin == DASH_FIT_REFIT
+                                              ? "the model refitted here ([/] K)"
+                                              : "the model fitted here (default recipe)");
+    LINE(q, "push %.80s: K %d, %s over %d layers, tau %.2f", what, m->K,
+         sig_variant_name(m->recipe.variant), m->recipe.n_layers, m->tau);
+    LINE(q, "to eldrd at %s (PUT /v1/model), replacing generation %lld: K %d, tau %.2f",
+         client_url(p->c), (long long)pl->live_generation, pl->live->K, pl->live_tau);
     LINE(q, "%-16s %-9s %12s %13s", "live worker", "gets", "cos aligned", "cos as given");
-    int rows = DASH_CONFIRM_LINES - 6;
+    int rows = DASH_CONFIRM_LINES - 7;
     for (int i = 0; i < a->K && i < rows; i++)
         LINE(q, "%-16.16s cluster %-2d %12.3f %13.3f", pl->live->workers[i], a->perm[i],
              a->cos[i], a->cos_as_given[i]);
@@ -60,6 +71,7 @@ static void plan_lines(const dash_push *p, const model_t *m, dash_confirm *q)
     if (a->recipe_changed)
         LINE(q, "also changed: %.140s", a->what_changed);
     LINE(q, "y: send it (PUT /v1/model)   any other key: keep the live model");
+    snprintf(q->keys, sizeof q->keys, "y send, other key keep");
 }
 
 void dash_push_ask(dash_push *p, dash_t *d)
@@ -86,7 +98,7 @@ void dash_push_ask(dash_push *p, dash_t *d)
         return;
     }
     p->planned = 1;
-    plan_lines(p, m, &d->confirm);
+    plan_lines(p, d, m, &d->confirm);
     d->confirm.on = 1;
 }
 

@@ -354,6 +354,14 @@ static void draw_footer(const dash_t *d, canvas_t *c)
     }
 }
 
+/* The answer keys on a box's bottom border, right-aligned: " y send " */
+static void box_keys(canvas_t *c, int x, int y, int w, const char *keys)
+{
+    int n = canvas_cols(keys) + 2;
+    if (*keys && n <= w - 4)
+        canvas_textf(c, x + w - 2 - n, y, cv_fg(CV_DEFAULT, CV_BOLD), " %s ", keys);
+}
+
 static void draw_help(const dash_t *d, canvas_t *c)
 {
     static const char *live_lines[] = {
@@ -391,13 +399,19 @@ static void draw_help(const dash_t *d, canvas_t *c)
         "                   plan (which worker gets which cluster) first, y sends",
         "?                  this help (?, Esc or q close it)    q  quit",
         "",
-        "Numbers compare the policy with the best load-balancing baseline",
-        "(lowest TPOT p50 of random, rr, jsq, p2c) on the held-out rows;",
-        "the header's changes are means over --seeds seeds, +- their 95% CI.",
+        "Numbers compare the policy with the best baseline (lowest TPOT",
+        "p50 of jsq, rr, p2c; random is shown for reference) on the",
+        "held-out rows; the header's changes are means over --seeds seeds,",
+        "+- their 95% CI.",
     };
     const char *const *text = d->live ? live_lines : lines;
     int n = d->live ? (int)(sizeof live_lines / sizeof live_lines[0])
                     : (int)(sizeof lines / sizeof lines[0]);
+    int n_keys = 0;              /* the keys: the lines before the blank one */
+    while (n_keys < n && text[n_keys][0])
+        n_keys++;
+    if (n + 2 > c->h)            /* short of rows: the keys first, the prose goes */
+        n = n_keys;
     int w = 0;
     for (int i = 0; i < n; i++)
         if ((int)strlen(text[i]) > w)
@@ -415,7 +429,17 @@ static void draw_help(const dash_t *d, canvas_t *c)
      * would leave the view's words cut at its sides (the stray characters
      * at 80 columns) */
     canvas_fill(c, 0, y, c->w, h, ' ', cv_plain());
-    canvas_box(c, x, y, w, h, cv_fg(CV_DEFAULT, CV_BOLD), "keys");
+    /* named as what it is, unlike the push question's "confirm: ..." */
+    canvas_box(c, x, y, w, h, cv_fg(CV_DEFAULT, CV_BOLD), w >= 40 ? "help: keys" : "keys");
+    char close[64];
+    if (n > h - 2) {             /* said, not silently dropped */
+        snprintf(close, sizeof close, "%d more: taller terminal; ? Esc q close", n - (h - 2));
+        if (canvas_cols(close) + 6 > w)
+            snprintf(close, sizeof close, "+%d lines", n - (h - 2));
+    } else {
+        snprintf(close, sizeof close, "? Esc q: close");
+    }
+    box_keys(c, x, y + h - 1, w, close);
     for (int i = 0; i < n && i < h - 2; i++)
         canvas_put_fit(c, x + 2, y + 1 + i, w - 4, cv_plain(), text[i]);
 }
@@ -435,6 +459,7 @@ static void draw_confirm(const dash_confirm *q, canvas_t *c)
     int x = (c->w - w) / 2, y = (c->h - h) / 2;
     canvas_fill(c, 0, y, c->w, h, ' ', cv_plain());   /* whole rows, as the help's */
     canvas_box(c, x, y, w, h, cv_fg(CV_DEFAULT, CV_BOLD), q->title);
+    box_keys(c, x, y + h - 1, w, q->keys);
     for (int i = 0; i < q->n && i < h - 2; i++)
         canvas_put_fit(c, x + 2, y + 1 + i, w - 4,
                        i == q->n - 1 ? cv_fg(CV_DEFAULT, CV_BOLD) : cv_plain(), q->line[i]);

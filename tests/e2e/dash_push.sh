@@ -62,6 +62,29 @@ wait_for 'EXIT=0' 10
 dash -m "$TMP/new.h5" --push-to "$AURL" --token-file "$TMP/admin.tok"
 $T send-keys -t dash P
 tcheck "P draws the plan over the view" "push to $AURL" 10
+# the question is not the help overlay: its title asks, it names what goes
+# where, and its bottom border has its keys (the help's: "? Esc q: close")
+screen >"$TMP/confirm"
+if grep -q -- "[^ ] confirm: push to $AURL " "$TMP/confirm"; then
+    ok "... titled as a question naming where: confirm: push to URL"
+else notok "... titled as a question naming where: confirm: push to URL" "$(cat "$TMP/confirm")"; fi
+check "... it names what is pushed (the model file, K, recipe)" \
+    grep -Eq "push the model of new\.h5: K 5, [a-z_]+ over [0-9]+ layers, tau " "$TMP/confirm"
+check "... and where, replacing which generation" \
+    grep -Eq "to eldrd at $AURL \(PUT /v1/model\), replacing generation 1: K 5" "$TMP/confirm"
+check "... its keys on its bottom border, no help's title" sh -c \
+    "grep -q ' y send, other key keep ' '$TMP/confirm' && ! grep -q 'help: keys' '$TMP/confirm'"
+$T send-keys -t dash n
+wait_for "push: cancelled" 5
+$T send-keys -t dash '?'
+wait_for 'help: keys' 5
+screen >"$TMP/helpbox"
+check "the help overlay is titled help: keys, with its own keys, no push words" sh -c \
+    "grep -q '? Esc q: close' '$TMP/helpbox' && ! grep -q 'confirm: push' '$TMP/helpbox'"
+$T send-keys -t dash '?'
+i=0; while screen | grep -q 'help: keys' && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+$T send-keys -t dash P
+wait_for "push to $AURL" 10
 P0=$(echo "$PERM" | cut -d, -f1)
 tcheck "... live worker n0 gets the brute force's cluster $P0" "n0 +cluster $P0 " 2
 tcheck "... and the answer keys" "y: send it \\(PUT /v1/model\\)" 2

@@ -12,7 +12,8 @@
 #     distinguishing tail: in the decisions view each row's id is the end
 #     of its own, and the tables' worker names differ;
 #   - the help overlay opened and closed leaves the screen as it was, and
-#     while open it leaves no cut words of the view beside its box;
+#     while open it leaves no cut words of the view beside its box; its
+#     title says "help: keys", its bottom border "? Esc q: close";
 #   - the save-frame key s writes eldr-frame-NNN.txt in $ELDR_FRAME_DIR:
 #     the screen as captured, the text --frame writes for the same view,
 #     the name on the status line; a file already there is not touched
@@ -67,6 +68,8 @@ import sys
 rows = open(sys.argv[1]).read().split("\n")
 top = next(i for i, l in enumerate(rows) if "keys" in l and l.strip()[:1] in "+\u250c")
 bot = next(i for i in range(top + 1, len(rows)) if rows[i].strip()[:1] in "+\u2514")
+# named as what it is (the push question's box says "confirm: push to")
+assert "help: keys" in rows[top] and "? Esc q: close" in rows[bot], (rows[top], rows[bot])
 x = rows[top].index(rows[top].strip()[0])
 for l in rows[top:bot + 1]:
     assert l[:x].strip() == "" and l.strip()[:1] in "|+\u2502\u250c\u2514", l
