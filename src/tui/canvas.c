@@ -79,6 +79,16 @@ static uint32_t utf8_next(const unsigned char *s, int *len)
 
 int canvas_text(canvas_t *c, int x, int y, cv_style st, const char *utf8)
 {
+    /* text that would run past the right edge is fitted to it by the one
+     * rule (canvas_fit: "..." after the last whole word, a number dropped
+     * whole), so no view cuts a word at the edge of a narrow terminal */
+    char fit[1024];
+    int room = c->w - x;
+    if (room > 0 && x >= 0 && strlen(utf8) < sizeof fit && canvas_cols(utf8) > room) {
+        memcpy(fit, utf8, strlen(utf8) + 1);
+        canvas_fit(fit, room);
+        utf8 = fit;
+    }
     const unsigned char *s = (const unsigned char *)utf8;
     int col = 0;
     while (*s) {

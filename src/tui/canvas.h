@@ -55,8 +55,9 @@ static inline cv_style cv_fg(int fg, int attr)
 /* The cell at (x, y), or NULL outside. */
 cv_cell *canvas_at(canvas_t *c, int x, int y);
 void canvas_put(canvas_t *c, int x, int y, uint32_t ch, cv_style st);
-/* UTF-8 text from (x, y) on one line; returns the columns used (clipped
- * at the right edge; a bad byte shows as '?'). */
+/* UTF-8 text from (x, y) on one line; returns the columns used (text
+ * that would run past the right edge is fitted to it by canvas_fit; a
+ * bad byte shows as '?'). */
 int canvas_text(canvas_t *c, int x, int y, cv_style st, const char *utf8);
 int canvas_textf(canvas_t *c, int x, int y, cv_style st, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

@@ -101,8 +101,10 @@ static balance_cols balance_header(canvas_t *c, int x, int y, int w, int reassig
     canvas_text(c, col.size, y, hd, "worker     size");
     if (reassign)
         canvas_text(c, col.re, y, hd, "reassigned");
-    canvas_text(c, col.b1, y, hd, "calibration share");
-    canvas_text(c, col.b2, y, hd, "routed share");
+    /* each heading within its bar and percentage (narrow: shorter words) */
+    int w1 = col.b2 - col.b1 - 1, w2 = col.inf - col.b2 - 1;
+    canvas_put_fit(c, col.b1, y, w1, hd, w1 >= 17 ? "calibration share" : "fit share");
+    canvas_put_fit(c, col.b2, y, w2, hd, w2 >= 12 ? "routed share" : "routed");
     canvas_text(c, col.inf, y, hd, "in-flight");
     return col;
 }

@@ -46,14 +46,21 @@ int dash_view_tab(const dash_t *d, int v)
 static const char *const SHORT_NAMES[VIEW_N] = {"over", "bal", "heat", "queue", "scat",
                                                 "rho",  "dec", "drift", "trade"};
 
-/* Width of the tab row after the label; abbrev: short names except the
- * current view's. */
+/* A tab's name: abbrev 0 the whole name, 1 the short name, 2 none (the
+ * digit alone, under 60 columns); the current view's is always whole. */
+static const char *tab_name(const dash_t *d, int v, int abbrev)
+{
+    return v == d->view || !abbrev ? dash_view_name(v) : abbrev == 1 ? SHORT_NAMES[v] : "";
+}
+
+/* Width of the tab row after the label. */
 static int tabs_width(const dash_t *d, int abbrev)
 {
     int n = 0;
     for (int i = 0; i < dash_n_views(d); i++) {
         int v = dash_view_at(d, i);
-        n += (int)strlen(abbrev && v != d->view ? SHORT_NAMES[v] : dash_view_name(v)) + 4;
+        const char *name = tab_name(d, v, abbrev);
+        n += (int)strlen(name) + (*name ? 4 : 3);
     }
     return n;
 }
@@ -66,14 +73,21 @@ static void draw_tabs(const dash_t *d, canvas_t *c)
     int narrow = c->w < 100 || (int)strlen(label) + tabs_width(d, 1) > c->w;
     if (narrow)
         snprintf(label, sizeof label, " eldr ");
-    int abbrev = (int)strlen(label) + tabs_width(d, 0) > c->w;
+    int abbrev = 0;
+    while (abbrev < 2 && (int)strlen(label) + tabs_width(d, abbrev) > c->w)
+        abbrev++;
     canvas_fill(c, 0, 0, c->w, 1, ' ', bar);
     int x = canvas_text(c, 0, 0, (cv_style){CV_DEFAULT, CV_DEFAULT, CV_REVERSE | CV_BOLD}, label);
     for (int i = 0; i < dash_n_views(d); i++) {
         char tab[32];
         int v = dash_view_at(d, i);
-        const char *name = abbrev && v != d->view ? SHORT_NAMES[v] : dash_view_name(v);
-        snprintf(tab, sizeof tab, v == d->view ? "[%d %s]" : " %d %s ", i + 1, name);
+        const char *name = tab_name(d, v, abbrev);
+        if (v == d->view)
+            snprintf(tab, sizeof tab, "[%d %s]", i + 1, name);
+        else if (*name)
+            snprintf(tab, sizeof tab, " %d %s ", i + 1, name);
+        else
+            snprintf(tab, sizeof tab, " %d ", i + 1);
         cv_style st = v == d->view ? (cv_style){CV_DEFAULT, CV_DEFAULT, CV_BOLD} : bar;
         x += canvas_text(c, x, 0, st, tab);
     }
@@ -93,13 +107,27 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
         routed += n->routed[k];
     }
     int x = canvas_text(c, 0, y, cv_fg(CV_DEFAULT, CV_BOLD), L->attached ? "live" : "snapshot");
-    x += canvas_textf(c, x, y, cv_plain(), " tau %.2f K %d gen %lld | in-flight %lld, routed %lld",
-                      n->tau, n->K, (long long)n->generation, (long long)inf, (long long)routed);
-    /* whatever view is up, the header says something needs the eye */
     int np = dash_live_problems(n);
+    char prob[32] = "", age[48] = "";
     if (np > 0)
-        x += canvas_textf(c, x, y, (cv_style){196, CV_DEFAULT, CV_BOLD}, " | %d PROBLEM%s (1)",
-                          np, np > 1 ? "S" : "");
+        snprintf(prob, sizeof prob, " | %d PROBLEM%s (1)", np, np > 1 ? "S" : "");
+    if (L->attached && !L->error[0])   /* the age is never dropped: its short form */
+        snprintf(age, sizeof age, " | %.1fs ago", L->age_s);
+    /* the numbers in the first form that leaves room for the problems and
+     * the age: narrower terminals lose "routed", then "gen" and the count */
+    char head[3][128];
+    snprintf(head[0], sizeof head[0], " tau %.2f K %d gen %lld | in-flight %lld, routed %lld",
+             n->tau, n->K, (long long)n->generation, (long long)inf, (long long)routed);
+    snprintf(head[1], sizeof head[1], " tau %.2f K %d gen %lld | in-flight %lld", n->tau, n->K,
+             (long long)n->generation, (long long)inf);
+    snprintf(head[2], sizeof head[2], " tau %.2f K %d", n->tau, n->K);
+    int h = 0;
+    while (h < 2 && x + canvas_cols(head[h]) + canvas_cols(prob) + canvas_cols(age) > c->w)
+        h++;
+    x += canvas_text(c, x, y, cv_plain(), head[h]);
+    /* whatever view is up, the header says something needs the eye */
+    if (np > 0)
+        x += canvas_text(c, x, y, (cv_style){196, CV_DEFAULT, CV_BOLD}, prob);
     if (L->error[0]) {   /* the last numbers stay; the footer has the message */
         x += 1 + canvas_textf(c, x + 1, y, (cv_style){196, CV_DEFAULT, CV_BOLD | CV_REVERSE},
                               " NO ANSWER, retrying; %lld failed ", (long long)L->failures);
@@ -108,24 +136,32 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
     }
     /* the age of the last answer matters most when the line is short of
      * room: drop the calibration's similarity, the rate, the similarity */
-    char rate[32] = "", sim[32] = "", cal[32] = "", age[48];
+    char rate[32] = "", sim[32] = "", cal[32] = "";
     if (L->rate == L->rate)
         snprintf(rate, sizeof rate, " | %.1f/s", L->rate);
     if (n->mean_sim == n->mean_sim)
         snprintf(sim, sizeof sim, " | sim %.3f", n->mean_sim);
     if (n->calib_sim == n->calib_sim)
         snprintf(cal, sizeof cal, " (calib %.3f)", n->calib_sim);
-    snprintf(age, sizeof age, " | last answer %.1fs ago", L->age_s);
+    if (L->attached)
+        snprintf(age, sizeof age, " | last answer %.1fs ago", L->age_s);
+    else
+        snprintf(age, sizeof age, " | frozen at uptime %.0fs",
+                 n->uptime_s == n->uptime_s ? n->uptime_s : 0);
     int need = x + (int)(strlen(rate) + strlen(sim) + strlen(cal) + strlen(age));
-    if (L->attached && need > c->w) {
+    if (!L->attached && need > c->w) {   /* a saved snapshot: its uptime goes first */
+        need -= (int)strlen(age);
+        age[0] = '\0';
+    }
+    if (need > c->w) {
         need -= (int)strlen(cal);
         cal[0] = '\0';
     }
-    if (L->attached && need > c->w) {
+    if (need > c->w) {
         need -= (int)strlen(rate);
         rate[0] = '\0';
     }
-    if (L->attached && need > c->w) {
+    if (need > c->w) {
         need -= (int)strlen(sim);
         sim[0] = '\0';
     }
@@ -134,11 +170,7 @@ static void draw_live(const dash_t *d, canvas_t *c, int y)
     x += canvas_text(c, x, y, cv_plain(), rate);
     x += canvas_text(c, x, y, cv_plain(), sim);
     x += canvas_text(c, x, y, cv_plain(), cal);
-    if (L->attached)
-        canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), age);
-    else
-        canvas_textf(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), " | frozen at uptime %.0fs",
-                     n->uptime_s == n->uptime_s ? n->uptime_s : 0);
+    canvas_text(c, x, y, cv_fg(CV_DEFAULT, CV_DIM), age);
 }
 
 void dash_fmt_pm(const canvas_t *c, char *buf, size_t n, const grid_stat *st)
@@ -300,6 +332,17 @@ static void draw_whatif(const dash_t *d, canvas_t *c, int y)
     whatif_numbers(d, c, x, y, &HDR_FORMS[f], words, 1);
 }
 
+/* The first of forms (widest first, NULL-ended) that fits the width: the
+ * help line always fits whole, ending in "? help q quit". Returns its
+ * columns. */
+static int footer_form(canvas_t *c, int y, cv_style bar, const char *const *forms)
+{
+    int i = 0;
+    while (forms[i + 1] && canvas_cols(forms[i]) > c->w)
+        i++;
+    return canvas_text(c, 0, y, bar, forms[i]);
+}
+
 static void draw_footer(const dash_t *d, canvas_t *c)
 {
     int y = c->h - 1;
@@ -326,25 +369,43 @@ static void draw_footer(const dash_t *d, canvas_t *c)
         return;
     }
     if (d->live) {
-        if (d->live->paused)
-            canvas_textf(c, 0, y, bar, " decisions PAUSED: space resumes (%lld newer)   "
-                         "1-8 view  ? help  q quit", (long long)live_newer(d->live));
-        else
-            canvas_textf(c, 0, y, bar, c->w >= 100 ? " 1-8/Tab view  arrows worker  Enter "
-                         "zoom  space pause  ? help  q quit   %s" : " 1-8 view arrows worker "
-                         "Enter zoom space pause ? help q quit", d->live->attached
-                         ? "live: polls /v1/snapshot" : "saved snapshot");
+        char f[3][160];
+        long long newer = live_newer(d->live);
+        if (d->live->paused) {
+            snprintf(f[0], sizeof f[0], " decisions PAUSED: space resumes (%lld newer)   1-8 "
+                     "view  ? help  q quit", newer);
+            snprintf(f[1], sizeof f[1], " PAUSED: space resumes (%lld newer) ? help q quit",
+                     newer);
+            snprintf(f[2], sizeof f[2], " PAUSED (%lld newer) ? help q quit", newer);
+        } else {
+            snprintf(f[0], sizeof f[0], c->w >= 100 ? " 1-8/Tab view  arrows worker  Enter "
+                     "zoom  space pause  ? help  q quit   %s" : " 1-8 view arrows worker "
+                     "Enter zoom space pause ? help q quit", d->live->attached
+                     ? "live: polls /v1/snapshot" : "saved snapshot");
+            snprintf(f[1], sizeof f[1], " 1-8 view space pause ? help q quit");
+            snprintf(f[2], sizeof f[2], " ? help q quit");
+        }
+        const char *forms[] = {f[0], f[1], f[2], NULL};
+        footer_form(c, y, bar, forms);
         return;
     }
     if (d->view == VIEW_TRADEOFF) {
-        canvas_text(c, 0, y, bar, c->w >= 96 ? " 1-7/Tab view  Up/Down cell  Enter apply  "
-                    "m metric  r recompute  +/- tau  [/] K  ? help  q quit"
-                    : " 1-7 view Up/Down cell Enter apply m metric r recompute ? help q quit");
+        const char *forms[] = {
+            c->w >= 96 ? " 1-7/Tab view  Up/Down cell  Enter apply  m metric  r recompute  "
+                         "+/- tau  [/] K  ? help  q quit"
+                       : " 1-7 view Up/Down cell Enter apply m metric r recompute ? help q quit",
+            " 1-7 view Up/Down cell Enter apply ? help q quit",
+            " 1-7 view Up/Down Enter ? help q quit", " ? help q quit", NULL};
+        footer_form(c, y, bar, forms);
         return;
     }
-    int x = canvas_text(c, 0, y, bar, c->w >= 90 ? " 1-7/Tab view  +/- tau  [/] K  p policy  "
-                        "arrows worker  Enter zoom  , . time  ? help  q quit"
-                        : " 1-7 view +- tau [] K p policy arrows worker Enter zoom ? help q quit");
+    const char *forms[] = {
+        c->w >= 90 ? " 1-7/Tab view  +/- tau  [/] K  p policy  arrows worker  Enter zoom  "
+                     ", . time  ? help  q quit"
+                   : " 1-7 view +- tau [] K p policy arrows worker Enter zoom ? help q quit",
+        " 1-7 view +- tau [] K p policy ? help q quit", " 1-7 view +- tau ? help q quit",
+        " ? help q quit", NULL};
+    int x = footer_form(c, y, bar, forms);
     /* the trade-off grid computing behind another view */
     if (d->trade.state == DASH_TRADE_RUNNING && c->w - x >= 8) {
         if (d->trade.progress >= 0)

@@ -30,13 +30,17 @@ CHECK="$PY $ROOT/tests/e2e/screen_check.py"
 mkdir -p "$TMP/frames"
 
 # narrow_wide NAME TAB_RE: the pane at 80x24 to $TMP/NAME.80, then at
-# 120x40 to $TMP/NAME.120, back to 80x24
+# 120x40 to $TMP/NAME.120, at 60x20 and 40x15 (the widths between 40 and
+# 79 the fitting rule covers) to NAME.60 and NAME.40, back to 80x24
 narrow_wide() {
     screen >"$TMP/$1.80"
-    $T resize-window -t $PANE -x 120 -y 40
-    wait_for '^ eldr dash ' 5 && wait_for "$2" 5
-    sleep 0.3
-    screen >"$TMP/$1.120"
+    for sz in 120x40 60x20 40x15; do
+        $T resize-window -t $PANE -x ${sz%x*} -y ${sz#*x}
+        if [ ${sz%x*} = 120 ]; then wait_for '^ eldr dash ' 5; else wait_for '^ eldr  ' 5; fi
+        wait_for "$2" 5
+        sleep 0.2
+        screen >"$TMP/$1.${sz%x*}"
+    done
     $T resize-window -t $PANE -x 80 -y 24
     wait_for '^ eldr  ?(\[| 1)' 5 && wait_for "$2" 5
     sleep 0.3
@@ -48,6 +52,21 @@ fits() {
         ok "80x24 $n: fits, no word cut, numbers as at 120x40"
     else notok "80x24 $n: fits, no word cut, numbers as at 120x40" "$(head -5 "$TMP/check.out")" \
         "$(head -12 "$TMP/$n.80")"; fi
+}
+# fits_narrow NAME TAB [--skip RE]...: NAME.60 and NAME.40 against NAME.120
+# as fits does, and the tab row fits with the current tab whole, and the
+# help line ends in "? help q quit" whole
+fits_narrow() {
+    n=$1; tab=$2; shift 2
+    for wd in 60 40; do
+        if $CHECK "$TMP/$n.$wd" $wd "$TMP/$n.120" --skip '^ eldr ' "$@" >"$TMP/check.out" 2>&1 &&
+            head -1 "$TMP/$n.$wd" | awk -v w=$wd 'length($0) > w { exit 1 }' &&
+            head -1 "$TMP/$n.$wd" | grep -q -- "$tab" &&
+            tail -1 "$TMP/$n.$wd" | grep -Eq '\? help  ?q quit'; then
+            ok "$wd columns $n: fits, no word cut, numbers as at 120x40, tabs and help line whole"
+        else notok "$wd columns $n: fits, no word cut, numbers as at 120x40, tabs and help line whole" \
+            "$(head -5 "$TMP/check.out")" "$(cat "$TMP/$n.$wd")"; fi
+    done
 }
 # help_clean NAME [SED]: '?' then '?' leaves the screen as it was (lines
 # SED deletes left out: a live clock); while open, nothing beside the box
@@ -94,6 +113,7 @@ for v in 1:overview 2:balance 3:heatmap 4:queues 5:scatter 6:rho 7:tradeoff; do
     narrow_wide "$name" "\\[$k $name\\]"
     # the heatmap's cell under the cursor groups layers by the width
     fits "$name" --skip-numbers 'cursor L|activations here'
+    fits_narrow "$name" "\[$k $name\]" --skip-numbers 'cursor L|activations here'
     help_clean "$name"
 done
 
@@ -159,6 +179,7 @@ for v in 1:overview 2:balance 3:heatmap 4:queues 5:scatter 6:rho 7:decisions 8:d
     sleep 0.3
     narrow_wide "live-$name" "\\[$k $name\\]"
     fits "live-$name" $LIVE_SKIP
+    fits_narrow "live-$name" "\[$k $name\]" $LIVE_SKIP
 done
 # ids batch-20261207-run-0001 .. -00012: the column keeps their tails;
 # a row's id is the end of its decision's request_id (the retried one
@@ -192,3 +213,57 @@ wait_for '\[1 overview\]' 5
 help_clean "live overview" '/^live\|polled every\|uptime\|ejected\|until/d'
 $T send-keys -t $PANE q
 tcheck "live: q exits 0" 'EXIT=0' 10
+
+# ---- live at K 8, 80x24: the decisions view shows every worker's load
+# whole (issue: "33 33 33..." cut the other five). eldrd over 8 stand-in
+# decoders, 88 slow requests at once: the loads seen reach two digits.
+"$ELDR" fit "$SMALL" -k 8 -o "$TMP/m8.h5" --layers all --seed 1 >/dev/null 2>&1
+standins k8 --prefill 1 --decode 8 --chunks 1 --chunk-gap 0 --decode-delay 15
+start k8 -m "$TMP/m8.h5" --proxy --prefill "$PF" --decode "$DC" --tau 2 --max-conns-per-ip 200 || exit 0
+CURLS=""
+for i in $(seq 1 88); do
+    curl -s --max-time 20 -o /dev/null -X POST "$URL/v1/completions" -H "x-request-id: k8-run-$i" \
+        --data "{\"prompt\": \"w$i x y\", \"max_tokens\": 2, \"slow\": true}" &
+    CURLS="$CURLS $!"
+done
+i=0   # every request routed (eldrd's counter), the slow ones still in flight
+while [ $i -lt 100 ]; do
+    curl -s --max-time 5 -o "$TMP/k8snap.json" "$URL/v1/snapshot"
+    $PY -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(sum(w['routed'] for w in j['workers']) < 88)" \
+        "$TMP/k8snap.json" 2>/dev/null && break
+    sleep 0.1; i=$((i + 1))
+done
+$T new-session -d -s k8 -x 80 -y 24 "env PS1='PROMPT\$ ' TERM=xterm-256color LANG=C.UTF-8 sh -i" &&
+    PANE=k8 wait_for 'PROMPT\$' 5 || { notok "dash_screens: tmux new-session (K 8)"; exit 0; }
+PANE=k8
+$T send-keys -t $PANE "$ELDR dash --router-snapshot $TMP/k8snap.json; echo EXIT=\$?" Enter
+tcheck "K 8 snapshot opens at 80x24" 'snapshot tau [0-9.]+ K 8' 10
+$T send-keys -t $PANE 7
+wait_for '\[7 decisions\]' 5
+sleep 0.3
+screen >"$TMP/k8dec.80"
+# each decision row's 8 loads, whole, on its row or the line under it, in
+# the snapshot's order; two-digit loads among them; nothing over 80
+$PY - "$TMP/k8dec.80" "$TMP/k8snap.json" <<'PYEOF' >"$TMP/k8.out" 2>&1
+import json, re, sys
+lines = open(sys.argv[1]).read().split("\n")
+dec = {d["seq"]: d for d in json.load(open(sys.argv[2]))["decisions"]}
+assert all(len(l) <= 80 for l in lines), [l for l in lines if len(l) > 80]
+rows = [(i, int(m.group(1))) for i, l in enumerate(lines) for m in [re.match(r"^ +(\d+) \S+ ", l)] if m]
+assert len(rows) >= 6, rows
+two = 0
+for i, seq in rows:
+    loads = " ".join(str(v) for v in dec[seq]["loads"])
+    assert len(dec[seq]["loads"]) == 8, dec[seq]["loads"]
+    shown = lines[i] + "\n" + (lines[i + 1] if i + 1 < len(lines) else "")
+    assert re.search(r"(^|[ :])" + re.escape(loads) + r"( |$)", shown, re.M), (seq, loads, shown)
+    two += any(v >= 10 for v in dec[seq]["loads"])
+assert two >= 1, "no two-digit loads on the screen"
+print("rows", len(rows), "two-digit", two)
+PYEOF
+if [ $? -eq 0 ]; then ok "K 8 decisions at 80x24: every worker's load whole ($(cat "$TMP/k8.out"))"
+else notok "K 8 decisions at 80x24: every worker's load whole" "$(tail -3 "$TMP/k8.out")" \
+    "$(sed -n 3,12p "$TMP/k8dec.80")"; fi
+$T send-keys -t $PANE q
+tcheck "K 8: q exits 0" 'EXIT=0' 10
+for p in $CURLS; do kill $p 2>/dev/null; done

@@ -45,11 +45,13 @@ static void test_text_clips_and_trims(void **state)
 {
     (void)state;
     canvas_t *c = canvas_new(8, 3, 0, 0);
-    assert_int_equal(canvas_text(c, 5, 0, cv_plain(), "abcdef"), 6);
+    /* past the right edge: fitted by the one rule, never a cut word */
+    assert_int_equal(canvas_text(c, 5, 0, cv_plain(), "abcdef"), 3);
     canvas_text(c, -2, 1, cv_plain(), "xyz");
+    canvas_text(c, 0, 2, cv_plain(), "ab cd 0.161");   /* the number dropped whole */
     canvas_put(c, 100, 100, 'Q', cv_plain());   /* ignored */
     char *s = canvas_to_string(c);
-    assert_string_equal(s, "     abc\nz\n\n");
+    assert_string_equal(s, "     ...\nz\nab cd...\n");
     free(s);
     canvas_free(c);
 }
