@@ -64,7 +64,10 @@ local function sweep_grid(trace, opts, ks, taus, rates, baselines)
              online = opts.online, compare_fleets = #ks > 1}
   for _, k in ipairs(SIM_KEYS) do o[k] = opts[k] end
   if rates[1] then o.rate = rates end
-  local g = eldr._sweep_grid(trace, o)
+  local ok, g = pcall(eldr._sweep_grid, trace, o)
+  if not ok then   -- the caller's line, not this file's, before the message
+    error((tostring(g):gsub("^[^\n]-%.lua:%d+: ", "")), 3)
+  end
   local one = g.seeds < 2
   local rows = {}
   for _, r in ipairs(g.grid) do

@@ -91,6 +91,25 @@ T.err(function() eldr.experiments.tau_grid(t, {workers = 4, rate = 60, calib_spl
 T.err(function() eldr.sweep(t, {workers = {4}, rate = {60}, seeds = 0}) end,
       "eldr.sweep: bad argument 'seeds'", "sweep bad seeds")
 
+-- every path of eldr.sweep answers with the verdict engine: one seed (each
+-- split kind), a closed loop, online refits, seeds over a pinned split
+local function v1(o)
+  o.workers, o.tau = o.workers or {4}, o.tau or {0.1}
+  local _, info = eldr.sweep(t, o)
+  return info.verdicts and #info.verdicts == 1 and info.verdicts[1] or {}
+end
+for _, o in ipairs({{rate = {60}}, {rate = {60}, split = "head"}, {rate = {60}, split_seed = 5},
+                    {concurrency = 8}, {rate = {60}, online = true}}) do
+  local v = v1(o)
+  T.ok(v.answer == "none" and v.why == "one_seed" and v.head == "no verdict at K 4" and
+       v.reason:find("^one seed gives no interval") ~= nil, "sweep one seed: no verdict, said so", v.head)
+end
+local vp = v1({rate = {60}, seeds = 3, split_seed = 5})
+T.ok(vp.answer ~= nil and vp.answer ~= "none" and vp.comparisons == 1 and vp.baselines == "jsq,rr,p2c",
+     "sweep seeds on a pinned split: a verdict by the rule", vp.answer)
+T.err(function() eldr.sweep(t, {workers = {4}, rate = {60}, concurrency = 4}) end,
+      "eldr.sweep: bad argument 'concurrency'", "sweep rate and concurrency refused")
+
 -- eldr.advise: the recommendation and the grid, as eldr advise --json
 local pc, plast = 0, 0
 local a = eldr.advise(t, {workers = {2, 4}, tau = {0, 0.1}, rate = 60, seeds = 3, compare_fleets = true,
