@@ -147,7 +147,7 @@ void view_decisions(const dash_t *d, canvas_t *c, int x, int y, int w, int h)
                 nw += *q != ' ' && (q == e->loads || q[-1] == ' ');
             snprintf(ll, sizeof ll, "loads seen %s..%s: %s", dash_worker_name(d, 0),
                      dash_worker_name(d, nw - 1), e->loads);
-            if (canvas_cols(ll) > w - 10)
+            if (canvas_cols(ll) > w - 10 || nw != L->now.K)   /* names only when they match */
                 snprintf(ll, sizeof ll, "loads seen: %s", e->loads);
             canvas_put_fit(c, x + 10, y + 2 + row, w - 10, st, ll);
             row++;

@@ -269,6 +269,41 @@ static void test_decisions(void **state)
     dash_free(&d);
 }
 
+/* Every worker's load stays whole at any width: on the decision's row
+ * when it has room, else on the line under it ("loads seen dec0..dec2:"),
+ * the row saying "(below)"; a band of three or more in a row is a range. */
+static void test_decisions_loads_whole(void **state)
+{
+    (void)state;
+    json_t *snap = snapshot(1);
+    json_array_insert_new(json_object_get(snap, "decisions"), 0, json_pack(
+        "{s:s, s:i, s:i, s:s, s:s, s:f, s:[i,i,i], s:[i,i,i]}", "request_id", "req-busy",
+        "seq", 101, "worker_index", 2, "worker", NAMES[2], "rule", "band-jsq", "sim_max", 0.5,
+        "band", 0, 1, 2, "loads", 1234, 5678, 9012));
+    dash_t d;
+    open_taken(&d, snap);
+    char *s = frame(&d, VIEW_DECISIONS, 120, 30);
+    assert_has(s, " 0-2 ");
+    assert_has(s, "1234 5678 9012\n");       /* on its row */
+    free(s);
+    for (int w = 40; w <= 60; w += 20) {
+        s = frame(&d, VIEW_DECISIONS, w, 20);
+        const char *row = strstr(s, "req-busy"), *ll = strstr(s, "1234 5678 9012");
+        if (!row || !ll || strchr(row, '\n') > ll || strchr(strchr(row, '\n') + 1, '\n') < ll)
+            fail_msg("at %d columns the loads are not whole on the line under their row:\n%s",
+                     w, s);
+        assert_non_null(strstr(s, w == 60 ? "loads seen dec0..dec2: 1234 5678 9012"
+                                          : "loads seen: 1234 5678 9012"));
+        for (const char *l = s; *l; l = strchr(l, '\n') + 1) {   /* nothing past the width */
+            assert_true(strchr(l, '\n') - l <= w);
+            if (!strchr(l, '\n')[1])
+                break;
+        }
+        free(s);
+    }
+    dash_free(&d);
+}
+
 /* A cost decision (eldrd --policy cost: "policy" and "rule" "cost",
  * "costs" per worker in ms, null for one it could not use, and
  * "cost_terms" per worker, as src/router/engine/state_json.c writes
@@ -812,6 +847,7 @@ int main(void)
         cmocka_unit_test(test_overview_problems),
         cmocka_unit_test(test_overview_picker_probing),
         cmocka_unit_test(test_decisions),
+        cmocka_unit_test(test_decisions_loads_whole),
         cmocka_unit_test(test_cost_decisions),
         cmocka_unit_test(test_drift_scatter_heatmap),
         cmocka_unit_test(test_drift_80x24),
