@@ -16,7 +16,7 @@ expect_status "replay the sample into eldrd" 0 \
 curl -s --max-time 10 -o "$TMP/snap.json" "$URL/v1/snapshot?centroids=1"
 check "saved snapshot with centroids and idf" jq_py "$TMP/snap.json" \
     'len(j["model"]["centroids"]) == 4 and j["model"]["sig_idf"] is not None'
-DEAD="http://127.0.0.1:$(free_port)"
+dead_port; DEAD="http://127.0.0.1:$DEADPORT"
 timeout 120 "$ELDR" run "$ROOT/tests/e2e/attach.lua" "$URL" "$TMP/snap.json" "$DEAD" >"$TMP/lua.out" 2>"$TMP/lua.err"
 rc=$?
 cat "$TMP/lua.out"

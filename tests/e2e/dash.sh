@@ -82,7 +82,7 @@ $T send-keys -t dash '?'
 $T send-keys -t dash '?'
 tcheck "'?' again: help overlay" 'this help \(\?, Esc or q close it\)'
 $T send-keys -t dash q
-if wait_for '\[2 balance\]' 5 && ! screen | grep -q 'this help (' && ! screen | grep -q 'EXIT='; then
+if wait_gone 'this help \(' 5 && wait_for '\[2 balance\]' 5 && ! screen | grep -q 'EXIT='; then
     ok "q in the help overlay closes it; the dashboard stays"
 else notok "q in the help overlay closes it; the dashboard stays" "$(screen | head -3)"; fi
 # U/step is kept at 60 columns (it is the last number of the header)

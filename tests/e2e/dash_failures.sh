@@ -25,7 +25,7 @@ prereqs dash_failures
 "$ELDR" fit "$SMALL" -k 4 -o "$TMP/m.h5" --variant count --layers all --seed 1 >/dev/null 2>&1
 check "fixture: a K=4 count model" test -s "$TMP/m.h5"
 standins live --prefill 1 --decode 3 --chunks 1 --chunk-gap 0 --decode-delay 0.3
-DEADP=$(free_port)
+dead_port; DEADP=$DEADPORT
 DEAD="http://127.0.0.1:$DEADP"
 start fails -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC,$DEAD" --tau 2 \
     --eject-after 2 --eject-time 60 --max-conns-per-ip 24 || exit 0

@@ -69,7 +69,7 @@ expect_status "--router-snapshot decisions" 0 "$ELDR" dash --router-snapshot "$T
 check "snapshot decisions: live-7 newest first" sh -c "grep -n 'live-' '$TMP/sdec.txt' | head -1 | grep -q 'live-7 '"
 
 # bad input
-DEAD="http://127.0.0.1:$(free_port)"
+dead_port; DEAD="http://127.0.0.1:$DEADPORT"
 # a daemon that does not answer: exit 3 in every command that talks to eldrd
 expect_status "unreachable URL: exit 3 (as replay)" 3 "$ELDR" dash --attach "$DEAD" --frame - --timeout 2
 [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "$DEAD.*daemon unreachable\|daemon unreachable.*$DEAD" "$TMP/err" &&

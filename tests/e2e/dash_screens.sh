@@ -157,7 +157,7 @@ done
 # ---- live: eldrd --proxy over stand-ins, decoder 3 dead; ids with one prefix
 "$ELDR" fit "$SMALL" -k 4 -o "$TMP/m.h5" --layers all --seed 1 >/dev/null 2>&1
 standins scr --prefill 1 --decode 3 --chunks 1 --chunk-gap 0 --decode-delay 0.3
-DEAD="http://127.0.0.1:$(free_port)"
+dead_port; DEAD="http://127.0.0.1:$DEADPORT"
 start screens -m "$TMP/m.h5" --proxy --prefill "$PF" --decode "$DC,$DEAD" --workers decode-worker-a,decode-worker-b,decode-worker-c,decode-worker-d \
     --tau 2 --eject-after 1 --eject-time 600 || exit 0
 # at once, slow: the band (tau 2: every worker) spreads them onto the dead one

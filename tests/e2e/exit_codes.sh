@@ -13,7 +13,7 @@
 . "$ROOT/tests/cli/lib.sh"
 . "$ROOT/tests/e2e/daemon.inc"
 prereqs exit_codes
-DEAD="http://127.0.0.1:$(free_port)"
+dead_port; DEAD="http://127.0.0.1:$DEADPORT"
 
 # status NAME WANT LINES CMD...: exit WANT, and (LINES = 1) one stderr line
 status() {

@@ -19,7 +19,7 @@ check "fixture: a K=4 count model over every layer" test -s "$TMP/m.h5"
 # stand-ins: 2 prefill, 4 decode; and a second set whose prefill has no eldr_sig
 standins pd --prefill 2 --decode 4 --chunks 3 --chunk-gap 0.3 --decode-delay 3
 PF1=$PF; DC1=$DC
-DEAD="http://127.0.0.1:$(free_port)"
+dead_port; DEAD="http://127.0.0.1:$DEADPORT"
 
 # --- options -----------------------------------------------------------------
 expect_fail2 "--proxy without --prefill/--decode" "--proxy needs --prefill" \
@@ -76,7 +76,7 @@ $PY "$ROOT/tests/e2e/proxy_check.py" "$TMP" "$TMP/m.h5" "$SMALL" "$MAIN" "$TAU0"
 # --- the release call is the authors' route: never sent to stock vLLM ---------
 # decoders 1-3 dead, tau 0, no ejection: requests whose decode never connects
 # fail (502); with --pd-protocol eldr their KV would be released at decoder 0
-D2="http://127.0.0.1:$(free_port)"; D3="http://127.0.0.1:$(free_port)"
+dead_port; D2="http://127.0.0.1:$DEADPORT"; dead_port; D3="http://127.0.0.1:$DEADPORT"
 start stockdead -m "$TMP/m.h5" --proxy --pd-protocol vllm --prefill "$STOCK_PF" \
     --decode "${STOCK_DC%%,*},$DEAD,$D2,$D3" --tau 0 --eject-after 0 || exit 0
 n502=0

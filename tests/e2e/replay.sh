@@ -22,7 +22,7 @@ expect_fail2 "replay bad --rate" "--rate" "$ELDR" replay "$SMALL" --to http://12
 expect_fail2 "replay bad --concurrency" "--concurrency" "$ELDR" replay "$SMALL" --to http://127.0.0.1:1 --concurrency 0
 expect_fail2 "replay https URL refused" "give http://HOST:PORT" "$ELDR" replay "$SMALL" --to https://127.0.0.1:1
 expect_fail2 "replay missing trace file" "nope.h5" "$ELDR" replay "$TMP/nope.h5" --to http://127.0.0.1:1
-DEAD="http://127.0.0.1:$(free_port)"
+dead_port; DEAD="http://127.0.0.1:$DEADPORT"
 expect_status "replay to a closed port: exit 3 (daemon unreachable)" 3 "$ELDR" replay "$SMALL" --to "$DEAD" --timeout 2
 [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "$DEAD" "$TMP/err" && ok "unreachable: one line naming the URL" ||
     notok "unreachable: one line naming the URL" "$(head -c 300 "$TMP/err")"

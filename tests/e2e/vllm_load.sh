@@ -221,7 +221,7 @@ if [ "$got" = "1" ]; then ok "KV usage is shown, not routed on: a 99% full worke
 stop
 
 # --- a worker that does not answer at all (closed port) ---
-DEAD="http://127.0.0.1:$(free_port)"
+dead_port; DEAD="http://127.0.0.1:$DEADPORT"
 start vllmC -m "$TMP/m.h5" --workers $W --tau 2 --load-from vllm \
     --worker-urls "d0=$V/d0,d1=$DEAD,d2=$V/d2,d3=$V/d3" --poll-ms 50 --quiet || exit 0
 req GET "/v1/snapshot?decisions=0"
