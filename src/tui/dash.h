@@ -283,7 +283,7 @@ typedef struct dash_failures {
     int known;                   /* 0: an eldrd without "failures" */
     int64_t ans_4xx, ans_5xx;
     char codes[96];              /* "502 x9, 504 x3, 401 x2": error codes, most first */
-    int64_t per_ip, body_budget, unauthorized;        /* refusals */
+    int64_t per_ip, max_conns, body_budget, unauthorized; /* refusals */
     int64_t header_timeouts, deadline_cuts, protocol_errors;
     int64_t failed_routed;       /* routes that failed at their decode worker */
     int proxy;                   /* the proxy's keys are there */

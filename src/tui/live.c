@@ -268,6 +268,7 @@ static void parse_failures(const json_t *f, dash_failures *o)
     o->ans_5xx = count_at(a, "5xx");
     code_list(o->codes, sizeof o->codes, json_object_get(a, "by_code"));
     o->per_ip = count_at(r, "per_ip");
+    o->max_conns = count_at(r, "max_conns");
     o->body_budget = count_at(r, "body_budget");
     o->unauthorized = count_at(r, "unauthorized");
     o->header_timeouts = count_at(t, "header");

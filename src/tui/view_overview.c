@@ -331,13 +331,25 @@ static void failure_problems(const dash_failures *f, problems *p)
 {
     if (!f->known)
         return;
+    /* max_conns: the picker's full ext_proc listener (an HTTP listener at
+     * --max-conns makes connections wait: docs/http-api.md). One line
+     * when it fits 80 columns (3 + 10 + 64), else connections and
+     * requests on a line each, so that no count is cut. */
     static const char *const refused[] = {"connections (--max-conns-per-ip)",
-                                          "bodies (--body-budget)", "unauthorized (401)"};
-    const int64_t rv[] = {f->per_ip, f->body_budget, f->unauthorized};
+                                          "ext_proc (--max-conns)", "bodies (--body-budget)",
+                                          "unauthorized (401)"};
+    const int64_t rv[] = {f->per_ip, f->max_conns, f->body_budget, f->unauthorized};
     char buf[200];
-    nonzero_list(buf, sizeof buf, refused, rv, 3, 1);
-    if (buf[0])
-        add_problem(p, NULL, "refused   %s", buf);
+    nonzero_list(buf, sizeof buf, refused, rv, 4, 1);
+    if (strlen(buf) <= 64) {
+        if (buf[0])
+            add_problem(p, NULL, "refused   %s", buf);
+    } else
+        for (int g = 0; g < 4; g += 2) {
+            nonzero_list(buf, sizeof buf, refused + g, rv + g, 2, 1);
+            if (buf[0])
+                add_problem(p, NULL, "refused   %s", buf);
+        }
     if (f->ans_5xx + f->ans_4xx > 0)
         add_problem(p, NULL, "answered  %lld 5xx, %lld 4xx: %s", (long long)f->ans_5xx,
                     (long long)f->ans_4xx, f->codes);

@@ -725,10 +725,10 @@ static json_t *failing_snapshot(void)
     json_object_set_new(snap, "pool", json_pack("{s:o, s:o}", "decode", dec, "prefill", pre));
     json_object_set_new(
         snap, "failures",
-        json_pack("{s:{s:i, s:i, s:{s:i, s:i, s:i}}, s:{s:i, s:i, s:i}, s:{s:i, s:i}, s:i, "
+        json_pack("{s:{s:i, s:i, s:{s:i, s:i, s:i}}, s:{s:i, s:i, s:i, s:i}, s:{s:i, s:i}, s:i, "
                   "s:i, s:{s:i, s:i, s:i}, s:{s:i, s:i, s:i, s:i}, s:{s:i, s:i}}",
                   "answered", "4xx", 2, "5xx", 1531, "by_code", "502", 1500, "503", 31, "400",
-                  2, "refusals", "per_ip", 1518, "body_budget", 3, "unauthorized", 0,
+                  2, "refusals", "per_ip", 1518, "max_conns", 7, "body_budget", 3, "unauthorized", 0,
                   "timeouts", "header", 0, "request_deadline", 0, "protocol_errors", 0,
                   "failed_after_routing", 9, "proxy", "upstream_error", 1500,
                   "upstream_timeout", 0, "refused", 31, "upstream_timeouts", "connect", 4,
@@ -758,11 +758,15 @@ static void test_overview_problems(void **state)
     /* the URL cut in the middle: its host's start and its port whole */
     assert_has(s, "ejected   dec1, out 37 s more, 12 failures: decode-1.vllm.svc.cluste...:8000");
     assert_has(s, "prefill   ejected, the only one (out 5 s more): prefill-0:8000");
-    assert_has(s, "refused   1518 connections (--max-conns-per-ip), 3 bodies (--body-budget)");
+    assert_has(s, "refused   1518 connections (--max-conns-per-ip), 7 ext_proc (--max-conns)");
+    assert_has(s, "refused   3 bodies (--body-budget)");
     assert_has(s, "answered  1531 5xx, 2 4xx: 502 x1500, 503 x31, 400 x2");
     assert_has(s, "failed    9 routes at a decoder, 9 retried; timeouts: connect 4, decode 1");
+    free(s);
     /* the worker row: its failed routes, state, load source, the URL cut
-     * in the middle */
+     * in the middle (at 24 rows the Problems block, first, pushes the
+     * workers below the screen's end) */
+    s = frame(&d, VIEW_OVERVIEW, 80, 32);
     assert_has(s, "dec1       0     25       25      9  ejected 37s own   decode-1.vllm...:8000");
     assert_has(s, "Prefill (1, 0 in rotation)");
     free(s);
@@ -771,7 +775,7 @@ static void test_overview_problems(void **state)
         if (v == VIEW_TRADEOFF)
             continue;
         s = frame(&d, v, 80, 24);
-        assert_has(s, "| 5 PROBLEMS (1)");
+        assert_has(s, "| 6 PROBLEMS (1)");
         free(s);
     }
     /* without a pool or failures (an eldrd that only routes): no block */
