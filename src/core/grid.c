@@ -91,6 +91,12 @@ static int check_spec(const grid_spec *s, char *err, size_t errlen)
             return eldr_errf(err, errlen, "grid: tau %g must be >= 0", s->taus[i]);
     if (!s->all && !s->calib && (s->n_taus > 0 && !s->model))
         return eldr_errf(err, errlen, "grid: no calibration rows to fit on");
+    if (s->seed0 && (s->seed0->n < 0 || s->seed0->n > GRID_SEED0_MAX))
+        return eldr_errf(err, errlen, "grid: %d seed-0 runs (0 to %d)", s->seed0->n,
+                         GRID_SEED0_MAX);
+    for (int i = 0; s->seed0 && i < s->seed0->n; i++)
+        if ((unsigned)s->seed0->kind[i] >= ROUTE_N_KINDS)
+            return eldr_errf(err, errlen, "grid: seed-0 run %d: no such policy", i);
     return 0;
 }
 
@@ -283,71 +289,117 @@ static int steady_window(const sim_workload *w, steady_count *c)
     return c->t1 > c->t0;
 }
 
+/* The grid's step counting and a seed-0 caller's own callback, chained. */
+typedef struct step_chain {
+    steady_count *sc;           /* NULL: no steady window */
+    sim_step_fn fn;             /* the caller's (grid_seed0), or NULL */
+    void *ctx;
+} step_chain;
+
+static void chain_step(void *ctx, int worker, double t, double dt, int B, const int *U, int L,
+                       int64_t kv)
+{
+    step_chain *c = ctx;
+    if (c->sc)
+        count_step(c->sc, worker, t, dt, B, U, L, kv);
+    if (c->fn)
+        c->fn(c->ctx, worker, t, dt, B, U, L, kv);
+}
+
+/* One policy on workload w; fn (may be NULL) is a seed-0 caller's step
+ * callback, called beside the grid's own counting. *tps is the grid's
+ * throughput (at steady state when there is one, grid.h); res is the
+ * run's own, untouched (a seed-0 caller reads it whole). */
 static int run_policy(const grid_spec *s, const grid_ctx *ctx, const sim_workload *w,
                       route_kind kind, int K, double tau, const model_t *m, uint64_t seed,
-                      sim_result *res, char *err, size_t errlen)
+                      sim_step_fn fn, void *fn_ctx, sim_result *res, double *tps, char *err,
+                      size_t errlen)
 {
     route_policy p;
     if (route_policy_init(&p, kind, K, seed, err, errlen) < 0)
         return -1;
     int rc = 0;
-    if (route_kind_has_centroids(kind))
+    if (route_kind_has_centroids(kind) && !m)
+        rc = eldr_errf(err, errlen, "grid: %s needs a model", route_kind_name(kind));
+    else if (route_kind_has_centroids(kind))
         rc = route_policy_set_centroids(&p, m->centroids, sig_dim(&m->recipe), tau, s->min2,
                                         err, errlen);
     else if (kind == ROUTE_DOMAIN)
         rc = route_policy_set_domains(&p, ctx->shares, ctx->n_labels, err, errlen);
     steady_count sc;
     int steady = steady_window(w, &sc);
+    step_chain ch = {steady ? &sc : NULL, fn, fn_ctx};
     if (rc == 0)   /* SIM_CANCELLED is the grid's -2 */
-        rc = sim_run_cancel(w, &p, steady ? count_step : NULL, &sc, s->cancel, res, err,
+        rc = sim_run_cancel(w, &p, steady || fn ? chain_step : NULL, &ch, s->cancel, res, err,
                             errlen);
-    if (rc == 0 && steady)
-        res->tokens_per_s = (double)sc.tokens / (sc.t1 - sc.t0);
+    if (rc == 0)
+        *tps = steady ? (double)sc.tokens / (sc.t1 - sc.t0) : res->tokens_per_s;
     route_policy_free(&p);
     return rc;
 }
 
 /* The policy runs of one cell, shared by st->cell_threads threads: each
- * takes the next policy; the first failure stops the others from
- * starting one. */
+ * takes the next run; the first failure stops the others from starting
+ * one. Runs 0..n_policies-1 are the grid's policies; with the seed-0 hook
+ * (grid_seed0) the hook's extra runs follow, and want[] says which
+ * wanted run of the hook each run is (-1: none). */
 typedef struct cell_runs {
     grid_run_state *st;
     const grid_ctx *ctx;
     const sim_workload *w;
     const model_t *m;
-    int K, ki, ri, si, next, rc;
+    int K, ki, ri, si, next, rc, n_runs;
+    int want[ROUTE_N_KINDS + GRID_MAX_LIST * 2 + 1 + GRID_SEED0_MAX];
     uint64_t seed;
     pthread_mutex_t mu;
     char err[ELDR_ERRLEN];
 } cell_runs;
 
-static void *cell_main(void *arg)
+/* Seed 0's wanted runs (grid_seed0) in a cell of nP policies: each is
+ * the first policy of its kind (and tau) not yet claimed, else an extra
+ * run after the policies. Returns the cell's number of runs. */
+static int seed0_match(const grid_spec *s, int nP, int *want)
 {
-    cell_runs *c = arg;
+    const grid_seed0 *h = s->seed0;
+    int n = nP;
+    for (int p = 0; p < nP; p++)
+        want[p] = -1;
+    for (int i = 0; i < h->n; i++) {
+        int found = -1;
+        for (int p = 0; p < nP && found < 0; p++) {
+            double tau;
+            route_kind k = policy_at(s, p, &tau);
+            if (want[p] < 0 && k == h->kind[i] &&
+                (!route_kind_has_centroids(k) || tau == h->tau[i]))
+                found = p;
+        }
+        want[found >= 0 ? found : n++] = i;
+    }
+    return n;
+}
+
+/* Run r of cell c: a grid policy (its numbers into st->raw) or a hook's
+ * extra; a wanted run goes through the hook's begin and end. */
+static int cell_run(cell_runs *c, int r, char *err, size_t errlen)
+{
     const grid_spec *s = c->st->s;
     int nS = s->n_seeds, nR = c->st->n_rates, nP = c->st->n_policies;
-    char err[ELDR_ERRLEN];
-    for (;;) {
-        pthread_mutex_lock(&c->mu);
-        int p = c->rc ? nP : c->next++;
-        pthread_mutex_unlock(&c->mu);
-        if (p >= nP)
-            return NULL;
-        double tau;
-        route_kind kind = policy_at(s, p, &tau);
-        sim_result res;
-        int rc = run_policy(s, c->ctx, c->w, kind, c->K, tau, c->m, c->seed, &res, err,
-                            sizeof err);
-        if (rc < 0) {
-            pthread_mutex_lock(&c->mu);
-            if (!c->rc) {
-                c->rc = rc;
-                snprintf(c->err, sizeof c->err, "%s", err);
-            }
-            pthread_mutex_unlock(&c->mu);
-            continue;
-        }
-        int row = (c->ki * nR + c->ri) * nP + p;   /* a slot of its own: no lock */
+    const grid_seed0 *h = s->seed0;
+    int want = c->want[r];
+    double tau;
+    route_kind kind = r < nP ? policy_at(s, r, &tau) : h->kind[want];
+    if (r >= nP)
+        tau = route_kind_has_centroids(kind) ? h->tau[want] : NAN;
+    sim_step_fn fn = NULL;
+    void *fn_ctx = NULL;
+    if (want >= 0 && h->begin && h->begin(h->ctx, want, c->w, &fn, &fn_ctx, err, errlen) < 0)
+        return -1;
+    sim_result res;
+    double tps = NAN;
+    int rc = run_policy(s, c->ctx, c->w, kind, c->K, tau, c->m, c->seed, fn, fn_ctx, &res, &tps,
+                        err, errlen);
+    if (rc == 0 && r < nP) {
+        int row = (c->ki * nR + c->ri) * nP + r;   /* a slot of its own: no lock */
         double *v = c->st->raw + ((size_t)row * nS + c->si) * M_N;
         v[M_TPOT50] = res.tpot_p50_ms;
         v[M_TPOT99] = res.tpot_p99_ms;
@@ -355,8 +407,39 @@ static void *cell_main(void *arg)
         v[M_DISTINCT] = res.distinct_per_step;
         v[M_REUSE] = res.reuse;
         v[M_IMBAL] = res.imbalance;
-        v[M_TPS] = res.tokens_per_s;
-        sim_result_free(&res);
+        v[M_TPS] = tps;
+    }
+    int ran = rc == 0;
+    if (want >= 0 && h->end) {
+        char why[ELDR_ERRLEN];
+        int e = h->end(h->ctx, want, fn_ctx, ran ? &res : NULL, why, sizeof why);
+        if (ran && e < 0)
+            rc = eldr_errf(err, errlen, "%s", why);
+    }
+    if (ran)
+        sim_result_free(&res);   /* what the hook left */
+    return rc;
+}
+
+static void *cell_main(void *arg)
+{
+    cell_runs *c = arg;
+    char err[ELDR_ERRLEN];
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        int r = c->rc ? c->n_runs : c->next++;
+        pthread_mutex_unlock(&c->mu);
+        if (r >= c->n_runs)
+            return NULL;
+        int rc = cell_run(c, r, err, sizeof err);
+        if (rc < 0) {
+            pthread_mutex_lock(&c->mu);
+            if (!c->rc) {
+                c->rc = rc;
+                snprintf(c->err, sizeof c->err, "%s", err);
+            }
+            pthread_mutex_unlock(&c->mu);
+        }
     }
 }
 
@@ -374,7 +457,10 @@ static int run_cell(grid_run_state *st, const grid_ctx *ctx, int ki, int ri, int
      * each arrival, not held per seed and thread (docs/memory.md) */
     if (cfg.sig_cache > SIM_DEFAULT_SIG_CACHE)
         cfg.sig_cache = SIM_DEFAULT_SIG_CACHE;
-    cfg.no_heat = 1; /* and no cell reads the heat matrix (sim.h) */
+    /* and no cell reads the heat matrix (sim.h), but a seed-0 caller's */
+    int hook = s->seed0 && si == 0 && ki == 0 && ri == 0;
+    if (!hook)
+        cfg.no_heat = 1;
     if (st->cell_threads > cfg.threads)
         cfg.threads = st->cell_threads;   /* the pools do not depend on it */
     double rate = s->n_rates ? s->rates[ri] : 0;
@@ -387,9 +473,14 @@ static int run_cell(grid_run_state *st, const grid_ctx *ctx, int ki, int ri, int
                           err, errlen) < 0)
         return -1;
     cell_runs c = {.st = st, .ctx = ctx, .w = &w, .m = ctx->models[ki], .K = s->workers[ki],
-                   .ki = ki, .ri = ri, .si = si, .seed = cfg.seed};
+                   .ki = ki, .ri = ri, .si = si, .seed = cfg.seed, .n_runs = st->n_policies};
+    if (hook)
+        c.n_runs = seed0_match(s, st->n_policies, c.want);
+    else
+        for (int p = 0; p < st->n_policies; p++)
+            c.want[p] = -1;
     pthread_mutex_init(&c.mu, NULL);
-    par_run(par_threads(st->cell_threads, st->n_policies), cell_main, &c);
+    par_run(par_threads(st->cell_threads, c.n_runs), cell_main, &c);
     pthread_mutex_destroy(&c.mu);
     sim_workload_free(&w);
     if (c.rc < 0)

@@ -54,6 +54,36 @@
 #define GRID_MAX_LIST 64
 #define GRID_MAX_SEEDS 1000
 
+/* Seed 0's runs, handed to the caller (grid_spec.seed0): a caller that
+ * reads whole runs (the dashboard's views: per-request results, steps,
+ * heat) gets them and the grid's seeds from one set of runs, instead of
+ * simulating seed 0 once more on its own. Seed 0 of the first cell (the
+ * first K, the first rate) runs each wanted (kind[i], tau[i]) as the
+ * grid's own policy of that kind (and tau, for kinds with centroids)
+ * when it has one not yet claimed by an earlier i, else as an extra run
+ * on the same workload whose numbers go to the caller only. Each wanted
+ * run calls, on the thread that runs it,
+ *   begin(ctx, i, w, &fn, &fn_ctx, err, errlen) before it starts: fn (may
+ *     stay NULL) is called at every step beside the grid's own counting;
+ *     < 0 fails the grid with err;
+ *   end(ctx, i, fn_ctx, res, err, errlen) after it: res is the run's
+ *     result, the caller's to move out (zeroing *res) or to leave, which
+ *     the grid then frees; res is NULL when the run failed (end only
+ *     releases fn_ctx then); < 0 fails the grid with err.
+ * That cell keeps the heat matrix (sim_result.heat) unless cfg.no_heat;
+ * the others never do. The grid's numbers are those of a run without
+ * the hook (tests/unit/test_grid.c). */
+#define GRID_SEED0_MAX 8
+typedef struct grid_seed0 {
+    int n;                              /* wanted runs, <= GRID_SEED0_MAX */
+    route_kind kind[GRID_SEED0_MAX];
+    double tau[GRID_SEED0_MAX];         /* read for kinds with centroids */
+    int (*begin)(void *ctx, int i, const sim_workload *w, sim_step_fn *fn, void **fn_ctx,
+                 char *err, size_t errlen);
+    int (*end)(void *ctx, int i, void *fn_ctx, sim_result *res, char *err, size_t errlen);
+    void *ctx;
+} grid_seed0;
+
 typedef struct grid_spec {
     const trace_t *calib;       /* fits and the domain baseline's shares */
     const trace_t *eval;        /* the simulated rows */
@@ -89,6 +119,7 @@ typedef struct grid_spec {
     void *progress_ctx;         /* progress is called under a lock */
     volatile int *cancel;       /* set: stop within a few ms (the running
                                  * simulations poll it too), return -2 */
+    const grid_seed0 *seed0;    /* NULL, or seed 0's runs to the caller (above) */
 } grid_spec;
 
 /* The baselines every front end compares with unless told otherwise

@@ -448,8 +448,6 @@ int dash_open_first(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
 typedef struct dash_refined {
     dash_sim *cur, *base[DASH_N_BASE];
     dash_ci ci;
-    sim_workload work;           /* the FULL rows' workload, when built here */
-    int have_work;
     int from_cache;
     char cache_note[ELDR_ERRLEN + 64];
 } dash_refined;
@@ -485,12 +483,6 @@ int dash_simulate_set(const dash_t *d, const model_t *m, route_kind policy, doub
 dash_level dash_first_level(const dash_t *d);
 /* Free f unless it is d's home fit (which dash_free frees). */
 void dash_fit_release(const dash_t *d, dash_fit *f);
-/* The header's CIs for (policy, tau) at m's K (grid_run on d's rows and
- * workload settings); cancel may be NULL. With opts.seeds < 2 it leaves
- * out->valid 0 and returns 0. Returns -2 when cancelled. */
-int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double tau,
-                    volatile int *cancel, dash_progress_fn progress, void *pctx, dash_ci *out,
-                    char *err, size_t errlen);
 /* Append the shown setting (d->cur, d->ci) to the trail. */
 void dash_trail_add(dash_t *d);
 

@@ -291,6 +291,54 @@ static int digest(const dash_t *d, const trace_t *t, dash_sim *s, const step_log
     return 0;
 }
 
+/* A run's step log on workload w (tick, may be NULL, gets its progress). */
+static int log_init(step_log *g, const dash_t *d, const sim_workload *w, int K, run_tick_fn tick,
+                    void *tick_ctx, int slot, char *err, size_t errlen)
+{
+    double t_last = w->arrival && w->n > 0 ? w->arrival[w->n - 1] : 0;
+    *g = (step_log){.K = K, .L = d->L, .tick = t_last > 0 ? tick : NULL, .tick_ctx = tick_ctx,
+                    .slot = slot, .t_last = t_last};
+    g->u_sum = eldr_calloc((size_t)K * d->L, sizeof *g->u_sum);
+    g->steps = eldr_calloc((size_t)K, sizeof *g->steps);
+    if (!g->u_sum || !g->steps)
+        return eldr_errf(err, errlen, "dash: out of memory for a simulation");
+    return 0;
+}
+
+static void log_free(step_log *g)
+{
+    free(g->u_sum);
+    free(g->steps);
+    free(g->rec);
+    memset(g, 0, sizeof *g);
+}
+
+/* The dash_sim of a finished run of (policy, tau) at K over t's rows:
+ * res moved in (zeroed), digested with its step log g. */
+static int sim_of(const dash_t *d, const trace_t *t, route_kind policy, double tau, int K,
+                  sim_result *res, const step_log *g, dash_sim **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    dash_sim *s = calloc(1, sizeof *s);
+    if (!s) {
+        sim_result_free(res);
+        return eldr_errf(err, errlen, "dash: out of memory for a simulation");
+    }
+    s->policy = policy;
+    s->tau = tau;
+    s->K = K;
+    s->L = d->L;
+    s->E = d->E;
+    s->res = *res;
+    memset(res, 0, sizeof *res);
+    if (digest(d, t, s, g, err, errlen)) {
+        dash_sim_free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
 /* One run on workload w over trace t's rows (the rows of a level). */
 static int simulate_on(const dash_t *d, const sim_workload *w, const trace_t *t,
                        const model_t *m, route_kind policy, double tau, int K,
@@ -298,42 +346,25 @@ static int simulate_on(const dash_t *d, const sim_workload *w, const trace_t *t,
                        dash_sim **out, char *err, size_t errlen)
 {
     *out = NULL;
-    dash_sim *s = calloc(1, sizeof *s);
     route_policy p;
     int have_p = 0, rc = -1;
-    double t_last = w->arrival && w->n > 0 ? w->arrival[w->n - 1] : 0;
-    step_log g = {.K = K, .L = d->L, .tick = t_last > 0 ? tick : NULL, .tick_ctx = tick_ctx,
-                  .slot = slot, .t_last = t_last};
-    g.u_sum = eldr_calloc((size_t)K * d->L, sizeof *g.u_sum);
-    g.steps = eldr_calloc((size_t)K, sizeof *g.steps);
-    if (!s || !g.u_sum || !g.steps) {
-        eldr_errf(err, errlen, "dash: out of memory for a simulation");
+    step_log g;
+    sim_result res;
+    if (log_init(&g, d, w, K, tick, tick_ctx, slot, err, errlen))
         goto done;
-    }
-    s->policy = policy;
-    s->tau = tau;
-    s->K = K;
-    s->L = d->L;
-    s->E = d->E;
     if (route_policy_init(&p, policy, K, d->opts.seed, err, errlen))
         goto done;
     have_p = 1;
     if (policy == ROUTE_ELDR &&
         route_policy_set_centroids(&p, m->centroids, sig_dim(&m->recipe), tau, 1, err, errlen))
         goto done;
-    if ((rc = sim_run_cancel(w, &p, on_step, &g, cancel, &s->res, err, errlen)))
+    if ((rc = sim_run_cancel(w, &p, on_step, &g, cancel, &res, err, errlen)))
         goto done;
-    rc = digest(d, t, s, &g, err, errlen);
+    rc = sim_of(d, t, policy, tau, K, &res, &g, out, err, errlen);
 done:
     if (have_p)
         route_policy_free(&p);
-    free(g.u_sum);
-    free(g.steps);
-    free(g.rec);
-    if (rc)
-        dash_sim_free(s);
-    else
-        *out = s;
+    log_free(&g);
     return rc;
 }
 
@@ -375,6 +406,7 @@ typedef struct sim_set {
     void *pctx;
     const char *stage;
     double part[1 + DASH_N_BASE]; /* under mu: each run's share done */
+    step_log log[1 + DASH_N_BASE];  /* dash_refine: each run's, in the grid */
     pthread_mutex_t mu;
     char err[ELDR_ERRLEN];
 } sim_set;
@@ -487,20 +519,55 @@ static void ci_tick(void *ctx, int64_t done, int64_t total)
     report(p->fn, p->ctx, "seeds", total > 0 ? (double)done / total : -1);
 }
 
-int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double tau,
-                    volatile int *cancel, dash_progress_fn progress, void *pctx, dash_ci *out,
-                    char *err, size_t errlen)
+/* The grid's seed-0 hook (grid_seed0) for the refine: run i of the set
+ * S (the policy, then the baselines shown) logs its steps like a run of
+ * the dashboard's own, and is digested into S->out[i] as it ends. */
+static int refine_begin(void *ctx, int i, const sim_workload *w, sim_step_fn *fn, void **fn_ctx,
+                        char *err, size_t errlen)
+{
+    sim_set *S = ctx;
+    if (log_init(&S->log[i], S->d, w, S->m->K, S->progress ? set_tick : NULL, S, i, err,
+                 errlen)) {
+        log_free(&S->log[i]);
+        return -1;
+    }
+    *fn = on_step;
+    *fn_ctx = &S->log[i];
+    return 0;
+}
+
+static int refine_end(void *ctx, int i, void *fn_ctx, sim_result *res, char *err,
+                      size_t errlen)
+{
+    sim_set *S = ctx;
+    int rc = 0;
+    if (res) {
+        rc = sim_of(S->d, S->t, S->kinds[i], S->tau, S->m->K, res, fn_ctx, &S->out[i], err,
+                    errlen);
+        if (!rc)
+            set_tick(S, i, 1);
+    }
+    log_free(fn_ctx);
+    return rc;
+}
+
+/* The refined runs of (policy, tau) on m: the grid over opts.seeds seeds
+ * (at least one) whose seed 0 is the views' runs (hook; the set S takes
+ * them), and with two seeds or more the header's CIs into *out. Returns
+ * -2 when cancelled. */
+static int refine_grid(const dash_t *d, const model_t *m, route_kind policy, double tau,
+                       volatile int *cancel, dash_progress_fn progress, void *pctx,
+                       const grid_seed0 *hook, dash_ci *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (d->opts.seeds < 2)
-        return 0;
     grid_spec g;
     grid_spec_default(&g);
     g.calib = d->calib;
     g.eval = d->eval;
     g.model = m;
     g.cfg = d->cfg;              /* seed i runs with cfg.seed + i: seed 0 is ours */
-    g.n_seeds = d->opts.seeds;
+    g.n_seeds = d->opts.seeds > 1 ? d->opts.seeds : 1;
+    g.seed0 = hook;
     dash_grid_splits(d, &g);     /* m serves seed 0, whose split it was fitted on */
     g.workers[0] = m->K;
     g.n_workers = 1;
@@ -519,6 +586,10 @@ int dash_compute_ci(const dash_t *d, const model_t *m, route_kind policy, double
     int rc = grid_run(&g, &r, err, errlen);
     if (rc)
         return rc;
+    if (d->opts.seeds < 2) {     /* one seed: the views' runs only, no interval */
+        grid_result_free(&r);
+        return 0;
+    }
     int row = -1;
     for (int i = 0; i < r.n && row < 0; i++)
         if (r.rows[i].kind == policy)
@@ -1214,31 +1285,34 @@ int dash_refine(const dash_t *d, const model_t *m, route_kind policy, double tau
         if (dash_cache_load(d, key, out, out->cache_note, sizeof out->cache_note) > 0)
             return 0;
     }
-    const sim_workload *w = &d->rows[DASH_LEVEL_FULL].work;
-    if (!d->rows[DASH_LEVEL_FULL].have_work) {
-        report(progress, pctx, "workload", -1);
-        sim_config cfg;
-        own_config(d, &cfg);
-        if (sim_workload_init(&out->work, d->eval, &cfg, &m->recipe, err, errlen))
-            return -1;
-        out->have_work = 1;
-        w = &out->work;
+    /* one set of runs: the grid's seed 0 is the views' (grid_seed0), not
+     * simulated once more here */
+    sim_set S = {.d = d, .t = d->eval, .m = m, .tau = tau, .n = 1 + DASH_N_BASE,
+                 .cancel = cancel, .progress = progress, .pctx = pctx, .stage = "every row"};
+    grid_seed0 h = {.n = S.n, .begin = refine_begin, .end = refine_end, .ctx = &S};
+    S.kinds[0] = policy;
+    for (int i = 0; i < DASH_N_BASE; i++)
+        S.kinds[1 + i] = BASE_KINDS[i];
+    for (int i = 0; i < S.n; i++) {
+        h.kind[i] = S.kinds[i];
+        h.tau[i] = tau;
     }
-    int rc = simulate_set_on(d, w, d->eval, m, policy, tau, cancel, progress, pctx, &out->cur,
-                             out->base, err, errlen);
-    if (out->have_work) {        /* the views read the runs, not the workload: its */
-        sim_workload_free(&out->work);   /* pools go before the grid samples its */
-        out->have_work = 0;              /* own (docs/memory.md); built anew next time */
-    }
-    if (!rc) {
-        rc = dash_compute_ci(d, m, policy, tau, cancel, progress, pctx, &out->ci, err, errlen);
-        if (rc == -2)
-            rc = SIM_CANCELLED;
-    }
+    pthread_mutex_init(&S.mu, NULL);
+    report(progress, pctx, S.stage, 0);
+    int rc = refine_grid(d, m, policy, tau, cancel, progress, pctx, &h, &out->ci, err, errlen);
+    pthread_mutex_destroy(&S.mu);
+    for (int i = 0; rc == 0 && i < S.n; i++)
+        if (!S.out[i])
+            rc = eldr_errf(err, errlen, "dash: the grid ran no %s for the views",
+                           route_kind_name(S.kinds[i]));
     if (rc) {
-        dash_refined_free(out);
-        return rc;
+        for (int i = 0; i < S.n; i++)
+            dash_sim_free(S.out[i]);
+        return rc == -2 ? SIM_CANCELLED : -1;
     }
+    out->cur = S.out[0];
+    for (int i = 0; i < DASH_N_BASE; i++)
+        out->base[i] = S.out[1 + i];
     if (keyed)
         dash_cache_store(d, key, out, out->cache_note, sizeof out->cache_note);
     return 0;
@@ -1249,8 +1323,6 @@ void dash_refined_free(dash_refined *r)
     dash_sim_free(r->cur);
     for (int i = 0; i < DASH_N_BASE; i++)
         dash_sim_free(r->base[i]);
-    if (r->have_work)
-        sim_workload_free(&r->work);
     memset(r, 0, sizeof *r);
 }
 
@@ -1263,11 +1335,6 @@ void dash_refined_apply(dash_t *d, dash_refined *r)
         d->base[i] = r->base[i];
     }
     d->ci = r->ci;
-    if (r->have_work && !d->rows[DASH_LEVEL_FULL].have_work) {
-        d->rows[DASH_LEVEL_FULL].work = r->work;
-        d->rows[DASH_LEVEL_FULL].have_work = 1;
-        r->have_work = 0;
-    }
     if (r->cache_note[0])        /* else an earlier note (the fit's) stays */
         snprintf(d->cache_note, sizeof d->cache_note, "%s", r->cache_note);
     d->level = DASH_LEVEL_FULL;

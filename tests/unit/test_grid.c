@@ -14,13 +14,27 @@
  * the baseline; the verdict's own rule is tests/unit/test_verdict.c); the
  * cost rule as a candidate (grid.h: one eldr-cost row per cell, equal to
  * a direct sim_run, needing no model, refused as a baseline); the cancel
- * flag; refusals. */
+ * flag; refusals.
+ *
+ * The seed-0 hook (grid_seed0: a caller that reads seed 0's runs whole,
+ * the dashboard's views, gets them from the grid's own runs): with it the
+ * grid's numbers are bit for bit those without it, for one and two
+ * threads, one split and a split redrawn per seed; each wanted run handed
+ * to the caller equals a direct sim_run of seed 0 (TPOT percentiles,
+ * whole-run tokens/s rather than the grid's steady-state figure,
+ * per-request workers, the heat matrix kept for that cell only); a wanted
+ * run the grid has no row for (p2c), or a second one of a kind (rr
+ * twice), runs as an extra on the same workload; the caller's step
+ * callback sees every step; begin and end run once per wanted run; a
+ * failing begin or end fails the grid with its message; too many wanted
+ * runs are refused. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +44,7 @@
 #include "model.h"
 #include "route.h"
 #include "sim.h"
+#include "split.h"
 #include "stats.h"
 #include "verdict.h"
 #include "util_tracefix.h"
@@ -70,7 +85,7 @@ static void test_stats(void **state)
 }
 
 typedef struct fixture {
-    trace_t *calib, *eval;
+    trace_t *all, *calib, *eval; /* calib: rows 0-59 of all, eval: 60-159 */
     model_t *m2;               /* K = 2 on calib */
 } fixture;
 
@@ -85,7 +100,7 @@ static int setup(void **state)
         rows[i] = i;
     f->calib = trace_select(t, rows, 60, err, sizeof err);
     f->eval = trace_select(t, rows + 60, 100, err, sizeof err);
-    trace_free(t);
+    f->all = t;
     model_fit_opts o;
     model_fit_opts_default(&o, 2);
     o.layers = MODEL_LAYERS_ALL;
@@ -98,6 +113,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    trace_free(f->all);
     trace_free(f->calib);
     trace_free(f->eval);
     model_free(f->m2);
@@ -449,6 +465,241 @@ static void test_cancel_and_refusals(void **state)
     assert_non_null(strstr(err, "calibration"));
 }
 
+/* What the hook received: each wanted run's result and step count. */
+typedef struct taken {
+    pthread_mutex_t mu;
+    int begins[GRID_SEED0_MAX], ends[GRID_SEED0_MAX];
+    int64_t steps[GRID_SEED0_MAX];
+    sim_result res[GRID_SEED0_MAX];
+    int have[GRID_SEED0_MAX];
+    int fail_begin, fail_end;   /* wanted run that fails there, or -1 */
+} taken;
+
+static void count_steps(void *ctx, int worker, double t, double dt, int B, const int *U, int L,
+                        int64_t kv)
+{
+    (void)worker, (void)t, (void)dt, (void)B, (void)U, (void)L, (void)kv;
+    ++*(int64_t *)ctx;
+}
+
+static int on_begin(void *ctx, int i, const sim_workload *w, sim_step_fn *fn, void **fn_ctx,
+                    char *e, size_t elen)
+{
+    taken *t = ctx;
+    assert_non_null(w);
+    pthread_mutex_lock(&t->mu);
+    t->begins[i]++;
+    pthread_mutex_unlock(&t->mu);
+    if (i == t->fail_begin)
+        return eldr_errf(e, elen, "begin %d refused", i);
+    *fn = count_steps;
+    *fn_ctx = &t->steps[i];
+    return 0;
+}
+
+static int on_end(void *ctx, int i, void *fn_ctx, sim_result *res, char *e, size_t elen)
+{
+    taken *t = ctx;
+    assert_ptr_equal(fn_ctx, &t->steps[i]);
+    pthread_mutex_lock(&t->mu);
+    t->ends[i]++;
+    pthread_mutex_unlock(&t->mu);
+    if (!res)
+        return 0;
+    if (i == t->fail_end)
+        return eldr_errf(e, elen, "end %d refused", i);
+    t->res[i] = *res;             /* moved out: the grid frees nothing of it */
+    memset(res, 0, sizeof *res);
+    t->have[i] = 1;
+    return 0;
+}
+
+static void taken_free(taken *t)
+{
+    for (int i = 0; i < GRID_SEED0_MAX; i++)
+        if (t->have[i])
+            sim_result_free(&t->res[i]);
+}
+
+/* The wanted runs: eldr tau 0.1 (a grid row), random (a row), p2c (no
+ * row: an extra), rr twice (the row, then an extra). */
+static void want(grid_seed0 *h, taken *t)
+{
+    memset(h, 0, sizeof *h);
+    static const route_kind k[] = {ROUTE_ELDR, ROUTE_RANDOM, ROUTE_P2C, ROUTE_RR, ROUTE_RR};
+    h->n = 5;
+    for (int i = 0; i < h->n; i++) {
+        h->kind[i] = k[i];
+        h->tau[i] = 0.1;
+    }
+    h->begin = on_begin;
+    h->end = on_end;
+    h->ctx = t;
+    memset(t, 0, sizeof *t);
+    pthread_mutex_init(&t->mu, NULL);
+    t->fail_begin = t->fail_end = -1;
+}
+
+/* seed 0's run of (kind, tau), by hand, on eval with model m */
+static void direct_full(const trace_t *eval, const model_t *m, const grid_spec *g, route_kind kind,
+                   double tau, sim_result *r)
+{
+    sim_workload w;
+    assert_int_equal(sim_workload_init(&w, eval, &g->cfg, &m->recipe, err, sizeof err), 0);
+    route_policy p;
+    assert_int_equal(route_policy_init(&p, kind, 2, g->cfg.seed, err, sizeof err), 0);
+    if (kind == ROUTE_ELDR)
+        assert_int_equal(route_policy_set_centroids(&p, m->centroids, sig_dim(&m->recipe), tau,
+                                                    1, err, sizeof err), 0);
+    assert_int_equal(sim_run(&w, &p, NULL, NULL, r, err, sizeof err), 0);
+    route_policy_free(&p);
+    sim_workload_free(&w);
+}
+
+static void same_rows(const grid_result *a, const grid_result *b)
+{
+    assert_int_equal(a->n, b->n);
+    for (int i = 0; i < a->n; i++) {
+        size_t n = (size_t)a->n_seeds * sizeof(double);
+        assert_memory_equal(a->rows[i].tpot_p50_ms, b->rows[i].tpot_p50_ms, n);
+        assert_memory_equal(a->rows[i].tpot_p99_ms_seed, b->rows[i].tpot_p99_ms_seed, n);
+        assert_memory_equal(a->rows[i].tokens_per_s_seed, b->rows[i].tokens_per_s_seed, n);
+        assert_memory_equal(&a->rows[i].distinct, &b->rows[i].distinct, sizeof(grid_stat));
+        assert_memory_equal(&a->rows[i].imbalance, &b->rows[i].imbalance, sizeof(grid_stat));
+        assert_memory_equal(&a->rows[i].queue_p50, &b->rows[i].queue_p50, sizeof(grid_stat));
+    }
+}
+
+/* Each taken run equals seed 0's direct run; the grid's rows of seed 0
+ * are those runs' numbers. */
+static void check_taken(const taken *t, const grid_seed0 *h, const grid_result *r,
+                        const trace_t *eval, const model_t *m, const grid_spec *g)
+{
+    for (int i = 0; i < h->n; i++) {
+        assert_int_equal(t->begins[i], 1);
+        assert_int_equal(t->ends[i], 1);
+        assert_true(t->have[i]);
+        const sim_result *a = &t->res[i];
+        sim_result b;
+        direct_full(eval, m, g, h->kind[i], h->tau[i], &b);
+        assert_int_equal(a->n, b.n);
+        assert_true(a->tpot_p50_ms == b.tpot_p50_ms && a->tpot_p99_ms == b.tpot_p99_ms);
+        assert_true(a->tokens_per_s == b.tokens_per_s);   /* the run's own, not steady */
+        assert_true(a->distinct_per_step == b.distinct_per_step);
+        assert_int_equal(t->steps[i], b.steps);
+        for (int64_t q = 0; q < a->n; q++)
+            assert_int_equal(a->req[q].worker, b.req[q].worker);
+        /* the heat matrix: kept for the caller, the same counts */
+        assert_non_null(a->heat);
+        assert_non_null(b.heat);
+        assert_memory_equal(a->heat, b.heat,
+                            (size_t)2 * eval->L * eval->E * sizeof *a->heat);
+        /* a grid row of the same kind (and tau) has these numbers at seed 0 */
+        for (int row = 0; row < r->n; row++)
+            if (r->rows[row].kind == h->kind[i] &&
+                (h->kind[i] != ROUTE_ELDR || r->rows[row].tau == h->tau[i]))
+                assert_true(r->rows[row].tpot_p50_ms[0] == b.tpot_p50_ms);
+        sim_result_free(&b);
+    }
+}
+
+/* g run without and with the hook (seed 0's split: eval and m): the
+ * same rows, and the taken runs are seed 0's. */
+static void hooked_vs_plain(grid_spec *g, const trace_t *eval, const model_t *m)
+{
+    grid_result plain, hooked;
+    assert_int_equal(grid_run(g, &plain, err, sizeof err), 0);
+    grid_seed0 h;
+    taken t;
+    want(&h, &t);
+    g->seed0 = &h;
+    assert_int_equal(grid_run(g, &hooked, err, sizeof err), 0);
+    g->seed0 = NULL;
+    assert_int_equal(hooked.resplit, g->all != NULL);
+    same_rows(&plain, &hooked);
+    check_taken(&t, &h, &hooked, eval, m, g);
+    taken_free(&t);
+    pthread_mutex_destroy(&t.mu);
+    grid_result_free(&plain);
+    grid_result_free(&hooked);
+}
+
+static void test_seed0_one_split(void **state)
+{
+    fixture *f = *state;
+    for (int threads = 1; threads <= 2; threads++) {
+        grid_spec g;
+        spec_for(f, &g, 3);
+        g.threads = threads;
+        hooked_vs_plain(&g, f->eval, f->m2);
+    }
+}
+
+/* A split redrawn per seed: seed 0 is the caller's own split and model. */
+static void test_seed0_resplit(void **state)
+{
+    fixture *f = *state;
+    split_spec sp;
+    split_spec_default(&sp);
+    sp.size = 60;
+    sp.seed = 9;
+    split_rows rows;
+    assert_int_equal(split_make(f->all, &sp, &rows, err, sizeof err), 0);
+    trace_t *calib = NULL, *eval = NULL;
+    assert_int_equal(split_apply(f->all, &rows, &calib, &eval, err, sizeof err), 0);
+    split_rows_free(&rows);
+    model_fit_opts o;
+    model_fit_opts_default(&o, 2);
+    o.layers = MODEL_LAYERS_ALL;
+    o.seed = 4;
+    model_t *m = NULL;
+    assert_int_equal(model_fit(calib, &o, &m, NULL, err, sizeof err), 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        grid_spec g;
+        spec_for(f, &g, 3);
+        g.threads = threads;
+        g.calib = g.eval = NULL;
+        g.model = m;
+        grid_spec_resplit(&g, f->all, &sp, 2, 4);
+        g.fit.layers = MODEL_LAYERS_ALL;
+        hooked_vs_plain(&g, eval, m);
+    }
+    model_free(m);
+    trace_free(calib);
+    trace_free(eval);
+}
+
+static void test_seed0_failures(void **state)
+{
+    fixture *f = *state;
+    grid_spec g;
+    spec_for(f, &g, 2);
+    g.threads = 2;
+    grid_seed0 h;
+    taken t;
+    grid_result r;
+    want(&h, &t);
+    g.seed0 = &h;
+    t.fail_begin = 2;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "begin 2 refused"));
+    taken_free(&t);
+    pthread_mutex_destroy(&t.mu);
+    want(&h, &t);
+    t.fail_end = 0;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "end 0 refused"));
+    for (int i = 0; i < h.n; i++)   /* every started run was ended (fn_ctx released) */
+        assert_int_equal(t.begins[i], t.ends[i]);
+    taken_free(&t);
+    pthread_mutex_destroy(&t.mu);
+    want(&h, &t);
+    h.n = GRID_SEED0_MAX + 1;
+    assert_int_equal(grid_run(&g, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "seed-0 runs"));
+    pthread_mutex_destroy(&t.mu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -462,6 +713,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cost_candidate, setup, teardown),
         
         cmocka_unit_test_setup_teardown(test_cancel_and_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_seed0_one_split, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_seed0_resplit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_seed0_failures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
