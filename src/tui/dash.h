@@ -230,7 +230,9 @@ typedef struct dash_opts {
                                   * hashed it (alongside the load), or NULL */
     int no_first;                /* 1: the caller refines at once (a refined
                                   * frame): dash_open_first makes no first-look
-                                  * runs, and cur stays NULL unless the cache
+                                  * runs, nor its rows and workload until a
+                                  * what-if change needs them (dash_first_work),
+                                  * and cur stays NULL unless the cache
                                   * answered */
 } dash_opts;
 void dash_opts_default(dash_opts *o);
@@ -382,6 +384,8 @@ typedef struct dash {
      * (t NULL when every row is few enough), [FULL] every eval row (its
      * workload built by the first refine). Signatures of the recipe. */
     dash_rows rows[DASH_N_LEVELS];
+    int first_made;              /* 1: the first look's rows were chosen
+                                  * (dash_first_work) */
     dash_level level;            /* the rows cur and base rest on */
     int refined;                 /* 1: cur, base and ci are final (every row,
                                   * opts.seeds seeds) */
@@ -481,6 +485,11 @@ int dash_simulate_set(const dash_t *d, const model_t *m, route_kind policy, doub
                       void *pctx, dash_sim **cur, dash_sim **base, char *err, size_t errlen);
 /* The lowest level with rows: where a what-if change looks first. */
 dash_level dash_first_level(const dash_t *d);
+/* The first look's rows and the workload of the lowest level, made once:
+ * dash_open_first makes them unless opts.no_first (a refined frame needs
+ * neither: on the 20,000-request trace they are 29 MB), and a what-if
+ * change makes them first (whatif_start_change). */
+int dash_first_work(dash_t *d, char *err, size_t errlen);
 /* Free f unless it is d's home fit (which dash_free frees). */
 void dash_fit_release(const dash_t *d, dash_fit *f);
 /* Append the shown setting (d->cur, d->ci) to the trail. */

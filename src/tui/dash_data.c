@@ -1272,6 +1272,17 @@ static int build_work(dash_t *d, dash_level level, char *err, size_t errlen)
     return 0;
 }
 
+int dash_first_work(dash_t *d, char *err, size_t errlen)
+{
+    if (!d->first_made) {
+        if (first_rows(d, err, errlen))
+            return -1;
+        d->first_made = 1;
+    }
+    dash_level lv = dash_first_level(d);
+    return d->rows[lv].have_work ? 0 : build_work(d, lv, err, errlen);
+}
+
 /* The refined results of (policy, tau) on m, from the cache or computed:
  * every simulated row, seed 0 for the views, opts.seeds for the CIs. */
 int dash_refine(const dash_t *d, const model_t *m, route_kind policy, double tau,
@@ -1406,13 +1417,14 @@ int dash_open_first(dash_t *d, const dash_opts *o, trace_t *t, model_t *m,
     d->home = d->fit;
     d->tau = d->fit->model->tau;
     d->rows[DASH_LEVEL_FULL].t = d->eval;
-    if (setup_config(d, err, errlen) || first_rows(d, err, errlen))
+    if (setup_config(d, err, errlen))
         return -1;
     /* the what-if changes look first at the lowest level: its workload
-     * is built even when the cache answers */
-    dash_level lv = dash_first_level(d);
-    if (build_work(d, lv, err, errlen))
+     * is built even when the cache answers, unless the caller refines at
+     * once (then the first what-if change builds it) */
+    if (!d->opts.no_first && dash_first_work(d, err, errlen))
         return -1;
+    dash_level lv = dash_first_level(d);
     const model_t *fm = d->fit->model;
     dash_refined r;
     char key[DASH_CACHE_KEY];

@@ -121,6 +121,9 @@ int whatif_start_change(whatif_t *w, dash_t *d, int K, route_kind policy, double
 {
     if (w->running)
         return -1;
+    /* the first look's rows and workload, when the open made none */
+    if (dash_first_work(d, w->err, sizeof w->err))
+        return -1;
     w->kind = WHATIF_CHANGE;
     w->d = d;
     w->K = K;

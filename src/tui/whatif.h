@@ -61,7 +61,9 @@ void whatif_destroy(whatif_t *w);
 
 /* Start dash_open_trace(d, o, t, m) on the thread (t, m taken over). */
 int whatif_start_open(whatif_t *w, dash_t *d, const dash_opts *o, trace_t *t, model_t *m);
-/* Start a change to (K, policy, tau) against d's current fit. */
+/* Start a change to (K, policy, tau) against d's current fit; first,
+ * on the caller's thread, the first look's rows and workload when d has
+ * none yet (dash_first_work; -1 with w->err when that fails). */
 int whatif_start_change(whatif_t *w, dash_t *d, int K, route_kind policy, double tau);
 /* Start refining d's shown setting (its fit, policy and tau). */
 int whatif_start_refine(whatif_t *w, dash_t *d);
