@@ -43,7 +43,11 @@ int grid_is_default_baseline(route_kind k)
  * the split is redrawn (grid.h, "Calibration splits"). */
 typedef struct grid_ctx {
     const trace_t *calib, *eval;
-    trace_t *own_calib, *own_eval;  /* a redrawn split's rows */
+    trace_t *own_calib;             /* a redrawn split's calibration rows */
+    int64_t *eval_rows;             /* NULL, or a redrawn split's evaluation
+                                     * rows of eval (= s->all), simulated in
+                                     * place (sim_workload_init_rows) */
+    int64_t n_eval;
     model_t **models;               /* [n_workers] */
     unsigned char *owned;           /* [n_workers] 1: fitted here */
     double *shares;                 /* domain baseline: label counts of calib */
@@ -201,7 +205,7 @@ static void ctx_free(grid_ctx *ctx, int n_models)
         if (ctx->owned[i])
             model_free(ctx->models[i]);
     trace_free(ctx->own_calib);
-    trace_free(ctx->own_eval);
+    free(ctx->eval_rows);
     free(ctx->shares);
 }
 
@@ -223,18 +227,22 @@ static int ctx_resplit(const grid_spec *s, int si, grid_ctx *ctx, model_t **mode
         rc = eldr_errf(err, errlen, "split seed %llu: %lld calibration, %lld evaluation rows; "
                        "both need rows", (unsigned long long)sp.seed, (long long)rows.n_calib,
                        (long long)rows.n_eval);
-    /* only what the fits and the simulator read: a fraction of the bytes */
+    /* the fits read a copy of the calibration rows, without token rows;
+     * the evaluation rows (most of the trace) are simulated in place,
+     * not copied per seed (docs/memory.md) */
     else if (!(ctx->own_calib = trace_select_some(s->all, rows.calib, rows.n_calib,
-                                                  TRACE_DROP_TOKENS, err, errlen)) ||
-             !(ctx->own_eval = trace_select_some(s->all, rows.eval, rows.n_eval,
-                                                 TRACE_DROP_PROBS | TRACE_DROP_PREFILL, err,
-                                                 errlen)))
+                                                  TRACE_DROP_TOKENS, err, errlen)))
         rc = -1;
+    if (rc == 0) {
+        ctx->eval_rows = rows.eval;   /* taken over from rows */
+        ctx->n_eval = rows.n_eval;
+        rows.eval = NULL;
+    }
     split_rows_free(&rows);
     if (rc < 0)
         return -1;
     ctx->calib = ctx->own_calib;
-    ctx->eval = ctx->own_eval;
+    ctx->eval = s->all;
     if (domain_shares(s, ctx, err, errlen) < 0)
         return -1;
     return fit_models(s, ctx, si, err, errlen);
@@ -469,8 +477,10 @@ static int run_cell(grid_run_state *st, const grid_ctx *ctx, int ki, int ri, int
         cfg.rate = rate;
     }
     sim_workload w;
-    if (sim_workload_init(&w, ctx->eval, &cfg, ctx->models[ki] ? &ctx->models[ki]->recipe : NULL,
-                          err, errlen) < 0)
+    const sig_recipe *recipe = ctx->models[ki] ? &ctx->models[ki]->recipe : NULL;
+    if ((ctx->eval_rows ? sim_workload_init_rows(&w, ctx->eval, ctx->eval_rows, ctx->n_eval,
+                                                 &cfg, recipe, err, errlen)
+                        : sim_workload_init(&w, ctx->eval, &cfg, recipe, err, errlen)) < 0)
         return -1;
     cell_runs c = {.st = st, .ctx = ctx, .w = &w, .m = ctx->models[ki], .K = s->workers[ki],
                    .ki = ki, .ri = ri, .si = si, .seed = cfg.seed, .n_runs = st->n_policies};
@@ -703,13 +713,13 @@ int grid_run(const grid_spec *s, grid_result *out, char *err, size_t errlen)
     if (rc == 0) {
         st.total = (int64_t)s->n_workers * st.n_rates * s->n_seeds;
         st.tasks = s->all ? s->n_seeds : st.total;
-        /* one split: the cells one at a time, each one's policies on the
-         * threads; redrawing splits: the seeds (each its own split and
-         * fits) on the threads, a cell's policies on its seed's one */
-        int outer = s->all ? par_threads(s->threads, st.tasks) : 1;
-        st.cell_threads = s->all ? 1 : par_threads(s->threads, st.n_policies);
+        /* the cells one at a time (redrawing splits, a seed's split and
+         * fits first), each one's policies on the threads: one seed's
+         * pools at once (on t20k without a model, seeds two at a time on
+         * the threads peaked 255 MB higher and ran no faster) */
+        st.cell_threads = par_threads(s->threads, st.n_policies);
         pthread_mutex_init(&st.lock, NULL);
-        par_run(outer, worker_main, &st);
+        par_run(1, worker_main, &st);
         pthread_mutex_destroy(&st.lock);
         if (st.failed == -2)
             rc = (eldr_errf(err, errlen, "grid: cancelled"), -2);

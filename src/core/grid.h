@@ -22,10 +22,12 @@
  * Models: for each K, the given model when its K matches, else one fitted
  * on the calibration rows with spec->fit (greedy layers are selected once,
  * on the first K fitted, and reused for the others, as `eldr sweep`
- * always did). With one split the cells run one at a time, each cell's
- * policies on `threads` threads sharing its workload (one seed's
- * activation pools at once); redrawing splits, the seeds run on the
- * threads. The result does not depend on the thread count.
+ * always did). The cells run one at a time, each cell's policies on
+ * `threads` threads sharing its workload (one seed's activation pools at
+ * once); redrawing splits, a seed's split and fits come before its cells,
+ * and its evaluation rows are simulated in place in `all`, not copied
+ * (sim_workload_init_rows). The result does not depend on the thread
+ * count.
  *
  * Calibration splits. Which rows calibrate moves the result as much as
  * the arrivals do (on the shared gpt-oss trace, five pinned splits give

@@ -81,8 +81,29 @@ static int build_signatures(sim_workload *w, const sig_recipe *recipe, char *err
                            errlen);
 }
 
-int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
-                      const sig_recipe *recipe, char *err, size_t errlen)
+/* Request i's place in the ascending row list (sim_workload_init_rows). */
+static int keys_of(sim_workload *w, const int64_t *rows, int64_t n_rows, char *err,
+                   size_t errlen)
+{
+    w->key = malloc((size_t)(w->n ? w->n : 1) * sizeof *w->key);
+    if (!w->key)
+        return eldr_errf(err, errlen, "sim: out of memory for %lld requests", (long long)w->n);
+    for (int64_t i = 0; i < w->n; i++) {
+        int64_t lo = 0, hi = n_rows;   /* rows[lo..hi) holds w->row[i] */
+        while (hi - lo > 1) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (rows[mid] <= w->row[i])
+                lo = mid;
+            else
+                hi = mid;
+        }
+        w->key[i] = lo;
+    }
+    return 0;
+}
+
+static int init(sim_workload *w, const trace_t *t, const int64_t *rows, int64_t n_rows,
+                const sim_config *c, const sig_recipe *recipe, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
     if (check_config(c, err, errlen))
@@ -90,6 +111,12 @@ int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
     if (!c->output_tokens && !t->decode_tokens)
         return eldr_errf(err, errlen, "sim: the trace has no decode_tokens; give the output "
                          "length (--output-tokens N)");
+    int64_t n = rows ? n_rows : t->n;
+    for (int64_t j = 0; rows && j < n; j++)
+        if (rows[j] < 0 || rows[j] >= t->n || (j > 0 && rows[j] <= rows[j - 1]))
+            return eldr_errf(err, errlen, "sim: row list entry %lld (row %lld) is not an "
+                             "ascending row of the trace's %lld", (long long)j,
+                             (long long)rows[j], (long long)t->n);
     w->t = t;
     w->cfg = *c;
     w->L = t->L;
@@ -107,13 +134,14 @@ int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
      * (and lets the pools of a larger trace fit the cache, shared by
      * every run) and the rows of the requests in flight */
     w->id_bytes = held || w->E > 256 ? 2 : 1;
-    w->row = malloc((size_t)(t->n ? t->n : 1) * sizeof *w->row);
-    w->out_tokens = malloc((size_t)(t->n ? t->n : 1) * sizeof *w->out_tokens);
+    w->row = malloc((size_t)(n ? n : 1) * sizeof *w->row);
+    w->out_tokens = malloc((size_t)(n ? n : 1) * sizeof *w->out_tokens);
     if (!w->row || !w->out_tokens) {
         sim_workload_free(w);
-        return eldr_errf(err, errlen, "sim: out of memory for %lld requests", (long long)t->n);
+        return eldr_errf(err, errlen, "sim: out of memory for %lld requests", (long long)n);
     }
-    for (int64_t r = 0; r < t->n; r++) {
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r = rows ? rows[j] : j;
         int32_t out = c->output_tokens ? c->output_tokens : t->decode_tokens[r];
         if (out <= 0) {
             w->n_skipped++;
@@ -127,7 +155,9 @@ int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
         sim_workload_free(w);
         return eldr_errf(err, errlen, "sim: no request has a token to decode");
     }
+    /* the keys follow the arrival order; the pools are drawn by them */
     if (sim_arrivals_build(w, err, errlen) ||
+        (rows && keys_of(w, rows, n, err, errlen)) ||
         (!w->recorded && sim_pools_build(w, err, errlen)) ||
         (recipe && build_signatures(w, recipe, err, errlen))) {
         sim_workload_free(w);
@@ -136,11 +166,27 @@ int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
     return 0;
 }
 
+int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
+                      const sig_recipe *recipe, char *err, size_t errlen)
+{
+    return init(w, t, NULL, 0, c, recipe, err, errlen);
+}
+
+int sim_workload_init_rows(sim_workload *w, const trace_t *t, const int64_t *rows,
+                           int64_t n_rows, const sim_config *c, const sig_recipe *recipe,
+                           char *err, size_t errlen)
+{
+    if (!rows || n_rows < 0)
+        return eldr_errf(err, errlen, "sim: no row list");
+    return init(w, t, rows, n_rows, c, recipe, err, errlen);
+}
+
 void sim_workload_free(sim_workload *w)
 {
     if (!w)
         return;
     free(w->row);
+    free(w->key);
     free(w->out_tokens);
     free(w->arrival);
     free(w->sig);
@@ -309,7 +355,7 @@ static int arrive(run *R, int64_t i, double t)
         wk = route_decide(R->p, sig, label, R->load.inflight, &R->dec);
     }
     sim_request *q = &R->res->req[i];
-    *q = (sim_request){row, wk, R->dec.rule, 0, t, NAN, NAN};
+    *q = (sim_request){sim_key(w, i), wk, R->dec.rule, 0, t, NAN, NAN};
     R->res->rule_count[R->dec.rule]++;
     sim_load_change(&R->load, t, wk, +1);
     enqueue(R, wk, i);

@@ -110,6 +110,11 @@ typedef struct sim_workload {
     int L, E, k;
     int64_t n;                 /* requests simulated */
     int64_t *row;              /* [n] trace row, in arrival order */
+    int64_t *key;              /* [n] NULL, or (sim_workload_init_rows) the
+                                * request's place in the row list: the row
+                                * number it would have in a copy of those
+                                * rows (its activations' stream, its
+                                * sim_request.row) */
     int32_t *out_tokens;       /* [n] tokens each emits (> 0) */
     double *arrival;           /* [n] ascending (open loop); NULL closed */
     int64_t n_skipped;         /* rows with no token to emit, left out */
@@ -137,6 +142,19 @@ typedef struct sim_workload {
  * (arrival_s, decode_tokens without output_tokens, counts to sample). */
 int sim_workload_init(sim_workload *w, const trace_t *t, const sim_config *c,
                       const sig_recipe *recipe, char *err, size_t errlen);
+/* The workload of rows[0..n_rows) of t (ascending, distinct), exactly
+ * that of a trace holding a copy of those rows (trace_select), without
+ * the copy: the grid's redrawn splits simulate each seed's evaluation
+ * rows in place (grid.c). A bad list fails naming its first bad entry. */
+int sim_workload_init_rows(sim_workload *w, const trace_t *t, const int64_t *rows,
+                           int64_t n_rows, const sim_config *c, const sig_recipe *recipe,
+                           char *err, size_t errlen);
+/* Request i's row number as the simulator reports it and draws its
+ * activations with: its place in the row list, else its trace row. */
+static inline int64_t sim_key(const sim_workload *w, int64_t i)
+{
+    return w->key ? w->key[i] : w->row[i];
+}
 void sim_workload_free(sim_workload *w);
 
 /* Bytes the workload's sampled activation pools take when kept (0 when

@@ -180,7 +180,7 @@ static int sample_rows(const sim_workload *w, int64_t i, int32_t P, void *out, i
         return eldr_errf(err, errlen, "sim: request row %lld has no decode or prefill counts "
                          "to sample activations from", (long long)r);
     rng_t rng;
-    rng_seed_stream(&rng, w->cfg.seed ^ SIM_SEED_TOKENS, (uint64_t)r);
+    rng_seed_stream(&rng, w->cfg.seed ^ SIM_SEED_TOKENS, (uint64_t)sim_key(w, i));
     for (int l = 0; l < L; l++) {
         int nz = sim_sampler_load(sp, prof + (size_t)l * E, E);
         if (nz < k)

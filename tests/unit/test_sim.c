@@ -8,7 +8,12 @@
  * a trace whose domains use disjoint experts (ELDR strictly fewer distinct
  * experts per step than rr), Little's law on a long run, the closed loop,
  * the sampler, quantiles, refusals, and the real gpt-oss-20b trace (ELDR
- * fewer distinct experts per step than rr and jsq at K = 4). */
+ * fewer distinct experts per step than rr and jsq at K = 4). A workload
+ * of a row list (sim_workload_init_rows) is that of a copy of the rows:
+ * arrivals, lengths, activations and every run's result (request rows
+ * numbered as in the copy), sampled or recorded token rows, pools kept or
+ * sampled on admission, the trace's or Poisson arrivals; a bad list is
+ * refused. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -435,6 +440,94 @@ static void test_determinism_and_crn(void **state)
     sim_workload_free(&w2);
     sim_workload_free(&w3);
     trace_free(t);
+}
+
+/* Rows r % 3 != 0 of t, in place and as a copy: the same workload and
+ * the same runs (rr, p2c, and eldr by the signatures of recipe). */
+static void rows_as_copy(const trace_t *t, const sim_config *c, const model_t *m)
+{
+    int64_t rows[300], n = 0;
+    for (int64_t r = 0; r < t->n && n < 300; r++)
+        if (r % 3)
+            rows[n++] = r;
+    trace_t *copy = trace_select(t, rows, n, err, sizeof err);
+    assert_non_null(copy);
+    sim_workload a, b;
+    workload(&a, copy, c, &m->recipe);
+    assert_int_equal(sim_workload_init_rows(&b, t, rows, n, c, &m->recipe, err, sizeof err), 0);
+    assert_int_equal(a.n, b.n);
+    assert_int_equal(a.n_skipped, b.n_skipped);
+    assert_null(a.key);
+    for (int64_t i = 0; i < a.n; i++) {
+        assert_int_equal(b.key[i], a.row[i]);        /* numbered as in the copy */
+        assert_int_equal(b.row[i], rows[a.row[i]]);  /* read in place */
+        assert_int_equal(a.out_tokens[i], b.out_tokens[i]);
+        assert_true(a.arrival[i] == b.arrival[i]);
+        sim_tokens x, y;
+        assert_int_equal(sim_tokens_open(&a, i, &x, err, sizeof err), 0);
+        assert_int_equal(sim_tokens_open(&b, i, &y, err, sizeof err), 0);
+        assert_int_equal(x.n_rows, y.n_rows);
+        assert_memory_equal(x.rows, y.rows, (size_t)x.n_rows * t->L * t->k * x.id_bytes);
+        sim_tokens_close(&x);
+        sim_tokens_close(&y);
+    }
+    static const route_kind kinds[] = {ROUTE_RR, ROUTE_P2C, ROUTE_ELDR};
+    for (int k = 0; k < 3; k++) {
+        route_policy p, q;
+        policy(&p, kinds[k], 3);
+        policy(&q, kinds[k], 3);
+        if (kinds[k] == ROUTE_ELDR) {
+            size_t dim = sig_dim(&m->recipe);
+            assert_int_equal(route_policy_set_centroids(&p, m->centroids, dim, 0.1, 1, err,
+                                                        sizeof err), 0);
+            assert_int_equal(route_policy_set_centroids(&q, m->centroids, dim, 0.1, 1, err,
+                                                        sizeof err), 0);
+        }
+        sim_result r1, r2;
+        run(&a, &p, &r1);
+        run(&b, &q, &r2);
+        same_result(&r1, &r2);
+        sim_result_free(&r1);
+        sim_result_free(&r2);
+        route_policy_free(&p);
+        route_policy_free(&q);
+    }
+    sim_workload_free(&a);
+    sim_workload_free(&b);
+    trace_free(copy);
+}
+
+static void test_rows_in_place(void **state)
+{
+    (void)state;
+    trace_t *rec = tracefix_make(240, 4, 16, 2, 9);   /* recorded token rows */
+    trace_t *smp = sampled_fixture(240);              /* sampled activations */
+    model_t *m = NULL;
+    model_fit_opts o;
+    model_fit_opts_default(&o, 3);
+    o.layers = MODEL_LAYERS_ALL;
+    assert_int_equal(model_fit(smp, &o, &m, NULL, err, sizeof err), 0);
+    sim_config c;
+    poisson_config(&c, 0);
+    c.output_tokens = 0;                              /* the trace's lengths */
+    rows_as_copy(smp, &c, m);
+    c.pool_cache = 0;                                 /* sampled on admission */
+    rows_as_copy(smp, &c, m);
+    c.arrivals = SIM_ARRIVE_TRACE;                    /* the trace's arrival_s */
+    rows_as_copy(rec, &c, m);
+    c.sig_cache = 0;                                  /* signatures at arrival */
+    rows_as_copy(smp, &c, m);
+    /* a bad list: one error naming the entry, nothing leaked */
+    sim_workload w;
+    int64_t bad[] = {3, 2, 7}, out[] = {1, 240};
+    assert_int_equal(sim_workload_init_rows(&w, smp, bad, 3, &c, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "row list entry 1 (row 2)"));
+    assert_int_equal(sim_workload_init_rows(&w, smp, out, 2, &c, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "row list entry 1 (row 240)"));
+    assert_int_equal(sim_workload_init_rows(&w, smp, NULL, 2, &c, NULL, err, sizeof err), -1);
+    model_free(m);
+    trace_free(rec);
+    trace_free(smp);
 }
 
 static void test_disjoint_domains(void **state)
@@ -887,6 +980,7 @@ int main(void)
         cmocka_unit_test(test_sampled_and_bounds),
         cmocka_unit_test(test_k1_all_equal),
         cmocka_unit_test(test_determinism_and_crn),
+        cmocka_unit_test(test_rows_in_place),
         cmocka_unit_test(test_disjoint_domains),
         cmocka_unit_test(test_eldr_online),
         cmocka_unit_test(test_littles_law),
