@@ -245,7 +245,13 @@ static int ctx_resplit(const grid_spec *s, int si, grid_ctx *ctx, model_t **mode
     ctx->eval = s->all;
     if (domain_shares(s, ctx, err, errlen) < 0)
         return -1;
-    return fit_models(s, ctx, si, err, errlen);
+    rc = fit_models(s, ctx, si, err, errlen);
+    if (rc == 0) {   /* the cells read the models and shares, not these rows */
+        trace_free(ctx->own_calib);
+        ctx->own_calib = NULL;
+        ctx->calib = NULL;
+    }
+    return rc;
 }
 
 /* Policies per cell: the baselines, eldr (and eldr-online) per tau, and
