@@ -14,9 +14,12 @@
 #
 # The earlier figures are issue 34's table, measured on this machine at
 # 23d7981 (fit 3.9 s 0.96 GB, sim 25.5 s 1.43 GB, dash --seeds 5 90.8 s
-# 1.82 GB; the yardstick then read 2.2 s).
+# 1.82 GB; the yardstick then read 2.2 s); for the dashboard without a
+# model (a split per seed) main at 35739e0 (docs/memory.md: 19.8 s at
+# load 3.6, 2,491,256 KiB).
 #
-# Rows: what, size, seconds, "N.Nx the yardstick, N KB a request (was ...)".
+# Rows: what, size, seconds, "N.Nx the yardstick, N KiB (N B) a request
+# (was ...)"; issue 34's "40 KB a request" read as 40,000 B.
 # ELDR_BENCH_SCALE=0 skips it (it takes a few minutes).
 [ "${ELDR_BENCH_SCALE:-1}" = 0 ] && exit 0
 ELDR="$ROOT/$BIN/eldr"
@@ -60,10 +63,10 @@ row() {
     [ -f "$tmp/$3.last" ] || return 0
     read -r s kb <"$tmp/$3.last"
     awk -v w="$1" -v z="$2" -v s="$s" -v kb="$kb" -v y="$yard" -v n=$N -v was="$4" \
-        'BEGIN { printf "%s\t%s\t%.4f\t%.1fx the yardstick, %.1f KiB a request (was %s)\n",
-                 w, z, s, s / y, kb / n, was }'
+        'BEGIN { printf "%s\t%s\t%.4f\t%.1fx the yardstick, %.1f KiB (%d B) a request (was %s)\n",
+                 w, z, s, s / y, kb / n, kb * 1024 / n, was }'
 }
-printf 'scale: yardstick (h5py reads both count matrices)\t20,000 req, L48 E128\t%.4f\t1.0x, the 34 targets: fit, sim, first frame <= 4x; refined <= 12x; <= 40 KiB a request\n' "$yard"
+printf 'scale: yardstick (h5py reads both count matrices)\t20,000 req, L48 E128\t%.4f\t1.0x, the 34 targets: fit, sim, first frame <= 4x; refined <= 12x; <= 40,000 B a request\n' "$yard"
 
 measure fit "$ELDR" fit "$t" -k 8 -o "$tmp/m.h5"
 row "scale: eldr fit -k 8" "20,000 req, L48 E128" fit "1.8x, 47 KiB"
@@ -76,4 +79,7 @@ fi
 measure dash "$ELDR" dash "$t" -m "$m" --rate 200 --seeds 5 --frame "$tmp/dash.txt"
 row "scale: eldr dash --seeds 5, refined frame" "19,000 req x 5 seeds, 200 req/s" dash \
     "42x, 90 KiB"
+measure nomodel "$ELDR" dash "$t" --rate 200 --seeds 5 --frame "$tmp/nomodel.txt"
+row "scale: eldr dash --seeds 5, no model (a split per seed)" \
+    "19,000 req x 5 seeds, 200 req/s" nomodel "7.8x, 124.6 KiB (127,552 B)"
 exit 0
