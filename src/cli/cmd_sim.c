@@ -1011,8 +1011,7 @@ static int run_seeds(const sim_args *a, const sim_inputs *in, run_set *rs)
     g.model = in->model;
     g.cfg = a->cfg;
     g.cfg.threads = 1; /* the cells run on the threads, each samples its own pools */
-    if (resplit(a))    /* one seed's workload a thread: the budget's pools shared */
-        g.cfg.pool_cache /= (size_t)par_threads(a->threads, a->seeds);
+    /* the grid runs one seed's cell at a time (grid.h): one seed's pools */
     g.threads = a->threads;
     g.n_seeds = a->seeds;
     if (resplit(a))            /* each seed its own split and fit, as the first */
