@@ -4,6 +4,7 @@
  * no terminal needed (for docs and tests). This file parses options and
  * writes the frame; the dashboard itself lives in src/tui (tui.h). */
 #include <getopt.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -601,6 +602,13 @@ int cmd_dash(int argc, char **argv)
     model_t *m = NULL;
     if (!a.frame && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         return cli_fail(CMD, "the dashboard needs a terminal (use --frame FILE without one)");
+#ifdef M_MMAP_THRESHOLD
+    /* blocks of a megabyte and more are mapped, and unmapped when freed:
+     * glibc would raise this bound with each big block freed (up to 32
+     * MiB) and keep the load's slabs and a seed's copies in its heap after
+     * their free (43 MB of the t20k peak without -m; docs/memory.md) */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
     if ((rc = load_within(&a, &t, &m)))
         return rc;
     if (!a.frame) {

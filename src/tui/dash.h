@@ -379,6 +379,11 @@ typedef struct dash {
     trace_t *calib, *eval;
     trace_t *all;                /* the whole trace, kept when the CIs redraw the
                                   * split per seed (dash_grid_splits); or NULL */
+    int64_t *eval_rows;          /* NULL, or (with all, more rows than a first
+                                  * look's) eval is an index of these rows of
+                                  * all: its vectors, no count matrix; counts
+                                  * and workloads read all in place (no copy
+                                  * of the evaluation rows beside the trace) */
     sim_config cfg;
     /* The simulated rows at each level: [FIRST] the first look's sample
      * (t NULL when every row is few enough), [FULL] every eval row (its

@@ -177,12 +177,15 @@ static int activation_probs(const dash_t *d, const trace_t *t, const dash_sim *s
 {
     int L = d->L, E = d->E;
     size_t LE = (size_t)L * E;
-    if (t->decode_counts && t->decode_tokens) {
+    /* the evaluation rows as an index of the whole trace: its counts */
+    const int64_t *at = t == d->eval ? d->eval_rows : NULL;
+    const trace_t *src = at ? d->all : t;
+    if (src->decode_counts && t->decode_tokens) {
         int64_t n = 0;
         for (int64_t r = 0; r < t->n; r++) {
             if (t->decode_tokens[r] <= 0)
                 continue;
-            const uint16_t *c = t->decode_counts + (size_t)r * LE;
+            const uint16_t *c = src->decode_counts + (size_t)(at ? at[r] : r) * LE;
             for (size_t i = 0; i < LE; i++)
                 p[i] += (double)c[i] / t->decode_tokens[r];
             n++;
@@ -955,6 +958,7 @@ void dash_free(dash_t *d)
     }
     trace_free(d->calib);
     trace_free(d->eval);
+    free(d->eval_rows);
     trace_free(d->all);
     dash_fit_release(d, d->fit);
     dash_fit_free(d->home);
@@ -984,6 +988,41 @@ static void check_in_sample(dash_t *d, const model_t *m, const trace_t *t, const
                  "%lld rows of this trace", (long long)(m->calib_rows < 0 ? 0 : m->calib_rows));
 }
 
+/* An index of rows[0..n) of t: the per-request vectors the dashboard
+ * reads of its evaluation rows (tokens, labels, arrivals), no matrix. */
+static trace_t *eval_index(const trace_t *t, const int64_t *rows, int64_t n, char *err,
+                           size_t errlen)
+{
+    trace_t *x = trace_new_index(n, t->L, t->E, t->k, err, errlen);
+    if (!x)
+        return NULL;
+    unsigned flags = (t->label ? TRACE_HAS_LABEL : 0) | (t->arrival_s ? TRACE_HAS_ARRIVAL : 0);
+    int rc = trace_alloc_optional(x, flags, err, errlen) ||
+             (t->label_names && trace_set_label_names(x, t->n_labels,
+                                                      (const char *const *)t->label_names,
+                                                      err, errlen));
+    if (!rc && t->decode_tokens &&
+        !(x->decode_tokens = eldr_calloc((size_t)n + 1, sizeof(int32_t))))
+        rc = eldr_errf(err, errlen, "dash: out of memory for an index of %lld rows",
+                       (long long)n);
+    if (rc) {
+        trace_free(x);
+        return NULL;
+    }
+    x->n_labels = t->n_labels;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = rows[i];
+        x->prompt_tokens[i] = t->prompt_tokens[r];
+        if (x->decode_tokens)
+            x->decode_tokens[i] = t->decode_tokens[r];
+        if (x->label)
+            x->label[i] = t->label[r];
+        if (x->arrival_s)
+            x->arrival_s[i] = t->arrival_s[r];
+    }
+    return x;
+}
+
 /* The core's split (split.h), the same rows `eldr sim` would use with
  * the same options: seeded random by default, since traces are often
  * written in label order and "the first rows" would then calibrate on
@@ -1003,7 +1042,19 @@ static int split(dash_t *d, trace_t *t, int keep, const model_t *m, char *err, s
                          "simulate the rest", d->trace_name, (long long)t->n);
     }
     int rc;
-    if (keep) {                  /* t stays (d->all): copies of both parts */
+    int64_t first = d->opts.first_rows > 0 ? d->opts.first_rows : DASH_FIRST_ROWS;
+    if (keep && rows.n_eval > first) {
+        /* t stays (d->all): the calibration rows copied, the evaluation
+         * rows an index of t, read in place (docs/memory.md); a first
+         * look and the trade-off read copies of their own rows */
+        d->calib = trace_select(t, rows.calib, rows.n_calib, err, errlen);
+        d->eval = d->calib ? eval_index(t, rows.eval, rows.n_eval, err, errlen) : NULL;
+        rc = d->eval ? 0 : -1;
+        if (rc == 0) {
+            d->eval_rows = rows.eval;
+            rows.eval = NULL;
+        }
+    } else if (keep) {           /* few rows: copies of both parts */
         rc = split_apply(t, &rows, &d->calib, &d->eval, err, errlen);
     } else {
         /* t is ours to shrink: the calibration rows copied out, the
@@ -1243,7 +1294,10 @@ static int first_rows(dash_t *d, char *err, size_t errlen)
                  sr.mode == SPLIT_STRATIFIED ? "stratified" : "random", (long long)c,
                  (long long)n);
     }
-    r->t = trace_select(d->eval, pick, c, err, errlen);
+    if (d->eval_rows)            /* ascending rows of eval: ascending rows of all */
+        for (int64_t i = 0; i < c; i++)
+            pick[i] = d->eval_rows[pick[i]];
+    r->t = trace_select(d->eval_rows ? d->all : d->eval, pick, c, err, errlen);
     if (pick == sr.calib)
         split_rows_free(&sr);
     else
@@ -1265,8 +1319,11 @@ static int build_work(dash_t *d, dash_level level, char *err, size_t errlen)
     dash_rows *r = &d->rows[level];
     sim_config cfg;
     own_config(d, &cfg);
-    if (sim_workload_init(&r->work, level_trace(d, level), &cfg, &d->fit->model->recipe, err,
-                          errlen))
+    const trace_t *t = level_trace(d, level);
+    const sig_recipe *rc = &d->fit->model->recipe;
+    if (t == d->eval && d->eval_rows
+            ? sim_workload_init_rows(&r->work, d->all, d->eval_rows, t->n, &cfg, rc, err, errlen)
+            : sim_workload_init(&r->work, t, &cfg, rc, err, errlen))
         return -1;
     r->have_work = 1;
     return 0;
