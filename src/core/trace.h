@@ -181,10 +181,11 @@ trace_t *trace_select(const trace_t *src, const int64_t *rows, int64_t nrows,
 #define TRACE_DROP_PREFILL 4u  /* tokens/prefill_experts and the block hashes */
 #define TRACE_DROP_GATES 8u    /* gate_prob and gate_logit (trace_load_some) */
 #define TRACE_DROP_IDS 16u     /* request_id (trace_load_some) */
-/* An index of the rows (trace_load_some): every per-request vector
- * (tokens, labels, arrivals, ids), no count or gate matrix and no token
- * row (prefill_counts is NULL): what a command chooses its rows from
- * (the split, a sample) before it loads them. */
+/* An index of the rows (trace_load_some, trace_select_some): every
+ * per-request vector (tokens, labels, arrivals, ids), no count or gate
+ * matrix and no token row (prefill_counts is NULL): what a command
+ * chooses its rows from (the split, a sample) before it loads them, or
+ * reads of rows it keeps in place in another trace (the dashboard). */
 #define TRACE_DROP_COUNTS 32u
 trace_t *trace_select_some(const trace_t *src, const int64_t *rows, int64_t nrows,
                            unsigned drop, char *err, size_t errlen);

@@ -237,25 +237,31 @@ trace_t *trace_select_some(const trace_t *src, const int64_t *rows, int64_t nrow
                       (long long)rows[i], (long long)src->n);
             return NULL;
         }
-    trace_t *t = trace_new(nrows, src->L, src->E, src->k, err, errlen);
+    int index = (drop & TRACE_DROP_COUNTS) != 0;   /* vectors only */
+    trace_t *t = index ? trace_new_index(nrows, src->L, src->E, src->k, err, errlen)
+                       : trace_new(nrows, src->L, src->E, src->k, err, errlen);
     if (!t)
         return NULL;
     memcpy(t->model, src->model, sizeof t->model);
-    unsigned flags = (src->decode_counts ? TRACE_HAS_DECODE : 0) |
-                     (src->gate_prob ? TRACE_HAS_GATE_PROB : 0) |
-                     (src->gate_logit ? TRACE_HAS_GATE_LOGIT : 0) |
+    unsigned flags = (src->decode_counts && !index ? TRACE_HAS_DECODE : 0) |
+                     (src->gate_prob && !index ? TRACE_HAS_GATE_PROB : 0) |
+                     (src->gate_logit && !index ? TRACE_HAS_GATE_LOGIT : 0) |
                      (src->label ? TRACE_HAS_LABEL : 0) |
                      (src->arrival_s ? TRACE_HAS_ARRIVAL : 0) |
                      (src->prefill_unrouted ? TRACE_HAS_UNROUTED : 0) |
                      (src->request_id ? TRACE_HAS_REQUEST_ID : 0);
     if (trace_alloc_optional(t, flags, err, errlen))
         goto fail;
-    copy_cells(t->prefill_counts, src->prefill_counts, src, rows, nrows, sizeof(uint16_t));
-    if (src->decode_counts)
+    if (index && src->decode_tokens &&
+        !(t->decode_tokens = calloc((size_t)nrows + 1, sizeof *t->decode_tokens)))
+        goto oom;
+    if (!index)
+        copy_cells(t->prefill_counts, src->prefill_counts, src, rows, nrows, sizeof(uint16_t));
+    if (src->decode_counts && !index)
         copy_cells(t->decode_counts, src->decode_counts, src, rows, nrows, sizeof(uint16_t));
-    if (src->gate_prob)
+    if (src->gate_prob && !index)
         copy_cells(t->gate_prob, src->gate_prob, src, rows, nrows, sizeof(float));
-    if (src->gate_logit)
+    if (src->gate_logit && !index)
         copy_cells(t->gate_logit, src->gate_logit, src, rows, nrows, sizeof(float));
     for (int64_t i = 0; i < nrows; i++) {
         int64_t r = rows[i];
@@ -275,7 +281,7 @@ trace_t *trace_select_some(const trace_t *src, const int64_t *rows, int64_t nrow
         trace_set_label_names(t, src->n_labels, (const char *const *)src->label_names, err, errlen))
         goto fail;
     size_t width = (size_t)src->L * (size_t)src->k;
-    if (drop & TRACE_DROP_TOKENS)
+    if (drop & (TRACE_DROP_TOKENS | TRACE_DROP_COUNTS))
         return t;
     int prefill = !(drop & TRACE_DROP_PREFILL);
     if (prefill && src->prefill_experts &&

@@ -988,41 +988,6 @@ static void check_in_sample(dash_t *d, const model_t *m, const trace_t *t, const
                  "%lld rows of this trace", (long long)(m->calib_rows < 0 ? 0 : m->calib_rows));
 }
 
-/* An index of rows[0..n) of t: the per-request vectors the dashboard
- * reads of its evaluation rows (tokens, labels, arrivals), no matrix. */
-static trace_t *eval_index(const trace_t *t, const int64_t *rows, int64_t n, char *err,
-                           size_t errlen)
-{
-    trace_t *x = trace_new_index(n, t->L, t->E, t->k, err, errlen);
-    if (!x)
-        return NULL;
-    unsigned flags = (t->label ? TRACE_HAS_LABEL : 0) | (t->arrival_s ? TRACE_HAS_ARRIVAL : 0);
-    int rc = trace_alloc_optional(x, flags, err, errlen) ||
-             (t->label_names && trace_set_label_names(x, t->n_labels,
-                                                      (const char *const *)t->label_names,
-                                                      err, errlen));
-    if (!rc && t->decode_tokens &&
-        !(x->decode_tokens = eldr_calloc((size_t)n + 1, sizeof(int32_t))))
-        rc = eldr_errf(err, errlen, "dash: out of memory for an index of %lld rows",
-                       (long long)n);
-    if (rc) {
-        trace_free(x);
-        return NULL;
-    }
-    x->n_labels = t->n_labels;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t r = rows[i];
-        x->prompt_tokens[i] = t->prompt_tokens[r];
-        if (x->decode_tokens)
-            x->decode_tokens[i] = t->decode_tokens[r];
-        if (x->label)
-            x->label[i] = t->label[r];
-        if (x->arrival_s)
-            x->arrival_s[i] = t->arrival_s[r];
-    }
-    return x;
-}
-
 /* The core's split (split.h), the same rows `eldr sim` would use with
  * the same options: seeded random by default, since traces are often
  * written in label order and "the first rows" would then calibrate on
@@ -1048,7 +1013,9 @@ static int split(dash_t *d, trace_t *t, int keep, const model_t *m, char *err, s
          * rows an index of t, read in place (docs/memory.md); a first
          * look and the trade-off read copies of their own rows */
         d->calib = trace_select(t, rows.calib, rows.n_calib, err, errlen);
-        d->eval = d->calib ? eval_index(t, rows.eval, rows.n_eval, err, errlen) : NULL;
+        d->eval = d->calib ? trace_select_some(t, rows.eval, rows.n_eval, TRACE_DROP_COUNTS,
+                                               err, errlen)
+                           : NULL;
         rc = d->eval ? 0 : -1;
         if (rc == 0) {
             d->eval_rows = rows.eval;

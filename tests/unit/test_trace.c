@@ -785,6 +785,36 @@ static void test_failed_save_keeps_old_file(void **state)
 
 /* --- the real gpt-oss-20b trace -------------------------------------- */
 
+/* trace_select_some with TRACE_DROP_COUNTS: an index of the rows, their
+ * vectors and nothing else (the dashboard's evaluation rows read in
+ * place). */
+static void test_select_index(void **state)
+{
+    (void)state;
+    char err[ELDR_ERRLEN];
+    trace_t *t = tracefix_make(50, 3, 8, 2, 4);
+    assert_non_null(t);
+    int64_t rows[] = {1, 7, 20, 49};
+    trace_t *x = trace_select_some(t, rows, 4, TRACE_DROP_COUNTS, err, sizeof err);
+    assert_non_null(x);
+    assert_int_equal(x->n, 4);
+    assert_null(x->prefill_counts);
+    assert_null(x->decode_counts);
+    assert_null(x->decode_experts);
+    assert_null(x->decode_offsets);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(x->prompt_tokens[i], t->prompt_tokens[rows[i]]);
+        assert_int_equal(x->decode_tokens[i], t->decode_tokens[rows[i]]);
+        if (t->label)
+            assert_int_equal(x->label[i], t->label[rows[i]]);
+        if (t->arrival_s)
+            assert_true(x->arrival_s[i] == t->arrival_s[rows[i]]);
+    }
+    assert_int_equal(trace_validate_index(x, "index", err, sizeof err), 0);
+    trace_free(x);
+    trace_free(t);
+}
+
 static void test_real_data(void **state)
 {
     (void)state;
@@ -867,6 +897,7 @@ int main(void)
         cmocka_unit_test(test_unknown_datasets_ignored),
         cmocka_unit_test(test_save_to_missing_directory),
         cmocka_unit_test(test_failed_save_keeps_old_file),
+        cmocka_unit_test(test_select_index),
         cmocka_unit_test(test_real_data),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
