@@ -387,7 +387,8 @@ typedef struct dash {
     sim_config cfg;
     /* The simulated rows at each level: [FIRST] the first look's sample
      * (t NULL when every row is few enough), [FULL] every eval row (its
-     * workload built by the first refine). Signatures of the recipe. */
+     * workload built only when it is the first look's level: a refine
+     * runs in the grid, dash_refine). Signatures of the recipe. */
     dash_rows rows[DASH_N_LEVELS];
     int first_made;              /* 1: the first look's rows were chosen
                                   * (dash_first_work) */

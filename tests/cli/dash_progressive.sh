@@ -204,22 +204,23 @@ assert r['text'] == 'first look: %d rows, 1 seed' % j['sim_rows'], r['text']"
 # split redrawn per seed (no -m)
 M="$TMP/small-m.h5"
 "$ELDR" fit "$S" -k 4 -o "$M" >/dev/null 2>&1 || notok "progressive: fit small"
-for mod in "" "-m $M"; do
-    for v in heatmap queues; do
-        SD="$ELDR dash $S $mod --rate 800 --no-cache --view $v"
-        $SD --seeds 1 --first --frame "$TMP/own-$v.txt" 2>/dev/null; a=$?
-        $SD --seeds 1 --frame "$TMP/g1-$v.txt" 2>/dev/null; b=$?
-        $SD --seeds 3 --frame "$TMP/g3-$v.txt" 2>/dev/null; c=$?
-        name="view $v${mod:+ with -m}: the grid's seed 0 draws the dashboard's own runs"
-        if [ $a -eq 0 ] && [ $b -eq 0 ] && [ $c -eq 0 ] && cmp -s "$TMP/own-$v.txt" "$TMP/g1-$v.txt" &&
-            [ "$(sed 2d "$TMP/g1-$v.txt")" = "$(sed 2d "$TMP/g3-$v.txt")" ] &&
-            ! cmp -s "$TMP/g1-$v.txt" "$TMP/g3-$v.txt"; then
-            ok "$name"
-        else
-            notok "$name" "exit $a/$b/$c" "$(diff "$TMP/own-$v.txt" "$TMP/g1-$v.txt" | head -4)" \
-                "$(diff "$TMP/g1-$v.txt" "$TMP/g3-$v.txt" | head -6)"
-        fi
-    done
+# (the queues: the runs' step logs; the heatmap: their heat matrices)
+for case in "queues" "heatmap -m $M"; do
+    v=${case%% *}
+    mod=${case#"$v"}
+    SD="$ELDR dash $S $mod --rate 800 --no-cache --view $v"
+    $SD --seeds 1 --first --frame "$TMP/own-$v.txt" 2>/dev/null; a=$?
+    $SD --seeds 1 --frame "$TMP/g1-$v.txt" 2>/dev/null; b=$?
+    $SD --seeds 3 --frame "$TMP/g3-$v.txt" 2>/dev/null; c=$?
+    name="view $v${mod:+ with -m}: the grid's seed 0 draws the dashboard's own runs"
+    if [ $a -eq 0 ] && [ $b -eq 0 ] && [ $c -eq 0 ] && cmp -s "$TMP/own-$v.txt" "$TMP/g1-$v.txt" &&
+        [ "$(sed 2d "$TMP/g1-$v.txt")" = "$(sed 2d "$TMP/g3-$v.txt")" ] &&
+        ! cmp -s "$TMP/g1-$v.txt" "$TMP/g3-$v.txt"; then
+        ok "$name"
+    else
+        notok "$name" "exit $a/$b/$c" "$(diff "$TMP/own-$v.txt" "$TMP/g1-$v.txt" | head -4)" \
+            "$(diff "$TMP/g1-$v.txt" "$TMP/g3-$v.txt" | head -6)"
+    fi
 done
 
 # ---- every view, a worker zoomed, K 8: a hit draws what the computed
