@@ -15,8 +15,8 @@
 # The earlier figures are issue 34's table, measured on this machine at
 # 23d7981 (fit 3.9 s 0.96 GB, sim 25.5 s 1.43 GB, dash --seeds 5 90.8 s
 # 1.82 GB; the yardstick then read 2.2 s); for the dashboard without a
-# model (a split per seed) main at 35739e0 (docs/memory.md: 28.7 s wall,
-# 27.3 s CPU at load 2.6, about 11x the yardstick then; 2,491,344 KiB).
+# model (a split per seed) main at 35739e0 (docs/memory.md: 23.5 s wall,
+# 26.3 s CPU at load 1.8, about 9x the yardstick then; 2,472,328 KiB).
 #
 # Rows: what, size, seconds, "N.Nx the yardstick, N KiB (N B) a request
 # (was ...)"; issue 34's "40 KB a request" read as 40,000 B.
@@ -81,5 +81,5 @@ row "scale: eldr dash --seeds 5, refined frame" "19,000 req x 5 seeds, 200 req/s
     "42x, 90 KiB"
 measure nomodel "$ELDR" dash "$t" --rate 200 --seeds 5 --frame "$tmp/nomodel.txt"
 row "scale: eldr dash --seeds 5, no model (a split per seed)" \
-    "19,000 req x 5 seeds, 200 req/s" nomodel "11x, 124.6 KiB (127,556 B)"
+    "19,000 req x 5 seeds, 200 req/s" nomodel "9x, 123.6 KiB (126,583 B)"
 exit 0
