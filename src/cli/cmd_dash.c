@@ -18,6 +18,8 @@
 #include "cli.h"
 #include "cli_sim.h"
 #include "err.h"
+#include "sim.h"
+#include "split.h"
 #include "trace_budget.h"
 
 #define CMD "dash"
@@ -99,7 +101,9 @@ static void usage(void)
         "  --seed S              seed of the fit, the baselines and the workload (1)\n"
         "  --max-memory BYTES    bound what is loaded (K, M, G suffixes; default half\n"
         "                        of physical memory): a bigger trace is sampled by\n"
-        "                        whole chunks, and the output says so\n"
+        "                        whole chunks, and the output says so; activation\n"
+        "                        pools over what it leaves are sampled at each\n"
+        "                        admission (said once; the same numbers)\n"
         "  --json                with --frame FILE: the headline numbers on stdout as\n"
         "                        JSON (--frame - with --json is refused: both on stdout)\n"
         "  --attach URL          live mode on a running eldrd (http://HOST:PORT)\n"
@@ -556,6 +560,30 @@ static int run_live(dash_args *a)
     return rc;
 }
 
+/* The activation pools get what --max-memory leaves beside the rows
+ * the dashboard holds: n rows and its copy of the calibration rows (as
+ * eldr sim prices them). Above that cap the pools are sampled at each
+ * admission: the same numbers, more CPU; said once on stderr. */
+static void pools_within(dash_args *a, int64_t n, double per_row)
+{
+    char err[ELDR_ERRLEN];
+    int64_t calib = split_calib_count(n, a->o.split.size, err, sizeof err);
+    double loaded = (double)(n + (calib > 0 ? calib : 0)) * per_row;
+    a->o.pool_cache = sim_pool_cache_within(a->max_memory, loaded);
+    if (a->o.pool_cache >= SIM_DEFAULT_POOL_CACHE)
+        return;
+    char cb[32], bb[32], room[64] = "no room";
+    cli_format_bytes((double)a->max_memory, bb, sizeof bb);
+    if (a->o.pool_cache) {
+        cli_format_bytes((double)a->o.pool_cache, cb, sizeof cb);
+        snprintf(room, sizeof room, "%s", cb);
+    }
+    fprintf(stderr, "eldr %s: note: %s: activation pools over %s are sampled at each "
+            "admission, not kept: the budget %s leaves %s beside the loaded rows (the same "
+            "numbers, more CPU)\n", CMD, a->o.trace_path, a->o.pool_cache ? cb : "0 B", bb,
+            room);
+}
+
 /* --max-memory: a trace whose rows exceed it is loaded here as a chunk
  * sample (the message says so) and handed to the dashboard, which then
  * reads no file itself; within the budget *t stays NULL and the
@@ -567,12 +595,15 @@ static int load_within(dash_args *a, trace_t **t, model_t **m)
     if (trace_read_header(a->o.trace_path, &h, err, sizeof err))
         return cli_fail(CMD, "%s", err);
     double per_row = trace_row_bytes(&h, 0);
-    if ((double)h.n * per_row <= (double)a->max_memory)
+    if ((double)h.n * per_row <= (double)a->max_memory) {
+        pools_within(a, h.n, per_row);
         return 0;
+    }
     int rc = cli_load_within(CMD, a->o.trace_path, &h, 0, per_row, a->max_memory, a->o.seed,
                              note, sizeof note, t);
     if (rc)
         return rc;
+    pools_within(a, (*t)->n, per_row);
     if (a->o.model_path && model_load(a->o.model_path, m, err, sizeof err)) {
         trace_free(*t);
         *t = NULL;

@@ -234,6 +234,11 @@ typedef struct dash_opts {
                                   * what-if change needs them (dash_first_work),
                                   * and cur stays NULL unless the cache
                                   * answered */
+    size_t pool_cache;           /* the activation pools' cap: what
+                                  * --max-memory leaves beside the loaded rows
+                                  * (sim_pool_cache_within); pools above it are
+                                  * sampled at each admission, the same
+                                  * numbers (SIM_DEFAULT_POOL_CACHE) */
 } dash_opts;
 void dash_opts_default(dash_opts *o);
 

@@ -48,6 +48,7 @@ void dash_opts_default(dash_opts *o)
     split_spec_default(&o->split);
     o->seed = 1;
     o->seeds = DASH_SEEDS;
+    o->pool_cache = SIM_DEFAULT_POOL_CACHE;
 }
 
 static void report(dash_progress_fn fn, void *ctx, const char *stage, double frac)
@@ -1201,6 +1202,7 @@ static int setup_config(dash_t *d, char *err, size_t errlen)
     /* the grid's cells (the CIs, the trade-off) keep their signatures up
      * to the cap, above it build them at each arrival (the same floats) */
     d->cfg.sig_cache = SIM_DEFAULT_SIG_CACHE;
+    d->cfg.pool_cache = d->opts.pool_cache;   /* the grid's cells take it too */
     if (d->opts.rate > 0) {
         d->cfg.arrivals = SIM_ARRIVE_POISSON;
         d->cfg.rate = d->opts.rate;

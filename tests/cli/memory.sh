@@ -81,6 +81,21 @@ expect_status "dash --frame --max-memory 100K exits 0" 0 "$ELDR" dash "$T" -m "$
     --frame "$TMP/f.txt" --max-memory 100K --width 80 --height 24
 expect_in "dash says it sampled (stderr)" "$TMP/err" "eldr dash: .*sampled [0-9]+ of 600 rows"
 expect_in "dash frame written" "$TMP/f.txt" "overview"
+# a budget that holds the rows but not every activation pool: the pools
+# over what it leaves are sampled at each admission, said once, and the
+# frame is the same as at the default budget
+expect_status "dash --frame, default budget" 0 "$ELDR" dash "$T" -m "$M" --no-cache \
+    --frame "$TMP/fd.txt" --width 80 --height 24
+expect_status "dash --frame --max-memory 600K exits 0" 0 "$ELDR" dash "$T" -m "$M" --no-cache \
+    --frame "$TMP/fp.txt" --max-memory 600K --width 80 --height 24
+expect_in "dash says the pools are not kept (stderr)" "$TMP/err" \
+    "eldr dash: note: .*activation pools over [0-9.]+ KiB are sampled at each admission, not kept: the budget 600 KiB leaves [0-9.]+ KiB beside the loaded rows"
+expect_not_in "... and samples no row" "$TMP/err" "sampled [0-9]+ of"
+if cmp -s "$TMP/fd.txt" "$TMP/fp.txt"; then ok "dash: pools sampled at admission, the same frame"
+else notok "dash: pools sampled at admission, the same frame" "$(diff "$TMP/fd.txt" "$TMP/fp.txt" | head -5)"; fi
+expect_status "dash --frame --max-memory 1G: no note" 0 "$ELDR" dash "$T" -m "$M" --no-cache \
+    --frame "$TMP/fg.txt" --max-memory 1G --width 80 --height 24
+expect_not_in "dash 1G: pools kept, no note" "$TMP/err" "activation pools"
 
 # bad values: exit 2, one line naming the option
 for v in abc 0 12Q -5 1.5G "" 99999999999T; do
