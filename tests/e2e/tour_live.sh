@@ -40,8 +40,13 @@ serve() { # LINE PORT
     if wait_up "$2"; then ok "tour (live): $1"; else notok "tour (live): $1" "$(tail -c 300 "$TMP/serve.log")"; fi
 }
 stop() { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; }
-dead="http://127.0.0.1:$(free_port)"
-decs=$(for i in 1 2 3 4 5 6 7 8; do printf 'http://127.0.0.1:%s\n' "$(free_port)"; done | paste -sd, -)
+# dead engines on ports held bound (dead_port): eight free_port calls
+# could name one port twice ("--decode: name ... given twice")
+dead_port; dead="http://127.0.0.1:$DEADPORT"
+decs=""
+for i in 1 2 3 4 5 6 7 8; do
+    dead_port; decs="$decs${decs:+,}http://127.0.0.1:$DEADPORT"
+done
 printf '{"prompt": "hello"}\n' >"$D/p.jsonl"
 router=""
 while IFS= read -r line; do
