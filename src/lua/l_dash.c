@@ -6,7 +6,7 @@
  *
  * Interactive on the terminal (needs one; returns when the user quits),
  * or with frame = true one frame returned as text, no terminal needed (as
- * `eldr dash --frame -`). A Trace or Model passed in is copied: the
+ * `eldr dash --frame -`; first = true: the first look's, as --first). A Trace or Model passed in is copied: the
  * dashboard owns its data and the Lua objects stay usable. */
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +21,8 @@
 
 static const char *const OPTS[] = {"attach", "snapshot", "model", "view", "worker", "zoom",
                                    "tau", "K", "policy", "frame", "width", "height",
-                                   "interval", "timeout", "seed", "layer", "expert", NULL};
+                                   "interval", "timeout", "seed", "layer", "expert", "first",
+                                   NULL};
 
 /* The start settings shared by every mode. */
 static void start_opts(lua_State *L, int idx, const char *fn, tui_start *st)
@@ -182,6 +183,8 @@ static int l_dash(lua_State *L)
     tui_start st;
     start_opts(L, idx, fn, &st);
     int frame = l_optbool(L, idx, fn, "frame", 0);
+    /* the first look instead of the refined frame (--first) */
+    st.first = l_optbool(L, idx, fn, "first", 0);
     int w = (int)l_optint(L, idx, fn, "width", 40, 1000, 100);
     int h = (int)l_optint(L, idx, fn, "height", 10, 1000, 30);
     return live ? dash_live_mode(L, fn, idx, frame, w, h, &st)
@@ -194,7 +197,7 @@ void l_open_dash(lua_State *L)
         {"dash", l_dash, "eldr.dash(trace_or_path [, opts]) / eldr.dash{attach = url | "
                          "snapshot = file} -> nil, or the frame text with frame = true: the "
                          "dashboard (opts: model, view, worker, zoom, tau, K, policy, width, "
-                         "height, interval, timeout, seed)"},
+                         "height, interval, timeout, seed, first: the first look's frame)"},
         {NULL, NULL, NULL},
     };
     l_register(L, fns, "eldr.");

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <wchar.h>
 
+#include "dash_tokens.h"
 #include "frame_file.h"
 #include "kmeans.h"
 #include "live.h"
@@ -69,18 +70,19 @@ static void *hash_main(void *arg)
     return NULL;
 }
 
-/* The trace and the model, with the file's SHA-256 (the cache's key, the
+/* The trace (its decode token rows left in the file: *reads, as
+ * dash_load_trace) and the model, with the file's SHA-256 (the cache's key, the
  * in-sample check) read on a second thread meanwhile: on a 166 MB trace
  * the digest costs 1.4 s that the load would otherwise wait for. sha gets
  * the digest, or "" when it was not wanted or failed. */
 static int load_inputs(const dash_opts *o, trace_t **t, model_t **m, char sha[SHA256_HEX],
-                       char *err, size_t errlen)
+                       int *reads, char *err, size_t errlen)
 {
     hasher h = {.path = o->trace_path, .rc = -1};
     pthread_t th;
     int hashing = (!o->no_cache || o->model_path) &&
                   !pthread_create(&th, NULL, hash_main, &h);
-    int rc = trace_load(o->trace_path, t, err, errlen);
+    int rc = dash_load_trace(o->trace_path, t, reads, err, errlen);
     if (!rc && o->model_path && model_load(o->model_path, m, err, errlen)) {
         trace_free(*t);
         *t = NULL;
@@ -192,10 +194,12 @@ int tui_frame(const dash_opts *o, const tui_start *s, int w, int h, dash_t *d, c
     trace_t *t = NULL;
     model_t *m = NULL;
     char sha[SHA256_HEX];
-    if (load_inputs(o, &t, &m, sha, err, errlen))
+    int reads = 0;
+    if (load_inputs(o, &t, &m, sha, &reads, err, errlen))
         return -1;
     dash_opts oo = *o;
     oo.sha256 = sha;
+    oo.read_tokens = reads;
     return tui_frame_trace(&oo, s, t, m, w, h, d, text, err, errlen);
 }
 
@@ -207,9 +211,11 @@ int tui_frame_trace(const dash_opts *o, const tui_start *s, trace_t *t, model_t 
     /* a refined frame refines at once: no first look's runs (another K's
      * refit makes its own) */
     oo.no_first = !s->first;
-    if (dash_open_first(d, &oo, t, m, NULL, NULL, err, errlen))
-        return -1;
-    return frame_of(d, s, w, h, text, err, errlen);
+    int rc = dash_open_first(d, &oo, t, m, NULL, NULL, err, errlen) ? -1
+             : frame_of(d, s, w, h, text, err, errlen);
+    if (rc)
+        dash_tokens_name_err(d, err, errlen);
+    return rc;
 }
 
 /* ---- terminal ---- */
@@ -706,10 +712,12 @@ int tui_run(const dash_opts *o, const tui_start *st, char *err, size_t errlen)
     trace_t *t = NULL;
     model_t *m = NULL;
     char sha[SHA256_HEX];
-    if (load_inputs(o, &t, &m, sha, err, errlen))
+    int reads = 0;
+    if (load_inputs(o, &t, &m, sha, &reads, err, errlen))
         return -1;
     dash_opts oo = *o;
     oo.sha256 = sha;
+    oo.read_tokens = reads;
     return tui_run_trace(&oo, st, t, m, err, errlen);
 }
 

@@ -211,6 +211,17 @@ typedef struct dash_rows {
     char how[96];                /* "stratified 800 of 19000 rows", for labels */
 } dash_rows;
 
+/* The readers of the recorded decode token rows (dash_tokens.h), one per
+ * trace the dashboard simulates: t[i]'s row j is r[i]'s row j. */
+#define DASH_TOKENS_MAX 3
+typedef struct dash_tokens {
+    const trace_t *t[DASH_TOKENS_MAX];
+    trace_tokens *r[DASH_TOKENS_MAX];
+    int n;
+    int64_t *eval_file;          /* NULL, or the file row of each evaluation
+                                  * row (eval a copy, or kept in place) */
+} dash_tokens;
+
 typedef struct dash_opts {
     const char *trace_path;
     const char *model_path;      /* NULL: fit with the default recipe */
@@ -239,6 +250,10 @@ typedef struct dash_opts {
                                   * (sim_pool_cache_within); pools above it are
                                   * sampled at each admission, the same
                                   * numbers (SIM_DEFAULT_POOL_CACHE) */
+    int read_tokens;             /* 1: the trace was loaded from trace_path
+                                  * without its decode token rows
+                                  * (dash_load_trace): its simulations read
+                                  * them from the file (dash_tokens.h) */
 } dash_opts;
 void dash_opts_default(dash_opts *o);
 
@@ -389,6 +404,8 @@ typedef struct dash {
                                   * all: its vectors, no count matrix; counts
                                   * and workloads read all in place (no copy
                                   * of the evaluation rows beside the trace) */
+    dash_tokens tok;             /* with opts.read_tokens: the token rows'
+                                  * readers (dash_tokens.h) */
     sim_config cfg;
     /* The simulated rows at each level: [FIRST] the first look's sample
      * (t NULL when every row is few enough), [FULL] every eval row (its

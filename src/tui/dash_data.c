@@ -13,6 +13,7 @@
 #include "dash.h"
 #include "dash_cache.h"
 #include "dash_free.h"
+#include "dash_tokens.h"
 #include "insample.h"
 #include "par.h"
 #include "err.h"
@@ -573,6 +574,7 @@ static int refine_grid(const dash_t *d, const model_t *m, route_kind policy, dou
     g.n_seeds = d->opts.seeds > 1 ? d->opts.seeds : 1;
     g.seed0 = hook;
     dash_grid_splits(d, &g);     /* m serves seed 0, whose split it was fitted on */
+    g.cfg.tokens = dash_tokens_of(d, g.all ? g.all : g.eval);
     g.workers[0] = m->K;
     g.n_workers = 1;
     /* the baselines of the verdict (GRID_DEFAULT_BASELINES, as view 7 and
@@ -961,6 +963,7 @@ void dash_free(dash_t *d)
     trace_free(d->eval);
     free(d->eval_rows);
     trace_free(d->all);
+    dash_tokens_free(&d->tok);
     dash_fit_release(d, d->fit);
     dash_fit_free(d->home);
     free(d->curve);
@@ -1022,8 +1025,16 @@ static int split(dash_t *d, trace_t *t, int keep, const model_t *m, char *err, s
             d->eval_rows = rows.eval;
             rows.eval = NULL;
         }
+        /* the workloads read all in place: its reader (row i: file row i) */
+        if (rc == 0)
+            rc = dash_tokens_add(d, t, NULL, err, errlen);
     } else if (keep) {           /* few rows: copies of both parts */
         rc = split_apply(t, &rows, &d->calib, &d->eval, err, errlen);
+        /* the CIs' seeds simulate all, the views eval: a reader each */
+        if (rc == 0)
+            rc = dash_tokens_add(d, t, NULL, err, errlen);
+        if (rc == 0)
+            rc = dash_tokens_add(d, d->eval, rows.eval, err, errlen);
     } else {
         /* t is ours to shrink: the calibration rows copied out, the
          * evaluation rows kept in place (as `eldr sim` does): no second
@@ -1032,6 +1043,12 @@ static int split(dash_t *d, trace_t *t, int keep, const model_t *m, char *err, s
         rc = d->calib && trace_keep_rows(t, rows.eval, rows.n_eval, err, errlen) == 0 ? 0 : -1;
         if (rc == 0)
             d->eval = t;
+        if (rc == 0)             /* eval's row i is file row rows.eval[i] */
+            rc = dash_tokens_add(d, t, rows.eval, err, errlen);
+    }
+    if (rc == 0 && d->opts.read_tokens && rows.eval) {
+        d->tok.eval_file = rows.eval;   /* a first look's picks name eval rows */
+        rows.eval = NULL;
     }
     split_rows_free(&rows);
     return rc < 0 || !d->calib || !d->eval ? -1 : 0;
@@ -1267,6 +1284,15 @@ static int first_rows(dash_t *d, char *err, size_t errlen)
         for (int64_t i = 0; i < c; i++)
             pick[i] = d->eval_rows[pick[i]];
     r->t = trace_select(d->eval_rows ? d->all : d->eval, pick, c, err, errlen);
+    if (r->t && d->opts.read_tokens && !d->eval_rows) {   /* picks of eval: file rows */
+        for (int64_t i = 0; i < c; i++)
+            pick[i] = dash_tokens_eval_file_row(d, pick[i]);
+    }
+    /* the copy holds no token rows (its source had none): its own reader */
+    if (r->t && dash_tokens_add(d, r->t, pick, err, errlen)) {
+        trace_free(r->t);
+        r->t = NULL;
+    }
     if (pick == sr.calib)
         split_rows_free(&sr);
     else
@@ -1290,6 +1316,7 @@ static int build_work(dash_t *d, dash_level level, char *err, size_t errlen)
     own_config(d, &cfg);
     const trace_t *t = level_trace(d, level);
     const sig_recipe *rc = &d->fit->model->recipe;
+    cfg.tokens = dash_tokens_of(d, t == d->eval && d->eval_rows ? d->all : t);
     if (t == d->eval && d->eval_rows
             ? sim_workload_init_rows(&r->work, d->all, d->eval_rows, t->n, &cfg, rc, err, errlen)
             : sim_workload_init(&r->work, t, &cfg, rc, err, errlen))
@@ -1509,11 +1536,12 @@ int dash_open(dash_t *d, const dash_opts *o, dash_progress_fn progress, void *pc
     trace_t *t = NULL;
     model_t *m = NULL;
     report(progress, pctx, "load trace", -1);
-    if (trace_load(o->trace_path, &t, err, errlen))
+    dash_opts oo = *o;
+    if (dash_load_trace(o->trace_path, &t, &oo.read_tokens, err, errlen))
         return -1;
     if (o->model_path && model_load(o->model_path, &m, err, errlen)) {
         trace_free(t);
         return -1;
     }
-    return dash_open_trace(d, o, t, m, progress, pctx, err, errlen);
+    return dash_open_trace(d, &oo, t, m, progress, pctx, err, errlen);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "dash_tokens.h"
 #include "tradeoff.h"
 
 static const double TAUS[] = {0, 0.05, 0.1, 0.2};
@@ -78,6 +79,7 @@ int tradeoff_input_make(const dash_t *d, int first, tradeoff_input *in, char *er
     g->fit.balanced = m->balanced != 0;
     if (!first)
         dash_grid_splits(d, g);  /* redrawn per seed: the default recipe per split */
+    g->cfg.tokens = dash_tokens_of(d, g->all ? g->all : g->eval);   /* its cells' rows */
     int64_t kmax = d->fit->n_fit < DASH_K_MAX ? d->fit->n_fit : DASH_K_MAX;
     if (kmax > ROUTE_MAX_WORKERS)
         kmax = ROUTE_MAX_WORKERS;

@@ -5,6 +5,7 @@
 #include "whatif.h"
 
 #include "dash_free.h"
+#include "dash_tokens.h"
 
 void whatif_init(whatif_t *w)
 {
@@ -28,6 +29,8 @@ static void on_progress(void *ctx, const char *stage, double frac)
 
 static void finish(whatif_t *w, int rc)
 {
+    if (rc < 0)
+        dash_tokens_name_err(w->d, w->err, sizeof w->err);
     pthread_mutex_lock(&w->mu);
     w->rc = rc;
     w->done = 1;
