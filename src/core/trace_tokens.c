@@ -2,6 +2,7 @@
  * needed (trace_tokens.h). */
 #include "trace_tokens.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,16 +99,31 @@ static int read_offsets(trace_tokens *tt, const trace_t *t, const trace_header_t
     return rc;
 }
 
-/* The dataset of file f with its chunk cache, shape checked. */
-static hid_t open_rows(hid_t f, const hsize_t *dims, size_t *cache, size_t *stored,
-                       const char *path, char *err, size_t errlen)
+/* The dataset of file f with its chunk cache, shape checked: a few
+ * chunks (cache_max 0), or as many as cache_max bytes hold. */
+static hid_t open_rows(hid_t f, const hsize_t *dims, size_t cache_max, size_t *cache,
+                       size_t *stored, const char *path, char *err, size_t errlen)
 {
-    return h5u_open_rows(f, DS_EXPERTS, H5T_NATIVE_UINT16, 3, dims, TRACE_TOKENS_CACHE_CHUNKS,
-                         TRACE_TOKENS_CACHE_MAX, cache, stored, path, err, errlen);
+    /* no more than the rows themselves take, 2 B an id and a few chunks'
+     * slack for a last chunk past them (the cache is a bound; HDF5 fills
+     * it with the chunks read) */
+    double all = ((double)dims[0] + 4096) * (double)dims[1] * (double)dims[2] * 2;
+    if (cache_max && (double)cache_max > all)
+        cache_max = (size_t)all;
+    return h5u_open_rows(f, DS_EXPERTS, H5T_NATIVE_UINT16, 3, dims,
+                         cache_max ? INT_MAX : TRACE_TOKENS_CACHE_CHUNKS,
+                         cache_max ? cache_max : TRACE_TOKENS_CACHE_MAX, cache, stored, path,
+                         err, errlen);
 }
 
 int trace_tokens_open(const char *path, const trace_t *t, const int64_t *rows,
                       trace_tokens **out, char *err, size_t errlen)
+{
+    return trace_tokens_open_cache(path, t, rows, 0, out, err, errlen);
+}
+
+int trace_tokens_open_cache(const char *path, const trace_t *t, const int64_t *rows,
+                            size_t cache_max, trace_tokens **out, char *err, size_t errlen)
 {
     *out = NULL;
     trace_header_t h;
@@ -139,7 +155,8 @@ int trace_tokens_open(const char *path, const trace_t *t, const int64_t *rows,
     h5u_lock();
     tt->f = h5u_open_read(path, err, errlen);
     if (tt->f >= 0 && !read_offsets(tt, t, &h, rows, path, err, errlen))
-        tt->d = open_rows(tt->f, tt->dims, &tt->cache, &tt->stored, path, err, errlen);
+        tt->d = open_rows(tt->f, tt->dims, cache_max, &tt->cache, &tt->stored, path, err,
+                          errlen);
     h5u_unlock();
     if (tt->d >= 0 && tt->stored != 1 && tt->stored != 2)
         eldr_errf(err, errlen, "%s: %s stores %zu-byte ids, expected 1 or 2", path, DS_EXPERTS,
@@ -167,7 +184,7 @@ int trace_tokens_cache_plan(const char *path, size_t *bytes, char *err, size_t e
     size_t stored;
     h5u_lock();
     hid_t f = h5u_open_read(path, err, errlen), d = -1;
-    if (f >= 0 && (d = open_rows(f, dims, bytes, &stored, path, err, errlen)) >= 0)
+    if (f >= 0 && (d = open_rows(f, dims, 0, bytes, &stored, path, err, errlen)) >= 0)
         H5Dclose(d);
     if (f >= 0)
         H5Fclose(f);

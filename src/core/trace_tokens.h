@@ -44,6 +44,12 @@ typedef struct trace_tokens trace_tokens;
  * offsets are bad. *out is NULL on failure. */
 int trace_tokens_open(const char *path, const trace_t *t, const int64_t *rows,
                       trace_tokens **out, char *err, size_t errlen);
+/* The same with a chunk cache of up to cache_max bytes, as many chunks as
+ * fit (at least one; 0: the default above): for a caller that reads the
+ * same rows in many runs (the dashboard's grids), whose chunks are then
+ * inflated once while they fit, not once a run. */
+int trace_tokens_open_cache(const char *path, const trace_t *t, const int64_t *rows,
+                            size_t cache_max, trace_tokens **out, char *err, size_t errlen);
 void trace_tokens_close(trace_tokens *tt);
 
 /* The bytes of chunk cache a reader of file `path` would keep (for a

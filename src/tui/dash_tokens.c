@@ -32,7 +32,8 @@ int dash_tokens_add(dash_t *d, const trace_t *t, const int64_t *file_rows, char 
         return 0;
     if (k->n >= DASH_TOKENS_MAX)
         return eldr_errf(err, errlen, "dash: more than %d token row readers", DASH_TOKENS_MAX);
-    if (trace_tokens_open(d->opts.trace_path, t, file_rows, &k->r[k->n], err, errlen))
+    if (trace_tokens_open_cache(d->opts.trace_path, t, file_rows, DASH_TOKENS_CACHE,
+                                &k->r[k->n], err, errlen))
         return -1;
     k->t[k->n++] = t;
     return 0;

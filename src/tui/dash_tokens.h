@@ -21,6 +21,13 @@
 
 #include "dash.h"
 
+/* The chunk cache of each reader: every run of a refine or a trade-off
+ * grid (25 to a few hundred) reads the same rows, so a reader keeps the
+ * inflated chunks of up to this many bytes of token rows (the file's
+ * width; the real trace's 449 requests take 12.8 MB): within it each chunk
+ * is inflated once, not once a run (docs/memory.md). */
+#define DASH_TOKENS_CACHE ((size_t)64 << 20)
+
 /* Load the trace at path as the dashboard simulates it: without its
  * tokens/ datasets when it has decode token rows (*reads = 1: the caller
  * sets opts.read_tokens), else whole (*reads = 0). */
