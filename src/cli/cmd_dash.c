@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../tui/dash_tokens.h"
 #include "../tui/live.h"
 #include "../tui/tradeoff.h"
 #include "../tui/tui.h"
@@ -562,13 +563,14 @@ static int run_live(dash_args *a)
 
 /* The activation pools get what --max-memory leaves beside the rows
  * the dashboard holds: n rows and its copy of the calibration rows (as
- * eldr sim prices them). Above that cap the pools are sampled at each
- * admission: the same numbers, more CPU; said once on stderr. */
-static void pools_within(dash_args *a, int64_t n, double per_row)
+ * eldr sim prices them), and extra bytes (its token row readers). Above
+ * that cap the pools are sampled at each admission: the same numbers,
+ * more CPU; said once on stderr. */
+static void pools_within(dash_args *a, int64_t n, double per_row, double extra)
 {
     char err[ELDR_ERRLEN];
     int64_t calib = split_calib_count(n, a->o.split.size, err, sizeof err);
-    double loaded = (double)(n + (calib > 0 ? calib : 0)) * per_row;
+    double loaded = (double)(n + (calib > 0 ? calib : 0)) * per_row + extra;
     a->o.pool_cache = sim_pool_cache_within(a->max_memory, loaded);
     if (a->o.pool_cache >= SIM_DEFAULT_POOL_CACHE)
         return;
@@ -587,7 +589,10 @@ static void pools_within(dash_args *a, int64_t n, double per_row)
 /* --max-memory: a trace whose rows exceed it is loaded here as a chunk
  * sample (the message says so) and handed to the dashboard, which then
  * reads no file itself; within the budget *t stays NULL and the
- * dashboard loads the trace as always. */
+ * dashboard loads the trace as always. Loaded from its path the trace
+ * comes without its decode token rows (read from the file: dash_tokens.h),
+ * so they are priced as the readers' caches, not as rows; a sample is
+ * handed over loaded, token rows and all, and priced with them. */
 static int load_within(dash_args *a, trace_t **t, model_t **m)
 {
     char err[ELDR_ERRLEN], note[96];
@@ -595,15 +600,16 @@ static int load_within(dash_args *a, trace_t **t, model_t **m)
     if (trace_read_header(a->o.trace_path, &h, err, sizeof err))
         return cli_fail(CMD, "%s", err);
     double per_row = trace_row_bytes(&h, 0);
-    if ((double)h.n * per_row <= (double)a->max_memory) {
-        pools_within(a, h.n, per_row);
+    double own_row = dash_row_bytes(&h), readers = dash_tokens_bytes(&h);
+    if ((double)h.n * own_row + readers <= (double)a->max_memory) {
+        pools_within(a, h.n, own_row, readers);
         return 0;
     }
     int rc = cli_load_within(CMD, a->o.trace_path, &h, 0, per_row, a->max_memory, a->o.seed,
                              note, sizeof note, t);
     if (rc)
         return rc;
-    pools_within(a, (*t)->n, per_row);
+    pools_within(a, (*t)->n, per_row, 0);
     if (a->o.model_path && model_load(a->o.model_path, m, err, sizeof err)) {
         trace_free(*t);
         *t = NULL;

@@ -5,6 +5,7 @@
 
 #include "dash_tokens.h"
 #include "err.h"
+#include "trace_budget.h"
 
 int dash_load_trace(const char *path, trace_t **t, int *reads, char *err, size_t errlen)
 {
@@ -22,6 +23,20 @@ int dash_load_trace(const char *path, trace_t **t, int *reads, char *err, size_t
         return -1;
     *reads = 1;
     return 0;
+}
+
+double dash_row_bytes(const trace_header_t *h)
+{
+    return trace_row_bytes(h, h->has_tokens_decode ? TRACE_DROP_TOKENS : 0);
+}
+
+double dash_tokens_bytes(const trace_header_t *h)
+{
+    if (!h->has_tokens_decode)
+        return 0;
+    double rows = (double)h->t_decode * h->L * h->k * (h->E <= 256 ? 1 : 2);
+    double cap = (double)DASH_TOKENS_CACHE;
+    return DASH_TOKENS_MAX * (rows < cap ? rows : cap);
 }
 
 int dash_tokens_add(dash_t *d, const trace_t *t, const int64_t *file_rows, char *err,

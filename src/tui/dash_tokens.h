@@ -33,6 +33,14 @@
  * sets opts.read_tokens), else whole (*reads = 0). */
 int dash_load_trace(const char *path, trace_t **t, int *reads, char *err, size_t errlen);
 
+/* For --max-memory's price of a trace the dashboard loads from its path:
+ * the bytes a row holds (without its tokens/ datasets when it has decode
+ * token rows, else every dataset), and the bytes its token row readers may
+ * keep beside the rows (DASH_TOKENS_MAX chunk caches, each the token rows
+ * in the file's width up to DASH_TOKENS_CACHE; 0 without token rows). */
+double dash_row_bytes(const trace_header_t *h);
+double dash_tokens_bytes(const trace_header_t *h);
+
 /* With d->opts.read_tokens: open a reader of d->opts.trace_path for t,
  * whose row i is file row file_rows[i] (NULL: row i), kept in d->tok
  * until dash_free. Without read_tokens: nothing, 0. */

@@ -59,6 +59,15 @@ if [ -f "$DATA" ]; then
     same "real trace, no model, refined" "$DATA" - refined overview
     same "real trace, -m, refined, queues" "$DATA" "$TMP/m.h5" refined queues
     same "real trace, -m, first look, balance" "$DATA" "$TMP/m.h5" first balance
+    # --max-memory prices the token rows as the readers' caches, not as
+    # loaded rows: 50M holds the trace read this way (it held 284 of its 449
+    # rows when they were loaded), and the frame is the default budget's
+    "$ELDR" dash "$DATA" -m "$TMP/m.h5" --no-cache --frame "$TMP/full.txt" >/dev/null 2>&1
+    expect_status "real trace, --max-memory 50M: exit 0" 0 "$ELDR" dash "$DATA" -m "$TMP/m.h5" \
+        --no-cache --max-memory 50M --frame "$TMP/b50.txt"
+    expect_not_in "... samples no row (the token rows are not loaded)" "$TMP/err" "sampled [0-9]+ of"
+    if cmp -s "$TMP/full.txt" "$TMP/b50.txt"; then ok "... the default budget's frame"
+    else notok "... the default budget's frame" "$(diff "$TMP/full.txt" "$TMP/b50.txt" | head -4)"; fi
 else
     ok "# SKIP the real trace is not here ($DATA)"
 fi
