@@ -565,14 +565,16 @@ static int run_live(dash_args *a)
  * the dashboard holds: n rows and its copy of the calibration rows (as
  * eldr sim prices them), and extra bytes (its token row readers). Above
  * that cap the pools are sampled at each admission: the same numbers,
- * more CPU; said once on stderr. */
-static void pools_within(dash_args *a, int64_t n, double per_row, double extra)
+ * more CPU; said once on stderr, unless the trace records its decode
+ * token rows (then its runs replay those and sample no pool). */
+static void pools_within(dash_args *a, const trace_header_t *h, int64_t n, double per_row,
+                         double extra)
 {
     char err[ELDR_ERRLEN];
     int64_t calib = split_calib_count(n, a->o.split.size, err, sizeof err);
     double loaded = (double)(n + (calib > 0 ? calib : 0)) * per_row + extra;
     a->o.pool_cache = sim_pool_cache_within(a->max_memory, loaded);
-    if (a->o.pool_cache >= SIM_DEFAULT_POOL_CACHE)
+    if (a->o.pool_cache >= SIM_DEFAULT_POOL_CACHE || h->has_tokens_decode)
         return;
     char cb[32], bb[32], room[64] = "no room";
     cli_format_bytes((double)a->max_memory, bb, sizeof bb);
@@ -602,14 +604,14 @@ static int load_within(dash_args *a, trace_t **t, model_t **m)
     double per_row = trace_row_bytes(&h, 0);
     double own_row = dash_row_bytes(&h), readers = dash_tokens_bytes(&h);
     if ((double)h.n * own_row + readers <= (double)a->max_memory) {
-        pools_within(a, h.n, own_row, readers);
+        pools_within(a, &h, h.n, own_row, readers);
         return 0;
     }
     int rc = cli_load_within(CMD, a->o.trace_path, &h, 0, per_row, a->max_memory, a->o.seed,
                              note, sizeof note, t);
     if (rc)
         return rc;
-    pools_within(a, (*t)->n, per_row, 0);
+    pools_within(a, &h, (*t)->n, per_row, 0);
     if (a->o.model_path && model_load(a->o.model_path, m, err, sizeof err)) {
         trace_free(*t);
         *t = NULL;

@@ -66,6 +66,8 @@ if [ -f "$DATA" ]; then
     expect_status "real trace, --max-memory 50M: exit 0" 0 "$ELDR" dash "$DATA" -m "$TMP/m.h5" \
         --no-cache --max-memory 50M --frame "$TMP/b50.txt"
     expect_not_in "... samples no row (the token rows are not loaded)" "$TMP/err" "sampled [0-9]+ of"
+    expect_not_in "... and says nothing of activation pools (recorded rows are replayed, no pool)" \
+        "$TMP/err" "activation pools"
     if cmp -s "$TMP/full.txt" "$TMP/b50.txt"; then ok "... the default budget's frame"
     else notok "... the default budget's frame" "$(diff "$TMP/full.txt" "$TMP/b50.txt" | head -4)"; fi
 else
