@@ -123,7 +123,7 @@ static void test_counts_shadow(void **state)
         assert_int_equal(conns_open(t), open);
     }
     assert_true(refused > 0);
-    assert_int_equal((int)atomic_load(&met.per_ip_refusals), refused);
+    assert_int_equal((int)metrics_refused_total(&met, REFUSED_PER_IP), refused);
     int l = conns_listener(t);
     assert_int_equal(l, 0);
     assert_int_equal((int)atomic_load(&met.listeners[l].refused[REFUSED_PER_IP]), refused);

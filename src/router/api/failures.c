@@ -59,15 +59,6 @@ static json_int_t minus(uint64_t a, uint64_t b)
     return a > b ? (json_int_t)(a - b) : 0;
 }
 
-/* Connections refused for a reason, summed over the listeners. */
-static json_int_t refused(const metrics_t *m, int reason)
-{
-    uint64_t n = 0;
-    for (int l = 0; l < METRICS_LISTENERS; l++)
-        n += atomic_load(&m->listeners[l].refused[reason]);
-    return (json_int_t)n;
-}
-
 json_t *failures_json(engine_t *d)
 {
     const metrics_t *m = &d->met;
@@ -78,8 +69,8 @@ json_t *failures_json(engine_t *d)
         "{s:{s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I}, s:I, s:o}", "answered",
         "4xx", minus(atomic_load(&m->responses[4]), p4), "5xx",
         minus(atomic_load(&m->responses[5]), p5), "by_code", codes, "refusals", "per_ip",
-        (json_int_t)atomic_load(&m->per_ip_refusals), "max_conns",
-        refused(m, REFUSED_MAX_CONNS), "body_budget",
+        (json_int_t)metrics_refused_total(m, REFUSED_PER_IP), "max_conns",
+        (json_int_t)metrics_refused_total(m, REFUSED_MAX_CONNS), "body_budget",
         (json_int_t)atomic_load(&m->body_refusals), "unauthorized",
         (json_int_t)atomic_load(&m->auth_failures), "timeouts", "header",
         (json_int_t)atomic_load(&m->header_timeouts), "request_deadline",

@@ -36,7 +36,6 @@ void metrics_init(metrics_t *m)
     atomic_init(&m->body_bytes, 0);
     atomic_init(&m->body_refusals, 0);
     atomic_init(&m->header_timeouts, 0);
-    atomic_init(&m->per_ip_refusals, 0);
     for (int l = 0; l < METRICS_LISTENERS; l++) {
         metrics_listener *x = &m->listeners[l];
         x->name = NULL;
@@ -79,6 +78,14 @@ void metrics_refused(metrics_t *m, int l, int reason)
 {
     if (l >= 0 && l < METRICS_LISTENERS && reason >= 0 && reason < METRICS_REFUSALS)
         atomic_fetch_add(&m->listeners[l].refused[reason], 1);
+}
+
+uint64_t metrics_refused_total(const metrics_t *m, int reason)
+{
+    uint64_t n = 0;
+    for (int l = 0; reason >= 0 && reason < METRICS_REFUSALS && l < METRICS_LISTENERS; l++)
+        n += atomic_load(&m->listeners[l].refused[reason]);
+    return n;
 }
 
 void metrics_listener_fd(metrics_t *m, int l, int fd)
@@ -277,7 +284,7 @@ void metrics_render(metrics_t *m, strbuf *b)
     metrics_series(b, "eldr_connections_refused_per_ip_total", "counter",
            "Connections closed at once because their address (an IPv6 /64) held "
            "--max-conns-per-ip.",
-           atomic_load(&m->per_ip_refusals));
+           metrics_refused_total(m, REFUSED_PER_IP));
     listeners_render(m, b);
     metrics_series(b, "eldr_http_protocol_errors_total", "counter",
            "Requests refused by the HTTP layer (libmicrohttpd) before eldrd saw them: a "

@@ -63,7 +63,6 @@ typedef struct metrics_t {
     atomic_uint_least64_t body_bytes;       /* request bodies held now, bytes (--body-budget) */
     atomic_uint_least64_t body_refusals;    /* 503: a body would have passed --body-budget */
     atomic_uint_least64_t header_timeouts;  /* connections closed at --header-timeout */
-    atomic_uint_least64_t per_ip_refusals;  /* connections refused at --max-conns-per-ip */
     metrics_listener listeners[METRICS_LISTENERS];   /* registered before serving */
     atomic_uint_least64_t by_endpoint[METRICS_ENDPOINTS][METRICS_CODES];
     const char *endpoint_names[METRICS_ENDPOINTS]; /* "POST /v1/route", ...; NULL unused */
@@ -84,6 +83,9 @@ void metrics_response_at(metrics_t *m, int endpoint, int status);
 int metrics_listener_add(metrics_t *m, const char *name, unsigned reasons, int limit);
 /* A refusal on listener l (a slot; -1: none, nothing counted). */
 void metrics_refused(metrics_t *m, int l, int reason);
+/* Refusals for a reason, summed over the listeners (the snapshot's
+ * failures.refusals and eldr_connections_refused_per_ip_total). */
+uint64_t metrics_refused_total(const metrics_t *m, int reason);
 /* Its listening socket (-1: closed: the queue reads 0). */
 void metrics_listener_fd(metrics_t *m, int l, int fd);
 /* A connection opened / closed on listener l: the open count, and the

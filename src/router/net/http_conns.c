@@ -226,7 +226,6 @@ static void give_back_pending(void)
 
 static void log_refusal(conns_t *t, const struct sockaddr *sa, conn_key k)
 {
-    atomic_fetch_add(&t->met->per_ip_refusals, 1);
     metrics_refused(t->met, t->slot, REFUSED_PER_IP);
     if (!log_once_a_second(&t->last_refusal_log))
         return;
